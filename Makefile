@@ -1,0 +1,39 @@
+# npuir developer commands.  `make run` and `make test` are the two README
+# commands: each creates .venv (if needed) and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-test
+
+.PHONY: run test lint unit lit install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(STAMP)
+
+## The main job: the seed model through the standard pipeline.
+run: $(STAMP)
+	$(BIN)/npuir-opt examples/seed_multistream.mlir -p npu-default
+
+## Every test: lint, types, pytest, lit.
+test: lint unit lit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+lit: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -sv test
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,738 @@
+"""Numeric reference kernels for the ``npu`` dialect: one numpy function per op.
+
+The interpreter (``backends/npu/interpreters/npu.py``) looks a kernel up by op name
+in :data:`KERNELS` (or with :func:`kernel_for`, which raises
+:class:`MissingKernelError`) and calls it as ``kernel(inputs, attrs)``; it returns the
+op's results as a list of fresh numpy arrays (never views of the inputs, so the
+interpreter may mutate or alias results freely).
+
+This module depends only on numpy, ml_dtypes and the standard library, so it can be
+tested and reused without xDSL.
+
+Attribute convention (:data:`KernelAttrs`)
+    ``attrs`` is a plain ``Mapping[str, object]`` holding the op's attributes, already
+    decoded to Python values and keyed by their IR spelling (DESIGN.md §2.1):
+
+    - integer attrs (``axis``, ``k``, ``group_size``) -> ``int``;
+    - ``array<i64: ...>`` attrs (``axes``, ``perm``, ``offsets``, ``sizes``,
+      ``strides``) -> a sequence of ``int``;
+    - float attrs (``epsilon``) -> ``float``; string attrs (``approximate``,
+      ``mode``, ``group``) -> ``str``;
+    - unit attrs (``transpose_a``, ``transpose_b``, ``keepdims``) are *set* when the key
+      is present with any value other than ``False`` (so ``True``, ``None`` or the raw
+      attribute object all work) and unset when absent or ``False``.
+
+    Two reserved keys carry the op's result types, which some kernels need
+    (``reshape`` and ``cast`` take everything from the result type):
+
+    - :data:`RESULT_SHAPES` (``"result_shapes"``): one shape tuple per result; a
+      dynamic dim may be ``None`` or negative (only ``reshape`` reads shapes, and it
+      lets one dim be inferred);
+    - :data:`RESULT_DTYPES` (``"result_dtypes"``): one dtype per result, as an
+      ``np.dtype`` or an element-type name (``"f16"``, ``"bf16"``, ...).
+
+    Both are optional except where noted; without them a kernel returns its natural
+    dtype (the first input's dtype; i64 for indices). :func:`kernel_attrs` builds such
+    a dict.
+
+Numeric rules (these make results deterministic and independent of numpy's
+low-precision code paths)
+    - f16 / bf16 are computed in f32 and cast back to the result dtype once at the end;
+      this includes matmul accumulation (like the cube unit) and every sum (reductions,
+      softmax, rms_norm, collectives). f32 is computed in f32; f64 stays f64.
+    - Integer and i1 values are computed in i64 and cast back (wrapping for i32; for i1
+      "non-zero is true", so ``add``/``maximum`` act as *or*, ``mul`` as *and*, ``sub``
+      as *xor*). Integer ``div`` truncates toward zero (like ``arith.divsi``); x/0 is 0.
+    - Transcendental ops (exp, sqrt, gelu, ...) on integer inputs are computed in f64.
+    - Conversions to an integer type truncate toward zero and saturate; NaN becomes 0.
+    - Exact ``gelu`` uses ``math.erf`` elementwise in f64 (no scipy).
+    - Floating-point warnings (overflow, division by zero) are silenced: inf/NaN are
+      values, not errors.
+
+Collective convention
+    A collective kernel receives the tensors of *all ranks of one group* at once: its
+    single input has a leading rank axis of length G (the group), and its output also
+    has a leading rank axis of length G (rank r's result at index r). ``group_size``, if
+    given, must equal G; ``mode`` and ``group`` do not change the numbers. Splitting and
+    joining happen on dim 0 of each rank's tensor (array axis 1):
+
+    - ``all_reduce``: ``[G, *s] -> [G, *s]``, the sum over ranks, given to every rank;
+    - ``reduce_scatter``: ``[G, d0, *s] -> [G, d0/G, *s]``, the sum over ranks split into
+      G parts along dim 0, rank r keeps part r;
+    - ``all_gather``: ``[G, d0, *s] -> [G, G*d0, *s]``, the ranks' tensors concatenated
+      along dim 0 in rank order, given to every rank;
+    - ``all_to_all``: ``[G, d0, *s] -> [G, d0, *s]``, each rank splits dim 0 into G
+      chunks; rank r receives chunk r of every rank, concatenated in rank order.
+
+    Non-collective kernels see one rank's tensors (no rank axis): when values carry a
+    leading rank axis, the interpreter applies them rank by rank, and groups ranks for
+    collectives.
+
+Input generation
+    :data:`positive_domain_ops` lists ops that are undefined (NaN/inf) for some inputs
+    in the default range [-1, 1]; :data:`positive_operands` says which operands. An
+    input generator should draw those operands with ``random_input(...,
+    positive=True)`` (floats in [0.5, 1.5], ints in [1, 8)); if it cannot trace which
+    function arguments reach them, it should make every floating input of a function
+    that contains such an op positive. Index operands (``gather``) need ``high=`` set
+    to the indexed dimension.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "KERNELS",
+    "RESULT_DTYPES",
+    "RESULT_SHAPES",
+    "Kernel",
+    "KernelAttrs",
+    "KernelError",
+    "MissingKernelError",
+    "dtype_name",
+    "kernel_attrs",
+    "kernel_for",
+    "numpy_dtype",
+    "positive_domain_ops",
+    "positive_operands",
+    "random_input",
+]
+
+Array = npt.NDArray[Any]
+KernelAttrs = Mapping[str, object]
+Kernel = Callable[[Sequence[Array], KernelAttrs], list[Array]]
+
+RESULT_SHAPES = "result_shapes"
+RESULT_DTYPES = "result_dtypes"
+
+
+class KernelError(ValueError):
+    """An op's operands or attributes are invalid for its kernel (message names the op)."""
+
+
+class MissingKernelError(KeyError):
+    """No numeric kernel is registered for the op."""
+
+    def __init__(self, op_name: str) -> None:
+        super().__init__(op_name)
+        self.op_name = op_name
+
+    def __str__(self) -> str:
+        # KeyError's default str() is the repr of its argument; give a readable message.
+        return f"no numeric kernel for op '{self.op_name}' (backends/npu/kernels.py)"
+
+
+# ----------------------------------------------------------------------------- dtypes
+
+_F16 = np.dtype(np.float16)
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
+_BOOL = np.dtype(np.bool_)
+
+_DTYPES: dict[str, np.dtype[Any]] = {
+    "f16": _F16,
+    "bf16": _BF16,
+    "f32": _F32,
+    "i32": np.dtype(np.int32),
+    "i64": _I64,
+    "i1": _BOOL,
+}
+_NAMES: dict[np.dtype[Any], str] = {dt: name for name, dt in _DTYPES.items()}
+
+
+def numpy_dtype(name: str) -> np.dtype[Any]:
+    """The numpy dtype of an IR element type: "f16", "bf16", "f32", "i32", "i64", "i1"."""
+    try:
+        return _DTYPES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown element type '{name}' (expected one of {', '.join(_DTYPES)})"
+        ) from None
+
+
+def dtype_name(dtype: npt.DTypeLike) -> str:
+    """The IR element-type name of a numpy dtype (inverse of :func:`numpy_dtype`)."""
+    dt = np.dtype(dtype)
+    try:
+        return _NAMES[dt]
+    except KeyError:
+        raise ValueError(f"numpy dtype {dt} has no npu element type") from None
+
+
+def _as_dtype(value: object) -> np.dtype[Any]:
+    if isinstance(value, str) and value in _DTYPES:
+        return _DTYPES[value]
+    dt: np.dtype[Any] = np.dtype(value)  # type: ignore[call-overload]
+    return dt
+
+
+def _is_float(dt: np.dtype[Any]) -> bool:
+    # bfloat16 has kind 'V' in numpy, so check it explicitly.
+    return dt == _BF16 or dt.kind == "f"
+
+
+def _is_int(dt: np.dtype[Any]) -> bool:
+    return dt.kind in "iu"
+
+
+def _float_compute(dt: np.dtype[Any]) -> np.dtype[Any]:
+    """Dtype to evaluate float math in: f32 for <=32-bit floats, f64 otherwise."""
+    if dt == _F64 or not _is_float(dt):
+        # Integers go to f64 so that i32/i64 values keep (nearly) all their digits.
+        return _F64
+    return _F32
+
+
+def _acc_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
+    """Dtype for exact-as-possible arithmetic/accumulation: float -> f32/f64, int -> i64."""
+    return _float_compute(dt) if _is_float(dt) else _I64
+
+
+def _pair_compute(a: np.dtype[Any], b: np.dtype[Any]) -> np.dtype[Any]:
+    """Compute dtype for a two-operand op: f64 if either is f64, f32 if either is a
+    float, i64 for integers/i1."""
+    if _F64 in (a, b):
+        return _F64
+    return _F32 if _is_float(a) or _is_float(b) else _I64
+
+
+def _convert(x: object, dt: np.dtype[Any]) -> Array:
+    """Cast to ``dt`` deterministically, always returning a fresh array."""
+    arr = np.asarray(x)
+    if arr.dtype == dt:
+        return arr.copy()
+    if arr.dtype == _BF16 or arr.dtype == _F16:
+        # Widen first: ml_dtypes/numpy casts out of low precision are not all direct.
+        arr = arr.astype(_F32)
+    if dt == _BOOL:
+        return np.asarray(arr != 0)  # NaN != 0, so NaN is true like in C
+    if _is_int(dt) and _is_float(arr.dtype):
+        # numpy's float->int cast is undefined out of range; saturate like the hardware.
+        info = np.iinfo(dt)
+        lo, hi = -(2.0 ** (info.bits - 1)), 2.0 ** (info.bits - 1)
+        if info.min == 0:
+            lo, hi = 0.0, 2.0**info.bits
+        f = np.trunc(arr.astype(_F64))
+        big, small, nan = f >= hi, f < lo, np.isnan(f)
+        out = np.where(big | small | nan, 0.0, f).astype(dt)
+        out[big] = info.max
+        out[small] = info.min
+        return out
+    return arr.astype(dt)
+
+
+# ------------------------------------------------------------------------ attributes
+
+
+def kernel_attrs(
+    attrs: Mapping[str, object] | None = None,
+    *,
+    result_shapes: Iterable[Sequence[int | None]] | None = None,
+    result_dtypes: Iterable[npt.DTypeLike] | None = None,
+    **more: object,
+) -> dict[str, object]:
+    """Build a :data:`KernelAttrs` dict (decoded attrs plus optional result types)."""
+    out: dict[str, object] = dict(attrs or {})
+    out.update(more)
+    if result_shapes is not None:
+        out[RESULT_SHAPES] = tuple(tuple(s) for s in result_shapes)
+    if result_dtypes is not None:
+        out[RESULT_DTYPES] = tuple(_as_dtype(d) for d in result_dtypes)
+    return out
+
+
+def _flag(attrs: KernelAttrs, name: str) -> bool:
+    return name in attrs and attrs[name] is not False
+
+
+def _int(attrs: KernelAttrs, name: str, default: int | None = None) -> int:
+    value = attrs.get(name, default)
+    if value is None:
+        raise ValueError(f"missing required attribute '{name}'")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"attribute '{name}' must be an integer, got {value!r}")
+    return int(value)
+
+
+def _ints(attrs: KernelAttrs, name: str) -> tuple[int, ...] | None:
+    value = attrs.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, Iterable):
+        raise ValueError(f"attribute '{name}' must be a sequence of integers, got {value!r}")
+    items = tuple(value)
+    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in items):
+        raise ValueError(f"attribute '{name}' must be a sequence of integers, got {value!r}")
+    return tuple(int(v) for v in items)
+
+
+def _float(attrs: KernelAttrs, name: str, default: float) -> float:
+    value = attrs.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise ValueError(f"attribute '{name}' must be a number, got {value!r}")
+    return float(value)
+
+
+def _result_dtype(attrs: KernelAttrs, index: int, default: np.dtype[Any]) -> np.dtype[Any]:
+    dtypes = attrs.get(RESULT_DTYPES)
+    if dtypes is None:
+        return default
+    if not isinstance(dtypes, Sequence) or index >= len(dtypes):
+        raise ValueError(f"'{RESULT_DTYPES}' has no entry for result #{index}")
+    return _as_dtype(dtypes[index])
+
+
+def _axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} out of range for rank {ndim}")
+    return axis % ndim
+
+
+# -------------------------------------------------------------------------- registry
+
+KERNELS: dict[str, Kernel] = {}
+
+
+def kernel_for(name: str) -> Kernel:
+    """The kernel of op ``name`` (e.g. "npu.add"); :class:`MissingKernelError` if none."""
+    try:
+        return KERNELS[name]
+    except KeyError:
+        raise MissingKernelError(name) from None
+
+
+_Impl = Callable[[list[Array], KernelAttrs], list[Array]]
+
+
+def _register(name: str, arity: int | None) -> Callable[[_Impl], _Impl]:
+    """Register ``fn`` as the kernel of ``name``; ``arity=None`` means variadic (>= 1)."""
+
+    def decorate(fn: _Impl) -> _Impl:
+        @functools.wraps(fn)
+        def kernel(inputs: Sequence[Array], attrs: KernelAttrs) -> list[Array]:
+            if arity is not None and len(inputs) != arity:
+                raise KernelError(f"{name}: expects {arity} operand(s), got {len(inputs)}")
+            if arity is None and not inputs:
+                raise KernelError(f"{name}: expects at least one operand")
+            arrays = [np.asarray(x) for x in inputs]
+            try:
+                # inf/NaN are legitimate results (e.g. x/0); warnings would only be noise.
+                with np.errstate(all="ignore"):
+                    return fn(arrays, attrs)
+            except (ValueError, IndexError, TypeError) as e:
+                # One error type for the interpreter to report, always naming the op.
+                raise KernelError(f"{name}: {e}") from e
+
+        KERNELS[name] = kernel
+        return fn
+
+    return decorate
+
+
+# ------------------------------------------------------------------------------ cube
+
+
+def _matmul_core(a: Array, b: Array, attrs: KernelAttrs) -> Array:
+    if _flag(attrs, "transpose_a"):
+        a = np.swapaxes(a, -1, -2)
+    if _flag(attrs, "transpose_b"):
+        b = np.swapaxes(b, -1, -2)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"contraction dims differ: {a.shape} x {b.shape} (after transpose flags)")
+    out_dt = _result_dtype(attrs, 0, a.dtype)
+    # Low precision accumulates in f32, like the cube unit; ints accumulate in i64.
+    acc = _pair_compute(a.dtype, b.dtype)
+    return _convert(np.matmul(a.astype(acc), b.astype(acc)), out_dt)
+
+
+@_register("npu.matmul", 2)
+def _matmul(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    a, b = inputs
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"operands must be 2-D, got {a.shape} and {b.shape}")
+    return [_matmul_core(a, b, attrs)]
+
+
+@_register("npu.batch_matmul", 2)
+def _batch_matmul(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    a, b = inputs
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"operands must be at least 2-D, got {a.shape} and {b.shape}")
+    # np.matmul broadcasts the leading batch dims and raises if they are incompatible.
+    return [_matmul_core(a, b, attrs)]
+
+
+# ------------------------------------------------------------------ elementwise ops
+
+_BinFn = Callable[[Array, Array], Array]
+
+
+def _int_div(a: Array, b: Array) -> Array:
+    # a - fmod(a, b) is an exact multiple of b, so floor division of it truncates.
+    safe = np.where(b == 0, 1, b)
+    return np.where(b == 0, 0, (a - np.fmod(a, safe)) // safe)
+
+
+def _make_binary(name: str, float_fn: _BinFn, int_fn: _BinFn) -> None:
+    @_register(name, 2)
+    def kernel(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+        a, b = inputs
+        np.broadcast_shapes(a.shape, b.shape)  # clear error before any computation
+        out_dt = _result_dtype(attrs, 0, a.dtype)
+        cd = _pair_compute(a.dtype, b.dtype)
+        fn = float_fn if _is_float(cd) else int_fn
+        return [_convert(fn(a.astype(cd), b.astype(cd)), out_dt)]
+
+
+_make_binary("npu.add", np.add, np.add)
+_make_binary("npu.sub", np.subtract, np.subtract)
+_make_binary("npu.mul", np.multiply, np.multiply)
+_make_binary("npu.div", np.divide, _int_div)
+_make_binary("npu.maximum", np.maximum, np.maximum)
+
+
+_UnFn = Callable[[Array], Array]
+
+
+def _sigmoid(x: Array) -> Array:
+    # Stable for both signs: exp only ever sees -|x|, so it never overflows.
+    z = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + z), z / (1 + z))
+
+
+def _silu(x: Array) -> Array:
+    return x * _sigmoid(x)
+
+
+_erf_f64 = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x: Array) -> Array:
+    """erf evaluated with ``math.erf`` in f64 (exact to double precision, no scipy)."""
+    return np.asarray(_erf_f64(x.astype(_F64)), dtype=_F64)
+
+
+def _make_unary(name: str, fn: _UnFn, *, int_fn: _UnFn | None = None) -> None:
+    """Register a unary op: ``fn`` on floats; ``int_fn`` on i64 (else ``fn`` in f64)."""
+
+    @_register(name, 1)
+    def kernel(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+        (x,) = inputs
+        out_dt = _result_dtype(attrs, 0, x.dtype)
+        if int_fn is not None and not _is_float(x.dtype):
+            return [_convert(int_fn(x.astype(_I64)), out_dt)]
+        return [_convert(fn(x.astype(_float_compute(x.dtype))), out_dt)]
+
+
+_make_unary("npu.neg", np.negative, int_fn=np.negative)
+_make_unary("npu.exp", np.exp)
+_make_unary("npu.sqrt", np.sqrt)
+_make_unary("npu.rsqrt", lambda x: 1 / np.sqrt(x))
+_make_unary("npu.relu", lambda x: np.maximum(x, 0), int_fn=lambda x: np.maximum(x, 0))
+_make_unary("npu.silu", _silu)
+_make_unary("npu.sigmoid", _sigmoid)
+
+
+@_register("npu.gelu", 1)
+def _gelu(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    out_dt = _result_dtype(attrs, 0, x.dtype)
+    approximate = attrs.get("approximate")
+    if approximate in (None, "none"):
+        # Whole formula in f64 so the exact variant is exact up to the final rounding.
+        xf = x.astype(_F64)
+        return [_convert(0.5 * xf * (1 + _erf(xf / math.sqrt(2.0))), out_dt)]
+    if approximate == "tanh":
+        xf = x.astype(_float_compute(x.dtype))
+        c = math.sqrt(2.0 / math.pi)
+        return [_convert(0.5 * xf * (1 + np.tanh(c * (xf + 0.044715 * xf**3))), out_dt)]
+    raise ValueError(f"approximate must be absent, 'none' or 'tanh', got {approximate!r}")
+
+
+@_register("npu.cast", 1)
+def _cast(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    if RESULT_DTYPES not in attrs:
+        raise ValueError(f"needs '{RESULT_DTYPES}' (cast takes its dtype from the result)")
+    return [_convert(x, _result_dtype(attrs, 0, x.dtype))]
+
+
+# ------------------------------------------------------------------- vector compound
+
+
+@_register("npu.swiglu", 1)
+def _swiglu(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    axis = _axis(_int(attrs, "axis", -1), x.ndim)
+    if x.shape[axis] % 2:
+        raise ValueError(f"axis {axis} of shape {x.shape} has odd length")
+    a, b = np.split(x.astype(_float_compute(x.dtype)), 2, axis=axis)
+    return [_convert(_silu(a) * b, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.softmax", 1)
+def _softmax(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    axis = _axis(_int(attrs, "axis", -1), x.ndim)
+    xf = x.astype(_float_compute(x.dtype))
+    # Subtracting the max keeps exp <= 1: no overflow for large logits.
+    e = np.exp(xf - np.max(xf, axis=axis, keepdims=True))
+    return [_convert(e / np.sum(e, axis=axis, keepdims=True), _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.rms_norm", 2)
+def _rms_norm(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    x, gamma = inputs
+    if x.ndim < 1:
+        raise ValueError("input must have at least one axis")
+    eps = _float(attrs, "epsilon", 1e-6)
+    cd = _float_compute(x.dtype)
+    xf, gf = x.astype(cd), gamma.astype(cd)
+    np.broadcast_shapes(xf.shape, gf.shape)
+    ms = np.mean(xf * xf, axis=-1, keepdims=True)
+    out = xf / np.sqrt(ms + np.asarray(eps, dtype=cd)) * gf
+    return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
+def _reduce_axes(attrs: KernelAttrs, ndim: int) -> tuple[int, ...]:
+    axes = _ints(attrs, "axes")
+    if axes is None:  # no axes attribute: reduce everything
+        return tuple(range(ndim))
+    norm = tuple(_axis(a, ndim) for a in axes)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"repeated axis in {axes}")
+    return norm
+
+
+@_register("npu.reduce_sum", 1)
+def _reduce_sum(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    axes = _reduce_axes(attrs, x.ndim)
+    s = np.sum(x.astype(_acc_dtype(x.dtype)), axis=axes, keepdims=_flag(attrs, "keepdims"))
+    return [_convert(s, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.reduce_max", 1)
+def _reduce_max(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    axes = _reduce_axes(attrs, x.ndim)
+    if any(x.shape[a] == 0 for a in axes):
+        raise ValueError(f"reduce_max over an empty axis of shape {x.shape}")
+    m = np.max(x.astype(_acc_dtype(x.dtype)), axis=axes, keepdims=_flag(attrs, "keepdims"))
+    return [_convert(m, _result_dtype(attrs, 0, x.dtype))]
+
+
+# -------------------------------------------------------------------- data movement
+
+
+@_register("npu.transpose", 1)
+def _transpose(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    perm = _ints(attrs, "perm")
+    if perm is None:
+        raise ValueError("missing required attribute 'perm'")
+    if sorted(perm) != list(range(x.ndim)):
+        raise ValueError(f"perm {perm} is not a permutation of rank {x.ndim}")
+    return [_convert(np.transpose(x, perm), _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.reshape", 1)
+def _reshape(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    shapes = attrs.get(RESULT_SHAPES)
+    if not isinstance(shapes, Sequence) or not shapes:
+        raise ValueError(f"needs '{RESULT_SHAPES}' (reshape takes its shape from the result)")
+    # A dynamic dim (None or negative) is inferred from the element count.
+    shape = tuple(-1 if d is None or d < 0 else int(d) for d in shapes[0])
+    if shape.count(-1) > 1:
+        raise ValueError(f"result shape {shapes[0]} has more than one dynamic dim")
+    return [_convert(np.reshape(x, shape), _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.concat", None)
+def _concat(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    ndim = inputs[0].ndim
+    if any(x.ndim != ndim for x in inputs):
+        raise ValueError(f"operands differ in rank: {[x.shape for x in inputs]}")
+    axis = _axis(_int(attrs, "axis", -1), ndim)
+    out_dt = _result_dtype(attrs, 0, inputs[0].dtype)
+    return [np.concatenate([_convert(x, out_dt) for x in inputs], axis=axis)]
+
+
+@_register("npu.slice", 1)
+def _slice(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    offsets, sizes = _ints(attrs, "offsets"), _ints(attrs, "sizes")
+    if offsets is None or sizes is None:
+        raise ValueError("needs attributes 'offsets' and 'sizes'")
+    strides = _ints(attrs, "strides") or (1,) * x.ndim
+    if not len(offsets) == len(sizes) == len(strides) == x.ndim:
+        raise ValueError(
+            f"offsets/sizes/strides {offsets}/{sizes}/{strides} do not match rank {x.ndim}"
+        )
+    index = []
+    for d, (o, n, s, dim) in enumerate(zip(offsets, sizes, strides, x.shape, strict=True)):
+        if o < 0 or n < 0 or s < 1:
+            raise ValueError(f"dim {d}: need offset >= 0, size >= 0, stride >= 1")
+        last = o + (n - 1) * s if n else o - 1  # index of the last element taken
+        if last >= dim or o > dim:
+            raise ValueError(f"dim {d}: offset {o}, size {n}, stride {s} exceed extent {dim}")
+        index.append(slice(o, o + (n - 1) * s + 1 if n else o, s))
+    return [_convert(x[tuple(index)], _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.gather", 2)
+def _gather(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    data, indices = inputs
+    if not _is_int(indices.dtype):
+        raise ValueError(f"indices must be integers, got {indices.dtype}")
+    axis = _axis(_int(attrs, "axis", 0), data.ndim)
+    # np.take semantics: out.shape = data.shape[:axis] + indices.shape + data.shape[axis+1:];
+    # negative indices count from the end; out-of-range ones are an error.
+    return [_convert(np.take(data, indices, axis=axis), _result_dtype(attrs, 0, data.dtype))]
+
+
+@_register("npu.topk", 1)
+def _topk(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    if x.ndim < 1:
+        raise ValueError("input must have at least one axis")
+    axis = _axis(_int(attrs, "axis", -1), x.ndim)
+    k = _int(attrs, "k")
+    xa = np.moveaxis(x, axis, -1)
+    n = xa.shape[-1]
+    if not 0 <= k <= n:
+        raise ValueError(f"k = {k} out of range for axis length {n}")
+    key = xa.astype(_acc_dtype(x.dtype))
+    # Descending with ties -> lower index first, without negating (which breaks on
+    # unsigned/INT_MIN): stable-sort the reversed axis ascending, then reverse the order.
+    # NaN sorts last ascending, so it ranks as the largest value (like torch.topk).
+    order = np.argsort(key[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    idx = (n - 1 - order)[..., :k]
+    values = np.take_along_axis(xa, idx, axis=-1)
+    return [
+        _convert(np.moveaxis(values, -1, axis), _result_dtype(attrs, 0, x.dtype)),
+        _convert(np.moveaxis(idx, -1, axis), _result_dtype(attrs, 1, _I64)),
+    ]
+
+
+@_register("npu.nonzero", 1)
+def _nonzero(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    mask = _convert(x, _BOOL)
+    # [N, rank] coordinates in row-major order, like torch.nonzero.
+    return [_convert(np.argwhere(mask), _result_dtype(attrs, 0, _I64))]
+
+
+# ----------------------------------------------------------------------- collectives
+
+
+def _group(x: Array, attrs: KernelAttrs, *, split: bool) -> int:
+    """Validate the leading rank axis; ``split`` ops also need a per-rank dim 0."""
+    if x.ndim < (2 if split else 1):
+        raise ValueError(
+            f"input {x.shape} needs a leading rank axis"
+            + (" and a per-rank dim 0" if split else "")
+        )
+    g = int(x.shape[0])
+    if "group_size" in attrs and _int(attrs, "group_size") != g:
+        raise ValueError(f"group_size {attrs['group_size']} != rank axis length {g}")
+    return g
+
+
+def _rank_sum(x: Array) -> Array:
+    # f16/bf16 partial sums accumulate in f32 (and ints in i64) before the final cast.
+    return np.asarray(np.sum(x.astype(_acc_dtype(x.dtype)), axis=0))
+
+
+@_register("npu.all_reduce", 1)
+def _all_reduce(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    _group(x, attrs, split=False)
+    out = np.broadcast_to(_rank_sum(x), x.shape)
+    return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.reduce_scatter", 1)
+def _reduce_scatter(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    g = _group(x, attrs, split=True)
+    d0, rest = x.shape[1], x.shape[2:]
+    if d0 % g:
+        raise ValueError(f"dim 0 ({d0}) is not divisible by the group size {g}")
+    out = _rank_sum(x).reshape(g, d0 // g, *rest)  # part r of dim 0 -> rank r
+    return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.all_gather", 1)
+def _all_gather(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    g = _group(x, attrs, split=True)
+    whole = x.reshape(g * x.shape[1], *x.shape[2:])  # rank-ordered concat along dim 0
+    out = np.broadcast_to(whole, (g, *whole.shape))
+    return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.all_to_all", 1)
+def _all_to_all(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    g = _group(x, attrs, split=True)
+    d0, rest = x.shape[1], x.shape[2:]
+    if d0 % g:
+        raise ValueError(f"dim 0 ({d0}) is not divisible by the group size {g}")
+    # [src, chunk, ...] -> [dst=chunk, src, ...]: rank r gets chunk r of every source.
+    chunks = x.reshape(g, g, d0 // g, *rest)
+    out = np.swapaxes(chunks, 0, 1).reshape(g, d0, *rest)
+    return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
+# ------------------------------------------------------------------- input generation
+
+# Operand positions that must be drawn positive for the op to be defined on them.
+positive_operands: Mapping[str, frozenset[int]] = {
+    "npu.sqrt": frozenset({0}),
+    "npu.rsqrt": frozenset({0}),
+    "npu.div": frozenset({1}),  # the divisor: positive keeps it away from 0
+}
+positive_domain_ops: frozenset[str] = frozenset(positive_operands)
+
+
+def random_input(
+    shape: Sequence[int],
+    dtype: npt.DTypeLike,
+    rng: np.random.Generator,
+    positive: bool = False,
+    *,
+    high: int | None = None,
+) -> Array:
+    """A random array in a range where every kernel is well defined.
+
+    Floats: uniform in [-1, 1], or [0.5, 1.5] if ``positive`` (drawn in f64, rounded to
+    ``dtype``). Integers: uniform in [0, high) (``high`` defaults to 8), or [1, high) if
+    ``positive`` so they are safe divisors. i1: uniform booleans. ``dtype`` may be a
+    numpy dtype or an element-type name ("f16", "bf16", ...).
+    """
+    dt = _as_dtype(dtype)
+    size = tuple(int(d) for d in shape)
+    if dt == _BOOL:
+        return np.asarray(rng.integers(0, 2, size=size)).astype(_BOOL)
+    if _is_int(dt):
+        top = 8 if high is None else high
+        low = 1 if positive else 0
+        if top <= low:
+            raise ValueError(f"empty integer range [{low}, {top})")
+        return np.asarray(rng.integers(low, top, size=size, dtype=np.int64)).astype(dt)
+    if not _is_float(dt):
+        raise ValueError(f"unsupported dtype {dt}")
+    values = rng.uniform(0.5, 1.5, size) if positive else rng.uniform(-1.0, 1.0, size)
+    return np.asarray(values, dtype=_F64).astype(dt)

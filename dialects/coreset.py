@@ -1,0 +1,258 @@
+"""The `coreset` dialect: how many cube and vector cores work may take.
+
+Mirrors TorchAir's core limiting: `limit_core_num` becomes a `coreset.limit`
+scope around operators, `set_stream_limit` a `coreset.stream_limit` on a
+stream tag, and a module-wide `coreset.global` attribute the global limit.
+Each count is resolved on its own (op scope > stream > global > device); an
+omitted count is unlimited.  Counts are whole numbers >= 1 here; passes that
+know the device check the upper bound.  After `coreset-lower` each op that uses
+cores carries its effective `coreset.cores`.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, i64
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    param_def,
+    prop_def,
+    region_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from npuir.dialects import scope
+
+GLOBAL = "coreset.global"
+"""Module attribute holding the global limit, a `#coreset.cores`."""
+
+CORES = "coreset.cores"
+"""Op attribute written by `coreset-lower`: the op's effective limits."""
+
+ENGINES = ("cube", "vector")
+
+# A count of 0 in `#coreset.cores` stands for "not given" (unlimited); the
+# syntax never spells it, and parsed counts must be >= 1.
+_UNSET = 0
+
+
+def _parse_counts(parser: Parser | AttrParser) -> dict[str, int]:
+    """`[cube N] [vector M]`, in that order, at least one."""
+    counts: dict[str, int] = {}
+    for engine in ENGINES:
+        if parser.parse_optional_keyword(engine) is not None:
+            counts[engine] = parser.parse_integer(allow_boolean=False, allow_negative=True)
+    if not counts:
+        parser.raise_error("expected 'cube N' and/or 'vector M'")
+    return counts
+
+
+def _check_counts(counts: dict[str, int | None]) -> None:
+    if all(v is None for v in counts.values()):
+        raise VerifyException("needs at least one of 'cube' and 'vector'")
+    for engine, value in counts.items():
+        if value is not None and value < 1:
+            raise VerifyException(f"{engine} count must be a whole number >= 1, got {value}")
+
+
+@irdl_attr_definition
+class CoresAttr(ParametrizedAttribute):
+    """A pair of core limits, `#coreset.cores<cube N, vector M>`.
+
+    Either count may be omitted (unlimited), but not both.
+    """
+
+    name = "coreset.cores"
+
+    cube: IntegerAttr[I64] = param_def()
+    vector: IntegerAttr[I64] = param_def()
+
+    def __init__(self, cube: int | None, vector: int | None) -> None:
+        super().__init__(
+            IntegerAttr(_UNSET if cube is None else cube, i64),
+            IntegerAttr(_UNSET if vector is None else vector, i64),
+        )
+
+    @property
+    def cube_count(self) -> int | None:
+        value = self.cube.value.data
+        return None if value == _UNSET else value
+
+    @property
+    def vector_count(self) -> int | None:
+        value = self.vector.value.data
+        return None if value == _UNSET else value
+
+    def count(self, engine: str) -> int | None:
+        return self.cube_count if engine == "cube" else self.vector_count
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            counts: dict[str, int] = {}
+            for i, engine in enumerate(ENGINES):
+                if i and counts and parser.parse_optional_punctuation(",") is None:
+                    break
+                if parser.parse_optional_keyword(engine) is not None:
+                    counts[engine] = parser.parse_integer(allow_boolean=False)
+            if not counts:
+                parser.raise_error("expected 'cube N' and/or 'vector M'")
+        return [IntegerAttr(counts.get(e, _UNSET), i64) for e in ENGINES]
+
+    def print_parameters(self, printer: Printer) -> None:
+        parts = [f"{e} {c}" for e in ENGINES if (c := self.count(e)) is not None]
+        printer.print_string("<" + ", ".join(parts) + ">")
+
+    def verify(self) -> None:
+        for engine in ENGINES:
+            value = getattr(self, engine).value.data
+            if value < 0:
+                raise VerifyException(f"{engine} count must be a whole number >= 1, got {value}")
+        if self.cube_count is None and self.vector_count is None:
+            raise VerifyException("#coreset.cores needs at least one of 'cube' and 'vector'")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Passes values out of a `coreset.limit` scope.
+
+    ```mlir
+    coreset.yield %a : tensor<3x3xf32>
+    ```
+    """
+
+    name = "coreset.yield"
+
+    values = var_operand_def()
+
+    traits = traits_def(IsTerminator())
+
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue) -> None:
+        super().__init__(operands=[list(values)])
+
+    def verify_(self) -> None:
+        scope.verify_yield_parent(self, LimitOp)
+
+
+@irdl_op_definition
+class LimitOp(IRDLOperation):
+    """Bounds the cores each op in its body may take (TorchAir's `limit_core_num`).
+
+    Limits are lexical: a `stream.switch` nested inside keeps the limit.
+
+    ```mlir
+    %r = coreset.limit cube 6 vector 12 -> tensor<3x3xf32> {
+      %a = npu.add %x, %y : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+      coreset.yield %a : tensor<3x3xf32>
+    }
+    ```
+    """
+
+    name = "coreset.limit"
+
+    cube = opt_prop_def(IntegerAttr[I64])
+    vector = opt_prop_def(IntegerAttr[I64])
+    outputs = var_result_def()
+    body = region_def("single_block")
+
+    def __init__(
+        self,
+        cube: int | None,
+        vector: int | None,
+        body: Region,
+        result_types: list[Attribute] | None = None,
+    ) -> None:
+        props: dict[str, Attribute] = {}
+        if cube is not None:
+            props["cube"] = IntegerAttr(cube, i64)
+        if vector is not None:
+            props["vector"] = IntegerAttr(vector, i64)
+        super().__init__(properties=props, result_types=[result_types or []], regions=[body])
+
+    def count(self, engine: str) -> int | None:
+        attr = self.cube if engine == "cube" else self.vector
+        return None if attr is None else attr.value.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LimitOp:
+        counts = _parse_counts(parser)
+        types = scope.parse_result_types(parser)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = scope.parse_body(parser, YieldOp)
+        op = cls(counts.get("cube"), counts.get("vector"), body, types)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        for engine in ENGINES:
+            if (value := self.count(engine)) is not None:
+                printer.print_string(f" {engine} {value}")
+        scope.print_tail(printer, self, self.result_types, self.body)
+
+    def verify_(self) -> None:
+        _check_counts({e: self.count(e) for e in ENGINES})
+        scope.verify_scope(self, self.body, YieldOp)
+
+
+@irdl_op_definition
+class StreamLimitOp(IRDLOperation):
+    """Bounds the cores of every op on one stream (TorchAir's `set_stream_limit`).
+
+    In a graph it holds for the whole function, for the stream with that tag.
+
+    ```mlir
+    coreset.stream_limit "1" cube 3 vector 8
+    ```
+    """
+
+    name = "coreset.stream_limit"
+
+    tag = prop_def(StringAttr)
+    cube = opt_prop_def(IntegerAttr[I64])
+    vector = opt_prop_def(IntegerAttr[I64])
+
+    def __init__(self, tag: str, cube: int | None, vector: int | None) -> None:
+        props: dict[str, Attribute] = {"tag": StringAttr(tag)}
+        if cube is not None:
+            props["cube"] = IntegerAttr(cube, i64)
+        if vector is not None:
+            props["vector"] = IntegerAttr(vector, i64)
+        super().__init__(properties=props)
+
+    def count(self, engine: str) -> int | None:
+        attr = self.cube if engine == "cube" else self.vector
+        return None if attr is None else attr.value.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StreamLimitOp:
+        tag = parser.parse_str_literal("stream tag")
+        counts = _parse_counts(parser)
+        op = cls(tag, counts.get("cube"), counts.get("vector"))
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.tag.data)
+        for engine in ENGINES:
+            if (value := self.count(engine)) is not None:
+                printer.print_string(f" {engine} {value}")
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        _check_counts({e: self.count(e) for e in ENGINES})
+
+
+Coreset = Dialect("coreset", [LimitOp, YieldOp, StreamLimitOp], [CoresAttr])

@@ -1,0 +1,241 @@
+"""The `gear` dialect: dynamic-shape functions as a few static versions.
+
+Mirrors TorchAir's `set_dim_gears`: a function argument's dynamic dims are
+annotated with the values they may take (`gear.dims` on the argument), the
+function's `gear.policy` says how annotations combine ("zip" pairs the i-th
+values of every annotated dim, "product" takes the Cartesian product), and
+`gear-multiversion` turns the function into a `gear.dispatch` over one static
+clone per gear.  A shape that matches no gear is a runtime error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    FunctionType,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    param_def,
+    prop_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+DIMS = "gear.dims"
+"""Argument attribute: the gear values of each annotated dim, a `#gear.dims`."""
+
+POLICY = "gear.policy"
+"""Function attribute: "zip" (default) or "product"."""
+
+POLICIES = ("zip", "product")
+
+
+@irdl_attr_definition
+class DimsAttr(ParametrizedAttribute):
+    """Gear values per dim of one tensor, `#gear.dims<0: [2, 4], 1: [8, 16]>`.
+
+    A dim appears at most once; its values are whole numbers >= 2 (the gear
+    seed forbids 0 and 1).  That the dim exists and is dynamic is checked by
+    npuir's verification walk, since xDSL does not verify argument attributes.
+    """
+
+    name = "gear.dims"
+
+    dims: DenseArrayBase = param_def()
+    values: ArrayAttr[DenseArrayBase] = param_def()
+
+    def __init__(self, gears: dict[int, Sequence[int]]) -> None:
+        super().__init__(
+            DenseArrayBase.from_list(i64, list(gears)),
+            ArrayAttr([DenseArrayBase.from_list(i64, list(v)) for v in gears.values()]),
+        )
+
+    def items(self) -> list[tuple[int, tuple[int, ...]]]:
+        """(dim, values) pairs in the order written."""
+        dims = self.dims.get_values()
+        return [(int(d), tuple(int(x) for x in v.get_values())) for d, v in zip(dims, self.values)]
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        def parse_entry() -> tuple[int, list[int]]:
+            dim = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(":")
+            values = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+            )
+            return dim, values
+
+        entries = parser.parse_comma_separated_list(parser.Delimiter.ANGLE, parse_entry)
+        return [
+            DenseArrayBase.from_list(i64, [d for d, _ in entries]),
+            ArrayAttr([DenseArrayBase.from_list(i64, v) for _, v in entries]),
+        ]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(
+            "<" + ", ".join(f"{d}: [{', '.join(map(str, v))}]" for d, v in self.items()) + ">"
+        )
+
+    def verify(self) -> None:
+        if len(self.dims) != len(self.values):
+            raise VerifyException("#gear.dims needs one value list per dim")
+        seen: set[int] = set()
+        for dim, values in self.items():
+            if dim < 0:
+                raise VerifyException(f"gear dim must be >= 0, got {dim}")
+            if dim in seen:
+                raise VerifyException(f"dim {dim} is annotated twice; give each dim one list")
+            seen.add(dim)
+            if not values:
+                raise VerifyException(f"dim {dim} has an empty gear list")
+            for v in values:
+                if v < 2:
+                    raise VerifyException(
+                        f"gear value {v} on dim {dim} is not allowed: gear values are "
+                        "whole numbers >= 2 (0 and 1 are reserved)"
+                    )
+
+
+@irdl_op_definition
+class DispatchOp(IRDLOperation):
+    """Calls the static version whose gear matches the arguments' shapes.
+
+    `dims` lists the annotated (argument, dim) pairs; each case gives their
+    values, in that order, and the function to call.  Without a match the
+    `default` function runs if there is one, else it is a runtime error naming
+    the gears that exist.
+
+    ```mlir
+    %r = gear.dispatch(%x1, %x2) dims [0:0, 1:0] cases {[2, 2] -> @f_g0, [4, 4] -> @f_g1} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+    ```
+    """
+
+    name = "gear.dispatch"
+
+    args = var_operand_def()
+    outputs = var_result_def()
+    dims = prop_def(DenseArrayBase)
+    cases = prop_def(ArrayAttr[DenseArrayBase])
+    callees = prop_def(ArrayAttr[SymbolRefAttr])
+    fallback = opt_prop_def(SymbolRefAttr)
+
+    def __init__(
+        self,
+        args: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        dims: Sequence[tuple[int, int]],
+        cases: Sequence[tuple[Sequence[int], str]],
+        fallback: str | None = None,
+    ) -> None:
+        props: dict[str, Attribute] = {
+            "dims": DenseArrayBase.from_list(i64, [x for pair in dims for x in pair]),
+            "cases": ArrayAttr([DenseArrayBase.from_list(i64, list(v)) for v, _ in cases]),
+            "callees": ArrayAttr([SymbolRefAttr(c) for _, c in cases]),
+        }
+        if fallback is not None:
+            props["fallback"] = SymbolRefAttr(fallback)
+        super().__init__(operands=[list(args)], result_types=[list(result_types)], properties=props)
+
+    def dim_pairs(self) -> list[tuple[int, int]]:
+        flat = [int(x) for x in self.dims.get_values()]
+        return list(zip(flat[0::2], flat[1::2]))
+
+    def case_list(self) -> list[tuple[tuple[int, ...], str]]:
+        return [
+            (tuple(int(x) for x in v.get_values()), c.root_reference.data)
+            for v, c in zip(self.cases, self.callees)
+        ]
+
+    @property
+    def fallback_name(self) -> str | None:
+        return None if self.fallback is None else self.fallback.root_reference.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DispatchOp:
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        parser.parse_keyword("dims")
+
+        def parse_pair() -> tuple[int, int]:
+            arg = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(":")
+            return arg, parser.parse_integer(allow_boolean=False)
+
+        dims = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_pair)
+        parser.parse_keyword("cases")
+
+        def parse_case() -> tuple[list[int], str]:
+            values = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+            )
+            parser.parse_punctuation("->")
+            return values, parser.parse_symbol_name().data
+
+        cases = parser.parse_comma_separated_list(parser.Delimiter.BRACES, parse_case)
+        fallback = None
+        if parser.parse_optional_keyword("default") is not None:
+            fallback = parser.parse_symbol_name().data
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        func_type = parser.parse_type()
+        if not isinstance(func_type, FunctionType):
+            parser.raise_error("expected a function type")
+        operands = parser.resolve_operands(args, func_type.inputs.data, parser.pos)
+        op = cls(operands, func_type.outputs.data, dims, cases, fallback)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string("(")
+        printer.print_list(self.args, printer.print_operand)
+        pairs = ", ".join(f"{a}:{d}" for a, d in self.dim_pairs())
+        cases = ", ".join(f"[{', '.join(map(str, v))}] -> @{c}" for v, c in self.case_list())
+        printer.print_string(f") dims [{pairs}] cases {{{cases}}}")
+        if self.fallback_name is not None:
+            printer.print_string(f" default @{self.fallback_name}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(
+            FunctionType.from_lists(self.args.types, self.outputs.types)
+        )
+
+    def verify_(self) -> None:
+        pairs = self.dim_pairs()
+        if len(self.dims) % 2:
+            raise VerifyException("dims must list (argument, dim) pairs")
+        if len(self.cases) != len(self.callees):
+            raise VerifyException("needs one callee per case")
+        for arg, dim in pairs:
+            if not 0 <= arg < len(self.args):
+                raise VerifyException(f"dims names argument {arg}, but there are {len(self.args)}")
+            ty = self.args[arg].type
+            if not isinstance(ty, TensorType) or not 0 <= dim < ty.get_num_dims():
+                raise VerifyException(f"argument {arg} has no dim {dim}")
+        for values, callee in self.case_list():
+            if len(values) != len(pairs):
+                raise VerifyException(
+                    f"case for @{callee} gives {len(values)} values for {len(pairs)} dims"
+                )
+
+
+def policy_of(attrs: dict[str, Attribute]) -> str | None:
+    """The `gear.policy` string in an attribute dictionary, if any."""
+    value = attrs.get(POLICY)
+    return value.data if isinstance(value, StringAttr) else None
+
+
+Gear = Dialect("gear", [DispatchOp], [DimsAttr])

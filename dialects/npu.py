@@ -1,0 +1,1193 @@
+"""The `npu` dialect: the compute graph, one op per NPU operator.
+
+Mirrors the operators a TorchAir graph hands to an Ascend NPU.  Every op
+declares the engine it runs on — the cube unit (matrix multiply), the vector
+unit, the host-side AI CPU, or the communication fabric — and enough to cost
+it: `flops()` and `bytes_moved()`.  How many cores an op can use depends on
+the device's tile sizes, so the backend's cost model decides that; the numeric
+kernels live in the backend too.
+
+Every op prints as `npu.NAME operands attr-dict : functional-type(operands,
+results)`.  Since that format does not relate result types to operand types,
+each op infers its result types from its operands (`infer_result_types`) and
+its verifier checks the declared ones against them; gear specialisation uses
+the same inference to re-type a function whose dims became static.
+
+Dynamic dims (`?`) count as 1 in `flops()` and `bytes_moved()`: costs are only
+meaningful on static shapes, which gears and `npuir-run --shape` provide.
+The one exception is `npu.nonzero`, whose data-dependent result is costed at
+its upper bound (every element non-zero).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AnyFloat,
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_attr_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.irdl import traits_def
+from xdsl.utils.exceptions import VerifyException
+
+DYN = DYNAMIC_INDEX
+"""A dynamic dim in a shape tuple."""
+
+TARGET = "npu.target"
+"""Module attribute naming the target device preset, e.g. "910b2"."""
+
+FULL_CORE_SYNC = "full_core_sync"
+"""Unit attribute: the op must hold all the cores it asks for before it starts."""
+
+Shape = tuple[int, ...]
+
+
+class Engine(StrEnum):
+    """The hardware unit an op runs on."""
+
+    CUBE = "cube"
+    VECTOR = "vector"
+    AICPU = "aicpu"
+    COMM = "comm"
+
+
+# --------------------------------------------------------------------------
+# Shapes and types
+# --------------------------------------------------------------------------
+
+
+def shape_of(ty: Attribute) -> Shape:
+    assert isinstance(ty, TensorType)
+    return tuple(ty.get_shape())
+
+
+def fmt_shape(shape: Shape) -> str:
+    return "x".join("?" if d == DYN else str(d) for d in shape) or "scalar"
+
+
+def element_bytes(elem: Attribute) -> int:
+    """Storage size of one element; i1 is a byte, as on the device."""
+    if isinstance(elem, Float16Type | BFloat16Type):
+        return 2
+    if isinstance(elem, Float32Type):
+        return 4
+    if isinstance(elem, IntegerType):
+        return max(1, elem.width.data // 8)
+    raise VerifyException(f"unsupported element type {elem}")
+
+
+def dtype_name(elem: Attribute) -> str:
+    """The short name the backend uses: f16, bf16, f32, i1, i32, i64."""
+    if isinstance(elem, Float16Type):
+        return "f16"
+    if isinstance(elem, BFloat16Type):
+        return "bf16"
+    if isinstance(elem, Float32Type):
+        return "f32"
+    if isinstance(elem, IntegerType):
+        return f"i{elem.width.data}"
+    raise VerifyException(f"unsupported element type {elem}")
+
+
+def num_elements(shape: Shape) -> int:
+    return math.prod(1 if d == DYN else d for d in shape)
+
+
+def tensor_bytes(ty: Attribute) -> int:
+    assert isinstance(ty, TensorType)
+    return num_elements(shape_of(ty)) * element_bytes(ty.element_type)
+
+
+def _tensor(elem: Attribute, shape: Sequence[int]) -> TensorType[Attribute]:
+    return TensorType(elem, list(shape))
+
+
+def _dims_agree(a: int, b: int) -> bool:
+    return a == DYN or b == DYN or a == b
+
+
+def compatible(declared: Attribute, inferred: Attribute) -> bool:
+    """Equal element types and ranks, dims equal where both are static."""
+    if not isinstance(declared, TensorType) or not isinstance(inferred, TensorType):
+        return declared == inferred
+    if declared.element_type != inferred.element_type:
+        return False
+    ds, is_ = shape_of(declared), shape_of(inferred)
+    return len(ds) == len(is_) and all(_dims_agree(a, b) for a, b in zip(ds, is_))
+
+
+def broadcast_shapes(a: Shape, b: Shape) -> Shape:
+    """Numpy broadcasting, with `?` matching anything."""
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + a
+    pb = (1,) * (rank - len(b)) + b
+    out: list[int] = []
+    for x, y in zip(pa, pb):
+        if x == 1:
+            out.append(y)
+        elif y == 1 or x == y:
+            out.append(x)
+        elif x == DYN:
+            out.append(y)
+        elif y == DYN:
+            out.append(x)
+        else:
+            raise VerifyException(
+                f"shapes {fmt_shape(a)} and {fmt_shape(b)} do not broadcast ({x} vs {y})"
+            )
+    return tuple(out)
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise VerifyException(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def _int_attr(op: Operation, name: str, default: int) -> int:
+    attr = op.attributes.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else default
+
+
+def _array_attr(op: Operation, name: str) -> tuple[int, ...] | None:
+    attr = op.attributes.get(name)
+    if attr is None:
+        return None
+    assert isinstance(attr, DenseArrayBase)
+    return tuple(int(x) for x in attr.get_values())
+
+
+def _str_attr(op: Operation, name: str, default: str) -> str:
+    attr = op.attributes.get(name)
+    return attr.data if isinstance(attr, StringAttr) else default
+
+
+# --------------------------------------------------------------------------
+# Base classes
+# --------------------------------------------------------------------------
+
+
+class NpuOp(IRDLOperation):
+    """Common behaviour of every `npu` op; concrete ops set `name` and `engine`."""
+
+    ENGINE: ClassVar[Engine]
+    IS_FULL_CORE_SYNC: ClassVar[bool] = False
+
+    @property
+    def engine(self) -> Engine:
+        """The unit the op runs on."""
+        return self.ENGINE
+
+    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        """Result types implied by `operand_types` and the op's attributes.
+
+        Ops whose result comes from the declared type (reshape, cast) read it.
+        """
+        raise NotImplementedError
+
+    def flops(self) -> int:
+        """Arithmetic operations the op performs."""
+        return 0
+
+    def bytes_moved(self) -> int:
+        """Bytes read from and written to HBM."""
+        return sum(tensor_bytes(v.type) for v in self.operands) + sum(
+            tensor_bytes(r.type) for r in self.results
+        )
+
+    @property
+    def full_core_sync(self) -> bool:
+        """Whether the op must hold every core it asks for before starting."""
+        return self.IS_FULL_CORE_SYNC or FULL_CORE_SYNC in self.attributes
+
+    def verify_(self) -> None:
+        operand_types = [v.type for v in self.operands]
+        for ty in operand_types:
+            if isinstance(ty, TensorType):
+                element_bytes(ty.element_type)
+        inferred = self.infer_result_types(operand_types)
+        for i, (res, want) in enumerate(zip(self.results, inferred)):
+            if not compatible(res.type, want):
+                which = f"result #{i}" if len(self.results) > 1 else "result"
+                raise VerifyException(
+                    f"{which} type {res.type} does not match the inferred type {want}"
+                )
+        flag = self.attributes.get(FULL_CORE_SYNC)
+        if flag is not None and not isinstance(flag, UnitAttr):
+            raise VerifyException(f"'{FULL_CORE_SYNC}' is a unit attribute")
+
+
+class BinaryOp(NpuOp):
+    """Elementwise binary op with numpy broadcasting."""
+
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue) -> None:
+        (ty,) = BinaryOp.infer_for(lhs.type, rhs.type)
+        super().__init__(operands=[lhs, rhs], result_types=[ty])
+
+    @staticmethod
+    def infer_for(lhs: Attribute, rhs: Attribute) -> list[Attribute]:
+        assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
+        if lhs.element_type != rhs.element_type:
+            raise VerifyException(
+                f"operand element types differ: {lhs.element_type} and {rhs.element_type}"
+            )
+        return [_tensor(lhs.element_type, broadcast_shapes(shape_of(lhs), shape_of(rhs)))]
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        return BinaryOp.infer_for(operand_types[0], operand_types[1])
+
+    def flops(self) -> int:
+        return num_elements(shape_of(self.result.type))
+
+
+class UnaryOp(NpuOp):
+    """Elementwise unary op; `FLOPS_PER_ELEMENT` is a rough vector-unit estimate."""
+
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    FLOPS_PER_ELEMENT: ClassVar[int] = 1
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue) -> None:
+        super().__init__(operands=[input], result_types=[input.type])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        return [operand_types[0]]
+
+    def flops(self) -> int:
+        return self.FLOPS_PER_ELEMENT * num_elements(shape_of(self.result.type))
+
+
+class CollectiveOp(NpuOp):
+    """A collective over `group_size` ranks of the communicator `group`.
+
+    `mode = "sdma"` (default) moves data with the DMA engines; `"aiv"` runs on
+    vector cores, which it then holds for its whole run.
+    """
+
+    ENGINE: ClassVar[Engine] = Engine.COMM
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    group_size_attr = opt_attr_def(IntegerAttr, attr_name="group_size")
+    mode_attr = opt_attr_def(StringAttr, attr_name="mode")
+    group_attr = opt_attr_def(StringAttr, attr_name="group")
+
+    MODES: ClassVar[tuple[str, ...]] = ("sdma", "aiv")
+
+    @property
+    def group_size(self) -> int:
+        return _int_attr(self, "group_size", 1)
+
+    @property
+    def mode(self) -> str:
+        return _str_attr(self, "mode", "sdma")
+
+    @property
+    def group(self) -> str:
+        return _str_attr(self, "group", "world")
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        if self.group_size < 1:
+            raise VerifyException(f"group_size must be >= 1, got {self.group_size}")
+        if self.mode not in self.MODES:
+            raise VerifyException(f"mode must be \"sdma\" or \"aiv\", got \"{self.mode}\"")
+        ty = operand_types[0]
+        assert isinstance(ty, TensorType)
+        shape = shape_of(ty)
+        return [_tensor(ty.element_type, self.result_shape(shape))]
+
+    def result_shape(self, shape: Shape) -> Shape:
+        return shape
+
+    def _split_dim0(self, shape: Shape) -> int:
+        if not shape:
+            raise VerifyException(f"'{self.name}' needs a tensor of rank >= 1")
+        d0 = shape[0]
+        if d0 != DYN and d0 % self.group_size:
+            raise VerifyException(
+                f"dim 0 ({d0}) is not divisible by group_size ({self.group_size})"
+            )
+        return d0
+
+    @property
+    def uses_vector_cores(self) -> bool:
+        return self.mode == "aiv"
+
+
+# --------------------------------------------------------------------------
+# Cube ops
+# --------------------------------------------------------------------------
+
+
+def _matmul_dims(a: Shape, b: Shape, ta: bool, tb: bool) -> tuple[int, int, int]:
+    m, k1 = (a[-1], a[-2]) if ta else (a[-2], a[-1])
+    k2, n = (b[-1], b[-2]) if tb else (b[-2], b[-1])
+    if not _dims_agree(k1, k2):
+        raise VerifyException(
+            f"inner dimensions differ: lhs {fmt_shape(a)} gives K = {k1}, "
+            f"rhs {fmt_shape(b)} gives K = {k2}"
+        )
+    return m, n, k1 if k1 != DYN else k2
+
+
+@irdl_op_definition
+class MatmulOp(NpuOp):
+    """Matrix multiply `[M,K] x [K,N] -> [M,N]` on the cube unit.
+
+    f16/bf16 products accumulate in f32, as the cube unit does.
+
+    ```mlir
+    %c = npu.matmul %a, %b {transpose_b} : (tensor<64x32xf16>, tensor<16x32xf16>) -> tensor<64x16xf16>
+    ```
+    """
+
+    name = "npu.matmul"
+    ENGINE: ClassVar[Engine] = Engine.CUBE
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    transpose_a = opt_attr_def(UnitAttr)
+    transpose_b = opt_attr_def(UnitAttr)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        a, b = operand_types
+        assert isinstance(a, TensorType) and isinstance(b, TensorType)
+        if a.get_num_dims() != 2 or b.get_num_dims() != 2:
+            raise VerifyException("operands must be rank-2 tensors")
+        if a.element_type != b.element_type:
+            raise VerifyException(
+                f"operand element types differ: {a.element_type} and {b.element_type}"
+            )
+        m, n, _ = _matmul_dims(
+            shape_of(a), shape_of(b), self.transpose_a is not None, self.transpose_b is not None
+        )
+        return [_tensor(a.element_type, (m, n))]
+
+    def mnk(self) -> tuple[int, int, int]:
+        m, n, k = _matmul_dims(
+            shape_of(self.lhs.type),
+            shape_of(self.rhs.type),
+            self.transpose_a is not None,
+            self.transpose_b is not None,
+        )
+        return tuple(1 if d == DYN else d for d in (m, n, k))  # type: ignore[return-value]
+
+    def flops(self) -> int:
+        m, n, k = self.mnk()
+        return 2 * m * n * k
+
+
+@irdl_op_definition
+class BatchMatmulOp(NpuOp):
+    """Batched matrix multiply `[B..,M,K] x [B..,K,N]`, leading batch dims broadcast.
+
+    ```mlir
+    %c = npu.batch_matmul %a, %b : (tensor<8x64x32xf16>, tensor<8x32x16xf16>) -> tensor<8x64x16xf16>
+    ```
+    """
+
+    name = "npu.batch_matmul"
+    ENGINE: ClassVar[Engine] = Engine.CUBE
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    transpose_a = opt_attr_def(UnitAttr)
+    transpose_b = opt_attr_def(UnitAttr)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        a, b = operand_types
+        assert isinstance(a, TensorType) and isinstance(b, TensorType)
+        if a.get_num_dims() < 3 or b.get_num_dims() < 3:
+            raise VerifyException("operands must have rank >= 3 ([B..,M,K] x [B..,K,N])")
+        if a.element_type != b.element_type:
+            raise VerifyException(
+                f"operand element types differ: {a.element_type} and {b.element_type}"
+            )
+        sa, sb = shape_of(a), shape_of(b)
+        m, n, _ = _matmul_dims(sa, sb, self.transpose_a is not None, self.transpose_b is not None)
+        batch = broadcast_shapes(sa[:-2], sb[:-2])
+        return [_tensor(a.element_type, (*batch, m, n))]
+
+    def flops(self) -> int:
+        out = shape_of(self.result.type)
+        sa, sb = shape_of(self.lhs.type), shape_of(self.rhs.type)
+        _, _, k = _matmul_dims(sa, sb, self.transpose_a is not None, self.transpose_b is not None)
+        return 2 * num_elements(out) * (1 if k == DYN else k)
+
+
+# --------------------------------------------------------------------------
+# Vector ops: elementwise
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """Elementwise sum with numpy broadcasting.
+
+    ```mlir
+    %c = npu.add %a, %b : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """Elementwise difference with numpy broadcasting.
+
+    ```mlir
+    %c = npu.sub %a, %b : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """Elementwise product with numpy broadcasting.
+
+    ```mlir
+    %c = npu.mul %a, %b : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "npu.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """Elementwise quotient with numpy broadcasting.
+
+    ```mlir
+    %c = npu.div %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "npu.div"
+
+
+@irdl_op_definition
+class MaximumOp(BinaryOp):
+    """Elementwise maximum with numpy broadcasting.
+
+    ```mlir
+    %c = npu.maximum %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "npu.maximum"
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """Elementwise negation.
+
+    ```mlir
+    %y = npu.neg %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.neg"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """Elementwise exponential.
+
+    ```mlir
+    %y = npu.exp %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "npu.exp"
+    FLOPS_PER_ELEMENT: ClassVar[int] = 4
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """Elementwise square root.
+
+    ```mlir
+    %y = npu.sqrt %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "npu.sqrt"
+    FLOPS_PER_ELEMENT: ClassVar[int] = 2
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    """Elementwise reciprocal square root.
+
+    ```mlir
+    %y = npu.rsqrt %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "npu.rsqrt"
+    FLOPS_PER_ELEMENT: ClassVar[int] = 2
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """Elementwise `max(x, 0)`.
+
+    ```mlir
+    %y = npu.relu %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.relu"
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """Elementwise GELU: exact (erf) unless `approximate = "tanh"`.
+
+    ```mlir
+    %y = npu.gelu %x {approximate = "tanh"} : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.gelu"
+    FLOPS_PER_ELEMENT: ClassVar[int] = 8
+    approximate = opt_attr_def(StringAttr)
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
+            raise VerifyException(
+                f"approximate must be \"tanh\" or \"none\", got \"{self.approximate.data}\""
+            )
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class SiluOp(UnaryOp):
+    """Elementwise `x * sigmoid(x)`.
+
+    ```mlir
+    %y = npu.silu %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.silu"
+    FLOPS_PER_ELEMENT: ClassVar[int] = 5
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """Elementwise logistic function.
+
+    ```mlir
+    %y = npu.sigmoid %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.sigmoid"
+    FLOPS_PER_ELEMENT: ClassVar[int] = 4
+
+
+@irdl_op_definition
+class CastOp(NpuOp):
+    """Elementwise conversion to the result's element type.
+
+    ```mlir
+    %y = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "npu.cast"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        declared = self.result.type
+        assert isinstance(declared, TensorType)
+        return [_tensor(declared.element_type, shape_of(operand_types[0]))]
+
+    def flops(self) -> int:
+        return num_elements(shape_of(self.result.type))
+
+
+# --------------------------------------------------------------------------
+# Vector ops: along an axis
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class SwigluOp(NpuOp):
+    """SwiGLU: split `axis` (default -1) into halves `a, b`, give `silu(a) * b`.
+
+    ```mlir
+    %y = npu.swiglu %x : (tensor<4x16xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.swiglu"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        ty = operand_types[0]
+        assert isinstance(ty, TensorType)
+        shape = list(shape_of(ty))
+        ax = normalize_axis(_int_attr(self, "axis", -1), len(shape))
+        if shape[ax] != DYN:
+            if shape[ax] % 2:
+                raise VerifyException(f"axis {ax} has odd size {shape[ax]}; swiglu halves it")
+            shape[ax] //= 2
+        return [_tensor(ty.element_type, shape)]
+
+    def flops(self) -> int:
+        return 6 * num_elements(shape_of(self.result.type))
+
+
+@irdl_op_definition
+class SoftmaxOp(NpuOp):
+    """Softmax along `axis` (default -1).
+
+    ```mlir
+    %y = npu.softmax %x {axis = -1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "npu.softmax"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        normalize_axis(_int_attr(self, "axis", -1), len(shape_of(operand_types[0])))
+        return [operand_types[0]]
+
+    def flops(self) -> int:
+        return 5 * num_elements(shape_of(self.result.type))
+
+
+@irdl_op_definition
+class RmsNormOp(NpuOp):
+    """RMS normalisation over the last axis, scaled by `gamma`.
+
+    ```mlir
+    %y = npu.rms_norm %x, %gamma {epsilon = 1.0e-06 : f32} : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.rms_norm"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    result = result_def(TensorType)
+    epsilon = opt_attr_def(FloatAttr[AnyFloat])
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        x, g = operand_types
+        assert isinstance(x, TensorType) and isinstance(g, TensorType)
+        sx, sg = shape_of(x), shape_of(g)
+        if not sx:
+            raise VerifyException("input must have rank >= 1")
+        if len(sg) != 1 or not _dims_agree(sg[0], sx[-1]):
+            raise VerifyException(
+                f"gamma must be a vector of the last dim ({fmt_shape(sx[-1:])}), "
+                f"got {fmt_shape(sg)}"
+            )
+        if x.element_type != g.element_type:
+            raise VerifyException("input and gamma element types differ")
+        if self.epsilon is not None and self.epsilon.value.data <= 0:
+            raise VerifyException("epsilon must be > 0")
+        return [x]
+
+    def flops(self) -> int:
+        return 4 * num_elements(shape_of(self.result.type))
+
+
+class ReduceOp(NpuOp):
+    """Reduction over `axes` (default: all), keeping them as 1 with `keepdims`."""
+
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axes = opt_attr_def(DenseArrayBase)
+    keepdims = opt_attr_def(UnitAttr)
+    traits = traits_def(Pure())
+
+    def reduced_axes(self, rank: int) -> set[int]:
+        axes = _array_attr(self, "axes")
+        if axes is None:
+            return set(range(rank))
+        norm = [normalize_axis(a, rank) for a in axes]
+        if len(set(norm)) != len(norm):
+            raise VerifyException(f"axes {list(axes)} name an axis twice")
+        return set(norm)
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        ty = operand_types[0]
+        assert isinstance(ty, TensorType)
+        shape = shape_of(ty)
+        axes = self.reduced_axes(len(shape))
+        keep = self.keepdims is not None
+        out = [1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes]
+        return [_tensor(ty.element_type, out)]
+
+    def flops(self) -> int:
+        return num_elements(shape_of(self.input.type))
+
+
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    """Sum over `axes`.
+
+    ```mlir
+    %s = npu.reduce_sum %x {axes = array<i64: 1>, keepdims} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "npu.reduce_sum"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    """Maximum over `axes`.
+
+    ```mlir
+    %m = npu.reduce_max %x {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<8xf32>
+    ```
+    """
+
+    name = "npu.reduce_max"
+
+
+# --------------------------------------------------------------------------
+# Vector ops: data movement
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class TransposeOp(NpuOp):
+    """Permutes dims: result dim i is input dim `perm[i]`.
+
+    ```mlir
+    %t = npu.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x8xf16>) -> tensor<8x4xf16>
+    ```
+    """
+
+    name = "npu.transpose"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    perm = opt_attr_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        ty = operand_types[0]
+        assert isinstance(ty, TensorType)
+        shape = shape_of(ty)
+        perm = _array_attr(self, "perm")
+        if perm is None:
+            raise VerifyException("needs 'perm'")
+        if sorted(perm) != list(range(len(shape))):
+            raise VerifyException(
+                f"perm {list(perm)} is not a permutation of the {len(shape)} dims"
+            )
+        return [_tensor(ty.element_type, [shape[p] for p in perm])]
+
+
+@irdl_op_definition
+class ReshapeOp(NpuOp):
+    """Reinterprets the elements with the result's shape (a view: no data moves).
+
+    One result dim may be `?` when the input is static; it is then solved from
+    the element count.
+
+    ```mlir
+    %r = npu.reshape %x : (tensor<4x8xf16>) -> tensor<32xf16>
+    ```
+    """
+
+    name = "npu.reshape"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        ty, declared = operand_types[0], self.result.type
+        assert isinstance(ty, TensorType) and isinstance(declared, TensorType)
+        if ty.element_type != declared.element_type:
+            raise VerifyException("reshape keeps the element type")
+        src, dst = shape_of(ty), list(shape_of(declared))
+        unknown = [i for i, d in enumerate(dst) if d == DYN]
+        if DYN in src:
+            return [declared]
+        total = num_elements(src)
+        known = num_elements(tuple(d for d in dst if d != DYN))
+        if len(unknown) > 1:
+            raise VerifyException(
+                f"cannot infer {len(unknown)} unknown dims of {fmt_shape(tuple(dst))} "
+                f"from {fmt_shape(src)}; at most one may be '?'"
+            )
+        if unknown:
+            if known == 0 or total % known:
+                raise VerifyException(
+                    f"cannot reshape {fmt_shape(src)} to {fmt_shape(tuple(dst))}"
+                )
+            dst[unknown[0]] = total // known
+        elif known != total:
+            raise VerifyException(
+                f"cannot reshape {fmt_shape(src)} ({total} elements) to "
+                f"{fmt_shape(tuple(dst))} ({known} elements)"
+            )
+        return [_tensor(ty.element_type, dst)]
+
+    def bytes_moved(self) -> int:
+        return 0
+
+
+@irdl_op_definition
+class ConcatOp(NpuOp):
+    """Joins its operands along `axis` (default -1).
+
+    ```mlir
+    %c = npu.concat %a, %b {axis = 0 : i64} : (tensor<2x8xf16>, tensor<3x8xf16>) -> tensor<5x8xf16>
+    ```
+    """
+
+    name = "npu.concat"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        if not operand_types:
+            raise VerifyException("needs at least one operand")
+        first = operand_types[0]
+        assert isinstance(first, TensorType)
+        rank = first.get_num_dims()
+        ax = normalize_axis(_int_attr(self, "axis", -1), rank)
+        out = list(shape_of(first))
+        for ty in operand_types[1:]:
+            assert isinstance(ty, TensorType)
+            if ty.element_type != first.element_type or ty.get_num_dims() != rank:
+                raise VerifyException("operands must share element type and rank")
+            s = shape_of(ty)
+            for i in range(rank):
+                if i == ax:
+                    out[i] = DYN if DYN in (out[i], s[i]) else out[i] + s[i]
+                elif not _dims_agree(out[i], s[i]):
+                    raise VerifyException(
+                        f"operands differ in dim {i} ({out[i]} vs {s[i]}), "
+                        f"which is not the concat axis"
+                    )
+                elif out[i] == DYN:
+                    out[i] = s[i]
+        return [_tensor(first.element_type, out)]
+
+
+@irdl_op_definition
+class SliceOp(NpuOp):
+    """Takes `sizes` elements from `offsets` in each dim, every `strides`-th.
+
+    ```mlir
+    %s = npu.slice %x {offsets = array<i64: 0, 2>, sizes = array<i64: 4, 4>} : (tensor<4x8xf16>) -> tensor<4x4xf16>
+    ```
+    """
+
+    name = "npu.slice"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    offsets = opt_attr_def(DenseArrayBase)
+    sizes = opt_attr_def(DenseArrayBase)
+    strides = opt_attr_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        ty = operand_types[0]
+        assert isinstance(ty, TensorType)
+        shape = shape_of(ty)
+        offsets, sizes = _array_attr(self, "offsets"), _array_attr(self, "sizes")
+        if offsets is None or sizes is None:
+            raise VerifyException("needs 'offsets' and 'sizes'")
+        strides = _array_attr(self, "strides") or (1,) * len(shape)
+        if not len(offsets) == len(sizes) == len(strides) == len(shape):
+            raise VerifyException(
+                f"offsets, sizes and strides need one entry per dim ({len(shape)})"
+            )
+        out: list[int] = []
+        for i, (d, o, n, s) in enumerate(zip(shape, offsets, sizes, strides)):
+            if o < 0 or n < 0 or s < 1:
+                raise VerifyException(
+                    f"dim {i}: offset and size must be >= 0 and stride >= 1"
+                )
+            if d != DYN and o + n > d:
+                raise VerifyException(
+                    f"dim {i}: offset {o} + size {n} exceeds the dim ({d})"
+                )
+            out.append(-(-n // s))
+        return [_tensor(ty.element_type, out)]
+
+
+@irdl_op_definition
+class GatherOp(NpuOp):
+    """Takes the slices of `data` at `indices` along `axis` (default 0), like `np.take`.
+
+    ```mlir
+    %g = npu.gather %table, %ids : (tensor<100x16xf16>, tensor<4xi64>) -> tensor<4x16xf16>
+    ```
+    """
+
+    name = "npu.gather"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        data, idx = operand_types
+        assert isinstance(data, TensorType) and isinstance(idx, TensorType)
+        if not isinstance(idx.element_type, IntegerType) or idx.element_type.width.data == 1:
+            raise VerifyException(f"indices must be i32 or i64, got {idx.element_type}")
+        sd = shape_of(data)
+        ax = normalize_axis(_int_attr(self, "axis", 0), len(sd))
+        return [_tensor(data.element_type, (*sd[:ax], *shape_of(idx), *sd[ax + 1 :]))]
+
+
+@irdl_op_definition
+class TopkOp(NpuOp):
+    """The `k` largest values along `axis` (default -1) and their i64 indices.
+
+    ```mlir
+    %v, %i = npu.topk %x {k = 2 : i64} : (tensor<4x8xf32>) -> (tensor<4x2xf32>, tensor<4x2xi64>)
+    ```
+    """
+
+    name = "npu.topk"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    values = result_def(TensorType)
+    indices = result_def(TensorType)
+    k = opt_attr_def(IntegerAttr)
+    axis = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        ty = operand_types[0]
+        assert isinstance(ty, TensorType)
+        shape = list(shape_of(ty))
+        if self.k is None:
+            raise VerifyException("needs 'k'")
+        k = self.k.value.data
+        ax = normalize_axis(_int_attr(self, "axis", -1), len(shape))
+        if k < 1 or (shape[ax] != DYN and k > shape[ax]):
+            raise VerifyException(f"k = {k} must be in [1, {fmt_shape((shape[ax],))}]")
+        shape[ax] = k
+        return [_tensor(ty.element_type, shape), _tensor(i64, shape)]
+
+    def flops(self) -> int:
+        shape = shape_of(self.input.type)
+        n = num_elements(shape)
+        return n * max(1, math.ceil(math.log2(max(2, self.k.value.data if self.k else 2))))
+
+
+@irdl_op_definition
+class NonzeroOp(NpuOp):
+    """Indices of the non-zero elements, one row each: `tensor<?xRANKxi64>`.
+
+    Its result shape depends on the data, and it needs every vector core at
+    once (`full_core_sync`), which is what makes it deadlock-prone next to
+    collectives (the core-limiting seed's scenario).
+
+    ```mlir
+    %nz = npu.nonzero %mask : (tensor<4x8xi1>) -> tensor<?x2xi64>
+    ```
+    """
+
+    name = "npu.nonzero"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    IS_FULL_CORE_SYNC: ClassVar[bool] = True
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        return [_tensor(i64, (DYN, len(shape_of(operand_types[0]))))]
+
+    def flops(self) -> int:
+        return num_elements(shape_of(self.input.type))
+
+    def bytes_moved(self) -> int:
+        shape = shape_of(self.input.type)
+        upper = num_elements(shape) * len(shape) * 8
+        return tensor_bytes(self.input.type) + upper
+
+
+# --------------------------------------------------------------------------
+# Communication ops
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AllReduceOp(CollectiveOp):
+    """Sums a tensor over the ranks of the group; every rank gets the sum.
+
+    ```mlir
+    %r = npu.all_reduce %x {group_size = 2 : i64, mode = "aiv"} : (tensor<64xf16>) -> tensor<64xf16>
+    ```
+    """
+
+    name = "npu.all_reduce"
+
+    def flops(self) -> int:
+        return num_elements(shape_of(self.input.type))
+
+
+@irdl_op_definition
+class ReduceScatterOp(CollectiveOp):
+    """Sums over the group, then rank r keeps part r of dim 0.
+
+    ```mlir
+    %r = npu.reduce_scatter %x {group_size = 2 : i64} : (tensor<64x8xf16>) -> tensor<32x8xf16>
+    ```
+    """
+
+    name = "npu.reduce_scatter"
+
+    def result_shape(self, shape: Shape) -> Shape:
+        d0 = self._split_dim0(shape)
+        return (d0 if d0 == DYN else d0 // self.group_size, *shape[1:])
+
+    def flops(self) -> int:
+        return num_elements(shape_of(self.input.type))
+
+
+@irdl_op_definition
+class AllGatherOp(CollectiveOp):
+    """Concatenates every rank's tensor along dim 0; every rank gets the whole.
+
+    ```mlir
+    %r = npu.all_gather %x {group_size = 2 : i64} : (tensor<32x8xf16>) -> tensor<64x8xf16>
+    ```
+    """
+
+    name = "npu.all_gather"
+
+    def result_shape(self, shape: Shape) -> Shape:
+        if not shape:
+            raise VerifyException("'npu.all_gather' needs a tensor of rank >= 1")
+        d0 = shape[0]
+        return (d0 if d0 == DYN else d0 * self.group_size, *shape[1:])
+
+
+@irdl_op_definition
+class AllToAllOp(CollectiveOp):
+    """Each rank splits dim 0 into `group_size` chunks and sends chunk r to rank r.
+
+    ```mlir
+    %r = npu.all_to_all %x {group_size = 4 : i64, group = "ep"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
+    ```
+    """
+
+    name = "npu.all_to_all"
+
+    def result_shape(self, shape: Shape) -> Shape:
+        self._split_dim0(shape)
+        return shape
+
+
+# --------------------------------------------------------------------------
+# Module-level helpers
+# --------------------------------------------------------------------------
+
+
+def target_of(module: ModuleOp) -> str | None:
+    """The device preset a module names with `npu.target`, if any."""
+    attr = module.attributes.get(TARGET)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+NPU_OPS: tuple[type[NpuOp], ...] = (
+    MatmulOp,
+    BatchMatmulOp,
+    AddOp,
+    SubOp,
+    MulOp,
+    DivOp,
+    MaximumOp,
+    NegOp,
+    ExpOp,
+    SqrtOp,
+    RsqrtOp,
+    ReluOp,
+    GeluOp,
+    SiluOp,
+    SigmoidOp,
+    CastOp,
+    SwigluOp,
+    SoftmaxOp,
+    RmsNormOp,
+    ReduceSumOp,
+    ReduceMaxOp,
+    TransposeOp,
+    ReshapeOp,
+    ConcatOp,
+    SliceOp,
+    GatherOp,
+    TopkOp,
+    NonzeroOp,
+    AllReduceOp,
+    ReduceScatterOp,
+    AllGatherOp,
+    AllToAllOp,
+)
+
+Npu = Dialect("npu", list(NPU_OPS), [])

@@ -1,0 +1,96 @@
+"""Shared machinery for npuir's scope ops, `stream.switch` and `coreset.limit`.
+
+Both ops have the same shape, mirroring a TorchAir `with` block:
+
+    %r = OP HEADER [-> type, ...] [attributes {...}] { ... OP.yield %v : type }
+
+The header differs (a stream tag and priority; core counts); everything else —
+the result types, the attribute dictionary, the single-block body with an
+implicit terminator when nothing is yielded, and the check that no value
+escapes the body except through the yield — lives here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.ir import Attribute, Block, Operation, Region
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+
+def parse_result_types(parser: Parser) -> list[Attribute]:
+    """`-> t1, t2` (parentheses allowed), or nothing."""
+    if parser.parse_optional_punctuation("->") is None:
+        return []
+    if parser.parse_optional_punctuation("(") is not None:
+        if parser.parse_optional_punctuation(")") is not None:
+            return []
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        parser.parse_punctuation(")")
+        return list(types)
+    return list(parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type))
+
+
+def parse_body(parser: Parser, yield_type: type[Operation]) -> Region:
+    """The scope's region; a missing terminator is added when nothing is yielded."""
+    region = parser.parse_region()
+    block = region.blocks.first
+    if block is None:
+        block = Block()
+        region.add_block(block)
+    last = block.last_op
+    if last is None or not isinstance(last, yield_type):
+        block.add_op(yield_type())
+    return region
+
+
+def print_tail(
+    printer: Printer,
+    op: Operation,
+    result_types: Sequence[Attribute],
+    body: Region,
+) -> None:
+    """Print `-> types`, `attributes {...}` and the body."""
+    if result_types:
+        printer.print_string(" -> ")
+        printer.print_list(result_types, printer.print_attribute)
+    printer.print_op_attributes(op.attributes, print_keyword=True)
+    printer.print_string(" ")
+    printer.print_region(body, print_entry_block_args=False, print_block_terminators=bool(result_types))
+
+
+def verify_scope(op: Operation, body: Region, yield_type: type[Operation]) -> None:
+    """One block, ending in the yield, whose operand types are the results'."""
+    if len(body.blocks) != 1:
+        raise VerifyException("expects a body of exactly one block")
+    block = body.block
+    if block.args:
+        raise VerifyException("body block takes no arguments")
+    term = block.last_op
+    if not isinstance(term, yield_type):
+        raise VerifyException(f"body must end with '{yield_type.name}'")
+    yielded = [v.type for v in term.operands]
+    declared = [r.type for r in op.results]
+    if yielded != declared:
+        raise VerifyException(
+            f"yields ({', '.join(map(str, yielded))}) but the scope declares results "
+            f"({', '.join(map(str, declared))})"
+        )
+    for inner in op.walk():
+        if inner is op:
+            continue
+        for result in inner.results:
+            for use in result.uses:
+                if not op.is_ancestor(use.operation):
+                    raise VerifyException(
+                        f"value defined by '{inner.name}' inside the scope is used outside "
+                        "it; values leave a scope only through its yield"
+                    )
+
+
+def verify_yield_parent(op: Operation, parent_type: type[Operation]) -> None:
+    parent = op.parent_op()
+    if not isinstance(parent, parent_type):
+        raise VerifyException(f"expects parent op '{parent_type.name}'")

@@ -1,0 +1,239 @@
+"""The `stream` dialect: where work runs.
+
+Mirrors TorchAir's `npu_stream_switch` and `npu_wait_tensor` at the user level
+(`stream.switch`, `stream.wait_tensor`) and, after `stream-partition`, names
+the hardware streams themselves (`stream.decl`, and the `stream.on` attribute
+on every op).  Ops in one stream run first-in first-out in issue order; streams
+are ordered against each other only by `sync` events.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    IntegerAttr,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+from npuir.dialects import scope
+
+DEFAULT_TAG = "default"
+"""The tag of the stream that ops outside any `stream.switch` run on."""
+
+STREAM_ON = "stream.on"
+"""The attribute naming an op's stream (a `@symbol` of a `stream.decl`) once lowered."""
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Passes values out of a `stream.switch` scope.
+
+    ```mlir
+    stream.yield %m : tensor<8x8xf16>
+    ```
+    """
+
+    name = "stream.yield"
+
+    values = var_operand_def()
+
+    traits = traits_def(IsTerminator())
+
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue) -> None:
+        super().__init__(operands=[list(values)])
+
+    def verify_(self) -> None:
+        scope.verify_yield_parent(self, SwitchOp)
+
+
+@irdl_op_definition
+class SwitchOp(IRDLOperation):
+    """Runs the ops of its body on the stream named by its tag.
+
+    Mirrors TorchAir's `npu_stream_switch(tag, priority)`: the same tag is the
+    same stream, scopes nest and the innermost wins, and ops outside any scope
+    run on the default stream.  Lower priority numbers are served first.
+
+    ```mlir
+    %mm = stream.switch "1" priority 0 -> tensor<8x8xf16> {
+      %m = npu.matmul %a, %b : (tensor<8x8xf16>, tensor<8x8xf16>) -> tensor<8x8xf16>
+      stream.yield %m : tensor<8x8xf16>
+    }
+    ```
+    """
+
+    name = "stream.switch"
+
+    tag = prop_def(StringAttr)
+    priority = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
+    outputs = var_result_def()
+    body = region_def("single_block")
+
+    def __init__(
+        self,
+        tag: str,
+        body: Region,
+        result_types: list[Attribute] | None = None,
+        priority: int = 0,
+    ) -> None:
+        super().__init__(
+            properties={"tag": StringAttr(tag), "priority": IntegerAttr(priority, i64)},
+            result_types=[result_types or []],
+            regions=[body],
+        )
+
+    @property
+    def tag_name(self) -> str:
+        return self.tag.data
+
+    @property
+    def priority_value(self) -> int:
+        return self.priority.value.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SwitchOp:
+        tag = parser.parse_str_literal("stream tag")
+        priority = 0
+        if parser.parse_optional_keyword("priority") is not None:
+            priority = parser.parse_integer(allow_boolean=False)
+        types = scope.parse_result_types(parser)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = scope.parse_body(parser, YieldOp)
+        op = cls(tag, body, types, priority)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.tag_name)
+        if self.priority_value != 0:
+            printer.print_string(f" priority {self.priority_value}")
+        scope.print_tail(printer, self, self.result_types, self.body)
+
+    def verify_(self) -> None:
+        if self.priority_value < 0:
+            raise VerifyException(f"priority must be >= 0, got {self.priority_value}")
+        scope.verify_scope(self, self.body, YieldOp)
+
+
+@irdl_op_definition
+class WaitTensorOp(IRDLOperation):
+    """Returns `tensor`, ordered after the op that produced `dep` has finished.
+
+    TorchAir's `npu_wait_tensor(self, dep)` orders every later user of `self`;
+    in SSA those users consume this op's result instead.  A `dep` that is a
+    function argument orders nothing (arguments are ready at the start).
+
+    ```mlir
+    %w = stream.wait_tensor %b after %sum : tensor<8x8xf16>, tensor<8x8xf16>
+    ```
+    """
+
+    name = "stream.wait_tensor"
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+
+    tensor = operand_def(T)
+    dep = operand_def(TensorType)
+    result = result_def(T)
+
+    assembly_format = "$tensor `after` $dep attr-dict `:` type($tensor) `,` type($dep)"
+
+    def __init__(self, tensor: SSAValue, dep: SSAValue) -> None:
+        super().__init__(operands=[tensor, dep], result_types=[tensor.type])
+
+
+@irdl_op_definition
+class DeclOp(IRDLOperation):
+    """Declares a hardware stream at module level, after `stream-partition`.
+
+    Streams are device resources shared by every function of the module
+    (gear versions, per-rank functions); ops name theirs with `stream.on`.
+
+    ```mlir
+    stream.decl @s1 "1" priority 0
+    ```
+    """
+
+    name = "stream.decl"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    tag = prop_def(StringAttr)
+    priority = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
+
+    traits = traits_def(SymbolOpInterface())
+
+    def __init__(self, sym_name: str, tag: str, priority: int = 0) -> None:
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(sym_name),
+                "tag": StringAttr(tag),
+                "priority": IntegerAttr(priority, i64),
+            }
+        )
+
+    @property
+    def symbol(self) -> str:
+        return self.sym_name.data
+
+    @property
+    def priority_value(self) -> int:
+        return self.priority.value.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DeclOp:
+        sym = parser.parse_symbol_name().data
+        tag = parser.parse_str_literal("stream tag")
+        parser.parse_keyword("priority")
+        priority = parser.parse_integer(allow_boolean=False)
+        op = cls(sym, tag, priority)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.symbol)
+        printer.print_string(" ")
+        printer.print_string_literal(self.tag.data)
+        printer.print_string(f" priority {self.priority_value}")
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        if self.priority_value < 0:
+            raise VerifyException(f"priority must be >= 0, got {self.priority_value}")
+
+
+def stream_of(op: Operation) -> str | None:
+    """The symbol an op's `stream.on` names, or None before partitioning."""
+    ref = op.attributes.get(STREAM_ON)
+    return ref.root_reference.data if isinstance(ref, SymbolRefAttr) else None
+
+
+Stream = Dialect("stream", [SwitchOp, YieldOp, WaitTensorOp, DeclOp], [])

@@ -1,0 +1,52 @@
+"""The npuir `Context`: xDSL's context with every dialect loaded, plus diagnostics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import Builtin
+from xdsl.dialects.func import Func
+from xdsl.ir import Operation
+
+from npuir.diagnostics import DiagnosticEngine
+from npuir.dialects import DIALECTS
+
+
+@dataclass
+class NpuirContext(Context):
+    """A `Context` that also carries the diagnostic engine passes report to."""
+
+    diagnostics: DiagnosticEngine = field(default_factory=DiagnosticEngine)
+
+
+def make_context(allow_unregistered: bool = False) -> NpuirContext:
+    """A context with builtin, func, arith and every npuir dialect loaded."""
+    ctx = NpuirContext(allow_unregistered=allow_unregistered)
+    for dialect in (Builtin, Func, Arith):
+        ctx.load_dialect(dialect)
+    for factory in DIALECTS.values():
+        ctx.load_dialect(factory())
+    return ctx
+
+
+def warn(ctx: Context, op: Operation | None, message: str) -> None:
+    """Emit a warning through npuir's engine, or to stderr under a plain xDSL context."""
+    _emit(ctx, "warning", op, message)
+
+
+def remark(ctx: Context, op: Operation | None, message: str) -> None:
+    """Emit a remark (information a user may want, not a problem)."""
+    _emit(ctx, "remark", op, message)
+
+
+def _emit(ctx: Context, severity: str, op: Operation | None, message: str) -> None:
+    if isinstance(ctx, NpuirContext):
+        ctx.diagnostics.emit(severity, op, message)  # type: ignore[arg-type]
+        return
+    import sys
+
+    from npuir.diagnostics import Diagnostic, op_location
+
+    print(Diagnostic(severity, message, op_location(op)).render(), file=sys.stderr)  # type: ignore[arg-type]

@@ -1,0 +1,155 @@
+"""Located diagnostics: the one place where npuir formats errors and warnings.
+
+Every user-facing message — parse errors, verifier errors, pass errors and
+warnings — is rendered here as
+
+    FILE:LINE:COL: error: message
+    <the offending source line>
+        ^
+
+so that all tools look the same and lit tests can match on them.  Operations
+get their location from the parser (see `npuir.parsing`), which stores a
+`FileLineColLoc` on every op it reads; ops created by passes inherit the
+location of the op they replace, or fall back to their nearest located parent.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from xdsl.dialects.builtin import FileLineColLoc
+from xdsl.ir import Operation
+
+Severity = Literal["error", "warning", "remark", "note"]
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A 1-based line and column in a named file."""
+
+    filename: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.column}"
+
+
+class SourceManager:
+    """Remembers the text of every file parsed, to show the offending line."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+        self._line_starts: dict[str, list[int]] = {}
+
+    def add(self, filename: str, text: str) -> None:
+        self._texts[filename] = text
+        self._line_starts.pop(filename, None)
+
+    def line_starts(self, filename: str) -> list[int]:
+        """Offsets at which each line of `filename` starts (index 0 = line 1)."""
+        starts = self._line_starts.get(filename)
+        if starts is None:
+            text = self._texts.get(filename, "")
+            starts = [0]
+            pos = text.find("\n")
+            while pos != -1:
+                starts.append(pos + 1)
+                pos = text.find("\n", pos + 1)
+            self._line_starts[filename] = starts
+        return starts
+
+    def location_of_offset(self, filename: str, offset: int) -> SourceLocation:
+        starts = self.line_starts(filename)
+        line = bisect.bisect_right(starts, offset)
+        return SourceLocation(filename, line, offset - starts[line - 1] + 1)
+
+    def line_text(self, loc: SourceLocation) -> str | None:
+        text = self._texts.get(loc.filename)
+        if text is None:
+            return None
+        starts = self.line_starts(loc.filename)
+        if not 1 <= loc.line <= len(starts):
+            return None
+        begin = starts[loc.line - 1]
+        end = text.find("\n", begin)
+        return text[begin : end if end != -1 else len(text)]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One message about one place in the input."""
+
+    severity: Severity
+    message: str
+    location: SourceLocation | None = None
+
+    def render(self, sources: SourceManager | None = None) -> str:
+        where = f"{self.location}: " if self.location is not None else ""
+        out = f"{where}{self.severity}: {self.message}"
+        if self.location is not None and sources is not None:
+            line = sources.line_text(self.location)
+            if line is not None:
+                caret = " " * max(self.location.column - 1, 0) + "^"
+                out += f"\n{line}\n{caret}"
+        return out
+
+
+class DiagnosticError(Exception):
+    """An error the user caused; tools print it and exit with status 1."""
+
+    def __init__(self, diagnostic: Diagnostic, notes: tuple[Diagnostic, ...] = ()):
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+        self.notes = notes
+
+
+class UsageError(Exception):
+    """A mistake in how a tool or pass was invoked (exit status 2)."""
+
+
+def op_location(op: Operation | None) -> SourceLocation | None:
+    """The source location of `op`, or of its nearest located ancestor."""
+    while op is not None:
+        loc = op.location
+        if isinstance(loc, FileLineColLoc):
+            return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+        op = op.parent_op()
+    return None
+
+
+def error(op: Operation | None, message: str) -> DiagnosticError:
+    """Build (not raise) a located error at `op`: `raise error(op, "...")`."""
+    return DiagnosticError(Diagnostic("error", message, op_location(op)))
+
+
+@dataclass
+class DiagnosticEngine:
+    """Collects warnings and remarks emitted while passes run.
+
+    Errors are raised as `DiagnosticError`; warnings and remarks are recorded
+    here in emission order so that the tool prints them deterministically.
+    """
+
+    sources: SourceManager = field(default_factory=SourceManager)
+    emitted: list[Diagnostic] = field(default_factory=list[Diagnostic])
+
+    def emit(self, severity: Severity, op: Operation | None, message: str) -> None:
+        self.emitted.append(Diagnostic(severity, message, op_location(op)))
+
+    def warning(self, op: Operation | None, message: str) -> None:
+        self.emit("warning", op, message)
+
+    def remark(self, op: Operation | None, message: str) -> None:
+        self.emit("remark", op, message)
+
+    def drain(self) -> Iterator[Diagnostic]:
+        """Yield and forget everything emitted so far."""
+        emitted, self.emitted = self.emitted, []
+        yield from emitted
+
+    def render(self, diagnostic: Diagnostic) -> str:
+        return diagnostic.render(self.sources)

@@ -1,0 +1,66 @@
+"""Verification that reports the op that failed, with its source location.
+
+xDSL's `Operation.verify` raises an exception without a location; npuir walks
+the IR and verifies op by op instead, and adds the checks xDSL cannot express:
+attributes on function arguments (`gear.dims` must name an existing, dynamic
+dim) and the module's `npu.target`.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import VerifyException
+
+from npuir.diagnostics import DiagnosticError, error
+from npuir.dialects.gear import DIMS, POLICIES, POLICY, DimsAttr
+from npuir.dialects.npu import DYN, TARGET
+
+
+def verify(root: Operation) -> None:
+    """Verify `root` and everything nested in it; raise a located `DiagnosticError`."""
+    for op in root.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+            if isinstance(op, ModuleOp):
+                _verify_module_attrs(op)
+            elif isinstance(op, FuncOp):
+                _verify_gear_annotations(op)
+        except (VerifyException, ValueError) as exc:
+            raise error(op, f"'{op.name}' op {exc}") from None
+
+
+def _verify_module_attrs(module: ModuleOp) -> None:
+    target = module.attributes.get(TARGET)
+    if target is not None and (not isinstance(target, StringAttr) or not target.data):
+        raise VerifyException(f"'{TARGET}' must be a non-empty string naming a device preset")
+
+
+def _verify_gear_annotations(func: FuncOp) -> None:
+    policy = func.attributes.get(POLICY)
+    if policy is not None and (not isinstance(policy, StringAttr) or policy.data not in POLICIES):
+        raise VerifyException(f"'{POLICY}' must be \"zip\" or \"product\", got {policy}")
+    if func.arg_attrs is None:
+        return
+    for index, (attrs, ty) in enumerate(zip(func.arg_attrs, func.function_type.inputs)):
+        assert isinstance(attrs, DictionaryAttr)
+        dims = attrs.data.get(DIMS)
+        if dims is None:
+            continue
+        if not isinstance(dims, DimsAttr):
+            raise VerifyException(f"argument {index}: '{DIMS}' must be a #gear.dims attribute")
+        if not isinstance(ty, TensorType):
+            raise VerifyException(f"argument {index}: gears apply to tensor arguments")
+        shape = ty.get_shape()
+        for dim, _ in dims.items():
+            if dim >= len(shape):
+                raise VerifyException(
+                    f"argument {index}: gear dim {dim} is out of range for {ty} "
+                    f"(rank {len(shape)})"
+                )
+            if shape[dim] != DYN:
+                raise VerifyException(
+                    f"argument {index}: gear dim {dim} of {ty} is static ({shape[dim]}); "
+                    "only dynamic ('?') dims take gears"
+                )

@@ -1,0 +1,52 @@
+"""npuir's passes, one per file; this registry is the one list of them.
+
+Each entry maps a pass name to a factory returning the pass class, so that
+importing the registry stays cheap (xDSL's own registry works the same way).
+A pass's registry key always equals its `name` (tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def _stream_partition() -> type[ModulePass]:
+    from npuir.transforms.stream_partition import StreamPartitionPass
+
+    return StreamPartitionPass
+
+
+def _insert_events() -> type[ModulePass]:
+    from npuir.transforms.insert_events import InsertEventsPass
+
+    return InsertEventsPass
+
+
+def _sync_verify() -> type[ModulePass]:
+    from npuir.transforms.sync_verify import SyncVerifyPass
+
+    return SyncVerifyPass
+
+
+def _test_dependence_graph() -> type[ModulePass]:
+    from npuir.transforms.test_analyses import TestDependenceGraphPass
+
+    return TestDependenceGraphPass
+
+
+def _test_happens_before() -> type[ModulePass]:
+    from npuir.transforms.test_analyses import TestHappensBeforePass
+
+    return TestHappensBeforePass
+
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "stream-partition": _stream_partition,
+    "insert-events": _insert_events,
+    "sync-verify": _sync_verify,
+    "test-dependence-graph": _test_dependence_graph,
+    "test-happens-before": _test_happens_before,
+}
+"""Every npuir pass by name."""

@@ -1,0 +1,14 @@
+"""Named pass pipelines, usable wherever a pass name is (`-p npu-default`)."""
+
+from __future__ import annotations
+
+PIPELINES: dict[str, str] = {
+    "npu-default": "stream-partition,insert-events,sync-verify",
+}
+"""The standard pipelines; later passes (gears, core sets) join `npu-default`
+in the order DESIGN.md gives: gear-multiversion, stream-partition,
+coreset-lower, insert-events, coreset-check, sync-verify."""
+
+PIPELINE_SUMMARIES: dict[str, str] = {
+    "npu-default": "The standard lowering: partition, insert events, verify.",
+}
