@@ -1,0 +1,61 @@
+"""`sync-verify`: prove a lowered function race-free, or point at the race.
+
+A function is race-free when every use of a value on another stream than its
+producer is ordered after the producer by stream order and events, every
+`stream.wait_tensor` ordering holds the same way, every stream's work is
+joined before `func.return`, and every wait comes after its record in issue
+order.  Physical event ids are read as the hardware reads them (a wait is
+released by the latest record of its id issued before it).  The standard
+pipelines end with this pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.passes import ModulePass
+
+from npuir.analysis.happens_before import HappensBefore
+from npuir.analysis.program import DepKind, Program, build_program, module_streams
+from npuir.diagnostics import DiagnosticError, error
+
+
+def find_race(prog: Program) -> DiagnosticError | None:
+    """The first race in issue order as a located error, or None."""
+    hb = HappensBefore(prog).run()
+    for n in range(len(prog)):
+        for miss in hb.missing(n):
+            p = miss.producer
+            how = "uses the result of" if miss.kind is DepKind.DATA else "must wait for"
+            return error(
+                prog.ops[n],
+                f"race: {prog.describe(n)} on stream {prog.stream_name(prog.stream[n])} "
+                f"{how} {prog.describe(p)} on stream {prog.stream_name(prog.stream[p])}, "
+                "but no event orders it after its producer",
+            )
+    for ret, s in hb.unjoined():
+        return error(
+            prog.ops[ret],
+            f"race: stream {prog.stream_name(s)} is not joined into "
+            f"{prog.stream_name(prog.stream[ret])} before the function returns",
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class SyncVerifyPass(ModulePass):
+    """Check that every cross-stream use is ordered by events and every stream is joined."""
+
+    name = "sync-verify"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        streams = module_streams(op)
+        for func in [f for f in op.ops if isinstance(f, FuncOp)]:
+            if not streams:
+                raise error(func, "sync-verify needs a partitioned module; run stream-partition first")
+            race = find_race(build_program(func, streams))
+            if race is not None:
+                raise race
