@@ -20,7 +20,10 @@ from npuir.dialects.npu import DYN, TARGET
 
 def verify(root: Operation) -> None:
     """Verify `root` and everything nested in it; raise a located `DiagnosticError`."""
+    seen: set[Operation] = set()
     for op in root.walk():
+        _check_defined_before_use(op, seen)
+        seen.add(op)
         try:
             op.verify(verify_nested_ops=False)
             if isinstance(op, ModuleOp):
@@ -29,6 +32,20 @@ def verify(root: Operation) -> None:
                 _verify_gear_annotations(op)
         except (VerifyException, ValueError) as exc:
             raise error(op, f"'{op.name}' op {exc}") from None
+
+
+def _check_defined_before_use(op: Operation, seen: set[Operation]) -> None:
+    """xDSL does not check dominance; a use before the definition (which is how
+    a `stream.wait_tensor` cycle looks in SSA) would otherwise go unnoticed."""
+    for operand in op.operands:
+        owner = operand.owner
+        if isinstance(owner, Operation) and owner not in seen:
+            name = f"%{operand.name_hint}" if operand.name_hint else f"a result of '{owner.name}'"
+            raise error(
+                op,
+                f"'{op.name}' op uses {name} before it is defined (a value must be "
+                "computed before its uses; a wait_tensor cycle looks like this)",
+            )
 
 
 def _verify_module_attrs(module: ModuleOp) -> None:

@@ -1,0 +1,35 @@
+// RUN: npuir-opt %s --split-input-file --verify-diagnostics -p stream-partition | filecheck %s
+// RUN: not npuir-opt %s -p 'stream-partition{mode=sideways}' 2>&1 | filecheck %s --check-prefix=MODE
+
+// MODE: error: bad option for pass 'stream-partition': mode 'sideways' is not one of: user, single
+
+// Tests that one tag given two priorities is an error at the second scope.
+
+!t = tensor<8x8xf16>
+func.func @two_priorities(%x: !t) -> !t {
+  %a = stream.switch "1" priority 1 -> !t {
+    %b = npu.exp %x : (!t) -> !t
+    stream.yield %b : !t
+  }
+  %c = stream.switch "1" priority 3 -> !t {
+    %d = npu.exp %a : (!t) -> !t
+    stream.yield %d : !t
+  }
+  func.return %c : !t
+}
+
+// CHECK: stream-partition-invalid.mlir:[[# @LINE - 7]]:3: error: stream "1" is given priority 3 here but 1 elsewhere
+
+// -----
+
+// Tests that a wait_tensor creating a cycle (its dependency is computed from
+// its own result) is reported where the cycle closes.
+
+!t = tensor<8x8xf16>
+func.func @cycle(%x: !t) -> !t {
+  %w = stream.wait_tensor %x after %b : !t, !t
+  %b = npu.exp %w : (!t) -> !t
+  func.return %b : !t
+}
+
+// CHECK: stream-partition-invalid.mlir:[[# @LINE - 5]]:3: error: 'stream.wait_tensor' op uses %b before it is defined
