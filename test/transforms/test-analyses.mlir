@@ -20,10 +20,10 @@ func.func @seed(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
   func.return %s, %mm : !t, !t
 }
 
-// DEP: :12:3: remark: #0 'npu.add' (%add) <- []
-// DEP: :15:5: remark: #1 'npu.matmul' (%m) <- [control 'npu.add' (%add)]
-// DEP: :18:3: remark: #2 'npu.sub' (%s) <- [data 'npu.matmul' (%m), control 'npu.add' (%add)]
-// DEP: :19:3: remark: #3 'func.return' <- [data 'npu.sub' (%s), data 'npu.matmul' (%m)]
+// DEP: :13:3: remark: #0 'npu.add' (%add) <- []
+// DEP: :16:5: remark: #1 'npu.matmul' (%m) <- [control 'npu.add' (%add)]
+// DEP: :19:3: remark: #2 'npu.sub' (%s) <- [data 'npu.matmul' (%m), control 'npu.add' (%add)]
+// DEP: :20:3: remark: #3 'func.return' <- [data 'npu.sub' (%s), data 'npu.matmul' (%m)]
 
 // HB: remark: 'npu.add' (%add) on @s0 ("default") -> 'npu.matmul' (%m) on @s1 ("1"): UNORDERED
 // HB: remark: 'npu.matmul' (%m) on @s1 ("1") -> 'npu.sub' (%s) on @s0 ("default"): UNORDERED
