@@ -63,15 +63,18 @@ def run_passes(
     module: ModuleOp,
     passes: list[ModulePass],
     after_each: PassCallback | None = None,
+    verify_each: bool = True,
 ) -> None:
-    """Apply `passes` in order, verifying the IR after each one."""
+    """Apply `passes` in order, verifying the IR after each one (unless told not to:
+    the benchmarks time the passes alone)."""
     for p in passes:
         try:
             p.apply(ctx, module)
         except DiagnosticException as exc:
             # An xDSL-level failure inside a pass carries no location of its own.
             raise DiagnosticError(Diagnostic("error", f"{p.name}: {exc}")) from None
-        verify(module)
+        if verify_each:
+            verify(module)
         if after_each is not None:
             after_each(p, module)
 

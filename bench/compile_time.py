@@ -1,0 +1,45 @@
+"""Compile-time scaling: pass time next to parse time, as a ratio.
+
+Measures `stream-partition,insert-events,sync-verify` against parsing the
+same file, at several sizes.  `gc.freeze()` after building big IR keeps the
+cyclic collector from making large runs look superlinear.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+
+import npuir
+from generate import transformer_layers
+
+PIPELINE = "stream-partition,insert-events,sync-verify"
+
+
+@dataclass(frozen=True)
+class CompileFigures:
+    ops: int
+    parse_s: float
+    passes_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.passes_s / self.parse_s
+
+
+def measure(n_ops: int) -> CompileFigures:
+    text = transformer_layers(n_ops)
+    ctx = npuir.make_context()
+    gc.collect()
+    t0 = time.perf_counter()
+    module = npuir.parse_text(ctx, text, f"layers-{n_ops}.mlir")
+    t1 = time.perf_counter()
+    gc.freeze()
+    ops = sum(1 for _ in module.walk())
+    passes = npuir.build_pipeline(PIPELINE)
+    t2 = time.perf_counter()
+    npuir.run_passes(ctx, module, passes, verify_each=False)
+    t3 = time.perf_counter()
+    gc.unfreeze()
+    return CompileFigures(ops, t1 - t0, t3 - t2)

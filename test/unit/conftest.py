@@ -1,0 +1,6 @@
+"""Shared pytest set-up: make the helpers in test/unit importable."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
