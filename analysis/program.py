@@ -28,7 +28,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from npuir.diagnostics import DiagnosticError, error
-from npuir.dialects import coreset, stream, sync
+from npuir.dialects import coreset, gear, stream, sync
 from npuir.dialects.npu import NpuOp
 
 DEFAULT_STREAM = 0
@@ -105,7 +105,7 @@ class Program:
         if s < 0:
             return "<unassigned>"
         info = self.streams[s]
-        return f"@{info.symbol} (\"{info.tag}\")"
+        return f'@{info.symbol} ("{info.tag}")'
 
 
 class _Resolver:
@@ -245,6 +245,16 @@ def _stream_index(op: Operation, kind: NodeKind, sym_index: dict[str, int], lowe
     return s
 
 
+def is_dispatcher(func: FuncOp) -> bool:
+    """Whether `func` only dispatches to gear versions (it schedules nothing itself)."""
+    return any(isinstance(op, gear.DispatchOp) for op in func.body.block.ops)
+
+
+def scheduled_functions(module: ModuleOp) -> list[FuncOp]:
+    """The module's functions that run on the device's streams (not gear dispatchers)."""
+    return [f for f in module.ops if isinstance(f, FuncOp) and not is_dispatcher(f)]
+
+
 def is_lowered(func: FuncOp) -> bool:
     """Whether `func` has been through `stream-partition` (its ops carry `stream.on`)."""
     for op in func.body.walk():
@@ -263,6 +273,8 @@ __all__ = [
     "Program",
     "StreamInfo",
     "build_program",
+    "is_dispatcher",
     "is_lowered",
     "module_streams",
+    "scheduled_functions",
 ]

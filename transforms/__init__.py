@@ -12,6 +12,12 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 
+def _gear_multiversion() -> type[ModulePass]:
+    from npuir.transforms.gear_multiversion import GearMultiversionPass
+
+    return GearMultiversionPass
+
+
 def _stream_partition() -> type[ModulePass]:
     from npuir.transforms.stream_partition import StreamPartitionPass
 
@@ -43,6 +49,7 @@ def _test_happens_before() -> type[ModulePass]:
 
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "gear-multiversion": _gear_multiversion,
     "stream-partition": _stream_partition,
     "insert-events": _insert_events,
     "sync-verify": _sync_verify,

@@ -29,7 +29,14 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.happens_before import Clock, ClockSweep
-from npuir.analysis.program import NodeKind, Program, build_program, is_lowered, module_streams
+from npuir.analysis.program import (
+    NodeKind,
+    Program,
+    build_program,
+    is_lowered,
+    module_streams,
+    scheduled_functions,
+)
 from npuir.backends.npu.hardware import HardwareError, load_hardware
 from npuir.context import remark
 from npuir.diagnostics import error
@@ -213,7 +220,7 @@ class InsertEventsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         streams = module_streams(op)
         limit = self._limit(op)
-        for func in [f for f in op.ops if isinstance(f, FuncOp)]:
+        for func in scheduled_functions(op):
             if not is_lowered(func) and _has_work(func):
                 raise error(
                     func, "insert-events needs a partitioned function; run stream-partition first"

@@ -22,7 +22,7 @@ from npuir.context import remark
 from npuir.diagnostics import error
 from npuir.dialects import stream
 from npuir.dialects.npu import DYN, NpuOp
-from npuir.analysis.program import StreamInfo, is_lowered, module_streams
+from npuir.analysis.program import StreamInfo, is_lowered, module_streams, scheduled_functions
 
 
 class StreamTable:
@@ -51,7 +51,7 @@ class StreamTable:
         if info.priority != priority and where is not None:
             raise error(
                 where,
-                f"stream \"{tag}\" is given priority {priority} here but {info.priority} "
+                f'stream "{tag}" is given priority {priority} here but {info.priority} '
                 "elsewhere; one stream has one priority",
             )
         ref = self._refs.get(info.symbol)
@@ -131,14 +131,12 @@ class StreamPartitionPass(ModulePass):
 
     def __post_init__(self) -> None:
         if self.mode not in self.MODES:
-            raise ValueError(
-                f"mode '{self.mode}' is not one of: {', '.join(self.MODES)}"
-            )
+            raise ValueError(f"mode '{self.mode}' is not one of: {', '.join(self.MODES)}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = StreamTable(module_streams(op))
         default = table.get(stream.DEFAULT_TAG, 0, None)
-        for func in [f for f in op.ops if isinstance(f, FuncOp)]:
+        for func in scheduled_functions(op):
             if is_lowered(func):
                 continue
             use_tags = self.mode == "user" and not self.ignore_tags
@@ -146,7 +144,7 @@ class StreamPartitionPass(ModulePass):
             if self.mode == "single" and not self.ignore_tags and first is not None:
                 raise error(
                     first,
-                    f"single-stream mode conflicts with the stream label \"{first.tag_name}\" "
+                    f'single-stream mode conflicts with the stream label "{first.tag_name}" '
                     "(remove the scope, or pass ignore-tags=true)",
                 )
             if use_tags and first is not None and _has_dynamic_args(func):

@@ -19,7 +19,13 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from npuir.analysis.happens_before import HappensBefore
-from npuir.analysis.program import DepKind, Program, build_program, module_streams
+from npuir.analysis.program import (
+    DepKind,
+    Program,
+    build_program,
+    module_streams,
+    scheduled_functions,
+)
 from npuir.diagnostics import DiagnosticError, error
 
 
@@ -53,9 +59,11 @@ class SyncVerifyPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         streams = module_streams(op)
-        for func in [f for f in op.ops if isinstance(f, FuncOp)]:
+        for func in scheduled_functions(op):
             if not streams:
-                raise error(func, "sync-verify needs a partitioned module; run stream-partition first")
+                raise error(
+                    func, "sync-verify needs a partitioned module; run stream-partition first"
+                )
             race = find_race(build_program(func, streams))
             if race is not None:
                 raise race

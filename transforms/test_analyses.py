@@ -17,12 +17,12 @@ from xdsl.passes import ModulePass
 
 from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.happens_before import HappensBefore
-from npuir.analysis.program import NodeKind, build_program, module_streams
+from npuir.analysis.program import NodeKind, build_program, module_streams, scheduled_functions
 from npuir.context import remark
 
 
 def _funcs(module: ModuleOp) -> list[FuncOp]:
-    return [f for f in module.ops if isinstance(f, FuncOp)]
+    return scheduled_functions(module)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,284 @@
+"""`gear-multiversion`: turn a function with gears into static versions and a dispatcher.
+
+Mirrors TorchAir's `set_dim_gears`.  The annotated dims of a function's
+arguments (`gear.dims`) combine by the function's `gear.policy`: "zip"
+(default) pairs the i-th values of every annotated dim, "product" takes the
+Cartesian product.  For each resulting gear the function is cloned as
+`@NAME_gK` with those dims made static, and every result type is re-inferred
+through the `npu` ops' shape inference (scope results and the function's
+results included).  The original body becomes a `gear.dispatch` over the
+versions; at run time a shape that matches no gear is an error naming the
+gears, unless `fallback=dynamic` keeps the generic body as `@NAME_dynamic`
+(like GE's hybrid mode).
+
+The rules, from the gear seed document and GE: gear values are whole numbers
+>= 2 (checked when `#gear.dims` is parsed), an annotated dim must exist and be
+dynamic (checked by npuir's verifier), `zip` lists have equal lengths, at most
+100 gears after merging, at least 2 (GE's rule).  Duplicate gears merge
+silently, keeping first-occurrence order.  A `product` combination that does
+not type-check is dropped with a warning naming it; in `zip` mode, where the
+user listed every combination, it is an error.
+
+The dispatcher also records the options TorchAir would pass to GE for the
+same gears: `ge.inputShape` (e.g. "arg0:-1,2;arg1:-1,2") and `ge.dynamicDims`
+(e.g. "2,2;4,4").
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    FunctionType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
+
+from npuir.context import warn
+from npuir.diagnostics import DiagnosticError, error
+from npuir.dialects import coreset, gear, stream
+from npuir.dialects.npu import DYN, NpuOp
+
+MAX_GEARS = 100
+"""The most gears one function may have (the gear seed document's limit)."""
+
+Dim = tuple[int, int]
+"""(argument index, dim index)."""
+
+
+def annotated_dims(func: FuncOp) -> list[tuple[Dim, tuple[int, ...]]]:
+    """The function's annotated dims with their values, by argument then as written."""
+    out: list[tuple[Dim, tuple[int, ...]]] = []
+    if func.arg_attrs is None:
+        return out
+    for index, attrs in enumerate(func.arg_attrs):
+        assert isinstance(attrs, DictionaryAttr)
+        dims = attrs.data.get(gear.DIMS)
+        if isinstance(dims, gear.DimsAttr):
+            out.extend(((index, d), values) for d, values in dims.items())
+    return out
+
+
+def combine(
+    func: FuncOp, dims: list[tuple[Dim, tuple[int, ...]]], policy: str
+) -> list[tuple[int, ...]]:
+    """The gears, one value per annotated dim each, validated and deduplicated."""
+    lists = [values for _, values in dims]
+    if policy == "zip":
+        lengths = {len(v) for v in lists}
+        if len(lengths) > 1:
+            described = ", ".join(f"arg{a} dim {d}: {len(v)}" for (a, d), v in dims)
+            raise error(
+                func,
+                f'gear.policy "zip" pairs the i-th values of every annotated dim, so all '
+                f"lists need the same length; got {described}",
+            )
+        gears = list(zip(*lists))
+    else:
+        count = 1
+        for values in lists:
+            count *= len(set(values))
+        if count > MAX_GEARS:
+            raise error(func, f"{count} gears after merging; at most {MAX_GEARS} are allowed")
+        gears = list(itertools.product(*lists))
+    unique = list(dict.fromkeys(gears))
+    if len(unique) > MAX_GEARS:
+        raise error(func, f"{len(unique)} gears after merging; at most {MAX_GEARS} are allowed")
+    if len(unique) < 2:
+        raise error(
+            func,
+            f"{len(unique)} gear after merging; a gear set needs at least 2 (GE's rule: "
+            "with one shape, make the dims static instead)",
+        )
+    return unique
+
+
+def _static_type(ty: Attribute, dims: dict[int, int]) -> Attribute:
+    assert isinstance(ty, TensorType)
+    shape = [dims.get(i, d) for i, d in enumerate(ty.get_shape())]
+    return TensorType(ty.element_type, shape)
+
+
+class GearTypeError(Exception):
+    """A version whose types do not check, at the op where they stop."""
+
+    def __init__(self, op: Operation, message: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+def retype(block: Block) -> None:
+    """Re-infer every result type in `block` from its operands, in order."""
+    for op in block.ops:
+        for region in op.regions:
+            for inner in region.blocks:
+                retype(inner)
+        new_types: list[Attribute]
+        if isinstance(op, NpuOp):
+            try:
+                new_types = op.infer_result_types([v.type for v in op.operands])
+            except VerifyException as exc:
+                raise GearTypeError(op, str(exc)) from None
+        elif isinstance(op, stream.WaitTensorOp):
+            new_types = [op.tensor.type]
+        elif isinstance(op, stream.SwitchOp | coreset.LimitOp):
+            term = op.body.block.last_op
+            assert term is not None
+            new_types = [v.type for v in term.operands]
+        else:
+            continue
+        for result, ty in zip(list(op.results), new_types):
+            if result.type != ty:
+                Rewriter.replace_value_with_new_type(result, ty)
+
+
+def specialise(func: FuncOp, name: str, values: dict[Dim, int]) -> FuncOp:
+    """A static clone of `func` for one gear; raises `GearTypeError` if it does not type-check."""
+    clone = func.clone()
+    clone.sym_name = StringAttr(name)
+    for attr in (gear.POLICY,):
+        clone.attributes.pop(attr, None)
+    per_arg: dict[int, dict[int, int]] = {}
+    for (arg, dim), v in values.items():
+        per_arg.setdefault(arg, {})[dim] = v
+    block = clone.body.block
+    for index, arg in enumerate(list(block.args)):
+        if index in per_arg:
+            Rewriter.replace_value_with_new_type(arg, _static_type(arg.type, per_arg[index]))
+    retype(block)
+    for op in clone.body.walk():
+        if isinstance(op, NpuOp):
+            try:
+                op.verify_()
+            except VerifyException as exc:
+                raise GearTypeError(op, str(exc)) from None
+    ret = block.last_op
+    assert isinstance(ret, ReturnOp)
+    clone.function_type = FunctionType.from_lists(
+        [a.type for a in block.args], [v.type for v in ret.operands]
+    )
+    clone.arg_attrs = None
+    return clone
+
+
+def ge_options(func: FuncOp, dims: list[Dim], gears: list[tuple[int, ...]]) -> dict[str, str]:
+    """`ge.inputShape` and `ge.dynamicDims` as TorchAir would give them to GE."""
+    shapes = []
+    for index, ty in enumerate(func.function_type.inputs):
+        if isinstance(ty, TensorType):
+            dims_text = ",".join("-1" if d == DYN else str(d) for d in ty.get_shape())
+            shapes.append(f"arg{index}:{dims_text}")
+    return {
+        "ge.inputShape": ";".join(shapes),
+        "ge.dynamicDims": ";".join(",".join(map(str, g)) for g in gears),
+    }
+
+
+@dataclass(frozen=True)
+class GearMultiversionPass(ModulePass):
+    """Clone each function with gears into static versions behind a gear.dispatch.
+
+    Options:
+    - `fallback`: "none" (default) makes a shape that matches no gear a runtime
+      error; "dynamic" keeps the generic body as `@NAME_dynamic` for such shapes.
+    """
+
+    name = "gear-multiversion"
+
+    FALLBACKS: ClassVar[tuple[str, ...]] = ("none", "dynamic")
+
+    fallback: str = "none"
+
+    def __post_init__(self) -> None:
+        if self.fallback not in self.FALLBACKS:
+            raise ValueError(
+                f"fallback '{self.fallback}' is not one of: {', '.join(self.FALLBACKS)}"
+            )
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in [f for f in op.ops if isinstance(f, FuncOp)]:
+            dims = annotated_dims(func)
+            if dims:
+                self._multiversion(ctx, op, func, dims)
+
+    def _multiversion(
+        self, ctx: Context, module: ModuleOp, func: FuncOp, dims: list[tuple[Dim, tuple[int, ...]]]
+    ) -> None:
+        policy = gear.policy_of(dict(func.attributes)) or "zip"
+        gears = combine(func, dims, policy)
+        base = func.sym_name.data
+        keys = [d for d, _ in dims]
+        versions: list[FuncOp] = []
+        cases: list[tuple[tuple[int, ...], str]] = []
+        failures: list[tuple[tuple[int, ...], DiagnosticError]] = []
+        for values in gears:
+            name = f"{base}_g{len(versions)}"
+            described = ", ".join(f"arg{a} dim {d} = {v}" for (a, d), v in zip(keys, values))
+            try:
+                versions.append(specialise(func, name, dict(zip(keys, values))))
+                cases.append((values, name))
+            except GearTypeError as exc:
+                where = self._original_of(func, exc.op)
+                failure = error(where, f"gear ({described}) does not type-check: {exc}")
+                if policy == "zip":
+                    raise failure from None
+                failures.append((values, failure))
+                warn(ctx, where, f"dropping gear ({described}): it does not type-check ({exc})")
+        if not versions:
+            raise failures[0][1]
+        fallback_name = None
+        if self.fallback == "dynamic":
+            generic = func.clone()
+            generic.sym_name = StringAttr(f"{base}_dynamic")
+            generic.arg_attrs = None
+            generic.attributes.pop(gear.POLICY, None)
+            versions.append(generic)
+            fallback_name = generic.sym_name.data
+        self._build_dispatcher(func, keys, cases, fallback_name)
+        anchor = func
+        for version in versions:
+            module.body.block.insert_op_after(version, anchor)
+            anchor = version
+
+    @staticmethod
+    def _original_of(func: FuncOp, op: Operation) -> Operation:
+        """The op of `func` that a clone's op came from (same location), for errors."""
+        for original in func.body.walk():
+            if original.location == op.location and original.name == op.name:
+                return original
+        return func
+
+    @staticmethod
+    def _build_dispatcher(
+        func: FuncOp,
+        keys: list[Dim],
+        cases: list[tuple[tuple[int, ...], str]],
+        fallback: str | None,
+    ) -> None:
+        old = func.body.block
+        block = Block(arg_types=[a.type for a in old.args])
+        for new, original in zip(block.args, old.args):
+            new.name_hint = original.name_hint
+        outputs = list(func.function_type.outputs)
+        dispatch = gear.DispatchOp(block.args, outputs, keys, cases, fallback)
+        dispatch.location = func.location
+        for name, value in ge_options(func, keys, [v for v, _ in cases]).items():
+            dispatch.attributes[name] = StringAttr(value)
+        ret = ReturnOp(*dispatch.results)
+        ret.location = func.location
+        block.add_ops([dispatch, ret])
+        func.body.detach_block(old)
+        old.erase(safe_erase=False)
+        func.body.add_block(block)
+        func.attributes.pop(gear.POLICY, None)
+        func.arg_attrs = None
