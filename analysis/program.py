@@ -149,7 +149,9 @@ def _flatten(block: Block, out: list[Operation]) -> None:
     for op in block.ops:
         if isinstance(op, stream.SwitchOp | coreset.LimitOp):
             _flatten(op.body.block, out)
-        elif not isinstance(op, stream.YieldOp | coreset.YieldOp | stream.WaitTensorOp):
+        elif not isinstance(
+            op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp | stream.WaitTensorOp
+        ):
             out.append(op)
 
 

@@ -18,6 +18,18 @@ def _gear_multiversion() -> type[ModulePass]:
     return GearMultiversionPass
 
 
+def _coreset_check() -> type[ModulePass]:
+    from npuir.transforms.coreset_check import CoresetCheckPass
+
+    return CoresetCheckPass
+
+
+def _coreset_lower() -> type[ModulePass]:
+    from npuir.transforms.coreset_lower import CoresetLowerPass
+
+    return CoresetLowerPass
+
+
 def _stream_partition() -> type[ModulePass]:
     from npuir.transforms.stream_partition import StreamPartitionPass
 
@@ -51,6 +63,8 @@ def _test_happens_before() -> type[ModulePass]:
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "gear-multiversion": _gear_multiversion,
     "stream-partition": _stream_partition,
+    "coreset-check": _coreset_check,
+    "coreset-lower": _coreset_lower,
     "insert-events": _insert_events,
     "sync-verify": _sync_verify,
     "test-dependence-graph": _test_dependence_graph,

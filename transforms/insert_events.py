@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, SymbolRefAttr, i64
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from npuir.analysis.happens_before import Clock, ClockSweep
@@ -148,18 +148,31 @@ def _wait_done(
 
 
 def _rewrite(prog: Program, plan: EventPlan) -> None:
-    events: dict[int, sync.RecordOp] = {}
+    # Ops are built with `create` and shared attributes: at one record and wait
+    # per cross-stream edge, IRDL's checked constructors dominate large runs.
+    refs = [SymbolRefAttr(info.symbol) for info in prog.streams]
+    ids: dict[int, IntegerAttr[IntegerType]] = {}
+    event_type = sync.EventType()
+    events: dict[int, SSAValue] = {}
     for p in plan.recorded:
         producer = prog.ops[p]
-        record = sync.RecordOp(prog.streams[prog.stream[p]].symbol, plan.event_ids[p])
+        event_id = plan.event_ids[p]
+        id_attr = ids.get(event_id)
+        if id_attr is None:
+            id_attr = ids[event_id] = IntegerAttr(event_id, i64)
+        record = sync.RecordOp.create(
+            properties={"stream": refs[prog.stream[p]]},
+            attributes={sync.EVENT_ID: id_attr},
+            result_types=[event_type],
+        )
         record.location = producer.location
         _insert_after(producer, record)
-        events[p] = record
+        events[p] = record.results[0]
     for n, producers in plan.waits_before.items():
         consumer = prog.ops[n]
-        symbol = prog.streams[prog.stream[n]].symbol
+        ref = refs[prog.stream[n]]
         for p in producers:
-            wait = sync.WaitOp(events[p].event, symbol)
+            wait = sync.WaitOp.create(operands=[events[p]], properties={"stream": ref})
             wait.location = consumer.location
             _insert_before(consumer, wait)
     for op in list(prog.func.body.walk()):

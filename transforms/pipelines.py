@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 PIPELINES: dict[str, str] = {
-    "npu-default": "gear-multiversion,stream-partition,insert-events,sync-verify",
+    "npu-default": "gear-multiversion,stream-partition,coreset-lower,insert-events,coreset-check,sync-verify",
 }
 """The standard pipelines; later passes (gears, core sets) join `npu-default`
 in the order DESIGN.md gives: gear-multiversion, stream-partition,
 coreset-lower, insert-events, coreset-check, sync-verify."""
 
 PIPELINE_SUMMARIES: dict[str, str] = {
-    "npu-default": "The standard lowering: gear versions, partition, insert events, verify.",
+    "npu-default": "The standard lowering: gear versions, streams, core limits, events, checks.",
 }

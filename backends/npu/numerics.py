@@ -57,7 +57,7 @@ def _flatten(ops: Sequence[Operation], out: list[_Step]) -> None:
         if isinstance(op, stream.SwitchOp | coreset.LimitOp):
             _flatten(list(op.body.block.ops), out)
             out.append(_Step(op, closes_scope=True))
-        elif not isinstance(op, stream.YieldOp | coreset.YieldOp):
+        elif not isinstance(op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp):
             out.append(_Step(op))
 
 

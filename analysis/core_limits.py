@@ -1,0 +1,168 @@
+"""Effective core limits: how many cube and vector cores each op may take.
+
+Each count is resolved on its own, first match wins:
+
+1. op scope — the innermost enclosing `coreset.limit` that gives the count
+   (limits are lexical: a `stream.switch` nested inside keeps the limit);
+2. stream — a `coreset.stream_limit` for the op's stream tag (in a function
+   it holds for the whole function; at module level, for every function);
+3. module — the `coreset.global` attribute;
+4. device — the hardware's core count.
+
+After `coreset-lower`, an op's `coreset.cores` attribute is its limit.  The
+op's stream is its `stream.on` once partitioned, else its innermost
+`stream.switch` tag.
+
+    limits = CoreLimits(module, hw).run()
+    limits.of(op)            # {"cube": 24, "vector": 8}
+    limits.source(op, "vector")   # the op that set it (for diagnostics), or None
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
+
+from npuir.backends.npu.hardware import Hardware
+from npuir.diagnostics import error
+from npuir.dialects import coreset, stream
+from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
+
+ENGINES = coreset.ENGINES
+
+
+def engines_used(op: NpuOp) -> tuple[str, ...]:
+    """The core pools an op draws from: cube or vector, aiv collectives vector."""
+    if isinstance(op, CollectiveOp):
+        return ("vector",) if op.uses_vector_cores else ()
+    if op.engine is Engine.CUBE:
+        return ("cube",)
+    if op.engine is Engine.VECTOR:
+        return ("vector",)
+    return ()
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One resolved count and the op that set it (None: the device)."""
+
+    count: int
+    source: Operation | None
+
+
+class CoreLimits:
+    """Resolves every op's limits (see the module docstring)."""
+
+    def __init__(self, module: ModuleOp, hw: Hardware) -> None:
+        self.module = module
+        self.hw = hw
+        self._limits: dict[Operation, dict[str, Limit]] = {}
+        self._tags: dict[str, str] = {}
+
+    def run(self) -> CoreLimits:
+        module_streams: dict[str, dict[str, Limit]] = {}
+        for op in self.module.ops:
+            if isinstance(op, stream.DeclOp):
+                self._tags[op.symbol] = op.tag.data
+            elif isinstance(op, coreset.StreamLimitOp):
+                self._add_stream_limit(module_streams, op)
+        global_attr = self.module.attributes.get(coreset.GLOBAL)
+        device = {
+            "cube": Limit(self.hw.cube_cores, None),
+            "vector": Limit(self.hw.vector_cores, None),
+        }
+        base = dict(device)
+        if isinstance(global_attr, coreset.CoresAttr):
+            for engine in ENGINES:
+                count = global_attr.count(engine)
+                if count is not None:
+                    base[engine] = Limit(count, self.module)
+        for func in self.module.ops:
+            if isinstance(func, FuncOp):
+                streams = {tag: dict(v) for tag, v in module_streams.items()}
+                for op in func.body.walk():
+                    if isinstance(op, coreset.StreamLimitOp):
+                        self._add_stream_limit(streams, op)
+                self._walk(func.body.block.ops, stream.DEFAULT_TAG, {}, streams, base)
+        return self
+
+    @staticmethod
+    def _add_stream_limit(table: dict[str, dict[str, Limit]], op: coreset.StreamLimitOp) -> None:
+        entry = table.setdefault(op.tag.data, {})
+        for engine in ENGINES:
+            count = op.count(engine)
+            if count is not None:
+                entry[engine] = Limit(count, op)
+
+    def _walk(
+        self,
+        ops: object,
+        tag: str,
+        scope: dict[str, Limit],
+        streams: dict[str, dict[str, Limit]],
+        base: dict[str, Limit],
+    ) -> None:
+        for op in ops:  # type: ignore[attr-defined]
+            if isinstance(op, coreset.LimitOp):
+                inner = dict(scope)
+                for engine in ENGINES:
+                    count = op.count(engine)
+                    if count is not None:
+                        inner[engine] = Limit(count, op)
+                self._walk(op.body.block.ops, tag, inner, streams, base)
+            elif isinstance(op, stream.SwitchOp):
+                self._walk(op.body.block.ops, op.tag_name, scope, streams, base)
+            elif isinstance(op, NpuOp):
+                self._limits[op] = self._resolve(op, tag, scope, streams, base)
+
+    def _resolve(
+        self,
+        op: NpuOp,
+        tag: str,
+        scope: dict[str, Limit],
+        streams: dict[str, dict[str, Limit]],
+        base: dict[str, Limit],
+    ) -> dict[str, Limit]:
+        lowered = op.attributes.get(coreset.CORES)
+        out: dict[str, Limit] = {}
+        if isinstance(lowered, coreset.CoresAttr):
+            for engine in ENGINES:
+                count = lowered.count(engine)
+                out[engine] = Limit(count, op) if count is not None else base[engine]
+            return out
+        ref = op.attributes.get(stream.STREAM_ON)
+        if isinstance(ref, SymbolRefAttr):
+            tag = self._tags.get(ref.root_reference.data, tag)
+        by_stream = streams.get(tag, {})
+        for engine in ENGINES:
+            out[engine] = scope.get(engine) or by_stream.get(engine) or base[engine]
+        return out
+
+    def of(self, op: NpuOp) -> dict[str, int]:
+        """The op's effective cube and vector counts."""
+        return {e: lim.count for e, lim in self._limits[op].items()}
+
+    def limit(self, op: NpuOp, engine: str) -> Limit:
+        return self._limits[op][engine]
+
+    def check_ranges(self) -> None:
+        """Every count a limit gives must be in [1, device max]: a located error otherwise."""
+        global_attr = self.module.attributes.get(coreset.GLOBAL)
+        if isinstance(global_attr, coreset.CoresAttr):
+            self._check(self.module, {e: global_attr.count(e) for e in ENGINES}, "coreset.global")
+        for op in self.module.walk():
+            if isinstance(op, coreset.LimitOp | coreset.StreamLimitOp):
+                self._check(op, {e: op.count(e) for e in ENGINES}, op.name)
+
+    def _check(self, where: Operation, counts: dict[str, int | None], what: str) -> None:
+        for engine, count in counts.items():
+            top = self.hw.cores(engine)
+            if count is not None and not 1 <= count <= top:
+                raise error(
+                    where,
+                    f"{what}: {engine} core count {count} is out of range for "
+                    f"{self.hw.name}; the valid range is [1, {top}]",
+                )

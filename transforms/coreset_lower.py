@@ -1,0 +1,88 @@
+"""`coreset-lower`: write every op's effective core limits on it and drop the scopes.
+
+Each op that uses cores gets `coreset.cores = #coreset.cores<...>` with the
+count of each engine it uses, resolved by `npuir.analysis.core_limits`
+(op scope > stream > module > device).  `coreset.limit` scopes are then
+inlined (their results replaced by the yielded values) and
+`coreset.stream_limit` ops erased: after this pass the limits live on the ops.
+Works before or after `stream-partition`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from npuir.analysis.core_limits import CoreLimits, engines_used
+from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
+from npuir.diagnostics import error
+from npuir.dialects import coreset
+from npuir.dialects.npu import NpuOp, target_of
+
+
+def device_of(module: ModuleOp, hw: str | None) -> Hardware:
+    """The device a pass targets: its `hw` option, else the module's `npu.target`, else 910b2."""
+    try:
+        return load_hardware(hw or target_of(module) or "910b2")
+    except HardwareError as exc:
+        raise error(module, str(exc)) from None
+
+
+def inline_limits(module: ModuleOp) -> None:
+    """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s."""
+    for op in reversed(list(module.walk())):
+        if isinstance(op, coreset.StreamLimitOp):
+            block = op.parent_block()
+            assert block is not None
+            block.erase_op(op)
+        elif isinstance(op, coreset.LimitOp):
+            parent = op.parent_block()
+            assert parent is not None
+            body = op.body.block
+            term = body.last_op
+            assert isinstance(term, coreset.YieldOp)
+            for inner in list(body.ops):
+                if inner is not term:
+                    inner.detach()
+                    parent.insert_op_before(inner, op)
+            for result, value in zip(op.results, term.operands):
+                result.replace_all_uses_with(value)
+            parent.erase_op(op)
+
+
+@dataclass(frozen=True)
+class CoresetLowerPass(ModulePass):
+    """Resolve each op's effective core limits into coreset.cores and drop the scopes.
+
+    Options:
+    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
+      else 910b2); counts outside [1, its core count] are errors.
+    """
+
+    name = "coreset-lower"
+
+    hw: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        limits = CoreLimits(op, device_of(op, self.hw)).run()
+        limits.check_ranges()
+        cache: dict[tuple[int | None, int | None], coreset.CoresAttr] = {}
+        for inner in op.walk():
+            if not isinstance(inner, NpuOp):
+                continue
+            used = engines_used(inner)
+            if not used:
+                continue
+            counts = limits.of(inner)
+            key = (
+                counts["cube"] if "cube" in used else None,
+                counts["vector"] if "vector" in used else None,
+            )
+            attr = cache.get(key)
+            if attr is None:
+                attr = cache[key] = coreset.CoresAttr(*key)
+            inner.attributes[coreset.CORES] = attr
+        inline_limits(op)
