@@ -103,7 +103,14 @@ class CoresAttr(ParametrizedAttribute):
                 if i and counts and parser.parse_optional_punctuation(",") is None:
                     break
                 if parser.parse_optional_keyword(engine) is not None:
-                    counts[engine] = parser.parse_integer(allow_boolean=False)
+                    start = parser.pos
+                    value = parser.parse_integer(allow_boolean=False)
+                    if value < 1:
+                        # 0 would read back as "not given": reject it here.
+                        parser.raise_error(
+                            f"{engine} count must be a whole number >= 1, got {value}", start
+                        )
+                    counts[engine] = value
             if not counts:
                 parser.raise_error("expected 'cube N' and/or 'vector M'")
         return [IntegerAttr(counts.get(e, _UNSET), i64) for e in ENGINES]
@@ -237,7 +244,7 @@ class StreamLimitOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> StreamLimitOp:
-        tag = parser.parse_str_literal("stream tag")
+        tag = parser.parse_str_literal(" for the stream tag")
         counts = _parse_counts(parser)
         op = cls(tag, counts.get("cube"), counts.get("vector"))
         op.attributes.update(parser.parse_optional_attr_dict())

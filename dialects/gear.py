@@ -94,6 +94,8 @@ class DimsAttr(ParametrizedAttribute):
     def verify(self) -> None:
         if len(self.dims) != len(self.values):
             raise VerifyException("#gear.dims needs one value list per dim")
+        if not self.items():
+            raise VerifyException("#gear.dims needs at least one dim")
         seen: set[int] = set()
         for dim, values in self.items():
             if dim < 0:
@@ -191,10 +193,11 @@ class DispatchOp(IRDLOperation):
             fallback = parser.parse_symbol_name().data
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        type_pos = parser.pos
         func_type = parser.parse_type()
         if not isinstance(func_type, FunctionType):
-            parser.raise_error("expected a function type")
-        operands = parser.resolve_operands(args, func_type.inputs.data, parser.pos)
+            parser.raise_error("expected a function type", type_pos)
+        operands = parser.resolve_operands(args, func_type.inputs.data, type_pos)
         op = cls(operands, func_type.outputs.data, dims, cases, fallback)
         op.attributes.update(attrs)
         return op

@@ -229,7 +229,7 @@ class NpuOp(IRDLOperation):
 
     def verify_(self) -> None:
         operand_types = [v.type for v in self.operands]
-        for ty in operand_types:
+        for ty in [*operand_types, *self.result_types]:
             if isinstance(ty, TensorType):
                 element_bytes(ty.element_type)
         inferred = self.infer_result_types(operand_types)
@@ -335,7 +335,7 @@ class CollectiveOp(NpuOp):
 
     def _split_dim0(self, shape: Shape) -> int:
         if not shape:
-            raise VerifyException(f"'{self.name}' needs a tensor of rank >= 1")
+            raise VerifyException("needs a tensor of rank >= 1")
         d0 = shape[0]
         if d0 != DYN and d0 % self.group_size:
             raise VerifyException(
@@ -1123,7 +1123,7 @@ class AllGatherOp(CollectiveOp):
 
     def result_shape(self, shape: Shape) -> Shape:
         if not shape:
-            raise VerifyException("'npu.all_gather' needs a tensor of rank >= 1")
+            raise VerifyException("needs a tensor of rank >= 1")
         d0 = shape[0]
         return (d0 if d0 == DYN else d0 * self.group_size, *shape[1:])
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -41,7 +42,9 @@ def parse_body(parser: Parser, yield_type: type[Operation]) -> Region:
         block = Block()
         region.add_block(block)
     last = block.last_op
-    if last is None or not isinstance(last, yield_type):
+    # Only a missing terminator is implied: a wrong one (another scope's yield)
+    # stays, for the verifier to name.
+    if last is None or not last.has_trait(IsTerminator):
         block.add_op(yield_type())
     return region
 

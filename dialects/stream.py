@@ -118,7 +118,7 @@ class SwitchOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> SwitchOp:
-        tag = parser.parse_str_literal("stream tag")
+        tag = parser.parse_str_literal(" for the stream tag")
         priority = 0
         if parser.parse_optional_keyword("priority") is not None:
             priority = parser.parse_integer(allow_boolean=False)
@@ -210,7 +210,7 @@ class DeclOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> DeclOp:
         sym = parser.parse_symbol_name().data
-        tag = parser.parse_str_literal("stream tag")
+        tag = parser.parse_str_literal(" for the stream tag")
         parser.parse_keyword("priority")
         priority = parser.parse_integer(allow_boolean=False)
         op = cls(sym, tag, priority)

@@ -56,7 +56,7 @@ def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise DiagnosticError(Diagnostic("error", f"cannot read '{name}': {exc.strerror}")) from None
-    return parse_text(ctx, decode_source(data, name), name)
+    return parse_text(ctx, decode_source(data, name, ctx.diagnostics.sources), name)
 
 
 def print_ir(op: Operation, generic: bool = False) -> str:

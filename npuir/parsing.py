@@ -5,6 +5,11 @@ it builds unless the text spells out `loc(...)`.  `LocatingParser` records the
 position of each operation's first token as a `FileLineColLoc`, so verifier
 and pass errors can point at the op (`npuir.diagnostics.op_location`).
 Locations survive cloning, which gear versions and rewrites rely on.
+
+It also places the parse errors xDSL leaves unlocated or misplaced where MLIR
+would: a constraint the declarative format checks while parsing at its op, an
+attribute that fails to verify at the attribute, an unknown op at its name,
+an undefined value at its first use.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
-from xdsl.parser import Parser
+from xdsl.ir import Attribute, AttributeInvT, Operation, SSAValue, TypeAttribute
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
 
@@ -39,10 +45,79 @@ class LocatingParser(Parser):
         self._file_attr = StringAttr(filename)
         self._sources = sources
         self._base_offset = base_offset
+        # Names of the ops being parsed, innermost last, to name one in an error.
+        self._op_names: list[str] = []
+        # Where each value was first used, to locate a use of an undefined one.
+        self._first_uses: dict[str, Span[str]] = {}
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as exc:
+            # xDSL reports undefined values at the end of the input; point at
+            # the first use instead, as MLIR does.
+            if exc.msg.startswith("values used but not defined"):
+                for name in self.forward_ssa_references:
+                    if (span := self._first_uses.get(name)) is not None:
+                        raise ParseError(span, f"use of undefined value '%{name}'") from None
+            # xDSL's message when a region goes on with neither an op nor '}'
+            # is only its context, " in block definition".
+            if exc.msg == " in block definition":
+                at_end = exc.span.start >= len(self.lexer.input.content)
+                msg = (
+                    "unexpected end of input: a region is not closed with '}'"
+                    if at_end
+                    else "expected an operation or '}' closing the region"
+                )
+                raise ParseError(exc.span, msg) from None
+            raise
+
+    def resolve_operand(
+        self, operand: UnresolvedOperand, type: AttributeInvT
+    ) -> SSAValue[AttributeInvT]:
+        if operand.operand_name not in self.ssa_values:
+            self._first_uses.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        try:
+            op_type = super()._get_op_by_name(name)
+        except ParseError as exc:
+            # xDSL points after the name (at the next token); point at the name.
+            start = self.lexer.input.content.rfind(name, 0, self.pos)
+            if start < 0:
+                raise
+            raise ParseError(Span(start, start + len(name), self.lexer.input), exc.msg) from None
+        self._op_names.append(op_type.name)
+        return op_type
+
+    def parse_optional_attribute(self) -> Attribute | None:
+        start = self.pos
+        try:
+            return super().parse_optional_attribute()
+        except VerifyException as exc:
+            # Attributes verify as they are built: point at the attribute.
+            self.raise_error(str(exc), start, self.pos)
+
+    def parse_optional_type(self) -> TypeAttribute | None:
+        start = self.pos
+        try:
+            return super().parse_optional_type()
+        except VerifyException as exc:
+            self.raise_error(str(exc), start, self.pos)
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        depth = len(self._op_names)
+        try:
+            op = super().parse_operation()
+        except VerifyException as exc:
+            # The declarative format checks operand and result constraints while
+            # parsing, without a location: pin the error on the op.
+            name = self._op_names[depth] if len(self._op_names) > depth else None
+            self.raise_error(f"'{name}' op {exc}" if name else str(exc), start)
+        finally:
+            del self._op_names[depth:]
         if isinstance(op.location, UnknownLoc):
             loc = self._sources.location_of_offset(self._filename, self._base_offset + start)
             op.location = FileLineColLoc(self._file_attr, IntAttr(loc.line), IntAttr(loc.column))
@@ -76,14 +151,18 @@ def split_input(text: str, split: bool) -> Iterator[Chunk]:
     yield Chunk(text[start:], start)
 
 
-def decode_source(data: bytes, filename: str) -> str:
-    """Decode a file as UTF-8, turning bad bytes into a located error."""
+def decode_source(data: bytes, filename: str, sources: SourceManager | None = None) -> str:
+    """Decode a file as UTF-8, turning bad bytes into a located error.
+
+    On bad bytes, `sources` (if given) learns the text with them replaced, so
+    the error can show the offending line.
+    """
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        sources = SourceManager()
+        sources = sources if sources is not None else SourceManager()
         good = data[: exc.start].decode("utf-8")
-        sources.add(filename, good)
+        sources.add(filename, data.decode("utf-8", errors="replace"))
         loc = sources.location_of_offset(filename, len(good))
         raise DiagnosticError(
             Diagnostic("error", f"input is not valid UTF-8 (byte 0x{data[exc.start]:02x})", loc)

@@ -3,7 +3,7 @@
 xDSL's `Operation.verify` raises an exception without a location; npuir walks
 the IR and verifies op by op instead, and adds the checks xDSL cannot express:
 attributes on function arguments (`gear.dims` must name an existing, dynamic
-dim) and the module's `npu.target`.
+dim) and the module's `npu.target` and `coreset.global`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.diagnostics import DiagnosticError, error
+from npuir.dialects.coreset import GLOBAL, CoresAttr
 from npuir.dialects.gear import DIMS, POLICIES, POLICY, DimsAttr
 from npuir.dialects.npu import DYN, TARGET
 
@@ -52,6 +53,9 @@ def _verify_module_attrs(module: ModuleOp) -> None:
     target = module.attributes.get(TARGET)
     if target is not None and (not isinstance(target, StringAttr) or not target.data):
         raise VerifyException(f"'{TARGET}' must be a non-empty string naming a device preset")
+    cores = module.attributes.get(GLOBAL)
+    if cores is not None and not isinstance(cores, CoresAttr):
+        raise VerifyException(f"'{GLOBAL}' must be a #coreset.cores attribute, got {cores}")
 
 
 def _verify_gear_annotations(func: FuncOp) -> None:

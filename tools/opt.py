@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from npuir import make_context, print_ir
 from npuir.context import NpuirContext
-from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
+from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
 from npuir.parsing import SPLIT_MARKER, decode_source, parse_module, split_input
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.transforms import PASSES
@@ -67,15 +67,15 @@ def list_passes() -> str:
 
 
 
-def _read_input(path: str) -> tuple[str, str]:
+def _read_input(path: str, sources: SourceManager) -> tuple[str, str]:
     if path == "-":
-        return decode_source(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
+        return decode_source(sys.stdin.buffer.read(), "<stdin>", sources), "<stdin>"
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
         raise DiagnosticError(Diagnostic("error", f"cannot read '{path}': {exc.strerror}")) from None
-    return decode_source(data, path), path
+    return decode_source(data, path, sources), path
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -115,9 +115,9 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     ctx = make_context(allow_unregistered=args.allow_unregistered_dialect)
     try:
-        text, filename = _read_input(args.input)
+        text, filename = _read_input(args.input, ctx.diagnostics.sources)
     except DiagnosticError as exc:
-        print(exc.diagnostic.render(), file=sys.stderr)
+        print(ctx.diagnostics.render(exc.diagnostic), file=sys.stderr)
         return EXIT_ERROR
     ctx.diagnostics.sources.add(filename, text)
 

@@ -25,7 +25,9 @@ def random_annotated_graph(
         operands = [rng.choice(values[-8:] if rng.random() < 0.7 else values) for _ in range(2)]
         if rng.random() < wait_tensor_rate and len(values) > 2:
             dep = rng.choice(values)
-            body.append(f"{indent}%w{i} = stream.wait_tensor {operands[0]} after {dep} : {TYPE}, {TYPE}")
+            body.append(
+                f"{indent}%w{i} = stream.wait_tensor {operands[0]} after {dep} : {TYPE}, {TYPE}"
+            )
             operands[0] = f"%w{i}"
         if rng.random() < 0.5:
             op = rng.choice(UNARY)

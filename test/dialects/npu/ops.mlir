@@ -18,24 +18,24 @@ module attributes {npu.target = "910b2"} {
 // CHECK-NEXT:    %3 = npu.matmul %d, %b : (tensor<?x32xf16>, tensor<32x16xf16>) -> tensor<?x16xf16>
 // GENERIC-LABEL: "func.func"() <{sym_name = "matmul"
 // GENERIC:       %1 = "npu.matmul"(%a, %bt) {transpose_b} : (tensor<64x32xf16>, tensor<16x32xf16>) -> tensor<64x16xf16>
-func.func @matmul(%a: tensor<64x32xf16>, %b: tensor<32x16xf16>, %at: tensor<32x64xf16>,
-                  %bt: tensor<16x32xf16>, %d: tensor<?x32xf16>) {
-  %0 = npu.matmul %a, %b : (tensor<64x32xf16>, tensor<32x16xf16>) -> tensor<64x16xf16>
-  %1 = npu.matmul %a, %bt {transpose_b} : (tensor<64x32xf16>, tensor<16x32xf16>) -> tensor<64x16xf16>
-  %2 = npu.matmul %at, %bt {transpose_a, transpose_b} : (tensor<32x64xf16>, tensor<16x32xf16>) -> tensor<64x16xf16>
-  %3 = npu.matmul %d, %b : (tensor<?x32xf16>, tensor<32x16xf16>) -> tensor<?x16xf16>
-  func.return
-}
+  func.func @matmul(%a: tensor<64x32xf16>, %b: tensor<32x16xf16>, %at: tensor<32x64xf16>,
+                    %bt: tensor<16x32xf16>, %d: tensor<?x32xf16>) {
+    %0 = npu.matmul %a, %b : (tensor<64x32xf16>, tensor<32x16xf16>) -> tensor<64x16xf16>
+    %1 = npu.matmul %a, %bt {transpose_b} : (tensor<64x32xf16>, tensor<16x32xf16>) -> tensor<64x16xf16>
+    %2 = npu.matmul %at, %bt {transpose_a, transpose_b} : (tensor<32x64xf16>, tensor<16x32xf16>) -> tensor<64x16xf16>
+    %3 = npu.matmul %d, %b : (tensor<?x32xf16>, tensor<32x16xf16>) -> tensor<?x16xf16>
+    func.return
+  }
 
 // Tests that batch_matmul broadcasts leading batch dims and takes transpose flags.
 // CHECK-LABEL: func.func @batch_matmul
 // CHECK-NEXT:    %0 = npu.batch_matmul %a, %b : (tensor<8x64x32xf16>, tensor<8x32x16xf16>) -> tensor<8x64x16xf16>
 // CHECK-NEXT:    %1 = npu.batch_matmul %a, %c {transpose_b} : (tensor<8x64x32xf16>, tensor<1x16x32xf16>) -> tensor<8x64x16xf16>
-func.func @batch_matmul(%a: tensor<8x64x32xf16>, %b: tensor<8x32x16xf16>, %c: tensor<1x16x32xf16>) {
-  %0 = npu.batch_matmul %a, %b : (tensor<8x64x32xf16>, tensor<8x32x16xf16>) -> tensor<8x64x16xf16>
-  %1 = npu.batch_matmul %a, %c {transpose_b} : (tensor<8x64x32xf16>, tensor<1x16x32xf16>) -> tensor<8x64x16xf16>
-  func.return
-}
+  func.func @batch_matmul(%a: tensor<8x64x32xf16>, %b: tensor<8x32x16xf16>, %c: tensor<1x16x32xf16>) {
+    %0 = npu.batch_matmul %a, %b : (tensor<8x64x32xf16>, tensor<8x32x16xf16>) -> tensor<8x64x16xf16>
+    %1 = npu.batch_matmul %a, %c {transpose_b} : (tensor<8x64x32xf16>, tensor<1x16x32xf16>) -> tensor<8x64x16xf16>
+    func.return
+  }
 
 // Tests the elementwise binary ops, with numpy broadcasting.
 // CHECK-LABEL: func.func @binary
@@ -47,16 +47,16 @@ func.func @batch_matmul(%a: tensor<8x64x32xf16>, %b: tensor<8x32x16xf16>, %c: te
 // CHECK-NEXT:    %5 = npu.add %dyn, %row : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
 // GENERIC-LABEL: "func.func"() <{sym_name = "binary"
 // GENERIC:       %4 = "npu.maximum"(%col, %row) : (tensor<4x1xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-func.func @binary(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %row: tensor<8xf32>,
-                  %col: tensor<4x1xf32>, %dyn: tensor<?x8xf32>) {
-  %0 = npu.add %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  %1 = npu.sub %a, %row : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-  %2 = npu.mul %a, %col : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
-  %3 = npu.div %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  %4 = npu.maximum %col, %row : (tensor<4x1xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-  %5 = npu.add %dyn, %row : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
-  func.return
-}
+  func.func @binary(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %row: tensor<8xf32>,
+                    %col: tensor<4x1xf32>, %dyn: tensor<?x8xf32>) {
+    %0 = npu.add %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %1 = npu.sub %a, %row : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    %2 = npu.mul %a, %col : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    %3 = npu.div %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %4 = npu.maximum %col, %row : (tensor<4x1xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    %5 = npu.add %dyn, %row : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+    func.return
+  }
 
 // Tests the elementwise unary ops, gelu's `approximate` and cast's element type.
 // CHECK-LABEL: func.func @unary
@@ -75,24 +75,24 @@ func.func @binary(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %row: tensor<8xf32>,
 // CHECK-NEXT:    %12 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xi32>
 // CHECK-NEXT:    %13 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xi1>
 // CHECK-NEXT:    %14 = npu.exp %d : (tensor<?x?xf32>) -> tensor<?x?xf32>
-func.func @unary(%x: tensor<4x8xf16>, %d: tensor<?x?xf32>) {
-  %0 = npu.neg %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %1 = npu.exp %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %2 = npu.sqrt %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %3 = npu.rsqrt %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %4 = npu.relu %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %5 = npu.gelu %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %6 = npu.gelu %x {approximate = "tanh"} : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %7 = npu.gelu %x {approximate = "none"} : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %8 = npu.silu %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %9 = npu.sigmoid %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
-  %10 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xf32>
-  %11 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xbf16>
-  %12 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xi32>
-  %13 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xi1>
-  %14 = npu.exp %d : (tensor<?x?xf32>) -> tensor<?x?xf32>
-  func.return
-}
+  func.func @unary(%x: tensor<4x8xf16>, %d: tensor<?x?xf32>) {
+    %0 = npu.neg %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %1 = npu.exp %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %2 = npu.sqrt %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %3 = npu.rsqrt %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %4 = npu.relu %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %5 = npu.gelu %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %6 = npu.gelu %x {approximate = "tanh"} : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %7 = npu.gelu %x {approximate = "none"} : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %8 = npu.silu %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %9 = npu.sigmoid %x : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    %10 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xf32>
+    %11 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xbf16>
+    %12 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xi32>
+    %13 = npu.cast %x : (tensor<4x8xf16>) -> tensor<4x8xi1>
+    %14 = npu.exp %d : (tensor<?x?xf32>) -> tensor<?x?xf32>
+    func.return
+  }
 
 // Tests swiglu and softmax with default and explicit axes, and rms_norm's epsilon.
 // CHECK-LABEL: func.func @along_axis
@@ -102,15 +102,15 @@ func.func @unary(%x: tensor<4x8xf16>, %d: tensor<?x?xf32>) {
 // CHECK-NEXT:    %3 = npu.softmax %x {axis = -2 : i64} : (tensor<4x16xf16>) -> tensor<4x16xf16>
 // CHECK-NEXT:    %4 = npu.rms_norm %x, %gamma {epsilon = 1.000000e-06 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
 // CHECK-NEXT:    %5 = npu.rms_norm %x, %gamma : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
-func.func @along_axis(%x: tensor<4x16xf16>, %gamma: tensor<16xf16>) {
-  %0 = npu.swiglu %x : (tensor<4x16xf16>) -> tensor<4x8xf16>
-  %1 = npu.swiglu %x {axis = 0 : i64} : (tensor<4x16xf16>) -> tensor<2x16xf16>
-  %2 = npu.softmax %x : (tensor<4x16xf16>) -> tensor<4x16xf16>
-  %3 = npu.softmax %x {axis = -2 : i64} : (tensor<4x16xf16>) -> tensor<4x16xf16>
-  %4 = npu.rms_norm %x, %gamma {epsilon = 1.0e-06 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
-  %5 = npu.rms_norm %x, %gamma : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
-  func.return
-}
+  func.func @along_axis(%x: tensor<4x16xf16>, %gamma: tensor<16xf16>) {
+    %0 = npu.swiglu %x : (tensor<4x16xf16>) -> tensor<4x8xf16>
+    %1 = npu.swiglu %x {axis = 0 : i64} : (tensor<4x16xf16>) -> tensor<2x16xf16>
+    %2 = npu.softmax %x : (tensor<4x16xf16>) -> tensor<4x16xf16>
+    %3 = npu.softmax %x {axis = -2 : i64} : (tensor<4x16xf16>) -> tensor<4x16xf16>
+    %4 = npu.rms_norm %x, %gamma {epsilon = 1.0e-06 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
+    %5 = npu.rms_norm %x, %gamma : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
+    func.return
+  }
 
 // Tests reductions over all axes, listed axes, negative axes and with keepdims.
 // CHECK-LABEL: func.func @reduce
@@ -121,14 +121,14 @@ func.func @along_axis(%x: tensor<4x16xf16>, %gamma: tensor<16xf16>) {
 // CHECK-NEXT:    %4 = npu.reduce_max %x {keepdims} : (tensor<4x8xf32>) -> tensor<1x1xf32>
 // GENERIC-LABEL: "func.func"() <{sym_name = "reduce"
 // GENERIC:       %1 = "npu.reduce_sum"(%x) {axes = array<i64: 1>, keepdims} : (tensor<4x8xf32>) -> tensor<4x1xf32>
-func.func @reduce(%x: tensor<4x8xf32>) {
-  %0 = npu.reduce_sum %x : (tensor<4x8xf32>) -> tensor<f32>
-  %1 = npu.reduce_sum %x {axes = array<i64: 1>, keepdims} : (tensor<4x8xf32>) -> tensor<4x1xf32>
-  %2 = npu.reduce_sum %x {axes = array<i64: 0, -1>} : (tensor<4x8xf32>) -> tensor<f32>
-  %3 = npu.reduce_max %x {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<8xf32>
-  %4 = npu.reduce_max %x {keepdims} : (tensor<4x8xf32>) -> tensor<1x1xf32>
-  func.return
-}
+  func.func @reduce(%x: tensor<4x8xf32>) {
+    %0 = npu.reduce_sum %x : (tensor<4x8xf32>) -> tensor<f32>
+    %1 = npu.reduce_sum %x {axes = array<i64: 1>, keepdims} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+    %2 = npu.reduce_sum %x {axes = array<i64: 0, -1>} : (tensor<4x8xf32>) -> tensor<f32>
+    %3 = npu.reduce_max %x {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<8xf32>
+    %4 = npu.reduce_max %x {keepdims} : (tensor<4x8xf32>) -> tensor<1x1xf32>
+    func.return
+  }
 
 // Tests the data-movement ops: transpose, reshape (with one solved `?`), concat, slice (with strides), gather.
 // CHECK-LABEL: func.func @movement
@@ -141,19 +141,19 @@ func.func @reduce(%x: tensor<4x8xf32>) {
 // CHECK-NEXT:    %6 = npu.slice %x {offsets = array<i64: 1, 0>, sizes = array<i64: 3, 8>, strides = array<i64: 2, 3>} : (tensor<4x8xf16>) -> tensor<2x3xf16>
 // CHECK-NEXT:    %7 = npu.gather %table, %ids : (tensor<100x16xf16>, tensor<4xi64>) -> tensor<4x16xf16>
 // CHECK-NEXT:    %8 = npu.gather %table, %ids32 {axis = 1 : i64} : (tensor<100x16xf16>, tensor<2x3xi32>) -> tensor<100x2x3xf16>
-func.func @movement(%x: tensor<4x8xf16>, %y: tensor<2x8xf16>, %table: tensor<100x16xf16>,
-                    %ids: tensor<4xi64>, %ids32: tensor<2x3xi32>) {
-  %0 = npu.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x8xf16>) -> tensor<8x4xf16>
-  %1 = npu.reshape %x : (tensor<4x8xf16>) -> tensor<32xf16>
-  %2 = npu.reshape %x : (tensor<4x8xf16>) -> tensor<2x?x4xf16>
-  %3 = npu.concat %x, %y {axis = 0 : i64} : (tensor<4x8xf16>, tensor<2x8xf16>) -> tensor<6x8xf16>
-  %4 = npu.concat %x, %x, %x : (tensor<4x8xf16>, tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x24xf16>
-  %5 = npu.slice %x {offsets = array<i64: 0, 2>, sizes = array<i64: 4, 4>} : (tensor<4x8xf16>) -> tensor<4x4xf16>
-  %6 = npu.slice %x {offsets = array<i64: 1, 0>, sizes = array<i64: 3, 8>, strides = array<i64: 2, 3>} : (tensor<4x8xf16>) -> tensor<2x3xf16>
-  %7 = npu.gather %table, %ids : (tensor<100x16xf16>, tensor<4xi64>) -> tensor<4x16xf16>
-  %8 = npu.gather %table, %ids32 {axis = 1 : i64} : (tensor<100x16xf16>, tensor<2x3xi32>) -> tensor<100x2x3xf16>
-  func.return
-}
+  func.func @movement(%x: tensor<4x8xf16>, %y: tensor<2x8xf16>, %table: tensor<100x16xf16>,
+                      %ids: tensor<4xi64>, %ids32: tensor<2x3xi32>) {
+    %0 = npu.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x8xf16>) -> tensor<8x4xf16>
+    %1 = npu.reshape %x : (tensor<4x8xf16>) -> tensor<32xf16>
+    %2 = npu.reshape %x : (tensor<4x8xf16>) -> tensor<2x?x4xf16>
+    %3 = npu.concat %x, %y {axis = 0 : i64} : (tensor<4x8xf16>, tensor<2x8xf16>) -> tensor<6x8xf16>
+    %4 = npu.concat %x, %x, %x : (tensor<4x8xf16>, tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x24xf16>
+    %5 = npu.slice %x {offsets = array<i64: 0, 2>, sizes = array<i64: 4, 4>} : (tensor<4x8xf16>) -> tensor<4x4xf16>
+    %6 = npu.slice %x {offsets = array<i64: 1, 0>, sizes = array<i64: 3, 8>, strides = array<i64: 2, 3>} : (tensor<4x8xf16>) -> tensor<2x3xf16>
+    %7 = npu.gather %table, %ids : (tensor<100x16xf16>, tensor<4xi64>) -> tensor<4x16xf16>
+    %8 = npu.gather %table, %ids32 {axis = 1 : i64} : (tensor<100x16xf16>, tensor<2x3xi32>) -> tensor<100x2x3xf16>
+    func.return
+  }
 
 // Tests topk's two results (values, i64 indices) and nonzero's data-dependent shape.
 // CHECK-LABEL: func.func @topk_nonzero
@@ -164,14 +164,14 @@ func.func @movement(%x: tensor<4x8xf16>, %y: tensor<2x8xf16>, %table: tensor<100
 // CHECK-NEXT:    func.return %v, %i, %nz : tensor<4x2xf32>, tensor<4x2xi64>, tensor<?x2xi64>
 // GENERIC-LABEL: "func.func"() <{sym_name = "topk_nonzero"
 // GENERIC:       %v, %i = "npu.topk"(%x) {k = 2 : i64} : (tensor<4x8xf32>) -> (tensor<4x2xf32>, tensor<4x2xi64>)
-func.func @topk_nonzero(%x: tensor<4x8xf32>, %mask: tensor<4x8xi1>)
-    -> (tensor<4x2xf32>, tensor<4x2xi64>, tensor<?x2xi64>) {
-  %v, %i = npu.topk %x {k = 2 : i64} : (tensor<4x8xf32>) -> (tensor<4x2xf32>, tensor<4x2xi64>)
-  %v2, %i2 = npu.topk %x {k = 3 : i64, axis = 0 : i64} : (tensor<4x8xf32>) -> (tensor<3x8xf32>, tensor<3x8xi64>)
-  %nz = npu.nonzero %mask : (tensor<4x8xi1>) -> tensor<?x2xi64>
-  %nz2 = npu.nonzero %x {full_core_sync} : (tensor<4x8xf32>) -> tensor<?x2xi64>
-  func.return %v, %i, %nz : tensor<4x2xf32>, tensor<4x2xi64>, tensor<?x2xi64>
-}
+  func.func @topk_nonzero(%x: tensor<4x8xf32>, %mask: tensor<4x8xi1>)
+      -> (tensor<4x2xf32>, tensor<4x2xi64>, tensor<?x2xi64>) {
+    %v, %i = npu.topk %x {k = 2 : i64} : (tensor<4x8xf32>) -> (tensor<4x2xf32>, tensor<4x2xi64>)
+    %v2, %i2 = npu.topk %x {k = 3 : i64, axis = 0 : i64} : (tensor<4x8xf32>) -> (tensor<3x8xf32>, tensor<3x8xi64>)
+    %nz = npu.nonzero %mask : (tensor<4x8xi1>) -> tensor<?x2xi64>
+    %nz2 = npu.nonzero %x {full_core_sync} : (tensor<4x8xf32>) -> tensor<?x2xi64>
+    func.return %v, %i, %nz : tensor<4x2xf32>, tensor<4x2xi64>, tensor<?x2xi64>
+  }
 
 // Tests the collectives with group_size, mode, group and the full_core_sync unit attribute.
 // CHECK-LABEL: func.func @collectives
@@ -185,17 +185,17 @@ func.func @topk_nonzero(%x: tensor<4x8xf32>, %mask: tensor<4x8xi1>)
 // CHECK-NEXT:    %7 = npu.add %x, %x {full_core_sync} : (tensor<64x8xf16>, tensor<64x8xf16>) -> tensor<64x8xf16>
 // GENERIC-LABEL: "func.func"() <{sym_name = "collectives"
 // GENERIC:       %1 = "npu.all_reduce"(%x) {group_size = 2 : i64, mode = "aiv"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
-func.func @collectives(%x: tensor<64x8xf16>, %d: tensor<?x8xf16>) {
-  %0 = npu.all_reduce %x : (tensor<64x8xf16>) -> tensor<64x8xf16>
-  %1 = npu.all_reduce %x {group_size = 2 : i64, mode = "aiv"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
-  %2 = npu.reduce_scatter %x {group_size = 2 : i64, mode = "sdma"} : (tensor<64x8xf16>) -> tensor<32x8xf16>
-  %3 = npu.all_gather %x {group_size = 4 : i64, group = "tp"} : (tensor<64x8xf16>) -> tensor<256x8xf16>
-  %4 = npu.all_to_all %x {group_size = 4 : i64, group = "ep"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
-  %5 = npu.all_reduce %x {group_size = 8 : i64, full_core_sync} : (tensor<64x8xf16>) -> tensor<64x8xf16>
-  %6 = npu.reduce_scatter %d {group_size = 3 : i64} : (tensor<?x8xf16>) -> tensor<?x8xf16>
-  %7 = npu.add %x, %x {full_core_sync} : (tensor<64x8xf16>, tensor<64x8xf16>) -> tensor<64x8xf16>
-  func.return
-}
+  func.func @collectives(%x: tensor<64x8xf16>, %d: tensor<?x8xf16>) {
+    %0 = npu.all_reduce %x : (tensor<64x8xf16>) -> tensor<64x8xf16>
+    %1 = npu.all_reduce %x {group_size = 2 : i64, mode = "aiv"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
+    %2 = npu.reduce_scatter %x {group_size = 2 : i64, mode = "sdma"} : (tensor<64x8xf16>) -> tensor<32x8xf16>
+    %3 = npu.all_gather %x {group_size = 4 : i64, group = "tp"} : (tensor<64x8xf16>) -> tensor<256x8xf16>
+    %4 = npu.all_to_all %x {group_size = 4 : i64, group = "ep"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
+    %5 = npu.all_reduce %x {group_size = 8 : i64, full_core_sync} : (tensor<64x8xf16>) -> tensor<64x8xf16>
+    %6 = npu.reduce_scatter %d {group_size = 3 : i64} : (tensor<?x8xf16>) -> tensor<?x8xf16>
+    %7 = npu.add %x, %x {full_core_sync} : (tensor<64x8xf16>, tensor<64x8xf16>) -> tensor<64x8xf16>
+    func.return
+  }
 
 }
 // GENERIC: }) {npu.target = "910b2"} : () -> ()
