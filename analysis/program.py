@@ -25,7 +25,7 @@ from enum import IntEnum
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from npuir.diagnostics import DiagnosticError, error
 from npuir.dialects import coreset, gear, stream, sync
@@ -137,6 +137,7 @@ class _Resolver:
         if isinstance(owner, stream.SwitchOp | coreset.LimitOp):
             term = owner.body.block.last_op
             assert term is not None
+            assert isinstance(value, OpResult)
             return self.resolve(term.operands[value.index])
         node = self.program.index.get(owner)
         if node is None:
@@ -203,7 +204,8 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
         seen: set[int] = set()
         if kind is NodeKind.WAIT:
             assert isinstance(op, sync.WaitOp)
-            record = program.index.get(op.event.owner)  # type: ignore[arg-type]
+            owner = op.event.owner
+            record = program.index.get(owner) if isinstance(owner, Operation) else None
             if record is None or record >= n:
                 raise error(op, "'sync.wait' is issued before the 'sync.record' it waits on")
             program.event_of[n] = record

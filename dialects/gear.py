@@ -45,6 +45,11 @@ POLICY = "gear.policy"
 POLICIES = ("zip", "product")
 
 
+def _ints(array: DenseArrayBase) -> tuple[int, ...]:
+    """An i64 dense array's values as Python ints."""
+    return tuple(int(x) for x in array.get_values())  # type: ignore[misc]
+
+
 @irdl_attr_definition
 class DimsAttr(ParametrizedAttribute):
     """Gear values per dim of one tensor, `#gear.dims<0: [2, 4], 1: [8, 16]>`.
@@ -67,8 +72,8 @@ class DimsAttr(ParametrizedAttribute):
 
     def items(self) -> list[tuple[int, tuple[int, ...]]]:
         """(dim, values) pairs in the order written."""
-        dims = self.dims.get_values()
-        return [(int(d), tuple(int(x) for x in v.get_values())) for d, v in zip(dims, self.values)]
+        dims = _ints(self.dims)
+        return [(d, _ints(v)) for d, v in zip(dims, self.values)]
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
@@ -154,14 +159,11 @@ class DispatchOp(IRDLOperation):
         super().__init__(operands=[list(args)], result_types=[list(result_types)], properties=props)
 
     def dim_pairs(self) -> list[tuple[int, int]]:
-        flat = [int(x) for x in self.dims.get_values()]
+        flat = list(_ints(self.dims))
         return list(zip(flat[0::2], flat[1::2]))
 
     def case_list(self) -> list[tuple[tuple[int, ...], str]]:
-        return [
-            (tuple(int(x) for x in v.get_values()), c.root_reference.data)
-            for v, c in zip(self.cases, self.callees)
-        ]
+        return [(_ints(v), c.root_reference.data) for v, c in zip(self.cases, self.callees)]
 
     @property
     def fallback_name(self) -> str | None:
@@ -169,7 +171,9 @@ class DispatchOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> DispatchOp:
-        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        args = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
         parser.parse_keyword("dims")
 
         def parse_pair() -> tuple[int, int]:
@@ -212,9 +216,7 @@ class DispatchOp(IRDLOperation):
             printer.print_string(f" default @{self.fallback_name}")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
-        printer.print_attribute(
-            FunctionType.from_lists(self.args.types, self.outputs.types)
-        )
+        printer.print_attribute(FunctionType.from_lists(self.args.types, self.outputs.types))
 
     def verify_(self) -> None:
         pairs = self.dim_pairs()

@@ -49,10 +49,10 @@ from xdsl.irdl import (
     operand_def,
     opt_attr_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.traits import Pure
-from xdsl.irdl import traits_def
 from xdsl.utils.exceptions import VerifyException
 
 DYN = DYNAMIC_INDEX
@@ -324,7 +324,7 @@ class CollectiveOp(NpuOp):
         if self.group_size < 1:
             raise VerifyException(f"group_size must be >= 1, got {self.group_size}")
         if self.mode not in self.MODES:
-            raise VerifyException(f"mode must be \"sdma\" or \"aiv\", got \"{self.mode}\"")
+            raise VerifyException(f'mode must be "sdma" or "aiv", got "{self.mode}"')
         ty = operand_types[0]
         assert isinstance(ty, TensorType)
         shape = shape_of(ty)
@@ -595,7 +595,7 @@ class GeluOp(UnaryOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
             raise VerifyException(
-                f"approximate must be \"tanh\" or \"none\", got \"{self.approximate.data}\""
+                f'approximate must be "tanh" or "none", got "{self.approximate.data}"'
             )
         return [operand_types[0]]
 
@@ -875,9 +875,7 @@ class ReshapeOp(NpuOp):
             )
         if unknown:
             if known == 0 or total % known:
-                raise VerifyException(
-                    f"cannot reshape {fmt_shape(src)} to {fmt_shape(tuple(dst))}"
-                )
+                raise VerifyException(f"cannot reshape {fmt_shape(src)} to {fmt_shape(tuple(dst))}")
             dst[unknown[0]] = total // known
         elif known != total:
             raise VerifyException(
@@ -965,13 +963,9 @@ class SliceOp(NpuOp):
         out: list[int] = []
         for i, (d, o, n, s) in enumerate(zip(shape, offsets, sizes, strides)):
             if o < 0 or n < 0 or s < 1:
-                raise VerifyException(
-                    f"dim {i}: offset and size must be >= 0 and stride >= 1"
-                )
+                raise VerifyException(f"dim {i}: offset and size must be >= 0 and stride >= 1")
             if d != DYN and o + n > d:
-                raise VerifyException(
-                    f"dim {i}: offset {o} + size {n} exceeds the dim ({d})"
-                )
+                raise VerifyException(f"dim {i}: offset {o} + size {n} exceeds the dim ({d})")
             out.append(-(-n // s))
         return [_tensor(ty.element_type, out)]
 

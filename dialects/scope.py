@@ -61,7 +61,9 @@ def print_tail(
         printer.print_list(result_types, printer.print_attribute)
     printer.print_op_attributes(op.attributes, print_keyword=True)
     printer.print_string(" ")
-    printer.print_region(body, print_entry_block_args=False, print_block_terminators=bool(result_types))
+    printer.print_region(
+        body, print_entry_block_args=False, print_block_terminators=bool(result_types)
+    )
 
 
 def verify_scope(op: Operation, body: Region, yield_type: type[Operation]) -> None:

@@ -55,7 +55,9 @@ def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise DiagnosticError(Diagnostic("error", f"cannot read '{name}': {exc.strerror}")) from None
+        raise DiagnosticError(
+            Diagnostic("error", f"cannot read '{name}': {exc.strerror}")
+        ) from None
     return parse_text(ctx, decode_source(data, name, ctx.diagnostics.sources), name)
 
 

@@ -13,7 +13,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.diagnostics import DiagnosticError, error
+from npuir.diagnostics import error
 from npuir.dialects.coreset import GLOBAL, CoresAttr
 from npuir.dialects.gear import DIMS, POLICIES, POLICY, DimsAttr
 from npuir.dialects.npu import DYN, TARGET
@@ -61,7 +61,7 @@ def _verify_module_attrs(module: ModuleOp) -> None:
 def _verify_gear_annotations(func: FuncOp) -> None:
     policy = func.attributes.get(POLICY)
     if policy is not None and (not isinstance(policy, StringAttr) or policy.data not in POLICIES):
-        raise VerifyException(f"'{POLICY}' must be \"zip\" or \"product\", got {policy}")
+        raise VerifyException(f'\'{POLICY}\' must be "zip" or "product", got {policy}')
     if func.arg_attrs is None:
         return
     for index, (attrs, ty) in enumerate(zip(func.arg_attrs, func.function_type.inputs)):
@@ -77,8 +77,7 @@ def _verify_gear_annotations(func: FuncOp) -> None:
         for dim, _ in dims.items():
             if dim >= len(shape):
                 raise VerifyException(
-                    f"argument {index}: gear dim {dim} is out of range for {ty} "
-                    f"(rank {len(shape)})"
+                    f"argument {index}: gear dim {dim} is out of range for {ty} (rank {len(shape)})"
                 )
             if shape[dim] != DYN:
                 raise VerifyException(

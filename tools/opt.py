@@ -66,7 +66,6 @@ def list_passes() -> str:
     return "\n".join(lines) + "\n"
 
 
-
 def _read_input(path: str, sources: SourceManager) -> tuple[str, str]:
     if path == "-":
         return decode_source(sys.stdin.buffer.read(), "<stdin>", sources), "<stdin>"
@@ -74,7 +73,9 @@ def _read_input(path: str, sources: SourceManager) -> tuple[str, str]:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise DiagnosticError(Diagnostic("error", f"cannot read '{path}': {exc.strerror}")) from None
+        raise DiagnosticError(
+            Diagnostic("error", f"cannot read '{path}': {exc.strerror}")
+        ) from None
     return decode_source(data, path, sources), path
 
 

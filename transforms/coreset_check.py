@@ -57,6 +57,10 @@ def holds_while_waiting(op: NpuOp) -> bool:
     return op.full_core_sync or (isinstance(op, CollectiveOp) and op.uses_vector_cores)
 
 
+def _holds(op: Operation) -> bool:
+    return isinstance(op, NpuOp) and holds_while_waiting(op)
+
+
 @dataclass(frozen=True)
 class Hazard:
     """A full_core_sync op and a holder on another stream that can deadlock together."""
@@ -142,9 +146,7 @@ class CoreChecker:
     def hazards(self) -> list[Hazard]:
         prog = self.prog
         holders = [
-            n
-            for n in range(len(prog))
-            if prog.kind[n] is NodeKind.COMPUTE and holds_while_waiting(prog.ops[n])  # type: ignore[arg-type]
+            n for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE and _holds(prog.ops[n])
         ]
         out: list[Hazard] = []
         for n in holders:

@@ -149,12 +149,12 @@ def specialise(func: FuncOp, name: str, values: dict[Dim, int]) -> FuncOp:
     for attr in (gear.POLICY,):
         clone.attributes.pop(attr, None)
     per_arg: dict[int, dict[int, int]] = {}
-    for (arg, dim), v in values.items():
-        per_arg.setdefault(arg, {})[dim] = v
+    for (arg_index, dim), v in values.items():
+        per_arg.setdefault(arg_index, {})[dim] = v
     block = clone.body.block
-    for index, arg in enumerate(list(block.args)):
+    for index, value in enumerate(list(block.args)):
         if index in per_arg:
-            Rewriter.replace_value_with_new_type(arg, _static_type(arg.type, per_arg[index]))
+            Rewriter.replace_value_with_new_type(value, _static_type(value.type, per_arg[index]))
     retype(block)
     for op in clone.body.walk():
         if isinstance(op, NpuOp):

@@ -18,11 +18,11 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from npuir.analysis.program import StreamInfo, is_lowered, module_streams, scheduled_functions
 from npuir.context import remark
 from npuir.diagnostics import error
 from npuir.dialects import stream
 from npuir.dialects.npu import DYN, NpuOp
-from npuir.analysis.program import StreamInfo, is_lowered, module_streams, scheduled_functions
 
 
 class StreamTable:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from npuir.analysis.happens_before import HappensBefore

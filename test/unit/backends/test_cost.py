@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import pytest
+
 from npuir.backends.npu.cost import (
     OpWork,
     collective_ns,

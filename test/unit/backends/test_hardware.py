@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from npuir.backends.npu.hardware import (
     CUBE_DTYPES,
     DEFAULT_HARDWARE,

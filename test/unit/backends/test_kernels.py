@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
+
 from npuir.backends.npu.kernels import (
     KERNELS,
     RESULT_DTYPES,

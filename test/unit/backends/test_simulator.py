@@ -19,15 +19,16 @@ launch 100 ns, record 10 ns, wait 20 ns, 100 ns per link step.  The ops used bel
 
 from __future__ import annotations
 
-import npuir
 import pytest
+from xdsl.dialects.func import FuncOp
+
+import npuir
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import DepKind, NodeKind, Program, build_program, module_streams
 from npuir.backends.npu.cost import OpWork
 from npuir.backends.npu.hardware import PRESETS
-from npuir.backends.npu.simulator import SimResult, op_work, simulate
+from npuir.backends.npu.simulator import OpRecord, SimResult, op_work, simulate
 from npuir.dialects.npu import NpuOp
-from xdsl.dialects.func import FuncOp
 
 TINY = PRESETS["tiny"]
 
@@ -64,13 +65,18 @@ def decls(*priorities: int) -> str:
     names = ["default", *(str(i) for i in range(1, len(priorities)))]
     return "\n".join(
         f'  stream.decl @s{i} "{name}" priority {p}'
-        for i, (name, p) in enumerate(zip(names, priorities))
+        for i, (name, p) in enumerate(zip(names, priorities, strict=True))
     )
 
 
-def span(result: SimResult, node: int, rank: int = 0) -> tuple[int, int]:
+def record(result: SimResult, node: int, rank: int = 0) -> OpRecord:
     rec = result.op(rank, node)
-    assert rec is not None, f"node {node} did not run"
+    assert rec is not None, f"node {node} did not run on rank {rank}"
+    return rec
+
+
+def span(result: SimResult, node: int, rank: int = 0) -> tuple[int, int]:
+    rec = record(result, node, rank)
     return rec.start, rec.end
 
 
@@ -120,7 +126,7 @@ def test_independent_ops_on_two_streams_overlap() -> None:
     assert span(result, 3) == (MM, MM + WAIT)  # the record fired long ago
     assert span(result, 4) == (MM + WAIT, MM + WAIT)
     assert result.makespan_ns == MM + WAIT == 262264
-    assert result.op(0, 0).cores == 2 and result.op(0, 1).cores == 2  # type: ignore[union-attr]
+    assert record(result, 0).cores == 2 and record(result, 1).cores == 2
     assert result.stream_busy_ns == {(0, 0): MM + WAIT, (0, 1): ADD + REC}
     assert result.utilisation["cube"] == pytest.approx(2 * MM / (2 * 262264))
     assert result.utilisation["vector"] == pytest.approx(2 * ADD / (4 * 262264))
@@ -230,8 +236,7 @@ def test_full_core_sync_op_holds_cores_while_waiting() -> None:
     # t=0: %x takes 2 vector cores, %nz the other 2 and holds them; %w (issued after %nz,
     # same priority) gets nothing although 2 cores sit idle under %nz.
     assert span(result, 0) == (0, ADD)
-    nz = result.op(0, 1)
-    assert nz is not None
+    nz = record(result, 1)
     assert (nz.held_from, nz.start, nz.end, nz.cores) == (0, ADD, ADD + NZ, 4)
     assert span(result, 2) == (ADD + NZ, ADD + NZ + ADD) == (21704, 34092)
     assert result.deadlock is None
@@ -243,8 +248,8 @@ def test_core_limits_from_the_attribute_and_from_a_callback() -> None:
     )
     result = simulate([program(limited)], TINY)
     # Limited to 2 cores, %nz asks for 2 and gets the 2 free ones at once.
-    nz = result.op(0, 1)
-    assert nz is not None and (nz.held_from, nz.start, nz.end, nz.cores) == (0, 0, NZ_ON_2, 2)
+    nz = record(result, 1)
+    assert (nz.held_from, nz.start, nz.end, nz.cores) == (0, 0, NZ_ON_2, 2)
     # %w gets cores when %x frees them.
     assert span(result, 2) == (ADD, 2 * ADD)
 
@@ -282,7 +287,7 @@ def test_two_rank_collective_rendezvous() -> None:
     assert span(result, 1, rank=1) == (ADD512, ADD512 + AR)
     assert span(result, 0, rank=0) == (ADD512, ADD512 + AR)
     assert result.makespan_ns == 13712
-    assert result.op(0, 0).cores == 0  # type: ignore[union-attr]  # sdma: no cores
+    assert record(result, 0).cores == 0  # sdma: no cores
     assert result.critical_path == [(1, 0), (1, 1), (1, 2)]
     # Ranks swapped: the path ends on the rank that waited and crosses to the late peer.
     swapped = simulate([p1, p0], TINY)
@@ -298,8 +303,7 @@ def test_two_rank_collective_rendezvous() -> None:
 def test_aiv_collective_holds_vector_cores_while_it_waits_for_peers() -> None:
     p0, p1 = programs(RENDEZVOUS.replace("MODE", 'mode = "aiv",'))
     result = simulate([p0, p1], TINY)
-    coll = result.op(0, 0)
-    assert coll is not None
+    coll = record(result, 0)
     assert (coll.held_from, coll.start, coll.end, coll.cores) == (0, ADD512, ADD512 + AR, 4)
     assert coll.pool == "vector" and coll.engine == "comm"
 
@@ -345,7 +349,9 @@ def test_deadlock_two_full_core_sync_ops_each_holding_half_the_cores() -> None:
 
 
 def test_deadlock_aiv_collectives_issued_in_opposite_order_on_two_ranks() -> None:
-    coll = 'npu.all_reduce %x {{group_size = 2 : i64, mode = "aiv", group = "{g}", stream.on = @{s}}}'
+    coll = (
+        'npu.all_reduce %x {{group_size = 2 : i64, mode = "aiv", group = "{g}", stream.on = @{s}}}'
+    )
     ty = ": (tensor<512xf16>) -> tensor<512xf16>"
     p0, p1 = programs(
         f"""module {{
@@ -402,9 +408,7 @@ def test_race_is_detected_dynamically() -> None:
     assert (race.at_ns, race.producer_end) == (0, ADD)
     assert "'npu.add' (%y)" in race.describe() and "'npu.add' (%x)" in race.describe()
 
-    fixed = program(
-        RACY.replace("WAIT", "    %ex = sync.record on @s0\n    sync.wait %ex on @s1")
-    )
+    fixed = program(RACY.replace("WAIT", "    %ex = sync.record on @s0\n    sync.wait %ex on @s1"))
     ok = simulate([fixed], TINY)
     assert ok.races == []
     assert span(ok, 3) == (ADD + REC + WAIT, 2 * ADD + REC + WAIT)
@@ -442,3 +446,24 @@ def test_simulation_is_deterministic_and_rejects_unlowered_programs() -> None:
     func = next(op for op in module.ops if isinstance(op, FuncOp))
     with pytest.raises(ValueError, match="run stream-partition first"):
         simulate([build_program(func)], TINY)
+
+
+def test_deadlock_on_a_collective_the_peer_never_issues() -> None:
+    p0, _ = programs(RENDEZVOUS.replace("MODE ", ""))
+    lonely = programs(
+        f"""module {{
+{decls(0)}
+  func.func @rank1(%x: tensor<512xf16>) {{
+    %y = npu.add %x, %x {{stream.on = @s0}} : (tensor<512xf16>, tensor<512xf16>) -> tensor<512xf16>
+    func.return
+  }}
+}}"""
+    )[0]
+    result = simulate([p0, lonely], TINY)
+    dl = result.deadlock
+    assert dl is not None and dl.time_ns == ADD512  # when rank 1 ran out of work
+    (blocked,) = dl.blocked
+    assert (blocked.rank, blocked.node, blocked.reason) == (0, 0, "peers")
+    assert blocked.missing_peers == (1,) and blocked.blocked_by == ()
+    assert dl.cycle == ()
+    assert "rank 1 never issues it" in dl.describe()

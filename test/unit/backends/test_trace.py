@@ -7,13 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import npuir
 import pytest
+from xdsl.dialects.func import FuncOp
+
+import npuir
 from npuir.analysis.program import Program, build_program, module_streams
 from npuir.backends.npu.hardware import PRESETS
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.backends.npu.trace import PlotUnavailable, plot_timeline, trace_events, write_trace
-from xdsl.dialects.func import FuncOp
 
 TINY = PRESETS["tiny"]
 T = "tensor<1024xf16>"
@@ -52,7 +53,9 @@ def of(events: list[dict[str, Any]], ph: str) -> list[dict[str, Any]]:
 def test_trace_has_a_process_per_rank_and_a_thread_per_stream() -> None:
     result, progs = run(ranks=2)
     events = trace_events(result, progs)["traceEvents"]
-    names = {(e["pid"], e.get("tid"), e["args"]["name"]) for e in of(events, "M") if "name" in e["args"]}
+    names = {
+        (e["pid"], e.get("tid"), e["args"]["name"]) for e in of(events, "M") if "name" in e["args"]
+    }
     assert (0, 0, "rank 0") in names and (1, 0, "rank 1") in names
     assert (0, 0, "default (@s0)") in names and (1, 1, "side (@s1)") in names
 
@@ -71,7 +74,9 @@ def test_trace_slices_flows_and_counters() -> None:
     assert [(f["tid"], f["ts"], f["bp"]) for f in finishes] == [(1, 12.398, "e"), (0, 24.816, "e")]
     assert [s["id"] for s in starts] == [f["id"] for f in finishes]
     # Vector cores in use: 2 during each add, none in between.
-    vector = [(c["ts"], c["args"]["cores"]) for c in of(events, "C") if c["name"].startswith("vector")]
+    vector = [
+        (c["ts"], c["args"]["cores"]) for c in of(events, "C") if c["name"].startswith("vector")
+    ]
     assert vector == [(0.0, 2), (12.388, 0), (12.418, 2), (24.806, 0)]
 
 
