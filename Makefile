@@ -19,7 +19,7 @@ install: $(STAMP)
 
 ## The main job: the seed model through the standard pipeline.
 run: $(STAMP)
-	$(BIN)/npuir-opt examples/seed_multistream.mlir -p npu-default
+	$(BIN)/npuir-run examples/seed_multistream.mlir --check
 
 ## Every test: lint, types, pytest, lit.
 test: lint unit lit

@@ -11,7 +11,9 @@
 //   npuir-run examples/core_limit_deadlock.mlir --entries rank0,rank1   -> deadlock, exit 3
 //   npuir-opt examples/core_limit_deadlock.mlir -p npu-default          -> hazard warnings
 //
-// examples/core_limit_fixed.mlir limits the nonzero to 8 vector cores and runs.
+// examples/core_limit_fixed.mlir limits the nonzero to 8 vector cores and runs;
+// `npuir-run ... --pipeline "stream-partition,coreset-partition,npu-default"`
+// chooses such limits itself.
 !x = tensor<4096x1024xf16>
 !h = tensor<2048x1024xf16>
 !m = tensor<64x512xf16>

@@ -24,6 +24,12 @@ def _coreset_check() -> type[ModulePass]:
     return CoresetCheckPass
 
 
+def _coreset_partition() -> type[ModulePass]:
+    from npuir.transforms.coreset_partition import CoresetPartitionPass
+
+    return CoresetPartitionPass
+
+
 def _coreset_lower() -> type[ModulePass]:
     from npuir.transforms.coreset_lower import CoresetLowerPass
 
@@ -65,6 +71,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "stream-partition": _stream_partition,
     "coreset-check": _coreset_check,
     "coreset-lower": _coreset_lower,
+    "coreset-partition": _coreset_partition,
     "insert-events": _insert_events,
     "sync-verify": _sync_verify,
     "test-dependence-graph": _test_dependence_graph,

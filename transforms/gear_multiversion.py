@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    i64,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation
@@ -47,7 +48,7 @@ from xdsl.utils.exceptions import VerifyException
 from npuir.context import warn
 from npuir.diagnostics import DiagnosticError, error
 from npuir.dialects import coreset, gear, stream
-from npuir.dialects.npu import DYN, NpuOp
+from npuir.dialects.npu import DYN, NonzeroOp, NpuOp
 
 MAX_GEARS = 100
 """The most gears one function may have (the gear seed document's limit)."""
@@ -117,18 +118,29 @@ class GearTypeError(Exception):
         self.op = op
 
 
-def retype(block: Block) -> None:
-    """Re-infer every result type in `block` from its operands, in order."""
+def retype(block: Block, upper_bound_data_dependent: bool = False) -> None:
+    """Re-infer every result type in `block` from its operands, in order.
+
+    With `upper_bound_data_dependent`, a data-dependent dim (`npu.nonzero`'s
+    row count) takes its upper bound, as costing a program needs.
+    """
     for op in block.ops:
         for region in op.regions:
             for inner in region.blocks:
-                retype(inner)
+                retype(inner, upper_bound_data_dependent)
         new_types: list[Attribute]
         if isinstance(op, NpuOp):
             try:
                 new_types = op.infer_result_types([v.type for v in op.operands])
             except VerifyException as exc:
                 raise GearTypeError(op, str(exc)) from None
+            if upper_bound_data_dependent and isinstance(op, NonzeroOp):
+                shape = op.input.type.get_shape()
+                if DYN not in shape:
+                    rows = 1
+                    for d in shape:
+                        rows *= d
+                    new_types = [TensorType(i64, [rows, len(shape)])]
         elif isinstance(op, stream.WaitTensorOp):
             new_types = [op.tensor.type]
         elif isinstance(op, stream.SwitchOp | coreset.LimitOp):
@@ -142,7 +154,9 @@ def retype(block: Block) -> None:
                 Rewriter.replace_value_with_new_type(result, ty)
 
 
-def specialise(func: FuncOp, name: str, values: dict[Dim, int]) -> FuncOp:
+def specialise(
+    func: FuncOp, name: str, values: dict[Dim, int], upper_bound_data_dependent: bool = False
+) -> FuncOp:
     """A static clone of `func` for one gear; raises `GearTypeError` if it does not type-check."""
     clone = func.clone()
     clone.sym_name = StringAttr(name)
@@ -155,7 +169,7 @@ def specialise(func: FuncOp, name: str, values: dict[Dim, int]) -> FuncOp:
     for index, value in enumerate(list(block.args)):
         if index in per_arg:
             Rewriter.replace_value_with_new_type(value, _static_type(value.type, per_arg[index]))
-    retype(block)
+    retype(block, upper_bound_data_dependent)
     for op in clone.body.walk():
         if isinstance(op, NpuOp):
             try:

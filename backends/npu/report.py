@@ -1,0 +1,134 @@
+"""The run report: what a simulated (and checked) run measured, as JSON and as a table.
+
+`build_report` turns a `SimResult` into one JSON-able dict — the shape
+`npuir-run --json` prints and tests match on — and `render_report` writes
+the same facts as a readable table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from npuir.analysis.program import Program
+from npuir.backends.npu.hardware import Hardware
+from npuir.backends.npu.simulator import SimResult
+
+
+def _deadlock(result: SimResult, programs: Sequence[Program]) -> dict[str, Any] | None:
+    dl = result.deadlock
+    if dl is None:
+        return None
+    return {
+        "time_ns": dl.time_ns,
+        "description": dl.describe(),
+        "blocked": [
+            {
+                "rank": b.rank,
+                "stream": b.stream_name,
+                "op": b.op,
+                "reason": b.reason,
+                "pool": b.pool or None,
+                "holds": b.holds,
+                "wants": b.wants,
+                "waits_for": b.detail,
+            }
+            for b in dl.blocked
+        ],
+        "cycle": [{"rank": r, "op": programs[r].describe(n)} for r, n in dl.cycle],
+    }
+
+
+def build_report(
+    result: SimResult,
+    programs: Sequence[Program],
+    hw: Hardware,
+    *,
+    single_stream_ns: int | None,
+    gears: Sequence[str | None],
+    entries: Sequence[str],
+    check: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Everything a run measured, JSON-able; times in integer nanoseconds."""
+    streams = []
+    for (rank, s), busy in sorted(result.stream_busy_ns.items()):
+        info = programs[rank].streams[s]
+        streams.append({"rank": rank, "stream": info.tag, "symbol": info.symbol, "busy_ns": busy})
+    makespan = result.makespan_ns
+    ratio = (
+        round(single_stream_ns / makespan, 4)
+        if single_stream_ns is not None and makespan > 0 and result.deadlock is None
+        else None
+    )
+    peak = result.peak_memory_bytes
+    warnings = []
+    if peak > hw.hbm_bytes:
+        warnings.append(
+            f"peak live memory {peak} bytes exceeds {hw.name}'s HBM ({hw.hbm_bytes} bytes)"
+        )
+    return {
+        "device": hw.name,
+        "ranks": result.ranks,
+        "entries": list(entries),
+        "gears": list(gears),
+        "makespan_ns": makespan,
+        "single_stream_ns": single_stream_ns,
+        "speedup_over_single_stream": ratio,
+        "streams": streams,
+        "utilisation": {k: round(v, 4) for k, v in sorted(result.utilisation.items())},
+        "critical_path": [
+            {"rank": r, "op": programs[r].describe(n)} for r, n in result.critical_path
+        ],
+        "waits_executed": result.waits_executed,
+        "records_executed": result.records_executed,
+        "events_used": result.events_used,
+        "peak_memory_bytes": peak,
+        "warnings": warnings,
+        "races": [race.describe() for race in result.races],
+        "check": check,
+        "deadlock": _deadlock(result, programs),
+    }
+
+
+def render_report(report: dict[str, Any]) -> str:
+    """The report as a table for people."""
+    lines = [f"device           {report['device']}, {report['ranks']} rank(s)"]
+    for rank, (entry, gear) in enumerate(zip(report["entries"], report["gears"])):
+        ran = f" -> {gear}" if gear else ""
+        lines.append(f"rank {rank:<11} @{entry}{ran}")
+    if report["deadlock"] is not None:
+        lines.append(report["deadlock"]["description"])
+        return "\n".join(lines) + "\n"
+    lines.append(f"makespan         {report['makespan_ns']} ns")
+    single = report["single_stream_ns"]
+    if single is not None:
+        lines.append(
+            f"single stream    {single} ns  (speedup {report['speedup_over_single_stream']}x)"
+        )
+    lines.append("streams          busy ns")
+    for s in report["streams"]:
+        lines.append(f"  rank {s['rank']} {s['stream']:<10} {s['busy_ns']}")
+    lines.append(
+        "utilisation      "
+        + ", ".join(f"{engine} {share:.1%}" for engine, share in report["utilisation"].items())
+    )
+    path = report["critical_path"]
+    lines.append(f"critical path    {len(path)} ops")
+    for step in path[:12]:
+        lines.append(f"  rank {step['rank']} {step['op']}")
+    if len(path) > 12:
+        lines.append(f"  ... {len(path) - 12} more")
+    lines.append(
+        f"events           {report['waits_executed']} waits, {report['records_executed']} "
+        f"records, {report['events_used']} event ids"
+    )
+    lines.append(f"peak memory      {report['peak_memory_bytes']} bytes")
+    for warning in report["warnings"]:
+        lines.append(f"warning: {warning}")
+    for race in report["races"]:
+        lines.append(f"race: {race}")
+    check = report["check"]
+    if check is not None:
+        verdict = "passed" if check["passed"] else "FAILED: " + ", ".join(check["mismatches"])
+        lines.append(f"check            {verdict}")
+    return "\n".join(lines) + "\n"
