@@ -27,7 +27,7 @@ from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import DepKind, NodeKind, Program, build_program, module_streams
 from npuir.backends.npu.cost import OpWork
 from npuir.backends.npu.hardware import PRESETS
-from npuir.backends.npu.simulator import OpRecord, SimResult, op_work, simulate
+from npuir.backends.npu.simulator import OpRecord, SimCache, SimResult, op_work, simulate
 from npuir.dialects.npu import NpuOp
 
 TINY = PRESETS["tiny"]
@@ -467,3 +467,14 @@ def test_deadlock_on_a_collective_the_peer_never_issues() -> None:
     assert blocked.missing_peers == (1,) and blocked.blocked_by == ()
     assert dl.cycle == ()
     assert "rank 1 never issues it" in dl.describe()
+
+
+def test_a_cache_reuses_what_was_read_from_the_ir() -> None:
+    prog = program(FCS)
+    cache = SimCache(TINY)
+    first = simulate([prog], TINY, cache=cache)
+    assert len(cache.ops) == 3 and len(cache.works) == 2  # the two adds share one OpWork
+    again = simulate([prog], TINY, cache=cache)
+    assert again.ops == first.ops
+    with pytest.raises(ValueError, match="made for tiny, not 910b2"):
+        simulate([prog], PRESETS["910b2"], cache=cache)
