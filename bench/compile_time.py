@@ -11,8 +11,9 @@ import gc
 import time
 from dataclasses import dataclass
 
-import npuir
 from generate import transformer_layers
+
+import npuir
 
 PIPELINE = "stream-partition,insert-events,sync-verify"
 
