@@ -23,6 +23,7 @@ from xdsl.ir import Attribute, AttributeInvT, Operation, SSAValue, TypeAttribute
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
 
@@ -47,6 +48,7 @@ class LocatingParser(Parser):
         self._base_offset = base_offset
         # Names of the ops being parsed, innermost last, to name one in an error.
         self._op_names: list[str] = []
+        self._type_cache: dict[str, TypeAttribute] = {}
         # Where each value was first used, to locate a use of an undefined one.
         self._first_uses: dict[str, Span[str]] = {}
 
@@ -101,10 +103,27 @@ class LocatingParser(Parser):
 
     def parse_optional_type(self) -> TypeAttribute | None:
         start = self.pos
+        token = self._current_token
+        key = None
+        if token.kind is MLIRTokenKind.BARE_IDENT and token.text == "tensor":
+            # Large programs repeat a few tensor types thousands of times and
+            # xDSL's type parser dominates parse time; a `tensor<...>` with no
+            # nested '<' is fully determined by its text.
+            content = self.lexer.input.content
+            end = content.find(">", token.span.start)
+            if end != -1 and "<" not in content[token.span.start + 7 : end]:
+                key = content[token.span.start : end + 1]
+                cached = self._type_cache.get(key)
+                if cached is not None:
+                    self._resume_from(end + 1)
+                    return cached
         try:
-            return super().parse_optional_type()
+            parsed = super().parse_optional_type()
         except VerifyException as exc:
             self.raise_error(str(exc), start, self.pos)
+        if key is not None and parsed is not None:
+            self._type_cache[key] = parsed
+        return parsed
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
