@@ -254,7 +254,7 @@ class InsertEventsPass(ModulePass):
                 remark(
                     ctx,
                     func,
-                    f"insert-events on @{func.sym_name.data}: {plan.cross_deps} cross-stream "
-                    f"dependencies, {waits} waits, {len(plan.recorded)} records, "
+                    f"insert-events on @{func.sym_name.data}: {plan.cross_deps} cross-stream orderings "
+                    f"(data, wait_tensor and joins), {waits} waits, {len(plan.recorded)} records, "
                     f"{used} event ids",
                 )
