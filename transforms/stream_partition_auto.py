@@ -112,7 +112,9 @@ class Judged:
 
     def critical_nodes(self) -> list[int]:
         """The program's compute nodes on the simulated critical path, in order."""
-        return [self.origin[n] for r, n in self.result.critical_path if r == 0 and self.origin[n] >= 0]
+        return [
+            self.origin[n] for r, n in self.result.critical_path if r == 0 and self.origin[n] >= 0
+        ]
 
     def key(self) -> tuple[int, int, int]:
         return (self.makespan, self.waits, len(self.assignment.streams))
@@ -145,7 +147,11 @@ class Judge:
 
 
 def _earliest_finish(
-    prog: Program, pinned: Sequence[str | None], priorities: dict[str, int], max_streams: int, hw: Hardware
+    prog: Program,
+    pinned: Sequence[str | None],
+    priorities: dict[str, int],
+    max_streams: int,
+    hw: Hardware,
 ) -> Assignment:
     """The engine-aware earliest-finish list schedule (see the module docstring)."""
     streams = [StreamInfo("s0", "default", priorities.get("default", 0))]
@@ -217,7 +223,9 @@ def _move(assignment: Assignment, node: int, target: int, max_streams: int) -> A
     used = sorted(set(stream_of) | {DEFAULT_STREAM})
     if len(used) != len(streams):
         remap = {old: new for new, old in enumerate(used)}
-        streams = [dataclasses.replace(streams[old], symbol=f"s{new}") for new, old in enumerate(used)]
+        streams = [
+            dataclasses.replace(streams[old], symbol=f"s{new}") for new, old in enumerate(used)
+        ]
         stream_of = [remap[s] for s in stream_of]
     return Assignment(streams, stream_of)
 
@@ -238,7 +246,9 @@ def assign_auto(
     user, user_priorities = pinned_tags(prog.func)
     if any(t is not None for t in user):
         try:
-            judged.append(judge("user", assign("user", prog, user, user_priorities, max_streams, hw)))
+            judged.append(
+                judge("user", assign("user", prog, user, user_priorities, max_streams, hw))
+            )
         except ValueError:
             pass  # the annotation itself exceeds max-streams: not a candidate
     judged.append(judge("eft", _earliest_finish(prog, pinned, priorities, max_streams, hw)))
