@@ -21,12 +21,12 @@ op's stream is its `stream.on` once partitioned, else its innermost
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
-from npuir.backends.npu.hardware import Hardware
 from npuir.diagnostics import error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
@@ -45,6 +45,21 @@ def engines_used(op: NpuOp) -> tuple[str, ...]:
     return ()
 
 
+class Device(Protocol):
+    """What the analysis needs of a device (`npuir.backends.npu.hardware.Hardware` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def cube_cores(self) -> int: ...
+
+    @property
+    def vector_cores(self) -> int: ...
+
+    def cores(self, engine: str) -> int: ...
+
+
 @dataclass(frozen=True)
 class Limit:
     """One resolved count and the op that set it (None: the device)."""
@@ -56,7 +71,7 @@ class Limit:
 class CoreLimits:
     """Resolves every op's limits (see the module docstring)."""
 
-    def __init__(self, module: ModuleOp, hw: Hardware) -> None:
+    def __init__(self, module: ModuleOp, hw: Device) -> None:
         self.module = module
         self.hw = hw
         self._limits: dict[Operation, dict[str, Limit]] = {}

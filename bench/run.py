@@ -3,6 +3,18 @@
 Subcommands:
   compile   pass time of stream-partition,insert-events,sync-verify next to
             parse time, at 1k, 10k and 100k ops, and how it grows.
+  schedule  simulated makespan, waits and streams of every workload under every
+            stream-partition mode, against a lower bound (schedule_quality.py).
+  sim       simulator throughput on lowered programs of 10k and 100k ops
+            (sim_throughput.py).
+  gears     gear-multiversion time against the number of gears (gear_time.py).
+  interp    interpreter overhead against calling the numpy kernels directly
+            (interp_overhead.py).
+  examples  rewrite examples/*.mlir from the workload generators
+            (`--check`: only say whether they are up to date).
+
+`--json` prints one JSON document; `--quick` makes any subcommand a small
+smoke run.
 
 The harness is not a test and CI does not run it.  Figures are ratios from
 one run: these machines are noisy, so compare within a run.
@@ -13,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,20 +66,90 @@ def _print_compile(result: dict[str, Any]) -> None:
         print(f"pass time grew {t}x for {n}x the ops")
 
 
+def run_examples(check: bool) -> dict[str, Any]:
+    from workloads import EXAMPLES, EXAMPLES_DIR, example_text
+
+    status: dict[str, str] = {}
+    for name, (filename, _) in EXAMPLES.items():
+        path = EXAMPLES_DIR / filename
+        text = example_text(name)
+        current = path.read_text() if path.exists() else None
+        if current == text:
+            status[filename] = "up to date"
+        elif check:
+            status[filename] = "stale"
+        else:
+            path.write_text(text)
+            status[filename] = "written"
+    return {"examples": status, "ok": not check or all(v == "up to date" for v in status.values())}
+
+
 def main() -> None:
+    from schedule_quality import MODES
+
     ap = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="pass time against parse time")
     c.add_argument("--sizes", default="1000,10000,100000")
-    for p in (c,):
+    s = sub.add_parser("schedule", help="makespan per workload and stream-partition mode")
+    s.add_argument("--workloads", help="comma-separated names or prefixes (default: all)")
+    s.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
+    m = sub.add_parser("sim", help="simulator throughput at 10k and 100k ops")
+    m.add_argument("--sizes", default="10000,100000")
+    g = sub.add_parser("gears", help="gear-multiversion time against the number of gears")
+    g.add_argument("--ops", type=int, default=1000)
+    g.add_argument("--gears", default="10,25,50,100")
+    i = sub.add_parser("interp", help="interpreter overhead against direct kernel calls")
+    i.add_argument("--size", type=int, default=2048)
+    i.add_argument("--repeats", type=int, default=3)
+    e = sub.add_parser("examples", help="rewrite examples/*.mlir from the generators")
+    e.add_argument("--check", action="store_true", help="only report stale files")
+    for p in (c, s, m, g, i, e):
         p.add_argument("--json", action="store_true")
+        p.add_argument("--quick", action="store_true", help="a small smoke run")
     args = ap.parse_args()
+    result: dict[str, Any]
     if args.command == "compile":
-        result = run_compile([int(s) for s in args.sizes.split(",")])
-        if args.json:
-            print(json.dumps({"compile": result}, indent=2))
-        else:
-            _print_compile(result)
+        sizes = "200,1000" if args.quick else args.sizes
+        result = run_compile([int(n) for n in sizes.split(",")])
+        printer: Callable[[dict[str, Any]], None] = _print_compile
+    elif args.command == "schedule":
+        from schedule_quality import print_schedule, run_schedule
+
+        modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+        result = run_schedule(args.workloads, args.quick, modes)
+        printer = print_schedule
+    elif args.command == "sim":
+        from sim_throughput import print_sim, run_sim
+
+        sizes = "1000,10000" if args.quick else args.sizes
+        result = run_sim([int(n) for n in sizes.split(",")])
+        printer = print_sim
+    elif args.command == "gears":
+        from gear_time import print_gears, run_gears
+
+        ops, gears = (100, "10,25") if args.quick else (args.ops, args.gears)
+        result = run_gears(ops, [int(n) for n in gears.split(",")])
+        printer = print_gears
+    elif args.command == "interp":
+        from interp_overhead import print_interp, run_interp
+
+        size, repeats = (256, 2) if args.quick else (args.size, args.repeats)
+        result = run_interp(size, repeats)
+        printer = print_interp
+    else:
+        result = run_examples(args.check)
+
+        def printer(r: dict[str, Any]) -> None:
+            for name, state in r["examples"].items():
+                print(f"examples/{name}: {state}")
+
+    if args.json:
+        print(json.dumps({args.command: result}, indent=2))
+    else:
+        printer(result)
+    if args.command == "examples" and not result["ok"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

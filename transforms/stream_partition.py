@@ -18,11 +18,24 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
-from npuir.analysis.program import StreamInfo, is_lowered, module_streams, scheduled_functions
+from npuir.analysis.core_limits import CoreLimits
+from npuir.analysis.partition import MODES, Assignment, assign, pinned_tags
+from npuir.analysis.program import (
+    DEFAULT_STREAM,
+    NodeKind,
+    Program,
+    StreamInfo,
+    build_program,
+    is_lowered,
+    module_streams,
+    scheduled_functions,
+)
+from npuir.backends.npu.hardware import Hardware
 from npuir.context import remark
 from npuir.diagnostics import error
-from npuir.dialects import stream
+from npuir.dialects import coreset, stream
 from npuir.dialects.npu import DYN, NpuOp
+from npuir.transforms.coreset_lower import device_of
 
 
 class StreamTable:
@@ -73,20 +86,6 @@ def _first_switch(func: FuncOp) -> stream.SwitchOp | None:
     return None
 
 
-def _assign(block: Block, ref: SymbolRefAttr, table: StreamTable, use_tags: bool) -> None:
-    """Tag ops with the stream of their innermost scope (innermost wins)."""
-    for op in block.ops:
-        if isinstance(op, stream.SwitchOp):
-            inner = table.get(op.tag_name, op.priority_value, op) if use_tags else ref
-            _assign(op.body.block, inner, table, use_tags)
-        elif isinstance(op, NpuOp | stream.WaitTensorOp):
-            op.attributes[stream.STREAM_ON] = ref
-        else:
-            for region in op.regions:
-                for inner_block in region.blocks:
-                    _assign(inner_block, ref, table, use_tags)
-
-
 def flatten_switches(func: FuncOp) -> None:
     """Move every scope's body in front of it and replace its results by the yielded values."""
     switches = [op for op in func.body.walk() if isinstance(op, stream.SwitchOp)]
@@ -106,40 +105,131 @@ def flatten_switches(func: FuncOp) -> None:
         parent.erase_op(switch)
 
 
+def _first_scope_over(func: FuncOp, max_streams: int) -> stream.SwitchOp | None:
+    """The scope whose tag is the first one the cap has no stream left for."""
+    seen: set[str] = set()
+    for op in func.body.walk():
+        if isinstance(op, stream.SwitchOp) and op.tag_name != stream.DEFAULT_TAG:
+            seen.add(op.tag_name)
+            if len(seen) + 1 > max_streams:
+                return op
+    return None
+
+
+def _first_scopes(func: FuncOp) -> dict[str, stream.SwitchOp]:
+    scopes: dict[str, stream.SwitchOp] = {}
+    for op in func.body.walk():
+        if isinstance(op, stream.SwitchOp):
+            scopes.setdefault(op.tag_name, op)
+    return scopes
+
+
+def _wait_tensor_streams(
+    block: Block,
+    tag: str | None,
+    prog: Program,
+    result: Assignment,
+    by_tag: dict[str, int] | None,
+    follow: bool,
+    out: dict[stream.WaitTensorOp, int],
+) -> None:
+    """A `stream.wait_tensor` runs on its scope's stream (when tags count,
+    `by_tag` is given); outside any scope on its first user's stream if the
+    mode places ops itself (`follow`), else on the default stream.
+    insert-events erases it, so the choice only makes the IR read well."""
+    for op in block.ops:
+        if isinstance(op, stream.SwitchOp):
+            inner = op.tag_name if by_tag is not None else None
+            _wait_tensor_streams(op.body.block, inner, prog, result, by_tag, follow, out)
+        elif isinstance(op, coreset.LimitOp):
+            _wait_tensor_streams(op.body.block, tag, prog, result, by_tag, follow, out)
+        elif isinstance(op, stream.WaitTensorOp):
+            if tag is not None and by_tag is not None:
+                out[op] = by_tag[tag]
+                continue
+            users = [prog.index[u.operation] for u in op.result.uses if u.operation in prog.index]
+            out[op] = result.stream_of[min(users)] if users and follow else DEFAULT_STREAM
+
+
+def _assign_auto(
+    func: FuncOp,
+    prog: Program,
+    pinned: list[str | None],
+    priorities: dict[str, int],
+    max_streams: int,
+    hw: Hardware,
+    reserved: set[str],
+) -> Assignment:
+    """Run the cost-model-driven search, with the core limits coreset-lower would write."""
+    from npuir.transforms.stream_partition_auto import assign_auto
+
+    module = func.parent_op()
+    assert isinstance(module, ModuleOp)
+    limits = CoreLimits(module, hw).run()
+
+    def limit_of(p: Program, n: int, engine: str) -> int | None:
+        op = p.ops[n]
+        return limits.of(op)[engine] if isinstance(op, NpuOp) else None
+
+    return assign_auto(
+        prog, pinned, priorities, max_streams, hw, limits=limit_of, reserved=reserved
+    )
+
+
 @dataclass(frozen=True)
 class StreamPartitionPass(ModulePass):
     """Assign every op a stream and flatten stream.switch scopes (TorchAir's npu_stream_switch).
 
-    Options:
+    The assignment itself is `npuir.analysis.partition.assign`; its module
+    docstring says exactly what each mode does.  Options:
     - `mode`: "user" (default) puts each op on the stream of its innermost
-      scope, the same tag being the same stream; "single" puts everything on
-      the default stream and rejects a program that has scopes.
+      scope, the same tag being the same stream, and the rest on the default
+      stream; "single" puts everything on the default stream and rejects a
+      program that has scopes; the baselines "ge" (GE's default logical
+      stream allocation), "engine" (a stream per engine class) and "nimble"
+      (Nimble's minimum path cover); "auto" (cost-model driven).  Every mode
+      but "single" keeps the ops of a scope on their tag's stream.
+    - `max-streams`: the most streams a function may use, the default one
+      included (default 8).  User tags beyond it are an error at the first
+      scope over the cap; the other modes merge their streams to fit.
     - `ignore-tags`: treat the program as if it had no scopes (an honest
       baseline for an annotated program).
-    - `dynamic-multi-stream`: honour scopes in a function whose arguments have
+    - `dynamic-multi-stream`: partition a function whose arguments have
       dynamic dims; by default such a function runs on one stream (TorchAir's
       rule for dynamic shapes), with a remark saying so.
+    - `hw`: the device preset or TOML file `auto` costs with (default: the
+      module's `npu.target`, else 910b2).
+
+    Streams a mode makes are tagged "comm", "cube", "aicpu", "ge1", "chain1",
+    ...; a module's scope tags are never reused for them, and functions share
+    one `stream.decl` per tag.
     """
 
     name = "stream-partition"
 
-    MODES: ClassVar[tuple[str, ...]] = ("user", "single")
+    MODES: ClassVar[tuple[str, ...]] = (*MODES, "auto")
 
     mode: str = "user"
     ignore_tags: bool = False
     dynamic_multi_stream: bool = False
+    max_streams: int = 8
+    hw: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in self.MODES:
             raise ValueError(f"mode '{self.mode}' is not one of: {', '.join(self.MODES)}")
+        if self.max_streams < 1:
+            raise ValueError(f"max-streams must be >= 1, got {self.max_streams}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = StreamTable(module_streams(op))
-        default = table.get(stream.DEFAULT_TAG, 0, None)
+        reserved = set(table.by_tag) | {
+            s.tag_name for s in op.walk() if isinstance(s, stream.SwitchOp)
+        }
+        hardware = device_of(op, self.hw) if self.mode == "auto" else None
         for func in scheduled_functions(op):
             if is_lowered(func):
                 continue
-            use_tags = self.mode == "user" and not self.ignore_tags
             first = _first_switch(func)
             if self.mode == "single" and not self.ignore_tags and first is not None:
                 raise error(
@@ -147,19 +237,72 @@ class StreamPartitionPass(ModulePass):
                     f'single-stream mode conflicts with the stream label "{first.tag_name}" '
                     "(remove the scope, or pass ignore-tags=true)",
                 )
-            if use_tags and first is not None and _has_dynamic_args(func):
-                if not self.dynamic_multi_stream:
+            mode = self.mode
+            use_tags = mode != "single" and not self.ignore_tags
+            if mode != "single" and not self.dynamic_multi_stream and _has_dynamic_args(func):
+                name = func.sym_name.data
+                if use_tags and first is not None:
                     remark(
                         ctx,
                         func,
-                        f"@{func.sym_name.data} has dynamic-shape arguments and runs on one "
-                        "stream; its stream labels are ignored (dynamic-multi-stream=true "
-                        "honours them)",
+                        f"@{name} has dynamic-shape arguments and runs on one stream; its stream "
+                        "labels are ignored (dynamic-multi-stream=true honours them)",
                     )
-                    use_tags = False
-            _assign(func.body.block, default, table, use_tags)
-            flatten_switches(func)
+                elif mode != "user":
+                    remark(
+                        ctx,
+                        func,
+                        f"@{name} has dynamic-shape arguments and runs on one stream; mode={mode} "
+                        "is not applied (dynamic-multi-stream=true applies it)",
+                    )
+                mode, use_tags = "single", False
+            self._partition(func, mode, use_tags, table, reserved, hardware)
         self._declare(op, table)
+
+    def _partition(
+        self,
+        func: FuncOp,
+        mode: str,
+        use_tags: bool,
+        table: StreamTable,
+        reserved: set[str],
+        hardware: Hardware | None,
+    ) -> None:
+        prog = build_program(func)
+        pinned: list[str | None] = [None] * len(prog)
+        priorities: dict[str, int] = {}
+        scopes: dict[str, stream.SwitchOp] = {}
+        if use_tags:
+            pinned, priorities = pinned_tags(func)
+            over = _first_scope_over(func, self.max_streams)
+            if over is not None:
+                raise error(
+                    over,
+                    f'the stream label "{over.tag_name}" needs a stream beyond max-streams='
+                    f"{self.max_streams} (the default stream counts)",
+                )
+            scopes = _first_scopes(func)
+        try:
+            if mode == "auto":
+                assert hardware is not None
+                result = _assign_auto(
+                    func, prog, pinned, priorities, self.max_streams, hardware, reserved
+                )
+            else:
+                result = assign(mode, prog, pinned, priorities, self.max_streams, reserved=reserved)
+        except ValueError as exc:
+            raise error(func, str(exc)) from None
+        refs = [table.get(info.tag, info.priority, scopes.get(info.tag)) for info in result.streams]
+        for n, kind in enumerate(prog.kind):
+            if kind is NodeKind.COMPUTE:
+                prog.ops[n].attributes[stream.STREAM_ON] = refs[result.stream_of[n]]
+        waits: dict[stream.WaitTensorOp, int] = {}
+        by_tag = {info.tag: i for i, info in enumerate(result.streams)} if use_tags else None
+        follow = mode not in ("user", "single")
+        _wait_tensor_streams(func.body.block, None, prog, result, by_tag, follow, waits)
+        for wait, s in waits.items():
+            wait.attributes[stream.STREAM_ON] = refs[s]
+        flatten_switches(func)
 
     @staticmethod
     def _declare(module: ModuleOp, table: StreamTable) -> None:

@@ -33,11 +33,13 @@ given (the benchmark gate checks this on every workload).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from xdsl.ir import Operation
+
 from npuir.analysis.partition import Assignment, assign, pinned_tags
-from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.analysis.program import DEFAULT_STREAM, DepKind, NodeKind, Program, StreamInfo
 from npuir.backends.npu.cost import parallelism, solo_duration_ns
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import SimCache, SimResult, op_work, simulate
@@ -74,8 +76,10 @@ def lowered_program(prog: Program, assignment: Assignment) -> tuple[Program, lis
     record_node: dict[int, int] = {}
     origin: list[int] = []
 
-    def add(op: object, kind: NodeKind, s: int, deps: list, event_of: int = -1) -> int:
-        out.ops.append(op)  # type: ignore[arg-type]
+    def add(
+        op: Operation, kind: NodeKind, s: int, deps: list[tuple[int, DepKind]], event_of: int = -1
+    ) -> int:
+        out.ops.append(op)
         out.kind.append(kind)
         out.stream.append(s)
         out.deps.append(deps)
@@ -146,12 +150,20 @@ class Judge:
         return Judged(name, assignment, span, waits, result, origin)
 
 
+def _fresh_tag(number: int, taken: Collection[str]) -> str:
+    tag = f"auto{number}"
+    while tag in taken:
+        tag += "_"
+    return tag
+
+
 def _earliest_finish(
     prog: Program,
     pinned: Sequence[str | None],
     priorities: dict[str, int],
     max_streams: int,
     hw: Hardware,
+    reserved: Collection[str],
 ) -> Assignment:
     """The engine-aware earliest-finish list schedule (see the module docstring)."""
     streams = [StreamInfo("s0", "default", priorities.get("default", 0))]
@@ -194,9 +206,7 @@ def _earliest_finish(
         assert best is not None
         start, s = best
         if s == len(streams):
-            tag = f"auto{len(streams)}"
-            while tag in by_tag:
-                tag += "_"
+            tag = _fresh_tag(s, set(by_tag) | set(reserved))
             by_tag[tag] = s
             streams.append(StreamInfo(f"s{s}", tag, 0))
             stream_free.append(0)
@@ -208,15 +218,14 @@ def _earliest_finish(
     return Assignment(streams, stream_of)
 
 
-def _move(assignment: Assignment, node: int, target: int, max_streams: int) -> Assignment | None:
+def _move(
+    assignment: Assignment, node: int, target: int, max_streams: int, reserved: Collection[str]
+) -> Assignment | None:
     streams = list(assignment.streams)
     if target == len(streams):
         if len(streams) >= max_streams:
             return None
-        tags = {info.tag for info in streams}
-        tag = f"auto{target}"
-        while tag in tags:
-            tag += "_"
+        tag = _fresh_tag(target, {info.tag for info in streams} | set(reserved))
         streams.append(StreamInfo(f"s{target}", tag, 0))
     stream_of = list(assignment.stream_of)
     stream_of[node] = target
@@ -237,21 +246,33 @@ def assign_auto(
     max_streams: int,
     hw: Hardware,
     limits: LimitFn | None = None,
+    reserved: Collection[str] = (),
 ) -> Assignment:
-    """The cost-model-driven assignment (see the module docstring)."""
+    """The cost-model-driven assignment (see the module docstring).
+
+    `reserved` tags are never given to a stream auto makes (the module's
+    other scope tags); `limits` gives each node's core limit.
+    """
     judge = Judge(prog, hw, limits)
     judged: list[Judged] = []
     for mode in BASELINES:
-        judged.append(judge(mode, assign(mode, prog, pinned, priorities, max_streams, hw)))
+        judged.append(
+            judge(mode, assign(mode, prog, pinned, priorities, max_streams, reserved=reserved))
+        )
     user, user_priorities = pinned_tags(prog.func)
     if any(t is not None for t in user):
         try:
             judged.append(
-                judge("user", assign("user", prog, user, user_priorities, max_streams, hw))
+                judge(
+                    "user",
+                    assign("user", prog, user, user_priorities, max_streams, reserved=reserved),
+                )
             )
         except ValueError:
             pass  # the annotation itself exceeds max-streams: not a candidate
-    judged.append(judge("eft", _earliest_finish(prog, pinned, priorities, max_streams, hw)))
+    judged.append(
+        judge("eft", _earliest_finish(prog, pinned, priorities, max_streams, hw, reserved))
+    )
     best = min(judged, key=Judged.key)
 
     # Local search along the critical path; each accepted move restarts it.
@@ -266,7 +287,7 @@ def assign_auto(
             for target in range(len(best.assignment.streams) + 1):
                 if target == current or judge.trials >= budget:
                     continue
-                moved = _move(best.assignment, node, target, max_streams)
+                moved = _move(best.assignment, node, target, max_streams, reserved)
                 if moved is None:
                     continue
                 candidate = judge(f"{best.name}+move", moved)

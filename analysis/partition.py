@@ -1,0 +1,649 @@
+"""Stream assignment strategies over the compact program graph.
+
+`stream-partition` decides which stream each op runs on; the decision itself
+lives here, as pure functions over an un-partitioned `Program`, so that the
+pass, the benchmarks and automatic partitioning share it without touching IR:
+
+    pinned, priorities = pinned_tags(func)          # the user's scopes
+    result = assign("nimble", build_program(func), pinned, priorities, max_streams=8)
+    result.streams[result.stream_of[n]]             # node n's stream
+
+Rules every mode keeps:
+
+- `streams[0]` is the default stream (tag "default"); `func.return` is on it.
+- A pinned node (`pinned[n]` is the tag of its innermost `stream.switch`)
+  runs on its tag's stream; the same tag is the same stream, and the tag
+  "default" is the default stream.  Pinned streams come right after the
+  default one, in the order their scopes appear.  (`single` alone ignores
+  pins: the pass rejects scopes in that mode before it gets here.)
+- At most `max_streams` streams, the default one included.  If the pinned
+  tags alone need more, `assign` raises `ValueError`; otherwise each mode
+  merges its own streams to fit (below).
+- Streams a mode makes get tags of their own — "comm", "cube", "aicpu",
+  "ge1", "chain3" — created in order of first use; a tag that is already a
+  pin or in `reserved` (the pass passes every scope tag of the module) gets
+  "_" appended until it is free, so it never joins a user's stream.
+- Any assignment is valid: issue order is topological, and `insert-events`
+  orders every cross-stream dependency.  The modes differ only in speed.
+
+The modes:
+
+`user`
+    Pinned nodes on their tag's stream, everything else on the default stream
+    (TorchAir's `npu_stream_switch`).
+
+`single`
+    Everything on the default stream.
+
+`ge`
+    GE's default logical stream allocation, as in graphengine's
+    `ge/graph/build/logical_stream_allocator.cc` (read in the
+    mindspore-ai/graphengine mirror) on the subgraphs of
+    `ge/graph/partition/graph_partition.cc`:
+
+    1. *Partition* (`GraphPartitioner::MarkClusters`): in topological order,
+       each node tries to merge with its input clusters, those with fewer
+       outputs first; two clusters merge when they have the same engine and
+       the same stream label and no second path joins them (`IsMergeable`,
+       `HasSecondPath`, searching only clusters below the child).  Engines
+       follow `ge/engine_manager/engine_conf.json`: cube and vector ops are
+       both `AIcoreEngine` (FE places both on AI Core), collectives are
+       `DNN_HCCL` (`independent: true`), AI CPU ops `DNN_VM_AICPU`
+       (`attach: true`).
+    2. `AssignByLabelPass`: a labelled (pinned) subgraph gets its label's
+       stream.
+    3. `IndependentStreamPass`: every unlabelled subgraph of an independent
+       engine — communication — goes to one stream per engine, "comm".
+       (Newer GE skips user-labelled subgraphs here, as we do.)
+    4. `AssignByDependencyPass`: the others, in subgraph order, reuse the
+       stream of the first predecessor subgraph that `CouldReuse` allows —
+       the predecessor is not independent and not labelled; no *other*
+       successor of it has the predecessor's engine (so one stream continues
+       one chain: a fork keeps the same-engine branch on the stream and sends
+       the other engine's branch elsewhere); and the engines match, or this
+       engine attaches, or the predecessor itself reused a stream of this
+       engine.  Otherwise `AssignNewStream` opens stream `k mod
+       max_parallel` of its engine, where `max_parallel` is GE's
+       `ge.streamMaxParallelNum`, default 1 (`kDefaultMaxParalleNum` in
+       `logical_stream_allocator.h`).  As in GE's
+       `UpdateAssignedSubgraphs` for a graph with a parent stream, the first
+       new stream is the default stream; the others are "ge1", "ge2", ...
+
+    So, with GE's defaults, all AI Core work shares one stream: GE runs
+    AI Core ops in parallel only when told to (labels, or a larger
+    `max_parallel`).  Simplified: one scheduler (`scheduler_id`); no
+    skip-assign engines (GE_LOCAL, HOST_CPU), force-attach, parallel groups,
+    `AllReduceParallelPass` or memory-priority option; among several
+    reusable predecessors we take the earliest subgraph (GE's older code
+    takes the first in its pointer-keyed map, newer code a "top priority"
+    one).  Over `max_streams`: the "comm" stream keeps its own, then "ge1",
+    "ge2", ... while slots remain; the rest fold into the default stream.
+
+`engine`
+    One stream per engine class — cube, vector, AI CPU, communication (GE's
+    "cv" split of AI Core work, plus communication).  The vector class runs
+    on the default stream (it holds most ops and usually the return's
+    producers, so most edges stay on one stream); a function with no vector
+    work puts the class of its first op there.  The other classes get
+    "comm", "cube", "aicpu" in that order of precedence while slots remain
+    (communication overlap gains most); a class without a slot folds into
+    the default stream.
+
+`nimble`
+    Nimble's stream assignment (Kwon et al., "Nimble: Lightweight and
+    Parallel GPU Task Scheduling for Deep Learning", NeurIPS 2020):
+    take the transitive reduction of the dependence DAG, build the
+    bipartite graph with an edge u→v for each reduced edge, find a maximum
+    matching (Hopcroft-Karp), and give each path of the resulting minimum
+    path cover a stream.  No cost model.  Pinned nodes are not on any path,
+    but orderings through them count: the reduction is that of the
+    reachability order among the unpinned nodes.  The reduction uses one
+    reachability bitset (a Python int) per node, built in reverse
+    topological order; each node's reduced successors are the minimal
+    elements of the unpinned nodes it reaches first.  The path holding the
+    first op gets the default stream, the others "chain1", "chain2", ...
+    Over `max_streams`: the longest paths keep a stream (ties: the earlier
+    path); each other path, in issue order, joins the stream of its head's
+    latest unpinned producer, or — when the head has none — the stream with
+    the fewest ops.
+
+`auto` is not here: it needs the cost model and the simulator, which an
+analysis does not import; `stream-partition` runs it
+(`npuir.transforms.stream_partition_auto`) and it calls back into `assign`
+for each baseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block
+
+from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.diagnostics import error
+from npuir.dialects import coreset, stream
+from npuir.dialects.npu import Engine, NpuOp
+
+MODES: tuple[str, ...] = ("user", "single", "ge", "engine", "nimble")
+"""The modes `assign` implements (`stream-partition` adds "auto")."""
+
+GE_MAX_PARALLEL = 1
+"""GE's default streams per engine (`kDefaultMaxParalleNum`, logical_stream_allocator.h)."""
+
+
+@dataclass
+class Assignment:
+    """A stream for every node of an un-partitioned `Program`."""
+
+    streams: list[StreamInfo]
+    """Index 0 is the default stream (tag "default"); symbols are `s<index>`."""
+    stream_of: list[int]
+    """Per node, an index into `streams`; `func.return` is on 0."""
+
+
+# --------------------------------------------------------------------------
+# The user's scopes
+# --------------------------------------------------------------------------
+
+
+def pinned_tags(func: FuncOp) -> tuple[list[str | None], dict[str, int]]:
+    """Per node of `build_program(func)`, the tag of its innermost `stream.switch`
+    (None outside every scope), and each tag's priority in order of first scope.
+
+    One tag given two priorities is a located error at the second scope.
+    """
+    tags: list[str | None] = []
+    priorities: dict[str, int] = {}
+    _collect(func.body.block, None, tags, priorities)
+    return tags, priorities
+
+
+def _collect(
+    block: Block, tag: str | None, tags: list[str | None], priorities: dict[str, int]
+) -> None:
+    # Mirrors `program._flatten`, so that the i-th tag is the i-th node's.
+    for op in block.ops:
+        if isinstance(op, stream.SwitchOp):
+            name, priority = op.tag_name, op.priority_value
+            known = priorities.setdefault(name, priority)
+            if known != priority:
+                raise error(
+                    op,
+                    f'stream "{name}" is given priority {priority} here but {known} '
+                    "elsewhere; one stream has one priority",
+                )
+            _collect(op.body.block, name, tags, priorities)
+        elif isinstance(op, coreset.LimitOp):
+            _collect(op.body.block, tag, tags, priorities)
+        elif not isinstance(
+            op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp | stream.WaitTensorOp
+        ):
+            tags.append(tag)
+
+
+# --------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------
+
+
+def assign(
+    mode: str,
+    prog: Program,
+    pinned: Sequence[str | None],
+    priorities: dict[str, int],
+    max_streams: int,
+    *,
+    reserved: Collection[str] = (),
+    max_parallel: int = GE_MAX_PARALLEL,
+) -> Assignment:
+    """Assign every node of `prog` a stream by `mode` (see the module docstring).
+
+    `pinned[n]` is node n's tag or None; `priorities` each tag's priority.
+    `reserved` tags are never given to a stream the mode makes;
+    `max_parallel` is GE's streams per engine (mode `ge` only).  Raises
+    `ValueError` for an unknown mode, a cap below 1, a program that already
+    has sync nodes, or pins that need more than `max_streams` streams.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode '{mode}' is not one of: {', '.join(MODES)}")
+    if max_streams < 1:
+        raise ValueError(f"max-streams must be >= 1, got {max_streams}")
+    if len(pinned) != len(prog):
+        raise ValueError(f"{len(pinned)} pins for a program of {len(prog)} nodes")
+    if any(k in (NodeKind.RECORD, NodeKind.WAIT) for k in prog.kind):
+        raise ValueError("stream assignment needs an un-partitioned program (it has sync nodes)")
+    if mode == "single":
+        default = StreamInfo("s0", stream.DEFAULT_TAG, priorities.get(stream.DEFAULT_TAG, 0))
+        return Assignment([default], [DEFAULT_STREAM] * len(prog))
+    base = _Streams(pinned, priorities, max_streams, reserved)
+    if mode == "user":
+        return base.finish(prog, pinned, [0] * len(prog), {}, "")
+    if mode == "ge":
+        return _assign_ge(prog, pinned, base, max_parallel)
+    if mode == "engine":
+        return _assign_engine(prog, pinned, base)
+    return _assign_nimble(prog, pinned, base)
+
+
+class _Streams:
+    """The default and pinned streams, then the ones a mode makes, by first use."""
+
+    def __init__(
+        self,
+        pinned: Sequence[str | None],
+        priorities: dict[str, int],
+        max_streams: int,
+        reserved: Collection[str],
+    ) -> None:
+        self.infos = [StreamInfo("s0", stream.DEFAULT_TAG, priorities.get(stream.DEFAULT_TAG, 0))]
+        self.by_tag = {stream.DEFAULT_TAG: DEFAULT_STREAM}
+        for tag in dict.fromkeys([*priorities, *(t for t in pinned if t is not None)]):
+            if tag not in self.by_tag:
+                self._add(tag, priorities.get(tag, 0))
+        if len(self.infos) > max_streams:
+            raise ValueError(
+                f"the stream labels need {len(self.infos)} streams (the default one included) "
+                f"but max-streams is {max_streams}"
+            )
+        self.budget = max_streams - len(self.infos)
+        """How many more streams a mode may make."""
+        self._taken = set(self.by_tag) | set(reserved)
+
+    def _add(self, tag: str, priority: int) -> int:
+        index = len(self.infos)
+        self.infos.append(StreamInfo(f"s{index}", tag, priority))
+        self.by_tag[tag] = index
+        return index
+
+    def _fresh(self, tag: str) -> int:
+        while tag in self._taken:
+            tag += "_"
+        self._taken.add(tag)
+        return self._add(tag, 0)
+
+    def finish(
+        self,
+        prog: Program,
+        pinned: Sequence[str | None],
+        group_of: Sequence[int],
+        names: dict[int, str],
+        prefix: str,
+    ) -> Assignment:
+        """Pinned nodes on their tag's stream, group 0 on the default stream, and
+        each other group on a stream of its own, made on first use and tagged
+        `names[group]`, else `prefix` numbered from 1."""
+        stream_of = [DEFAULT_STREAM] * len(prog)
+        made = {0: DEFAULT_STREAM}
+        numbered = 0
+        for n in range(len(prog)):
+            tag = pinned[n]
+            if tag is not None:
+                stream_of[n] = self.by_tag[tag]
+            elif prog.kind[n] is NodeKind.COMPUTE:
+                g = group_of[n]
+                s = made.get(g)
+                if s is None:
+                    name = names.get(g)
+                    if name is None:
+                        numbered += 1
+                        name = f"{prefix}{numbered}"
+                    s = made[g] = self._fresh(name)
+                stream_of[n] = s
+        return Assignment(self.infos, stream_of)
+
+
+def _free_compute(prog: Program, pinned: Sequence[str | None]) -> list[bool]:
+    return [k is NodeKind.COMPUTE and t is None for k, t in zip(prog.kind, pinned)]
+
+
+def _engine(prog: Program, n: int) -> Engine:
+    op = prog.ops[n]
+    assert isinstance(op, NpuOp)
+    return op.engine
+
+
+# --------------------------------------------------------------------------
+# ge
+# --------------------------------------------------------------------------
+
+_GE_ENGINE = {
+    Engine.CUBE: "AIcoreEngine",
+    Engine.VECTOR: "AIcoreEngine",
+    Engine.AICPU: "DNN_VM_AICPU",
+    Engine.COMM: "DNN_HCCL",
+}
+_GE_INDEPENDENT = frozenset({"DNN_HCCL"})
+_GE_ATTACH = frozenset({"DNN_VM_AICPU"})
+
+
+class _Clusters:
+    """GE's `GraphPartitioner::MarkClusters` over the compute nodes.
+
+    A cluster is named by its first node.  `ins`/`outs` are the cluster graph;
+    `done_outs` holds only the edges into clusters already visited, which are
+    all that GE's `HasSecondPath` may follow (it searches below the child),
+    so the search never scans the edges into the rest of the graph.
+    """
+
+    def __init__(self, prog: Program, keys: list[tuple[str, str] | None]) -> None:
+        self.keys = keys
+        nodes = [n for n, k in enumerate(keys) if k is not None]
+        self.members: dict[int, list[int]] = {n: [n] for n in nodes}
+        self.ins: dict[int, set[int]] = {n: set() for n in nodes}
+        self.outs: dict[int, set[int]] = {n: set() for n in nodes}
+        self.done_outs: dict[int, set[int]] = {n: set() for n in nodes}
+        self.cluster_of = list(range(len(keys)))
+        for n in nodes:
+            for p, _ in prog.deps[n]:
+                if keys[p] is not None:
+                    self.ins[n].add(p)
+                    self.outs[p].add(n)
+        for child in nodes:
+            for p in self.ins[child]:
+                self.done_outs[p].add(child)
+            parents = sorted(self.ins[child], key=lambda p: (len(self.outs[p]), p))
+            merged = child
+            for parent in parents:
+                if self._mergeable(parent, merged):
+                    merged = self._merge(parent, merged)
+
+    def _mergeable(self, parent: int, child: int) -> bool:
+        if self.keys[parent] != self.keys[child]:
+            return False
+        # Another path parent -> ... -> child would become a cycle once merged.
+        seen = {parent}
+        stack = [parent]
+        while stack:
+            c = stack.pop()
+            for out in self.done_outs[c]:
+                if out == child:
+                    if c != parent:
+                        return False
+                elif out not in seen:
+                    seen.add(out)
+                    stack.append(out)
+        return True
+
+    def _merge(self, a: int, b: int) -> int:
+        small, big = min(a, b), max(a, b)
+        for n in self.members[big]:
+            self.cluster_of[n] = small
+        self.members[small].extend(self.members.pop(big))
+        ins, outs, done = self.ins.pop(big), self.outs.pop(big), self.done_outs.pop(big)
+        for x in ins:
+            if x != small:
+                self.outs[x].discard(big)
+                self.outs[x].add(small)
+                if big in self.done_outs[x]:
+                    self.done_outs[x].discard(big)
+                    self.done_outs[x].add(small)
+        for y in outs:
+            if y != small:
+                self.ins[y].discard(big)
+                self.ins[y].add(small)
+        for edges, more in ((self.ins, ins), (self.outs, outs), (self.done_outs, done)):
+            edges[small] |= more
+            edges[small] -= {small, big}
+        return small
+
+
+def _assign_ge(
+    prog: Program, pinned: Sequence[str | None], base: _Streams, max_parallel: int
+) -> Assignment:
+    keys: list[tuple[str, str] | None] = [
+        (_GE_ENGINE[_engine(prog, n)], pinned[n] or "") if k is NodeKind.COMPUTE else None
+        for n, k in enumerate(prog.kind)
+    ]
+    clusters = _Clusters(prog, keys)
+    order = sorted(clusters.members)
+    engine = {c: key[0] for c in order if (key := keys[c]) is not None}
+    labelled = {c for c in order if pinned[c] is not None}
+
+    # Stream keys: ("indep", engine) or ("dep", engine, k); labelled ones stay pinned.
+    stream_key: dict[int, tuple[str, ...]] = {}
+    for c in order:
+        if c not in labelled and engine[c] in _GE_INDEPENDENT:
+            stream_key[c] = ("indep", engine[c])
+    next_stream: dict[str, int] = {}
+    new_streams: list[tuple[str, ...]] = []
+    reused: dict[int, int] = {}
+
+    def new_stream(c: int) -> tuple[str, ...]:
+        k = next_stream.get(engine[c], 0)
+        if k >= max_parallel:
+            k = 0
+        next_stream[engine[c]] = k + 1
+        key = ("dep", engine[c], str(k))
+        if key not in new_streams:
+            new_streams.append(key)
+        stream_key[c] = key
+        return key
+
+    def could_reuse(c: int, pred: int) -> bool:
+        if engine[pred] in _GE_INDEPENDENT or pred in labelled:
+            return False
+        if any(s != c and engine[s] == engine[pred] for s in clusters.outs[pred]):
+            return False
+        if engine[c] == engine[pred] or engine[c] in _GE_ATTACH:
+            return True
+        origin = reused.get(pred)
+        return origin is not None and engine[origin] == engine[c]
+
+    for c in order:
+        if c in labelled or c in stream_key:
+            continue
+        pred = next((p for p in sorted(clusters.ins[c]) if could_reuse(c, p)), None)
+        if pred is None:
+            new_stream(c)
+            continue
+        stream_key[c] = stream_key[pred] if pred in stream_key else new_stream(pred)
+        reused[c] = reused.get(pred, pred)
+
+    # Groups: the first new stream is the default; then comm, ge1, ge2, ... within budget.
+    extra = sorted({k for k in stream_key.values() if k[0] == "indep"}) + new_streams[1:]
+    group: dict[tuple[str, ...], int] = {k: 0 for k in new_streams[:1]}
+    names: dict[int, str] = {}
+    for i, made in enumerate(extra):
+        if i < base.budget:
+            group[made] = i + 1
+            if made[0] == "indep":
+                names[i + 1] = "comm"
+        else:
+            group[made] = 0
+    group_of = [0] * len(prog)
+    for n, cluster_key in enumerate(keys):
+        if cluster_key is not None and pinned[n] is None:
+            group_of[n] = group[stream_key[clusters.cluster_of[n]]]
+    return base.finish(prog, pinned, group_of, names, "ge")
+
+
+# --------------------------------------------------------------------------
+# engine
+# --------------------------------------------------------------------------
+
+_ENGINE_PRECEDENCE = (Engine.COMM, Engine.CUBE, Engine.AICPU, Engine.VECTOR)
+
+
+def _assign_engine(prog: Program, pinned: Sequence[str | None], base: _Streams) -> Assignment:
+    free = _free_compute(prog, pinned)
+    used = list(dict.fromkeys(_engine(prog, n) for n in range(len(prog)) if free[n]))
+    home = Engine.VECTOR if Engine.VECTOR in used or not used else used[0]
+    others = [e for e in _ENGINE_PRECEDENCE if e in used and e != home]
+    own = {e: i + 1 for i, e in enumerate(others[: base.budget])}
+    group_of = [own.get(_engine(prog, n), 0) if free[n] else 0 for n in range(len(prog))]
+    names = {g: str(e) for e, g in own.items()}
+    return base.finish(prog, pinned, group_of, names, "engine")
+
+
+# --------------------------------------------------------------------------
+# nimble
+# --------------------------------------------------------------------------
+
+
+def transitive_reduction(prog: Program, keep: Sequence[bool] | None = None) -> list[list[int]]:
+    """Per node, its successors in the transitive reduction of the dependence
+    DAG restricted to the nodes in `keep` (all compute nodes by default).
+
+    Orderings through other nodes still count: u -> v is reduced if u reaches
+    v, both are kept, and no other kept node lies on a path between them.
+    One reachability bitset per node (Python ints), in reverse issue order,
+    which is reverse topological.
+    """
+    n_nodes = len(prog)
+    work = [k is NodeKind.COMPUTE for k in prog.kind]
+    kept = list(keep) if keep is not None else work
+    succ: list[list[int]] = [[] for _ in range(n_nodes)]
+    for n, deps in enumerate(prog.deps):
+        if work[n]:
+            for p, _ in deps:
+                if work[p]:
+                    succ[p].append(n)
+    reach = [0] * n_nodes  # strictly below, as a bitset
+    first_kept = [0] * n_nodes  # kept nodes reached first, through unkept ones
+    reduced: list[list[int]] = [[] for _ in range(n_nodes)]
+    for u in range(n_nodes - 1, -1, -1):
+        if not work[u]:
+            continue
+        r = f = 0
+        for s in succ[u]:
+            bit = 1 << s
+            r |= reach[s] | bit
+            f |= bit if kept[s] else first_kept[s]
+        reach[u] = r
+        if not kept[u]:
+            first_kept[u] = f
+            continue
+        # The minimal candidates, in topological order: a candidate reached
+        # from an earlier one is implied by it.
+        out: list[int] = []
+        while f:
+            low = f & -f
+            v = low.bit_length() - 1
+            out.append(v)
+            f = (f ^ low) & ~reach[v]
+        reduced[u] = out
+    return reduced
+
+
+def max_matching(num: int, adj: Sequence[Sequence[int]]) -> list[int]:
+    """Hopcroft-Karp on the bipartite graph with `num` vertices a side and
+    edges `u -> adj[u]`; returns, per left vertex, its right partner or -1."""
+    match_l = [-1] * num
+    match_r = [-1] * num
+    for u in range(num):  # a greedy start saves most of the phases
+        for v in adj[u]:
+            if match_r[v] < 0:
+                match_l[u], match_r[v] = v, u
+                break
+    while True:
+        dist = [-1] * num
+        queue = [u for u in range(num) if match_l[u] < 0]
+        for u in queue:
+            dist[u] = 0
+        found = False
+        head = 0
+        while head < len(queue):
+            u = queue[head]
+            head += 1
+            for v in adj[u]:
+                w = match_r[v]
+                if w < 0:
+                    found = True
+                elif dist[w] < 0:
+                    dist[w] = dist[u] + 1
+                    queue.append(w)
+        if not found:
+            return match_l
+        cursor = [0] * num
+        for root in range(num):
+            if match_l[root] >= 0:
+                continue
+            path: list[int] = [root]
+            via: list[int] = []
+            while path:
+                u = path[-1]
+                if cursor[u] == len(adj[u]):
+                    dist[u] = -1  # a dead end for the rest of this phase
+                    path.pop()
+                    if via:
+                        via.pop()
+                    continue
+                v = adj[u][cursor[u]]
+                cursor[u] += 1
+                w = match_r[v]
+                if w < 0:
+                    via.append(v)
+                    for x, y in zip(path, via):
+                        match_l[x], match_r[y] = y, x
+                    break
+                if dist[w] == dist[u] + 1:
+                    path.append(w)
+                    via.append(v)
+
+
+def path_cover(prog: Program, keep: Sequence[bool]) -> list[list[int]]:
+    """Nimble's minimum path cover of the transitive reduction over the `keep`
+    nodes: the paths, each in issue order, ordered by their first node."""
+    reduced = transitive_reduction(prog, keep)
+    nodes = [n for n in range(len(prog)) if keep[n]]
+    index = {n: i for i, n in enumerate(nodes)}
+    adj = [[index[v] for v in reduced[n]] for n in nodes]
+    match = max_matching(len(nodes), adj)
+    has_pred = [False] * len(nodes)
+    for v in match:
+        if v >= 0:
+            has_pred[v] = True
+    paths: list[list[int]] = []
+    for i in range(len(nodes)):
+        if has_pred[i]:
+            continue
+        path = [nodes[i]]
+        j = match[i]
+        while j >= 0:
+            path.append(nodes[j])
+            j = match[j]
+        paths.append(path)
+    return paths
+
+
+def _assign_nimble(prog: Program, pinned: Sequence[str | None], base: _Streams) -> Assignment:
+    free = _free_compute(prog, pinned)
+    paths = path_cover(prog, free)
+    slots = 1 + base.budget
+    group_of = [0] * len(prog)
+    if len(paths) <= slots:
+        for g, path in enumerate(paths):
+            for n in path:
+                group_of[n] = g
+        return base.finish(prog, pinned, group_of, {}, "chain")
+    longest = sorted(range(1, len(paths)), key=lambda i: (-len(paths[i]), i))[: slots - 1]
+    kept = [0, *sorted(longest)]
+    group = {p: g for g, p in enumerate(kept)}
+    load = [len(paths[p]) for p in kept]
+    for i, path in enumerate(paths):
+        if i in group:
+            g = group[i]
+        else:
+            producers = [p for p, _ in prog.deps[path[0]] if free[p]]
+            if producers:
+                g = group_of[max(producers)]
+            else:
+                g = min(range(len(kept)), key=lambda k: (load[k], k))
+            load[g] += len(path)
+        for n in path:
+            group_of[n] = g
+    return base.finish(prog, pinned, group_of, {}, "chain")
+
+
+__all__ = [
+    "GE_MAX_PARALLEL",
+    "MODES",
+    "Assignment",
+    "assign",
+    "max_matching",
+    "path_cover",
+    "pinned_tags",
+    "transitive_reduction",
+]

@@ -1,0 +1,314 @@
+"""Schedule quality: simulated makespan of every workload under every stream-partition mode.
+
+For each workload and mode the module goes through
+
+    gear-multiversion,stream-partition{mode=M ignore-tags=T},coreset-lower,insert-events,sync-verify
+
+(`ignore-tags=true` for every mode but `user`, so the baselines and `auto` see an unannotated
+program) and is simulated on one rank of the device (collectives assume identical peers).
+A mode the pass does not implement yet (a usage error or an ImportError when the pipeline is
+built or run) is reported as "n/a", never guessed.
+
+The lower bound of a workload is the larger of
+- the critical path with every op alone on the whole device: `solo_duration_ns` plus the
+  launch overhead per op, along the dependence graph (data and `wait_tensor` edges);
+- for each engine, its total work over its capacity: the sum over its ops of solo duration x
+  cores used (`parallelism`), divided by the engine's cores (aiv collectives count as vector
+  work; sdma collectives hold no cores).
+No schedule the simulator runs can beat it: an op on fewer cores than its parallelism takes
+at least proportionally longer, and no op starts before its producers end.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workloads import QUICK_WORKLOADS, WORKLOADS, is_annotated
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+
+import npuir
+from npuir.analysis.dependence import DependenceGraph
+from npuir.analysis.program import NodeKind, build_program, module_streams, scheduled_functions
+from npuir.backends.npu.cost import parallelism, solo_duration_ns
+from npuir.backends.npu.hardware import Hardware, load_hardware
+from npuir.backends.npu.simulator import op_work, simulate
+from npuir.diagnostics import DiagnosticError, UsageError
+from npuir.dialects.npu import NpuOp
+
+MODES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble", "auto")
+BASELINES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble")
+HW = "910b2"
+
+
+def pipeline(mode: str) -> str:
+    ignore = "false" if mode == "user" else "true"
+    return (
+        f"gear-multiversion,stream-partition{{mode={mode} ignore-tags={ignore}}},"
+        "coreset-lower,insert-events,sync-verify"
+    )
+
+
+@dataclass
+class LowerBound:
+    critical_path_ns: int
+    engine_ns: dict[str, float]
+
+    @property
+    def ns(self) -> float:
+        return max(self.critical_path_ns, *self.engine_ns.values(), 0)
+
+
+def lower_bound(func: FuncOp, hw: Hardware) -> LowerBound:
+    """The bound of the module docstring for one unlowered (or lowered) function."""
+    prog = DependenceGraph(func).run().prog
+    finish = [0] * len(prog)
+    work_by_engine: dict[str, int] = {"cube": 0, "vector": 0, "aicpu": 0}
+    for n in range(len(prog)):
+        start = max((finish[p] for p, _ in prog.deps[n]), default=0)
+        duration = 0
+        op = prog.ops[n]
+        if prog.kind[n] is NodeKind.COMPUTE and isinstance(op, NpuOp):
+            work = op_work(op, hw)
+            solo = solo_duration_ns(hw, work)
+            duration = solo + hw.launch_ns
+            if work.engine == "comm":
+                if work.mode == "aiv":
+                    work_by_engine["vector"] += solo * hw.vector_cores
+            else:
+                work_by_engine[work.engine] += solo * parallelism(hw, work)
+        finish[n] = start + duration
+    engine_ns = {e: w / hw.cores(e) for e, w in work_by_engine.items() if w}
+    return LowerBound(max(finish, default=0), engine_ns)
+
+
+@dataclass
+class ModeResult:
+    status: str
+    """"ok", "n/a" (mode not implemented), "error" (the pipeline refused), "deadlock"."""
+    makespan_ns: int | None = None
+    waits: int | None = None
+    streams: int | None = None
+    races: int | None = None
+    compile_s: float | None = None
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status}
+        for key in ("makespan_ns", "waits", "streams", "races", "compile_s"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass
+class WorkloadResult:
+    name: str
+    ops: int
+    annotated: bool
+    bound: LowerBound
+    modes: dict[str, ModeResult] = field(default_factory=dict[str, ModeResult])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ops": self.ops,
+            "annotated": self.annotated,
+            "lower_bound_ns": round(self.bound.ns),
+            "critical_path_ns": self.bound.critical_path_ns,
+            "engine_bound_ns": {e: round(v) for e, v in self.bound.engine_ns.items()},
+            "modes": {m: r.to_json() for m, r in self.modes.items()},
+        }
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def run_mode(module: ModuleOp, mode: str, hw: Hardware) -> ModeResult:
+    """Lower a clone of `module` with `mode` and simulate it on one rank."""
+    lowered = module.clone()
+    ctx = npuir.make_context()
+    t0 = time.perf_counter()
+    try:
+        passes = npuir.build_pipeline(pipeline(mode))
+        npuir.run_passes(ctx, lowered, passes, verify_each=False)
+    except (UsageError, ImportError, NotImplementedError) as exc:
+        return ModeResult("n/a", reason=_first_line(exc))
+    except DiagnosticError as exc:
+        return ModeResult("error", reason=_first_line(exc))
+    compile_s = time.perf_counter() - t0
+    ctx.diagnostics.drain()
+    streams = module_streams(lowered)
+    funcs = scheduled_functions(lowered)
+    programs = [build_program(f, streams) for f in funcs[:1]]
+    result = simulate(programs, hw)
+    prog = programs[0]
+    used = {prog.stream[n] for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE}
+    status = "ok" if result.deadlock is None else "deadlock"
+    return ModeResult(
+        status,
+        makespan_ns=result.makespan_ns if result.deadlock is None else None,
+        waits=result.waits_executed,
+        streams=len(used),
+        races=len(result.races),
+        compile_s=round(compile_s, 4),
+        reason=result.deadlock.describe().splitlines()[0] if result.deadlock else "",
+    )
+
+
+def run_workload(name: str, text: str, hw: Hardware, modes: Sequence[str]) -> WorkloadResult:
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, text, f"{name}.mlir")
+    funcs = scheduled_functions(module)
+    entry = funcs[0]
+    ops = sum(1 for op in entry.walk() if isinstance(op, NpuOp))
+    annotated = is_annotated(text)
+    out = WorkloadResult(name, ops, annotated, lower_bound(entry, hw))
+    for mode in modes:
+        if mode == "user" and not annotated:
+            continue
+        out.modes[mode] = run_mode(module, mode, hw)
+    return out
+
+
+def _geomean(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _makespan(w: WorkloadResult, mode: str) -> int | None:
+    r = w.modes.get(mode)
+    return r.makespan_ns if r is not None and r.status == "ok" else None
+
+
+def summarise(results: Sequence[WorkloadResult]) -> dict[str, Any]:
+    """Geomean speedups over `single`, `auto` against the bound, and where `auto` loses."""
+    speedup: dict[str, float | None] = {}
+    for mode in MODES:
+        if mode == "single":
+            continue
+        ratios = [
+            s / m for w in results if (s := _makespan(w, "single")) and (m := _makespan(w, mode))
+        ]
+        speedup[mode] = round(g, 4) if (g := _geomean(ratios)) is not None else None
+    over_bound: dict[str, float | None] = {}
+    for mode in MODES:
+        ratios = [m / w.bound.ns for w in results if (m := _makespan(w, mode)) and w.bound.ns]
+        over_bound[mode] = round(g, 4) if (g := _geomean(ratios)) is not None else None
+    losses: list[dict[str, Any]] = []
+    for w in results:
+        auto = _makespan(w, "auto")
+        if auto is None:
+            continue
+        beaten = {b: m for b in BASELINES if (m := _makespan(w, b)) is not None and m < auto}
+        if beaten:
+            losses.append({"workload": w.name, "auto_ns": auto, "beaten_by": beaten})
+    auto_available = any(_makespan(w, "auto") is not None for w in results)
+    return {
+        "geomean_speedup_over_single": speedup,
+        "geomean_makespan_over_lower_bound": over_bound,
+        "auto_available": auto_available,
+        "auto_speedup_over_single": speedup.get("auto"),
+        "auto_over_lower_bound": over_bound.get("auto"),
+        "auto_loses_to_a_baseline": losses,
+    }
+
+
+def select(names: str | None, quick: bool) -> dict[str, Callable[[], str]]:
+    registry = QUICK_WORKLOADS if quick else WORKLOADS
+    if not names:
+        return dict(registry)
+    chosen: dict[str, Callable[[], str]] = {}
+    for name in names.split(","):
+        name = name.strip()
+        matches = [n for n in registry if n == name or n.startswith(name)]
+        if not matches:
+            raise SystemExit(
+                f"bench/run.py: unknown workload '{name}' (choose from: {', '.join(registry)})"
+            )
+        for n in matches:
+            chosen[n] = registry[n]
+    return chosen
+
+
+def run_schedule(
+    names: str | None = None, quick: bool = False, modes: Sequence[str] = MODES
+) -> dict[str, Any]:
+    hw = load_hardware(HW)
+    results = [run_workload(name, gen(), hw, modes) for name, gen in select(names, quick).items()]
+    return {
+        "hw": HW,
+        "quick": quick,
+        "pipeline": pipeline("M").replace("ignore-tags=true", "ignore-tags=T"),
+        "ignore_tags": "T = false for mode user, true for every other mode",
+        "workloads": {w.name: w.to_json() for w in results},
+        "summary": summarise(results),
+    }
+
+
+def _fmt_us(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1000:.1f}"
+
+
+def _fmt_ratio(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def print_schedule(result: dict[str, Any]) -> None:
+    print(f"device {result['hw']}, one rank (collectives assume identical peers)")
+    print(f"pipeline {result['pipeline']}; {result['ignore_tags']}")
+    for name, w in result["workloads"].items():
+        engines = ", ".join(f"{e} {_fmt_us(v)}" for e, v in w["engine_bound_ns"].items())
+        print()
+        print(
+            f"{name}: {w['ops']} ops{' (annotated)' if w['annotated'] else ''}; lower bound "
+            f"{_fmt_us(w['lower_bound_ns'])} us (critical path "
+            f"{_fmt_us(w['critical_path_ns'])}; {engines})"
+        )
+        single = w["modes"].get("single", {}).get("makespan_ns")
+        print(
+            f"  {'mode':<8} {'makespan us':>12} {'x single':>9} {'/ bound':>8} "
+            f"{'waits':>6} {'streams':>8} {'compile s':>10}"
+        )
+        for mode, r in w["modes"].items():
+            if r["status"] != "ok":
+                print(f"  {mode:<8} {r['status']:>12}  {r.get('reason', '')}")
+                continue
+            m = r["makespan_ns"]
+            speed = f"{single / m:.3f}" if single else "-"
+            print(
+                f"  {mode:<8} {_fmt_us(m):>12} {speed:>9} {m / w['lower_bound_ns']:>8.3f} "
+                f"{r['waits']:>6} {r['streams']:>8} {r['compile_s']:>10.3f}"
+            )
+    s = result["summary"]
+    print()
+    print(
+        "geomean speedup over single: "
+        + ", ".join(f"{m} {_fmt_ratio(v)}" for m, v in s["geomean_speedup_over_single"].items())
+    )
+    print(
+        "geomean makespan / lower bound: "
+        + ", ".join(
+            f"{m} {_fmt_ratio(v)}" for m, v in s["geomean_makespan_over_lower_bound"].items()
+        )
+    )
+    if not s["auto_available"]:
+        print("auto: n/a (stream-partition has no mode=auto yet)")
+    else:
+        print(f"auto speedup over single (geomean): {_fmt_ratio(s['auto_speedup_over_single'])}")
+        print(f"auto / lower bound (geomean): {_fmt_ratio(s['auto_over_lower_bound'])}")
+        losses = s["auto_loses_to_a_baseline"]
+        if not losses:
+            print("auto loses to no baseline")
+        for loss in losses:
+            beaten = ", ".join(f"{b} {_fmt_us(v)} us" for b, v in loss["beaten_by"].items())
+            print(f"auto loses on {loss['workload']}: {_fmt_us(loss['auto_ns'])} us vs {beaten}")

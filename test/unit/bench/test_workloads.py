@@ -1,0 +1,109 @@
+"""The benchmark workloads are valid programs, the examples match their generators, and the
+schedule harness prints valid JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import npuir
+from npuir.backends.npu.runner import EXIT_OK, RunConfig, run_program
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import workloads  # noqa: E402
+
+ALL: dict[str, Callable[[], str]] = {
+    **{f"full/{n}": g for n, g in workloads.WORKLOADS.items()},
+    **{f"quick/{n}": g for n, g in workloads.QUICK_WORKLOADS.items()},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_workload_verifies_and_lowers(name: str) -> None:
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, ALL[name](), f"{name}.mlir")
+    npuir.run_passes(ctx, module, npuir.build_pipeline("npu-default"))
+
+
+def test_registry_names() -> None:
+    expected = {
+        "seed",
+        "moe_decode",
+        "tp_decoder_decode",
+        "tp_decoder_prefill",
+        "multi_branch",
+        "random_dag_0",
+        "random_dag_1",
+        "random_dag_2",
+    }
+    assert set(workloads.WORKLOADS) == expected
+    assert set(workloads.QUICK_WORKLOADS) == expected
+
+
+def test_annotations() -> None:
+    annotated = {n for n, g in workloads.WORKLOADS.items() if workloads.is_annotated(g())}
+    assert annotated == {"seed", "moe_decode", "tp_decoder_decode", "tp_decoder_prefill"}
+
+
+def test_random_dag_is_seeded() -> None:
+    cfg = workloads.DagConfig(ops=30, rows=16, cols=32)
+    a, b = workloads.random_dag(5, cfg), workloads.random_dag(5, cfg)
+    assert a == b
+    assert a != workloads.random_dag(6, cfg)
+    assert sum(line.strip().startswith("%") and " = npu." in line for line in a.splitlines()) == 30
+
+
+@pytest.mark.parametrize("name", sorted(workloads.EXAMPLES))
+def test_example_matches_generator(name: str) -> None:
+    filename, _ = workloads.EXAMPLES[name]
+    path = workloads.EXAMPLES_DIR / filename
+    assert path.read_text() == workloads.example_text(name), (
+        f"examples/{filename} is stale: run `python bench/run.py examples`"
+    )
+
+
+@pytest.mark.parametrize("name", ["moe_decode", "tp_decoder_decode", "tp_decoder_prefill"])
+def test_quick_workload_checks_numerically(name: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{name}.mlir"
+    path.write_text(workloads.QUICK_WORKLOADS[name]())
+    outcome = run_program(RunConfig(path=str(path), check=True))
+    assert outcome.status == EXIT_OK
+    assert outcome.report["check"]["passed"]
+
+
+def test_schedule_quick_json() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "run.py"),
+            "schedule",
+            "--quick",
+            "--json",
+            "--workloads",
+            "seed",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    doc = json.loads(proc.stdout)
+    seed = doc["schedule"]["workloads"]["seed"]
+    assert seed["annotated"]
+    assert seed["lower_bound_ns"] > 0
+    single = seed["modes"]["single"]
+    assert single["status"] == "ok"
+    assert single["makespan_ns"] >= seed["lower_bound_ns"]
+    assert single["streams"] == 1
+    for result in seed["modes"].values():
+        assert result["status"] in ("ok", "n/a", "error", "deadlock")
+        if result["status"] == "ok":
+            assert result["makespan_ns"] >= seed["lower_bound_ns"]
+    assert "geomean_speedup_over_single" in doc["schedule"]["summary"]
