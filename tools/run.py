@@ -1,7 +1,8 @@
 """`npuir-run`: interpret and simulate an npuir program, and report.
 
 Exit codes: 0 ok; 1 bad input (including a race refused and a shape no gear
-matches); 2 usage (including --plot without matplotlib); 3 deadlock (also
+matches); 2 usage (including --plot without matplotlib and an unwritable --trace or --plot
+path); 3 deadlock (also
 under --check); 4 check failed.
 """
 
@@ -14,17 +15,16 @@ from collections.abc import Sequence
 
 from npuir.backends.npu.runner import (
     EXIT_INPUT,
-    EXIT_OK,
     EXIT_USAGE,
     RunConfig,
     run_program,
 )
-from npuir.diagnostics import DiagnosticError, UsageError
+from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
 
 EPILOG = """exit codes:
   0  ok
   1  bad input (syntax, verifier or pass error, a race refused, a shape no gear matches)
-  2  usage (bad flag or value, --plot without matplotlib)
+  2  usage (bad flag or value, --plot without matplotlib, an unwritable output path)
   3  deadlock (also under --check)
   4  --check found an output that differs from the unscheduled program"""
 
@@ -100,38 +100,46 @@ def run(argv: Sequence[str] | None = None) -> int:
         check=args.check,
         timing_only=args.timing_only,
     )
+    # Diagnostics show the offending line, as npuir-opt's do.
+    sources = SourceManager()
+    try:
+        with open(args.input, encoding="utf-8", errors="replace") as f:
+            sources.add(args.input, f.read())
+    except OSError:
+        pass  # run_program reports the unreadable file
     try:
         outcome = run_program(config)
     except UsageError as exc:
         print(f"npuir-run: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except DiagnosticError as exc:
-        from npuir.diagnostics import SourceManager
-
-        sources = SourceManager()
-        try:
-            with open(args.input, encoding="utf-8", errors="replace") as f:
-                sources.add(args.input, f.read())
-        except OSError:
-            pass
-        print(exc.diagnostic.render(sources), file=sys.stderr)
+        for diagnostic in (exc.diagnostic, *exc.notes):
+            print(diagnostic.render(sources), file=sys.stderr)
         return EXIT_INPUT
     for warning in outcome.warnings:
-        print(warning.render(), file=sys.stderr)
+        print(warning.render(sources), file=sys.stderr)
     if outcome.result is not None and (args.trace or args.plot):
         from npuir.backends.npu.trace import plot_timeline, write_trace
 
-        if args.trace:
-            write_trace(outcome.result, outcome.programs, args.trace)
-        if args.plot:
-            plot_timeline(outcome.result, outcome.programs, args.plot)
+        writers = [(args.trace, write_trace), (args.plot, plot_timeline)]
+        for path, write in writers:
+            if not path:
+                continue
+            try:
+                write(outcome.result, outcome.programs, path)
+            except OSError as exc:
+                print(
+                    f"npuir-run: error: cannot write '{path}': {exc.strerror or exc}",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
     if args.json:
         print(json.dumps(outcome.report, indent=2))
     else:
         from npuir.backends.npu.report import render_report
 
         sys.stdout.write(render_report(outcome.report))
-    return outcome.status if outcome.status != EXIT_OK else EXIT_OK
+    return outcome.status
 
 
 def main() -> None:

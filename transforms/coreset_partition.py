@@ -219,7 +219,7 @@ class CoresetPartitionPass(ModulePass):
                 ctx,
                 target,
                 f"coreset-partition limits {what} in @{c.func} to {c.count} {c.engine} cores "
-                f"(simulated makespan of the module {best[0]} ns)",
+                f"(simulated makespans of the module's functions sum to {best[0]} ns)",
             )
         self._write(op, chosen)
 

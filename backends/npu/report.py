@@ -15,6 +15,12 @@ from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import SimResult
 
 
+def _where(programs: Sequence[Program], rank: int, stream: int) -> dict[str, Any]:
+    """A stream named as in the report's "streams" list: its user tag and its symbol."""
+    info = programs[rank].streams[stream]
+    return {"rank": rank, "stream": info.tag, "symbol": info.symbol}
+
+
 def _deadlock(result: SimResult, programs: Sequence[Program]) -> dict[str, Any] | None:
     dl = result.deadlock
     if dl is None:
@@ -24,8 +30,7 @@ def _deadlock(result: SimResult, programs: Sequence[Program]) -> dict[str, Any] 
         "description": dl.describe(),
         "blocked": [
             {
-                "rank": b.rank,
-                "stream": b.stream_name,
+                **_where(programs, b.rank, b.stream),
                 "op": b.op,
                 "reason": b.reason,
                 "pool": b.pool or None,
@@ -35,7 +40,10 @@ def _deadlock(result: SimResult, programs: Sequence[Program]) -> dict[str, Any] 
             }
             for b in dl.blocked
         ],
-        "cycle": [{"rank": r, "op": programs[r].describe(n)} for r, n in dl.cycle],
+        "cycle": [
+            {**_where(programs, r, programs[r].stream[n]), "op": programs[r].describe(n)}
+            for r, n in dl.cycle
+        ],
     }
 
 

@@ -3,8 +3,9 @@
 This is the library behind `npuir-run` (the tool only parses arguments):
 
     outcome = run_program(RunConfig(path="examples/seed_multistream.mlir"))
-    outcome.status        # 0 ok, 1 bad input, 3 deadlock, 4 check failed
+    outcome.status        # 0 ok, 3 deadlock, 4 check failed (bad input raises)
     outcome.report        # the JSON-able report (see `npuir.backends.npu.report`)
+    outcome.outputs       # each rank's outputs (and `outcome.inputs` what they came from)
 
 Steps: parse; apply the pipeline (`npu-default` when the input is not
 lowered yet; `--hw` overrides the module's `npu.target` for the passes too);
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import BlockArgument
+from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 import npuir
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
@@ -37,14 +38,16 @@ from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.report import build_report
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
-from npuir.dialects import gear, npu
+from npuir.dialects import gear, npu, stream
 from npuir.transforms.gear_multiversion import GearTypeError, specialise
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
 
+# The baseline keeps the generic version for shapes no gear matches: the run itself only
+# gets that far with such a shape when its own pipeline kept one (`fallback=dynamic`).
 SINGLE_STREAM_PIPELINE = (
-    "gear-multiversion,stream-partition{mode=single ignore-tags=true},coreset-lower,"
-    "insert-events,sync-verify"
+    "gear-multiversion{fallback=dynamic},stream-partition{mode=single ignore-tags=true},"
+    "coreset-lower,insert-events,sync-verify"
 )
 
 Array = np.ndarray[Any, Any]
@@ -69,11 +72,17 @@ class RunConfig:
 
 @dataclass
 class RunOutcome:
+    """What a run produced: the exit status, the report, and what it was computed from."""
+
     status: int
     report: dict[str, Any]
     result: SimResult | None = None
     programs: list[Program] = field(default_factory=list[Program])
     warnings: list[Diagnostic] = field(default_factory=list[Diagnostic])
+    inputs: list[list[Array]] = field(default_factory=list[list[Array]])
+    """Each rank's inputs (random or from `--inputs`); empty under timing-only."""
+    outputs: list[list[Array]] = field(default_factory=list[list[Array]])
+    """Each rank's outputs of the scheduled program; empty under timing-only."""
 
 
 def _hardware(config: RunConfig, module: ModuleOp) -> Hardware:
@@ -81,9 +90,13 @@ def _hardware(config: RunConfig, module: ModuleOp) -> Hardware:
     try:
         return load_hardware(spec)
     except HardwareError as exc:
-        if config.hw is not None and not Path(config.hw).suffix:
+        if config.hw is None:
+            raise error(module, str(exc)) from None
+        # A preset that does not exist or a file that cannot be read is a bad flag value; a
+        # file that can be read but is wrong is bad input (its message names file and line).
+        if not Path(config.hw).is_file():
             raise UsageError(f"--hw: {exc}") from None
-        raise error(module, str(exc)) from None
+        raise DiagnosticError(Diagnostic("error", f"--hw: {exc}")) from None
 
 
 def _functions(module: ModuleOp) -> dict[str, FuncOp]:
@@ -164,21 +177,47 @@ def _needs_positive(func: FuncOp) -> bool:
     return any(op.name in positive_domain_ops for op in func.body.walk())
 
 
+def _through_waits(value: SSAValue) -> SSAValue:
+    """The value a chain of `stream.wait_tensor` results stands for."""
+    while isinstance(value, OpResult) and isinstance(value.op, stream.WaitTensorOp):
+        value = value.op.tensor
+    return value
+
+
 def _index_bound(func: FuncOp, index: int, shapes: Sequence[tuple[int, ...]]) -> int | None:
-    """For an argument used as gather indices, the size of the gathered dim."""
-    arg = func.body.block.args[index]
-    for use in arg.uses:
-        op = use.operation
-        if isinstance(op, npu.GatherOp) and use.index == 1:
-            data = op.data
-            axis = op.axis.value.data if op.axis is not None else 0
-            if isinstance(data, BlockArgument) and data.block is func.body.block:
-                data_shape = shapes[data.index]
-            else:
-                assert isinstance(data.type, TensorType)
-                data_shape = tuple(data.type.get_shape())
-            return int(data_shape[axis % len(data_shape)])
-    return None
+    """For an argument used as gather indices, the size of the gathered dim.
+
+    Uses are followed through `stream.wait_tensor` (which returns its tensor), and a
+    gathered argument takes the shape given for it, so dynamic dims are bounded too.
+    """
+    values: list[SSAValue] = [func.body.block.args[index]]
+    bound: int | None = None
+    while values:
+        value = values.pop()
+        for use in value.uses:
+            op = use.operation
+            if isinstance(op, stream.WaitTensorOp) and use.index == 0:
+                values.append(op.result)
+            elif isinstance(op, npu.GatherOp) and use.index == 1:
+                data = _through_waits(op.data)
+                if isinstance(data, BlockArgument) and data.block is func.body.block:
+                    data_shape = shapes[data.index]
+                else:
+                    assert isinstance(data.type, TensorType)
+                    data_shape = tuple(data.type.get_shape())
+                axis = op.axis.value.data if op.axis is not None else 0
+                size = int(data_shape[axis % len(data_shape)])
+                if size != npu.DYN:
+                    bound = size if bound is None else min(bound, size)
+    if bound == 0:
+        raise DiagnosticError(
+            Diagnostic(
+                "error",
+                f"argument {index} of @{func.sym_name.data} indexes an empty axis; "
+                "give inputs with --inputs",
+            )
+        )
+    return bound
 
 
 def make_inputs(
@@ -207,15 +246,45 @@ def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
     per_rank: list[list[Array]] = []
     for rank, func in enumerate(funcs):
         values: list[Array] = []
-        for index in range(len(func.function_type.inputs)):
+        for index, ty in enumerate(func.function_type.inputs):
             key = next((k for k in (f"rank{rank}/arg{index}", f"arg{index}") if k in arrays), None)
             if key is None:
                 raise DiagnosticError(
                     Diagnostic("error", f"'{path}' has no array 'arg{index}' for rank {rank}")
                 )
-            values.append(arrays[key])
+            assert isinstance(ty, TensorType)
+            values.append(_given_input(path, key, arrays[key], func, index, ty))
         per_rank.append(values)
     return per_rank
+
+
+def _given_input(
+    path: str, key: str, array: Array, func: FuncOp, index: int, ty: TensorType[Any]
+) -> Array:
+    """`array` as argument `index` of `func`, refused unless it fits the argument's type."""
+    where = f"'{path}' array '{key}'"
+    dtype = numpy_dtype(npu.dtype_name(ty.element_type))
+    # np.save stores bfloat16 (an ml_dtypes type) as 2-byte void; its bits are the value.
+    if array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize == 2:
+        array = array.view(dtype)
+    if array.dtype != dtype:
+        raise DiagnosticError(
+            Diagnostic(
+                "error",
+                f"{where} has dtype {array.dtype}, but argument {index} of "
+                f"@{func.sym_name.data} is {ty}: save it as {dtype}",
+            )
+        )
+    shape = tuple(ty.get_shape())
+    if array.ndim != len(shape) or any(d != npu.DYN and d != n for d, n in zip(shape, array.shape)):
+        raise DiagnosticError(
+            Diagnostic(
+                "error",
+                f"{where} has shape {'x'.join(map(str, array.shape)) or 'scalar'}, which does "
+                f"not fit argument {index} of @{func.sym_name.data}, {ty}",
+            )
+        )
+    return array
 
 
 def timing_function(func: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:
@@ -300,7 +369,9 @@ def run_program(config: RunConfig) -> RunOutcome:
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)
-    funcs = _functions(module)
+    # The functions as written: lowering rewrites `module`'s in place (a gear dispatcher keeps
+    # nothing of the body that says which inputs need positive values or index bounds).
+    funcs = _functions(original)
     given = load_inputs(config.inputs, [funcs[n] for n in names]) if config.inputs else None
     shapes = [
         _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
@@ -316,6 +387,8 @@ def run_program(config: RunConfig) -> RunOutcome:
     single, _, _, _ = _simulate(baseline, names, shapes, hw)
 
     check: dict[str, Any] | None = None
+    inputs: list[list[Array]] = []
+    outputs: list[list[Array]] = []
     if not config.timing_only:
         inputs = given or [
             make_inputs(funcs[n], s, config.seed, r) for r, (n, s) in enumerate(zip(names, shapes))
@@ -340,7 +413,7 @@ def run_program(config: RunConfig) -> RunOutcome:
         status = EXIT_DEADLOCK
     elif check is not None and not check["passed"]:
         status = EXIT_CHECK
-    return RunOutcome(status, report, result, programs, warnings)
+    return RunOutcome(status, report, result, programs, warnings, inputs, outputs)
 
 
 def _check(

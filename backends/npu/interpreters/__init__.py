@@ -10,8 +10,7 @@ from xdsl.interpreter import InterpreterFunctions
 
 
 def npu_functions() -> list[InterpreterFunctions]:
-    from xdsl.interpreters.func import FuncFunctions
-
+    from npuir.backends.npu.interpreters.func import FuncFunctions
     from npuir.backends.npu.interpreters.gear import GearFunctions
     from npuir.backends.npu.interpreters.npu import NpuFunctions
     from npuir.backends.npu.interpreters.stream import StreamFunctions

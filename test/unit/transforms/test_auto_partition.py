@@ -1,0 +1,91 @@
+"""stream-partition{mode=auto}: never slower than a baseline, judged exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from randgraph import random_annotated_graph
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+
+import npuir
+from npuir.analysis.partition import assign, pinned_tags
+from npuir.analysis.program import build_program, module_streams, scheduled_functions
+from npuir.backends.npu.hardware import load_hardware
+from npuir.backends.npu.simulator import simulate
+from npuir.dialects import stream
+from npuir.transforms.stream_partition_auto import Judge, assign_auto
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+MODES = ("single", "ge", "engine", "nimble", "auto")
+HW = load_hardware("910b2")
+
+
+def _makespan(text: str, mode: str, ignore_tags: bool = True, max_streams: int = 8) -> int:
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, text)
+    flags = f"mode={mode} ignore-tags={'true' if ignore_tags else 'false'} max-streams={max_streams}"
+    spec = f"stream-partition{{{flags}}},coreset-lower,insert-events,sync-verify"
+    npuir.run_passes(ctx, module, npuir.build_pipeline(spec))
+    streams = module_streams(module)
+    total = 0
+    for func in scheduled_functions(module):
+        result = simulate([build_program(func, streams)], HW)
+        assert result.deadlock is None
+        total += result.makespan_ns
+    return total
+
+
+@pytest.mark.parametrize(
+    "name", ["seed_multistream", "multi_branch", "tp_decoder_decode", "moe_decode"]
+)
+def test_auto_is_never_slower_than_a_baseline_or_the_user(name: str) -> None:
+    text = (EXAMPLES / f"{name}.mlir").read_text()
+    spans = {mode: _makespan(text, mode) for mode in MODES}
+    spans["user"] = _makespan(text, "user", ignore_tags=False)
+    assert spans["auto"] == min(spans.values()), spans
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31), num_ops=st.integers(1, 25), cap=st.integers(1, 5))
+def test_auto_beats_baselines_on_random_graphs_within_the_cap(seed: int, num_ops: int, cap: int) -> None:
+    text = random_annotated_graph(seed, num_ops, num_tags=2, wait_tensor_rate=0.2)
+    spans = {mode: _makespan(text, mode, max_streams=cap) for mode in MODES}
+    assert spans["auto"] <= min(spans.values()), spans
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, text)
+    spec = f"stream-partition{{mode=auto ignore-tags=true max-streams={cap}}}"
+    npuir.run_passes(ctx, module, npuir.build_pipeline(spec))
+    assert len([op for op in module.ops if isinstance(op, stream.DeclOp)]) <= cap
+
+
+def _func(module: ModuleOp) -> FuncOp:
+    return next(op for op in module.ops if isinstance(op, FuncOp))
+
+
+def test_the_judge_predicts_the_lowered_program_exactly() -> None:
+    """What auto's judge simulates is what the passes produce, op for op."""
+    text = (EXAMPLES / "tp_decoder_decode.mlir").read_text()
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, text)
+    prog = build_program(_func(module))
+    none = [None] * len(prog)
+    for mode in ("ge", "engine", "nimble"):
+        predicted = Judge(prog, HW, None)(mode, assign(mode, prog, none, {}, 8)).makespan
+        assert predicted == _makespan(text, mode), mode
+
+
+def test_auto_keeps_user_pins() -> None:
+    text = random_annotated_graph(7, 20, num_tags=3, wait_tensor_rate=0.0)
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, text)
+    func = _func(module)
+    prog = build_program(func)
+    pinned, priorities = pinned_tags(func)
+    result = assign_auto(prog, pinned, priorities, 8, HW)
+    for n, tag in enumerate(pinned):
+        if tag is not None:
+            assert result.streams[result.stream_of[n]].tag == tag
