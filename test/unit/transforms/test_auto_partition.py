@@ -27,7 +27,9 @@ HW = load_hardware("910b2")
 def _makespan(text: str, mode: str, ignore_tags: bool = True, max_streams: int = 8) -> int:
     ctx = npuir.make_context()
     module = npuir.parse_text(ctx, text)
-    flags = f"mode={mode} ignore-tags={'true' if ignore_tags else 'false'} max-streams={max_streams}"
+    flags = (
+        f"mode={mode} ignore-tags={'true' if ignore_tags else 'false'} max-streams={max_streams}"
+    )
     spec = f"stream-partition{{{flags}}},coreset-lower,insert-events,sync-verify"
     npuir.run_passes(ctx, module, npuir.build_pipeline(spec))
     streams = module_streams(module)
@@ -51,7 +53,9 @@ def test_auto_is_never_slower_than_a_baseline_or_the_user(name: str) -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**31), num_ops=st.integers(1, 25), cap=st.integers(1, 5))
-def test_auto_beats_baselines_on_random_graphs_within_the_cap(seed: int, num_ops: int, cap: int) -> None:
+def test_auto_beats_baselines_on_random_graphs_within_the_cap(
+    seed: int, num_ops: int, cap: int
+) -> None:
     text = random_annotated_graph(seed, num_ops, num_tags=2, wait_tensor_rate=0.2)
     spans = {mode: _makespan(text, mode, max_streams=cap) for mode in MODES}
     assert spans["auto"] <= min(spans.values()), spans
