@@ -58,8 +58,12 @@ class EventPlan:
     """cross-stream dependencies found (the joins before return included)."""
 
 
-def plan_events(prog: Program) -> EventPlan:
-    """The minimal waits for `prog` as assigned and ordered (see the module docstring)."""
+def plan_events(prog: Program, assign_ids: bool = True) -> EventPlan:
+    """The minimal waits for `prog` as assigned and ordered (see the module docstring).
+
+    Without `assign_ids` the plan has no physical ids (a search that only
+    times the result does not need them).
+    """
     sweep = ClockSweep(len(prog.streams))
     position = [-1] * len(prog)
     after: dict[int, Clock] = {}
@@ -105,7 +109,7 @@ def plan_events(prog: Program) -> EventPlan:
             last_on[s] = n
             after[n] = sweep.snapshot(s)
     recorded = sorted(needs_record)
-    ids = assign_event_ids(prog, recorded, waits_before, position, after)
+    ids = assign_event_ids(prog, recorded, waits_before, position, after) if assign_ids else {}
     return EventPlan(waits_before, recorded, ids, cross_deps)
 
 

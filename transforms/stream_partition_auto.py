@@ -54,7 +54,7 @@ LimitFn = Callable[[Program, int, str], int | None]
 # Trials of the local search: about this many simulated ops in total, so the
 # search costs the same few seconds whatever the graph size (bounded below and
 # above for tiny and huge graphs).
-_SEARCH_OPS = 400_000
+_SEARCH_OPS = 150_000
 _MIN_TRIALS, _MAX_TRIALS = 4, 400
 
 
@@ -69,7 +69,7 @@ def lowered_program(prog: Program, assignment: Assignment) -> tuple[Program, lis
     assigned = dataclasses.replace(
         prog, stream=list(assignment.stream_of), streams=list(assignment.streams)
     )
-    plan = plan_events(assigned)
+    plan = plan_events(assigned, assign_ids=False)
     recorded = set(plan.recorded)
     out = Program(prog.func, streams=list(assignment.streams))
     new_index: dict[int, int] = {}
