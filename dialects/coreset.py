@@ -11,8 +11,10 @@ cores carries its effective `coreset.cores`.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, i64
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -21,13 +23,10 @@ from xdsl.irdl import (
     param_def,
     prop_def,
     region_def,
-    traits_def,
-    var_operand_def,
     var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import scope
@@ -129,7 +128,7 @@ class CoresAttr(ParametrizedAttribute):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(scope.ScopeYieldOp):
     """Passes values out of a `coreset.limit` scope.
 
     ```mlir
@@ -138,18 +137,7 @@ class YieldOp(IRDLOperation):
     """
 
     name = "coreset.yield"
-
-    values = var_operand_def()
-
-    traits = traits_def(IsTerminator())
-
-    assembly_format = "($values^ `:` type($values))? attr-dict"
-
-    def __init__(self, *values: SSAValue) -> None:
-        super().__init__(operands=[list(values)])
-
-    def verify_(self) -> None:
-        scope.verify_yield_parent(self, LimitOp)
+    PARENT: ClassVar[str] = "coreset.limit"
 
 
 @irdl_op_definition

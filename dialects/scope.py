@@ -13,8 +13,10 @@ escapes the body except through the yield — lives here once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
-from xdsl.ir import Attribute, Block, Operation, Region
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.irdl import IRDLOperation, traits_def, var_operand_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
@@ -95,7 +97,38 @@ def verify_scope(op: Operation, body: Region, yield_type: type[Operation]) -> No
                     )
 
 
-def verify_yield_parent(op: Operation, parent_type: type[Operation]) -> None:
-    parent = op.parent_op()
-    if not isinstance(parent, parent_type):
-        raise VerifyException(f"expects parent op '{parent_type.name}'")
+class ScopeYieldOp(IRDLOperation):
+    """The terminator of a scope: passes values out of it (subclasses name the scope)."""
+
+    PARENT: ClassVar[str]
+
+    values = var_operand_def()
+
+    traits = traits_def(IsTerminator())
+
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue) -> None:
+        super().__init__(operands=[list(values)])
+
+    def verify_(self) -> None:
+        parent = self.parent_op()
+        if parent is None or parent.name != self.PARENT:
+            raise VerifyException(f"expects parent op '{self.PARENT}'")
+
+
+def inline_scope(op: Operation) -> None:
+    """Replace a scope by its body: the ops move in front of it, in order, and
+    its results are replaced by the values its yield passes out."""
+    parent = op.parent_block()
+    assert parent is not None
+    body = op.regions[0].block
+    term = body.last_op
+    assert term is not None
+    for inner in list(body.ops):
+        if inner is not term:
+            inner.detach()
+            parent.insert_op_before(inner, op)
+    for result, value in zip(op.results, term.operands):
+        result.replace_all_uses_with(value)
+    parent.erase_op(op)

@@ -31,12 +31,11 @@ from xdsl.irdl import (
     region_def,
     result_def,
     traits_def,
-    var_operand_def,
     var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, SymbolOpInterface
+from xdsl.traits import SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import scope
@@ -49,7 +48,7 @@ STREAM_ON = "stream.on"
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(scope.ScopeYieldOp):
     """Passes values out of a `stream.switch` scope.
 
     ```mlir
@@ -58,18 +57,7 @@ class YieldOp(IRDLOperation):
     """
 
     name = "stream.yield"
-
-    values = var_operand_def()
-
-    traits = traits_def(IsTerminator())
-
-    assembly_format = "($values^ `:` type($values))? attr-dict"
-
-    def __init__(self, *values: SSAValue) -> None:
-        super().__init__(operands=[list(values)])
-
-    def verify_(self) -> None:
-        scope.verify_yield_parent(self, SwitchOp)
+    PARENT: ClassVar[str] = "stream.switch"
 
 
 @irdl_op_definition

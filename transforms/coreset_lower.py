@@ -19,7 +19,7 @@ from xdsl.passes import ModulePass
 from npuir.analysis.core_limits import CoreLimits, engines_used
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.diagnostics import error
-from npuir.dialects import coreset
+from npuir.dialects import coreset, scope
 from npuir.dialects.npu import NpuOp, target_of
 
 
@@ -39,18 +39,7 @@ def inline_limits(module: ModuleOp) -> None:
             assert block is not None
             block.erase_op(op)
         elif isinstance(op, coreset.LimitOp):
-            parent = op.parent_block()
-            assert parent is not None
-            body = op.body.block
-            term = body.last_op
-            assert isinstance(term, coreset.YieldOp)
-            for inner in list(body.ops):
-                if inner is not term:
-                    inner.detach()
-                    parent.insert_op_before(inner, op)
-            for result, value in zip(op.results, term.operands):
-                result.replace_all_uses_with(value)
-            parent.erase_op(op)
+            scope.inline_scope(op)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from npuir.analysis.program import (
 from npuir.backends.npu.hardware import Hardware
 from npuir.context import remark
 from npuir.diagnostics import error
-from npuir.dialects import coreset, stream
+from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import DYN, NpuOp
 from npuir.transforms.coreset_lower import device_of
 
@@ -90,19 +90,7 @@ def flatten_switches(func: FuncOp) -> None:
     """Move every scope's body in front of it and replace its results by the yielded values."""
     switches = [op for op in func.body.walk() if isinstance(op, stream.SwitchOp)]
     for switch in reversed(switches):
-        parent = switch.parent_block()
-        assert parent is not None
-        body = switch.body.block
-        term = body.last_op
-        assert isinstance(term, stream.YieldOp)
-        for op in list(body.ops):
-            if op is term:
-                continue
-            op.detach()
-            parent.insert_op_before(op, switch)
-        for result, value in zip(switch.results, term.operands):
-            result.replace_all_uses_with(value)
-        parent.erase_op(switch)
+        scope.inline_scope(switch)
 
 
 def _first_scope_over(func: FuncOp, max_streams: int) -> stream.SwitchOp | None:
