@@ -218,8 +218,27 @@ def _earliest_finish(
     return Assignment(streams, stream_of)
 
 
+def _chain_from(
+    prog: Program, assignment: Assignment, node: int, users: list[list[int]]
+) -> list[int]:
+    """`node` and the later ops of its stream that depend on it through that stream alone."""
+    s = assignment.stream_of[node]
+    chain = [node]
+    seen = {node}
+    for n in chain:
+        for m in users[n]:
+            if m not in seen and assignment.stream_of[m] == s and prog.kind[m] is NodeKind.COMPUTE:
+                seen.add(m)
+                chain.append(m)
+    return sorted(chain)
+
+
 def _move(
-    assignment: Assignment, node: int, target: int, max_streams: int, reserved: Collection[str]
+    assignment: Assignment,
+    nodes: Sequence[int],
+    target: int,
+    max_streams: int,
+    reserved: Collection[str],
 ) -> Assignment | None:
     streams = list(assignment.streams)
     if target == len(streams):
@@ -228,7 +247,8 @@ def _move(
         tag = _fresh_tag(target, {info.tag for info in streams} | set(reserved))
         streams.append(StreamInfo(f"s{target}", tag, 0))
     stream_of = list(assignment.stream_of)
-    stream_of[node] = target
+    for node in nodes:
+        stream_of[node] = target
     used = sorted(set(stream_of) | {DEFAULT_STREAM})
     if len(used) != len(streams):
         remap = {old: new for new, old in enumerate(used)}
@@ -275,8 +295,10 @@ def assign_auto(
     )
     best = min(judged, key=Judged.key)
 
-    # Local search along the critical path; each accepted move restarts it.
+    # Local search along the critical path: move one op, or the chain it
+    # starts on its stream, elsewhere; each accepted move restarts the scan.
     budget = judge.trials + max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // max(1, len(prog))))
+    users = prog.users()
     improved = True
     while improved and judge.trials < budget:
         improved = False
@@ -284,15 +306,22 @@ def assign_auto(
             if pinned[node] is not None or prog.kind[node] is not NodeKind.COMPUTE:
                 continue
             current = best.assignment.stream_of[node]
-            for target in range(len(best.assignment.streams) + 1):
-                if target == current or judge.trials >= budget:
-                    continue
-                moved = _move(best.assignment, node, target, max_streams, reserved)
-                if moved is None:
-                    continue
-                candidate = judge(f"{best.name}+move", moved)
-                if candidate.key() < best.key():
-                    best, improved = candidate, True
+            chain = [
+                n for n in _chain_from(prog, best.assignment, node, users) if pinned[n] is None
+            ]
+            groups = [[node]] + ([chain] if len(chain) > 1 else [])
+            for group in groups:
+                for target in range(len(best.assignment.streams) + 1):
+                    if target == current or judge.trials >= budget:
+                        continue
+                    moved = _move(best.assignment, group, target, max_streams, reserved)
+                    if moved is None:
+                        continue
+                    candidate = judge(f"{best.name}+move", moved)
+                    if candidate.key() < best.key():
+                        best, improved = candidate, True
+                        break
+                if improved:
                     break
             if improved:
                 break
