@@ -9,8 +9,10 @@ finds a problem in the IR raises a located `DiagnosticError`.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -66,7 +68,34 @@ def run_passes(
     verify_each: bool = True,
 ) -> None:
     """Apply `passes` in order, verifying the IR after each one (unless told not to:
-    the benchmarks time the passes alone)."""
+    the benchmarks time the passes alone).
+
+    Python's cyclic collector is paused meanwhile: passes allocate many small
+    objects that live as long as the IR, and each collection would walk the
+    whole module again (on a 100k-op program, a third of the pass time).
+    """
+    with _collector_paused():
+        _run_passes(ctx, module, passes, after_each, verify_each)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _run_passes(
+    ctx: Context,
+    module: ModuleOp,
+    passes: list[ModulePass],
+    after_each: PassCallback | None,
+    verify_each: bool,
+) -> None:
     for p in passes:
         try:
             p.apply(ctx, module)
