@@ -77,3 +77,19 @@ func.func @two_dims(%x: tensor<?x?xf16> {gear.dims = #gear.dims<0: [8, 16], 1: [
 // CHECK:         %b = npu.mul %c, %o : (tensor<16x32xf16>, tensor<16x1xf16>) -> tensor<16x32xf16>
 // CHECK-LABEL: func.func @two_dims_g3(%x: tensor<16x64xf16>, %w: tensor<64x32xf16>) -> (tensor<32x64xf16>, tensor<8x64xf16>, tensor<?x2xi64>)
 // WARN-NOT: warning
+
+// -----
+
+// Tests that duplicate gears merge silently, keeping first-occurrence order
+// (deterministic, unlike a set): [4, 2, 4, 8] gives the versions 4, 2, 8.
+
+func.func @duplicates(%x: tensor<?x2xf32> {gear.dims = #gear.dims<0: [4, 2, 4, 8]>}) -> tensor<?x2xf32> {
+  %e = npu.exp %x : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  func.return %e : tensor<?x2xf32>
+}
+
+// CHECK-LABEL: func.func @duplicates(
+// CHECK-NEXT:    gear.dispatch(%x) dims [0:0] cases {[4] -> @duplicates_g0, [2] -> @duplicates_g1, [8] -> @duplicates_g2}
+// CHECK-LABEL: func.func @duplicates_g0(%x: tensor<4x2xf32>)
+// CHECK-LABEL: func.func @duplicates_g1(%x: tensor<2x2xf32>)
+// CHECK-LABEL: func.func @duplicates_g2(%x: tensor<8x2xf32>)
