@@ -1013,6 +1013,7 @@ def _find_cycle(blocked: Sequence[BlockedOp]) -> tuple[tuple[int, int], ...]:
 
 def _critical_path(sim: _Simulation, last: int) -> list[tuple[int, int]]:
     start, end, g_rank, base_of = sim.start, sim.end, sim.g_rank, sim.base
+    group_of, core_pred, preps = sim.group_of, sim.core_pred, sim.preps
     path: list[tuple[int, int]] = []
     seen: set[int] = set()
     g = last
@@ -1022,22 +1023,31 @@ def _critical_path(sim: _Simulation, last: int) -> list[tuple[int, int]]:
         path.append((r, g - base_of[r]))
         t = start[g]
         best, best_end = -1, -1
-        for member in sim.group_of.get(g, (g,)):
+        for member in group_of.get(g, (g,)):
             mr = g_rank[member]
             base = base_of[mr]
             mn = member - base
-            prep = sim.preps[mr]
-            # Stream predecessor first, so that it wins ties: the plain FIFO chain.
+            prep = preps[mr]
+            # The stream predecessor is looked at first so that it wins ties: the
+            # plain FIFO chain.
             prev = prep.prev_on_stream[mn]
-            cands = [base + p for p in prep.deps[mn]]
             if prev >= 0:
-                cands.insert(0, base + prev)
+                p = base + prev
+                pe = end[p]
+                if best_end < pe <= t and p not in seen:
+                    best, best_end = p, pe
+            for q in prep.deps[mn]:
+                p = base + q
+                pe = end[p]
+                if best_end < pe <= t and p not in seen:
+                    best, best_end = p, pe
             if prep.kind[mn] == _WAIT:
-                cands.append(base + prep.bound[mn])
-            released = sim.core_pred.get(member, -1)
-            if released >= 0:
-                cands.append(released)
-            for p in cands:
+                p = base + prep.bound[mn]
+                pe = end[p]
+                if best_end < pe <= t and p not in seen:
+                    best, best_end = p, pe
+            p = core_pred.get(member, -1)
+            if p >= 0:
                 pe = end[p]
                 if best_end < pe <= t and p not in seen:
                     best, best_end = p, pe
