@@ -141,11 +141,29 @@ class Assignment:
     """Index 0 is the default stream (tag "default"); symbols are `s<index>`."""
     stream_of: list[int]
     """Per node, an index into `streams`; `func.return` is on 0."""
+    order: list[int] | None = None
+    """A new issue order (node indices, topological, the return last), or None
+    to keep the order as written."""
 
 
 # --------------------------------------------------------------------------
 # The user's scopes
 # --------------------------------------------------------------------------
+
+
+def permuted(prog: Program, order: Sequence[int]) -> Program:
+    """`prog` with its nodes issued in `order` (which must be topological)."""
+    position = {old: new for new, old in enumerate(order)}
+    out = Program(prog.func, streams=list(prog.streams))
+    for old in order:
+        out.ops.append(prog.ops[old])
+        out.kind.append(prog.kind[old])
+        out.stream.append(prog.stream[old])
+        out.deps.append([(position[p], k) for p, k in prog.deps[old]])
+        out.event_of.append(-1 if prog.event_of[old] < 0 else position[prog.event_of[old]])
+        out.event_id.append(prog.event_id[old])
+    out.index = {op: i for i, op in enumerate(out.ops)}
+    return out
 
 
 def pinned_tags(func: FuncOp) -> tuple[list[str | None], dict[str, int]]:

@@ -86,6 +86,40 @@ def _first_switch(func: FuncOp) -> stream.SwitchOp | None:
     return None
 
 
+def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
+    """Issue the ops of a flat function in `order` (node indices of `prog`).
+
+    Ops that are not nodes keep their place in front (`coreset.stream_limit`);
+    a `stream.wait_tensor` goes right before its first user — its `dep`'s
+    producer precedes every user already, as a control dependency.
+    """
+    block = func.body.block
+    nodes = [prog.ops[n] for n in order]
+    in_program = set(nodes)
+    waits = [op for op in block.ops if isinstance(op, stream.WaitTensorOp)]
+    leading = [op for op in block.ops if op not in in_program and op not in waits]
+    for op in list(block.ops):
+        op.detach()
+    placed: set[Operation] = set()
+
+    def place(op: Operation) -> None:
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, stream.WaitTensorOp) and owner not in placed:
+                place(owner)
+        placed.add(op)
+        block.add_op(op)
+
+    for op in leading:
+        block.add_op(op)
+    for op in nodes[:-1]:
+        place(op)
+    for wait in waits:
+        if wait not in placed:
+            place(wait)
+    place(nodes[-1])
+
+
 def flatten_switches(func: FuncOp) -> None:
     """Move every scope's body in front of it and replace its results by the yielded values."""
     switches = [op for op in func.body.walk() if isinstance(op, stream.SwitchOp)]
@@ -291,6 +325,8 @@ class StreamPartitionPass(ModulePass):
         for wait, s in waits.items():
             wait.attributes[stream.STREAM_ON] = refs[s]
         flatten_switches(func)
+        if result.order is not None:
+            reissue(func, prog, result.order)
 
     @staticmethod
     def _declare(module: ModuleOp, table: StreamTable) -> None:
