@@ -53,6 +53,7 @@ def build_report(
     hw: Hardware,
     *,
     single_stream_ns: int | None,
+    single_stream_deadlocks: bool = False,
     gears: Sequence[str | None],
     entries: Sequence[str],
     check: dict[str, Any] | None,
@@ -81,6 +82,7 @@ def build_report(
         "gears": list(gears),
         "makespan_ns": makespan,
         "single_stream_ns": single_stream_ns,
+        "single_stream_deadlocks": single_stream_deadlocks,
         "speedup_over_single_stream": ratio,
         "streams": streams,
         "utilisation": {k: round(v, 4) for k, v in sorted(result.utilisation.items())},
@@ -109,6 +111,8 @@ def render_report(report: dict[str, Any]) -> str:
         return "\n".join(lines) + "\n"
     lines.append(f"makespan         {report['makespan_ns']} ns")
     single = report["single_stream_ns"]
+    if report.get("single_stream_deadlocks"):
+        lines.append("single stream    deadlocks: on one stream per rank the program cannot finish")
     if single is not None:
         lines.append(
             f"single stream    {single} ns  (speedup {report['speedup_over_single_stream']}x)"

@@ -376,7 +376,11 @@ def run_program(config: RunConfig) -> RunOutcome:
     shapes = [
         _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
     ]
-    _lower(ctx, module, config.pipeline, config.hw)
+    try:
+        _lower(ctx, module, config.pipeline, config.hw)
+    except DiagnosticError as exc:
+        # Warnings the passes gave before the error still matter to the user.
+        raise DiagnosticError(exc.diagnostic, (*ctx.diagnostics.drain(), *exc.notes)) from None
     warnings = list(ctx.diagnostics.drain())
     result, programs, actual, gears = _simulate(module, names, shapes, hw)
 
@@ -404,6 +408,7 @@ def run_program(config: RunConfig) -> RunOutcome:
         programs,
         hw,
         single_stream_ns=single.makespan_ns if single.deadlock is None else None,
+        single_stream_deadlocks=single.deadlock is not None,
         gears=gears,
         entries=list(names),
         check=check,

@@ -384,3 +384,34 @@ def test_warnings_show_the_source_line(capsys: pytest.CaptureFixture[str]) -> No
     assert lines[first].startswith(f"{path}:30:7: warning: hold-and-wait hazard: 'npu.nonzero'")
     assert lines[first + 1].strip() == "%n = npu.nonzero %mask : (!m) -> tensor<?x2xi64>"
     assert lines[first + 2].strip() == "^"
+
+
+def test_single_stream_baseline_that_deadlocks_is_reported(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # On one stream per rank the two ranks issue their collectives in opposite
+    # order, so the single-stream baseline cannot finish; the scheduled run can.
+    code, report = run_json(
+        capsys, EXAMPLES / "core_limit_fixed.mlir", "--entries", "rank0,rank1", "--timing-only"
+    )
+    assert code == 0
+    assert report["single_stream_deadlocks"] is True
+    assert report["single_stream_ns"] is None and report["speedup_over_single_stream"] is None
+    code, report = run_json(capsys, EXAMPLES / "seed_multistream.mlir", "--timing-only")
+    assert report["single_stream_deadlocks"] is False and report["single_stream_ns"] > 0
+
+
+def test_warnings_before_a_failing_pass_are_kept(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # gear-multiversion warns about the dropped product gears, then sync-verify
+    # (the runner adds it) fails because nothing partitioned the versions.
+    source = EXAMPLES / "gears.mlir"
+    text = source.read_text().replace('gear.policy = "zip"', 'gear.policy = "product"')
+    path = write(tmp_path, "product.mlir", text)
+    code, _, err = npuir_run(
+        capsys, path, "--pipeline", "gear-multiversion", "--shape", "0=2x2", "--shape", "1=2x2"
+    )
+    assert code == 1
+    assert "warning: dropping gear" in err and "error:" in err
+    assert "Traceback" not in err
