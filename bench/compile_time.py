@@ -1,7 +1,8 @@
 """Compile-time scaling: pass time next to parse time, as a ratio.
 
 Measures `stream-partition,insert-events,sync-verify` against parsing the
-same file, at several sizes.  `gc.freeze()` after building big IR keeps the
+same file, at several sizes, and the parse and print throughput (ops per
+second; parsing includes npuir's op-by-op verification).  `gc.freeze()` after building big IR keeps the
 cyclic collector from making large runs look superlinear.
 """
 
@@ -23,6 +24,7 @@ class CompileFigures:
     ops: int
     parse_s: float
     passes_s: float
+    print_s: float
 
     @property
     def ratio(self) -> float:
@@ -42,5 +44,7 @@ def measure(n_ops: int) -> CompileFigures:
     t2 = time.perf_counter()
     npuir.run_passes(ctx, module, passes, verify_each=False)
     t3 = time.perf_counter()
+    npuir.print_ir(module)
+    t4 = time.perf_counter()
     gc.unfreeze()
-    return CompileFigures(ops, t1 - t0, t3 - t2)
+    return CompileFigures(ops, t1 - t0, t3 - t2, t4 - t3)

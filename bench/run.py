@@ -45,6 +45,8 @@ def run_compile(sizes: list[int]) -> dict[str, Any]:
                 "passes_s": round(f.passes_s, 4),
                 "passes_over_parse": round(f.ratio, 4),
                 "parse_ops_per_s": round(f.ops / f.parse_s),
+                "print_s": round(f.print_s, 4),
+                "print_ops_per_s": round(f.ops / f.print_s),
             }
         )
     growth = None
@@ -55,11 +57,14 @@ def run_compile(sizes: list[int]) -> dict[str, Any]:
 
 
 def _print_compile(result: dict[str, Any]) -> None:
-    print(f"{'ops':>8} {'parse s':>9} {'passes s':>9} {'passes/parse':>13} {'parse ops/s':>12}")
+    print(
+        f"{'ops':>8} {'parse s':>9} {'passes s':>9} {'passes/parse':>13} {'parse ops/s':>12}"
+        f" {'print ops/s':>12}"
+    )
     for r in result["rows"]:
         print(
             f"{r['ops']:>8} {r['parse_s']:>9.3f} {r['passes_s']:>9.3f} "
-            f"{r['passes_over_parse']:>13.3f} {r['parse_ops_per_s']:>12}"
+            f"{r['passes_over_parse']:>13.3f} {r['parse_ops_per_s']:>12} {r['print_ops_per_s']:>12}"
         )
     if result["passes_growth_vs_size_growth"]:
         t, n = result["passes_growth_vs_size_growth"]
