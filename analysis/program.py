@@ -30,6 +30,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from npuir.diagnostics import DiagnosticError, error
 from npuir.dialects import coreset, gear, stream, sync
 from npuir.dialects.npu import NpuOp
+from npuir.gc_pause import without_collector
 
 DEFAULT_STREAM = 0
 """Index of the default stream in `Program.streams`."""
@@ -165,6 +166,7 @@ def module_streams(module: ModuleOp) -> list[StreamInfo]:
     ]
 
 
+@without_collector
 def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Program:
     """Read `func` into a `Program`.
 

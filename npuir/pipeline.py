@@ -9,10 +9,8 @@ finds a problem in the IR raises a located `DiagnosticError`.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import typing
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -21,6 +19,7 @@ from xdsl.utils.arg_spec import ArgSpecParseError, parse_pipeline
 from xdsl.utils.exceptions import DiagnosticException
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
+from npuir.gc_pause import collector_paused
 from npuir.transforms import PASSES
 from npuir.transforms.pipelines import PIPELINES
 from npuir.verifier import verify
@@ -74,19 +73,8 @@ def run_passes(
     objects that live as long as the IR, and each collection would walk the
     whole module again (on a 100k-op program, a third of the pass time).
     """
-    with _collector_paused():
+    with collector_paused():
         _run_passes(ctx, module, passes, after_each, verify_each)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _run_passes(

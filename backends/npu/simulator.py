@@ -58,7 +58,6 @@ whole `simulate` call at about 140k nodes/s (200k with a warm cache).
 
 from __future__ import annotations
 
-import gc
 import heapq
 import math
 from collections.abc import Callable, Sequence
@@ -79,6 +78,7 @@ from npuir.dialects.npu import (
     shape_of,
     tensor_bytes,
 )
+from npuir.gc_pause import collector_paused
 
 from .cost import (
     OpWork,
@@ -1205,9 +1205,7 @@ def simulate(
     limit_fn = limits if limits is not None else coreset_limit
     # The run allocates many small objects and frees none of them in cycles; a collection
     # would walk the whole IR each time, so the collector is paused for the run.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         prepared: dict[int, _Prepared] = {}
         preps: list[_Prepared] = []
         for prog in programs:
@@ -1220,6 +1218,3 @@ def simulate(
         sim.find_races()
         deadlock = sim.deadlock() if sim.finished < sim.total else None
         return _collect(sim, deadlock)
-    finally:
-        if was_enabled:
-            gc.enable()
