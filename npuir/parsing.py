@@ -14,20 +14,34 @@ an undefined value at its first use.
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Attribute, AttributeInvT, Operation, SSAValue, TypeAttribute
-from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Span
-from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
 
 SPLIT_MARKER = "// -----"
+
+
+class _LinearLexer(MLIRLexer):
+    """xDSL 0.74's lexer with a string-literal pattern that cannot backtrack.
+
+    xDSL's pattern nests quantifiers (`(?:[^"...]+|...)*`), so an unclosed
+    string on a long line takes exponential time to reject; matching the same
+    language one character at a time takes linear time.
+    """
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
 
 
 class LocatingParser(Parser):
@@ -41,7 +55,12 @@ class LocatingParser(Parser):
         sources: SourceManager,
         base_offset: int = 0,
     ) -> None:
-        super().__init__(ctx, text, filename)
+        # Parser.__init__, with the linear lexer (Parser hard-codes its own).
+        AttrParser.__init__(self, ParserState(_LinearLexer(Input(text, filename))), ctx)
+        self.ssa_values = {}
+        self.blocks = {}
+        self.forward_block_references = defaultdict(list)
+        self.forward_ssa_references = {}
         self._filename = filename
         self._file_attr = StringAttr(filename)
         self._sources = sources
@@ -196,8 +215,9 @@ def parse_module(
     base_offset: int = 0,
 ) -> ModuleOp:
     """Parse one module; a syntax error becomes a located `DiagnosticError`."""
-    parser = LocatingParser(ctx, text, filename, sources, base_offset)
     try:
+        # Building the parser lexes the first token, which can fail too.
+        parser = LocatingParser(ctx, text, filename, sources, base_offset)
         return parser.parse_module()
     except ParseError as exc:
         loc = sources.location_of_offset(filename, base_offset + exc.span.start)

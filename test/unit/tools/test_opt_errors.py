@@ -96,6 +96,28 @@ def test_garbled_token(tmp_path: Path) -> None:
     assert_located_error(run_opt(path), path, text, loc_of(text, "$$"), "Unexpected character: $")
 
 
+def test_unclosed_string_on_a_long_line_is_rejected_at_once(tmp_path: Path) -> None:
+    # xDSL's own string pattern backtracks exponentially here (found by fuzzing
+    # the examples); npuir's lexer matches one character at a time.
+    text = GOOD.replace("npu.relu %a", 'npu.relu %a {note = "never closed ' + "x (y) " * 20 + "}")
+    path = write(tmp_path, text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "npuir.tools.opt", str(path)],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert_located_error(
+        proc, path, text, loc_of(text, '"never'), "End of file reached before closing string"
+    )
+
+
+def test_a_string_as_the_first_token(tmp_path: Path) -> None:
+    text = '"abc\n'
+    path = write(tmp_path, text)
+    assert_located_error(run_opt(path), path, text, (1, 1), "closing string literal")
+
+
 def test_undefined_value_points_at_its_first_use(tmp_path: Path) -> None:
     text = GOOD.replace("npu.relu %a", "npu.relu %missing")
     path = write(tmp_path, text)
