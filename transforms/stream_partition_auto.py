@@ -25,13 +25,13 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    limits `coreset-lower` would write — and is simulated on the device; the
    fastest wins (ties: fewer waits, then fewer streams, then the earlier
    candidate).  No IR is rewritten until the end.
-3. **Refine.** Local search from each order's winner along its simulated critical
-   path: move one op — or the chain it starts on its stream (the later ops
-   there that depend on it through that stream) — to another stream or a new
-   one within `max-streams`, and keep the move if the simulated makespan
-   drops.  The number of trials is
-   fixed by the graph size (not by a clock), so results are deterministic
-   and a 10k-op graph finishes in seconds.
+3. **Refine.** Local search from each order's winner along its simulated
+   critical path: move one op — or the chain it starts on its stream (the
+   later ops there that depend on it through that stream) — to another
+   stream or a new one within `max-streams`, and keep the move if the
+   simulated makespan drops.  The number of trials is fixed by the graph
+   size (not by a clock), so results are deterministic and a 10k-op graph
+   finishes in seconds.
 
 Since the baselines are candidates and the judge is the same simulator the
 benchmarks use, `auto` is never slower than any of them on the program it is
