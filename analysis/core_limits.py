@@ -20,6 +20,7 @@ op's stream is its `stream.on` once partitioned, else its innermost
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -68,6 +69,11 @@ class Limit:
     source: Operation | None
 
 
+def _given(op: coreset.LimitOp | coreset.StreamLimitOp) -> dict[str, Limit]:
+    """The counts a limit op gives, each set by `op`."""
+    return {e: Limit(c, op) for e in ENGINES if (c := op.count(e)) is not None}
+
+
 class CoreLimits:
     """Resolves every op's limits (see the module docstring)."""
 
@@ -106,28 +112,19 @@ class CoreLimits:
 
     @staticmethod
     def _add_stream_limit(table: dict[str, dict[str, Limit]], op: coreset.StreamLimitOp) -> None:
-        entry = table.setdefault(op.tag.data, {})
-        for engine in ENGINES:
-            count = op.count(engine)
-            if count is not None:
-                entry[engine] = Limit(count, op)
+        table.setdefault(op.tag.data, {}).update(_given(op))
 
     def _walk(
         self,
-        ops: object,
+        ops: Iterable[Operation],
         tag: str,
         scope: dict[str, Limit],
         streams: dict[str, dict[str, Limit]],
         base: dict[str, Limit],
     ) -> None:
-        for op in ops:  # type: ignore[attr-defined]
+        for op in ops:
             if isinstance(op, coreset.LimitOp):
-                inner = dict(scope)
-                for engine in ENGINES:
-                    count = op.count(engine)
-                    if count is not None:
-                        inner[engine] = Limit(count, op)
-                self._walk(op.body.block.ops, tag, inner, streams, base)
+                self._walk(op.body.block.ops, tag, {**scope, **_given(op)}, streams, base)
             elif isinstance(op, stream.SwitchOp):
                 self._walk(op.body.block.ops, op.tag_name, scope, streams, base)
             elif isinstance(op, NpuOp):
