@@ -534,8 +534,8 @@ class SimResult:
     hw_name: str
     ranks: int
     makespan_ns: int
-    ops: list[OpRecord]
-    """Every node that ran, by rank then issue order."""
+    _op_source: Callable[[], list[OpRecord]] = field(repr=False, compare=False)
+    """Builds `ops` when first asked for (a search never asks)."""
     stream_busy_ns: dict[tuple[int, int], int]
     """(rank, stream) -> time spent executing nodes (not blocked)."""
     utilisation: dict[str, float]
@@ -558,9 +558,17 @@ class SimResult:
     peak_memory_by_rank: list[int]
     races: list[Race] = field(default_factory=list[Race])
     deadlock: Deadlock | None = None
+    _ops: list[OpRecord] | None = field(default=None, init=False, repr=False, compare=False)
     _by_key: dict[tuple[int, int], OpRecord] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+
+    @property
+    def ops(self) -> list[OpRecord]:
+        """Every node that ran, by rank then issue order."""
+        if self._ops is None:
+            self._ops = self._op_source()
+        return self._ops
 
     def op(self, rank: int, node: int) -> OpRecord | None:
         """The record of `node` on `rank`, or None if it did not run."""
@@ -1091,9 +1099,40 @@ def _peak_memory(sim: _Simulation, r: int, makespan: int) -> int:
     return peak
 
 
+def _op_records(sim: _Simulation) -> list[OpRecord]:
+    """One `OpRecord` per node that ran, by rank then issue order."""
+    pool_names = ("", *POOL_ENGINES)  # indexed by pool + 1
+    ops: list[OpRecord] = []
+    append = ops.append
+    for r, prep in enumerate(sim.preps):
+        base = sim.base[r]
+        n_nodes = len(prep.kind)
+        starts = sim.start[base : base + n_nodes]
+        ends = sim.end[base : base + n_nodes]
+        cores_of = sim.cores[base : base + n_nodes]
+        held = sim.held_from[base : base + n_nodes]
+        for n, (st, en, s, pool, cores, engine) in enumerate(
+            zip(starts, ends, prep.stream, prep.pool, cores_of, prep.engine, strict=True)
+        ):
+            if st >= 0:
+                append(
+                    OpRecord(
+                        r,
+                        n,
+                        s,
+                        st,
+                        en,
+                        cores,
+                        engine,
+                        pool_names[pool + 1],
+                        held[n] if cores else st,
+                    )
+                )
+    return ops
+
+
 def _collect(sim: _Simulation, deadlock: Deadlock | None) -> SimResult:
     hw = sim.hw
-    ops: list[OpRecord] = []
     busy: dict[tuple[int, int], int] = {}
     core_ns = dict.fromkeys(POOL_ENGINES, 0)
     waits = records = 0
@@ -1102,8 +1141,6 @@ def _collect(sim: _Simulation, deadlock: Deadlock | None) -> SimResult:
     edges: list[tuple[int, int, int]] = []
     makespan = 0
     last = -1
-    pool_names = ("", *POOL_ENGINES)  # indexed by pool + 1
-    append = ops.append
     for r, prep in enumerate(sim.preps):
         base = sim.base[r]
         prog = prep.prog
@@ -1115,17 +1152,11 @@ def _collect(sim: _Simulation, deadlock: Deadlock | None) -> SimResult:
         starts = sim.start[base : base + n_nodes]
         ends = sim.end[base : base + n_nodes]
         cores_of = sim.cores[base : base + n_nodes]
-        held = sim.held_from[base : base + n_nodes]
-        for n, (st, en, s, pool, cores, engine, kind) in enumerate(
-            zip(starts, ends, prep.stream, prep.pool, cores_of, prep.engine, prep.kind, strict=True)
+        for n, (st, en, s, pool, cores, kind) in enumerate(
+            zip(starts, ends, prep.stream, prep.pool, cores_of, prep.kind, strict=True)
         ):
             if st < 0:
                 continue
-            append(
-                OpRecord(
-                    r, n, s, st, en, cores, engine, pool_names[pool + 1], held[n] if cores else st
-                )
-            )
             stream_busy[s] += en - st
             pool_ns[pool + 1] += cores * (en - st)
             if en >= makespan:
@@ -1157,7 +1188,7 @@ def _collect(sim: _Simulation, deadlock: Deadlock | None) -> SimResult:
         hw_name=hw.name,
         ranks=sim.ranks,
         makespan_ns=makespan,
-        ops=ops,
+        _op_source=lambda: _op_records(sim),
         stream_busy_ns=busy,
         utilisation=util,
         critical_path=_critical_path(sim, last) if last >= 0 else [],
