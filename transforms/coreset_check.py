@@ -27,10 +27,12 @@ first.  Needs a lowered function (after `insert-events`, so events order it).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
@@ -168,6 +170,18 @@ class CoreChecker:
         return out
 
 
+def function_checkers(module: ModuleOp, hw: Hardware) -> Iterator[tuple[FuncOp, CoreChecker]]:
+    """A `CoreChecker` for each scheduled function of a partitioned module."""
+    limits = CoreLimits(module, hw).run()
+    streams = module_streams(module)
+    for func in scheduled_functions(module):
+        if not streams:
+            raise error(
+                func, "coreset-check needs a partitioned module; run stream-partition first"
+            )
+        yield func, CoreChecker(build_program(func, streams), limits, hw)
+
+
 @dataclass(frozen=True)
 class CoresetCheckPass(ModulePass):
     """Check the stream pair rule and report hold-and-wait hazards between core-holding ops.
@@ -185,15 +199,8 @@ class CoresetCheckPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = device_of(op, self.hw)
-        limits = CoreLimits(op, hw).run()
-        streams = module_streams(op)
-        for func in scheduled_functions(op):
-            if not streams:
-                raise error(
-                    func, "coreset-check needs a partitioned module; run stream-partition first"
-                )
-            prog = build_program(func, streams)
-            checker = CoreChecker(prog, limits, hw)
+        for _, checker in function_checkers(op, hw):
+            prog = checker.prog
             for v in checker.pair_violations():
                 s, t = prog.stream_name(v.first), prog.stream_name(v.second)
                 total = hw.cores(v.engine)

@@ -45,7 +45,7 @@ from npuir.diagnostics import error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
 from npuir.pipeline import build_pipeline, run_passes
-from npuir.transforms.coreset_check import CoreChecker
+from npuir.transforms.coreset_check import function_checkers
 from npuir.transforms.coreset_lower import device_of
 
 LOWER = "coreset-lower,insert-events"
@@ -53,24 +53,11 @@ LOWER = "coreset-lower,insert-events"
 
 @dataclass(frozen=True)
 class Choice:
-    """One flexible holder's limit on one engine."""
+    """One flexible holder's limit on one engine (`op` is in the module being partitioned)."""
 
-    func: str
-    op_index: int
+    op: NpuOp
     engine: str
     count: int
-
-
-def _ops(module: ModuleOp, func_name: str) -> list[Operation]:
-    func = next(f for f in module.ops if isinstance(f, FuncOp) and f.sym_name.data == func_name)
-    return list(func.body.walk())
-
-
-def _apply(module: ModuleOp, choices: list[Choice]) -> None:
-    """Wrap each chosen op in a `coreset.limit` (a copy is then lowered and simulated)."""
-    for c in choices:
-        op = _ops(module, c.func)[c.op_index]
-        _wrap(op, c.engine, c.count)
 
 
 def _wrap(op: Operation, engine: str, count: int) -> coreset.LimitOp:
@@ -94,17 +81,31 @@ def _wrap(op: Operation, engine: str, count: int) -> coreset.LimitOp:
     return scope
 
 
+@dataclass(frozen=True)
+class Found:
+    """A hazard of a lowered copy, at the op of the original module it came from."""
+
+    holder: NpuOp
+    engine: str
+    other_demand: int
+
+
 class _Search:
+    """Lowers, checks and simulates copies of the module with some limits applied."""
+
     def __init__(self, ctx: Context, module: ModuleOp, hw: Hardware) -> None:
         self.ctx = ctx
         self.module = module
         self.hw = hw
 
-    def lowered(self, choices: list[Choice]) -> ModuleOp:
+    def lowered(self, choices: list[Choice]) -> tuple[ModuleOp, dict[Operation, Operation]]:
+        """A lowered copy with `choices` applied, and its ops' originals."""
         copy = self.module.clone()
-        _apply(copy, choices)
+        to_copy = dict(zip(self.module.walk(), copy.walk()))
+        for c in choices:
+            _wrap(to_copy[c.op], c.engine, c.count)
         run_passes(self.ctx, copy, build_pipeline(LOWER), verify_each=False)
-        return copy
+        return copy, {new: old for old, new in to_copy.items()}
 
     def makespan(self, copy: ModuleOp) -> int | None:
         """Sum over functions of the single-rank makespan; None if any deadlocks."""
@@ -117,16 +118,31 @@ class _Search:
             total += result.makespan_ns
         return total
 
-    def hazards(self, copy: ModuleOp) -> list[tuple[str, int, int, str, int]]:
-        """(function, holder node, other node, engine, other's demand) per hazard."""
-        limits = CoreLimits(copy, self.hw).run()
-        streams = module_streams(copy)
-        out = []
-        for func in scheduled_functions(copy):
-            prog = build_program(func, streams)
-            for h in CoreChecker(prog, limits, self.hw).hazards():
-                out.append((func.sym_name.data, h.holder, h.other, h.engine, h.other_demand))
+    def hazards(self, copy: ModuleOp, original: dict[Operation, Operation]) -> list[Found]:
+        out: list[Found] = []
+        for _, checker in function_checkers(copy, self.hw):
+            for h in checker.hazards():
+                holder = original[checker.prog.ops[h.holder]]
+                assert isinstance(holder, NpuOp)
+                out.append(Found(holder, h.engine, h.other_demand))
         return out
+
+
+def _halvings(room: int) -> list[int]:
+    """room, room // 2, ... down to 1."""
+    values = []
+    while room >= 1:
+        values.append(room)
+        room //= 2
+    return values or [1]
+
+
+def _function_of(op: Operation) -> FuncOp:
+    func = op.parent_op()
+    while not isinstance(func, FuncOp):
+        assert func is not None
+        func = func.parent_op()
+    return func
 
 
 @dataclass(frozen=True)
@@ -150,56 +166,39 @@ class CoresetPartitionPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not module_streams(op):
+            where = next(iter(scheduled_functions(op)), op)
             raise error(
-                op, "coreset-partition needs a partitioned module; run stream-partition first"
+                where, "coreset-partition needs a partitioned module; run stream-partition first"
             )
         hw = device_of(op, self.hw)
         search = _Search(ctx, op, hw)
-        base = search.lowered([])
-        hazards = search.hazards(base)
+        hazards = search.hazards(*search.lowered([]))
         if not hazards:
             return
         limits = CoreLimits(op, hw).run()
-        candidates: dict[tuple[str, int, str], int] = {}
-        stuck: list[tuple[str, int]] = []
-        base_ops = {
-            f.sym_name.data: build_program(f, module_streams(base))
-            for f in scheduled_functions(base)
-        }
-        for func_name, holder, _other, engine, other_demand in hazards:
-            prog = base_ops[func_name]
-            lowered_op = prog.ops[holder]
-            index = self._source_index(op, func_name, lowered_op)
-            source = _ops(op, func_name)[index]
-            assert isinstance(source, NpuOp)
-            if limits.limit(source, engine).source is not None:
-                stuck.append((func_name, index))
+        order = {o: i for i, o in enumerate(op.walk())}
+        rooms: dict[tuple[NpuOp, str], int] = {}
+        stuck: list[NpuOp] = []
+        for found in hazards:
+            if limits.limit(found.holder, found.engine).source is not None:
+                stuck.append(found.holder)
                 continue
-            room = hw.cores(engine) - other_demand
-            key = (func_name, index, engine)
-            candidates[key] = min(room, candidates.get(key, room))
-        if not candidates:
-            func_name, index = stuck[0]
+            key = (found.holder, found.engine)
+            room = hw.cores(found.engine) - found.other_demand
+            rooms[key] = min(room, rooms.get(key, room))
+        if not rooms:
             raise error(
-                _ops(op, func_name)[index],
+                stuck[0],
                 "coreset-partition cannot remove this hazard: every op involved has a limit the "
                 "user set; lower one of them",
             )
-        keys = sorted(candidates)
-        options = []
-        for key in keys:
-            room = candidates[key]
-            values = []
-            v = room
-            while v >= 1:
-                values.append(v)
-                v //= 2
-            options.append(values or [1])
+        keys = sorted(rooms, key=lambda k: (order[k[0]], k[1]))
         best: tuple[int, list[int], list[Choice]] | None = None
+        options = [_halvings(rooms[k]) for k in keys]
         for combo in itertools.islice(itertools.product(*options), self.budget):
-            choices = [Choice(f, i, e, c) for (f, i, e), c in zip(keys, combo)]
-            copy = search.lowered(choices)
-            if search.hazards(copy):
+            choices = [Choice(o, e, c) for (o, e), c in zip(keys, combo)]
+            copy, original = search.lowered(choices)
+            if search.hazards(copy, original):
                 continue
             span = search.makespan(copy)
             if span is None:
@@ -210,63 +209,45 @@ class CoresetPartitionPass(ModulePass):
         if best is None:
             warn(ctx, op, "coreset-partition found no hazard-free limits within its budget")
             return
-        chosen = best[2]
-        for c in chosen:
-            target = _ops(op, c.func)[c.op_index]
-            name = target.results[0].name_hint if target.results else None
-            what = f"'{target.name}'" + (f" (%{name})" if name else "")
+        for c in best[2]:
+            name = c.op.results[0].name_hint if c.op.results else None
+            what = f"'{c.op.name}'" + (f" (%{name})" if name else "")
             remark(
                 ctx,
-                target,
-                f"coreset-partition limits {what} in @{c.func} to {c.count} {c.engine} cores "
-                f"(simulated makespans of the module's functions sum to {best[0]} ns)",
+                c.op,
+                f"coreset-partition limits {what} in @{_function_of(c.op).sym_name.data} to "
+                f"{c.count} {c.engine} cores (simulated makespans of the module's functions "
+                f"sum to {best[0]} ns)",
             )
-        self._write(op, chosen)
-
-    @staticmethod
-    def _source_index(module: ModuleOp, func_name: str, lowered_op: Operation) -> int:
-        """Index (in walk order) of the op in `module` that `lowered_op` was cloned from."""
-        for i, candidate in enumerate(_ops(module, func_name)):
-            if candidate.location == lowered_op.location and candidate.name == lowered_op.name:
-                return i
-        raise AssertionError("a lowered op has no source op")
+        self._write(op, best[2])
 
     @staticmethod
     def _write(module: ModuleOp, chosen: list[Choice]) -> None:
-        ops_by_func = {c.func: _ops(module, c.func) for c in chosen}
+        tags = {d.symbol: d.tag.data for d in module.ops if isinstance(d, stream.DeclOp)}
+
+        def tag_of(o: Operation) -> str | None:
+            symbol = stream.stream_of(o)
+            return None if symbol is None else tags.get(symbol)
+
         for c in chosen:
-            op = ops_by_func[c.func][c.op_index]
-            assert isinstance(op, NpuOp)
-            tag = _stream_tag(module, op)
-            same_engine = [
-                o
-                for o in ops_by_func[c.func]
-                if isinstance(o, NpuOp)
-                and o is not op
+            func = _function_of(c.op)
+            tag = tag_of(c.op)
+            shares_engine = any(
+                isinstance(o, NpuOp)
+                and o is not c.op
                 and c.engine in engines_used(o)
-                and _stream_tag(module, o) == tag
-            ]
-            if not same_engine and tag is not None:
-                limit = coreset.StreamLimitOp(
-                    tag,
-                    c.count if c.engine == "cube" else None,
-                    c.count if c.engine == "vector" else None,
-                )
-                limit.location = op.location
-                func = op.parent_op()
-                while func is not None and not isinstance(func, FuncOp):
-                    func = func.parent_op()
-                assert isinstance(func, FuncOp)
-                first = func.body.block.first_op
-                assert first is not None
-                func.body.block.insert_op_before(limit, first)
-            else:
-                _wrap(op, c.engine, c.count)
-
-
-def _stream_tag(module: ModuleOp, op: Operation) -> str | None:
-    symbol = stream.stream_of(op)
-    for decl in module.ops:
-        if isinstance(decl, stream.DeclOp) and decl.symbol == symbol:
-            return decl.tag.data
-    return None
+                and tag_of(o) == tag
+                for o in func.body.walk()
+            )
+            if shares_engine or tag is None:
+                _wrap(c.op, c.engine, c.count)
+                continue
+            limit = coreset.StreamLimitOp(
+                tag,
+                c.count if c.engine == "cube" else None,
+                c.count if c.engine == "vector" else None,
+            )
+            limit.location = c.op.location
+            first = func.body.block.first_op
+            assert first is not None
+            func.body.block.insert_op_before(limit, first)
