@@ -89,3 +89,45 @@ func.func @wait_first(%x: !t) -> !t {
 }
 
 // CHECK: sync-verify.mlir:[[# @LINE - 6]]:3: error: 'sync.wait' op uses %e before it is defined
+
+// -----
+
+// Tests that a lowered function with an op left without a stream is rejected
+// at that op.
+
+!t = tensor<8x8xf16>
+stream.decl @s0 "default" priority 0
+func.func @no_stream(%x: !t) -> !t {
+  %a = npu.relu %x {stream.on = @s0} : (!t) -> !t
+  %b = npu.exp %a : (!t) -> !t
+  func.return %b : !t
+}
+
+// CHECK: sync-verify.mlir:[[# @LINE - 4]]:3: error: 'npu.exp' has no 'stream.on'; run stream-partition first
+
+// -----
+
+// Tests that an op naming a stream no stream.decl declares is rejected.
+
+!t = tensor<8x8xf16>
+stream.decl @s0 "default" priority 0
+func.func @unknown_stream(%x: !t) -> !t {
+  %a = npu.relu %x {stream.on = @s7} : (!t) -> !t
+  func.return %a : !t
+}
+
+// CHECK: sync-verify.mlir:[[# @LINE - 4]]:3: error: 'npu.relu' names stream @s7, which no 'stream.decl' declares
+
+// -----
+
+// Tests that an op the schedule does not know (here from arith) is rejected
+// at the op rather than silently ignored.
+
+!t = tensor<8x8xf16>
+stream.decl @s0 "default" priority 0
+func.func @foreign_op(%x: !t) -> i32 {
+  %c = arith.constant 1 : i32
+  func.return %c : i32
+}
+
+// CHECK: sync-verify.mlir:[[# @LINE - 4]]:3: error: 'arith.constant' is not an op the npu schedule knows

@@ -415,3 +415,25 @@ def test_warnings_before_a_failing_pass_are_kept(
     assert code == 1
     assert "warning: dropping gear" in err and "error:" in err
     assert "Traceback" not in err
+
+
+def test_a_module_without_functions(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write(tmp_path, "empty.mlir", 'module attributes {npu.target = "tiny"} {\n}\n')
+    code, _, err = npuir_run(capsys, path, "--timing-only")
+    assert code == 1
+    assert "error: the module has no function to run" in err
+
+
+def test_shapes_that_do_not_type_check_are_located(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A dynamic function without gears, given shapes whose sum does not broadcast.
+    text = """func.func @f(%a: tensor<?x2xf32>, %b: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %s = npu.add %a, %b : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  func.return %s : tensor<?x2xf32>
+}
+"""
+    path = write(tmp_path, "dyn.mlir", text)
+    code, _, err = npuir_run(capsys, path, "--timing-only", "--shape", "0=2x2", "--shape", "1=3x2")
+    assert code == 1
+    assert f"{path}:2:3: error: the shapes given do not type-check" in err
