@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
-from npuir.diagnostics import DiagnosticError, error
+from npuir.diagnostics import error
 from npuir.dialects import coreset, gear, stream, sync
 from npuir.dialects.npu import NpuOp
 from npuir.gc_pause import without_collector
@@ -90,10 +90,6 @@ class Program:
             for p, _ in deps:
                 out[p].append(n)
         return out
-
-    def work_nodes(self) -> list[int]:
-        """Nodes that are neither records nor waits."""
-        return [n for n, k in enumerate(self.kind) if k in (NodeKind.COMPUTE, NodeKind.RETURN)]
 
     def describe(self, n: int) -> str:
         """`'npu.add' (%x)`: an op and its first result's name, for messages."""
@@ -274,7 +270,6 @@ def is_lowered(func: FuncOp) -> bool:
 __all__ = [
     "DEFAULT_STREAM",
     "DepKind",
-    "DiagnosticError",
     "NodeKind",
     "Program",
     "StreamInfo",

@@ -69,9 +69,8 @@ def print_tail(
 
 
 def verify_scope(op: Operation, body: Region, yield_type: type[Operation]) -> None:
-    """One block, ending in the yield, whose operand types are the results'."""
-    if len(body.blocks) != 1:
-        raise VerifyException("expects a body of exactly one block")
+    """The block (single, as the region definition requires) ends in the yield,
+    whose operand types are the results'."""
     block = body.block
     if block.args:
         raise VerifyException("body block takes no arguments")
