@@ -1,9 +1,6 @@
 """`npuir-run`: interpret and simulate an npuir program, and report.
 
-Exit codes: 0 ok; 1 bad input (including a race refused and a shape no gear
-matches); 2 usage (including --plot without matplotlib and an unwritable --trace or --plot
-path); 3 deadlock (also
-under --check); 4 check failed.
+Exit codes: `EXIT_CODES` below (and `npuir.cli` for the ones every tool shares).
 """
 
 from __future__ import annotations
@@ -12,21 +9,27 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
+from npuir.cli import add_common_arguments, exit_codes_epilog, run_tool
 from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
 from npuir.driver.run import (
+    EXIT_CHECK,
+    EXIT_DEADLOCK,
     EXIT_INPUT,
+    EXIT_OK,
     EXIT_USAGE,
     RunConfig,
     run_program,
 )
 
-EPILOG = """exit codes:
-  0  ok
-  1  bad input (syntax, verifier or pass error, a race refused, a shape no gear matches)
-  2  usage (bad flag or value, --plot without matplotlib, an unwritable output path)
-  3  deadlock (also under --check)
-  4  --check found an output that differs from the unscheduled program"""
+EXIT_CODES = (
+    (EXIT_OK, "ok"),
+    (EXIT_INPUT, "bad input (syntax, verifier or pass error, a race refused, no gear matches)"),
+    (EXIT_USAGE, "usage (bad flag or value, --plot without matplotlib, an unwritable output)"),
+    (EXIT_DEADLOCK, "deadlock (also under --check)"),
+    (EXIT_CHECK, "--check found an output that differs from the unscheduled program"),
+)
 
 
 def _shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -48,7 +51,7 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="npuir-run",
         description="Interpret and simulate an npuir program on an NPU model.",
-        epilog=EPILOG,
+        epilog=exit_codes_epilog(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("input", help="input .mlir file")
@@ -68,6 +71,7 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
     ap.add_argument("--plot", metavar="OUT.png", help="write a PNG timeline (needs matplotlib)")
     ap.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_common_arguments(ap)
     return ap
 
 
@@ -127,11 +131,8 @@ def run(argv: Sequence[str] | None = None) -> int:
                 continue
             try:
                 write(outcome.result, outcome.programs, path)
-            except OSError as exc:
-                print(
-                    f"npuir-run: error: cannot write '{path}': {exc.strerror or exc}",
-                    file=sys.stderr,
-                )
+            except UsageError as exc:
+                print(f"npuir-run: error: {exc}", file=sys.stderr)
                 return EXIT_USAGE
     if args.json:
         print(json.dumps(outcome.report, indent=2))
@@ -142,8 +143,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     return outcome.status
 
 
-def main() -> None:
-    sys.exit(run())
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    sys.exit(run_tool("npuir-run", run, argv))
 
 
 if __name__ == "__main__":
