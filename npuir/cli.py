@@ -28,10 +28,9 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from npuir import __version__
-from npuir.diagnostics import Diagnostic
+from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -41,8 +40,8 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "add_common_arguments",
-    "diagnostic_json",
     "exit_codes_epilog",
+    "read_input",
     "run_tool",
 ]
 
@@ -78,16 +77,25 @@ def add_common_arguments(ap: argparse.ArgumentParser) -> None:
     )
 
 
-def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
-    """A diagnostic as `--json` reports it: message, severity and location (or null)."""
-    loc = diagnostic.location
-    return {
-        "message": diagnostic.message,
-        "severity": diagnostic.severity,
-        "location": None
-        if loc is None
-        else {"file": loc.filename, "line": loc.line, "column": loc.column},
-    }
+def read_input(path: str, sources: SourceManager) -> tuple[str, str]:
+    """The text of the tool's input file (`-`: standard input) and the name diagnostics give
+    it; `sources` learns it.  Unreadable files and bad UTF-8 raise `DiagnosticError`."""
+    from npuir.parsing import decode_source
+
+    if path == "-":
+        filename, data = "<stdin>", sys.stdin.buffer.read()
+    else:
+        filename = path
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise DiagnosticError(
+                Diagnostic("error", f"cannot read '{path}': {exc.strerror or exc}")
+            ) from None
+    text = decode_source(data, filename, sources)
+    sources.add(filename, text)
+    return text, filename
 
 
 def run_tool(prog: str, run: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:

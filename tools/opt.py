@@ -20,12 +20,13 @@ from npuir.cli import (
     EXIT_USAGE,
     add_common_arguments,
     exit_codes_epilog,
+    read_input,
     run_tool,
 )
 from npuir.context import NpuirContext, make_context
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
+from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.output import write_text
-from npuir.parsing import SPLIT_MARKER, decode_source, parse_module, split_input
+from npuir.parsing import SPLIT_MARKER, parse_module, split_input
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.transforms import PASSES
 from npuir.transforms.pipelines import PIPELINE_SUMMARIES, PIPELINES
@@ -86,19 +87,6 @@ def list_passes() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _read_input(path: str, sources: SourceManager) -> tuple[str, str]:
-    if path == "-":
-        return decode_source(sys.stdin.buffer.read(), "<stdin>", sources), "<stdin>"
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise DiagnosticError(
-            Diagnostic("error", f"cannot read '{path}': {exc.strerror}")
-        ) from None
-    return decode_source(data, path, sources), path
-
-
 def _flush_warnings(ctx: NpuirContext, as_errors: bool) -> bool:
     """Print pending warnings and remarks; True when one counts as an error."""
     failed = False
@@ -123,11 +111,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     ctx = make_context(allow_unregistered=args.allow_unregistered_dialect)
     try:
-        text, filename = _read_input(args.input, ctx.diagnostics.sources)
+        text, filename = read_input(args.input, ctx.diagnostics.sources)
     except DiagnosticError as exc:
         print(ctx.diagnostics.render(exc.diagnostic), file=sys.stderr)
         return EXIT_INPUT
-    ctx.diagnostics.sources.add(filename, text)
 
     outputs: list[str] = []
     failed = False
