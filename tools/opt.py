@@ -20,8 +20,7 @@ from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
 from npuir.parsing import SPLIT_MARKER, decode_source, parse_module, split_input
 from npuir.pipeline import build_pipeline, run_passes
-from npuir.transforms import PASSES
-from npuir.transforms.pipelines import PIPELINE_SUMMARIES, PIPELINES
+from npuir.registry import describe_passes
 from npuir.verifier import verify
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -52,18 +51,10 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--warnings-as-errors", action="store_true", help="treat warnings as errors (exit 1)"
     )
-    ap.add_argument("--list-passes", action="store_true", help="list passes and pipelines")
+    ap.add_argument(
+        "--list-passes", action="store_true", help="list passes with their options, and pipelines"
+    )
     return ap
-
-
-def list_passes() -> str:
-    lines = []
-    for name in sorted(PASSES):
-        doc = (PASSES[name]().__doc__ or "").strip().splitlines()
-        lines.append(f"{name:<24} {doc[0] if doc else ''}")
-    for name in sorted(PIPELINES):
-        lines.append(f"{name:<24} {PIPELINE_SUMMARIES[name]} ({PIPELINES[name]})")
-    return "\n".join(lines) + "\n"
 
 
 def _read_input(path: str, sources: SourceManager) -> tuple[str, str]:
@@ -106,7 +97,7 @@ def _flush_warnings(ctx: NpuirContext, as_errors: bool) -> bool:
 def run(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
     if args.list_passes:
-        sys.stdout.write(list_passes())
+        sys.stdout.write(describe_passes())
         return EXIT_OK
     try:
         passes = build_pipeline(args.passes)
