@@ -20,7 +20,7 @@ from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
 from npuir.parsing import SPLIT_MARKER, decode_source, parse_module, split_input
 from npuir.pipeline import build_pipeline, run_passes
-from npuir.registry import describe_passes
+from npuir.registry import describe_passes, load_passes
 from npuir.verifier import verify
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -53,6 +53,14 @@ def _arg_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--list-passes", action="store_true", help="list passes with their options, and pipelines"
+    )
+    ap.add_argument(
+        "--load-pass",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a dotted name or a .py file) and register the passes it defines; "
+        "repeatable",
     )
     return ap
 
@@ -96,10 +104,12 @@ def _flush_warnings(ctx: NpuirContext, as_errors: bool) -> bool:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
-    if args.list_passes:
-        sys.stdout.write(describe_passes())
-        return EXIT_OK
     try:
+        for module in args.load_pass:
+            load_passes(module)
+        if args.list_passes:
+            sys.stdout.write(describe_passes())
+            return EXIT_OK
         passes = build_pipeline(args.passes)
     except UsageError as exc:
         print(f"npuir-opt: error: {exc}", file=sys.stderr)

@@ -20,6 +20,7 @@ from npuir.driver.run import (
     RunConfig,
     run_program,
 )
+from npuir.registry import load_passes
 
 EPILOG = """exit codes:
   0  ok
@@ -68,6 +69,14 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
     ap.add_argument("--plot", metavar="OUT.png", help="write a PNG timeline (needs matplotlib)")
     ap.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    ap.add_argument(
+        "--load-pass",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a dotted name or a .py file) and register the passes it defines, "
+        "for --pipeline; repeatable",
+    )
     return ap
 
 
@@ -108,6 +117,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     except OSError:
         pass  # run_program reports the unreadable file
     try:
+        for module in args.load_pass:
+            load_passes(module)
         outcome = run_program(config)
     except UsageError as exc:
         print(f"npuir-run: error: {exc}", file=sys.stderr)
