@@ -41,6 +41,7 @@ from npuir.context import remark
 from npuir.diagnostics import error
 from npuir.dialects import sync
 from npuir.dialects.npu import NpuOp
+from npuir.passes import option
 from npuir.schedule.device import device_of
 from npuir.schedule.events import EventPlan, plan_events
 
@@ -93,22 +94,21 @@ def _insert_before(anchor: Operation, op: Operation) -> None:
 
 @dataclass(frozen=True)
 class InsertEventsPass(ModulePass):
-    """Order every cross-stream dependency with the fewest sync.record/sync.wait pairs.
-
-    Options:
-    - `max-events`: the most physical event ids the program may use (default:
-      the target device's limit).
-    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
-      else 910b2).
-    - `stats`: report dependencies found, waits and records inserted, and event
-      ids used, as a remark on each function.
-    """
+    """Order every cross-stream dependency with the fewest sync.record/sync.wait pairs."""
 
     name = "insert-events"
 
-    max_events: int | None = None
-    hw: str | None = None
-    stats: bool = False
+    max_events: int | None = option(
+        None, "the most physical event ids the program may use (default: the device's limit)"
+    )
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
+    stats: bool = option(
+        False,
+        "report dependencies found, waits and records inserted, and event ids used, "
+        "as a remark on each function",
+    )
 
     def __post_init__(self) -> None:
         if self.max_events is not None and self.max_events < 1:
