@@ -28,8 +28,7 @@ from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.output import write_text
 from npuir.parsing import SPLIT_MARKER, parse_module, split_input
 from npuir.pipeline import build_pipeline, run_passes
-from npuir.transforms import PASSES
-from npuir.transforms.pipelines import PIPELINE_SUMMARIES, PIPELINES
+from npuir.registry import describe_passes, load_passes
 from npuir.verifier import verify
 
 EXIT_CODES = (
@@ -72,19 +71,19 @@ def _arg_parser() -> argparse.ArgumentParser:
         "and after the last pass, since on large modules verification costs more than the "
         "passes -- the test suite runs with it on)",
     )
-    ap.add_argument("--list-passes", action="store_true", help="list passes and pipelines")
+    ap.add_argument(
+        "--list-passes", action="store_true", help="list passes with their options, and pipelines"
+    )
+    ap.add_argument(
+        "--load-pass",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a dotted name or a .py file) and register the passes it defines; "
+        "repeatable",
+    )
     add_common_arguments(ap)
     return ap
-
-
-def list_passes() -> str:
-    lines = []
-    for name in sorted(PASSES):
-        doc = (PASSES[name]().__doc__ or "").strip().splitlines()
-        lines.append(f"{name:<24} {doc[0] if doc else ''}")
-    for name in sorted(PIPELINES):
-        lines.append(f"{name:<24} {PIPELINE_SUMMARIES[name]} ({PIPELINES[name]})")
-    return "\n".join(lines) + "\n"
 
 
 def _flush_warnings(ctx: NpuirContext, as_errors: bool) -> bool:
@@ -100,10 +99,12 @@ def _flush_warnings(ctx: NpuirContext, as_errors: bool) -> bool:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
-    if args.list_passes:
-        sys.stdout.write(list_passes())
-        return EXIT_OK
     try:
+        for module in args.load_pass:
+            load_passes(module)
+        if args.list_passes:
+            sys.stdout.write(describe_passes())
+            return EXIT_OK
         passes = build_pipeline(args.passes)
     except UsageError as exc:
         print(f"npuir-opt: error: {exc}", file=sys.stderr)

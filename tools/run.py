@@ -35,6 +35,7 @@ from npuir.driver.run import (
     run_program,
     save_arrays,
 )
+from npuir.registry import load_passes
 
 EXIT_CODES = (
     (EXIT_OK, "ok"),
@@ -106,6 +107,14 @@ def _arg_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the report, or the error, as one JSON object with every warning",
     )
+    ap.add_argument(
+        "--load-pass",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a dotted name or a .py file) and register the passes it defines, "
+        "for --pipeline; repeatable",
+    )
     add_common_arguments(ap)
     return ap
 
@@ -166,6 +175,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     # Diagnostics show the offending line, as npuir-opt's do.
     sources = SourceManager()
     try:
+        for module in args.load_pass:
+            load_passes(module)
         if args.plot:
             import importlib.util
 
