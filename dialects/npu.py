@@ -59,6 +59,8 @@ from xdsl.irdl.constraints import VerificationContext
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+
 DYN = DYNAMIC_INDEX
 """A dynamic dim in a shape tuple."""
 
@@ -229,6 +231,8 @@ class NpuOp(IRDLOperation):
 
     ENGINE: ClassVar[Engine]
     IS_FULL_CORE_SYNC: ClassVar[bool] = False
+
+    traits = traits_def(VerifiesDialectAttributes())
 
     @property
     def engine(self) -> Engine:
@@ -1189,6 +1193,15 @@ def target_of(module: ModuleOp) -> str | None:
     return attr.data if isinstance(attr, StringAttr) else None
 
 
+class NpuAttributeVerifier(AttributeVerifier):
+    """`npu.target` names a device preset (which presets exist is the backend's
+    business; the dialect checks the spelling)."""
+
+    def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        if name == TARGET and (not isinstance(value, StringAttr) or not value.data):
+            raise VerifyException(f"'{TARGET}' must be a non-empty string naming a device preset")
+
+
 NPU_OPS: tuple[type[NpuOp], ...] = (
     MatmulOp,
     BatchMatmulOp,
@@ -1224,4 +1237,4 @@ NPU_OPS: tuple[type[NpuOp], ...] = (
     AllToAllOp,
 )
 
-Npu = Dialect("npu", list(NPU_OPS), [])
+Npu = Dialect("npu", list(NPU_OPS), [], [NpuAttributeVerifier()])
