@@ -32,6 +32,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import scope
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+from npuir.dialects.npu import LIMITED_ENGINES
 
 GLOBAL = "coreset.global"
 """Module attribute holding the global limit, a `#coreset.cores`."""
@@ -39,7 +40,8 @@ GLOBAL = "coreset.global"
 CORES = "coreset.cores"
 """Op attribute written by `coreset-lower`: the op's effective limits."""
 
-ENGINES = ("cube", "vector")
+ENGINES = LIMITED_ENGINES
+"""The engines a limit counts, in the order the syntax spells them."""
 
 # A count of 0 in `#coreset.cores` stands for "not given" (unlimited); the
 # syntax never spells it, and parsed counts must be >= 1.

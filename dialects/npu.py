@@ -82,6 +82,19 @@ class Engine(StrEnum):
     COMM = "comm"
 
 
+# The one definition of the engines; every other list of them derives from these.
+ENGINES: tuple[str, ...] = tuple(e.value for e in Engine)
+"""Every engine's name, in `Engine` order."""
+
+CORE_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value, Engine.AICPU.value)
+"""The engines that own a pool of cores on a device.  Collectives (`comm`) run on
+the links, or in `aiv` mode borrow vector cores."""
+
+LIMITED_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value)
+"""The AI Core's engines, whose core counts `coreset` limits (TorchAir's
+`limit_core_num` takes cube and vector counts)."""
+
+
 # --------------------------------------------------------------------------
 # Shapes and types
 # --------------------------------------------------------------------------

@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from npuir.analysis.program import NodeKind, Program
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import LIMITED_ENGINES, NpuOp
 
 from .simulator import OpRecord, SimResult
 
 __all__ = ["PlotUnavailable", "plot_timeline", "trace_events", "write_trace"]
 
-_COUNTED_POOLS: tuple[str, ...] = ("cube", "vector")
+# The AI Core's pools get counter tracks: those are what core limits are about.
+_COUNTED_POOLS: tuple[str, ...] = LIMITED_ENGINES
 
 
 class PlotUnavailable(ImportError):
