@@ -59,6 +59,8 @@ from xdsl.irdl.constraints import VerificationContext
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+
 DYN = DYNAMIC_INDEX
 """A dynamic dim in a shape tuple."""
 
@@ -78,6 +80,19 @@ class Engine(StrEnum):
     VECTOR = "vector"
     AICPU = "aicpu"
     COMM = "comm"
+
+
+# The one definition of the engines; every other list of them derives from these.
+ENGINES: tuple[str, ...] = tuple(e.value for e in Engine)
+"""Every engine's name, in `Engine` order."""
+
+CORE_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value, Engine.AICPU.value)
+"""The engines that own a pool of cores on a device.  Collectives (`comm`) run on
+the links, or in `aiv` mode borrow vector cores."""
+
+LIMITED_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value)
+"""The AI Core's engines, whose core counts `coreset` limits (TorchAir's
+`limit_core_num` takes cube and vector counts)."""
 
 
 # --------------------------------------------------------------------------
@@ -229,6 +244,8 @@ class NpuOp(IRDLOperation):
 
     ENGINE: ClassVar[Engine]
     IS_FULL_CORE_SYNC: ClassVar[bool] = False
+
+    traits = traits_def(VerifiesDialectAttributes())
 
     @property
     def engine(self) -> Engine:
@@ -1189,6 +1206,15 @@ def target_of(module: ModuleOp) -> str | None:
     return attr.data if isinstance(attr, StringAttr) else None
 
 
+class NpuAttributeVerifier(AttributeVerifier):
+    """`npu.target` names a device preset (which presets exist is the backend's
+    business; the dialect checks the spelling)."""
+
+    def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        if name == TARGET and (not isinstance(value, StringAttr) or not value.data):
+            raise VerifyException(f"'{TARGET}' must be a non-empty string naming a device preset")
+
+
 NPU_OPS: tuple[type[NpuOp], ...] = (
     MatmulOp,
     BatchMatmulOp,
@@ -1224,4 +1250,4 @@ NPU_OPS: tuple[type[NpuOp], ...] = (
     AllToAllOp,
 )
 
-Npu = Dialect("npu", list(NPU_OPS), [])
+Npu = Dialect("npu", list(NPU_OPS), [], [NpuAttributeVerifier()])

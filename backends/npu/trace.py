@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any, BinaryIO, NamedTuple
 
 from npuir.analysis.program import NodeKind, Program
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import LIMITED_ENGINES, NpuOp
 from npuir.output import write_bytes, write_output
 
 from .simulator import OpRecord, SimResult
@@ -40,7 +40,8 @@ __all__ = [
     "write_trace",
 ]
 
-_COUNTED_POOLS: tuple[str, ...] = ("cube", "vector")
+# The AI Core's pools get counter tracks: those are what core limits are about.
+_COUNTED_POOLS: tuple[str, ...] = LIMITED_ENGINES
 
 
 class PlotUnavailable(ImportError):
