@@ -109,7 +109,7 @@ The modes:
 
 `auto` is not here: it needs the cost model and the simulator, which an
 analysis does not import; `stream-partition` runs it
-(`npuir.transforms.stream_partition_auto`) and it calls back into `assign`
+(`npuir.schedule.auto`) and it calls back into `assign`
 for each baseline.
 """
 

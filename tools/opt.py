@@ -15,8 +15,8 @@ import sys
 import tempfile
 from collections.abc import Sequence
 
-from npuir import make_context, print_ir
-from npuir.context import NpuirContext
+from npuir.api import print_ir
+from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
 from npuir.parsing import SPLIT_MARKER, decode_source, parse_module, split_input
 from npuir.pipeline import build_pipeline, run_passes

@@ -35,7 +35,8 @@ from npuir.context import remark
 from npuir.diagnostics import error
 from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import DYN, NpuOp
-from npuir.transforms.coreset_lower import device_of
+from npuir.schedule.auto import assign_auto
+from npuir.schedule.device import device_of
 
 
 class StreamTable:
@@ -183,8 +184,6 @@ def _assign_auto(
     reserved: set[str],
 ) -> Assignment:
     """Run the cost-model-driven search, with the core limits coreset-lower would write."""
-    from npuir.transforms.stream_partition_auto import assign_auto
-
     module = func.parent_op()
     assert isinstance(module, ModuleOp)
     limits = CoreLimits(module, hw).run()

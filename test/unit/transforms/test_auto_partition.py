@@ -17,7 +17,7 @@ from npuir.analysis.program import build_program, module_streams, scheduled_func
 from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.dialects import stream
-from npuir.transforms.stream_partition_auto import Judge, assign_auto
+from npuir.schedule.auto import Judge, assign_auto
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 MODES = ("single", "ge", "engine", "nimble", "auto")

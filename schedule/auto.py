@@ -1,4 +1,4 @@
-"""`stream-partition{mode=auto}`: cost-model-driven stream assignment.
+"""The search behind `stream-partition{mode=auto}`: cost-model-driven stream assignment.
 
 The baselines each know one thing: GE follows producers and isolates
 communication, the engine split separates cube from vector work, Nimble
@@ -45,15 +45,13 @@ import heapq
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from xdsl.ir import Operation
-
 from npuir.analysis.partition import Assignment, assign, permuted, pinned_tags
-from npuir.analysis.program import DEFAULT_STREAM, DepKind, NodeKind, Program, StreamInfo
-from npuir.backends.npu.cost import parallelism, solo_duration_ns
+from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
 from npuir.backends.npu.hardware import Hardware
-from npuir.backends.npu.simulator import SimCache, SimResult, op_work, simulate
+from npuir.backends.npu.simulator import SimCache, SimResult, simulate
 from npuir.dialects.npu import NpuOp
-from npuir.transforms.insert_events import plan_events
+from npuir.schedule.events import lowered_program
 
 BASELINES = ("single", "ge", "engine", "nimble")
 
@@ -65,51 +63,6 @@ LimitFn = Callable[[Program, int, str], int | None]
 # above for tiny and huge graphs).
 _SEARCH_OPS = 150_000
 _MIN_TRIALS, _MAX_TRIALS = 4, 400
-
-
-def lowered_program(prog: Program, assignment: Assignment) -> tuple[Program, list[int]]:
-    """The compact program `stream-partition` + `insert-events` would produce.
-
-    Nodes keep their issue order; each cross-stream dependency gets the waits
-    `plan_events` chooses, a record right after its producer and waits right
-    before the consumer, exactly as the passes place them.  Also returns, per
-    lowered node, the node of `prog` it comes from (-1 for records and waits).
-    """
-    assigned = dataclasses.replace(
-        prog, stream=list(assignment.stream_of), streams=list(assignment.streams)
-    )
-    plan = plan_events(assigned, assign_ids=False)
-    recorded = set(plan.recorded)
-    out = Program(prog.func, streams=list(assignment.streams))
-    new_index: dict[int, int] = {}
-    record_node: dict[int, int] = {}
-    origin: list[int] = []
-
-    def add(
-        op: Operation, kind: NodeKind, s: int, deps: list[tuple[int, DepKind]], event_of: int = -1
-    ) -> int:
-        out.ops.append(op)
-        out.kind.append(kind)
-        out.stream.append(s)
-        out.deps.append(deps)
-        out.event_of.append(event_of)
-        out.event_id.append(-1)
-        origin.append(-1)
-        return len(out.ops) - 1
-
-    for n in range(len(prog)):
-        s = assignment.stream_of[n]
-        for p in plan.waits_before.get(n, ()):
-            add(prog.ops[n], NodeKind.WAIT, s, [], record_node[p])
-        new_index[n] = add(
-            prog.ops[n], prog.kind[n], s, [(new_index[p], k) for p, k in prog.deps[n]]
-        )
-        origin[new_index[n]] = n
-        if n in recorded:
-            r = add(prog.ops[n], NodeKind.RECORD, s, [])
-            out.event_of[r] = r
-            record_node[n] = r
-    return out, origin
 
 
 @dataclass
