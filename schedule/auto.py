@@ -45,7 +45,7 @@ import heapq
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from npuir.analysis.partition import Assignment, assign, permuted, pinned_tags
+from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
 from npuir.backends.npu.hardware import Hardware
@@ -53,7 +53,8 @@ from npuir.backends.npu.simulator import SimCache, SimResult, simulate
 from npuir.dialects.npu import NpuOp
 from npuir.schedule.events import lowered_program
 
-BASELINES = ("single", "ge", "engine", "nimble")
+BASELINES = (Mode.SINGLE, Mode.GE, Mode.ENGINE, Mode.NIMBLE)
+"""The cost-free modes auto starts from."""
 
 LimitFn = Callable[[Program, int, str], int | None]
 """Core limit of a node of the *un-partitioned* program (None: unlimited)."""
@@ -266,7 +267,9 @@ def _candidates(
     ]
     if any(t is not None for t in user):
         try:
-            annotation = assign("user", prog, user, user_priorities, max_streams, reserved=reserved)
+            annotation = assign(
+                Mode.USER, prog, user, user_priorities, max_streams, reserved=reserved
+            )
             judged.append(judge("user", annotation))
         except ValueError:
             pass  # the annotation itself exceeds max-streams: not a candidate
@@ -333,7 +336,8 @@ def assign_auto(
     other scope tags); `limits` gives each node's core limit; with `reorder`
     the list-scheduling issue order is tried as well as the written one.
     """
-    user, user_priorities = pinned_tags(prog.func)
+    # The user's own annotation is a candidate even when the pass ignores it.
+    user, user_priorities = prog.pinned, prog.priorities
     orders: list[list[int] | None] = [None]
     if reorder:
         ranked = upward_rank_order(prog, hw)
@@ -364,3 +368,14 @@ def assign_auto(
     for new, old in enumerate(best_order):
         stream_of[old] = best.assignment.stream_of[new]
     return Assignment(best.assignment.streams, stream_of, best_order)
+
+
+def cost_strategies(hw: Hardware, limits: LimitFn | None = None) -> dict[Mode, Strategy]:
+    """The modes that need the device, as strategies for `npuir.analysis.partition.assign`."""
+
+    def auto(req: Request) -> Assignment:
+        return assign_auto(
+            req.prog, req.pinned, req.priorities, req.max_streams, hw, limits, req.reserved
+        )
+
+    return {Mode.AUTO: auto}

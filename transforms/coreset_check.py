@@ -28,12 +28,14 @@ first.  Needs a lowered function (after `insert-events`, so events order it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from npuir.analysis.manager import ALL, Preserved, analyses
 from npuir.context import warn
 from npuir.diagnostics import error
 from npuir.schedule.core_check import function_checkers
@@ -55,9 +57,11 @@ class CoresetCheckPass(ModulePass):
     hw: str | None = None
     strict: bool = False
 
+    PRESERVES: ClassVar[Preserved] = ALL
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = device_of(op, self.hw)
-        for _, checker in function_checkers(op, hw):
+        for _, checker in function_checkers(op, hw, analyses(ctx)):
             prog = checker.prog
             for v in checker.pair_violations():
                 s, t = prog.stream_name(v.first), prog.stream_name(v.second)

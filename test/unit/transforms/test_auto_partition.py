@@ -88,7 +88,7 @@ def test_auto_keeps_user_pins() -> None:
     module = npuir.parse_text(ctx, text)
     func = _func(module)
     prog = build_program(func)
-    pinned, priorities = pinned_tags(func)
+    pinned, priorities = pinned_tags(prog)
     result = assign_auto(prog, pinned, priorities, 8, HW)
     for n, tag in enumerate(pinned):
         if tag is not None:
