@@ -31,7 +31,6 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
-from npuir.api import parse_file
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
@@ -41,6 +40,7 @@ from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
 from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
+from npuir.frontends.ge import parse_path
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.schedule.device import device_spec
 
@@ -366,7 +366,7 @@ def same_bits(a: Array, b: Array) -> bool:
 def run_program(config: RunConfig) -> RunOutcome:
     """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
     ctx = make_context()
-    module = parse_file(ctx, config.path)
+    module = parse_path(ctx, config.path)
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)

@@ -63,11 +63,12 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.api import read_source
 from npuir.context import NpuirContext
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
 from npuir.dialects import coreset, npu, stream
 from npuir.frontends.protobuf_text import Ident, Message, parse
-from npuir.parsing import decode_source
+from npuir.parsing import parse_module
 from npuir.verifier import verify
 
 CONST_ATTR = "ge.const"
@@ -1262,16 +1263,27 @@ def import_text(
     return ImportResult(module, importer.summary, warnings)
 
 
-def read_dump(path: str | Path, ctx: NpuirContext) -> str:
-    """The text of the dump at `path`, with located errors for unreadable or non-UTF-8 files."""
-    name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise DiagnosticError(
-            Diagnostic("error", f"cannot read '{name}': {exc.strerror}")
-        ) from None
-    return decode_source(data, name, ctx.diagnostics.sources)
+def parse_source(ctx: NpuirContext, text: str, filename: str, base_offset: int = 0) -> ModuleOp:
+    """A module from `text`: MLIR, or a GE / TorchAir dump recognised by content.
+
+    What `npuir-opt` and `npuir-run` call on their input, so that both accept a dump
+    directly.  MLIR is only parsed (the caller verifies, as after `parse_module`); a dump
+    is imported, which verifies, and its warnings go to `ctx.diagnostics`.
+    """
+    if not looks_like_dump(text):
+        return parse_module(ctx, text, filename, ctx.diagnostics.sources, base_offset)
+    result = import_text(ctx, text, filename)
+    ctx.diagnostics.emitted.extend(result.warnings)
+    return result.module
+
+
+def parse_path(ctx: NpuirContext, path: str | Path) -> ModuleOp:
+    """`parse_source` on the file at `path`, verified: `npuir.parse_file` that takes dumps too."""
+    text = read_source(ctx, path)
+    ctx.diagnostics.sources.add(str(path), text)
+    module = parse_source(ctx, text, str(path))
+    verify(module)
+    return module
 
 
 def import_dump(
@@ -1285,6 +1297,6 @@ def import_dump(
     Warnings (unmapped types, fallbacks, dropped control inputs) go to
     `ctx.diagnostics`; errors raise `DiagnosticError` located in the dump.
     """
-    result = import_text(ctx, read_dump(path, ctx), str(path), graph, strict)
+    result = import_text(ctx, read_source(ctx, path), str(path), graph, strict)
     ctx.diagnostics.emitted.extend(result.warnings)
     return result.module

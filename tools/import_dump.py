@@ -14,10 +14,10 @@ import json
 import sys
 from collections.abc import Sequence
 
-from npuir.api import print_ir
+from npuir.api import print_ir, read_source
 from npuir.context import make_context
 from npuir.diagnostics import DiagnosticError
-from npuir.frontends.ge import import_text, read_dump
+from npuir.frontends.ge import import_text
 from npuir.tools.opt import _write_atomically
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -45,7 +45,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
     ctx = make_context()
     try:
-        result = import_text(ctx, read_dump(args.input, ctx), args.input, args.graph, args.strict)
+        result = import_text(ctx, read_source(ctx, args.input), args.input, args.graph, args.strict)
     except DiagnosticError as exc:
         for diagnostic in (exc.diagnostic, *exc.notes):
             print(ctx.diagnostics.render(diagnostic), file=sys.stderr)

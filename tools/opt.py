@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from npuir.api import print_ir
 from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
-from npuir.parsing import SPLIT_MARKER, decode_source, parse_module, split_input
+from npuir.frontends.ge import parse_source
+from npuir.parsing import SPLIT_MARKER, decode_source, split_input
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.transforms import PASSES
 from npuir.transforms.pipelines import PIPELINE_SUMMARIES, PIPELINES
@@ -134,7 +135,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     for chunk in split_input(text, args.split_input_file):
         phase = "parse"
         try:
-            module = parse_module(ctx, chunk.text, filename, ctx.diagnostics.sources, chunk.offset)
+            module = parse_source(ctx, chunk.text, filename, chunk.offset)
             phase = "verify"
             verify(module)
             run_passes(ctx, module, passes, verify_each=args.verify_each or None)

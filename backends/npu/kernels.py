@@ -121,13 +121,15 @@ class KernelError(ValueError):
 class MissingKernelError(KeyError):
     """No numeric kernel is registered for the op."""
 
-    def __init__(self, op_name: str) -> None:
+    def __init__(self, op_name: str, reason: str = "") -> None:
         super().__init__(op_name)
         self.op_name = op_name
+        self.reason = reason
 
     def __str__(self) -> str:
         # KeyError's default str() is the repr of its argument; give a readable message.
-        return f"no numeric kernel for op '{self.op_name}' (backends/npu/kernels.py)"
+        why = self.reason or "backends/npu/kernels.py"
+        return f"no numeric kernel for op '{self.op_name}' ({why})"
 
 
 # ----------------------------------------------------------------------------- dtypes

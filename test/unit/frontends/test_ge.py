@@ -592,3 +592,18 @@ def test_an_integer_attribute_beyond_i64_is_a_located_error() -> None:
     rendered = error_of(text)
     assert rendered.startswith("dump.txt:3:")
     assert f"attribute '_user_stream_priority' of 'r' is {2**70}, outside i64" in rendered
+
+
+def test_parse_path_takes_mlir_and_dumps_alike(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from npuir.frontends.ge import parse_path
+
+    dump = Path(str(tmp_path)) / "g.mlir"  # a dump, whatever its suffix
+    dump.write_text(
+        graph(data("x"), op("r", "Relu", ["x:0"]), op("o", "NetOutput", ["r:0"], outs=[]))
+    )
+    assert names(parse_path(make_context(), dump)) == ["npu.relu", "func.return"]
+    mlir = Path(str(tmp_path)) / "f.txt"  # MLIR, whatever its suffix
+    mlir.write_text("func.func @f() {\n  func.return\n}\n")
+    assert names(parse_path(make_context(), mlir)) == ["func.return"]
