@@ -13,13 +13,13 @@ import json
 import sys
 from collections.abc import Sequence
 
-from npuir.backends.npu.runner import (
+from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
+from npuir.driver.run import (
     EXIT_INPUT,
     EXIT_USAGE,
     RunConfig,
     run_program,
 )
-from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
 
 EPILOG = """exit codes:
   0  ok

@@ -59,7 +59,6 @@ whole `simulate` call at about 140k nodes/s (200k with a warm cache).
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -71,11 +70,8 @@ from npuir.analysis.program import DepKind, NodeKind, Program
 from npuir.dialects import coreset, stream
 from npuir.dialects.coreset import CoresAttr
 from npuir.dialects.npu import (
-    DYN,
     CollectiveOp,
     NpuOp,
-    dtype_name,
-    shape_of,
     tensor_bytes,
 )
 from npuir.gc_pause import collector_paused
@@ -84,12 +80,11 @@ from .cost import (
     OpWork,
     collective_ns,
     duration_ns,
-    matmul_tiles,
+    op_work,
     parallelism,
     static_hbm_share,
-    vector_tiles,
 )
-from .hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
+from .hardware import Hardware
 
 __all__ = [
     "POOL_ENGINES",
@@ -101,7 +96,6 @@ __all__ = [
     "SimCache",
     "SimResult",
     "coreset_limit",
-    "op_work",
     "simulate",
 ]
 
@@ -146,54 +140,6 @@ def coreset_limit(program: Program, node: int, engine: str) -> int | None:
         count: int | None = attr.count(engine)
         return count
     return None
-
-
-def _dtype(ty: object, allowed: frozenset[str]) -> str:
-    if not isinstance(ty, TensorType):
-        return "f16"
-    name = dtype_name(ty.element_type)  # pyright: ignore[reportUnknownMemberType]
-    # An element type the throughput tables do not list (e.g. i16) is costed as f32, the
-    # slowest common floating type, rather than refused: the simulator must run any valid IR.
-    return name if name in allowed else "f32"
-
-
-def op_work(op: NpuOp, hw: Hardware) -> OpWork:
-    """What `op` asks of the device, for the cost model.
-
-    dtype is the first operand's element type.  Tiles: for the cube, the result's last two
-    dims (M, N) and the product of the leading ones (batch) through `matmul_tiles`; for the
-    vector unit, the largest tensor the op reads or writes through `vector_tiles` (the output
-    for elementwise ops, the input for reductions).  Collectives carry their kind, group size,
-    mode and the bytes of their input tensor.  Dynamic dims count as 1, as in the `npu` ops.
-    """
-    engine = op.engine.value
-    first = op.operands[0].type if op.operands else op.results[0].type
-    if engine == "comm":
-        assert isinstance(op, CollectiveOp)
-        return OpWork(
-            engine="comm",
-            flops=op.flops(),
-            bytes=op.bytes_moved(),
-            dtype=_dtype(first, VECTOR_DTYPES),
-            collective=op.name.removeprefix("npu."),
-            group_size=op.group_size,
-            comm_bytes=tensor_bytes(op.input.type),
-            mode=op.mode,
-        )
-    if engine == "cube":
-        shape = tuple(1 if d == DYN else d for d in shape_of(op.results[0].type))
-        m, n = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[0] if shape else 1)
-        tiles = matmul_tiles(hw, m, n, math.prod(shape[:-2]))
-        dtype = _dtype(first, CUBE_DTYPES)
-    elif engine == "vector":
-        tensors = [v.type for v in op.operands] + [r.type for r in op.results]
-        largest = max((tensor_bytes(t) for t in tensors if isinstance(t, TensorType)), default=0)
-        tiles = vector_tiles(hw, largest)
-        dtype = _dtype(first, VECTOR_DTYPES)
-    else:
-        tiles = 1
-        dtype = _dtype(first, VECTOR_DTYPES)
-    return OpWork(engine=engine, flops=op.flops(), bytes=op.bytes_moved(), dtype=dtype, tiles=tiles)
 
 
 def _bound_records(prog: Program) -> list[int]:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import npuir.backends.npu.interpreters.npu as npu_interpreters
-from npuir.backends.npu.runner import RunConfig, run_program
+from npuir.driver.run import RunConfig, run_program
 from npuir.tools.run import run
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -17,7 +17,7 @@ from npuir.analysis.program import build_program, module_streams, scheduled_func
 from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.dialects import stream
-from npuir.transforms.stream_partition_auto import Judge, assign_auto
+from npuir.schedule.auto import Judge, assign_auto
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 MODES = ("single", "ge", "engine", "nimble", "auto")
@@ -88,7 +88,7 @@ def test_auto_keeps_user_pins() -> None:
     module = npuir.parse_text(ctx, text)
     func = _func(module)
     prog = build_program(func)
-    pinned, priorities = pinned_tags(func)
+    pinned, priorities = pinned_tags(prog)
     result = assign_auto(prog, pinned, priorities, 8, HW)
     for n, tag in enumerate(pinned):
         if tag is not None:

@@ -30,16 +30,19 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
-import npuir
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
+from npuir.api import parse_file
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.report import build_report
 from npuir.backends.npu.simulator import SimResult, simulate
+from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
 from npuir.dialects import gear, npu, stream
-from npuir.transforms.gear_multiversion import GearTypeError, specialise
+from npuir.dialects.shapes import RetypeError, specialise
+from npuir.pipeline import build_pipeline, run_passes
+from npuir.schedule.device import device_spec
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
 
@@ -86,7 +89,7 @@ class RunOutcome:
 
 
 def _hardware(config: RunConfig, module: ModuleOp) -> Hardware:
-    spec = config.hw or npu.target_of(module) or "910b2"
+    spec = device_spec(module, config.hw)
     try:
         return load_hardware(spec)
     except HardwareError as exc:
@@ -305,13 +308,11 @@ def timing_function(func: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:
         return func
     try:
         return specialise(func, func.sym_name.data, fixed, upper_bound_data_dependent=True)
-    except GearTypeError as exc:
+    except RetypeError as exc:
         raise error(exc.op, f"the shapes given do not type-check: {exc}") from None
 
 
-def _lower(
-    ctx: npuir.NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: str | None
-) -> None:
+def _lower(ctx: NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: str | None) -> None:
     if hw_spec is not None:
         module.attributes[npu.TARGET] = StringAttr(hw_spec)
     if pipeline is None:
@@ -319,7 +320,7 @@ def _lower(
         pipeline = "sync-verify" if lowered else "npu-default"
     elif "sync-verify" not in pipeline:
         pipeline = f"{pipeline},sync-verify" if pipeline.strip() else "sync-verify"
-    npuir.run_passes(ctx, module, npuir.build_pipeline(pipeline))
+    run_passes(ctx, module, build_pipeline(pipeline))
 
 
 def _simulate(
@@ -364,8 +365,8 @@ def same_bits(a: Array, b: Array) -> bool:
 
 def run_program(config: RunConfig) -> RunOutcome:
     """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
-    ctx = npuir.make_context()
-    module = npuir.parse_file(ctx, config.path)
+    ctx = make_context()
+    module = parse_file(ctx, config.path)
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)
@@ -385,7 +386,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     result, programs, actual, gears = _simulate(module, names, shapes, hw)
 
     baseline = original.clone()
-    base_ctx = npuir.make_context()
+    base_ctx = make_context()
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
     single, _, _, _ = _simulate(baseline, names, shapes, hw)

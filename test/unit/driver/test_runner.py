@@ -10,8 +10,8 @@ import pytest
 from xdsl.dialects.func import FuncOp
 
 import npuir
-from npuir.backends.npu.runner import RunConfig, make_inputs, run_program, same_bits
 from npuir.diagnostics import DiagnosticError
+from npuir.driver.run import RunConfig, make_inputs, run_program, same_bits
 
 Array = np.ndarray[Any, Any]
 BF16 = np.dtype(ml_dtypes.bfloat16)
