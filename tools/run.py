@@ -58,7 +58,17 @@ def _arg_parser() -> argparse.ArgumentParser:
     who = ap.add_mutually_exclusive_group()
     who.add_argument("--entry", help="the function to run on every rank")
     who.add_argument("--entries", help="one function per rank, comma-separated (MPMD)")
-    ap.add_argument("--ranks", type=int, default=1, help="ranks running --entry (SPMD)")
+    ap.add_argument(
+        "--ranks",
+        type=int,
+        help="real SPMD ranks running --entry (default 1); with --entries it must match",
+    )
+    ap.add_argument(
+        "--mirror-peers",
+        action="store_true",
+        help="take the ranks a collective's group needs beyond those run as copies of them "
+        "(the report lists which); without it such a group is an error",
+    )
     ap.add_argument("--hw", help="device preset (910b2, 910b4, a3, tiny) or TOML file")
     ap.add_argument("--shape", type=_shape, action="append", default=[], metavar="ARG=DxD")
     ap.add_argument("--inputs", help=".npz with arrays argN (or rankR/argN)")
@@ -74,7 +84,7 @@ def _arg_parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str] | None = None) -> int:
     ap = _arg_parser()
     args = ap.parse_args(argv)
-    if args.ranks < 1:
+    if args.ranks is not None and args.ranks < 1:
         ap.error("--ranks must be >= 1")
     if args.check and args.timing_only:
         ap.error("--check needs the numerics; it cannot go with --timing-only")
@@ -93,6 +103,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         entry=args.entry,
         entries=args.entries.split(",") if args.entries else None,
         ranks=args.ranks,
+        mirror_peers=args.mirror_peers,
         hw=args.hw,
         shapes=dict(args.shape),
         inputs=args.inputs,

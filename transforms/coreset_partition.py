@@ -112,7 +112,8 @@ class _Search:
         streams = module_streams(copy)
         total = 0
         for func in scheduled_functions(copy):
-            result = simulate([build_program(func, streams)], self.hw)
+            # One rank stands for an SPMD program's peers, which run the same limits.
+            result = simulate([build_program(func, streams)], self.hw, mirror_peers=True)
             if result.deadlock is not None:
                 return None
             total += result.makespan_ns

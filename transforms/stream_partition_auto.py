@@ -153,7 +153,8 @@ class Judge:
             def limit_fn(p: Program, n: int, engine: str) -> int | None:
                 return base_limits(self.prog, origin[n], engine)
 
-        result = simulate([lowered], self.hw, limits=limit_fn, cache=self.cache)
+        # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
+        result = simulate([lowered], self.hw, limits=limit_fn, cache=self.cache, mirror_peers=True)
         waits = sum(1 for k in lowered.kind if k is NodeKind.WAIT)
         span = result.makespan_ns if result.deadlock is None else 1 << 62
         return Judged(name, assignment, span, waits, result, origin)

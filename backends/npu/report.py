@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from npuir.analysis.program import Program
+from npuir.backends.npu.groups import ranks_text
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import SimResult
 
@@ -57,8 +58,13 @@ def build_report(
     gears: Sequence[str | None],
     entries: Sequence[str],
     check: dict[str, Any] | None,
+    mirrored: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Everything a run measured, JSON-able; times in integer nanoseconds."""
+    """Everything a run measured, JSON-able; times in integer nanoseconds.
+
+    `mirrored` is None unless the run was asked to mirror missing peers; then it lists every
+    partial group (`PartialGroup.to_json`), empty when every group was whole.
+    """
     streams = []
     for (rank, s), busy in sorted(result.stream_busy_ns.items()):
         info = programs[rank].streams[s]
@@ -79,6 +85,8 @@ def build_report(
         "device": hw.name,
         "ranks": result.ranks,
         "entries": list(entries),
+        "mirror_peers": mirrored is not None,
+        "mirrored_peers": mirrored,
         "gears": list(gears),
         "makespan_ns": makespan,
         "single_stream_ns": single_stream_ns,
@@ -106,6 +114,16 @@ def render_report(report: dict[str, Any]) -> str:
     for rank, (entry, gear) in enumerate(zip(report["entries"], report["gears"])):
         ran = f" -> {gear}" if gear else ""
         lines.append(f"rank {rank:<11} @{entry}{ran}")
+    mirrored = report.get("mirrored_peers")
+    if mirrored is not None:
+        if not mirrored:
+            lines.append("mirrored peers   none: every collective's group ran whole")
+        for group in mirrored:
+            lines.append(
+                f"mirrored peers   {group['op']} group_size {group['group_size']}: rank(s) "
+                f"{ranks_text(group['mirrored_ranks'])} are copies of rank(s) "
+                f"{ranks_text(group['ranks_present'])}, not simulated"
+            )
     if report["deadlock"] is not None:
         lines.append(report["deadlock"]["description"])
         return "\n".join(lines) + "\n"

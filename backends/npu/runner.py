@@ -32,6 +32,7 @@ from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 import npuir
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
+from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
@@ -61,7 +62,11 @@ class RunConfig:
     pipeline: str | None = None
     entry: str | None = None
     entries: list[str] | None = None
-    ranks: int = 1
+    ranks: int | None = None
+    """SPMD ranks running `entry` (default 1); with `entries`, if given, it must match."""
+    mirror_peers: bool = False
+    """Let a collective whose group reaches past the ranks run take the missing ranks as
+    copies of those present (`npuir.backends.npu.groups`); the report lists them."""
     hw: str | None = None
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict[str, tuple[int, ...]])
     inputs: str | None = None
@@ -124,8 +129,13 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
     funcs = _functions(module)
     if config.entries:
         names = config.entries
+        if config.ranks is not None and config.ranks != len(names):
+            raise UsageError(
+                f"--entries names {len(names)} function(s), one per rank, but --ranks is "
+                f"{config.ranks}"
+            )
     else:
-        names = [config.entry or _default_entry(module)] * config.ranks
+        names = [config.entry or _default_entry(module)] * (config.ranks or 1)
     for name in names:
         if name not in funcs:
             raise UsageError(
@@ -322,12 +332,28 @@ def _lower(
     npuir.run_passes(ctx, module, npuir.build_pipeline(pipeline))
 
 
+def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[PartialGroup]:
+    """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`."""
+    partial = partial_groups([collectives(f) for f in funcs], len(funcs))
+    if partial and not mirror_peers:
+        first = partial[0]
+        needed = max(p.present[0] + p.group_size for p in partial)
+        raise error(
+            first.op,
+            f"{first.describe()}: run all {needed} ranks (--ranks {needed}, or one --entries "
+            "function per rank), or pass --mirror-peers to take the missing ranks as copies "
+            "of those present",
+        )
+    return partial
+
+
 def _simulate(
     module: ModuleOp,
     names: Sequence[str],
     shapes: Sequence[Sequence[tuple[int, ...]]],
     hw: Hardware,
-) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None]]:
+    mirror_peers: bool,
+) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None], list[PartialGroup]]:
     funcs = _functions(module)
     streams = module_streams(module)
     programs: list[Program] = []
@@ -346,7 +372,9 @@ def _simulate(
         if prog is None:
             prog = cache[key] = build_program(timing_function(func, rank_shapes), streams)
         programs.append(prog)
-    return simulate(programs, hw), programs, actual, gears
+    partial = _partial_groups(actual, mirror_peers)
+    result = simulate(programs, hw, mirror_peers=mirror_peers)
+    return result, programs, actual, gears, partial
 
 
 def same_bits(a: Array, b: Array) -> bool:
@@ -382,13 +410,15 @@ def run_program(config: RunConfig) -> RunOutcome:
         # Warnings the passes gave before the error still matter to the user.
         raise DiagnosticError(exc.diagnostic, (*ctx.diagnostics.drain(), *exc.notes)) from None
     warnings = list(ctx.diagnostics.drain())
-    result, programs, actual, gears = _simulate(module, names, shapes, hw)
+    result, programs, actual, gears, partial = _simulate(
+        module, names, shapes, hw, config.mirror_peers
+    )
 
     baseline = original.clone()
     base_ctx = npuir.make_context()
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
-    single, _, _, _ = _simulate(baseline, names, shapes, hw)
+    single, _, _, _, _ = _simulate(baseline, names, shapes, hw, config.mirror_peers)
 
     check: dict[str, Any] | None = None
     inputs: list[list[Array]] = []
@@ -398,11 +428,11 @@ def run_program(config: RunConfig) -> RunOutcome:
             make_inputs(funcs[n], s, config.seed, r) for r, (n, s) in enumerate(zip(names, shapes))
         ]
         try:
-            outputs = run_ranks(module, actual, inputs)
+            outputs = run_ranks(module, actual, inputs, mirror_peers=config.mirror_peers)
         except NumericsError as exc:
             raise error(exc.op or module, str(exc)) from None
         if config.check:
-            check = _check(original, names, inputs, outputs)
+            check = _check(original, names, inputs, outputs, config.mirror_peers)
     report = build_report(
         result,
         programs,
@@ -412,6 +442,7 @@ def run_program(config: RunConfig) -> RunOutcome:
         gears=gears,
         entries=list(names),
         check=check,
+        mirrored=[p.to_json() for p in partial] if config.mirror_peers else None,
     )
     status = EXIT_OK
     if result.deadlock is not None:
@@ -426,11 +457,12 @@ def _check(
     names: Sequence[str],
     inputs: Sequence[Sequence[Array]],
     outputs: Sequence[Sequence[Array]],
+    mirror_peers: bool,
 ) -> dict[str, Any]:
     funcs = _functions(original)
     reference_funcs = [funcs[n] for n in names]
     try:
-        reference = run_ranks(original, reference_funcs, inputs)
+        reference = run_ranks(original, reference_funcs, inputs, mirror_peers=mirror_peers)
     except NumericsError as exc:
         raise error(exc.op or original, f"the unscheduled program fails: {exc}") from None
     mismatches: list[str] = []

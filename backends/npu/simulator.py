@@ -30,8 +30,10 @@ What runs when:
   ranks (0..G-1, G..2G-1, ...): the k-th collective of a communicator
   `group` on each of those ranks.  It starts on all of them at once, when
   every simulated member is at its head (and, for aiv, holds its cores).
-  Members that are not simulated (a single-rank run of a G=8 program) are
-  taken to be identical and to arrive at the same moment.
+  A group that reaches past the ranks simulated (one rank of a G=8 program)
+  is refused unless the caller asks for ``mirror_peers``: then its missing
+  members are taken to be identical and to arrive at the same moment
+  (`npuir.backends.npu.groups`).
 - **Races.** Independently of `sync-verify`, every node's producers
   (`Program.deps`) must have finished when it starts; a violation is a
   `Race`.  The run goes on as the hardware would.
@@ -89,6 +91,7 @@ from .cost import (
     static_hbm_share,
     vector_tiles,
 )
+from .groups import partial_groups
 from .hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 
 __all__ = [
@@ -1215,15 +1218,19 @@ def simulate(
     *,
     limits: CoreLimitFn | None = None,
     cache: SimCache | None = None,
+    mirror_peers: bool = False,
 ) -> SimResult:
     """Run `programs` (one per rank) on `hw` and measure what happens.
 
     SPMD: pass the same `Program` once per rank (its per-node work is computed once).
     `limits(program, node, engine)` gives each op's core limit; the default reads the
     `coreset.cores` attribute `coreset-lower` writes, unlimited where absent.  `cache` keeps
-    what was read from the IR for later calls (see `SimCache`).
+    what was read from the IR for later calls (see `SimCache`).  `mirror_peers` lets a
+    collective whose group reaches past `programs` run as if the missing ranks were copies
+    of the ones present (a planner looking at one rank of an SPMD program wants that).
 
-    Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), or
+    Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), a
+    group is partial without `mirror_peers` (see `npuir.backends.npu.groups`), or
     `cache` was made for another device.  A deadlock is not an exception: it is
     `SimResult.deadlock`.
     """
@@ -1233,6 +1240,15 @@ def simulate(
         cache = SimCache(hw)
     elif cache.hw is not hw and cache.hw != hw:
         raise ValueError(f"the SimCache was made for {cache.hw.name}, not {hw.name}")
+    if not mirror_peers:
+        partial = partial_groups(
+            [[op for op in prog.ops if isinstance(op, CollectiveOp)] for prog in programs],
+            len(programs),
+        )
+        if partial:
+            raise ValueError(
+                partial[0].describe() + "; simulate every rank, or pass mirror_peers=True"
+            )
     limit_fn = limits if limits is not None else coreset_limit
     # The run allocates many small objects and frees none of them in cycles; a collection
     # would walk the whole IR each time, so the collector is paused for the run.
