@@ -62,6 +62,15 @@ class StreamTable:
             index = self.by_tag[tag]
         info = self.infos[index]
         if info.priority != priority and where is not None:
+            if tag == stream.DEFAULT_TAG:
+                # Nothing else set it: the default stream's priority is the fixed one
+                # every function's unscoped ops and `func.return` run at.
+                raise error(
+                    where,
+                    f'stream "{tag}" is given priority {priority} here, but the default '
+                    f"stream's priority is fixed at {info.priority}; drop the priority or "
+                    "use another tag",
+                )
             raise error(
                 where,
                 f'stream "{tag}" is given priority {priority} here but {info.priority} '

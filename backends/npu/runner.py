@@ -15,7 +15,9 @@ dispatcher enters the version whose gear the input shapes match); simulate
 unless timing-only, run the numerics on random or given inputs and, with
 `check`, compare every output with the program before the pipeline.  The
 report also carries the makespan of the same program on a single stream
-(scopes ignored), the baseline a multi-stream schedule is measured against.
+(scopes ignored), the baseline a multi-stream schedule is measured against; for an
+input that is already lowered, the baseline is taken from the same program with its
+streams and events removed (`unlowered`), so it matches the baseline of its source.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.report import build_report
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
-from npuir.dialects import gear, npu, stream
+from npuir.dialects import gear, npu, stream, sync
 from npuir.transforms.gear_multiversion import GearTypeError, specialise
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
@@ -377,6 +379,26 @@ def _simulate(
     return result, programs, actual, gears, partial
 
 
+def unlowered(module: ModuleOp) -> ModuleOp:
+    """`module` with what `stream-partition` and `insert-events` added taken out, in place:
+    `stream.on`, events and `stream.decl`s.  Each op's `coreset.cores` (the effective
+    limits of its source) stays, and unlowered functions are left as they are."""
+    lowered = [f for f in module.ops if isinstance(f, FuncOp) and is_lowered(f)]
+    for func in lowered:
+        # Waits before records: a record's event may only go once nothing waits on it.
+        for op in reversed(list(func.body.walk())):
+            if isinstance(op, sync.WaitOp | sync.RecordOp):
+                parent = op.parent_block()
+                assert parent is not None
+                parent.erase_op(op)
+            else:
+                op.attributes.pop(stream.STREAM_ON, None)
+    if lowered:
+        for decl in [op for op in module.ops if isinstance(op, stream.DeclOp)]:
+            module.body.block.erase_op(decl)
+    return module
+
+
 def same_bits(a: Array, b: Array) -> bool:
     """Bitwise equality, except that NaN equals NaN at the same place."""
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -414,7 +436,7 @@ def run_program(config: RunConfig) -> RunOutcome:
         module, names, shapes, hw, config.mirror_peers
     )
 
-    baseline = original.clone()
+    baseline = unlowered(original.clone())
     base_ctx = npuir.make_context()
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()

@@ -493,6 +493,8 @@ class BlockedOp:
     """"cores", "event" or "peers"."""
     holds: int = 0
     """Cores of `pool` the op holds while it waits."""
+    held_from: int = -1
+    """Since when it holds them (-1 when it holds none)."""
     wants: int = 0
     """Cores of `pool` it needs in all (reason "cores")."""
     pool: str = ""
@@ -874,6 +876,7 @@ class _Simulation:
         detail: str,
         *,
         holds: int = 0,
+        held_from: int = -1,
         wants: int = 0,
         pool: str = "",
         core_holders: tuple[tuple[int, int, int], ...] = (),
@@ -891,6 +894,7 @@ class _Simulation:
             stream_name=prep.prog.stream_name(s),
             reason=reason,
             holds=holds,
+            held_from=held_from,
             wants=wants,
             pool=pool,
             core_holders=core_holders,
@@ -922,6 +926,7 @@ class _Simulation:
             "cores",
             detail,
             holds=held,
+            held_from=self.held_from[self.base[r] + n] if held else -1,
             wants=prep.want[n],
             pool=pool,
             core_holders=others,
@@ -978,6 +983,7 @@ class _Simulation:
             "peers",
             detail,
             holds=held,
+            held_from=self.held_from[self.base[r] + n] if held else -1,
             wants=prep.want[n],
             pool=pool,
             missing_peers=missing,
