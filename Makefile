@@ -21,13 +21,14 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/npuir-run examples/seed_multistream.mlir --check
 
-## Every test: lint, types, pytest, lit.
+## Every test: lint, types, the import contracts, pytest, lit.
 test: lint unit lit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python dev/lint_imports.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest

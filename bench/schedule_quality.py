@@ -38,10 +38,10 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.program import NodeKind, build_program, module_streams, scheduled_functions
-from npuir.backends.npu.cost import parallelism, solo_duration_ns
+from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
 from npuir.backends.npu.groups import collectives
 from npuir.backends.npu.hardware import Hardware, load_hardware
-from npuir.backends.npu.simulator import op_work, simulate
+from npuir.backends.npu.simulator import simulate
 from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.dialects.npu import NpuOp
 

@@ -9,6 +9,7 @@ finds a problem in the IR raises a located `DiagnosticError`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
 from collections.abc import Callable
 
@@ -18,6 +19,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpecParseError, parse_pipeline
 from xdsl.utils.exceptions import DiagnosticException
 
+from npuir.analysis.manager import analyses, preserved_by
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.gc_pause import collector_paused
 from npuir.transforms import PASSES
@@ -59,22 +61,40 @@ def build_pipeline(spec: str) -> list[ModulePass]:
     return passes
 
 
+VERIFY_EACH_ENV = "NPUIR_VERIFY_EACH"
+"""Set to 1 to verify after every pass by default (the test suite does)."""
+
+
+def verify_each_default() -> bool:
+    """Whether `run_passes` verifies after every pass when not told (`NPUIR_VERIFY_EACH`)."""
+    return os.environ.get(VERIFY_EACH_ENV, "") not in ("", "0")
+
+
 def run_passes(
     ctx: Context,
     module: ModuleOp,
     passes: list[ModulePass],
     after_each: PassCallback | None = None,
-    verify_each: bool = True,
+    verify_each: bool | None = None,
 ) -> None:
-    """Apply `passes` in order, verifying the IR after each one (unless told not to:
-    the benchmarks time the passes alone).
+    """Apply `passes` in order, then verify the result.
+
+    With `verify_each` (default: `NPUIR_VERIFY_EACH`, off) the IR is verified after
+    every pass instead, as MLIR does by default: it names the pass that broke the IR,
+    but on a 10k-op module each verification costs more than most passes, and npuir's
+    passes are tested with it on.
+
+    Analyses are cached in the context (`npuir.analysis.manager`): the cache starts
+    empty and each pass that does not declare `PRESERVES = ALL` clears what it does
+    not preserve.
 
     Python's cyclic collector is paused meanwhile: passes allocate many small
     objects that live as long as the IR, and each collection would walk the
     whole module again (on a 100k-op program, a third of the pass time).
     """
+    each = verify_each_default() if verify_each is None else verify_each
     with collector_paused():
-        _run_passes(ctx, module, passes, after_each, verify_each)
+        _run_passes(ctx, module, passes, after_each, each)
 
 
 def _run_passes(
@@ -84,16 +104,21 @@ def _run_passes(
     after_each: PassCallback | None,
     verify_each: bool,
 ) -> None:
+    manager = analyses(ctx)
+    manager.invalidate()
     for p in passes:
         try:
             p.apply(ctx, module)
         except DiagnosticException as exc:
             # An xDSL-level failure inside a pass carries no location of its own.
             raise DiagnosticError(Diagnostic("error", f"{p.name}: {exc}")) from None
+        manager.invalidate(preserved_by(p))
         if verify_each:
             verify(module)
         if after_each is not None:
             after_each(p, module)
+    if passes and not verify_each:
+        verify(module)
 
 
 def choices_of(pass_cls: type[ModulePass], field: str) -> tuple[str, ...]:

@@ -15,8 +15,8 @@ import sys
 import tempfile
 from collections.abc import Sequence
 
-from npuir import make_context, print_ir
-from npuir.context import NpuirContext
+from npuir.api import print_ir
+from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
 from npuir.parsing import SPLIT_MARKER, decode_source, parse_module, split_input
 from npuir.pipeline import build_pipeline, run_passes
@@ -51,6 +51,13 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--allow-unregistered-dialect", action="store_true")
     ap.add_argument(
         "--warnings-as-errors", action="store_true", help="treat warnings as errors (exit 1)"
+    )
+    ap.add_argument(
+        "--verify-each",
+        action="store_true",
+        help="verify the IR after every pass (MLIR's default; npuir verifies after parsing "
+        "and after the last pass, since on large modules verification costs more than the "
+        "passes -- the test suite runs with it on)",
     )
     ap.add_argument("--list-passes", action="store_true", help="list passes and pipelines")
     return ap
@@ -130,7 +137,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             module = parse_module(ctx, chunk.text, filename, ctx.diagnostics.sources, chunk.offset)
             phase = "verify"
             verify(module)
-            run_passes(ctx, module, passes)
+            run_passes(ctx, module, passes, verify_each=args.verify_each or None)
             if _flush_warnings(ctx, args.warnings_as_errors):
                 failed = True
                 continue

@@ -13,13 +13,14 @@ import json
 import sys
 from collections.abc import Sequence
 
-from npuir.backends.npu.runner import (
+from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
+from npuir.driver.run import (
     EXIT_INPUT,
     EXIT_USAGE,
     RunConfig,
+    fit_program,
     run_program,
 )
-from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
 
 EPILOG = """exit codes:
   0  ok
@@ -78,7 +79,53 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
     ap.add_argument("--plot", metavar="OUT.png", help="write a PNG timeline (needs matplotlib)")
     ap.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    ap.add_argument(
+        "--profile",
+        metavar="FILE.csv",
+        help="an msprof-style op summary whose task durations and block dims replace the cost "
+        "model's for the ops it covers (by npu.op_name, else by op type and input shapes)",
+    )
+    ap.add_argument(
+        "--emit-profile", metavar="OUT.csv", help="write the simulated ops as such an op summary"
+    )
+    ap.add_argument(
+        "--fit-hw",
+        metavar="PROFILE.csv",
+        help="instead of running: fit the device's per-core rates and launch overhead to this "
+        "profile of the program (least squares) and print the fit error; needs --fit-out",
+    )
+    ap.add_argument("--fit-out", metavar="HW.toml", help="where --fit-hw writes the --hw file")
     return ap
+
+
+def _fit(config: RunConfig, profile: str, out: str, sources: SourceManager) -> int:
+    from npuir.backends.npu.trace import atomic_write
+
+    try:
+        fit, warnings = fit_program(config, profile)
+    except UsageError as exc:
+        print(f"npuir-run: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DiagnosticError as exc:
+        for diagnostic in (exc.diagnostic, *exc.notes):
+            print(diagnostic.render(sources), file=sys.stderr)
+        return EXIT_INPUT
+    for warning in warnings:
+        print(warning.render(sources), file=sys.stderr)
+    text = fit.to_toml()
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    try:
+        atomic_write(out, write)
+    except OSError as exc:
+        print(f"npuir-run: error: cannot write '{out}': {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(fit.describe())
+    print(f"wrote {out} (use it with --hw {out})")
+    return 0
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -88,6 +135,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         ap.error("--ranks must be >= 1")
     if args.check and args.timing_only:
         ap.error("--check needs the numerics; it cannot go with --timing-only")
+    if (args.fit_hw is None) != (args.fit_out is None):
+        ap.error("--fit-hw and --fit-out go together")
     if args.plot:
         import importlib.util
 
@@ -110,6 +159,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         check=args.check,
         timing_only=args.timing_only,
+        profile=args.profile,
     )
     # Diagnostics show the offending line, as npuir-opt's do.
     sources = SourceManager()
@@ -118,6 +168,8 @@ def run(argv: Sequence[str] | None = None) -> int:
             sources.add(args.input, f.read())
     except OSError:
         pass  # run_program reports the unreadable file
+    if args.fit_hw is not None:
+        return _fit(config, args.fit_hw, args.fit_out, sources)
     try:
         outcome = run_program(config)
     except UsageError as exc:
@@ -129,10 +181,15 @@ def run(argv: Sequence[str] | None = None) -> int:
         return EXIT_INPUT
     for warning in outcome.warnings:
         print(warning.render(sources), file=sys.stderr)
-    if outcome.result is not None and (args.trace or args.plot):
+    if outcome.result is not None and (args.trace or args.plot or args.emit_profile):
+        from npuir.backends.npu.profile import write_profile
         from npuir.backends.npu.trace import plot_timeline, write_trace
 
-        writers = [(args.trace, write_trace), (args.plot, plot_timeline)]
+        writers = [
+            (args.trace, write_trace),
+            (args.plot, plot_timeline),
+            (args.emit_profile, write_profile),
+        ]
         for path, write in writers:
             if not path:
                 continue

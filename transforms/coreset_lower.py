@@ -17,18 +17,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used
-from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
-from npuir.diagnostics import error
 from npuir.dialects import coreset, scope
-from npuir.dialects.npu import NpuOp, target_of
-
-
-def device_of(module: ModuleOp, hw: str | None) -> Hardware:
-    """The device a pass targets: its `hw` option, else the module's `npu.target`, else 910b2."""
-    try:
-        return load_hardware(hw or target_of(module) or "910b2")
-    except HardwareError as exc:
-        raise error(module, str(exc)) from None
+from npuir.dialects.npu import NpuOp
+from npuir.schedule.device import device_of
 
 
 def inline_limits(module: ModuleOp) -> None:

@@ -59,11 +59,13 @@ def build_report(
     entries: Sequence[str],
     check: dict[str, Any] | None,
     mirrored: list[dict[str, Any]] | None = None,
+    profile: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything a run measured, JSON-able; times in integer nanoseconds.
 
     `mirrored` is None unless the run was asked to mirror missing peers; then it lists every
-    partial group (`PartialGroup.to_json`), empty when every group was whole.
+    partial group (`PartialGroup.to_json`), empty when every group was whole.  `profile`
+    (None without one) says which profile costed the run and how many ops came from it.
     """
     streams = []
     for (rank, s), busy in sorted(result.stream_busy_ns.items()):
@@ -87,6 +89,7 @@ def build_report(
         "entries": list(entries),
         "mirror_peers": mirrored is not None,
         "mirrored_peers": mirrored,
+        "profile": profile,
         "gears": list(gears),
         "makespan_ns": makespan,
         "single_stream_ns": single_stream_ns,
@@ -127,6 +130,12 @@ def render_report(report: dict[str, Any]) -> str:
     if report["deadlock"] is not None:
         lines.append(report["deadlock"]["description"])
         return "\n".join(lines) + "\n"
+    profile = report.get("profile")
+    if profile is not None:
+        lines.append(
+            f"profile          {profile['ops_from_profile']} of {profile['ops']} ops costed "
+            f"from {profile['path']} ({profile['rows']} rows); the rest by the cost model"
+        )
     lines.append(f"makespan         {report['makespan_ns']} ns")
     single = report["single_stream_ns"]
     if report.get("single_stream_deadlocks"):

@@ -61,7 +61,6 @@ whole `simulate` call at about 140k nodes/s (200k with a warm cache).
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -73,11 +72,8 @@ from npuir.analysis.program import DepKind, NodeKind, Program
 from npuir.dialects import coreset, stream
 from npuir.dialects.coreset import CoresAttr
 from npuir.dialects.npu import (
-    DYN,
     CollectiveOp,
     NpuOp,
-    dtype_name,
-    shape_of,
     tensor_bytes,
 )
 from npuir.gc_pause import collector_paused
@@ -86,13 +82,13 @@ from .cost import (
     OpWork,
     collective_ns,
     duration_ns,
-    matmul_tiles,
+    op_work,
     parallelism,
     static_hbm_share,
-    vector_tiles,
 )
 from .groups import partial_groups
-from .hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
+from .hardware import Hardware
+from .profile import Profile, ProfiledCost
 
 __all__ = [
     "POOL_ENGINES",
@@ -104,7 +100,6 @@ __all__ = [
     "SimCache",
     "SimResult",
     "coreset_limit",
-    "op_work",
     "simulate",
 ]
 
@@ -149,54 +144,6 @@ def coreset_limit(program: Program, node: int, engine: str) -> int | None:
         count: int | None = attr.count(engine)
         return count
     return None
-
-
-def _dtype(ty: object, allowed: frozenset[str]) -> str:
-    if not isinstance(ty, TensorType):
-        return "f16"
-    name = dtype_name(ty.element_type)  # pyright: ignore[reportUnknownMemberType]
-    # An element type the throughput tables do not list (e.g. i16) is costed as f32, the
-    # slowest common floating type, rather than refused: the simulator must run any valid IR.
-    return name if name in allowed else "f32"
-
-
-def op_work(op: NpuOp, hw: Hardware) -> OpWork:
-    """What `op` asks of the device, for the cost model.
-
-    dtype is the first operand's element type.  Tiles: for the cube, the result's last two
-    dims (M, N) and the product of the leading ones (batch) through `matmul_tiles`; for the
-    vector unit, the largest tensor the op reads or writes through `vector_tiles` (the output
-    for elementwise ops, the input for reductions).  Collectives carry their kind, group size,
-    mode and the bytes of their input tensor.  Dynamic dims count as 1, as in the `npu` ops.
-    """
-    engine = op.engine.value
-    first = op.operands[0].type if op.operands else op.results[0].type
-    if engine == "comm":
-        assert isinstance(op, CollectiveOp)
-        return OpWork(
-            engine="comm",
-            flops=op.flops(),
-            bytes=op.bytes_moved(),
-            dtype=_dtype(first, VECTOR_DTYPES),
-            collective=op.name.removeprefix("npu."),
-            group_size=op.group_size,
-            comm_bytes=tensor_bytes(op.input.type),
-            mode=op.mode,
-        )
-    if engine == "cube":
-        shape = tuple(1 if d == DYN else d for d in shape_of(op.results[0].type))
-        m, n = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[0] if shape else 1)
-        tiles = matmul_tiles(hw, m, n, math.prod(shape[:-2]))
-        dtype = _dtype(first, CUBE_DTYPES)
-    elif engine == "vector":
-        tensors = [v.type for v in op.operands] + [r.type for r in op.results]
-        largest = max((tensor_bytes(t) for t in tensors if isinstance(t, TensorType)), default=0)
-        tiles = vector_tiles(hw, largest)
-        dtype = _dtype(first, VECTOR_DTYPES)
-    else:
-        tiles = 1
-        dtype = _dtype(first, VECTOR_DTYPES)
-    return OpWork(engine=engine, flops=op.flops(), bytes=op.bytes_moved(), dtype=dtype, tiles=tiles)
 
 
 def _bound_records(prog: Program) -> list[int]:
@@ -313,6 +260,7 @@ class SimCache:
         self.signatures: dict[object, _OpInfo] = {}
         self.types: dict[Attribute, int] = {}
         self.type_by_id: dict[int, tuple[Attribute, int]] = {}
+        self.profiled: dict[Profile, dict[Operation, ProfiledCost | None]] = {}
 
 
 class _Prepared:
@@ -324,9 +272,15 @@ class _Prepared:
         hw: Hardware,
         limits: CoreLimitFn,
         cache: SimCache,
+        profile: Profile | None = None,
     ) -> None:
         n_nodes = len(prog)
         self.prog = prog
+        # Profiled ops: task duration (-1: costed by the model) and block dim.
+        self.prof_ns = [-1] * n_nodes
+        self.profiled = 0
+        self.compute_ops = 0
+        costs = cache.profiled.setdefault(profile, {}) if profile is not None else None
         self.kind = list(map(int, prog.kind))
         self.stream = list(prog.stream)
         if n_nodes and not (0 <= min(self.stream) and max(self.stream) < len(prog.streams)):
@@ -421,6 +375,13 @@ class _Prepared:
             elif info.pool >= 0:
                 limit = limits(prog, n, info.engine)
                 want[n] = info.par if limit is None else max(1, min(limit, info.par))
+            self.compute_ops += 1
+            if costs is not None and profile is not None:
+                cost = costs.get(op, _UNSEEN)
+                if cost is _UNSEEN:
+                    cost = costs[op] = profile.lookup(op)
+                if isinstance(cost, ProfiledCost):
+                    self._use_profile(n, info, cost, limits)
             if info.collective:
                 assert isinstance(op, CollectiveOp)
                 group = op.group
@@ -435,6 +396,21 @@ class _Prepared:
         for arg in prog.func.body.block.args:
             self.arg_bytes.append(tensor_bytes(arg.type) if isinstance(arg.type, TensorType) else 0)
             self.arg_users.append(_value_users(prog, arg))
+
+    def _use_profile(self, n: int, info: _OpInfo, cost: ProfiledCost, limits: CoreLimitFn) -> None:
+        """Node `n` costs what the profile says: its task duration, on its block dim."""
+        self.profiled += 1
+        self.prof_ns[n] = cost.duration_ns
+        if info.collective:
+            self.fixed[n] = cost.duration_ns
+        elif not info.accum and info.pool >= 0:
+            demand = max(1, min(cost.block_dim or info.par, info.total))
+            self.par[n] = demand
+            limit = limits(self.prog, n, info.engine)
+            self.want[n] = demand if limit is None else max(1, min(limit, demand))
+
+
+_UNSEEN = object()
 
 
 def _clamp(limit: int | None, total: int) -> int:
@@ -563,6 +539,10 @@ class SimResult:
     peak_memory_by_rank: list[int]
     races: list[Race] = field(default_factory=list[Race])
     deadlock: Deadlock | None = None
+    compute_ops: int = 0
+    """Compute ops (collectives included) of the distinct programs simulated."""
+    profiled_ops: int = 0
+    """How many of them took their cost from a profile (`npuir.backends.npu.profile`)."""
     _ops: list[OpRecord] | None = field(default=None, init=False, repr=False, compare=False)
     _by_key: dict[tuple[int, int], OpRecord] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -763,6 +743,13 @@ class _Simulation:
         wid = prep.work_id[n]
         if wid < 0 or prep.pool[n] < 0 or prep.coll[n] is not None:
             dur = prep.fixed[n]
+        elif prep.prof_ns[n] >= 0:
+            # Fewer cores than the profiled block dim: proportionally longer (assumption:
+            # kernels scale linearly in their block dim).
+            dur = prep.prof_ns[n]
+            granted, dim = self.cores[g], prep.par[n]
+            if granted < dim:
+                dur = -(-dur * dim // granted)
         else:
             granted = self.cores[g]
             key = wid * _CORE_KEY + granted
@@ -1225,6 +1212,7 @@ def simulate(
     limits: CoreLimitFn | None = None,
     cache: SimCache | None = None,
     mirror_peers: bool = False,
+    profile: Profile | None = None,
 ) -> SimResult:
     """Run `programs` (one per rank) on `hw` and measure what happens.
 
@@ -1234,6 +1222,8 @@ def simulate(
     what was read from the IR for later calls (see `SimCache`).  `mirror_peers` lets a
     collective whose group reaches past `programs` run as if the missing ranks were copies
     of the ones present (a planner looking at one rank of an SPMD program wants that).
+    `profile` replaces the cost model's durations and core demands for the ops it covers
+    (see `npuir.backends.npu.profile`); `SimResult.profiled_ops` says how many.
 
     Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), a
     group is partial without `mirror_peers` (see `npuir.backends.npu.groups`), or
@@ -1264,10 +1254,13 @@ def simulate(
         for prog in programs:
             prep = prepared.get(id(prog))
             if prep is None:
-                prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache)
+                prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache, profile)
             preps.append(prep)
         sim = _Simulation(preps, hw, list(cache.works))
         sim.run()
         sim.find_races()
         deadlock = sim.deadlock() if sim.finished < sim.total else None
-        return _collect(sim, deadlock)
+        result = _collect(sim, deadlock)
+        result.compute_ops = sum(p.compute_ops for p in prepared.values())
+        result.profiled_ops = sum(p.profiled for p in prepared.values())
+        return result

@@ -32,7 +32,7 @@ from npuir.dialects.npu import NpuOp
 
 from .simulator import SimResult
 
-__all__ = ["PlotUnavailable", "plot_timeline", "trace_events", "write_trace"]
+__all__ = ["PlotUnavailable", "atomic_write", "plot_timeline", "trace_events", "write_trace"]
 
 _COUNTED_POOLS: tuple[str, ...] = ("cube", "vector")
 
@@ -199,7 +199,7 @@ def _core_counters(
     return out
 
 
-def _atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
     """Write through a temporary file in the same directory, so a failure leaves no partial
     output behind."""
     target = Path(path)
@@ -223,7 +223,7 @@ def write_trace(
         with open(tmp, "w", encoding="utf-8") as out:
             json.dump(data, out, separators=(",", ":"))
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
 
 
 _COLOURS = {
@@ -303,4 +303,4 @@ def plot_timeline(
         fontsize="small",
     )
     fig.tight_layout()
-    _atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))

@@ -25,9 +25,9 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import DepKind, NodeKind, Program, build_program, module_streams
-from npuir.backends.npu.cost import OpWork
+from npuir.backends.npu.cost import OpWork, op_work
 from npuir.backends.npu.hardware import PRESETS
-from npuir.backends.npu.simulator import OpRecord, SimCache, SimResult, op_work, simulate
+from npuir.backends.npu.simulator import OpRecord, SimCache, SimResult, simulate
 from npuir.dialects.npu import NpuOp
 
 TINY = PRESETS["tiny"]

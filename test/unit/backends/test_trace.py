@@ -129,7 +129,7 @@ def test_deadlock_counters_show_the_cores_the_blocked_ops_hold() -> None:
     """The core-limiting seed's deadlock: at the deadlock each rank's vector-core counter
     equals the sum of what the report says the blocked ops hold (48 on each card; on main
     the tracks stayed at 0)."""
-    from npuir.backends.npu.runner import RunConfig, run_program
+    from npuir.driver.run import RunConfig, run_program
 
     example = Path(__file__).resolve().parents[3] / "examples" / "core_limit_deadlock.mlir"
     outcome = run_program(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import npuir
-from npuir.backends.npu.runner import EXIT_OK, RunConfig, run_program
+from npuir.driver.run import EXIT_OK, RunConfig, run_program
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 sys.path.insert(0, str(BENCH))

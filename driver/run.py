@@ -32,17 +32,22 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
-import npuir
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
+from npuir.api import parse_file
+from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
 from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
+from npuir.backends.npu.profile import Profile, read_profile
 from npuir.backends.npu.report import build_report
 from npuir.backends.npu.simulator import SimResult, simulate
+from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
 from npuir.dialects import gear, npu, stream, sync
-from npuir.transforms.gear_multiversion import GearTypeError, specialise
+from npuir.dialects.shapes import RetypeError, specialise
+from npuir.pipeline import build_pipeline, run_passes
+from npuir.schedule.device import device_spec
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
 
@@ -75,6 +80,9 @@ class RunConfig:
     seed: int = 0
     check: bool = False
     timing_only: bool = False
+    profile: str | None = None
+    """An op-summary CSV whose durations and block dims replace the cost model's for the
+    ops it names (`npuir.backends.npu.profile`)."""
 
 
 @dataclass
@@ -93,7 +101,7 @@ class RunOutcome:
 
 
 def _hardware(config: RunConfig, module: ModuleOp) -> Hardware:
-    spec = config.hw or npu.target_of(module) or "910b2"
+    spec = device_spec(module, config.hw)
     try:
         return load_hardware(spec)
     except HardwareError as exc:
@@ -317,13 +325,11 @@ def timing_function(func: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:
         return func
     try:
         return specialise(func, func.sym_name.data, fixed, upper_bound_data_dependent=True)
-    except GearTypeError as exc:
+    except RetypeError as exc:
         raise error(exc.op, f"the shapes given do not type-check: {exc}") from None
 
 
-def _lower(
-    ctx: npuir.NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: str | None
-) -> None:
+def _lower(ctx: NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: str | None) -> None:
     if hw_spec is not None:
         module.attributes[npu.TARGET] = StringAttr(hw_spec)
     if pipeline is None:
@@ -331,7 +337,7 @@ def _lower(
         pipeline = "sync-verify" if lowered else "npu-default"
     elif "sync-verify" not in pipeline:
         pipeline = f"{pipeline},sync-verify" if pipeline.strip() else "sync-verify"
-    npuir.run_passes(ctx, module, npuir.build_pipeline(pipeline))
+    run_passes(ctx, module, build_pipeline(pipeline))
 
 
 def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[PartialGroup]:
@@ -349,13 +355,11 @@ def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[Partial
     return partial
 
 
-def _simulate(
-    module: ModuleOp,
-    names: Sequence[str],
-    shapes: Sequence[Sequence[tuple[int, ...]]],
-    hw: Hardware,
-    mirror_peers: bool,
-) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None], list[PartialGroup]]:
+def _programs(
+    module: ModuleOp, names: Sequence[str], shapes: Sequence[Sequence[tuple[int, ...]]]
+) -> tuple[list[Program], list[FuncOp], list[str | None]]:
+    """Each rank's program (shared between ranks running the same function on the same
+    shapes), the function it runs (a gear version for a dispatcher) and which gear."""
     funcs = _functions(module)
     streams = module_streams(module)
     programs: list[Program] = []
@@ -374,8 +378,20 @@ def _simulate(
         if prog is None:
             prog = cache[key] = build_program(timing_function(func, rank_shapes), streams)
         programs.append(prog)
+    return programs, actual, gears
+
+
+def _simulate(
+    module: ModuleOp,
+    names: Sequence[str],
+    shapes: Sequence[Sequence[tuple[int, ...]]],
+    hw: Hardware,
+    mirror_peers: bool,
+    profile: Profile | None,
+) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None], list[PartialGroup]]:
+    programs, actual, gears = _programs(module, names, shapes)
     partial = _partial_groups(actual, mirror_peers)
-    result = simulate(programs, hw, mirror_peers=mirror_peers)
+    result = simulate(programs, hw, mirror_peers=mirror_peers, profile=profile)
     return result, programs, actual, gears, partial
 
 
@@ -412,10 +428,22 @@ def same_bits(a: Array, b: Array) -> bool:
     return bool(np.array_equal(a.view(unsigned)[~nan_a], b.view(unsigned)[~nan_a]))
 
 
-def run_program(config: RunConfig) -> RunOutcome:
-    """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
-    ctx = npuir.make_context()
-    module = npuir.parse_file(ctx, config.path)
+_Loaded = tuple[
+    NpuirContext,
+    ModuleOp,
+    ModuleOp,
+    Hardware,
+    list[str],
+    dict[str, FuncOp],
+    list[list[Array]] | None,
+    list[list[tuple[int, ...]]],
+]
+
+
+def _load(config: RunConfig) -> _Loaded:
+    """Parse the input; its device, entries, given inputs and argument shapes."""
+    ctx = make_context()
+    module = parse_file(ctx, config.path)
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)
@@ -426,21 +454,47 @@ def run_program(config: RunConfig) -> RunOutcome:
     shapes = [
         _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
     ]
+    return ctx, module, original, hw, names, funcs, given, shapes
+
+
+def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> list[Diagnostic]:
+    """Lower `module` as `config` asks; the passes' warnings."""
     try:
         _lower(ctx, module, config.pipeline, config.hw)
     except DiagnosticError as exc:
         # Warnings the passes gave before the error still matter to the user.
         raise DiagnosticError(exc.diagnostic, (*ctx.diagnostics.drain(), *exc.notes)) from None
-    warnings = list(ctx.diagnostics.drain())
+    return list(ctx.diagnostics.drain())
+
+
+def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnostic]]:
+    """Fit the device's rates and launch overhead to the profile of `config`'s program
+    (`npuir.backends.npu.calibrate`), lowered as a run would lower it."""
+    ctx, module, _, hw, names, _, _, shapes = _load(config)
+    profile = read_profile(profile_path)
+    warnings = _lower_reporting(ctx, module, config)
+    programs, _, _ = _programs(module, names, shapes)
+    try:
+        return fit_hardware(programs, profile, hw), warnings
+    except FitError as exc:
+        raise DiagnosticError(Diagnostic("error", f"--fit-hw {profile_path}: {exc}")) from None
+
+
+def run_program(config: RunConfig) -> RunOutcome:
+    """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
+    loaded = _load(config)
+    ctx, module, original, hw, names, funcs, given, shapes = loaded
+    profile = read_profile(config.profile) if config.profile else None
+    warnings = _lower_reporting(ctx, module, config)
     result, programs, actual, gears, partial = _simulate(
-        module, names, shapes, hw, config.mirror_peers
+        module, names, shapes, hw, config.mirror_peers, profile
     )
 
     baseline = unlowered(original.clone())
-    base_ctx = npuir.make_context()
+    base_ctx = make_context()
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
-    single, _, _, _, _ = _simulate(baseline, names, shapes, hw, config.mirror_peers)
+    single, _, _, _, _ = _simulate(baseline, names, shapes, hw, config.mirror_peers, profile)
 
     check: dict[str, Any] | None = None
     inputs: list[list[Array]] = []
@@ -465,6 +519,16 @@ def run_program(config: RunConfig) -> RunOutcome:
         entries=list(names),
         check=check,
         mirrored=[p.to_json() for p in partial] if config.mirror_peers else None,
+        profile=(
+            {
+                "path": profile.path,
+                "rows": profile.rows,
+                "ops_from_profile": result.profiled_ops,
+                "ops": result.compute_ops,
+            }
+            if profile is not None
+            else None
+        ),
     )
     status = EXIT_OK
     if result.deadlock is not None:

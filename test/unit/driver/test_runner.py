@@ -11,8 +11,8 @@ from xdsl.dialects.func import FuncOp
 
 import npuir
 from npuir.backends.npu.numerics import NumericsError, run_ranks
-from npuir.backends.npu.runner import RunConfig, make_inputs, run_program, same_bits
 from npuir.diagnostics import DiagnosticError, UsageError
+from npuir.driver.run import RunConfig, make_inputs, run_program, same_bits
 
 Array = np.ndarray[Any, Any]
 BF16 = np.dtype(ml_dtypes.bfloat16)
