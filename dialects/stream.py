@@ -135,9 +135,16 @@ class SwitchOp(IRDLOperation):
 class WaitTensorOp(IRDLOperation):
     """Returns `tensor`, ordered after the op that produced `dep` has finished.
 
-    TorchAir's `npu_wait_tensor(self, dep)` orders every later user of `self`;
-    in SSA those users consume this op's result instead.  A `dep` that is a
-    function argument orders nothing (arguments are ready at the start).
+    TorchAir's `npu_wait_tensor(self, dep)` (seed 001) orders *every* node that
+    uses `self` after the wait: TorchAir code writes it as a statement and keeps
+    using `self`.  So every use of `tensor` that comes after this op in program
+    order -- later in the same block, or nested in a later op's regions -- is
+    ordered after `dep`, whether it uses the result or `tensor` itself.
+    `stream-partition` makes that explicit by first pointing those uses at the
+    result.  A `dep` that is a function argument orders nothing (arguments are
+    ready at the start).  The op stays in the lowered IR (a no-op there), so the
+    ordering it asks for stays visible: `sync-verify` and the simulator's race
+    check refuse a lowered program whose events do not implement it.
 
     ```mlir
     %w = stream.wait_tensor %b after %sum : tensor<8x8xf16>, tensor<8x8xf16>

@@ -54,6 +54,7 @@ from npuir.context import remark, warn
 from npuir.diagnostics import error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
+from npuir.passes import option
 from npuir.schedule.core_check import CoreChecker, OverriddenLimits
 from npuir.schedule.device import device_of
 from npuir.schedule.events import lowered_program
@@ -183,22 +184,19 @@ def _function_of(op: Operation) -> FuncOp:
 
 @dataclass(frozen=True)
 class CoresetPartitionPass(ModulePass):
-    """Choose core limits that remove hold-and-wait hazards, keeping the simulated makespan low.
-
-    Options:
-    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
-      else 910b2).
-    - `budget`: the most limit combinations to simulate (default 64).
-    - `profile`: an msprof-style op summary CSV whose task durations and block
-      dims the simulations use instead of the cost model's for the ops it covers
-      (`npuir.backends.npu.profile`).
-    """
+    """Choose core limits that remove hold-and-wait hazards, keeping the simulated makespan low."""
 
     name = "coreset-partition"
 
-    hw: str | None = None
-    budget: int = 64
-    profile: str | None = None
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
+    budget: int = option(64, "the most limit combinations to simulate")
+    profile: str | None = option(
+        None,
+        "an msprof-style op summary CSV whose task durations and block dims the simulations "
+        "use instead of the cost model's for the ops it covers (npuir.backends.npu.profile)",
+    )
 
     def __post_init__(self) -> None:
         if self.budget < 1:

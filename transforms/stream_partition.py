@@ -35,6 +35,7 @@ from npuir.context import remark
 from npuir.diagnostics import error
 from npuir.dialects import scope, stream
 from npuir.dialects.npu import DYN, NpuOp
+from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
 
@@ -87,6 +88,32 @@ def _has_dynamic_args(func: FuncOp) -> bool:
     return any(
         isinstance(t, TensorType) and DYN in t.get_shape() for t in func.function_type.inputs
     )
+
+
+def bind_later_uses(func: FuncOp) -> None:
+    """Give every `stream.wait_tensor` its seed meaning: each later use of its tensor in
+    program order (same block, or nested in a later op) uses the wait's result instead,
+    so that it is ordered after the wait's `dep` (see `stream.WaitTensorOp`)."""
+    ops = list(func.body.walk())
+    waits = [op for op in ops if isinstance(op, stream.WaitTensorOp)]
+    if not waits:
+        return
+    # Pre-order positions: the ops nested in `parent` are exactly those positioned in
+    # (pos[parent], end[parent]], so a use is later than a wait in the wait's block (or
+    # nested in a later op of it) when pos[wait] < pos[use] <= end[wait's parent].
+    pos = {op: i for i, op in enumerate(ops)}
+    end = list(range(len(ops)))
+    for i in reversed(range(len(ops))):
+        parent = ops[i].parent_op()
+        if parent is not None and parent in pos:
+            end[pos[parent]] = max(end[pos[parent]], end[i])
+    for wait in waits:
+        parent = wait.parent_op()
+        limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
+        for use in list(wait.tensor.uses):
+            at = pos.get(use.operation, -1)
+            if pos[wait] < at <= limit:
+                use.operation.operands[use.index] = wait.result
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -176,27 +203,8 @@ class StreamPartitionPass(ModulePass):
     """Assign every op a stream and flatten stream.switch scopes (TorchAir's npu_stream_switch).
 
     The assignment itself is `npuir.analysis.partition.assign`; its module
-    docstring says exactly what each mode does.  Options:
-    - `mode`: "user" (default) puts each op on the stream of its innermost
-      scope, the same tag being the same stream, and the rest on the default
-      stream; "single" puts everything on the default stream and rejects a
-      program that has scopes; the baselines "ge" (GE's default logical
-      stream allocation), "engine" (a stream per engine class) and "nimble"
-      (Nimble's minimum path cover); "auto" (cost-model driven).  Every mode
-      but "single" keeps the ops of a scope on their tag's stream.
-    - `max-streams`: the most streams a function may use, the default one
-      included (default 8).  User tags beyond it are an error at the first
-      scope over the cap; the other modes merge their streams to fit.
-    - `ignore-tags`: treat the program as if it had no scopes (an honest
-      baseline for an annotated program).
-    - `dynamic-multi-stream`: partition a function whose arguments have
-      dynamic dims; by default such a function runs on one stream (TorchAir's
-      rule for dynamic shapes), with a remark saying so.
-    - `hw`: the device preset or TOML file `auto` costs with (default: the
-      module's `npu.target`, else 910b2).
-    - `profile`: an msprof-style op summary CSV whose task durations and block
-      dims `auto` uses instead of the cost model's for the ops it covers
-      (`npuir.backends.npu.profile`).
+    docstring says exactly what each mode does.  Every mode but "single"
+    keeps the ops of a scope on their tag's stream.
 
     Streams a mode makes are tagged "comm", "cube", "aicpu", "ge1", "chain1",
     ...; a module's scope tags are never reused for them, and functions share
@@ -207,12 +215,37 @@ class StreamPartitionPass(ModulePass):
 
     MODES: ClassVar[tuple[str, ...]] = tuple(Mode)
 
-    mode: str = "user"
-    ignore_tags: bool = False
-    dynamic_multi_stream: bool = False
-    max_streams: int = 8
-    hw: str | None = None
-    profile: str | None = None
+    mode: str = option(
+        "user",
+        "'user' puts each op on the stream of its innermost scope (the same tag, the same "
+        "stream) and the rest on the default stream; 'single' puts everything on the default "
+        "stream and rejects a program that has scopes; the baselines 'ge' (GE's default "
+        "logical stream allocation), 'engine' (a stream per engine class) and 'nimble' "
+        "(Nimble's minimum path cover); 'auto' searches with the cost model",
+    )
+    ignore_tags: bool = option(
+        False, "treat the program as if it had no scopes (an honest baseline for an annotated one)"
+    )
+    dynamic_multi_stream: bool = option(
+        False,
+        "partition a function whose arguments have dynamic dims; by default such a function "
+        "runs on one stream (TorchAir's rule for dynamic shapes), with a remark saying so",
+    )
+    max_streams: int = option(
+        8,
+        "the most streams a function may use, the default one included; user tags beyond it "
+        "are an error at the first scope over the cap, the other modes merge streams to fit",
+    )
+    hw: str | None = option(
+        None,
+        "the device preset or TOML file 'auto' costs with "
+        "(default: the module's npu.target, else 910b2)",
+    )
+    profile: str | None = option(
+        None,
+        "an msprof-style op summary CSV whose task durations and block dims 'auto' uses "
+        "instead of the cost model's for the ops it covers (npuir.backends.npu.profile)",
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in self.MODES:
@@ -222,7 +255,10 @@ class StreamPartitionPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = StreamTable(module_streams(op))
-        programs = [(f, build_program(f)) for f in scheduled_functions(op) if not is_lowered(f)]
+        unlowered = [f for f in scheduled_functions(op) if not is_lowered(f)]
+        for func in unlowered:
+            bind_later_uses(func)
+        programs = [(f, build_program(f)) for f in unlowered]
         reserved = set(table.by_tag).union(*(p.scopes for _, p in programs))
         requested = Mode(self.mode)
         strategies = _strategies(op, requested, self.hw, self.profile)

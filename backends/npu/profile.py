@@ -25,7 +25,8 @@ others), it runs proportionally longer -- an assumption: kernels scale linearly 
 block dim.  Ops no row covers keep the cost model.
 
 `write_profile` writes the same format from a simulation (`npuir-run --emit-profile`), so
-a profile round-trips and users can see the format.
+a profile round-trips and users can see the format; it raises `OutputError` when it cannot
+write (`npuir.output`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from xdsl.dialects.builtin import StringAttr, TensorType
 from npuir.analysis.program import NodeKind, Program
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
 from npuir.dialects.npu import OP_NAME, NpuOp, shape_of
+from npuir.output import write_text
 
 if TYPE_CHECKING:
     from .simulator import SimResult
@@ -285,12 +287,4 @@ def write_profile(result: SimResult, programs: Sequence[Program], path: str) -> 
                 shapes_of(op.results),
             ]
         )
-    # The trace module imports the simulator, which imports this module.
-    from .trace import atomic_write
-
-    text = out.getvalue()
-
-    def write(tmp: str) -> None:
-        Path(tmp).write_text(text, encoding="utf-8")
-
-    atomic_write(path, write)
+    write_text(path, out.getvalue())

@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, BinaryIO
 
 from npuir.analysis.program import NodeKind, Program
 from npuir.dialects.npu import NpuOp
+from npuir.output import write_bytes, write_output
 
 from .simulator import SimResult
 
-__all__ = ["PlotUnavailable", "atomic_write", "plot_timeline", "trace_events", "write_trace"]
+__all__ = ["PlotUnavailable", "plot_timeline", "trace_events", "write_trace"]
 
 _COUNTED_POOLS: tuple[str, ...] = ("cube", "vector")
 
@@ -199,31 +198,13 @@ def _core_counters(
     return out
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
-    """Write through a temporary file in the same directory, so a failure leaves no partial
-    output behind."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_trace(
     result: SimResult, programs: Sequence[Program], path: str | os.PathLike[str]
 ) -> None:
-    """Write `result` as Chrome/Perfetto trace JSON to `path`."""
+    """Write `result` as Chrome/Perfetto trace JSON to `path` (`npuir.output.write_output`:
+    raises `OutputError` when it cannot)."""
     data = trace_events(result, programs)
-
-    def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as out:
-            json.dump(data, out, separators=(",", ":"))
-
-    atomic_write(path, write)
+    write_bytes(os.fspath(path), json.dumps(data, separators=(",", ":")).encode("utf-8"))
 
 
 _COLOURS = {
@@ -303,4 +284,8 @@ def plot_timeline(
         fontsize="small",
     )
     fig.tight_layout()
-    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+
+    def save(out: BinaryIO) -> None:
+        fig.savefig(out, format="png", dpi=100)
+
+    write_output(os.fspath(path), save)
