@@ -70,6 +70,10 @@ DYN = DYNAMIC_INDEX
 TARGET = "npu.target"
 """Module attribute naming the target device preset, e.g. "910b2"."""
 
+OP_NAME = "npu.op_name"
+"""The operator's original name (GE op name, FX node name), set by the importers: the key
+profiles and advice match ops by."""
+
 FULL_CORE_SYNC = "full_core_sync"
 """Unit attribute: the op must hold all the cores it asks for before it starts."""
 
