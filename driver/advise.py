@@ -76,7 +76,7 @@ class AdviseConfig:
     hw: str | None = None
     entries: list[str] | None = None
     entry: str | None = None
-    ranks: int = 1
+    ranks: int | None = None
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict[str, tuple[int, ...]])
     emit_mlir: str | None = None
 
