@@ -42,6 +42,7 @@ from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
 from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
 from npuir.pipeline import build_pipeline, run_passes
+from npuir.progress import progress
 from npuir.schedule.device import device_spec
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
@@ -347,7 +348,11 @@ def _simulate(
         if prog is None:
             prog = cache[key] = build_program(timing_function(func, rank_shapes), streams)
         programs.append(prog)
-    return simulate(programs, hw), programs, actual, gears
+    progress.phase(f"simulate {sum(len(p) for p in programs)} nodes")
+    try:
+        return simulate(programs, hw), programs, actual, gears
+    finally:
+        progress.clear()
 
 
 def same_bits(a: Array, b: Array) -> bool:

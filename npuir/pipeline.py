@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.gc_pause import collector_paused
+from npuir.progress import progress
 from npuir.transforms import PASSES
 from npuir.transforms.pipelines import PIPELINES
 from npuir.verifier import verify
@@ -74,7 +75,10 @@ def run_passes(
     whole module again (on a 100k-op program, a third of the pass time).
     """
     with collector_paused():
-        _run_passes(ctx, module, passes, after_each, verify_each)
+        try:
+            _run_passes(ctx, module, passes, after_each, verify_each)
+        finally:
+            progress.clear()
 
 
 def _run_passes(
@@ -85,6 +89,7 @@ def _run_passes(
     verify_each: bool,
 ) -> None:
     for p in passes:
+        progress.phase(p.name)
         try:
             p.apply(ctx, module)
         except DiagnosticException as exc:

@@ -20,6 +20,7 @@ from npuir.driver.run import (
     RunConfig,
     run_program,
 )
+from npuir.progress import progress
 
 EPILOG = """exit codes:
   0  ok
@@ -78,6 +79,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         ap.error("--ranks must be >= 1")
     if args.check and args.timing_only:
         ap.error("--check needs the numerics; it cannot go with --timing-only")
+    if args.json:
+        progress.disable()  # the output is for a machine
     if args.plot:
         import importlib.util
 

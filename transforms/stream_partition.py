@@ -36,6 +36,7 @@ from npuir.dialects import scope, stream
 from npuir.dialects.npu import DYN, NpuOp
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
+from npuir.schedule.minidag import Variant
 
 
 class StreamTable:
@@ -169,8 +170,15 @@ class StreamPartitionPass(ModulePass):
       stream; "single" puts everything on the default stream and rejects a
       program that has scopes; the baselines "ge" (GE's default logical
       stream allocation), "engine" (a stream per engine class) and "nimble"
-      (Nimble's minimum path cover); "auto" (cost-model driven).  Every mode
-      but "single" keeps the ops of a scope on their tag's stream.
+      (Nimble's minimum path cover); the cost-aware baselines "minidag" (GE's
+      automatic multi-stream: a path cover merged onto at most max-streams
+      streams by a weighted score) and "opara" (Nimble's streams, issued
+      alternating compute- and memory-bound ops); "auto" (cost-model driven,
+      never slower than any of them).  Every mode but "single" keeps the ops
+      of a scope on their tag's stream.
+    - `variant`: how minidag merges its logical streams, as GE's
+      `ge.autoMultistreamParallelMode`: "loadbalance" (default),
+      "mainstream" or "weighted" (durations, with a makespan re-check).
     - `max-streams`: the most streams a function may use, the default one
       included (default 8).  User tags beyond it are an error at the first
       scope over the cap; the other modes merge their streams to fit.
@@ -190,8 +198,10 @@ class StreamPartitionPass(ModulePass):
     name = "stream-partition"
 
     MODES: ClassVar[tuple[str, ...]] = tuple(Mode)
+    VARIANTS: ClassVar[tuple[str, ...]] = tuple(Variant)
 
     mode: str = "user"
+    variant: str = "loadbalance"
     ignore_tags: bool = False
     dynamic_multi_stream: bool = False
     max_streams: int = 8
@@ -202,6 +212,8 @@ class StreamPartitionPass(ModulePass):
             raise ValueError(f"mode '{self.mode}' is not one of: {', '.join(self.MODES)}")
         if self.max_streams < 1:
             raise ValueError(f"max-streams must be >= 1, got {self.max_streams}")
+        if self.variant not in self.VARIANTS:
+            raise ValueError(f"variant '{self.variant}' is not one of: {', '.join(self.VARIANTS)}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = StreamTable(module_streams(op))
@@ -272,6 +284,7 @@ class StreamPartitionPass(ModulePass):
                 priorities,
                 self.max_streams,
                 reserved=reserved,
+                variant=self.variant,
                 strategies=strategies,
             )
         except ValueError as exc:
