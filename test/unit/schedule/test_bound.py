@@ -44,7 +44,9 @@ def _makespans(text: str, max_streams: int) -> tuple[float, list[int]]:
         )
         npuir.run_passes(ctx, lowered, npuir.build_pipeline(spec))
         streams = module_streams(lowered)
-        result = simulate([build_program(scheduled_functions(lowered)[0], streams)], HW)
+        # One rank of an SPMD program: its collectives' peers are taken as mirrors of it.
+        program = build_program(scheduled_functions(lowered)[0], streams)
+        result = simulate([program], HW, mirror_peers=True)
         assert result.deadlock is None and not result.races
         spans.append(result.makespan_ns)
     return bound, spans
