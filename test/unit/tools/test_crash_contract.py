@@ -180,3 +180,14 @@ def test_the_console_script_exits_70() -> None:
     assert proc.stdout == ""
     assert "Traceback" in proc.stderr
     assert proc.stderr.splitlines()[-1].startswith("npuir-opt: internal error: RuntimeError")
+
+
+def test_a_closed_pipe_is_not_a_crash(capfd: pytest.CaptureFixture[str]) -> None:
+    """`npuir-opt big.mlir | head -1`: the reader went away; exit 141 and nothing said.
+    (capfd: the tool points file descriptor 1 at /dev/null, which capfd undoes.)"""
+
+    def reader_gone(argv: list[str]) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert run_tool("npuir-x", reader_gone, []) == 141
+    assert capfd.readouterr().err == ""
