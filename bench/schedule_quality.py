@@ -135,7 +135,7 @@ def _first_line(exc: BaseException) -> str:
 def run_mode(module: ModuleOp, mode: str, hw: Hardware) -> ModeResult:
     """Lower a clone of `module` with `mode` and simulate it on one rank."""
     lowered = module.clone()
-    ctx = npuir.make_context()
+    ctx = npuir.make_context(collect_diagnostics=True)
     t0 = time.perf_counter()
     try:
         passes = npuir.build_pipeline(pipeline(mode))

@@ -365,7 +365,7 @@ def same_bits(a: Array, b: Array) -> bool:
 
 def run_program(config: RunConfig) -> RunOutcome:
     """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
-    ctx = make_context()
+    ctx = make_context(collect_diagnostics=True)
     module = parse_file(ctx, config.path)
     original = module.clone()
     hw = _hardware(config, module)
@@ -386,7 +386,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     result, programs, actual, gears = _simulate(module, names, shapes, hw)
 
     baseline = original.clone()
-    base_ctx = make_context()
+    base_ctx = make_context(collect_diagnostics=True)
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
     single, _, _, _ = _simulate(baseline, names, shapes, hw)

@@ -33,7 +33,7 @@ BASELINES = ("user", "ge", "engine", "nimble")
 
 
 def _module(text: str) -> tuple[npuir.NpuirContext, ModuleOp]:
-    ctx = npuir.make_context()
+    ctx = npuir.make_context(collect_diagnostics=True)
     return ctx, npuir.parse_text(ctx, text)
 
 
