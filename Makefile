@@ -20,9 +20,11 @@ $(STAMP): pyproject.toml npuir/__init__.py | $(BIN)/python
 
 install: $(STAMP)
 
-## The main job: the seed model through the standard pipeline.
+## The main job: the seed model through the standard pipeline, then as written, on one
+## stream and with auto side by side, with the reasons and the recommended annotation.
 run: $(STAMP)
 	$(BIN)/npuir-run examples/seed_multistream.mlir --check
+	$(BIN)/npuir-advise examples/seed_multistream.mlir
 
 ## Every test: lint, types, the import contracts, pytest, lit, the guide's example pass.
 test: lint unit lit example-pass

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    AnyFloat,
+    I64,
     BFloat16Type,
     DenseArrayBase,
     Float16Type,
@@ -42,9 +42,12 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, AttributeCovT, Dialect, Operation, SSAValue
 from xdsl.irdl import (
+    AttrConstraint,
     IRDLOperation,
+    MessageConstraint,
+    attr_def,
     irdl_op_definition,
     operand_def,
     opt_attr_def,
@@ -52,8 +55,11 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
+from xdsl.irdl.constraints import VerificationContext
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+
+from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
 
 DYN = DYNAMIC_INDEX
 """A dynamic dim in a shape tuple."""
@@ -74,6 +80,19 @@ class Engine(StrEnum):
     VECTOR = "vector"
     AICPU = "aicpu"
     COMM = "comm"
+
+
+# The one definition of the engines; every other list of them derives from these.
+ENGINES: tuple[str, ...] = tuple(e.value for e in Engine)
+"""Every engine's name, in `Engine` order."""
+
+CORE_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value, Engine.AICPU.value)
+"""The engines that own a pool of cores on a device.  Collectives (`comm`) run on
+the links, or in `aiv` mode borrow vector cores."""
+
+LIMITED_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value)
+"""The AI Core's engines, whose core counts `coreset` limits (TorchAir's
+`limit_core_num` takes cube and vector counts)."""
 
 
 # --------------------------------------------------------------------------
@@ -174,17 +193,45 @@ def _int_attr(op: Operation, name: str, default: int) -> int:
     return attr.value.data if isinstance(attr, IntegerAttr) else default
 
 
-def _array_attr(op: Operation, name: str) -> tuple[int, ...] | None:
-    attr = op.attributes.get(name)
-    if attr is None:
-        return None
-    assert isinstance(attr, DenseArrayBase)
+def _ints(attr: DenseArrayBase[I64]) -> tuple[int, ...]:
     return tuple(int(x) for x in attr.get_values())
 
 
 def _str_attr(op: Operation, name: str, default: str) -> str:
     attr = op.attributes.get(name)
     return attr.data if isinstance(attr, StringAttr) else default
+
+
+# --------------------------------------------------------------------------
+# Attribute constraints
+# --------------------------------------------------------------------------
+
+
+class _Spelled(MessageConstraint[AttributeCovT]):
+    """A constraint whose failure says how the attribute is spelled.
+
+    xDSL's own messages name a parameter (`Expected attribute i64 but got f32`)
+    rather than the attribute; this one gives the whole spelling instead, in one
+    line, as npuir's diagnostics are.
+    """
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        try:
+            self.constr.verify(attr, constraint_context)
+        except VerifyException:
+            raise VerifyException(f"{self.message}, got {attr}") from None
+
+
+def _i64_array(name: str) -> AttrConstraint[DenseArrayBase[I64]]:
+    return _Spelled(DenseArrayBase.constr(i64), f"'{name}' must be an i64 array (array<i64: ...>)")
+
+
+def _i64(name: str) -> AttrConstraint[IntegerAttr[I64]]:
+    return _Spelled(IntegerAttr[I64], f"'{name}' must be an i64 integer (N : i64)")
+
+
+def _f32(name: str) -> AttrConstraint[FloatAttr[Float32Type]]:
+    return _Spelled(FloatAttr[Float32Type], f"'{name}' must be an f32 float (X : f32)")
 
 
 # --------------------------------------------------------------------------
@@ -197,6 +244,8 @@ class NpuOp(IRDLOperation):
 
     ENGINE: ClassVar[Engine]
     IS_FULL_CORE_SYNC: ClassVar[bool] = False
+
+    traits = traits_def(VerifiesDialectAttributes())
 
     @property
     def engine(self) -> Engine:
@@ -302,7 +351,7 @@ class CollectiveOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.COMM
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    group_size_attr = opt_attr_def(IntegerAttr, attr_name="group_size")
+    group_size_attr = attr_def(_i64("group_size"), attr_name="group_size")
     mode_attr = opt_attr_def(StringAttr, attr_name="mode")
     group_attr = opt_attr_def(StringAttr, attr_name="group")
 
@@ -310,7 +359,7 @@ class CollectiveOp(NpuOp):
 
     @property
     def group_size(self) -> int:
-        return _int_attr(self, "group_size", 1)
+        return self.group_size_attr.value.data
 
     @property
     def mode(self) -> str:
@@ -320,11 +369,14 @@ class CollectiveOp(NpuOp):
     def group(self) -> str:
         return _str_attr(self, "group", "world")
 
-    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+    def verify_(self) -> None:
         if self.group_size < 1:
             raise VerifyException(f"group_size must be >= 1, got {self.group_size}")
         if self.mode not in self.MODES:
             raise VerifyException(f'mode must be "sdma" or "aiv", got "{self.mode}"')
+        super().verify_()
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
         assert isinstance(ty, TensorType)
         shape = shape_of(ty)
@@ -592,12 +644,12 @@ class GeluOp(UnaryOp):
     FLOPS_PER_ELEMENT: ClassVar[int] = 8
     approximate = opt_attr_def(StringAttr)
 
-    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+    def verify_(self) -> None:
         if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
             raise VerifyException(
                 f'approximate must be "tanh" or "none", got "{self.approximate.data}"'
             )
-        return [operand_types[0]]
+        super().verify_()
 
 
 @irdl_op_definition
@@ -668,7 +720,7 @@ class SwigluOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(IntegerAttr)
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -699,7 +751,7 @@ class SoftmaxOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(IntegerAttr)
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -724,8 +776,13 @@ class RmsNormOp(NpuOp):
     input = operand_def(TensorType)
     gamma = operand_def(TensorType)
     result = result_def(TensorType)
-    epsilon = opt_attr_def(FloatAttr[AnyFloat])
+    epsilon = opt_attr_def(_f32("epsilon"))
     traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if self.epsilon is not None and self.epsilon.value.data <= 0:
+            raise VerifyException("epsilon must be > 0")
+        super().verify_()
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         x, g = operand_types
@@ -740,8 +797,6 @@ class RmsNormOp(NpuOp):
             )
         if x.element_type != g.element_type:
             raise VerifyException("input and gamma element types differ")
-        if self.epsilon is not None and self.epsilon.value.data <= 0:
-            raise VerifyException("epsilon must be > 0")
         return [x]
 
     def flops(self) -> int:
@@ -754,14 +809,14 @@ class ReduceOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axes = opt_attr_def(DenseArrayBase)
+    axes = opt_attr_def(_i64_array("axes"))
     keepdims = opt_attr_def(UnitAttr)
     traits = traits_def(Pure())
 
     def reduced_axes(self, rank: int) -> set[int]:
-        axes = _array_attr(self, "axes")
-        if axes is None:
+        if self.axes is None:
             return set(range(rank))
+        axes = _ints(self.axes)
         norm = [normalize_axis(a, rank) for a in axes]
         if len(set(norm)) != len(norm):
             raise VerifyException(f"axes {list(axes)} name an axis twice")
@@ -822,16 +877,14 @@ class TransposeOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    perm = opt_attr_def(DenseArrayBase)
+    perm = attr_def(_i64_array("perm"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
         assert isinstance(ty, TensorType)
         shape = shape_of(ty)
-        perm = _array_attr(self, "perm")
-        if perm is None:
-            raise VerifyException("needs 'perm'")
+        perm = _ints(self.perm)
         if sorted(perm) != list(range(len(shape))):
             raise VerifyException(
                 f"perm {list(perm)} is not a permutation of the {len(shape)} dims"
@@ -901,7 +954,7 @@ class ConcatOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(IntegerAttr)
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -943,27 +996,33 @@ class SliceOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    offsets = opt_attr_def(DenseArrayBase)
-    sizes = opt_attr_def(DenseArrayBase)
-    strides = opt_attr_def(DenseArrayBase)
+    offsets = attr_def(_i64_array("offsets"))
+    sizes = attr_def(_i64_array("sizes"))
+    strides = opt_attr_def(_i64_array("strides"))
     traits = traits_def(Pure())
+
+    def _strides(self, rank: int) -> tuple[int, ...]:
+        return (1,) * rank if self.strides is None else _ints(self.strides)
+
+    def verify_(self) -> None:
+        offsets, sizes = _ints(self.offsets), _ints(self.sizes)
+        for i, (o, n, s) in enumerate(zip(offsets, sizes, self._strides(len(offsets)))):
+            if o < 0 or n < 0 or s < 1:
+                raise VerifyException(f"dim {i}: offset and size must be >= 0 and stride >= 1")
+        super().verify_()
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
         assert isinstance(ty, TensorType)
         shape = shape_of(ty)
-        offsets, sizes = _array_attr(self, "offsets"), _array_attr(self, "sizes")
-        if offsets is None or sizes is None:
-            raise VerifyException("needs 'offsets' and 'sizes'")
-        strides = _array_attr(self, "strides") or (1,) * len(shape)
+        offsets, sizes = _ints(self.offsets), _ints(self.sizes)
+        strides = self._strides(len(shape))
         if not len(offsets) == len(sizes) == len(strides) == len(shape):
             raise VerifyException(
                 f"offsets, sizes and strides need one entry per dim ({len(shape)})"
             )
         out: list[int] = []
         for i, (d, o, n, s) in enumerate(zip(shape, offsets, sizes, strides)):
-            if o < 0 or n < 0 or s < 1:
-                raise VerifyException(f"dim {i}: offset and size must be >= 0 and stride >= 1")
             if d != DYN and o + n > d:
                 raise VerifyException(f"dim {i}: offset {o} + size {n} exceeds the dim ({d})")
             out.append(-(-n // s))
@@ -984,7 +1043,7 @@ class GatherOp(NpuOp):
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(IntegerAttr)
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -1011,16 +1070,14 @@ class TopkOp(NpuOp):
     input = operand_def(TensorType)
     values = result_def(TensorType)
     indices = result_def(TensorType)
-    k = opt_attr_def(IntegerAttr)
-    axis = opt_attr_def(IntegerAttr)
+    k = attr_def(_i64("k"))
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
         assert isinstance(ty, TensorType)
         shape = list(shape_of(ty))
-        if self.k is None:
-            raise VerifyException("needs 'k'")
         k = self.k.value.data
         ax = normalize_axis(_int_attr(self, "axis", -1), len(shape))
         if k < 1 or (shape[ax] != DYN and k > shape[ax]):
@@ -1031,7 +1088,7 @@ class TopkOp(NpuOp):
     def flops(self) -> int:
         shape = shape_of(self.input.type)
         n = num_elements(shape)
-        return n * max(1, math.ceil(math.log2(max(2, self.k.value.data if self.k else 2))))
+        return n * max(1, math.ceil(math.log2(max(2, self.k.value.data))))
 
 
 @irdl_op_definition
@@ -1149,6 +1206,15 @@ def target_of(module: ModuleOp) -> str | None:
     return attr.data if isinstance(attr, StringAttr) else None
 
 
+class NpuAttributeVerifier(AttributeVerifier):
+    """`npu.target` names a device preset (which presets exist is the backend's
+    business; the dialect checks the spelling)."""
+
+    def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        if name == TARGET and (not isinstance(value, StringAttr) or not value.data):
+            raise VerifyException(f"'{TARGET}' must be a non-empty string naming a device preset")
+
+
 NPU_OPS: tuple[type[NpuOp], ...] = (
     MatmulOp,
     BatchMatmulOp,
@@ -1184,4 +1250,4 @@ NPU_OPS: tuple[type[NpuOp], ...] = (
     AllToAllOp,
 )
 
-Npu = Dialect("npu", list(NPU_OPS), [])
+Npu = Dialect("npu", list(NPU_OPS), [], [NpuAttributeVerifier()])

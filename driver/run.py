@@ -6,6 +6,7 @@ This is the library behind `npuir-run` (the tool only parses arguments):
     outcome.status        # 0 ok, 3 deadlock, 4 check failed (bad input raises)
     outcome.report        # the JSON-able report (see `npuir.backends.npu.report`)
     outcome.outputs       # each rank's outputs (and `outcome.inputs` what they came from)
+    save_arrays("out.npz", output_arrays(outcome))   # what `--outputs` writes
 
 Steps: parse; apply the pipeline (`npu-default` when the input is not
 lowered yet; `--hw` overrides the module's `npu.target` for the passes too);
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
@@ -31,16 +32,17 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
-from npuir.api import parse_file
+from npuir.api import parse_file, parse_text
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
-from npuir.backends.npu.report import build_report
+from npuir.backends.npu.report import build_report, memory_warning
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
 from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
+from npuir.output import write_output
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.schedule.device import device_spec
 
@@ -61,6 +63,9 @@ class RunConfig:
     """What `npuir-run` was asked to do."""
 
     path: str
+    source: str | None = None
+    """The program's text when the caller has read it already (`path` then only names it,
+    e.g. `<stdin>`); otherwise it is read from `path`."""
     pipeline: str | None = None
     entry: str | None = None
     entries: list[str] | None = None
@@ -82,6 +87,7 @@ class RunOutcome:
     result: SimResult | None = None
     programs: list[Program] = field(default_factory=list[Program])
     warnings: list[Diagnostic] = field(default_factory=list[Diagnostic])
+    """What lowering warned about, then the run's own warnings (peak memory over HBM)."""
     inputs: list[list[Array]] = field(default_factory=list[list[Array]])
     """Each rank's inputs (random or from `--inputs`); empty under timing-only."""
     outputs: list[list[Array]] = field(default_factory=list[list[Array]])
@@ -137,6 +143,39 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
                 + ")"
             )
     return names
+
+
+def _argument_keys(func: FuncOp) -> list[tuple[str, ...]]:
+    """The names `--shape` may give each argument of `func`: its index, `x` and `%x`."""
+    keys: list[tuple[str, ...]] = []
+    for index, arg in enumerate(func.body.block.args):
+        hint = arg.name_hint
+        keys.append((str(index), hint, f"%{hint}") if hint else (str(index),))
+    return keys
+
+
+def check_shape_names(config: RunConfig, funcs: Sequence[FuncOp]) -> None:
+    """Refuse a `--shape` that names no argument of any function being run."""
+    for key, dims in config.shapes.items():
+        if any(key in names for func in funcs for names in _argument_keys(func)):
+            continue
+        known = "; ".join(
+            f"@{func.sym_name.data} has "
+            + (
+                "arguments " + ", ".join(_describe_argument(n) for n in _argument_keys(func))
+                if func.body.block.args
+                else "no arguments"
+            )
+            for func in dict.fromkeys(funcs)
+        )
+        raise UsageError(
+            f"--shape {key}={'x'.join(map(str, dims))} names no argument of the function run "
+            f"({known})"
+        )
+
+
+def _describe_argument(names: tuple[str, ...]) -> str:
+    return f"{names[0]} ({names[2]})" if len(names) == 3 else names[0]
 
 
 def _arg_shapes(
@@ -366,13 +405,17 @@ def same_bits(a: Array, b: Array) -> bool:
 def run_program(config: RunConfig) -> RunOutcome:
     """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
     ctx = make_context(collect_diagnostics=True)
-    module = parse_file(ctx, config.path)
+    if config.source is not None:
+        module = parse_text(ctx, config.source, config.path)
+    else:
+        module = parse_file(ctx, config.path)
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)
     # The functions as written: lowering rewrites `module`'s in place (a gear dispatcher keeps
     # nothing of the body that says which inputs need positive values or index bounds).
     funcs = _functions(original)
+    check_shape_names(config, [funcs[n] for n in names])
     given = load_inputs(config.inputs, [funcs[n] for n in names]) if config.inputs else None
     shapes = [
         _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
@@ -413,7 +456,9 @@ def run_program(config: RunConfig) -> RunOutcome:
         gears=gears,
         entries=list(names),
         check=check,
+        warnings=warnings,
     )
+    warnings += memory_warning(result, hw)
     status = EXIT_OK
     if result.deadlock is not None:
         status = EXIT_DEADLOCK
@@ -440,3 +485,33 @@ def _check(
             if not same_bits(a, b):
                 mismatches.append(f"rank {rank} output {index}")
     return {"passed": not mismatches, "mismatches": mismatches}
+
+
+def input_arrays(outcome: RunOutcome) -> dict[str, Array]:
+    """The inputs a run used, keyed as `load_inputs` reads them: `argN` for one rank,
+    `rankR/argN` for several."""
+    return _keyed(outcome.inputs, "arg")
+
+
+def output_arrays(outcome: RunOutcome) -> dict[str, Array]:
+    """The outputs a run computed: `outN` for one rank, `rankR/outN` for several."""
+    return _keyed(outcome.outputs, "out")
+
+
+def _keyed(per_rank: Sequence[Sequence[Array]], stem: str) -> dict[str, Array]:
+    if len(per_rank) == 1:
+        return {f"{stem}{i}": a for i, a in enumerate(per_rank[0])}
+    return {
+        f"rank{r}/{stem}{i}": a for r, arrays in enumerate(per_rank) for i, a in enumerate(arrays)
+    }
+
+
+def save_arrays(path: str, arrays: dict[str, Array]) -> None:
+    """Write `arrays` as an uncompressed `.npz` (`npuir.output.write_output`; raises
+    `OutputError` when it cannot).  bfloat16 is saved as its 2-byte bits, which
+    `load_inputs` reads back as bfloat16."""
+
+    def write(out: BinaryIO) -> None:
+        np.savez(out, **arrays)  # type: ignore[arg-type]
+
+    write_output(path, write)

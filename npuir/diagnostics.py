@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
@@ -177,3 +177,15 @@ class DiagnosticEngine:
 
     def render(self, diagnostic: Diagnostic) -> str:
         return diagnostic.render(self.sources)
+
+
+def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
+    """A diagnostic as the tools' `--json` reports it: message, severity, location (or null)."""
+    loc = diagnostic.location
+    return {
+        "message": diagnostic.message,
+        "severity": diagnostic.severity,
+        "location": None
+        if loc is None
+        else {"file": loc.filename, "line": loc.line, "column": loc.column},
+    }

@@ -80,6 +80,32 @@ def _has_dynamic_args(func: FuncOp) -> bool:
     )
 
 
+def bind_later_uses(func: FuncOp) -> None:
+    """Give every `stream.wait_tensor` its seed meaning: each later use of its tensor in
+    program order (same block, or nested in a later op) uses the wait's result instead,
+    so that it is ordered after the wait's `dep` (see `stream.WaitTensorOp`)."""
+    ops = list(func.body.walk())
+    waits = [op for op in ops if isinstance(op, stream.WaitTensorOp)]
+    if not waits:
+        return
+    # Pre-order positions: the ops nested in `parent` are exactly those positioned in
+    # (pos[parent], end[parent]], so a use is later than a wait in the wait's block (or
+    # nested in a later op of it) when pos[wait] < pos[use] <= end[wait's parent].
+    pos = {op: i for i, op in enumerate(ops)}
+    end = list(range(len(ops)))
+    for i in reversed(range(len(ops))):
+        parent = ops[i].parent_op()
+        if parent is not None and parent in pos:
+            end[pos[parent]] = max(end[pos[parent]], end[i])
+    for wait in waits:
+        parent = wait.parent_op()
+        limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
+        for use in list(wait.tensor.uses):
+            at = pos.get(use.operation, -1)
+            if pos[wait] < at <= limit:
+                use.operation.operands[use.index] = wait.result
+
+
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
     """Issue the ops of a flat function in `order` (node indices of `prog`).
 
@@ -211,7 +237,10 @@ class StreamPartitionPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = StreamTable(module_streams(op))
-        programs = [(f, build_program(f)) for f in scheduled_functions(op) if not is_lowered(f)]
+        unlowered = [f for f in scheduled_functions(op) if not is_lowered(f)]
+        for func in unlowered:
+            bind_later_uses(func)
+        programs = [(f, build_program(f)) for f in unlowered]
         reserved = set(table.by_tag).union(*(p.scopes for _, p in programs))
         requested = Mode(self.mode)
         strategies = _strategies(op, requested, self.hw)

@@ -76,7 +76,15 @@ from fractions import Fraction
 
 from xdsl.dialects.builtin import TensorType
 
-from npuir.dialects.npu import DYN, CollectiveOp, NpuOp, dtype_name, shape_of, tensor_bytes
+from npuir.dialects.npu import (
+    DYN,
+    ENGINES,
+    CollectiveOp,
+    NpuOp,
+    dtype_name,
+    shape_of,
+    tensor_bytes,
+)
 
 from .hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 
@@ -98,7 +106,7 @@ __all__ = [
 NS_PER_S = 1_000_000_000
 
 # "comm" is an engine here but not a core pool: collectives run on the link.
-WORK_ENGINES: tuple[str, ...] = ("cube", "vector", "aicpu", "comm")
+WORK_ENGINES: tuple[str, ...] = ENGINES
 COLLECTIVES: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 COMM_MODES: tuple[str, ...] = ("sdma", "aiv")
 

@@ -2,7 +2,9 @@
 
 `build_report` turns a `SimResult` into one JSON-able dict — the shape
 `npuir-run --json` prints and tests match on — and `render_report` writes
-the same facts as a readable table.
+the same facts as a readable table.  Warnings are in the dict (as
+`npuir.diagnostics.diagnostic_json` objects) but not in the table: a tool
+prints them to stderr with their source lines, as every diagnostic is printed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from npuir.analysis.program import Program
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import SimResult
+from npuir.diagnostics import Diagnostic, diagnostic_json
 
 
 def _where(programs: Sequence[Program], rank: int, stream: int) -> dict[str, Any]:
@@ -47,6 +50,15 @@ def _deadlock(result: SimResult, programs: Sequence[Program]) -> dict[str, Any] 
     }
 
 
+def memory_warning(result: SimResult, hw: Hardware) -> list[Diagnostic]:
+    """A warning when the run's peak live memory does not fit the device's HBM."""
+    peak = result.peak_memory_bytes
+    if peak <= hw.hbm_bytes:
+        return []
+    message = f"peak live memory {peak} bytes exceeds {hw.name}'s HBM ({hw.hbm_bytes} bytes)"
+    return [Diagnostic("warning", message)]
+
+
 def build_report(
     result: SimResult,
     programs: Sequence[Program],
@@ -57,8 +69,13 @@ def build_report(
     gears: Sequence[str | None],
     entries: Sequence[str],
     check: dict[str, Any] | None,
+    warnings: Sequence[Diagnostic] = (),
 ) -> dict[str, Any]:
-    """Everything a run measured, JSON-able; times in integer nanoseconds."""
+    """Everything a run measured, JSON-able; times in integer nanoseconds.
+
+    `warnings` are the ones lowering gave; the report adds its own (`memory_warning`).
+    A run that deadlocked has no makespan: `makespan_ns` is null.
+    """
     streams = []
     for (rank, s), busy in sorted(result.stream_busy_ns.items()):
         info = programs[rank].streams[s]
@@ -70,17 +87,13 @@ def build_report(
         else None
     )
     peak = result.peak_memory_bytes
-    warnings = []
-    if peak > hw.hbm_bytes:
-        warnings.append(
-            f"peak live memory {peak} bytes exceeds {hw.name}'s HBM ({hw.hbm_bytes} bytes)"
-        )
+    own = memory_warning(result, hw)
     return {
         "device": hw.name,
         "ranks": result.ranks,
         "entries": list(entries),
         "gears": list(gears),
-        "makespan_ns": makespan,
+        "makespan_ns": makespan if result.deadlock is None else None,
         "single_stream_ns": single_stream_ns,
         "single_stream_deadlocks": single_stream_deadlocks,
         "speedup_over_single_stream": ratio,
@@ -93,7 +106,7 @@ def build_report(
         "records_executed": result.records_executed,
         "events_used": result.events_used,
         "peak_memory_bytes": peak,
-        "warnings": warnings,
+        "warnings": [diagnostic_json(w) for w in (*warnings, *own)],
         "races": [race.describe() for race in result.races],
         "check": check,
         "deadlock": _deadlock(result, programs),
@@ -135,8 +148,6 @@ def render_report(report: dict[str, Any]) -> str:
         f"records, {report['events_used']} event ids"
     )
     lines.append(f"peak memory      {report['peak_memory_bytes']} bytes")
-    for warning in report["warnings"]:
-        lines.append(f"warning: {warning}")
     for race in report["races"]:
         lines.append(f"race: {race}")
     check = report["check"]

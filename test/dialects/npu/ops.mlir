@@ -175,7 +175,7 @@ module attributes {npu.target = "910b2"} {
 
 // Tests the collectives with group_size, mode, group and the full_core_sync unit attribute.
 // CHECK-LABEL: func.func @collectives
-// CHECK-NEXT:    %0 = npu.all_reduce %x : (tensor<64x8xf16>) -> tensor<64x8xf16>
+// CHECK-NEXT:    %0 = npu.all_reduce %x {group_size = 2 : i64} : (tensor<64x8xf16>) -> tensor<64x8xf16>
 // CHECK-NEXT:    %1 = npu.all_reduce %x {group_size = 2 : i64, mode = "aiv"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
 // CHECK-NEXT:    %2 = npu.reduce_scatter %x {group_size = 2 : i64, mode = "sdma"} : (tensor<64x8xf16>) -> tensor<32x8xf16>
 // CHECK-NEXT:    %3 = npu.all_gather %x {group_size = 4 : i64, group = "tp"} : (tensor<64x8xf16>) -> tensor<256x8xf16>
@@ -186,7 +186,7 @@ module attributes {npu.target = "910b2"} {
 // GENERIC-LABEL: "func.func"() <{sym_name = "collectives"
 // GENERIC:       %1 = "npu.all_reduce"(%x) {group_size = 2 : i64, mode = "aiv"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
   func.func @collectives(%x: tensor<64x8xf16>, %d: tensor<?x8xf16>) {
-    %0 = npu.all_reduce %x : (tensor<64x8xf16>) -> tensor<64x8xf16>
+    %0 = npu.all_reduce %x {group_size = 2 : i64} : (tensor<64x8xf16>) -> tensor<64x8xf16>
     %1 = npu.all_reduce %x {group_size = 2 : i64, mode = "aiv"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
     %2 = npu.reduce_scatter %x {group_size = 2 : i64, mode = "sdma"} : (tensor<64x8xf16>) -> tensor<32x8xf16>
     %3 = npu.all_gather %x {group_size = 4 : i64, group = "tp"} : (tensor<64x8xf16>) -> tensor<256x8xf16>

@@ -104,3 +104,15 @@ def test_the_entry_point_names_the_pass() -> None:
     (entry,) = entry_points(group="npuir.passes", name="example-stream-balance")
     assert entry.load().name == "example-stream-balance"
     assert entry.load().__module__ == "npuir_stream_balance.stream_balance"
+
+
+def test_it_reuses_the_happens_before_sync_verify_built() -> None:
+    computed = []
+    for pipeline in ("npu-default", "npu-default,example-stream-balance"):
+        ctx = npuir.make_context()
+        module = npuir.parse_text(ctx, TWO_STREAMS, "model.mlir")
+        with ctx.diagnostics.collect():
+            npuir.run_passes(ctx, module, npuir.build_pipeline(pipeline))
+        computed.append(ctx.analyses.computed)
+    assert computed[0] > 0
+    assert computed[1] == computed[0]
