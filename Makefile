@@ -4,14 +4,17 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+EXAMPLE := docs/example-pass
+EXAMPLE_STAMP := $(VENV)/.installed-example-pass
 
-.PHONY: run test lint unit lit install clean
+.PHONY: run test lint unit lit example-pass install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+# npuir/__init__.py holds the version the install records.
+$(STAMP): pyproject.toml npuir/__init__.py | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
@@ -23,8 +26,8 @@ run: $(STAMP)
 	$(BIN)/npuir-run examples/seed_multistream.mlir --check
 	$(BIN)/npuir-advise examples/seed_multistream.mlir
 
-## Every test: lint, types, the import contracts, pytest, lit.
-test: lint unit lit
+## Every test: lint, types, the import contracts, pytest, lit, the guide's example pass.
+test: lint unit lit example-pass
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -38,5 +41,15 @@ unit: $(STAMP)
 lit: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -sv test
 
+## docs/writing-a-pass.md's example package, installed as a user would (its
+## npuir.passes entry point makes its pass known by name), then its own tests.
+$(EXAMPLE_STAMP): $(EXAMPLE)/pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps -e $(EXAMPLE)
+	touch $@
+
+example-pass: $(EXAMPLE_STAMP)
+	cd $(EXAMPLE) && $(CURDIR)/$(BIN)/python -m pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -sv $(EXAMPLE)/test
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info $(EXAMPLE)/src/*.egg-info

@@ -72,7 +72,7 @@ def gear_function(ops: int, gears: int, seed: int = 0) -> str:
 
 def _time_pass(ops: int, gears: int, collector: bool) -> tuple[float, int]:
     """Seconds `gear-multiversion` takes, and the ops in the module after it."""
-    ctx = npuir.make_context()
+    ctx = npuir.make_context(collect_diagnostics=True)
     module = npuir.parse_text(ctx, gear_function(ops, gears), f"gears-{gears}.mlir")
     passes = npuir.build_pipeline("gear-multiversion")
     gc.collect()

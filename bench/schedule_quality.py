@@ -120,7 +120,7 @@ def spmd_ranks(func: FuncOp) -> int:
 def run_mode(module: ModuleOp, mode: str, hw: Hardware) -> ModeResult:
     """Lower a clone of `module` with `mode` and simulate its entry on all its ranks."""
     lowered = module.clone()
-    ctx = npuir.make_context()
+    ctx = npuir.make_context(collect_diagnostics=True)
     t0 = time.perf_counter()
     try:
         passes = npuir.build_pipeline(pipeline(mode))

@@ -422,7 +422,8 @@ def edits_of(annotated: ModuleOp, original: ModuleOp, hw: Hardware) -> list[Edit
 
 
 def _annotated(config: AdviseConfig, name: str) -> ModuleOp:
-    ctx = make_context()
+    # Remarks from lowering a variant are not advice: kept (and dropped) with the context.
+    ctx = make_context(collect_diagnostics=True)
     module = parse_file(ctx, config.path)
     spec = _ANNOTATE[name]
     if spec:

@@ -487,7 +487,7 @@ _Loaded = tuple[
 
 def _load(config: RunConfig) -> _Loaded:
     """Parse the input; its device, entries, given inputs and argument shapes."""
-    ctx = make_context()
+    ctx = make_context(collect_diagnostics=True)
     if config.source is not None:
         ctx.diagnostics.sources.add(config.path, config.source)
         module = parse_source(ctx, config.source, config.path)
@@ -542,7 +542,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     )
 
     baseline = unlowered(original.clone())
-    base_ctx = make_context()
+    base_ctx = make_context(collect_diagnostics=True)
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
     single, _, _, _, _ = _simulate(baseline, names, shapes, hw, config.mirror_peers, profile)

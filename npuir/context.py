@@ -24,9 +24,17 @@ class NpuirContext(Context):
     analyses: AnalysisManager = field(default_factory=AnalysisManager)
 
 
-def make_context(allow_unregistered: bool = False) -> NpuirContext:
-    """A context with builtin, func, arith and every npuir dialect loaded."""
+def make_context(
+    allow_unregistered: bool = False, collect_diagnostics: bool = False
+) -> NpuirContext:
+    """A context with builtin, func, arith and every npuir dialect loaded.
+
+    Warnings and remarks go to stderr as passes emit them, unless
+    `collect_diagnostics`: then they wait in `ctx.diagnostics` to be drained
+    (see `DiagnosticEngine`).
+    """
     ctx = NpuirContext(allow_unregistered=allow_unregistered)
+    ctx.diagnostics.collecting = collect_diagnostics
     for dialect in (Builtin, Func, Arith):
         ctx.load_dialect(dialect)
     for factory in DIALECTS.values():

@@ -16,7 +16,9 @@ location of the op they replace, or fall back to their nearest located parent.
 from __future__ import annotations
 
 import bisect
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -131,17 +133,28 @@ def error(op: Operation | None, message: str) -> DiagnosticError:
 
 @dataclass
 class DiagnosticEngine:
-    """Collects warnings and remarks emitted while passes run.
+    """Where the warnings and remarks that passes emit go.
 
-    Errors are raised as `DiagnosticError`; warnings and remarks are recorded
-    here in emission order so that the tool prints them deterministically.
+    Errors are raised as `DiagnosticError`.  A warning or remark is printed to
+    stderr as it is emitted (MLIR's rule for a diagnostic no handler takes), so
+    a library caller never loses one silently -- unless the caller collects
+    them: `with ctx.diagnostics.collect() as found: run_passes(...)` gathers
+    them, in emission order, into `found` instead; a context made with
+    `make_context(collect_diagnostics=True)` collects them all, to be
+    `drain()`ed (the tools do that, to print them between their own output).
     """
 
     sources: SourceManager = field(default_factory=SourceManager)
+    collecting: bool = False
+    """Whether `emit` records into `emitted` (else it prints to stderr)."""
     emitted: list[Diagnostic] = field(default_factory=list[Diagnostic])
 
     def emit(self, severity: Severity, op: Operation | None, message: str) -> None:
-        self.emitted.append(Diagnostic(severity, message, op_location(op)))
+        diagnostic = Diagnostic(severity, message, op_location(op))
+        if self.collecting:
+            self.emitted.append(diagnostic)
+        else:
+            print(self.render(diagnostic), file=sys.stderr)
 
     def warning(self, op: Operation | None, message: str) -> None:
         self.emit("warning", op, message)
@@ -149,8 +162,19 @@ class DiagnosticEngine:
     def remark(self, op: Operation | None, message: str) -> None:
         self.emit("remark", op, message)
 
+    @contextmanager
+    def collect(self) -> Iterator[list[Diagnostic]]:
+        """Within the block, gather what is emitted into the list it yields."""
+        saved = self.collecting, self.emitted
+        found: list[Diagnostic] = []
+        self.collecting, self.emitted = True, found
+        try:
+            yield found
+        finally:
+            self.collecting, self.emitted = saved
+
     def drain(self) -> Iterator[Diagnostic]:
-        """Yield and forget everything emitted so far."""
+        """Yield and forget everything collected so far."""
         emitted, self.emitted = self.emitted, []
         yield from emitted
 

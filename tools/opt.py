@@ -111,7 +111,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"npuir-opt: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    ctx = make_context(allow_unregistered=args.allow_unregistered_dialect)
+    ctx = make_context(allow_unregistered=args.allow_unregistered_dialect, collect_diagnostics=True)
     try:
         text, filename = read_input(args.input, ctx.diagnostics.sources)
     except DiagnosticError as exc:

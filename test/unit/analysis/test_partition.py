@@ -39,7 +39,7 @@ TABLE = {**STRATEGIES, **cost_strategies(load_hardware("910b2"))}
 
 
 def _module(text: str) -> tuple[npuir.NpuirContext, ModuleOp]:
-    ctx = npuir.make_context()
+    ctx = npuir.make_context(collect_diagnostics=True)
     return ctx, npuir.parse_text(ctx, text)
 
 
