@@ -43,7 +43,7 @@ from npuir.backends.npu.groups import collectives
 from npuir.backends.npu.hardware import Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.diagnostics import DiagnosticError, UsageError
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import CORE_ENGINES, NpuOp
 
 MODES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble", "auto")
 BASELINES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble")
@@ -72,7 +72,7 @@ def lower_bound(func: FuncOp, hw: Hardware) -> LowerBound:
     """The bound of the module docstring for one unlowered (or lowered) function."""
     prog = DependenceGraph(func).run().prog
     finish = [0] * len(prog)
-    work_by_engine: dict[str, int] = {"cube": 0, "vector": 0, "aicpu": 0}
+    work_by_engine: dict[str, int] = dict.fromkeys(CORE_ENGINES, 0)
     for n in range(len(prog)):
         start = max((finish[p] for p, _ in prog.deps[n]), default=0)
         duration = 0

@@ -34,7 +34,6 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
-from npuir.api import parse_file, parse_text
 from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
 from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
@@ -47,9 +46,11 @@ from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
 from npuir.dialects import gear, npu, stream, sync
 from npuir.dialects.shapes import RetypeError, specialise
+from npuir.frontends.ge import parse_path, parse_source
 from npuir.output import write_output
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.schedule.device import device_spec
+from npuir.verifier import verify
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
 
@@ -483,9 +484,11 @@ def _load(config: RunConfig) -> _Loaded:
     """Parse the input; its device, entries, given inputs and argument shapes."""
     ctx = make_context()
     if config.source is not None:
-        module = parse_text(ctx, config.source, config.path)
+        ctx.diagnostics.sources.add(config.path, config.source)
+        module = parse_source(ctx, config.source, config.path)
+        verify(module)
     else:
-        module = parse_file(ctx, config.path)
+        module = parse_path(ctx, config.path)
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)

@@ -56,15 +56,6 @@ def build_pipeline(spec: str, registry: PassRegistry | None = None) -> list[Modu
     return passes
 
 
-VERIFY_EACH_ENV = "NPUIR_VERIFY_EACH"
-"""Set to 1 to verify after every pass by default (the test suite does)."""
-
-
-def verify_each_default() -> bool:
-    """Whether `run_passes` verifies after every pass when not told (`NPUIR_VERIFY_EACH`)."""
-    return os.environ.get(VERIFY_EACH_ENV, "") not in ("", "0")
-
-
 def _instantiate(pass_cls: type[ModulePass], pass_spec: ArgSpec) -> ModulePass:
     """The pass `pass_spec` asks for, its options read with the pass's own spelling."""
     options = options_of(pass_cls)
@@ -86,6 +77,15 @@ def _instantiate(pass_cls: type[ModulePass], pass_spec: ArgSpec) -> ModulePass:
         raise UsageError(
             f"bad option for pass '{pass_spec.name}': {exc} (options: {listed})"
         ) from None
+
+
+VERIFY_EACH_ENV = "NPUIR_VERIFY_EACH"
+"""Set to 1 to verify after every pass by default (the test suite does)."""
+
+
+def verify_each_default() -> bool:
+    """Whether `run_passes` verifies after every pass when not told (`NPUIR_VERIFY_EACH`)."""
+    return os.environ.get(VERIFY_EACH_ENV, "") not in ("", "0")
 
 
 def run_passes(

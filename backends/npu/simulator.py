@@ -72,6 +72,7 @@ from npuir.analysis.program import DepKind, NodeKind, Program
 from npuir.dialects import coreset, stream
 from npuir.dialects.coreset import CoresAttr
 from npuir.dialects.npu import (
+    CORE_ENGINES,
     CollectiveOp,
     NpuOp,
     tensor_bytes,
@@ -108,7 +109,7 @@ CoreLimitFn = Callable[[Program, int, str], int | None]
 for unlimited (the device maximum).  `coreset_limit` is the default; a core-limit analysis
 can pass its own."""
 
-POOL_ENGINES: tuple[str, ...] = ("cube", "vector", "aicpu")
+POOL_ENGINES: tuple[str, ...] = CORE_ENGINES
 """Engines with a pool of cores per rank, in pool-index order."""
 
 _NPOOLS = len(POOL_ENGINES)

@@ -116,7 +116,7 @@ func.func @unknown_stream(%x: !t) -> !t {
   func.return %a : !t
 }
 
-// CHECK: sync-verify.mlir:[[# @LINE - 4]]:3: error: 'npu.relu' names stream @s7, which no 'stream.decl' declares
+// CHECK: sync-verify.mlir:[[# @LINE - 4]]:3: error: 'npu.relu' op names stream @s7, which no 'stream.decl' declares
 
 // -----
 

@@ -8,6 +8,7 @@ flags keep their own exit codes, and every tool lists its codes in `--help`.
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -149,6 +150,8 @@ def test_help_lists_the_exit_codes(tool: str, capsys: pytest.CaptureFixture[str]
 def test_version(tool: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert call(TOOLS[tool], ["--version"]) == 0
     assert capsys.readouterr().out == f"{tool} {npuir.__version__}\n"
+    # The installed package has the same version: pyproject.toml reads it from npuir.
+    assert importlib.metadata.version("npuir") == npuir.__version__
 
 
 def test_readme_documents_every_exit_code() -> None:
