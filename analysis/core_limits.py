@@ -5,7 +5,9 @@ Each count is resolved on its own, first match wins:
 1. op scope — the innermost enclosing `coreset.limit` that gives the count
    (limits are lexical: a `stream.switch` nested inside keeps the limit);
 2. stream — a `coreset.stream_limit` for the op's stream tag (in a function
-   it holds for the whole function; at module level, for every function);
+   it holds for the whole function; at module level, for every function; a
+   count of -1 sets none, as `set_stream_limit`'s default; one per tag per
+   function, a second is an error);
 3. module — the `coreset.global` attribute;
 4. device — the hardware's core count.
 
@@ -28,7 +30,7 @@ from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
-from npuir.diagnostics import error
+from npuir.diagnostics import error, op_location
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
 
@@ -70,8 +72,23 @@ class Limit:
 
 
 def _given(op: coreset.LimitOp | coreset.StreamLimitOp) -> dict[str, Limit]:
-    """The counts a limit op gives, each set by `op`."""
+    """The counts a limit op gives, each set by `op` (a stream limit's -1 gives none)."""
+    if isinstance(op, coreset.StreamLimitOp):
+        return {e: Limit(c, op) for e in ENGINES if (c := op.limit(e)) is not None}
     return {e: Limit(c, op) for e in ENGINES if (c := op.count(e)) is not None}
+
+
+def _once(seen: dict[str, coreset.StreamLimitOp], op: coreset.StreamLimitOp, where: str) -> None:
+    """Refuse a second stream limit for one tag in one place: one would silently win."""
+    first = seen.setdefault(op.tag.data, op)
+    if first is not op:
+        loc = op_location(first)
+        at = f" (the first is at {loc})" if loc is not None else ""
+        raise error(
+            op,
+            f'stream "{op.tag.data}" already has a coreset.stream_limit in {where}{at}; '
+            "give each stream one limit, with both counts in it",
+        )
 
 
 class CoreLimits:
@@ -84,11 +101,15 @@ class CoreLimits:
         self._tags: dict[str, str] = {}
 
     def run(self) -> CoreLimits:
+        """Resolve every op's limits.  Two `coreset.stream_limit`s for one tag in one function
+        (or both at module level) are a located error at the second."""
         module_streams: dict[str, dict[str, Limit]] = {}
+        module_seen: dict[str, coreset.StreamLimitOp] = {}
         for op in self.module.ops:
             if isinstance(op, stream.DeclOp):
                 self._tags[op.symbol] = op.tag.data
             elif isinstance(op, coreset.StreamLimitOp):
+                _once(module_seen, op, "the module")
                 self._add_stream_limit(module_streams, op)
         global_attr = self.module.attributes.get(coreset.GLOBAL)
         device = {
@@ -104,8 +125,10 @@ class CoreLimits:
         for func in self.module.ops:
             if isinstance(func, FuncOp):
                 streams = {tag: dict(v) for tag, v in module_streams.items()}
+                seen: dict[str, coreset.StreamLimitOp] = {}
                 for op in func.body.walk():
                     if isinstance(op, coreset.StreamLimitOp):
+                        _once(seen, op, f"@{func.sym_name.data}")
                         self._add_stream_limit(streams, op)
                 self._walk(func.body.block.ops, stream.DEFAULT_TAG, {}, streams, base)
         return self
@@ -160,13 +183,27 @@ class CoreLimits:
     def limit(self, op: NpuOp, engine: str) -> Limit:
         return self._limits[op][engine]
 
+    def configured(self, op: NpuOp, engine: str) -> bool:
+        """Whether the op's count comes from a limit the program sets: an op scope, a stream
+        limit or the module's global limit, not the device.  After `coreset-lower` the count
+        on the op is all there is, so there a count below the device's is a set limit and one
+        equal to it reads as none (it sums the same: unlimited counts as the device)."""
+        limit = self._limits[op][engine]
+        if limit.source is None:
+            return False
+        if limit.source is op:
+            return limit.count < self.hw.cores(engine)
+        return True
+
     def check_ranges(self) -> None:
         """Every count a limit gives must be in [1, device max]: a located error otherwise."""
         global_attr = self.module.attributes.get(coreset.GLOBAL)
         if isinstance(global_attr, coreset.CoresAttr):
             self._check(self.module, {e: global_attr.count(e) for e in ENGINES}, "coreset.global")
         for op in self.module.walk():
-            if isinstance(op, coreset.LimitOp | coreset.StreamLimitOp):
+            if isinstance(op, coreset.StreamLimitOp):
+                self._check(op, {e: op.limit(e) for e in ENGINES}, op.name)
+            elif isinstance(op, coreset.LimitOp):
                 self._check(op, {e: op.count(e) for e in ENGINES}, op.name)
 
     def _check(self, where: Operation, counts: dict[str, int | None], what: str) -> None:
@@ -176,5 +213,6 @@ class CoreLimits:
                 raise error(
                     where,
                     f"{what}: {engine} core count {count} is out of range for "
-                    f"{self.hw.name}; the valid range is [1, {top}]",
+                    f"{self.hw.name}; the valid range is [1, {top}]"
+                    + (", or -1 for no limit" if isinstance(where, coreset.StreamLimitOp) else ""),
                 )

@@ -59,12 +59,18 @@ def _parse_counts(parser: Parser | AttrParser) -> dict[str, int]:
     return counts
 
 
-def _check_counts(counts: dict[str, int | None]) -> None:
+NO_LIMIT = -1
+"""A `coreset.stream_limit` count meaning "no limit": `set_stream_limit`'s default."""
+
+
+def _check_counts(counts: dict[str, int | None], no_limit: bool = False) -> None:
     if all(v is None for v in counts.values()):
         raise VerifyException("needs at least one of 'cube' and 'vector'")
     for engine, value in counts.items():
-        if value is not None and value < 1:
-            raise VerifyException(f"{engine} count must be a whole number >= 1, got {value}")
+        if value is None or value >= 1 or (no_limit and value == NO_LIMIT):
+            continue
+        allowed = ", or -1 for no limit" if no_limit else ""
+        raise VerifyException(f"{engine} count must be a whole number >= 1{allowed}, got {value}")
 
 
 @irdl_attr_definition
@@ -211,10 +217,12 @@ class LimitOp(IRDLOperation):
 class StreamLimitOp(IRDLOperation):
     """Bounds the cores of every op on one stream (TorchAir's `set_stream_limit`).
 
-    In a graph it holds for the whole function, for the stream with that tag.
+    In a graph it holds for the whole function, for the stream with that tag.  A count
+    of -1 (`NO_LIMIT`, `set_stream_limit`'s default) means no limit for that engine.
 
     ```mlir
     coreset.stream_limit "1" cube 3 vector 8
+    coreset.stream_limit "2" cube -1 vector 8
     ```
     """
 
@@ -237,11 +245,17 @@ class StreamLimitOp(IRDLOperation):
         super().__init__(properties=props)
 
     def count(self, engine: str) -> int | None:
+        """The count as written (-1 for no limit), None when omitted."""
         attr = self.cube if engine == "cube" else self.vector
         return None if attr is None else attr.value.data
 
+    def limit(self, engine: str) -> int | None:
+        """The limit this op sets for `engine`: None when omitted or -1 (no limit)."""
+        count = self.count(engine)
+        return None if count == NO_LIMIT else count
+
     def verify_(self) -> None:
-        _check_counts({e: self.count(e) for e in ENGINES})
+        _check_counts({e: self.count(e) for e in ENGINES}, no_limit=True)
 
 
 class CoresetAttributeVerifier(AttributeVerifier):

@@ -52,19 +52,27 @@ class Hazard:
 
 @dataclass(frozen=True)
 class PairViolation:
-    """Two streams whose limited ops may together hold more cores than the device has."""
+    """Two streams that can overlap whose limits on `engine` together exceed the device."""
 
     first: int
     second: int
     engine: str
-    counts: tuple[int, int]
-    at: int
+    limits: tuple[int, int]
+    """Each stream's limit: the largest of its ops' (the device's count when unlimited)."""
+    at: tuple[int, int]
+    """Each stream's op with that limit."""
+    configured: tuple[bool, bool]
+    """Whether each stream has a configured limit (op scope, stream or global)."""
 
 
 class Limits(Protocol):
     """Each op's effective core counts (`CoreLimits` is one)."""
 
     def of(self, op: NpuOp) -> Mapping[str, int]: ...
+
+    def configured(self, op: NpuOp, engine: str) -> bool:
+        """Whether the count comes from a limit the program sets (not the device)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,9 @@ class OverriddenLimits:
 
     base: Limits
     overrides: Mapping[tuple[Operation, str], int]
+
+    def configured(self, op: NpuOp, engine: str) -> bool:
+        return (op, engine) in self.overrides or self.base.configured(op, engine)
 
     def of(self, op: NpuOp) -> Mapping[str, int]:
         counts = dict(self.base.of(op))
@@ -106,46 +117,53 @@ class CoreChecker:
             return limit
         return min(limit, max(1, parallelism(self.hw, op_work(op, self.hw))))
 
-    def _can_overlap(self, s: int, t: int, span: dict[int, tuple[int, int]]) -> bool:
-        (first_s, last_s), (first_t, last_t) = span[s], span[t]
+    def _can_overlap(self, s: tuple[int, int], t: tuple[int, int]) -> bool:
+        """Whether two streams' spans (first and last op) can overlap: unless one's last op
+        happens before the other's first."""
+        (first_s, last_s), (first_t, last_t) = s, t
         return not (self.hb.ordered(last_s, first_t) or self.hb.ordered(last_t, first_s))
 
     def pair_violations(self) -> list[PairViolation]:
+        """Every pair of streams that can run at the same time and whose configured limits on
+        an engine both use, where at least one of them is limited, exceed the device (the
+        rule of `npuir.transforms.coreset_check`)."""
         prog = self.prog
-        span: dict[int, tuple[int, int]] = {}
+        span: dict[tuple[int, str], tuple[int, int]] = {}
         most: dict[tuple[int, str], tuple[int, int]] = {}
-        unlimited: set[tuple[int, str]] = set()
+        limited: set[tuple[int, str]] = set()
         for n in range(len(prog)):
             if prog.kind[n] is not NodeKind.COMPUTE:
                 continue
-            s = prog.stream[n]
-            first, _ = span.get(s, (n, n))
-            span[s] = (first, n)
             op = prog.ops[n]
             assert isinstance(op, NpuOp)
+            s = prog.stream[n]
+            counts = self.limits.of(op)
             for engine in engines_used(op):
-                # An ordinary op at the device's full count is unlimited (coreset-lower
-                # writes the device count for those); only holders always count.
-                if not holds_while_waiting(op) and self.limits.of(op)[engine] >= self.hw.cores(
-                    engine
-                ):
-                    unlimited.add((s, engine))
-                    continue
-                d = self.demand(n, engine)
-                if d > most.get((s, engine), (0, -1))[0]:
-                    most[(s, engine)] = (d, n)
+                key = (s, engine)
+                first, _ = span.get(key, (n, n))
+                span[key] = (first, n)
+                # A stream's limit is the largest of its ops'; unlimited ops count the device.
+                count = min(counts[engine], self.hw.cores(engine))
+                if count > most.get(key, (0, -1))[0]:
+                    most[key] = (count, n)
+                if self.limits.configured(op, engine):
+                    limited.add(key)
         out: list[PairViolation] = []
-        streams = sorted(span)
-        for i, s in enumerate(streams):
-            for t in streams[i + 1 :]:
-                for engine in ENGINES:
-                    if {(s, engine), (t, engine)} & unlimited:
+        for engine in ENGINES:
+            total = self.hw.cores(engine)
+            streams = sorted(s for s, e in span if e == engine)
+            for i, s in enumerate(streams):
+                for t in streams[i + 1 :]:
+                    a, b = (s, engine), (t, engine)
+                    if a not in limited and b not in limited:
                         continue
-                    if (s, engine) not in most or (t, engine) not in most:
-                        continue
-                    (ds, _), (dt, at) = most[(s, engine)], most[(t, engine)]
-                    if ds + dt > self.hw.cores(engine) and self._can_overlap(s, t, span):
-                        out.append(PairViolation(s, t, engine, (ds, dt), at))
+                    (ls, ns), (lt, nt) = most[a], most[b]
+                    if ls + lt > total and self._can_overlap(span[a], span[b]):
+                        out.append(
+                            PairViolation(
+                                s, t, engine, (ls, lt), (ns, nt), (a in limited, b in limited)
+                            )
+                        )
         return out
 
     def hazards(self) -> list[Hazard]:

@@ -37,7 +37,7 @@ from xdsl.passes import ModulePass
 
 from npuir.analysis.manager import ALL, Preserved, analyses
 from npuir.context import warn
-from npuir.diagnostics import error
+from npuir.diagnostics import error, op_location
 from npuir.passes import option
 from npuir.schedule.core_check import function_checkers
 from npuir.schedule.device import device_of
@@ -61,14 +61,29 @@ class CoresetCheckPass(ModulePass):
         for _, checker in function_checkers(op, hw, analyses(ctx)):
             prog = checker.prog
             for v in checker.pair_violations():
-                s, t = prog.stream_name(v.first), prog.stream_name(v.second)
                 total = hw.cores(v.engine)
+                names = (prog.stream_name(v.first), prog.stream_name(v.second))
+                # Unlimited counts as the whole device (after coreset-lower a limit equal
+                # to the device's count reads the same).
+                limits = [
+                    f"{name} {count}" + (" (the whole device)" if count >= total else "")
+                    for name, count in zip(names, v.limits)
+                ]
+                where = [
+                    f"{name}'s at {loc}"
+                    for name, n, configured in zip(names, v.at, v.configured)
+                    if configured and (loc := op_location(prog.ops[n])) is not None
+                ]
+                # Point at a limited stream's op: the second's when both are limited.
+                at = v.at[1] if v.configured[1] else v.at[0]
                 self._report(
                     ctx,
-                    prog.ops[v.at],
-                    f"streams {s} and {t} can run at the same time and may hold "
-                    f"{v.counts[0]} + {v.counts[1]} = {sum(v.counts)} {v.engine} cores, but "
-                    f"{hw.name} has {total}; the limits of any two streams must fit the device",
+                    prog.ops[at],
+                    f"streams {names[0]} and {names[1]} can run at the same time, and their "
+                    f"{v.engine} core limits, {' and '.join(limits)}, add up to "
+                    f"{sum(v.limits)}, more than the {total} {v.engine} cores of {hw.name}; "
+                    "the cores of any two streams together must fit the device"
+                    + (f" (limits: {'; '.join(where)})" if where else ""),
                 )
             for h in checker.hazards():
                 total = hw.cores(h.engine)

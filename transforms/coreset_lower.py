@@ -14,10 +14,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used
-from npuir.dialects import coreset, scope
+from npuir.context import warn
+from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.device import device_of
@@ -32,6 +35,36 @@ def inline_limits(module: ModuleOp) -> None:
             block.erase_op(op)
         elif isinstance(op, coreset.LimitOp):
             scope.inline_scope(op)
+
+
+def _tags_used(root: Operation, decls: dict[str, str]) -> set[str]:
+    """Stream tags the ops under `root` run on: scope tags, partitioned streams' tags, and the
+    default stream's (every function's return runs there)."""
+    used = {stream.DEFAULT_TAG}
+    for inner in root.walk():
+        if isinstance(inner, stream.SwitchOp):
+            used.add(inner.tag_name)
+        elif (symbol := stream.stream_of(inner)) is not None and symbol in decls:
+            used.add(decls[symbol])
+    return used
+
+
+def _warn_unused_stream_limits(ctx: Context, module: ModuleOp) -> None:
+    """A stream limit naming a tag no scope uses limits nothing: most likely a typo."""
+    decls = {d.symbol: d.tag.data for d in module.ops if isinstance(d, stream.DeclOp)}
+    everywhere = _tags_used(module, decls)
+    for func in module.ops:
+        scope_tags = _tags_used(func, decls) if isinstance(func, FuncOp) else everywhere
+        for limit in func.walk() if isinstance(func, FuncOp) else [func]:
+            if not isinstance(limit, coreset.StreamLimitOp) or limit.tag.data in scope_tags:
+                continue
+            where = f"@{func.sym_name.data}" if isinstance(func, FuncOp) else "the module"
+            warn(
+                ctx,
+                limit,
+                f'coreset.stream_limit names stream "{limit.tag.data}", which no scope in '
+                f"{where} uses; it limits nothing",
+            )
 
 
 @dataclass(frozen=True)
@@ -50,6 +83,7 @@ class CoresetLowerPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         limits = CoreLimits(op, device_of(op, self.hw)).run()
         limits.check_ranges()
+        _warn_unused_stream_limits(ctx, op)
         cache: dict[tuple[int | None, int | None], coreset.CoresAttr] = {}
         for inner in op.walk():
             if not isinstance(inner, NpuOp):

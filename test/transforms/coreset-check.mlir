@@ -1,8 +1,11 @@
 // RUN: npuir-opt %s --split-input-file -p 'stream-partition,coreset-lower,insert-events,coreset-check{hw=910b2}' 2>&1 >/dev/null | filecheck %s
 // RUN: npuir-opt %s --split-input-file --verify-diagnostics -p 'stream-partition,coreset-lower,insert-events,coreset-check{hw=910b2 strict=true}' | filecheck %s --check-prefix=STRICT
 
-// Tests the pair rule: two limited streams that can overlap may hold 30 + 20
-// vector cores, more than 910b2's 48.
+// Tests the pair rule (seed 003: the cores of any two streams together must
+// not exceed the device's): two limited streams that can overlap, limited to
+// 30 + 20 vector cores, more than 910b2's 48.  The diagnostic names both
+// streams, their limits, the engine and the device total, and points at the
+// limit ops.
 
 !t = tensor<1024x1024xf16>
 func.func @pair(%x: !t, %y: !t) -> (!t, !t) {
@@ -19,14 +22,82 @@ func.func @pair(%x: !t, %y: !t) -> (!t, !t) {
   func.return %a, %b : !t, !t
 }
 
-// CHECK: coreset-check.mlir:[[# @LINE - 6]]:5: warning: streams @s1 ("a") and @s2 ("b") can run at the same time and may hold 30 + 20 = 50 vector cores, but 910b2 has 48; the limits of any two streams must fit the device
+// CHECK: coreset-check.mlir:[[# @LINE - 6]]:5: warning: streams @s1 ("a") and @s2 ("b") can run at the same time, and their vector core limits, @s1 ("a") 30 and @s2 ("b") 20, add up to 50, more than the 48 vector cores of 910b2; the cores of any two streams together must fit the device (limits: @s1 ("a")'s at {{.*}}coreset-check.mlir:[[# @LINE - 10]]:5; @s2 ("b")'s at {{.*}}coreset-check.mlir:[[# @LINE - 6]]:5)
 // STRICT: coreset-check.mlir:[[# @LINE - 7]]:5: error: streams @s1 ("a") and @s2 ("b") can run at the same time
 
 // -----
 
+// Tests that the rule is on the configured limits, not on what the ops can
+// use: 30 + 30 vector cores on ops too small to use more than one core each
+// still break it.
+
+!t = tensor<64xf16>
+func.func @small_ops(%x: !t) -> (!t, !t) {
+  %a = stream.switch "a" -> !t {
+    %a0 = coreset.limit vector 30 -> !t {
+      %a1 = npu.exp %x : (!t) -> !t
+      coreset.yield %a1 : !t
+    }
+    stream.yield %a0 : !t
+  }
+  %b = stream.switch "b" -> !t {
+    %b0 = coreset.limit vector 30 -> !t {
+      %b1 = npu.exp %x : (!t) -> !t
+      coreset.yield %b1 : !t
+    }
+    stream.yield %b0 : !t
+  }
+  func.return %a, %b : !t, !t
+}
+
+// CHECK: coreset-check.mlir:[[# @LINE - 8]]:7: warning: streams @s1 ("a") and @s2 ("b") can run at the same time, and their vector core limits, @s1 ("a") 30 and @s2 ("b") 30, add up to 60, more than the 48 vector cores of 910b2
+
+// -----
+
+// Tests that an unlimited stream counts as the whole device beside a limited
+// one (40 + 48 > 48), and that a stream limit equal to the device's count is
+// a limit like any other (48 + 40).
+
+!t = tensor<1024x1024xf16>
+func.func @beside_unlimited(%x: !t) -> (!t, !t) {
+  coreset.stream_limit "a" vector 40
+  %a = stream.switch "a" -> !t {
+    %a0 = npu.exp %x : (!t) -> !t
+    stream.yield %a0 : !t
+  }
+  %b = stream.switch "b" -> !t {
+    %b0 = npu.exp %x : (!t) -> !t
+    stream.yield %b0 : !t
+  }
+  func.return %a, %b : !t, !t
+}
+
+// CHECK: coreset-check.mlir:[[# @LINE - 10]]:5: warning: streams @s1 ("a") and @s2 ("b") can run at the same time, and their vector core limits, @s1 ("a") 40 and @s2 ("b") 48 (the whole device), add up to 88, more than the 48 vector cores of 910b2
+
+// -----
+
+!t = tensor<1024x1024xf16>
+func.func @at_the_device(%x: !t) -> (!t, !t) {
+  coreset.stream_limit "a" vector 48
+  coreset.stream_limit "b" vector 40
+  %a = stream.switch "a" -> !t {
+    %a0 = npu.exp %x : (!t) -> !t
+    stream.yield %a0 : !t
+  }
+  %b = stream.switch "b" -> !t {
+    %b0 = npu.exp %x : (!t) -> !t
+    stream.yield %b0 : !t
+  }
+  func.return %a, %b : !t, !t
+}
+
+// CHECK: coreset-check.mlir:[[# @LINE - 6]]:5: warning: streams @s1 ("a") and @s2 ("b") can run at the same time, and their vector core limits, @s1 ("a") 48 (the whole device) and @s2 ("b") 40, add up to 88
+
+// -----
+
 // Tests that limits that fit (24 + 24) and streams ordered one after the
-// other (an event joins them) pass, and unlimited streams are not checked by
-// the pair rule.
+// other (an event joins them) pass, and that two unlimited streams are not
+// checked by the pair rule (the hazard check below covers them).
 
 !t = tensor<1024x1024xf16>
 func.func @fits(%x: !t) -> !t {
@@ -49,12 +120,10 @@ func.func @fits(%x: !t) -> !t {
     %d0 = npu.exp %c : (!t) -> !t
     stream.yield %d0 : !t
   }
-  %e = npu.exp %x : (!t) -> !t
   func.return %d : !t
 }
 
-// CHECK-NOT: warning: streams @s{{.}} ("a") and @s{{.}} ("b")
-// CHECK-NOT: ("c")
+// CHECK-NOT: warning: streams @s{{.}} ("{{[abcd]}}")
 // STRICT-LABEL: func.func @fits
 
 // -----
@@ -76,7 +145,10 @@ func.func @hazard(%x: !t, %m: tensor<64x64xi1>) -> (!t, tensor<?x2xi64>) {
   func.return %a, %n : !t, tensor<?x2xi64>
 }
 
-// CHECK: coreset-check.mlir:[[# @LINE - 4]]:3: warning: hold-and-wait hazard: 'npu.nonzero' (%n) on @s0 ("default") holds up to 48 vector cores while it waits for the rest, and 'npu.all_to_all' (%a1) on @s1 ("comm"), which can run at the same time, holds up to 24: 72 > 48 on 910b2; 'coreset.limit vector 24' around it (or a stream limit) removes it
+// The aiv all_to_all's stream is limited to 24 and the default stream is not:
+// 24 + 48 also breaks the pair rule.
+// CHECK: coreset-check.mlir:[[# @LINE - 11]]:7: warning: streams @s0 ("default") and @s1 ("comm") can run at the same time, and their vector core limits, @s0 ("default") 48 (the whole device) and @s1 ("comm") 24, add up to 72
+// CHECK: coreset-check.mlir:[[# @LINE - 7]]:3: warning: hold-and-wait hazard: 'npu.nonzero' (%n) on @s0 ("default") holds up to 48 vector cores while it waits for the rest, and 'npu.all_to_all' (%a1) on @s1 ("comm"), which can run at the same time, holds up to 24: 72 > 48 on 910b2; 'coreset.limit vector 24' around it (or a stream limit) removes it
 
 // -----
 

@@ -116,7 +116,7 @@ module {
 
 // Tests that a stream limit's counts are >= 1.
 module {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'coreset.stream_limit' op vector count must be a whole number >= 1, got 0
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'coreset.stream_limit' op vector count must be a whole number >= 1, or -1 for no limit, got 0
   coreset.stream_limit "1" cube 3 vector 0
 }
 
