@@ -17,9 +17,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-## The main job: the seed model through the standard pipeline.
+## The main job: the seed model through the standard pipeline, then as written, on one
+## stream and with auto side by side, with the reasons and the recommended annotation.
 run: $(STAMP)
 	$(BIN)/npuir-run examples/seed_multistream.mlir --check
+	$(BIN)/npuir-advise examples/seed_multistream.mlir
 
 ## Every test: lint, types, the import contracts, pytest, lit.
 test: lint unit lit

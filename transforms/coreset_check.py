@@ -38,24 +38,21 @@ from xdsl.passes import ModulePass
 from npuir.analysis.manager import ALL, Preserved, analyses
 from npuir.context import warn
 from npuir.diagnostics import error
+from npuir.passes import option
 from npuir.schedule.core_check import function_checkers
 from npuir.schedule.device import device_of
 
 
 @dataclass(frozen=True)
 class CoresetCheckPass(ModulePass):
-    """Check the stream pair rule and report hold-and-wait hazards between core-holding ops.
-
-    Options:
-    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
-      else 910b2).
-    - `strict`: make every finding an error instead of a warning.
-    """
+    """Check the stream pair rule and report hold-and-wait hazards between core-holding ops."""
 
     name = "coreset-check"
 
-    hw: str | None = None
-    strict: bool = False
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
+    strict: bool = option(False, "make every finding an error instead of a warning")
 
     PRESERVES: ClassVar[Preserved] = ALL
 
