@@ -22,13 +22,15 @@ The export is imported as traced, without `run_decompositions()`: torch's
 decomposition re-trace refuses ops without a result value (the scope
 markers), and the traced ATen ops (`linear`, `matmul`, `softmax`,
 `rms_norm`, ...) map to npu ops directly.  An ATen op with no npu op is a
-located error naming it (the `npu.opaque` fallback is not on this branch).
+`npu.opaque` op (`ge_type = "aten.cumsum.default"`, engine vector, costed
+from its tensor sizes) with one warning per kind; `strict=True` refuses it.
 """
 
 from __future__ import annotations
 
 import operator
 import re
+import warnings as pywarnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,11 +47,12 @@ from xdsl.dialects.builtin import (
     i64,
 )
 
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, SourceLocation
+from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
 from npuir.torchair import Graph, Tensor, TorchairError, ops
-from npuir.torchair._graph import element_type
+from npuir.torchair._graph import element_type, tensor_type
 
 SYM_DIMS = "torch.sym_dims"
 """Argument attribute: the symbol of each dim ("" for a static one)."""
@@ -80,8 +83,13 @@ def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
 class _Importer:
     """One walk over an exported graph, building into one `Graph`."""
 
-    def __init__(self, ep: torch.export.ExportedProgram, name: str, target: str) -> None:
+    def __init__(
+        self, ep: torch.export.ExportedProgram, name: str, target: str, strict: bool
+    ) -> None:
         self.ep = ep
+        self.strict = strict
+        self.opaque: dict[str, list[SourceLocation | None]] = {}
+        self.warnings: list[Diagnostic] = []
         self.graph = Graph(name, target)
         self.env: dict[torch.fx.Node, Any] = {}
         self.consts: dict[tuple[float, str], Tensor] = {}
@@ -203,6 +211,12 @@ class _Importer:
                 ) from None
         if self.scopes:
             raise DiagnosticError(Diagnostic("error", "air::scope_enter without a scope_exit"))
+        for kind, places in self.opaque.items():
+            message = (
+                f"aten op '{kind}' has no npu op: {len(places)} op(s) imported as npu.opaque "
+                "(engine vector, costed from its tensor sizes; no numeric kernel)"
+            )
+            self.warnings.append(Diagnostic("warning", message, places[0]))
         self.dim_ranges()
         return self.graph.module
 
@@ -215,8 +229,9 @@ class _Importer:
         elif node.op == "call_function":
             handler = handlers.get(node.target)
             if handler is None:
-                raise UnsupportedOp("no npu op maps it")
-            self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
+                self.env[node] = self.opaque_op(node)
+            else:
+                self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
         else:
             raise UnsupportedOp(f"FX '{node.op}' nodes are not supported")
 
@@ -292,6 +307,43 @@ class _Importer:
             operator.getitem: lambda seq, i: seq[i],
         }
         return table
+
+    def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:
+        """`npu.opaque` for an ATen op with no npu op: its tensor operands in, its results out."""
+        kind = str(node.target)
+        if self.strict:
+            raise UnsupportedOp("no npu op maps it, and a strict import refuses npu.opaque")
+        val = node.meta.get("val")
+        outs = list(val) if isinstance(val, list | tuple) else [val]
+        vals = [v for v in outs if isinstance(v, torch.Tensor)]
+        if not vals or len(vals) != len(outs):
+            raise UnsupportedOp("no npu op maps it, and its result is not a tensor")
+        operands: list[Tensor] = []
+
+        def collect(value: Any) -> None:
+            if isinstance(value, Tensor):
+                operands.append(value)
+            elif isinstance(value, list | tuple):
+                for v in value:
+                    collect(v)
+
+        collect(self.arg(node.args))
+        collect(list(self.arg(node.kwargs).values()))
+        types = [
+            tensor_type([d if isinstance(d, int) else None for d in v.shape], v.dtype) for v in vals
+        ]
+        op = self.graph.add_op(
+            npu.OpaqueOp,
+            [self.graph.value_of(t, kind) for t in operands],
+            {npu.GE_TYPE: StringAttr(kind), npu.ENGINE_ATTR: StringAttr(npu.Engine.VECTOR.value)},
+            types,
+        )
+        where = _user_line(node)
+        self.opaque.setdefault(kind, []).append(
+            SourceLocation(where[0], where[1], 0) if where else None
+        )
+        results = [Tensor(self.graph, r) for r in op.results]
+        return results if isinstance(val, list | tuple) else results[0]
 
     # -- aten ops that take more than one npu op or a check -------------
 
@@ -393,25 +445,46 @@ class _Importer:
 
 
 def import_exported_program(
-    ep: torch.export.ExportedProgram, *, target: str = "910b2", name: str = "forward"
+    ep: torch.export.ExportedProgram,
+    *,
+    target: str = "910b2",
+    name: str = "forward",
+    strict: bool = False,
+    diagnostics: DiagnosticEngine | None = None,
 ) -> ModuleOp:
     """The module of one `ExportedProgram`: one function `name` (see the module docstring).
 
-    A mistake in the program (an op with no npu op, shapes that do not infer)
-    raises a `DiagnosticError` located at the model's source line.
+    A mistake in the program (shapes that do not infer, an op the importer
+    cannot represent, with `strict` any op without an npu op) raises a
+    `DiagnosticError` located at the model's source line.  Warnings (one per
+    ATen op kind imported as `npu.opaque`) go to `diagnostics`, or through
+    Python's `warnings` when none is given.
     """
     torch_scope.register()
+    importer = _Importer(ep, name, target, strict)
     try:
-        return _Importer(ep, name, target).run()
+        module = importer.run()
     except TorchairError as exc:
         raise DiagnosticError(exc.diagnostic) from None
+    if diagnostics is not None:
+        diagnostics.emitted.extend(importer.warnings)
+    else:
+        for warning in importer.warnings:
+            pywarnings.warn(warning.render(), stacklevel=2)
+    return module
 
 
-def import_pt2(path: str | Path, *, target: str = "910b2") -> ModuleOp:
+def import_pt2(
+    path: str | Path,
+    *,
+    target: str = "910b2",
+    strict: bool = False,
+    diagnostics: DiagnosticEngine | None = None,
+) -> ModuleOp:
     """The module of a `torch.export.save` archive (registers the `air::` ops first)."""
     torch_scope.register()
     try:
         ep = torch.export.load(str(path))
     except (OSError, RuntimeError, ValueError) as exc:
         raise DiagnosticError(Diagnostic("error", f"cannot load '{path}': {exc}")) from None
-    return import_exported_program(ep, target=target)
+    return import_exported_program(ep, target=target, strict=strict, diagnostics=diagnostics)

@@ -44,15 +44,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuir.diagnostics import DiagnosticError, SourceLocation
 from npuir.dialects import coreset, gear, stream
-from npuir.dialects.npu import DYN, TARGET, NpuOp, dtype_name
+from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
 
 from ._errors import FORCED, TorchairError, fail, user_location
 from .configs import CompilerConfig
-
-OP_NAME = "npu.op_name"
-"""Op attribute holding the operator's name in the user's framework (FX node, GE op)."""
-
 
 _FILE_ATTRS: dict[str, StringAttr] = {}
 

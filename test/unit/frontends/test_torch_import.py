@@ -21,9 +21,9 @@ from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, StringAttr  # noqa: 
 from xdsl.dialects.func import FuncOp  # noqa: E402
 
 import npuir  # noqa: E402
-from npuir.diagnostics import DiagnosticError  # noqa: E402
+from npuir.diagnostics import DiagnosticEngine, DiagnosticError  # noqa: E402
 from npuir.dialects import stream, sync  # noqa: E402
-from npuir.dialects.npu import NpuOp  # noqa: E402
+from npuir.dialects.npu import NpuOp, OpaqueOp  # noqa: E402
 from npuir.driver.run import RunConfig, run_program  # noqa: E402
 from npuir.frontends import torch_scope as scope  # noqa: E402
 from npuir.frontends.torch import (  # noqa: E402
@@ -244,14 +244,27 @@ def test_limit_core_num_and_priority_become_scopes() -> None:
 
 class Unsupported(nn.Module):
     def forward(self, x: Any) -> Any:
-        return torch.cumsum(x, dim=0)
+        return torch.cumsum(x, dim=0) + torch.cumsum(x, dim=1)
 
 
-def test_an_op_without_an_npu_op_is_a_located_error() -> None:
+def test_an_op_without_an_npu_op_becomes_opaque_with_one_warning() -> None:
+    engine = DiagnosticEngine()
+    ep = torch.export.export(Unsupported(), (torch.randn(4, 4),))
+    module = import_exported_program(ep, diagnostics=engine)
+    opaque = [op for op in module.walk() if isinstance(op, OpaqueOp)]
+    assert [op.attributes["ge_type"] for op in opaque] == [StringAttr("aten.cumsum.default")] * 2
+    (warning,) = engine.emitted
+    assert "'aten.cumsum.default' has no npu op: 2 op(s)" in warning.message
+    assert warning.location is not None and warning.location.filename == HERE
+    assert warning.location.line == Unsupported.forward.__code__.co_firstlineno + 1
+
+
+def test_a_strict_import_refuses_an_op_without_an_npu_op() -> None:
+    ep = torch.export.export(Unsupported(), (torch.randn(4, 4),))
     with pytest.raises(DiagnosticError) as info:
-        _import(Unsupported(), torch.randn(4, 4))
+        import_exported_program(ep, strict=True)
     diag = info.value.diagnostic
-    assert "aten.cumsum" in diag.message and "no npu op maps it" in diag.message
+    assert "aten.cumsum" in diag.message and "strict" in diag.message
     assert diag.location is not None and diag.location.filename == HERE
     assert diag.location.line == Unsupported.forward.__code__.co_firstlineno + 1
 
