@@ -10,8 +10,8 @@ pass, the benchmarks and automatic partitioning share it without touching IR:
     result.streams[result.stream_of[n]]             # node n's stream
 
 Each mode is a `Mode`; the ones that need no cost model are `STRATEGIES`,
-functions of a `Request`.  The cost-aware ones (`auto`) live in
-`npuir.schedule`, which adds its strategies to this table.
+functions of a `Request`.  The cost-aware ones (`minidag`, `opara`, `auto`)
+live in `npuir.schedule`, which adds its strategies to this table.
 
 Rules every mode keeps:
 
@@ -102,19 +102,22 @@ The modes:
     matching (Hopcroft-Karp), and give each path of the resulting minimum
     path cover a stream.  No cost model.  Pinned nodes are not on any path,
     but orderings through them count: the reduction is that of the
-    reachability order among the unpinned nodes.  The reduction uses one
-    reachability bitset (a Python int) per node, built in reverse
-    topological order; each node's reduced successors are the minimal
-    elements of the unpinned nodes it reaches first.  The path holding the
+    reachability order among the unpinned nodes.  The reduction builds
+    reachability bitsets in reverse topological order, each relative to its
+    node and cut at the furthest position its readers ask about, and drops
+    each once read for the last time (memory: the live windows, not N x N
+    bits); each node's reduced successors are the minimal elements of the
+    unpinned nodes it reaches first.  The path holding the
     first op gets the default stream, the others "chain1", "chain2", ...
     Over `max_streams`: the longest paths keep a stream (ties: the earlier
     path); each other path, in issue order, joins the stream of its head's
     latest unpinned producer, or — when the head has none — the stream with
     the fewest ops.
 
-`auto` is not here: it needs the cost model and the simulator, which an
-analysis does not import; `npuir.schedule.auto` implements it and calls back
-into `assign` for each baseline.
+`minidag` (GE's automatic multi-stream), `opara` and `auto` are not here:
+they need the cost model (and `auto` the simulator), which an analysis does
+not import; `npuir.schedule.minidag` and `npuir.schedule.auto` implement
+them and call back into `assign` for the cost-free modes.
 """
 
 from __future__ import annotations
@@ -137,6 +140,8 @@ class Mode(StrEnum):
     GE = "ge"
     ENGINE = "engine"
     NIMBLE = "nimble"
+    MINIDAG = "minidag"
+    OPARA = "opara"
     AUTO = "auto"
 
     @property
@@ -181,6 +186,8 @@ class Request:
     """Tags never given to a stream the mode makes."""
     max_parallel: int = GE_MAX_PARALLEL
     """GE's streams per engine (mode `ge` only)."""
+    variant: str = "loadbalance"
+    """How `minidag` merges its logical streams (mode `minidag` only)."""
 
 
 Strategy = Callable[[Request], Assignment]
@@ -241,13 +248,15 @@ def assign(
     *,
     reserved: Collection[str] = (),
     max_parallel: int = GE_MAX_PARALLEL,
+    variant: str = "loadbalance",
     strategies: dict[Mode, Strategy] | None = None,
 ) -> Assignment:
     """Assign every node of `prog` a stream by `mode` (see the module docstring).
 
     `pinned[n]` is node n's tag or None; `priorities` each tag's priority.
     `reserved` tags are never given to a stream the mode makes;
-    `max_parallel` is GE's streams per engine (mode `ge` only).  `strategies`
+    `max_parallel` is GE's streams per engine (mode `ge` only), `variant`
+    minidag's merge (mode `minidag` only).  `strategies`
     is the table to look the mode up in (default: `STRATEGIES`, the modes that
     need no cost model).  Raises `ValueError` for a mode the table lacks, a cap
     below 1, a program that already has sync nodes, or pins that need more
@@ -264,7 +273,7 @@ def assign(
         raise ValueError(f"{len(pinned)} pins for a program of {len(prog)} nodes")
     if any(k in (NodeKind.RECORD, NodeKind.WAIT) for k in prog.kind):
         raise ValueError("stream assignment needs an un-partitioned program (it has sync nodes)")
-    return strategy(Request(prog, pinned, priorities, max_streams, reserved, max_parallel))
+    return strategy(Request(prog, pinned, priorities, max_streams, reserved, max_parallel, variant))
 
 
 def _assign_single(req: Request) -> Assignment:
@@ -535,42 +544,77 @@ def transitive_reduction(prog: Program, keep: Sequence[bool] | None = None) -> l
 
     Orderings through other nodes still count: u -> v is reduced if u reaches
     v, both are kept, and no other kept node lies on a path between them.
-    One reachability bitset per node (Python ints), in reverse issue order,
-    which is reverse topological.
+
+    In reverse issue order (reverse topological), each node gets the set of
+    nodes it reaches, as a bitset (a Python int) relative to its own position
+    and cut at its *horizon*: the furthest position any reader of the set
+    asks about.  A kept node's candidates are the kept nodes it reaches first
+    (through unkept ones); the furthest of them bounds what it asks of its
+    candidates' sets, and a node's set is read only by its predecessors (up
+    to their horizons) and by the kept nodes whose candidate it is.  A set is
+    dropped once its last reader is done.  So memory is the live sets times
+    their windows, not N x N bits: a chain or a layered graph keeps a few
+    short sets, and only edges that really span the graph make wide ones.
     """
     n_nodes = len(prog)
     work = [k is NodeKind.COMPUTE for k in prog.kind]
     kept = list(keep) if keep is not None else work
     succ: list[list[int]] = [[] for _ in range(n_nodes)]
+    preds: list[list[int]] = [[] for _ in range(n_nodes)]
     for n, deps in enumerate(prog.deps):
         if work[n]:
             for p, _ in deps:
                 if work[p]:
                     succ[p].append(n)
-    reach = [0] * n_nodes  # strictly below, as a bitset
-    first_kept = [0] * n_nodes  # kept nodes reached first, through unkept ones
+                    preds[n].append(p)
+    # The furthest kept node each node reaches first (through unkept nodes).
+    furthest = [-1] * n_nodes
+    for u in range(n_nodes - 1, -1, -1):
+        for s in succ[u]:
+            furthest[u] = max(furthest[u], s if kept[s] else furthest[s])
+    # Forward: each set's horizon, and when its last (lowest) reader is done.
+    horizon = list(range(n_nodes))
+    asked = [-1] * n_nodes  # furthest candidate of a kept node that has this one as candidate
+    lowest = [n_nodes] * n_nodes  # lowest kept node that has this one as candidate
+    release: list[list[int]] = [[] for _ in range(n_nodes)]
+    for x in range(n_nodes):
+        if not work[x]:
+            continue
+        last = x
+        for p in preds[x]:
+            horizon[x] = max(horizon[x], horizon[p])
+            asked[x] = max(asked[x], furthest[p] if kept[p] else asked[p])
+            lowest[x] = min(lowest[x], p if kept[p] else lowest[p])
+            last = min(last, p)
+        horizon[x] = max(horizon[x], asked[x])
+        release[min(last, lowest[x])].append(x)
+    reach: dict[int, int] = {}  # bit i: position x + i is reached (i >= 1)
+    first: dict[int, int] = {}  # unkept nodes: the kept nodes reached first
     reduced: list[list[int]] = [[] for _ in range(n_nodes)]
     for u in range(n_nodes - 1, -1, -1):
         if not work[u]:
             continue
         r = f = 0
         for s in succ[u]:
-            bit = 1 << s
-            r |= reach[s] | bit
-            f |= bit if kept[s] else first_kept[s]
-        reach[u] = r
+            d = s - u
+            r |= (reach[s] << d) | (1 << d)
+            f |= (1 << d) if kept[s] else first[s] << d
+        reach[u] = r & ((2 << (horizon[u] - u)) - 1)
         if not kept[u]:
-            first_kept[u] = f
-            continue
-        # The minimal candidates, in topological order: a candidate reached
-        # from an earlier one is implied by it.
-        out: list[int] = []
-        while f:
-            low = f & -f
-            v = low.bit_length() - 1
-            out.append(v)
-            f = (f ^ low) & ~reach[v]
-        reduced[u] = out
+            first[u] = f
+        else:
+            # The minimal candidates, in topological order: a candidate reached
+            # from an earlier one is implied by it.
+            out: list[int] = []
+            while f:
+                low = f & -f
+                d = low.bit_length() - 1
+                out.append(u + d)
+                f = (f ^ low) & ~(reach[u + d] << d)
+            reduced[u] = out
+        for x in release[u]:
+            reach.pop(x, None)
+            first.pop(x, None)
     return reduced
 
 

@@ -65,3 +65,53 @@ def transformer_layers(n_ops: int) -> str:
     out.append("}")
     out.append("}")
     return "\n".join(out) + "\n"
+
+
+SQUARE = "tensor<2048x2048xf16>"
+
+
+def chain(n_ops: int) -> str:
+    """An unannotated chain of `n_ops` 2048x2048 ops, matmuls and adds alternating."""
+    out = [
+        'module attributes {npu.target = "910b2"} {',
+        f"func.func @chain(%x: {SQUARE}, %w: {SQUARE}) -> {SQUARE} {{",
+    ]
+    x = "%x"
+    for i in range(max(1, n_ops)):
+        if i % 2 == 0:
+            out.append(f"  %c{i} = npu.matmul {x}, %w : ({SQUARE}, {SQUARE}) -> {SQUARE}")
+        else:
+            out.append(f"  %c{i} = npu.add {x}, %x : ({SQUARE}, {SQUARE}) -> {SQUARE}")
+        x = f"%c{i}"
+    out += [f"  func.return {x} : {SQUARE}", "}", "}"]
+    return "\n".join(out) + "\n"
+
+
+def wide_dag(n_ops: int, width: int = 16, seed: int = 0) -> str:
+    """An unannotated DAG of `n_ops` 2048x2048 ops in levels of `width`: each op reads one
+    or two ops of the level before (chosen by a seeded generator), cube and vector mixed;
+    the last level is summed into the result."""
+    import random
+
+    rng = random.Random(seed)
+    out = [
+        'module attributes {npu.target = "910b2"} {',
+        f"func.func @wide(%x: {SQUARE}, %w: {SQUARE}) -> {SQUARE} {{",
+    ]
+    previous = ["%x"]
+    count = 0
+    while count < n_ops:
+        level: list[str] = []
+        for _ in range(min(width, n_ops - count)):
+            name = f"%v{count}"
+            a = rng.choice(previous)
+            if rng.random() < 0.4:
+                out.append(f"  {name} = npu.matmul {a}, %w : ({SQUARE}, {SQUARE}) -> {SQUARE}")
+            else:
+                b = rng.choice(previous)
+                out.append(f"  {name} = npu.add {a}, {b} : ({SQUARE}, {SQUARE}) -> {SQUARE}")
+            level.append(name)
+            count += 1
+        previous = level
+    out += [f"  func.return {previous[-1]} : {SQUARE}", "}", "}"]
+    return "\n".join(out) + "\n"

@@ -1,8 +1,10 @@
 """The benchmark harness: `python bench/run.py SUBCOMMAND [--json]`.
 
 Subcommands:
-  compile   time of the npu-default pipeline (as the tools run it) next to
-            parse time, at 1k, 10k and 100k ops, and how it grows.
+  compile   parse, print, npu-default, auto and nimble side by side on a chain
+            and a wide DAG (time and peak RSS per phase, each in a subprocess;
+            bench/scale.py), at 1k, 10k and 100k ops.
+  scale     the same at two sizes, printing each phase's growth exponent.
   schedule  simulated makespan, waits and streams of every workload under every
             stream-partition mode, against a lower bound (schedule_quality.py).
   sim       simulator throughput on lowered programs of 10k and 100k ops
@@ -34,45 +36,22 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-def run_compile(sizes: list[int]) -> dict[str, Any]:
-    from compile_time import measure
+def run_compile(sizes: list[int], shapes: list[str]) -> dict[str, Any]:
+    from scale import run_scale
 
-    rows = []
-    for n in sizes:
-        f = measure(n)
-        rows.append(
-            {
-                "ops": f.ops,
-                "parse_s": round(f.parse_s, 4),
-                "passes_s": round(f.passes_s, 4),
-                "passes_over_parse": round(f.ratio, 4),
-                "verify_each_over_parse": round(f.verify_each_s / f.parse_s, 4),
-                "parse_ops_per_s": round(f.ops / f.parse_s),
-                "print_s": round(f.print_s, 4),
-                "print_ops_per_s": round(f.ops / f.print_s),
-            }
-        )
-    growth = None
-    if len(rows) >= 2:
-        a, b = rows[-2], rows[-1]
-        growth = round(b["passes_s"] / a["passes_s"], 2), round(b["ops"] / a["ops"], 2)
-    return {"rows": rows, "passes_growth_vs_size_growth": growth}
+    return run_scale(sizes, tuple(shapes))
 
 
 def _print_compile(result: dict[str, Any]) -> None:
-    print(
-        f"{'ops':>8} {'parse s':>9} {'passes s':>9} {'passes/parse':>13} {'verify-each/parse':>18}"
-        f" {'parse ops/s':>12} {'print ops/s':>12}"
-    )
-    for r in result["rows"]:
-        print(
-            f"{r['ops']:>8} {r['parse_s']:>9.3f} {r['passes_s']:>9.3f} "
-            f"{r['passes_over_parse']:>13.3f} {r['verify_each_over_parse']:>18.3f} "
-            f"{r['parse_ops_per_s']:>12} {r['print_ops_per_s']:>12}"
-        )
-    if result["passes_growth_vs_size_growth"]:
-        t, n = result["passes_growth_vs_size_growth"]
-        print(f"pass time grew {t}x for {n}x the ops")
+    from scale import print_scale
+
+    print_scale(result)
+
+
+def _print_growth(result: dict[str, Any]) -> None:
+    for shape, exps in result["growth_exponents"].items():
+        text = ", ".join(f"{p} {'-' if e is None else e}" for p, e in exps.items())
+        print(f"growth exponent ({shape}): {text}")
 
 
 def run_examples(check: bool) -> dict[str, Any]:
@@ -98,8 +77,12 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("compile", help="pass time against parse time")
+    c = sub.add_parser("compile", help="parse, print, npu-default, auto, nimble side by side")
     c.add_argument("--sizes", default="1000,10000,100000")
+    c.add_argument("--shapes", default="chain,wide", help="chain, wide or both")
+    sc = sub.add_parser("scale", help="growth exponents of every compile phase")
+    sc.add_argument("--sizes", default="10000,100000")
+    sc.add_argument("--shapes", default="chain,wide", help="chain, wide or both")
     s = sub.add_parser("schedule", help="makespan per workload and stream-partition mode")
     s.add_argument("--workloads", help="comma-separated names or prefixes (default: all)")
     s.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
@@ -115,15 +98,18 @@ def main() -> None:
     b.add_argument("--sizes", default="1000,10000,100000")
     e = sub.add_parser("examples", help="rewrite examples/*.mlir from the generators")
     e.add_argument("--check", action="store_true", help="only report stale files")
-    for p in (c, s, m, g, i, b, e):
+    for p in (c, sc, s, m, g, i, b, e):
         p.add_argument("--json", action="store_true")
         p.add_argument("--quick", action="store_true", help="a small smoke run")
     args = ap.parse_args()
     result: dict[str, Any]
-    if args.command == "compile":
+    if args.command in ("compile", "scale"):
         sizes = "200,1000" if args.quick else args.sizes
-        result = run_compile([int(n) for n in sizes.split(",")])
-        printer: Callable[[dict[str, Any]], None] = _print_compile
+        shapes = [shape.strip() for shape in args.shapes.split(",") if shape.strip()]
+        result = run_compile([int(n) for n in sizes.split(",")], shapes)
+        printer: Callable[[dict[str, Any]], None] = (
+            _print_compile if args.command == "compile" else _print_growth
+        )
     elif args.command == "schedule":
         from schedule_quality import print_schedule, run_schedule
 

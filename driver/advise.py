@@ -29,6 +29,8 @@ from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, StringAttr, SymbolRe
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
+from npuir.analysis.core_limits import CoreLimits
+from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.program import is_dispatcher, scheduled_functions
 from npuir.api import parse_file, print_ir
 from npuir.backends.npu.explain import Explanation, compare, explain
@@ -39,6 +41,7 @@ from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
 from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
 from npuir.pipeline import build_pipeline, run_passes
+from npuir.schedule.bound import lower_bound
 from npuir.schedule.device import device_of
 
 OP_NAME = "npu.op_name"
@@ -76,7 +79,7 @@ class AdviseConfig:
     hw: str | None = None
     entries: list[str] | None = None
     entry: str | None = None
-    ranks: int = 1
+    ranks: int | None = None
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict[str, tuple[int, ...]])
     emit_mlir: str | None = None
 
@@ -501,8 +504,6 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
 
 def _lower_bound(config: AdviseConfig, hw: Hardware) -> int | None:
     """The longest cost-weighted dependence path, and no engine busier than its cores allow."""
-    from npuir.schedule.bounds import lower_bound_ns
-
     module = parse_file(make_context(), config.path)
     funcs = [f for f in module.ops if isinstance(f, FuncOp) and not is_dispatcher(f)]
     if not funcs:
@@ -510,6 +511,13 @@ def _lower_bound(config: AdviseConfig, hw: Hardware) -> int | None:
     name = config.entry or (config.entries[0] if config.entries else None)
     func = next((f for f in funcs if f.sym_name.data == name), funcs[0])
     try:
-        return lower_bound_ns(func, hw)
+        prog = DependenceGraph(func).run().prog
+        limits = CoreLimits(module, hw).run()
+
+        def limit(n: int, engine: str) -> int | None:
+            op = prog.ops[n]
+            return limits.of(op)[engine] if isinstance(op, NpuOp) else None
+
+        return int(lower_bound(prog, hw, limit).ns)
     except DiagnosticError:
         return None

@@ -49,6 +49,7 @@ from npuir.dialects.shapes import RetypeError, specialise
 from npuir.frontends.ge import parse_path, parse_source
 from npuir.output import write_output
 from npuir.pipeline import build_pipeline, run_passes
+from npuir.progress import progress
 from npuir.schedule.device import device_spec
 from npuir.verifier import verify
 
@@ -431,7 +432,11 @@ def _simulate(
 ) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None], list[PartialGroup]]:
     programs, actual, gears = _programs(module, names, shapes)
     partial = _partial_groups(actual, mirror_peers)
-    result = simulate(programs, hw, mirror_peers=mirror_peers, profile=profile)
+    progress.phase(f"simulate {sum(len(p) for p in programs)} nodes")
+    try:
+        result = simulate(programs, hw, mirror_peers=mirror_peers, profile=profile)
+    finally:
+        progress.clear()
     return result, programs, actual, gears, partial
 
 

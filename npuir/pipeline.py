@@ -24,6 +24,7 @@ from npuir.analysis.manager import analyses, preserved_by
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.gc_pause import collector_paused
 from npuir.passes import options_of
+from npuir.progress import progress
 from npuir.registry import PassRegistry, default_registry
 from npuir.verifier import verify
 
@@ -112,7 +113,10 @@ def run_passes(
     """
     each = verify_each_default() if verify_each is None else verify_each
     with collector_paused():
-        _run_passes(ctx, module, passes, after_each, each)
+        try:
+            _run_passes(ctx, module, passes, after_each, each)
+        finally:
+            progress.clear()
 
 
 def _run_passes(
@@ -125,6 +129,7 @@ def _run_passes(
     manager = analyses(ctx)
     manager.invalidate()
     for p in passes:
+        progress.phase(p.name)
         try:
             p.apply(ctx, module)
         except DiagnosticException as exc:

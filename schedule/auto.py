@@ -6,7 +6,9 @@ maximises logical concurrency with the fewest synchronisations.  None knows
 what an op costs, which ops fight over the same cores, or what an event
 costs.  `auto` does, because it judges every assignment with the simulator:
 
-1. **Candidates.** Every baseline (`single`, `ge`, `engine`, `nimble`), the
+1. **Candidates.** Every baseline (`single`, `ge`, `engine`, `nimble`), GE's
+   automatic multi-stream in its three variants (`minidag`) and Opara's
+   order and streams (`opara`, judged in its own issue order), the
    user's own annotation when the function has one (even under
    `ignore-tags`, so auto is never worse than what the user wrote), and an
    engine-aware earliest-finish list schedule: ops in issue order, each put
@@ -33,7 +35,7 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    size (not by a clock), so results are deterministic and a 10k-op graph
    finishes in seconds.
 
-Since the baselines are candidates and the judge is the same simulator the
+Since every other mode is a candidate and the judge is the same simulator the
 benchmarks use, `auto` is never slower than any of them on the program it is
 given (the benchmark gate checks this on every workload).
 """
@@ -52,7 +54,9 @@ from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import SimCache, SimResult, simulate
 from npuir.dialects.npu import NpuOp
+from npuir.progress import progress
 from npuir.schedule.events import lowered_program
+from npuir.schedule.minidag import Variant, assign_minidag, assign_opara
 
 BASELINES = (Mode.SINGLE, Mode.GE, Mode.ENGINE, Mode.NIMBLE)
 """The cost-free modes auto starts from."""
@@ -103,6 +107,7 @@ class Judge:
 
     def __call__(self, name: str, assignment: Assignment) -> Judged:
         self.trials += 1
+        progress.advance()
         lowered, origin = lowered_program(self.prog, assignment)
         limit_fn: LimitFn | None = None
         if self.limits is not None:
@@ -196,7 +201,10 @@ def _earliest_finish(
 def _chain_from(
     prog: Program, assignment: Assignment, node: int, users: list[list[int]]
 ) -> list[int]:
-    """`node` and the later ops of its stream that depend on it through that stream alone."""
+    """`node` and the later ops of its stream that depend on it through that stream alone.
+
+    Linear in the size of the chain (plus its users): a search builds it only
+    when it tries the move, so a long chain costs once per trial."""
     s = assignment.stream_of[node]
     chain = [node]
     seen = {node}
@@ -205,7 +213,8 @@ def _chain_from(
             if m not in seen and assignment.stream_of[m] == s and prog.kind[m] is NodeKind.COMPUTE:
                 seen.add(m)
                 chain.append(m)
-    return sorted(chain)
+    chain.sort()
+    return chain
 
 
 def _move(
@@ -299,37 +308,68 @@ def _refine(
     trials: int,
 ) -> Judged:
     """Local search along the critical path: move one op, or the chain it starts
-    on its stream, elsewhere; each accepted move restarts the scan."""
+    on its stream, elsewhere; each accepted move restarts the scan.
+
+    Every step is a trial (one simulation, linear in the program) or costs no
+    more than the trial it prepares: the critical path is read once per
+    accepted move, a chain is built only when its move is tried, and the whole
+    search stops as soon as the budget is spent."""
     prog = judge.prog
     budget = judge.trials + trials
     users = prog.users()
-    improved = True
-    while improved and judge.trials < budget:
-        improved = False
-        for node in best.critical_nodes():
-            if pinned[node] is not None or prog.kind[node] is not NodeKind.COMPUTE:
-                continue
-            current = best.assignment.stream_of[node]
-            chain = [
-                n for n in _chain_from(prog, best.assignment, node, users) if pinned[n] is None
-            ]
-            groups = [[node]] + ([chain] if len(chain) > 1 else [])
-            for group in groups:
-                for target in range(len(best.assignment.streams) + 1):
-                    if target == current or judge.trials >= budget:
-                        continue
-                    moved = _move(best.assignment, group, target, max_streams, reserved)
-                    if moved is None:
-                        continue
-                    candidate = judge(f"{best.name}+move", moved)
-                    if candidate.key() < best.key():
-                        best, improved = candidate, True
-                        break
-                if improved:
-                    break
-            if improved:
-                break
+    while judge.trials < budget:
+        improved = _improve(judge, best, pinned, max_streams, reserved, budget, users)
+        if improved is None:
+            break
+        best = improved
     return best
+
+
+def _improve(
+    judge: Judge,
+    best: Judged,
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+    budget: int,
+    users: list[list[int]],
+) -> Judged | None:
+    """The first move along `best`'s critical path that lowers its key, or None
+    when no move does (or the budget runs out first)."""
+    prog = judge.prog
+    targets = len(best.assignment.streams) + 1
+    for node in best.critical_nodes():
+        if pinned[node] is not None or prog.kind[node] is not NodeKind.COMPUTE:
+            continue
+        current = best.assignment.stream_of[node]
+        for whole_chain in (False, True):
+            group: list[int] | None = None
+            for target in range(targets):
+                if target == current:
+                    continue
+                if judge.trials >= budget:
+                    return None
+                if group is None:
+                    group = [node]
+                    if whole_chain:
+                        chain = _chain_from(prog, best.assignment, node, users)
+                        group = [n for n in chain if pinned[n] is None]
+                        if len(group) <= 1:
+                            break  # the op alone: tried already
+                moved = _move(best.assignment, group, target, max_streams, reserved)
+                if moved is None:
+                    continue
+                candidate = judge(f"{best.name}+move", moved)
+                if candidate.key() < best.key():
+                    return candidate
+    return None
+
+
+def _in_order(result: Assignment, order: list[int] | None) -> Assignment:
+    """`result`'s streams indexed by position in `order` (the nodes of a permuted program)."""
+    if order is None:
+        return result
+    return Assignment(result.streams, [result.stream_of[n] for n in order])
 
 
 def assign_auto(
@@ -350,8 +390,13 @@ def assign_auto(
     the list-scheduling issue order is tried as well as the written one; `profile`
     costs the ops it covers in the judge's simulations.
     """
+    progress.phase("stream-partition{mode=auto}: simulated candidates")
     # The user's own annotation is a candidate even when the pass ignores it.
     user, user_priorities = prog.pinned, prog.priorities
+    request = Request(prog, pinned, priorities, max_streams, reserved)
+    # GE's automatic multi-stream and Opara are candidates too; Opara brings its own order.
+    costed = [(f"minidag-{v}", assign_minidag(request, hw, v)) for v in Variant]
+    costed.append(("opara", assign_opara(request, hw)))
     orders: list[list[int] | None] = [None]
     if reorder:
         ranked = upward_rank_order(prog, hw)
@@ -366,15 +411,25 @@ def assign_auto(
         else:
             judge = Judge(permuted(prog, order), hw, limits, profile)
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
-        start = min(
-            _candidates(
-                judge, pins, priorities, user_pins, user_priorities, max_streams, hw, reserved
-            ),
-            key=Judged.key,
+        candidates = _candidates(
+            judge, pins, priorities, user_pins, user_priorities, max_streams, hw, reserved
         )
+        candidates += [
+            judge(name, _in_order(result, order))
+            for name, result in costed
+            if result.order == order
+        ]
+        start = min(candidates, key=Judged.key)
         refined = _refine(judge, start, pins, max_streams, reserved, trials // len(orders))
         if best is None or refined.key() < best.key():
             best, best_order = refined, order
+    for name, result in costed:
+        if result.order is not None and result.order not in orders:
+            judged = Judge(permuted(prog, result.order), hw, limits)(
+                name, _in_order(result, result.order)
+            )
+            if best is None or judged.key() < best.key():
+                best, best_order = judged, result.order
     assert best is not None
     if best_order is None:
         return best.assignment
@@ -401,4 +456,15 @@ def cost_strategies(
             profile=profile,
         )
 
-    return {Mode.AUTO: auto}
+    def minidag(req: Request) -> Assignment:
+        try:
+            variant = Variant(req.variant)
+        except ValueError:
+            choices = ", ".join(Variant)
+            raise ValueError(f"variant '{req.variant}' is not one of: {choices}") from None
+        return assign_minidag(req, hw, variant)
+
+    def opara(req: Request) -> Assignment:
+        return assign_opara(req, hw)
+
+    return {Mode.MINIDAG: minidag, Mode.OPARA: opara, Mode.AUTO: auto}

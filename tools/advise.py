@@ -40,7 +40,7 @@ def _arg_parser() -> argparse.ArgumentParser:
     who = ap.add_mutually_exclusive_group()
     who.add_argument("--entry", help="the function to run on every rank")
     who.add_argument("--entries", help="one function per rank, comma-separated (MPMD)")
-    ap.add_argument("--ranks", type=int, default=1, help="ranks running --entry (SPMD)")
+    ap.add_argument("--ranks", type=int, help="ranks running --entry (SPMD; default 1)")
     ap.add_argument(
         "--emit-mlir",
         metavar="OUT.mlir",

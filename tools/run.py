@@ -37,6 +37,7 @@ from npuir.driver.run import (
     save_arrays,
 )
 from npuir.output import write_text
+from npuir.progress import progress
 from npuir.registry import load_passes
 
 EXIT_CODES = (
@@ -205,6 +206,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     ):
         if value and args.timing_only:
             ap.error(f"{flag} needs the numerics; it cannot go with --timing-only")
+    if args.json:
+        progress.disable()  # the output is for a machine
     # Diagnostics show the offending line, as npuir-opt's do.
     sources = SourceManager()
     try:

@@ -38,6 +38,7 @@ from npuir.dialects.npu import DYN, NpuOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
+from npuir.schedule.minidag import Variant
 
 
 class StreamTable:
@@ -214,6 +215,7 @@ class StreamPartitionPass(ModulePass):
     name = "stream-partition"
 
     MODES: ClassVar[tuple[str, ...]] = tuple(Mode)
+    VARIANTS: ClassVar[tuple[str, ...]] = tuple(Variant)
 
     mode: str = option(
         "user",
@@ -221,7 +223,15 @@ class StreamPartitionPass(ModulePass):
         "stream) and the rest on the default stream; 'single' puts everything on the default "
         "stream and rejects a program that has scopes; the baselines 'ge' (GE's default "
         "logical stream allocation), 'engine' (a stream per engine class) and 'nimble' "
-        "(Nimble's minimum path cover); 'auto' searches with the cost model",
+        "(Nimble's minimum path cover); the cost-aware baselines 'minidag' (GE's automatic "
+        "multi-stream: a path cover merged onto at most max-streams streams by a weighted "
+        "score) and 'opara' (Nimble's streams, issued alternating compute- and memory-bound "
+        "ops); 'auto' searches with the cost model and is never slower than any of them",
+    )
+    variant: str = option(
+        "loadbalance",
+        "how minidag merges its logical streams, as GE's ge.autoMultistreamParallelMode: "
+        "'loadbalance', 'mainstream' or 'weighted' (durations, with a makespan re-check)",
     )
     ignore_tags: bool = option(
         False, "treat the program as if it had no scopes (an honest baseline for an annotated one)"
@@ -252,6 +262,8 @@ class StreamPartitionPass(ModulePass):
             raise ValueError(f"mode '{self.mode}' is not one of: {', '.join(self.MODES)}")
         if self.max_streams < 1:
             raise ValueError(f"max-streams must be >= 1, got {self.max_streams}")
+        if self.variant not in self.VARIANTS:
+            raise ValueError(f"variant '{self.variant}' is not one of: {', '.join(self.VARIANTS)}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = StreamTable(module_streams(op))
@@ -325,6 +337,7 @@ class StreamPartitionPass(ModulePass):
                 priorities,
                 self.max_streams,
                 reserved=reserved,
+                variant=self.variant,
                 strategies=strategies,
             )
         except ValueError as exc:

@@ -5,6 +5,7 @@ writes them: what each mode decides on small graphs, that pins and
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -26,10 +27,15 @@ from npuir.analysis.partition import (
     transitive_reduction,
 )
 from npuir.analysis.program import NodeKind, Program, build_program, module_streams
+from npuir.backends.npu.hardware import load_hardware
 from npuir.dialects import stream
+from npuir.schedule.auto import cost_strategies
 
 T = "tensor<8x8xf16>"
 BASELINES = ("user", "ge", "engine", "nimble")
+COSTED = ("minidag:loadbalance", "minidag:mainstream", "minidag:weighted", "opara")
+"""The cost-aware baselines (`mode:variant`), from `npuir.schedule`."""
+TABLE = {**STRATEGIES, **cost_strategies(load_hardware("910b2"))}
 
 
 def _module(text: str) -> tuple[npuir.NpuirContext, ModuleOp]:
@@ -286,6 +292,71 @@ def test_transitive_reduction_matches_brute_force(seed: int, num_ops: int) -> No
     assert [set(r) for r in reduced] == _brute_reduction(prog, keep)
 
 
+def _dense_reduction(prog: Program, keep: list[bool]) -> list[list[int]]:
+    """The reduction as npuir first computed it: one absolute reachability
+    bitset per node (N x N bits), kept as the oracle for the windowed one."""
+    n_nodes = len(prog)
+    work = [k is NodeKind.COMPUTE for k in prog.kind]
+    succ: list[list[int]] = [[] for _ in range(n_nodes)]
+    for n, deps in enumerate(prog.deps):
+        if work[n]:
+            for p, _ in deps:
+                if work[p]:
+                    succ[p].append(n)
+    reach = [0] * n_nodes
+    first_kept = [0] * n_nodes
+    reduced: list[list[int]] = [[] for _ in range(n_nodes)]
+    for u in range(n_nodes - 1, -1, -1):
+        if not work[u]:
+            continue
+        r = f = 0
+        for s in succ[u]:
+            bit = 1 << s
+            r |= reach[s] | bit
+            f |= bit if keep[s] else first_kept[s]
+        reach[u] = r
+        if not keep[u]:
+            first_kept[u] = f
+            continue
+        out: list[int] = []
+        while f:
+            low = f & -f
+            v = low.bit_length() - 1
+            out.append(v)
+            f = (f ^ low) & ~reach[v]
+        reduced[u] = out
+    return reduced
+
+
+def _dense_cover_size(prog: Program, keep: list[bool]) -> int:
+    reduced = _dense_reduction(prog, keep)
+    nodes = [n for n in range(len(prog)) if keep[n]]
+    index = {n: i for i, n in enumerate(nodes)}
+    return len(nodes) - _kuhn(len(nodes), [[index[v] for v in reduced[n]] for n in nodes])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    num_ops=st.integers(1, 120),
+    keep_rate=st.floats(0.3, 1.0),
+    tags=st.integers(0, 3),
+)
+def test_path_cover_is_a_minimum_cover_of_the_dense_reduction(
+    seed: int, num_ops: int, keep_rate: float, tags: int
+) -> None:
+    prog, _, _ = _program(random_annotated_graph(seed, num_ops, num_tags=tags))
+    rng = random.Random(seed)
+    keep = [k is NodeKind.COMPUTE and rng.random() < keep_rate for k in prog.kind]
+    reduced = transitive_reduction(prog, keep)
+    assert reduced == _dense_reduction(prog, keep)
+    paths = path_cover(prog, keep)
+    assert sorted(n for path in paths for n in path) == [n for n in range(len(prog)) if keep[n]]
+    for path in paths:
+        assert all(b in reduced[a] for a, b in itertools.pairwise(path))
+    assert len(paths) == _dense_cover_size(prog, keep)
+
+
 def _kuhn(num: int, adj: list[list[int]]) -> int:
     match_r = [-1] * num
 
@@ -334,12 +405,14 @@ def test_every_mode_keeps_pins_and_the_stream_cap(
 ) -> None:
     prog, pinned, priorities = _program(random_annotated_graph(seed, num_ops, num_tags))
     needed = 1 + len(set(priorities) - {stream.DEFAULT_TAG})
-    for mode in BASELINES:
+    for name in BASELINES + COSTED:
+        mode, _, variant = name.partition(":")
+        variant = variant or "loadbalance"
         if needed > cap:
             with pytest.raises(ValueError, match="max-streams"):
-                assign(mode, prog, pinned, priorities, cap)
+                assign(mode, prog, pinned, priorities, cap, variant=variant, strategies=TABLE)
             continue
-        result = assign(mode, prog, pinned, priorities, cap)
+        result = assign(mode, prog, pinned, priorities, cap, variant=variant, strategies=TABLE)
         assert len(result.streams) <= cap
         assert result.streams[0].tag == stream.DEFAULT_TAG
         assert len(result.stream_of) == len(prog)
@@ -353,8 +426,13 @@ def test_every_mode_keeps_pins_and_the_stream_cap(
                 assert result.stream_of[n] == 0
             else:
                 assert tags[result.stream_of[n]] not in priorities or result.stream_of[n] == 0
-        free = assign(mode, prog, [None] * len(prog), {}, cap)
+        free = assign(mode, prog, [None] * len(prog), {}, cap, variant=variant, strategies=TABLE)
         assert len(free.streams) <= cap
+        if result.order is not None:  # a new issue order must stay topological, return last
+            position = {n: i for i, n in enumerate(result.order)}
+            assert sorted(result.order) == list(range(len(prog)))
+            assert result.order[-1] == len(prog) - 1
+            assert all(position[p] < position[n] for n in position for p, _ in prog.deps[n])
 
 
 def test_assign_rejects_bad_input() -> None:
@@ -466,7 +544,9 @@ def test_the_pass_reports_user_tags_over_the_cap_at_the_scope() -> None:
 
 
 def test_an_unknown_mode_lists_every_mode() -> None:
-    with pytest.raises(npuir.UsageError, match="user, single, ge, engine, nimble, auto"):
+    with pytest.raises(
+        npuir.UsageError, match="user, single, ge, engine, nimble, minidag, opara, auto"
+    ):
         npuir.build_pipeline("stream-partition{mode=fastest}")
 
 
@@ -494,7 +574,7 @@ def _race_free(text: str, spec: str) -> ModuleOp:
     seed=st.integers(0, 2**31),
     num_ops=st.integers(1, 30),
     num_tags=st.integers(1, 4),
-    mode=st.sampled_from(BASELINES),
+    mode=st.sampled_from(BASELINES + COSTED),
     ignore=st.booleans(),
     cap=st.integers(5, 8),
 )
@@ -502,12 +582,16 @@ def test_every_mode_lowers_race_free_through_insert_events(
     seed: int, num_ops: int, num_tags: int, mode: str, ignore: bool, cap: int
 ) -> None:
     text = random_annotated_graph(seed, num_ops, num_tags)
-    spec = f"stream-partition{{mode={mode} max-streams={cap} ignore-tags={str(ignore).lower()}}}"
+    mode, _, variant = mode.partition(":")
+    spec = (
+        f"stream-partition{{mode={mode} variant={variant or 'loadbalance'} max-streams={cap} "
+        f"ignore-tags={str(ignore).lower()}}}"
+    )
     module = _race_free(text, spec)
     assert len(module_streams(module)) <= cap
 
 
-@pytest.mark.parametrize("mode", BASELINES)
+@pytest.mark.parametrize("mode", BASELINES + COSTED)
 @pytest.mark.parametrize(
     "example",
     [
@@ -525,6 +609,10 @@ def test_every_mode_lowers_the_examples(mode: str, example: str) -> None:
     if not path.exists():
         pytest.skip(f"{example} is not in this checkout")
     ctx, module = _module(path.read_text())
-    spec = f"stream-partition{{mode={mode}}},coreset-lower,insert-events,sync-verify"
+    mode, _, variant = mode.partition(":")
+    spec = (
+        f"stream-partition{{mode={mode} variant={variant or 'loadbalance'}}},"
+        "coreset-lower,insert-events,sync-verify"
+    )
     npuir.run_passes(ctx, module, npuir.build_pipeline(spec))
     assert len(module_streams(module)) <= 8

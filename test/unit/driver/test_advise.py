@@ -50,6 +50,9 @@ def test_deadlock_advice_names_the_limit_that_removes_it() -> None:
         "removes the deadlock" in r and '6 vector cores on stream "nz"' in r for r in advice.reasons
     )
     assert not by_name[advice.best].deadlock
+    # The bound holds under the user's own core limits (aiv collectives hold only theirs).
+    spans = [v.makespan_ns for v in advice.variants if v.makespan_ns is not None]
+    assert advice.lower_bound_ns is not None and advice.lower_bound_ns <= min(spans)
 
 
 def test_tool_json_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

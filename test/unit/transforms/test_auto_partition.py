@@ -20,15 +20,28 @@ from npuir.dialects import stream
 from npuir.schedule.auto import Judge, assign_auto
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
-MODES = ("single", "ge", "engine", "nimble", "auto")
+MODES = (
+    "single",
+    "ge",
+    "engine",
+    "nimble",
+    "minidag:loadbalance",
+    "minidag:mainstream",
+    "minidag:weighted",
+    "opara",
+    "auto",
+)
+"""Every mode auto must never lose to (`minidag:V` is minidag with variant V)."""
 HW = load_hardware("910b2")
 
 
 def _makespan(text: str, mode: str, ignore_tags: bool = True, max_streams: int = 8) -> int:
     ctx = npuir.make_context()
     module = npuir.parse_text(ctx, text)
+    mode, _, variant = mode.partition(":")
     flags = (
-        f"mode={mode} ignore-tags={'true' if ignore_tags else 'false'} max-streams={max_streams}"
+        f"mode={mode} variant={variant or 'loadbalance'} "
+        f"ignore-tags={'true' if ignore_tags else 'false'} max-streams={max_streams}"
     )
     spec = f"stream-partition{{{flags}}},coreset-lower,insert-events,sync-verify"
     npuir.run_passes(ctx, module, npuir.build_pipeline(spec))
@@ -157,3 +170,22 @@ def test_auto_judges_with_a_profile(tmp_path: Path) -> None:
     for mode in ("ge", "nimble"):
         judged = Judge(prog, HW, None, profile)(mode, assign(mode, prog, none, {}, 8)).makespan
         assert judged == profiled(mode), mode
+
+
+@pytest.mark.parametrize("trials", [0, 1, 3, 10])
+def test_the_refinement_stops_when_its_budget_is_spent(trials: int) -> None:
+    """The whole local search -- not only its inner loop -- stops at the trial
+    budget, whatever is left of the critical path."""
+    from npuir.schedule.auto import _refine
+
+    text = random_annotated_graph(3, 40, num_tags=0, wait_tensor_rate=0.0)
+    prog = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
+    none: list[str | None] = [None] * len(prog)
+    judge = Judge(prog, HW, None)
+    start = judge("single", assign("single", prog, none, {}, 8))
+    before = judge.trials
+    refined = _refine(judge, start, none, 8, (), trials)
+    assert judge.trials - before <= trials
+    assert refined.key() <= start.key()
+    if trials == 0:
+        assert refined is start

@@ -1,0 +1,153 @@
+"""Scale: parse, print, npu-default, auto and nimble side by side, time and peak memory.
+
+Each measured phase runs in a fresh subprocess (`python bench/scale.py PHASE SHAPE N`),
+which generates the text, parses it and — for a pass phase — runs the pipeline on the
+parsed module, then reports the phase's CPU time (`time.process_time`: these shared
+machines are noisy, so wall time would measure the neighbours) and the process's peak RSS
+(`ru_maxrss`).  The `parse` phase stops after parsing, so "RSS above parse" is the pass
+process's peak minus the parse process's peak: what the phase adds on top of the IR.
+
+Shapes (unannotated, 2048x2048 f16 ops, bench/generate.py):
+  chain   one long dependence chain, matmuls and adds alternating;
+  wide    levels of 16 ops, each reading one or two ops of the level before.
+
+The growth exponent of a phase between two sizes is log(t2 / t1) / log(n2 / n1): 1.0 is
+linear, 2.0 quadratic.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+PHASES: dict[str, str | None] = {
+    "parse": None,
+    "print": None,
+    "npu-default": "npu-default",
+    "auto": "stream-partition{mode=auto}",
+    "nimble": "stream-partition{mode=nimble}",
+}
+"""Each phase and the pipeline it runs after parsing (None: parse or print only)."""
+SHAPES = ("chain", "wide")
+
+
+def _text(shape: str, n: int) -> str:
+    sys.path.insert(0, str(HERE))
+    from generate import chain, wide_dag
+
+    return chain(n) if shape == "chain" else wide_dag(n)
+
+
+def child(phase: str, shape: str, n: int) -> dict[str, Any]:
+    """Run one phase in this process and return its figures."""
+    import npuir
+
+    text = _text(shape, n)
+    ctx = npuir.make_context()
+    gc.collect()
+    t0 = time.process_time()
+    module = npuir.parse_text(ctx, text, f"{shape}-{n}.mlir")
+    seconds = time.process_time() - t0
+    del text
+    gc.freeze()  # the IR is long-lived: keep the cyclic collector off it
+    pipeline = PHASES[phase]
+    if phase == "print":
+        t0 = time.process_time()
+        npuir.print_ir(module)
+        seconds = time.process_time() - t0
+    elif pipeline is not None:
+        t0 = time.process_time()
+        npuir.run_passes(ctx, module, npuir.build_pipeline(pipeline), verify_each=False)
+        seconds = time.process_time() - t0
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": round(seconds, 3), "peak_rss_mb": round(rss_mb, 1)}
+
+
+def measure(phase: str, shape: str, n: int, timeout: float) -> dict[str, Any]:
+    """Run `phase` in a subprocess; a phase that does not finish in `timeout` s says so."""
+    cmd = [sys.executable, str(Path(__file__)), phase, shape, str(n)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"status": f"timeout after {timeout:.0f} s"}
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"status": f"failed: {last}"}
+    return {"status": "ok", **json.loads(done.stdout)}
+
+
+def run_scale(
+    sizes: list[int], shapes: tuple[str, ...] = SHAPES, timeout: float = 3600
+) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    for shape in shapes:
+        for n in sizes:
+            phases = {phase: measure(phase, shape, n, timeout) for phase in PHASES}
+            rows.append({"shape": shape, "ops": n, "phases": phases, **_ratios(phases)})
+    return {"rows": rows, "growth_exponents": growth(rows)}
+
+
+def _ratios(phases: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    parse = phases["parse"]
+    out: dict[str, Any] = {}
+    if parse.get("status") != "ok":
+        return out
+    for phase in ("npu-default", "auto", "nimble"):
+        r = phases[phase]
+        if r.get("status") == "ok":
+            out[f"{phase}_over_parse"] = round(r["seconds"] / parse["seconds"], 3)
+            out[f"{phase}_rss_above_parse_mb"] = round(r["peak_rss_mb"] - parse["peak_rss_mb"], 1)
+    return out
+
+
+def growth(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per shape and phase, the exponent between its two largest sizes measured."""
+    out: dict[str, dict[str, float | None]] = {}
+    for shape in dict.fromkeys(r["shape"] for r in rows):
+        mine = sorted((r for r in rows if r["shape"] == shape), key=lambda r: r["ops"])
+        if len(mine) < 2:
+            continue
+        a, b = mine[-2], mine[-1]
+        exps: dict[str, float | None] = {}
+        for phase in PHASES:
+            ra, rb = a["phases"][phase], b["phases"][phase]
+            ok = ra.get("status") == rb.get("status") == "ok" and ra["seconds"] > 0
+            exps[phase] = (
+                round(math.log(rb["seconds"] / ra["seconds"]) / math.log(b["ops"] / a["ops"]), 2)
+                if ok and rb["seconds"] > 0
+                else None
+            )
+        out[shape] = exps
+    return out
+
+
+def print_scale(result: dict[str, Any]) -> None:
+    head = "".join(f" {p + ' s':>13} {'MB':>7}" for p in PHASES)
+    print(f"{'shape':<6} {'ops':>7}{head}")
+    for r in result["rows"]:
+        cells = ""
+        for phase in PHASES:
+            f = r["phases"][phase]
+            if f.get("status") == "ok":
+                cells += f" {f['seconds']:>13.2f} {f['peak_rss_mb']:>7.0f}"
+            else:
+                cells += f" {f['status'][:21]:>21}"
+        print(f"{r['shape']:<6} {r['ops']:>7}{cells}")
+        ratios = ", ".join(f"{k} {v}" for k, v in r.items() if k.endswith(("_parse", "_mb")))
+        if ratios:
+            print(f"{'':<15}{ratios}")
+    for shape, exps in result["growth_exponents"].items():
+        text = ", ".join(f"{p} {'-' if e is None else e}" for p, e in exps.items())
+        print(f"growth exponent ({shape}): {text}")
+
+
+if __name__ == "__main__":
+    print(json.dumps(child(sys.argv[1], sys.argv[2], int(sys.argv[3]))))

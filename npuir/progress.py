@@ -1,0 +1,85 @@
+"""Progress on stderr for long commands: one throttled status line, only on a terminal.
+
+A command that runs longer than `DELAY_S` shows what it is doing — the phase (a pass, the
+auto search, a simulation) and a count — on one line of stderr that is rewritten at most
+every `EVERY_S` seconds and erased when the work is done.  Nothing is written when stderr
+is not a terminal, or after `disable()` (the tools call it under `--json`), so logs, pipes
+and machine-read output never see it.
+
+A dozen lines instead of `rich` or `tqdm`: neither is a dependency of npuir, a status line
+is all that is needed, and `advance()` costs one clock read, so it can sit in a search loop.
+
+    from npuir.progress import progress
+    progress.phase("stream-partition")
+    progress.advance()      # one more trial, op, ...
+    progress.clear()        # when the phase's output is about to be printed
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+DELAY_S = 2.0
+"""Nothing is shown before the command has run this long."""
+EVERY_S = 0.25
+"""The line is rewritten at most this often."""
+
+
+class Progress:
+    """The status line of one process (see the module docstring)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._start = time.monotonic()
+        self._next = self._start + DELAY_S
+        self._phase = ""
+        self._count = 0
+        self._shown = False
+        self.enabled: bool | None = None
+        """None: decide on first use (stderr is a terminal); False after `disable()`."""
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stderr
+
+    def disable(self) -> None:
+        self.clear()
+        self.enabled = False
+
+    def phase(self, name: str) -> None:
+        """Start phase `name` with a count of 0."""
+        self._phase, self._count = name, 0
+        self._tick()
+
+    def advance(self, n: int = 1) -> None:
+        """Count `n` more units of the current phase."""
+        self._count += n
+        self._tick()
+
+    def clear(self) -> None:
+        """Erase the line if it is shown."""
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._shown = False
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + EVERY_S
+        if self.enabled is None:
+            self.enabled = self.stream.isatty()
+        if not self.enabled:
+            return
+        count = f": {self._count}" if self._count else ""
+        line = f"npuir {now - self._start:5.0f}s  {self._phase}{count}"
+        self.stream.write(f"\r\x1b[K{line}")
+        self.stream.flush()
+        self._shown = True
+
+
+progress = Progress()
+"""This process's status line."""

@@ -1,0 +1,41 @@
+"""The layering a user can observe: importing a dialect loads no pass, backend or pipeline."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize("module", ["npuir.dialects.npu", "npuir.dialects.stream", "npuir"])
+def test_importing_a_low_layer_loads_nothing_above_it(module: str) -> None:
+    code = (
+        f"import sys, json, {module}; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('npuir'))))"
+    )
+    loaded = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    above = (
+        "npuir.transforms",
+        "npuir.backends",
+        "npuir.schedule",
+        "npuir.pipeline",
+        "npuir.driver",
+        "npuir.tools",
+        "npuir.frontends",
+    )
+    assert [m for m in loaded if m.startswith(above)] == []
+
+
+def test_the_package_names_load_on_first_use() -> None:
+    code = (
+        "import sys, npuir; before = 'npuir.pipeline' in sys.modules; "
+        "npuir.build_pipeline('sync-verify'); print(before, 'npuir.pipeline' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
