@@ -37,9 +37,11 @@ work as it does in TorchAir.
 
 from __future__ import annotations
 
+from npuir.dialects.npu import OP_NAME
+
 from . import inference, ops, scope
 from ._errors import TorchairError
-from ._graph import OP_NAME, Graph, Program, Tensor, current_graph
+from ._graph import Graph, Program, Tensor, current_graph
 from .configs import CompilerConfig
 
 __all__ = [

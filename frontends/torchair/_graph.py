@@ -44,15 +44,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuir.diagnostics import DiagnosticError, SourceLocation
 from npuir.dialects import coreset, gear, stream
-from npuir.dialects.npu import DYN, TARGET, NpuOp, dtype_name
+from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
 
-from ._errors import TorchairError, fail, user_location
+from ._errors import FORCED, TorchairError, fail, user_location
 from .configs import CompilerConfig
-
-OP_NAME = "npu.op_name"
-"""Op attribute holding the operator's name in the user's framework (FX node, GE op)."""
-
 
 _FILE_ATTRS: dict[str, StringAttr] = {}
 
@@ -286,11 +282,13 @@ class Graph:
         self._scope_of: dict[Operation, _Scope] = {}
         self._stream_limits: list[Operation] = []
         self._gears: dict[int, dict[int, list[int]]] = {}
+        self._arg_attrs: dict[int, dict[str, Attribute]] = {}
+        self.attributes: dict[str, Attribute] = {}
+        """Extra attributes of the function (an importer's records)."""
         self._outputs: list[SSAValue] | None = None
         self._func: FuncOp | None = None
         self._module: ModuleOp | None = None
-        # Set by `source()`: a location (and name) that overrides the caller's frame.
-        self._forced: tuple[LocationAttr | None, str | None] | None = None
+        self._op_name: str | None = None  # set by `source()`
         _LATEST[:] = [self]
 
     # -- context --------------------------------------------------------
@@ -309,14 +307,15 @@ class Graph:
         self, filename: str, line: int, column: int = 0, op_name: str | None = None
     ) -> Iterator[None]:
         """Give the ops built inside this block this location (and `npu.op_name`),
-        instead of the caller's line: what an importer uses."""
-        saved = self._forced
-        loc = to_loc(SourceLocation(filename, line, column)) if line > 0 else None
-        self._forced = (loc, op_name)
+        instead of the caller's line, errors included: what an importer uses."""
+        saved = self._op_name
+        FORCED.append(SourceLocation(filename, line, column))
+        self._op_name = op_name
         try:
             yield
         finally:
-            self._forced = saved
+            FORCED.pop()
+            self._op_name = saved
 
     # -- building -------------------------------------------------------
 
@@ -325,13 +324,21 @@ class Graph:
             raise fail(f"graph '{self.name}' is finished (its module was built); build a new one")
 
     def input(
-        self, shape: Sequence[int | str | None], dtype: object = "f16", name: str | None = None
+        self,
+        shape: Sequence[int | str | None],
+        dtype: object = "f16",
+        name: str | None = None,
+        attributes: dict[str, Attribute] | None = None,
     ) -> Tensor:
-        """A new function argument of `shape` (None, -1 or "?" for a dynamic dim)."""
+        """A new function argument of `shape` (None, -1 or "?" for a dynamic dim),
+        with `attributes` as its argument attributes."""
         self._check_open()
-        arg = self._block.insert_arg(tensor_type(shape, dtype), len(self._block.args))
-        if name is not None:
+        index = len(self._block.args)
+        arg = self._block.insert_arg(tensor_type(shape, dtype), index)
+        if name is not None and name.isidentifier():
             arg.name_hint = name
+        if attributes:
+            self._arg_attrs[index] = dict(attributes)
         return Tensor(self, arg)
 
     def output(self, *values: Tensor) -> None:
@@ -353,15 +360,7 @@ class Graph:
         return _resolve(self._open[-1], tensor.value)
 
     def location(self) -> LocationAttr | None:
-        if self._forced is not None:
-            return self._forced[0]
         return to_loc(user_location())
-
-    def error_location(self) -> SourceLocation | None:
-        loc = self.location()
-        if isinstance(loc, FileLineColLoc):
-            return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
-        return None
 
     def add_op(
         self,
@@ -379,8 +378,8 @@ class Graph:
         """
         self._check_open()
         attrs = dict(attributes or {})
-        if self._forced is not None and self._forced[1] is not None:
-            attrs[OP_NAME] = StringAttr(self._forced[1])
+        if self._op_name is not None:
+            attrs[OP_NAME] = StringAttr(self._op_name)
         placeholder = list(result_types) if result_types else [operands[0].type] * num_results
         op = op_type.create(
             operands=operands, result_types=placeholder, attributes=attrs, location=self.location()
@@ -390,7 +389,7 @@ class Graph:
                 inferred = op.infer_result_types([v.type for v in operands])
             except VerifyException as exc:
                 op.drop_all_references()
-                raise fail(f"'{op.name}': {exc}", self.error_location()) from None
+                raise fail(f"'{op.name}': {exc}") from None
             for result, ty in zip(list(op.results), inferred):
                 if result.type != ty:
                     Rewriter.replace_value_with_new_type(result, ty)
@@ -509,15 +508,11 @@ class Graph:
         self._block.add_ops(body)
         arg_types = [a.type for a in self._block.args]
         arg_attrs = None
-        if self._gears:
-            arg_attrs = ArrayAttr(
-                [
-                    DictionaryAttr(
-                        {gear.DIMS: gear.DimsAttr(self._gears[i])} if i in self._gears else {}
-                    )
-                    for i in range(len(arg_types))
-                ]
-            )
+        if self._gears or self._arg_attrs:
+            per_arg = [dict(self._arg_attrs.get(i, {})) for i in range(len(arg_types))]
+            for i, dims in self._gears.items():
+                per_arg[i][gear.DIMS] = gear.DimsAttr(dims)
+            arg_attrs = ArrayAttr([DictionaryAttr(attrs) for attrs in per_arg])
         func = FuncOp(
             self.name,
             FunctionType.from_lists(arg_types, [v.type for v in self._outputs]),
@@ -528,6 +523,7 @@ class Graph:
             func.attributes[gear.POLICY] = StringAttr(
                 self.config.inference_config.dynamic_gears_merge_policy
             )
+        func.attributes.update(self.attributes)
         if self._location is not None:
             func.location = self._location
         self._func = func

@@ -1,0 +1,490 @@
+"""`torch.export` programs in: an `ExportedProgram` (or a `.pt2`) to an npuir module.
+
+The optional extra `npuir[torch]`.  The importer walks the FX graph once and
+builds every op through `npuir.torchair` — the same builder the Python API
+uses, so shapes are inferred by the dialect and scopes are made the same way:
+
+- placeholders (parameters, buffers, lifted constants and user inputs) become
+  function arguments, in the graph's order; a symbolic dim becomes `?`, its
+  symbol is kept in the argument's `torch.sym_dims` and its `torch.export.Dim`
+  range in the function's `torch.dim_ranges = {s0 = array<i64: lo, hi>}`
+  (hi = -1: unbounded);
+- a Python scalar operand (`x * 0.125`, a mean's divisor) becomes a rank-0
+  argument marked `torch.const = value`, as the GE importer passes constants;
+- TorchAir's `air::scope_enter` / `air::scope_exit` open and close
+  `stream.switch` (keys `_user_stream_label`, `_user_stream_priority`) and
+  `coreset.limit` (`_op_aicore_num`, `_op_vectorcore_num`) scopes, nesting as
+  written; `air::wait_tensor` is `stream.wait_tensor`;
+- every op is located at the user's source line from the FX node's stack
+  trace and carries the FX node name in `npu.op_name`.
+
+The export is imported as traced, without `run_decompositions()`: torch's
+decomposition re-trace refuses ops without a result value (the scope
+markers), and the traced ATen ops (`linear`, `matmul`, `softmax`,
+`rms_norm`, ...) map to npu ops directly.  An ATen op with no npu op is a
+`npu.opaque` op (`ge_type = "aten.cumsum.default"`, engine vector, costed
+from its tensor sizes) with one warning per kind; `strict=True` refuses it.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import warnings as pywarnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    ModuleOp,
+    StringAttr,
+    f64,
+    i64,
+)
+
+from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, SourceLocation
+from npuir.dialects import npu
+from npuir.dialects.npu import dtype_name
+from npuir.frontends import torch_scope
+from npuir.torchair import Graph, Tensor, TorchairError, ops
+from npuir.torchair._graph import element_type, tensor_type
+
+SYM_DIMS = "torch.sym_dims"
+"""Argument attribute: the symbol of each dim ("" for a static one)."""
+
+DIM_RANGES = "torch.dim_ranges"
+"""Function attribute: each symbol's `torch.export.Dim` range, `array<i64: lo, hi>`."""
+
+CONST = "torch.const"
+"""Argument attribute: the value of a scalar the program used as a constant."""
+
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+class UnsupportedOp(Exception):
+    """An FX node the importer has no npu op for."""
+
+
+def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
+    """The innermost frame of the node's stack trace outside torch: the model's line."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    frames = [(f, int(n)) for f, n in _FRAME.findall(trace) if not f.startswith(_TORCH_DIR)]
+    return frames[-1] if frames else None
+
+
+class _Importer:
+    """One walk over an exported graph, building into one `Graph`."""
+
+    def __init__(
+        self, ep: torch.export.ExportedProgram, name: str, target: str, strict: bool
+    ) -> None:
+        self.ep = ep
+        self.strict = strict
+        self.opaque: dict[str, list[SourceLocation | None]] = {}
+        self.warnings: list[Diagnostic] = []
+        self.graph = Graph(name, target)
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.consts: dict[tuple[float, str], Tensor] = {}
+        self.scopes: list[int] = []  # scopes each open scope_enter opened
+        self.node: torch.fx.Node | None = None
+
+    # -- values ---------------------------------------------------------
+
+    def arg(self, value: Any) -> Any:
+        """An FX argument with nodes replaced by what they built."""
+        if isinstance(value, torch.fx.Node):
+            return self.env[value]
+        if isinstance(value, list | tuple):
+            return type(value)(self.arg(v) for v in value)
+        return value
+
+    def tensor(self, value: Any, like: Tensor) -> Tensor:
+        """`value` as a tensor: a scalar becomes a constant argument of `like`'s dtype."""
+        if isinstance(value, Tensor):
+            return value
+        if isinstance(value, bool | int | float):
+            key = (float(value), like.dtype)
+            if key not in self.consts:
+                self.consts[key] = self.graph.input(
+                    (), like.dtype, attributes={CONST: FloatAttr(float(value), f64)}
+                )
+            return self.consts[key]
+        raise UnsupportedOp(f"operand {value!r} is neither a tensor nor a number")
+
+    def binary(self, fn: Callable[[Tensor, Tensor], Tensor]) -> Callable[..., Tensor]:
+        def build(a: Any, b: Any, *rest: Any, **kwargs: Any) -> Tensor:
+            if rest or kwargs.get("alpha", 1) != 1:
+                raise UnsupportedOp("alpha != 1")
+            if not isinstance(a, Tensor):
+                return fn(self.tensor(a, b), b)
+            return fn(a, self.tensor(b, a))
+
+        return build
+
+    # -- placeholders ---------------------------------------------------
+
+    def placeholder(self, node: torch.fx.Node) -> Tensor:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            raise UnsupportedOp(f"input '{node.name}' is not a tensor ({type(val).__name__})")
+        shape: list[int | None] = []
+        syms: list[str] = []
+        for d in val.shape:
+            if isinstance(d, torch.SymInt):
+                shape.append(None)
+                syms.append(str(d))
+            else:
+                shape.append(int(d))
+                syms.append("")
+        attrs = {}
+        if any(syms):
+            attrs[SYM_DIMS] = ArrayAttr([StringAttr(s) for s in syms])
+        return self.graph.input(shape, val.dtype, node.name, attrs)
+
+    def dim_ranges(self) -> None:
+        ranges = {}
+        for sym, vr in self.ep.range_constraints.items():
+            try:
+                top = int(vr.upper)
+            except (TypeError, OverflowError, ValueError):
+                top = -1  # unbounded (torch's int_oo)
+            ranges[str(sym)] = DenseArrayBase.from_list(i64, [int(vr.lower), top])
+        if ranges:
+            self.graph.attributes[DIM_RANGES] = DictionaryAttr(ranges)
+
+    # -- scopes ---------------------------------------------------------
+
+    def scope_enter(self, keys: Sequence[str], values: Sequence[str], *_: Any) -> None:
+        attrs = dict(zip(keys, values))
+        opened = 0
+        if torch_scope.STREAM_LABEL in attrs:
+            priority = int(attrs.get(torch_scope.STREAM_PRIORITY, "0"))
+            self.graph.open_scope(tag=attrs[torch_scope.STREAM_LABEL], priority=priority)
+            opened += 1
+        if torch_scope.AICORE_NUM in attrs or torch_scope.VECTORCORE_NUM in attrs:
+            counts = (
+                int(attrs[torch_scope.AICORE_NUM]) if torch_scope.AICORE_NUM in attrs else None,
+                int(attrs[torch_scope.VECTORCORE_NUM])
+                if torch_scope.VECTORCORE_NUM in attrs
+                else None,
+            )
+            self.graph.open_scope(counts=counts)
+            opened += 1
+        self.scopes.append(opened)
+
+    def scope_exit(self, *args: Any) -> None:
+        if not self.scopes:
+            raise UnsupportedOp("air::scope_exit without a scope_enter")
+        for _level in range(self.scopes.pop()):
+            self.graph.close_scope()
+
+    # -- the walk -------------------------------------------------------
+
+    def run(self) -> ModuleOp:
+        with self.graph:
+            return self._run()
+
+    def _run(self) -> ModuleOp:
+        handlers = self.handlers()
+        for node in self.ep.graph.nodes:
+            self.node = node
+            where = _user_line(node)
+            location = self.graph.source(where[0], where[1], 0, node.name) if where else None
+            try:
+                if location is not None:
+                    with location:
+                        self.visit(node, handlers)
+                else:
+                    self.visit(node, handlers)
+            except UnsupportedOp as exc:
+                loc = SourceLocation(where[0], where[1], 0) if where else None
+                raise DiagnosticError(
+                    Diagnostic("error", f"cannot import '{node.name}' ({node.target}): {exc}", loc)
+                ) from None
+        if self.scopes:
+            raise DiagnosticError(Diagnostic("error", "air::scope_enter without a scope_exit"))
+        for kind, places in self.opaque.items():
+            message = (
+                f"aten op '{kind}' has no npu op: {len(places)} op(s) imported as npu.opaque "
+                "(engine vector, costed from its tensor sizes; no numeric kernel)"
+            )
+            self.warnings.append(Diagnostic("warning", message, places[0]))
+        self.dim_ranges()
+        return self.graph.module
+
+    def visit(self, node: torch.fx.Node, handlers: dict[Any, Callable[..., Any]]) -> None:
+        if node.op == "placeholder":
+            self.env[node] = self.placeholder(node)
+        elif node.op == "output":
+            results = [r for r in self.arg(node.args[0]) if r is not None]
+            self.graph.output(*results)
+        elif node.op == "call_function":
+            handler = handlers.get(node.target)
+            if handler is None:
+                self.env[node] = self.opaque_op(node)
+            else:
+                self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
+        else:
+            raise UnsupportedOp(f"FX '{node.op}' nodes are not supported")
+
+    def handlers(self) -> dict[Any, Callable[..., Any]]:
+        aten = torch.ops.aten
+        air = torch.ops.air
+        identity: Callable[..., Any] = lambda x, *_, **__: x  # noqa: E731
+        table: dict[Any, Callable[..., Any]] = {
+            air.scope_enter.default: self.scope_enter,
+            air.scope_exit.default: self.scope_exit,
+            air.wait_tensor.default: self.graph.wait_tensor,
+            aten.add.Tensor: self.binary(ops.add),
+            aten.add.Scalar: self.binary(ops.add),
+            aten.sub.Tensor: self.binary(ops.sub),
+            aten.sub.Scalar: self.binary(ops.sub),
+            aten.rsub.Scalar: lambda a, b, *r: self.binary(ops.sub)(b, a),
+            aten.mul.Tensor: self.binary(ops.mul),
+            aten.mul.Scalar: self.binary(ops.mul),
+            aten.div.Tensor: self.binary(ops.div),
+            aten.div.Scalar: self.binary(ops.div),
+            aten.maximum.default: ops.maximum,
+            aten.neg.default: ops.neg,
+            aten.exp.default: ops.exp,
+            aten.sqrt.default: ops.sqrt,
+            aten.rsqrt.default: ops.rsqrt,
+            aten.relu.default: ops.relu,
+            aten.gelu.default: lambda x, approximate="none": ops.gelu(x, approximate),
+            aten.silu.default: ops.silu,
+            aten.sigmoid.default: ops.sigmoid,
+            aten.pow.Tensor_Scalar: self.pow,
+            aten.mm.default: ops.mm,
+            aten.bmm.default: ops.bmm,
+            aten.matmul.default: ops.matmul,
+            aten.linear.default: ops.linear,
+            aten.addmm.default: self.addmm,
+            aten.softmax.int: lambda x, dim, dtype=None: ops.softmax(self.cast(x, dtype), dim),
+            aten._softmax.default: lambda x, dim, half_to_float: ops.softmax(x, dim),
+            aten.rms_norm.default: self.rms_norm,
+            aten.sum.dim_IntList: self.sum,
+            aten.sum.default: lambda x, dtype=None: ops.sum(self.cast(x, dtype)),
+            aten.mean.dim: self.mean,
+            aten.amax.default: lambda x, dim=(), keepdim=False: ops.amax(x, dim, keepdim),
+            aten.t.default: lambda x: ops.transpose(x, 0, 1),
+            aten.transpose.int: ops.transpose,
+            aten.permute.default: ops.permute,
+            aten.view.default: self.reshape,
+            aten.reshape.default: self.reshape,
+            aten._unsafe_view.default: self.reshape,
+            aten.unsqueeze.default: self.unsqueeze,
+            aten.squeeze.dim: self.squeeze,
+            aten.cat.default: lambda xs, dim=0: ops.cat(xs, dim),
+            aten.slice.Tensor: self.slice,
+            aten.narrow.default: ops.narrow,
+            aten.select.int: self.select,
+            aten.chunk.default: self.chunk,
+            aten.split.Tensor: self.split,
+            aten.index_select.default: ops.index_select,
+            aten.embedding.default: lambda w, ids, *r: ops.embedding(ids, w),
+            aten.topk.default: lambda x, k, dim=-1, largest=True, sorted=True: self.topk(
+                x, k, dim, largest
+            ),
+            aten.nonzero.default: ops.nonzero,
+            aten._to_copy.default: lambda x, dtype=None, **_: self.cast(x, dtype),
+            aten.to.dtype: lambda x, dtype, *r, **k: self.cast(x, dtype),
+            aten.type_as.default: lambda x, other: self.cast(x, other.dtype),
+            # `.to()` leaves a metadata assertion in the graph; it computes nothing.
+            aten._assert_tensor_metadata.default: lambda *args, **kwargs: None,
+            aten.clone.default: identity,
+            aten.contiguous.default: identity,
+            aten.alias.default: identity,
+            aten.detach.default: identity,
+            aten.expand.default: self.expand,
+            operator.getitem: lambda seq, i: seq[i],
+        }
+        return table
+
+    def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:
+        """`npu.opaque` for an ATen op with no npu op: its tensor operands in, its results out."""
+        kind = str(node.target)
+        if self.strict:
+            raise UnsupportedOp("no npu op maps it, and a strict import refuses npu.opaque")
+        val = node.meta.get("val")
+        outs = list(val) if isinstance(val, list | tuple) else [val]
+        vals = [v for v in outs if isinstance(v, torch.Tensor)]
+        if not vals or len(vals) != len(outs):
+            raise UnsupportedOp("no npu op maps it, and its result is not a tensor")
+        operands: list[Tensor] = []
+
+        def collect(value: Any) -> None:
+            if isinstance(value, Tensor):
+                operands.append(value)
+            elif isinstance(value, list | tuple):
+                for v in value:
+                    collect(v)
+
+        collect(self.arg(node.args))
+        collect(list(self.arg(node.kwargs).values()))
+        types = [
+            tensor_type([d if isinstance(d, int) else None for d in v.shape], v.dtype) for v in vals
+        ]
+        op = self.graph.add_op(
+            npu.OpaqueOp,
+            [self.graph.value_of(t, kind) for t in operands],
+            {npu.GE_TYPE: StringAttr(kind), npu.ENGINE_ATTR: StringAttr(npu.Engine.VECTOR.value)},
+            types,
+        )
+        where = _user_line(node)
+        self.opaque.setdefault(kind, []).append(
+            SourceLocation(where[0], where[1], 0) if where else None
+        )
+        results = [Tensor(self.graph, r) for r in op.results]
+        return results if isinstance(val, list | tuple) else results[0]
+
+    # -- aten ops that take more than one npu op or a check -------------
+
+    def cast(self, x: Tensor, dtype: Any) -> Tensor:
+        if dtype is None or dtype_name(element_type(dtype)) == x.dtype:
+            return x
+        return ops.to(x, dtype)
+
+    def pow(self, x: Tensor, exponent: Any) -> Tensor:
+        if exponent == 2:
+            return ops.mul(x, x)
+        if exponent == 0.5:
+            return ops.sqrt(x)
+        if exponent == -0.5:
+            return ops.rsqrt(x)
+        raise UnsupportedOp(f"pow with exponent {exponent} (only 2, 0.5 and -0.5)")
+
+    def addmm(self, bias: Tensor, a: Tensor, b: Tensor, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        if beta != 1 or alpha != 1:
+            raise UnsupportedOp("addmm with beta or alpha != 1")
+        return ops.add(ops.mm(a, b), bias)
+
+    def rms_norm(
+        self, x: Tensor, shape: Sequence[int], weight: Tensor | None = None, eps: Any = None
+    ) -> Tensor:
+        if weight is None or len(shape) != 1:
+            raise UnsupportedOp("rms_norm needs a weight and one normalised dim")
+        epsilon = float(eps) if eps is not None else float(torch.finfo(torch.float32).eps)
+        return ops.rms_norm(x, weight, epsilon)
+
+    def sum(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        return ops.sum(self.cast(x, dtype), dim, keepdim)
+
+    def mean(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        x = self.cast(x, dtype)
+        shape = x.shape
+        dims = range(len(shape)) if not dim else [d % len(shape) for d in dim]
+        count = 1
+        for d in dims:
+            if shape[d] is None:
+                raise UnsupportedOp("mean over a dynamic dim")
+            count *= shape[d]
+        return ops.div(ops.sum(x, dim, keepdim), self.tensor(count, x))
+
+    def reshape(self, x: Tensor, shape: Sequence[Any]) -> Tensor:
+        return ops.reshape(x, [d if isinstance(d, int) else None for d in shape])
+
+    def unsqueeze(self, x: Tensor, dim: int) -> Tensor:
+        shape = list(x.shape)
+        shape.insert(dim % (len(shape) + 1), 1)
+        return self.reshape(x, shape)
+
+    def squeeze(self, x: Tensor, dim: int) -> Tensor:
+        shape = list(x.shape)
+        d = dim % len(shape)
+        if shape[d] != 1:
+            return x
+        return self.reshape(x, shape[:d] + shape[d + 1 :])
+
+    def slice(
+        self, x: Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
+    ) -> Tensor:
+        size = x.shape[dim]
+        if end is not None and size is not None and end >= size and (start or 0) == 0 and step == 1:
+            return x  # `x[:, :]`: torch keeps these no-op slices in the graph
+        return ops.slice(x, dim, start, end if end is None or end < 2**62 else None, step)
+
+    def select(self, x: Tensor, dim: int, index: int) -> Tensor:
+        picked = ops.slice(x, dim, index, index + 1 if index != -1 else None)
+        shape = list(picked.shape)
+        del shape[dim % len(shape)]
+        return self.reshape(picked, shape)
+
+    def chunk(self, x: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
+        size = x.shape[dim]
+        if size is None:
+            raise UnsupportedOp("chunk of a dynamic dim")
+        step = -(-size // chunks)
+        return self.split(x, step, dim)
+
+    def split(self, x: Tensor, split_size: int, dim: int = 0) -> list[Tensor]:
+        size = x.shape[dim]
+        if size is None or not isinstance(split_size, int):
+            raise UnsupportedOp("split of a dynamic dim or with a list of sizes")
+        return [ops.slice(x, dim, s, min(s + split_size, size)) for s in range(0, size, split_size)]
+
+    def topk(self, x: Tensor, k: int, dim: int, largest: bool) -> tuple[Tensor, Tensor]:
+        if not largest:
+            raise UnsupportedOp("topk with largest=False")
+        return ops.topk(x, k, dim)
+
+    def expand(self, x: Tensor, size: Sequence[Any], *_: Any) -> Tensor:
+        wanted = [x.shape[i] if d == -1 else d for i, d in enumerate(size)]
+        if len(wanted) == len(x.shape) and all(
+            not isinstance(w, int) or w == s for w, s in zip(wanted, x.shape)
+        ):
+            return x
+        raise UnsupportedOp("expand that broadcasts (npu ops broadcast their operands instead)")
+
+
+def import_exported_program(
+    ep: torch.export.ExportedProgram,
+    *,
+    target: str = "910b2",
+    name: str = "forward",
+    strict: bool = False,
+    diagnostics: DiagnosticEngine | None = None,
+) -> ModuleOp:
+    """The module of one `ExportedProgram`: one function `name` (see the module docstring).
+
+    A mistake in the program (shapes that do not infer, an op the importer
+    cannot represent, with `strict` any op without an npu op) raises a
+    `DiagnosticError` located at the model's source line.  Warnings (one per
+    ATen op kind imported as `npu.opaque`) go to `diagnostics`, or through
+    Python's `warnings` when none is given.
+    """
+    torch_scope.register()
+    importer = _Importer(ep, name, target, strict)
+    try:
+        module = importer.run()
+    except TorchairError as exc:
+        raise DiagnosticError(exc.diagnostic) from None
+    if diagnostics is not None:
+        diagnostics.emitted.extend(importer.warnings)
+    else:
+        for warning in importer.warnings:
+            pywarnings.warn(warning.render(), stacklevel=2)
+    return module
+
+
+def import_pt2(
+    path: str | Path,
+    *,
+    target: str = "910b2",
+    strict: bool = False,
+    diagnostics: DiagnosticEngine | None = None,
+) -> ModuleOp:
+    """The module of a `torch.export.save` archive (registers the `air::` ops first)."""
+    torch_scope.register()
+    try:
+        ep = torch.export.load(str(path))
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise DiagnosticError(Diagnostic("error", f"cannot load '{path}': {exc}")) from None
+    return import_exported_program(ep, target=target, strict=strict, diagnostics=diagnostics)
