@@ -21,6 +21,7 @@ from xdsl.ir import Operation
 from xdsl.printer import Printer
 
 from npuir.context import NpuirContext, make_context
+from npuir.deep_stack import deep_stack
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.parsing import decode_source, parse_module
 from npuir.pipeline import build_pipeline, run_passes
@@ -61,6 +62,7 @@ def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
     return parse_text(ctx, decode_source(data, name, ctx.diagnostics.sources), name)
 
 
+@deep_stack
 def print_ir(op: Operation, generic: bool = False) -> str:
     """The textual IR of `op`, ending in a newline."""
     out = StringIO()

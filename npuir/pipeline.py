@@ -18,6 +18,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpecParseError, parse_pipeline
 from xdsl.utils.exceptions import DiagnosticException
 
+from npuir.deep_stack import deep_stack
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.gc_pause import collector_paused
 from npuir.transforms import PASSES
@@ -59,6 +60,7 @@ def build_pipeline(spec: str) -> list[ModulePass]:
     return passes
 
 
+@deep_stack
 def run_passes(
     ctx: Context,
     module: ModuleOp,

@@ -3,7 +3,9 @@
 xDSL's `Operation.verify` raises an exception without a location; npuir walks
 the IR and verifies op by op instead, and adds the checks xDSL cannot express:
 attributes on function arguments (`gear.dims` must name an existing, dynamic
-dim) and the module's `npu.target` and `coreset.global`.
+dim), the module's `npu.target` and `coreset.global`, and that a function
+has at most one block (npuir schedules straight-line dataflow; a declaration
+has none).
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.deep_stack import deep_stack
 from npuir.diagnostics import error
 from npuir.dialects.coreset import GLOBAL, CoresAttr
 from npuir.dialects.gear import DIMS, POLICIES, POLICY, DimsAttr
 from npuir.dialects.npu import DYN, TARGET
 
 
+@deep_stack
 def verify(root: Operation) -> None:
     """Verify `root` and everything nested in it; raise a located `DiagnosticError`."""
     seen: set[Operation] = set()
@@ -30,6 +34,7 @@ def verify(root: Operation) -> None:
             if isinstance(op, ModuleOp):
                 _verify_module_attrs(op)
             elif isinstance(op, FuncOp):
+                _verify_single_block(op)
                 _verify_gear_annotations(op)
         except (VerifyException, ValueError) as exc:
             raise error(op, f"'{op.name}' op {exc}") from None
@@ -56,6 +61,15 @@ def _verify_module_attrs(module: ModuleOp) -> None:
     cores = module.attributes.get(GLOBAL)
     if cores is not None and not isinstance(cores, CoresAttr):
         raise VerifyException(f"'{GLOBAL}' must be a #coreset.cores attribute, got {cores}")
+
+
+def _verify_single_block(func: FuncOp) -> None:
+    blocks = len(func.body.blocks)
+    if blocks > 1:
+        raise VerifyException(
+            f"has {blocks} blocks: functions with control flow between blocks are not "
+            "supported (npuir schedules straight-line dataflow)"
+        )
 
 
 def _verify_gear_annotations(func: FuncOp) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from npuir import make_context, print_ir
 from npuir.context import NpuirContext
+from npuir.deep_stack import on_deep_stack
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
 from npuir.parsing import SPLIT_MARKER, decode_source, parse_module, split_input
 from npuir.pipeline import build_pipeline, run_passes
@@ -155,7 +156,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
-    sys.exit(run())
+    # Deeply nested input recurses deeply in every phase (see npuir.deep_stack).
+    sys.exit(on_deep_stack(run))
 
 
 if __name__ == "__main__":

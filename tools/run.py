@@ -19,6 +19,7 @@ from npuir.backends.npu.runner import (
     RunConfig,
     run_program,
 )
+from npuir.deep_stack import on_deep_stack
 from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
 
 EPILOG = """exit codes:
@@ -143,7 +144,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
-    sys.exit(run())
+    # Deeply nested input recurses deeply in every phase (see npuir.deep_stack).
+    sys.exit(on_deep_stack(run))
 
 
 if __name__ == "__main__":

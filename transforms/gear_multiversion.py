@@ -45,6 +45,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.analysis.program import defined_functions
 from npuir.context import warn
 from npuir.diagnostics import DiagnosticError, error
 from npuir.dialects import coreset, gear, stream
@@ -220,7 +221,7 @@ class GearMultiversionPass(ModulePass):
             )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for func in [f for f in op.ops if isinstance(f, FuncOp)]:
+        for func in defined_functions(op):
             dims = annotated_dims(func)
             if dims:
                 self._multiversion(ctx, op, func, dims)

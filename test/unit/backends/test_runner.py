@@ -208,3 +208,31 @@ def test_run_draws_inputs_from_the_program_as_written(tmp_path: Any) -> None:
         assert int(idx.max()) < 3
         assert bool(np.all(x > 0))
         assert not np.isnan(outcome.outputs[0][1]).any()
+
+
+WITH_DECLARATION = """module attributes {npu.target = "910b2"} {
+  func.func private @ext(tensor<8xf16>) -> tensor<8xf16>
+  func.func @main(%a: tensor<8xf16>) -> tensor<8xf16> {
+    %0 = npu.relu %a : (tensor<8xf16>) -> tensor<8xf16>
+    func.return %0 : tensor<8xf16>
+  }
+}
+"""
+
+
+def test_a_declaration_is_skipped_when_choosing_the_entry(tmp_path: Any) -> None:
+    path = tmp_path / "decl.mlir"
+    path.write_text(WITH_DECLARATION.replace("@main", "@body"))
+    outcome = run_program(RunConfig(path=str(path), check=True))
+    assert outcome.status == 0
+    assert outcome.report["entries"] == ["body"]
+
+
+def test_a_declaration_is_refused_as_the_entry(tmp_path: Any) -> None:
+    path = tmp_path / "decl.mlir"
+    path.write_text(WITH_DECLARATION)
+    with pytest.raises(DiagnosticError) as info:
+        run_program(RunConfig(path=str(path), entry="ext"))
+    diag = info.value.diagnostic
+    assert diag.message == "@ext is an external declaration: it has no body to run"
+    assert diag.location is not None and (diag.location.line, diag.location.column) == (2, 3)
