@@ -4,9 +4,14 @@
 lives here, as pure functions over an un-partitioned `Program`, so that the
 pass, the benchmarks and automatic partitioning share it without touching IR:
 
-    pinned, priorities = pinned_tags(func)          # the user's scopes
-    result = assign("nimble", build_program(func), pinned, priorities, max_streams=8)
+    prog = build_program(func)
+    pinned, priorities = pinned_tags(prog)          # the user's scopes
+    result = assign(Mode.NIMBLE, prog, pinned, priorities, max_streams=8)
     result.streams[result.stream_of[n]]             # node n's stream
+
+Each mode is a `Mode`; the ones that need no cost model are `STRATEGIES`,
+functions of a `Request`.  The cost-aware ones (`auto`) live in
+`npuir.schedule`, which adds its strategies to this table.
 
 Rules every mode keeps:
 
@@ -108,26 +113,42 @@ The modes:
     the fewest ops.
 
 `auto` is not here: it needs the cost model and the simulator, which an
-analysis does not import; `stream-partition` runs it
-(`npuir.transforms.stream_partition_auto`) and it calls back into `assign`
-for each baseline.
+analysis does not import; `npuir.schedule.auto` implements it and calls back
+into `assign` for each baseline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-
-from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
 
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.diagnostics import error
-from npuir.dialects import coreset, stream
+from npuir.dialects import stream
 from npuir.dialects.npu import Engine, NpuOp
 
-MODES: tuple[str, ...] = ("user", "single", "ge", "engine", "nimble")
-"""The modes `assign` implements (`stream-partition` adds "auto")."""
+
+class Mode(StrEnum):
+    """How `stream-partition` assigns streams (the module docstring describes each)."""
+
+    USER = "user"
+    SINGLE = "single"
+    GE = "ge"
+    ENGINE = "engine"
+    NIMBLE = "nimble"
+    AUTO = "auto"
+
+    @property
+    def uses_tags(self) -> bool:
+        """Whether the user's scopes pin ops (every mode but `single`)."""
+        return self is not Mode.SINGLE
+
+    @property
+    def places_ops(self) -> bool:
+        """Whether the mode decides where unpinned ops run (not `user` or `single`)."""
+        return self not in (Mode.USER, Mode.SINGLE)
+
 
 GE_MAX_PARALLEL = 1
 """GE's default streams per engine (`kDefaultMaxParalleNum`, logical_stream_allocator.h)."""
@@ -146,6 +167,26 @@ class Assignment:
     to keep the order as written."""
 
 
+@dataclass(frozen=True)
+class Request:
+    """What a strategy is asked: assign `prog`'s nodes under these pins and caps."""
+
+    prog: Program
+    pinned: Sequence[str | None]
+    """Per node, its tag or None."""
+    priorities: dict[str, int]
+    """Each pinned tag's priority."""
+    max_streams: int
+    reserved: Collection[str] = field(default_factory=tuple[str, ...])
+    """Tags never given to a stream the mode makes."""
+    max_parallel: int = GE_MAX_PARALLEL
+    """GE's streams per engine (mode `ge` only)."""
+
+
+Strategy = Callable[[Request], Assignment]
+"""One mode's assignment."""
+
+
 # --------------------------------------------------------------------------
 # The user's scopes
 # --------------------------------------------------------------------------
@@ -162,43 +203,28 @@ def permuted(prog: Program, order: Sequence[int]) -> Program:
         out.deps.append([(position[p], k) for p, k in prog.deps[old]])
         out.event_of.append(-1 if prog.event_of[old] < 0 else position[prog.event_of[old]])
         out.event_id.append(prog.event_id[old])
+        out.pinned.append(prog.pinned[old])
     out.index = {op: i for i, op in enumerate(out.ops)}
+    out.scopes, out.priorities = prog.scopes, prog.priorities
+    out.priority_clash, out.wait_tensors = prog.priority_clash, prog.wait_tensors
     return out
 
 
-def pinned_tags(func: FuncOp) -> tuple[list[str | None], dict[str, int]]:
-    """Per node of `build_program(func)`, the tag of its innermost `stream.switch`
-    (None outside every scope), and each tag's priority in order of first scope.
+def pinned_tags(prog: Program) -> tuple[list[str | None], dict[str, int]]:
+    """Per node, the tag of its innermost `stream.switch` (None outside every scope),
+    and each tag's priority in order of first scope: what `build_program` recorded.
 
     One tag given two priorities is a located error at the second scope.
     """
-    tags: list[str | None] = []
-    priorities: dict[str, int] = {}
-    _collect(func.body.block, None, tags, priorities)
-    return tags, priorities
-
-
-def _collect(
-    block: Block, tag: str | None, tags: list[str | None], priorities: dict[str, int]
-) -> None:
-    # Mirrors `program._flatten`, so that the i-th tag is the i-th node's.
-    for op in block.ops:
-        if isinstance(op, stream.SwitchOp):
-            name, priority = op.tag_name, op.priority_value
-            known = priorities.setdefault(name, priority)
-            if known != priority:
-                raise error(
-                    op,
-                    f'stream "{name}" is given priority {priority} here but {known} '
-                    "elsewhere; one stream has one priority",
-                )
-            _collect(op.body.block, name, tags, priorities)
-        elif isinstance(op, coreset.LimitOp):
-            _collect(op.body.block, tag, tags, priorities)
-        elif not isinstance(
-            op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp | stream.WaitTensorOp
-        ):
-            tags.append(tag)
+    clash = prog.priority_clash
+    if clash is not None:
+        name = clash.tag_name
+        raise error(
+            clash,
+            f'stream "{name}" is given priority {clash.priority_value} here but '
+            f"{prog.priorities[name]} elsewhere; one stream has one priority",
+        )
+    return list(prog.pinned), dict(prog.priorities)
 
 
 # --------------------------------------------------------------------------
@@ -215,46 +241,49 @@ def assign(
     *,
     reserved: Collection[str] = (),
     max_parallel: int = GE_MAX_PARALLEL,
+    strategies: dict[Mode, Strategy] | None = None,
 ) -> Assignment:
     """Assign every node of `prog` a stream by `mode` (see the module docstring).
 
     `pinned[n]` is node n's tag or None; `priorities` each tag's priority.
     `reserved` tags are never given to a stream the mode makes;
-    `max_parallel` is GE's streams per engine (mode `ge` only).  Raises
-    `ValueError` for an unknown mode, a cap below 1, a program that already
-    has sync nodes, or pins that need more than `max_streams` streams.
+    `max_parallel` is GE's streams per engine (mode `ge` only).  `strategies`
+    is the table to look the mode up in (default: `STRATEGIES`, the modes that
+    need no cost model).  Raises `ValueError` for a mode the table lacks, a cap
+    below 1, a program that already has sync nodes, or pins that need more
+    than `max_streams` streams.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode '{mode}' is not one of: {', '.join(MODES)}")
+    table = STRATEGIES if strategies is None else strategies
+    try:
+        strategy = table[Mode(mode)]
+    except (ValueError, KeyError):
+        raise ValueError(f"mode '{mode}' is not one of: {', '.join(table)}") from None
     if max_streams < 1:
         raise ValueError(f"max-streams must be >= 1, got {max_streams}")
     if len(pinned) != len(prog):
         raise ValueError(f"{len(pinned)} pins for a program of {len(prog)} nodes")
     if any(k in (NodeKind.RECORD, NodeKind.WAIT) for k in prog.kind):
         raise ValueError("stream assignment needs an un-partitioned program (it has sync nodes)")
-    if mode == "single":
-        default = StreamInfo("s0", stream.DEFAULT_TAG, priorities.get(stream.DEFAULT_TAG, 0))
-        return Assignment([default], [DEFAULT_STREAM] * len(prog))
-    base = _Streams(pinned, priorities, max_streams, reserved)
-    if mode == "user":
-        return base.finish(prog, pinned, [0] * len(prog), {}, "")
-    if mode == "ge":
-        return _assign_ge(prog, pinned, base, max_parallel)
-    if mode == "engine":
-        return _assign_engine(prog, pinned, base)
-    return _assign_nimble(prog, pinned, base)
+    return strategy(Request(prog, pinned, priorities, max_streams, reserved, max_parallel))
+
+
+def _assign_single(req: Request) -> Assignment:
+    priority = req.priorities.get(stream.DEFAULT_TAG, 0)
+    return Assignment(
+        [StreamInfo("s0", stream.DEFAULT_TAG, priority)], [DEFAULT_STREAM] * len(req.prog)
+    )
+
+
+def _assign_user(req: Request) -> Assignment:
+    base = _Streams(req)
+    return base.finish(req.prog, req.pinned, [0] * len(req.prog), {}, "")
 
 
 class _Streams:
     """The default and pinned streams, then the ones a mode makes, by first use."""
 
-    def __init__(
-        self,
-        pinned: Sequence[str | None],
-        priorities: dict[str, int],
-        max_streams: int,
-        reserved: Collection[str],
-    ) -> None:
+    def __init__(self, req: Request) -> None:
+        pinned, priorities, max_streams = req.pinned, req.priorities, req.max_streams
         self.infos = [StreamInfo("s0", stream.DEFAULT_TAG, priorities.get(stream.DEFAULT_TAG, 0))]
         self.by_tag = {stream.DEFAULT_TAG: DEFAULT_STREAM}
         for tag in dict.fromkeys([*priorities, *(t for t in pinned if t is not None)]):
@@ -267,7 +296,7 @@ class _Streams:
             )
         self.budget = max_streams - len(self.infos)
         """How many more streams a mode may make."""
-        self._taken = set(self.by_tag) | set(reserved)
+        self._taken = set(self.by_tag) | set(req.reserved)
 
     def _add(self, tag: str, priority: int) -> int:
         index = len(self.infos)
@@ -407,9 +436,8 @@ class _Clusters:
         return small
 
 
-def _assign_ge(
-    prog: Program, pinned: Sequence[str | None], base: _Streams, max_parallel: int
-) -> Assignment:
+def _assign_ge(req: Request) -> Assignment:
+    prog, pinned, base, max_parallel = req.prog, req.pinned, _Streams(req), req.max_parallel
     keys: list[tuple[str, str] | None] = [
         (_GE_ENGINE[_engine(prog, n)], pinned[n] or "") if k is NodeKind.COMPUTE else None
         for n, k in enumerate(prog.kind)
@@ -484,7 +512,8 @@ def _assign_ge(
 _ENGINE_PRECEDENCE = (Engine.COMM, Engine.CUBE, Engine.AICPU, Engine.VECTOR)
 
 
-def _assign_engine(prog: Program, pinned: Sequence[str | None], base: _Streams) -> Assignment:
+def _assign_engine(req: Request) -> Assignment:
+    prog, pinned, base = req.prog, req.pinned, _Streams(req)
     free = _free_compute(prog, pinned)
     used = list(dict.fromkeys(_engine(prog, n) for n in range(len(prog)) if free[n]))
     home = Engine.VECTOR if Engine.VECTOR in used or not used else used[0]
@@ -626,7 +655,8 @@ def path_cover(prog: Program, keep: Sequence[bool]) -> list[list[int]]:
     return paths
 
 
-def _assign_nimble(prog: Program, pinned: Sequence[str | None], base: _Streams) -> Assignment:
+def _assign_nimble(req: Request) -> Assignment:
+    prog, pinned, base = req.prog, req.pinned, _Streams(req)
     free = _free_compute(prog, pinned)
     paths = path_cover(prog, free)
     slots = 1 + base.budget
@@ -655,10 +685,22 @@ def _assign_nimble(prog: Program, pinned: Sequence[str | None], base: _Streams) 
     return base.finish(prog, pinned, group_of, {}, "chain")
 
 
+STRATEGIES: dict[Mode, Strategy] = {
+    Mode.USER: _assign_user,
+    Mode.SINGLE: _assign_single,
+    Mode.GE: _assign_ge,
+    Mode.ENGINE: _assign_engine,
+    Mode.NIMBLE: _assign_nimble,
+}
+"""The modes that need no cost model; `npuir.schedule` adds the others."""
+
 __all__ = [
     "GE_MAX_PARALLEL",
-    "MODES",
+    "STRATEGIES",
     "Assignment",
+    "Mode",
+    "Request",
+    "Strategy",
     "assign",
     "max_matching",
     "path_cover",

@@ -30,6 +30,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from npuir.diagnostics import error
 from npuir.dialects import coreset, gear, stream, sync
 from npuir.dialects.npu import NpuOp
+from npuir.dialects.stream import SwitchOp, WaitTensorOp
 from npuir.gc_pause import without_collector
 
 DEFAULT_STREAM = 0
@@ -80,6 +81,18 @@ class Program:
     event_id: list[int] = field(default_factory=list[int])
     streams: list[StreamInfo] = field(default_factory=list[StreamInfo])
     index: dict[Operation, int] = field(default_factory=dict[Operation, int])
+    pinned: list[str | None] = field(default_factory=list[str | None])
+    """Per node, the tag of its innermost `stream.switch` (None outside every scope)."""
+    scopes: dict[str, SwitchOp] = field(default_factory=dict[str, SwitchOp])
+    """Each tag's first `stream.switch`, in order of appearance."""
+    priorities: dict[str, int] = field(default_factory=dict[str, int])
+    """Each tag's priority, as its first scope gives it."""
+    priority_clash: SwitchOp | None = None
+    """The first scope that gives its tag another priority than an earlier one did."""
+    wait_tensors: list[tuple[WaitTensorOp, str | None]] = field(
+        default_factory=list[tuple[WaitTensorOp, str | None]]
+    )
+    """Every `stream.wait_tensor` in program order, with the tag of its innermost scope."""
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -142,15 +155,28 @@ class _Resolver:
         return node, ()
 
 
-def _flatten(block: Block, out: list[Operation]) -> None:
-    """Issue order: ops in program order, scopes entered where they stand."""
+def _flatten(block: Block, tag: str | None, program: Program) -> None:
+    """Issue order: ops in program order, scopes entered where they stand.
+
+    The one walk over scopes: it also records each node's innermost tag, each tag's first
+    scope and priority, and where the `stream.wait_tensor`s stand.
+    """
     for op in block.ops:
-        if isinstance(op, stream.SwitchOp | coreset.LimitOp):
-            _flatten(op.body.block, out)
-        elif not isinstance(
-            op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp | stream.WaitTensorOp
-        ):
-            out.append(op)
+        if isinstance(op, stream.SwitchOp):
+            name = op.tag_name
+            if name not in program.scopes:
+                program.scopes[name] = op
+                program.priorities[name] = op.priority_value
+            elif program.priorities[name] != op.priority_value and program.priority_clash is None:
+                program.priority_clash = op
+            _flatten(op.body.block, name, program)
+        elif isinstance(op, coreset.LimitOp):
+            _flatten(op.body.block, tag, program)
+        elif isinstance(op, stream.WaitTensorOp):
+            program.wait_tensors.append((op, tag))
+        elif not isinstance(op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp):
+            program.ops.append(op)
+            program.pinned.append(tag)
 
 
 def module_streams(module: ModuleOp) -> list[StreamInfo]:
@@ -176,9 +202,8 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
     if streams is not None:
         program.streams = list(streams)
     sym_index = {info.symbol: i for i, info in enumerate(program.streams)}
-    flat: list[Operation] = []
-    _flatten(func.body.block, flat)
-    program.ops = flat
+    _flatten(func.body.block, None, program)
+    flat = program.ops
     program.index = {op: i for i, op in enumerate(flat)}
 
     resolver = _Resolver(program)

@@ -1,7 +1,7 @@
 """The benchmark harness: `python bench/run.py SUBCOMMAND [--json]`.
 
 Subcommands:
-  compile   pass time of stream-partition,insert-events,sync-verify next to
+  compile   time of the npu-default pipeline (as the tools run it) next to
             parse time, at 1k, 10k and 100k ops, and how it grows.
   schedule  simulated makespan, waits and streams of every workload under every
             stream-partition mode, against a lower bound (schedule_quality.py).
@@ -10,6 +10,8 @@ Subcommands:
   gears     gear-multiversion time against the number of gears (gear_time.py).
   interp    interpreter overhead against calling the numpy kernels directly
             (interp_overhead.py).
+  build     building a program with npuir.torchair against parsing it as text
+            (torchair_build.py).
   examples  rewrite examples/*.mlir from the workload generators
             (`--check`: only say whether they are up to date).
 
@@ -44,6 +46,7 @@ def run_compile(sizes: list[int]) -> dict[str, Any]:
                 "parse_s": round(f.parse_s, 4),
                 "passes_s": round(f.passes_s, 4),
                 "passes_over_parse": round(f.ratio, 4),
+                "verify_each_over_parse": round(f.verify_each_s / f.parse_s, 4),
                 "parse_ops_per_s": round(f.ops / f.parse_s),
                 "print_s": round(f.print_s, 4),
                 "print_ops_per_s": round(f.ops / f.print_s),
@@ -58,13 +61,14 @@ def run_compile(sizes: list[int]) -> dict[str, Any]:
 
 def _print_compile(result: dict[str, Any]) -> None:
     print(
-        f"{'ops':>8} {'parse s':>9} {'passes s':>9} {'passes/parse':>13} {'parse ops/s':>12}"
-        f" {'print ops/s':>12}"
+        f"{'ops':>8} {'parse s':>9} {'passes s':>9} {'passes/parse':>13} {'verify-each/parse':>18}"
+        f" {'parse ops/s':>12} {'print ops/s':>12}"
     )
     for r in result["rows"]:
         print(
             f"{r['ops']:>8} {r['parse_s']:>9.3f} {r['passes_s']:>9.3f} "
-            f"{r['passes_over_parse']:>13.3f} {r['parse_ops_per_s']:>12} {r['print_ops_per_s']:>12}"
+            f"{r['passes_over_parse']:>13.3f} {r['verify_each_over_parse']:>18.3f} "
+            f"{r['parse_ops_per_s']:>12} {r['print_ops_per_s']:>12}"
         )
     if result["passes_growth_vs_size_growth"]:
         t, n = result["passes_growth_vs_size_growth"]
@@ -107,9 +111,11 @@ def main() -> None:
     i = sub.add_parser("interp", help="interpreter overhead against direct kernel calls")
     i.add_argument("--size", type=int, default=2048)
     i.add_argument("--repeats", type=int, default=3)
+    b = sub.add_parser("build", help="npuir.torchair building against parsing")
+    b.add_argument("--sizes", default="1000,10000,100000")
     e = sub.add_parser("examples", help="rewrite examples/*.mlir from the generators")
     e.add_argument("--check", action="store_true", help="only report stale files")
-    for p in (c, s, m, g, i, e):
+    for p in (c, s, m, g, i, b, e):
         p.add_argument("--json", action="store_true")
         p.add_argument("--quick", action="store_true", help="a small smoke run")
     args = ap.parse_args()
@@ -142,6 +148,12 @@ def main() -> None:
         size, repeats = (256, 2) if args.quick else (args.size, args.repeats)
         result = run_interp(size, repeats)
         printer = print_interp
+    elif args.command == "build":
+        from torchair_build import print_build, run_build
+
+        sizes = "200,1000" if args.quick else args.sizes
+        result = run_build([int(n) for n in sizes.split(",")])
+        printer = print_build
     else:
         result = run_examples(args.check)
 

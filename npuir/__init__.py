@@ -8,30 +8,40 @@ The library API in one place:
 - `verify(op)`: op-by-op verification with located errors;
 - `build_pipeline(spec)` / `run_passes(ctx, module, passes)`: run passes by
   name, e.g. `"stream-partition,insert-events{max-events=8}"` or `"npu-default"`;
-- `print_ir(op)`: the custom (or generic) textual form.
+- `print_ir(op)`: the custom (or generic) textual form;
+- `Diagnostic`, `DiagnosticError`, `UsageError`: what the library raises.
+
+Each name is imported on first use, so `import npuir.dialects.npu` (or any
+other submodule) loads only what that submodule needs, not the passes.
 """
 
 from __future__ import annotations
 
-from io import StringIO
-from pathlib import Path
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
-from xdsl.printer import Printer
+__version__ = "0.2.0"
 
-from npuir.context import NpuirContext, make_context
-from npuir.deep_stack import deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
-from npuir.parsing import decode_source, parse_module
-from npuir.pipeline import build_pipeline, run_passes
-from npuir.verifier import verify
+_EXPORTS: dict[str, str] = {
+    "Diagnostic": "npuir.diagnostics",
+    "DiagnosticError": "npuir.diagnostics",
+    "UsageError": "npuir.diagnostics",
+    "NpuirContext": "npuir.context",
+    "make_context": "npuir.context",
+    "parse_file": "npuir.api",
+    "parse_text": "npuir.api",
+    "print_ir": "npuir.api",
+    "verify": "npuir.verifier",
+    "build_pipeline": "npuir.pipeline",
+    "run_passes": "npuir.pipeline",
+}
 
 __all__ = [
     "Diagnostic",
     "DiagnosticError",
     "NpuirContext",
     "UsageError",
+    "__version__",
     "build_pipeline",
     "make_context",
     "parse_file",
@@ -41,31 +51,18 @@ __all__ = [
     "verify",
 ]
 
-
-def parse_text(ctx: NpuirContext, text: str, filename: str = "<input>") -> ModuleOp:
-    """Parse and verify one module from `text`."""
-    ctx.diagnostics.sources.add(filename, text)
-    module = parse_module(ctx, text, filename, ctx.diagnostics.sources)
-    verify(module)
-    return module
-
-
-def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
-    """Parse and verify the module in the file at `path`."""
-    name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise DiagnosticError(
-            Diagnostic("error", f"cannot read '{name}': {exc.strerror}")
-        ) from None
-    return parse_text(ctx, decode_source(data, name, ctx.diagnostics.sources), name)
+if TYPE_CHECKING:
+    from npuir.api import parse_file, parse_text, print_ir
+    from npuir.context import NpuirContext, make_context
+    from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
+    from npuir.pipeline import build_pipeline, run_passes
+    from npuir.verifier import verify
 
 
-@deep_stack
-def print_ir(op: Operation, generic: bool = False) -> str:
-    """The textual IR of `op`, ending in a newline."""
-    out = StringIO()
-    Printer(stream=out, print_generic_format=generic).print_op(op)
-    out.write("\n")
-    return out.getvalue()
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'npuir' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -17,18 +17,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used
-from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
-from npuir.diagnostics import error
 from npuir.dialects import coreset, scope
-from npuir.dialects.npu import NpuOp, target_of
-
-
-def device_of(module: ModuleOp, hw: str | None) -> Hardware:
-    """The device a pass targets: its `hw` option, else the module's `npu.target`, else 910b2."""
-    try:
-        return load_hardware(hw or target_of(module) or "910b2")
-    except HardwareError as exc:
-        raise error(module, str(exc)) from None
+from npuir.dialects.npu import NpuOp
+from npuir.passes import option
+from npuir.schedule.device import device_of
 
 
 def inline_limits(module: ModuleOp) -> None:
@@ -46,14 +38,14 @@ def inline_limits(module: ModuleOp) -> None:
 class CoresetLowerPass(ModulePass):
     """Resolve each op's effective core limits into coreset.cores and drop the scopes.
 
-    Options:
-    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
-      else 910b2); counts outside [1, its core count] are errors.
+    A limit outside [1, the device's core count] is an error.
     """
 
     name = "coreset-lower"
 
-    hw: str | None = None
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         limits = CoreLimits(op, device_of(op, self.hw)).run()

@@ -14,8 +14,10 @@ The choice, per function:
    demand of a holder it can overlap: any value from 1 to that room removes
    its hazards (and keeps the stream pair rule for the streams involved).
 3. Candidates: the room, its halves down to 1, per flexible holder; for up to
-   `budget` combinations, lower a copy, simulate it with the cost model and
-   keep the combination with the lowest makespan (ties: more cores).
+   `budget` combinations, judge it on the compact program `coreset-lower` and
+   `insert-events` would produce (`npuir.schedule`: the same event plan, the
+   limits overridden, the same simulator) and keep the combination with the
+   lowest makespan (ties: more cores).
 4. Write the choice: a `coreset.stream_limit` when the op is the only user of
    that engine on its stream, otherwise a `coreset.limit` scope around the op
    (limiting the whole stream would slow its other ops), and report it.
@@ -37,18 +39,25 @@ from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used
-from npuir.analysis.program import build_program, module_streams, scheduled_functions
+from npuir.analysis.partition import Assignment
+from npuir.analysis.program import (
+    NodeKind,
+    Program,
+    build_program,
+    module_streams,
+    scheduled_functions,
+)
 from npuir.backends.npu.hardware import Hardware
-from npuir.backends.npu.simulator import simulate
+from npuir.backends.npu.profile import Profile, read_profile
+from npuir.backends.npu.simulator import SimCache, simulate
 from npuir.context import remark, warn
 from npuir.diagnostics import error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
-from npuir.pipeline import build_pipeline, run_passes
-from npuir.transforms.coreset_check import function_checkers
-from npuir.transforms.coreset_lower import device_of
-
-LOWER = "coreset-lower,insert-events"
+from npuir.passes import option
+from npuir.schedule.core_check import CoreChecker, OverriddenLimits
+from npuir.schedule.device import device_of
+from npuir.schedule.events import lowered_program
 
 
 @dataclass(frozen=True)
@@ -83,49 +92,77 @@ def _wrap(op: Operation, engine: str, count: int) -> coreset.LimitOp:
 
 @dataclass(frozen=True)
 class Found:
-    """A hazard of a lowered copy, at the op of the original module it came from."""
+    """A hazard at the op of the module it involves."""
 
     holder: NpuOp
     engine: str
     other_demand: int
 
 
+def _with_events(prog: Program) -> Program:
+    """The compact program `insert-events` would make of a partitioned function."""
+    if any(k in (NodeKind.RECORD, NodeKind.WAIT) for k in prog.kind):
+        return prog
+    lowered, _ = lowered_program(prog, Assignment(prog.streams, prog.stream))
+    return lowered
+
+
 class _Search:
-    """Lowers, checks and simulates copies of the module with some limits applied."""
+    """Judges limit choices on the compact lowered programs of a partitioned module.
 
-    def __init__(self, ctx: Context, module: ModuleOp, hw: Hardware) -> None:
-        self.ctx = ctx
-        self.module = module
+    Nothing is rewritten while judging: a choice overrides the limits `coreset-lower` would
+    write, and the events are the ones `insert-events` would insert.
+    """
+
+    def __init__(self, module: ModuleOp, hw: Hardware, profile: Profile | None = None) -> None:
         self.hw = hw
+        self.profile = profile
+        self.limits = CoreLimits(module, hw).run()
+        streams = module_streams(module)
+        self.programs = [
+            _with_events(build_program(f, streams)) for f in scheduled_functions(module)
+        ]
+        self.cache = SimCache(hw)
+        # Happens-before does not depend on the limits: compute it once per function.
+        self.checkers = [CoreChecker(p, self.limits, hw) for p in self.programs]
 
-    def lowered(self, choices: list[Choice]) -> tuple[ModuleOp, dict[Operation, Operation]]:
-        """A lowered copy with `choices` applied, and its ops' originals."""
-        copy = self.module.clone()
-        to_copy = dict(zip(self.module.walk(), copy.walk()))
-        for c in choices:
-            _wrap(to_copy[c.op], c.engine, c.count)
-        run_passes(self.ctx, copy, build_pipeline(LOWER), verify_each=False)
-        return copy, {new: old for old, new in to_copy.items()}
+    def _limits(self, choices: list[Choice]) -> OverriddenLimits:
+        return OverriddenLimits(self.limits, {(c.op, c.engine): c.count for c in choices})
 
-    def makespan(self, copy: ModuleOp) -> int | None:
+    def hazards(self, choices: list[Choice]) -> list[Found]:
+        limits = self._limits(choices)
+        out: list[Found] = []
+        for base in self.checkers:
+            checker = CoreChecker(base.prog, limits, self.hw, base.hb)
+            for h in checker.hazards():
+                holder = base.prog.ops[h.holder]
+                assert isinstance(holder, NpuOp)
+                out.append(Found(holder, h.engine, h.other_demand))
+        return out
+
+    def makespan(self, choices: list[Choice]) -> int | None:
         """Sum over functions of the single-rank makespan; None if any deadlocks."""
-        streams = module_streams(copy)
+        limits = self._limits(choices)
+
+        def limit(p: Program, n: int, engine: str) -> int | None:
+            op = p.ops[n]
+            return limits.of(op)[engine] if isinstance(op, NpuOp) else None
+
         total = 0
-        for func in scheduled_functions(copy):
-            result = simulate([build_program(func, streams)], self.hw)
+        for prog in self.programs:
+            # One rank stands for an SPMD program's peers, which run the same limits.
+            result = simulate(
+                [prog],
+                self.hw,
+                limits=limit,
+                cache=self.cache,
+                mirror_peers=True,
+                profile=self.profile,
+            )
             if result.deadlock is not None:
                 return None
             total += result.makespan_ns
         return total
-
-    def hazards(self, copy: ModuleOp, original: dict[Operation, Operation]) -> list[Found]:
-        out: list[Found] = []
-        for _, checker in function_checkers(copy, self.hw):
-            for h in checker.hazards():
-                holder = original[checker.prog.ops[h.holder]]
-                assert isinstance(holder, NpuOp)
-                out.append(Found(holder, h.engine, h.other_demand))
-        return out
 
 
 def _halvings(room: int) -> list[int]:
@@ -147,18 +184,19 @@ def _function_of(op: Operation) -> FuncOp:
 
 @dataclass(frozen=True)
 class CoresetPartitionPass(ModulePass):
-    """Choose core limits that remove hold-and-wait hazards, keeping the simulated makespan low.
-
-    Options:
-    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
-      else 910b2).
-    - `budget`: the most limit combinations to simulate (default 64).
-    """
+    """Choose core limits that remove hold-and-wait hazards, keeping the simulated makespan low."""
 
     name = "coreset-partition"
 
-    hw: str | None = None
-    budget: int = 64
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
+    budget: int = option(64, "the most limit combinations to simulate")
+    profile: str | None = option(
+        None,
+        "an msprof-style op summary CSV whose task durations and block dims the simulations "
+        "use instead of the cost model's for the ops it covers (npuir.backends.npu.profile)",
+    )
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -171,11 +209,11 @@ class CoresetPartitionPass(ModulePass):
                 where, "coreset-partition needs a partitioned module; run stream-partition first"
             )
         hw = device_of(op, self.hw)
-        search = _Search(ctx, op, hw)
-        hazards = search.hazards(*search.lowered([]))
+        search = _Search(op, hw, read_profile(self.profile) if self.profile else None)
+        hazards = search.hazards([])
         if not hazards:
             return
-        limits = CoreLimits(op, hw).run()
+        limits = search.limits
         order = {o: i for i, o in enumerate(op.walk())}
         rooms: dict[tuple[NpuOp, str], int] = {}
         stuck: list[NpuOp] = []
@@ -197,10 +235,9 @@ class CoresetPartitionPass(ModulePass):
         options = [_halvings(rooms[k]) for k in keys]
         for combo in itertools.islice(itertools.product(*options), self.budget):
             choices = [Choice(o, e, c) for (o, e), c in zip(keys, combo)]
-            copy, original = search.lowered(choices)
-            if search.hazards(copy, original):
+            if search.hazards(choices):
                 continue
-            span = search.makespan(copy)
+            span = search.makespan(choices)
             if span is None:
                 continue
             rank = (span, [-c for c in combo], choices)

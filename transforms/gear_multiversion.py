@@ -33,29 +33,24 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DictionaryAttr,
-    FunctionType,
     ModuleOp,
     StringAttr,
     TensorType,
-    i64,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, Block, Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import VerifyException
 
 from npuir.analysis.program import defined_functions
 from npuir.context import warn
 from npuir.diagnostics import DiagnosticError, error
-from npuir.dialects import coreset, gear, stream
-from npuir.dialects.npu import DYN, NonzeroOp, NpuOp
+from npuir.dialects import gear
+from npuir.dialects.npu import DYN
+from npuir.dialects.shapes import Dim, RetypeError, specialise
+from npuir.passes import option
 
 MAX_GEARS = 100
 """The most gears one function may have (the gear seed document's limit)."""
-
-Dim = tuple[int, int]
-"""(argument index, dim index)."""
 
 
 def annotated_dims(func: FuncOp) -> list[tuple[Dim, tuple[int, ...]]]:
@@ -105,87 +100,6 @@ def combine(
     return unique
 
 
-def _static_type(ty: Attribute, dims: dict[int, int]) -> Attribute:
-    assert isinstance(ty, TensorType)
-    shape = [dims.get(i, d) for i, d in enumerate(ty.get_shape())]
-    return TensorType(ty.element_type, shape)
-
-
-class GearTypeError(Exception):
-    """A version whose types do not check, at the op where they stop."""
-
-    def __init__(self, op: Operation, message: str) -> None:
-        super().__init__(message)
-        self.op = op
-
-
-def retype(block: Block, upper_bound_data_dependent: bool = False) -> None:
-    """Re-infer every result type in `block` from its operands, in order.
-
-    With `upper_bound_data_dependent`, a data-dependent dim (`npu.nonzero`'s
-    row count) takes its upper bound, as costing a program needs.
-    """
-    for op in block.ops:
-        for region in op.regions:
-            for inner in region.blocks:
-                retype(inner, upper_bound_data_dependent)
-        new_types: list[Attribute]
-        if isinstance(op, NpuOp):
-            try:
-                new_types = op.infer_result_types([v.type for v in op.operands])
-            except VerifyException as exc:
-                raise GearTypeError(op, str(exc)) from None
-            if upper_bound_data_dependent and isinstance(op, NonzeroOp):
-                shape = op.input.type.get_shape()
-                if DYN not in shape:
-                    rows = 1
-                    for d in shape:
-                        rows *= d
-                    new_types = [TensorType(i64, [rows, len(shape)])]
-        elif isinstance(op, stream.WaitTensorOp):
-            new_types = [op.tensor.type]
-        elif isinstance(op, stream.SwitchOp | coreset.LimitOp):
-            term = op.body.block.last_op
-            assert term is not None
-            new_types = [v.type for v in term.operands]
-        else:
-            continue
-        for result, ty in zip(list(op.results), new_types):
-            if result.type != ty:
-                Rewriter.replace_value_with_new_type(result, ty)
-
-
-def specialise(
-    func: FuncOp, name: str, values: dict[Dim, int], upper_bound_data_dependent: bool = False
-) -> FuncOp:
-    """A static clone of `func` for one gear; raises `GearTypeError` if it does not type-check."""
-    clone = func.clone()
-    clone.sym_name = StringAttr(name)
-    for attr in (gear.POLICY,):
-        clone.attributes.pop(attr, None)
-    per_arg: dict[int, dict[int, int]] = {}
-    for (arg_index, dim), v in values.items():
-        per_arg.setdefault(arg_index, {})[dim] = v
-    block = clone.body.block
-    for index, value in enumerate(list(block.args)):
-        if index in per_arg:
-            Rewriter.replace_value_with_new_type(value, _static_type(value.type, per_arg[index]))
-    retype(block, upper_bound_data_dependent)
-    for op in clone.body.walk():
-        if isinstance(op, NpuOp):
-            try:
-                op.verify_()
-            except VerifyException as exc:
-                raise GearTypeError(op, str(exc)) from None
-    ret = block.last_op
-    assert isinstance(ret, ReturnOp)
-    clone.function_type = FunctionType.from_lists(
-        [a.type for a in block.args], [v.type for v in ret.operands]
-    )
-    clone.arg_attrs = None
-    return clone
-
-
 def ge_options(func: FuncOp, dims: list[Dim], gears: list[tuple[int, ...]]) -> dict[str, str]:
     """`ge.inputShape` and `ge.dynamicDims` as TorchAir would give them to GE."""
     shapes = []
@@ -201,18 +115,17 @@ def ge_options(func: FuncOp, dims: list[Dim], gears: list[tuple[int, ...]]) -> d
 
 @dataclass(frozen=True)
 class GearMultiversionPass(ModulePass):
-    """Clone each function with gears into static versions behind a gear.dispatch.
-
-    Options:
-    - `fallback`: "none" (default) makes a shape that matches no gear a runtime
-      error; "dynamic" keeps the generic body as `@NAME_dynamic` for such shapes.
-    """
+    """Clone each function with gears into static versions behind a gear.dispatch."""
 
     name = "gear-multiversion"
 
     FALLBACKS: ClassVar[tuple[str, ...]] = ("none", "dynamic")
 
-    fallback: str = "none"
+    fallback: str = option(
+        "none",
+        "what a shape that matches no gear does: 'none' makes it a runtime error; "
+        "'dynamic' keeps the generic body as @NAME_dynamic for such shapes",
+    )
 
     def __post_init__(self) -> None:
         if self.fallback not in self.FALLBACKS:
@@ -242,7 +155,7 @@ class GearMultiversionPass(ModulePass):
             try:
                 versions.append(specialise(func, name, dict(zip(keys, values))))
                 cases.append((values, name))
-            except GearTypeError as exc:
+            except RetypeError as exc:
                 where = self._original_of(func, exc.op)
                 failure = error(where, f"gear ({described}) does not type-check: {exc}")
                 if policy == "zip":

@@ -9,13 +9,15 @@ per producing stream, only the latest one, and drops any that another chosen
 producer's record already implies.  What is left is waited on: a record right
 after each such producer (shared by all its waits) and a wait right before the
 consumer.  `func.return` (default stream) is treated as a consumer of the last
-op of every stream, which joins all work before the function returns.  Then
-every `stream.wait_tensor` is erased: the waits now carry its meaning.
+op of every stream, which joins all work before the function returns.  And
+every `stream.wait_tensor` stays where it is, a no-op on its stream: the
+ordering it asks for stays visible, so `sync-verify` can check that the events
+implement it.
 
-Physical event ids: records are numbered in issue order, first fit; a record
-may reuse an id only when every wait on the id's previous event is ordered
-before it, so no wait can be released by the newer record.  The cap is the
-device's (GE's runtime event allocator holds 4096), or `max-events`.
+Physical event ids: first fit, reused only when every wait on the id's
+previous event is ordered before the new record.  The cap is the device's
+(GE's runtime event allocator holds 4096), or `max-events`.  The planning
+itself is `npuir.schedule.events.plan_events`, which the searches share.
 """
 
 from __future__ import annotations
@@ -28,127 +30,20 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from npuir.analysis.happens_before import Clock, ClockSweep
 from npuir.analysis.program import (
-    NodeKind,
     Program,
     build_program,
     is_lowered,
     module_streams,
     scheduled_functions,
 )
-from npuir.backends.npu.hardware import HardwareError, load_hardware
 from npuir.context import remark
 from npuir.diagnostics import error
-from npuir.dialects import stream, sync
-from npuir.dialects.npu import NpuOp, target_of
-
-
-@dataclass
-class EventPlan:
-    """What the sweep decided for one function."""
-
-    waits_before: dict[int, list[int]]
-    """consumer node -> producer nodes whose records it waits on, in issue order."""
-    recorded: list[int]
-    """producer nodes that get a record, in issue order."""
-    event_ids: dict[int, int]
-    """producer node -> physical id of its record."""
-    cross_deps: int
-    """cross-stream dependencies found (the joins before return included)."""
-
-
-def plan_events(prog: Program, assign_ids: bool = True) -> EventPlan:
-    """The minimal waits for `prog` as assigned and ordered (see the module docstring).
-
-    Without `assign_ids` the plan has no physical ids (a search that only
-    times the result does not need them).
-    """
-    sweep = ClockSweep(len(prog.streams))
-    position = [-1] * len(prog)
-    after: dict[int, Clock] = {}
-    published: dict[int, Clock] = {}
-    last_on: dict[int, int] = {}
-    waits_before: dict[int, list[int]] = {}
-    needs_record: set[int] = set()
-    cross_deps = 0
-
-    for n in range(len(prog)):
-        s = prog.stream[n]
-        kind = prog.kind[n]
-        if kind is NodeKind.WAIT:
-            sweep.join(s, published[prog.event_of[n]])
-            continue
-        if kind is NodeKind.RECORD:
-            published[n] = sweep.snapshot(s)
-            continue
-        producers = {p for p, _ in prog.deps[n] if prog.stream[p] != s}
-        if kind is NodeKind.RETURN:
-            producers.update(last for t, last in last_on.items() if t != s)
-        cross_deps += len(producers)
-        latest: dict[int, int] = {}
-        for p in producers:
-            t = prog.stream[p]
-            if sweep.covers(s, t, position[p]):
-                continue
-            if t not in latest or position[p] > position[latest[t]]:
-                latest[t] = p
-        candidates = list(latest.values())
-        chosen = sorted(
-            p
-            for p in candidates
-            if not any(q != p and after[q][prog.stream[p]] > position[p] for q in candidates)
-        )
-        for p in chosen:
-            sweep.join(s, after[p])
-            needs_record.add(p)
-        if chosen:
-            waits_before[n] = chosen
-        position[n] = sweep.op(s)
-        if kind is NodeKind.COMPUTE:
-            last_on[s] = n
-            after[n] = sweep.snapshot(s)
-    recorded = sorted(needs_record)
-    ids = assign_event_ids(prog, recorded, waits_before, position, after) if assign_ids else {}
-    return EventPlan(waits_before, recorded, ids, cross_deps)
-
-
-def assign_event_ids(
-    prog: Program,
-    recorded: list[int],
-    waits_before: dict[int, list[int]],
-    position: list[int],
-    after: dict[int, Clock],
-) -> dict[int, int]:
-    """First-fit physical ids (see the module docstring)."""
-    waiters: dict[int, list[int]] = {}
-    for consumer, producers in waits_before.items():
-        for p in producers:
-            waiters.setdefault(p, []).append(consumer)
-    base = 1 + max((i for i in prog.event_id if i >= 0), default=-1)
-    holders: list[int] = []  # id - base -> producer whose record holds it now
-    ids: dict[int, int] = {}
-    for r in recorded:
-        t, clock = prog.stream[r], after[r]
-        for slot, holder in enumerate(holders):
-            if all(_wait_done(prog, w, r, t, clock, position) for w in waiters[holder]):
-                holders[slot] = r
-                ids[r] = base + slot
-                break
-        else:
-            ids[r] = base + len(holders)
-            holders.append(r)
-    return ids
-
-
-def _wait_done(
-    prog: Program, consumer: int, r: int, t: int, clock: Clock, position: list[int]
-) -> bool:
-    """Is the wait placed before `consumer` finished before the record after `r`?"""
-    u = prog.stream[consumer]
-    if u == t:
-        return consumer <= r
-    return clock[u] > position[consumer]
+from npuir.dialects import sync
+from npuir.dialects.npu import NpuOp
+from npuir.passes import option
+from npuir.schedule.device import device_of
+from npuir.schedule.events import EventPlan, plan_events
 
 
 def _rewrite(prog: Program, plan: EventPlan) -> None:
@@ -179,12 +74,6 @@ def _rewrite(prog: Program, plan: EventPlan) -> None:
             wait = sync.WaitOp.create(operands=[events[p]], properties={"stream": ref})
             wait.location = consumer.location
             _insert_before(consumer, wait)
-    for op in list(prog.func.body.walk()):
-        if isinstance(op, stream.WaitTensorOp):
-            op.result.replace_all_uses_with(op.tensor)
-            block = op.parent_block()
-            assert block is not None
-            block.erase_op(op)
 
 
 def _has_work(func: FuncOp) -> bool:
@@ -205,22 +94,21 @@ def _insert_before(anchor: Operation, op: Operation) -> None:
 
 @dataclass(frozen=True)
 class InsertEventsPass(ModulePass):
-    """Order every cross-stream dependency with the fewest sync.record/sync.wait pairs.
-
-    Options:
-    - `max-events`: the most physical event ids the program may use (default:
-      the target device's limit).
-    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
-      else 910b2).
-    - `stats`: report dependencies found, waits and records inserted, and event
-      ids used, as a remark on each function.
-    """
+    """Order every cross-stream dependency with the fewest sync.record/sync.wait pairs."""
 
     name = "insert-events"
 
-    max_events: int | None = None
-    hw: str | None = None
-    stats: bool = False
+    max_events: int | None = option(
+        None, "the most physical event ids the program may use (default: the device's limit)"
+    )
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
+    stats: bool = option(
+        False,
+        "report dependencies found, waits and records inserted, and event ids used, "
+        "as a remark on each function",
+    )
 
     def __post_init__(self) -> None:
         if self.max_events is not None and self.max_events < 1:
@@ -229,10 +117,7 @@ class InsertEventsPass(ModulePass):
     def _limit(self, module: ModuleOp) -> int:
         if self.max_events is not None:
             return self.max_events
-        try:
-            return load_hardware(self.hw or target_of(module) or "910b2").max_events
-        except HardwareError as exc:
-            raise error(module, str(exc)) from None
+        return device_of(module, self.hw).max_events
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         streams = module_streams(op)

@@ -15,11 +15,11 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits
-from npuir.analysis.partition import MODES, Assignment, assign, pinned_tags
+from npuir.analysis.partition import STRATEGIES, Assignment, Mode, Strategy, assign, pinned_tags
 from npuir.analysis.program import (
     DEFAULT_STREAM,
     NodeKind,
@@ -30,12 +30,14 @@ from npuir.analysis.program import (
     module_streams,
     scheduled_functions,
 )
-from npuir.backends.npu.hardware import Hardware
+from npuir.backends.npu.profile import read_profile
 from npuir.context import remark
 from npuir.diagnostics import error
-from npuir.dialects import coreset, scope, stream
+from npuir.dialects import scope, stream
 from npuir.dialects.npu import DYN, NpuOp
-from npuir.transforms.coreset_lower import device_of
+from npuir.passes import option
+from npuir.schedule.auto import cost_strategies
+from npuir.schedule.device import device_of
 
 
 class StreamTable:
@@ -62,6 +64,15 @@ class StreamTable:
             index = self.by_tag[tag]
         info = self.infos[index]
         if info.priority != priority and where is not None:
+            if tag == stream.DEFAULT_TAG:
+                # Nothing else set it: the default stream's priority is the fixed one
+                # every function's unscoped ops and `func.return` run at.
+                raise error(
+                    where,
+                    f'stream "{tag}" is given priority {priority} here, but the default '
+                    f"stream's priority is fixed at {info.priority}; drop the priority or "
+                    "use another tag",
+                )
             raise error(
                 where,
                 f'stream "{tag}" is given priority {priority} here but {info.priority} '
@@ -79,11 +90,30 @@ def _has_dynamic_args(func: FuncOp) -> bool:
     )
 
 
-def _first_switch(func: FuncOp) -> stream.SwitchOp | None:
-    for op in func.body.walk():
-        if isinstance(op, stream.SwitchOp):
-            return op
-    return None
+def bind_later_uses(func: FuncOp) -> None:
+    """Give every `stream.wait_tensor` its seed meaning: each later use of its tensor in
+    program order (same block, or nested in a later op) uses the wait's result instead,
+    so that it is ordered after the wait's `dep` (see `stream.WaitTensorOp`)."""
+    ops = list(func.body.walk())
+    waits = [op for op in ops if isinstance(op, stream.WaitTensorOp)]
+    if not waits:
+        return
+    # Pre-order positions: the ops nested in `parent` are exactly those positioned in
+    # (pos[parent], end[parent]], so a use is later than a wait in the wait's block (or
+    # nested in a later op of it) when pos[wait] < pos[use] <= end[wait's parent].
+    pos = {op: i for i, op in enumerate(ops)}
+    end = list(range(len(ops)))
+    for i in reversed(range(len(ops))):
+        parent = ops[i].parent_op()
+        if parent is not None and parent in pos:
+            end[pos[parent]] = max(end[pos[parent]], end[i])
+    for wait in waits:
+        parent = wait.parent_op()
+        limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
+        for use in list(wait.tensor.uses):
+            at = pos.get(use.operation, -1)
+            if pos[wait] < at <= limit:
+                use.operation.operands[use.index] = wait.result
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -127,75 +157,45 @@ def flatten_switches(func: FuncOp) -> None:
         scope.inline_scope(switch)
 
 
-def _first_scope_over(func: FuncOp, max_streams: int) -> stream.SwitchOp | None:
+def _first_scope_over(prog: Program, max_streams: int) -> stream.SwitchOp | None:
     """The scope whose tag is the first one the cap has no stream left for."""
-    seen: set[str] = set()
-    for op in func.body.walk():
-        if isinstance(op, stream.SwitchOp) and op.tag_name != stream.DEFAULT_TAG:
-            seen.add(op.tag_name)
-            if len(seen) + 1 > max_streams:
-                return op
-    return None
+    tags = [tag for tag in prog.scopes if tag != stream.DEFAULT_TAG]
+    return prog.scopes[tags[max_streams - 1]] if len(tags) + 1 > max_streams else None
 
 
-def _first_scopes(func: FuncOp) -> dict[str, stream.SwitchOp]:
-    scopes: dict[str, stream.SwitchOp] = {}
-    for op in func.body.walk():
-        if isinstance(op, stream.SwitchOp):
-            scopes.setdefault(op.tag_name, op)
-    return scopes
-
-
-def _wait_tensor_streams(
-    block: Block,
-    tag: str | None,
+def _wait_tensor_stream(
     prog: Program,
+    wait: stream.WaitTensorOp,
+    tag: str | None,
     result: Assignment,
     by_tag: dict[str, int] | None,
-    follow: bool,
-    out: dict[stream.WaitTensorOp, int],
-) -> None:
+    mode: Mode,
+) -> int:
     """A `stream.wait_tensor` runs on its scope's stream (when tags count,
     `by_tag` is given); outside any scope on its first user's stream if the
-    mode places ops itself (`follow`), else on the default stream.
-    insert-events erases it, so the choice only makes the IR read well."""
-    for op in block.ops:
-        if isinstance(op, stream.SwitchOp):
-            inner = op.tag_name if by_tag is not None else None
-            _wait_tensor_streams(op.body.block, inner, prog, result, by_tag, follow, out)
-        elif isinstance(op, coreset.LimitOp):
-            _wait_tensor_streams(op.body.block, tag, prog, result, by_tag, follow, out)
-        elif isinstance(op, stream.WaitTensorOp):
-            if tag is not None and by_tag is not None:
-                out[op] = by_tag[tag]
-                continue
-            users = [prog.index[u.operation] for u in op.result.uses if u.operation in prog.index]
-            out[op] = result.stream_of[min(users)] if users and follow else DEFAULT_STREAM
+    mode places ops itself, else on the default stream.  insert-events erases
+    it, so the choice only makes the IR read well."""
+    if tag is not None and by_tag is not None:
+        return by_tag[tag]
+    users = [prog.index[u.operation] for u in wait.result.uses if u.operation in prog.index]
+    return result.stream_of[min(users)] if users and mode.places_ops else DEFAULT_STREAM
 
 
-def _assign_auto(
-    func: FuncOp,
-    prog: Program,
-    pinned: list[str | None],
-    priorities: dict[str, int],
-    max_streams: int,
-    hw: Hardware,
-    reserved: set[str],
-) -> Assignment:
-    """Run the cost-model-driven search, with the core limits coreset-lower would write."""
-    from npuir.transforms.stream_partition_auto import assign_auto
-
-    module = func.parent_op()
-    assert isinstance(module, ModuleOp)
-    limits = CoreLimits(module, hw).run()
+def _strategies(
+    module: ModuleOp, mode: Mode, hw: str | None, profile: str | None
+) -> dict[Mode, Strategy]:
+    """The strategy table, with the cost-aware modes when `mode` is one of them."""
+    if mode in STRATEGIES:
+        return STRATEGIES
+    hardware = device_of(module, hw)
+    limits = CoreLimits(module, hardware).run()
 
     def limit_of(p: Program, n: int, engine: str) -> int | None:
         op = p.ops[n]
         return limits.of(op)[engine] if isinstance(op, NpuOp) else None
 
-    return assign_auto(
-        prog, pinned, priorities, max_streams, hw, limits=limit_of, reserved=reserved
-    )
+    costs = read_profile(profile) if profile is not None else None
+    return {**STRATEGIES, **cost_strategies(hardware, limit_of, costs)}
 
 
 @dataclass(frozen=True)
@@ -203,24 +203,8 @@ class StreamPartitionPass(ModulePass):
     """Assign every op a stream and flatten stream.switch scopes (TorchAir's npu_stream_switch).
 
     The assignment itself is `npuir.analysis.partition.assign`; its module
-    docstring says exactly what each mode does.  Options:
-    - `mode`: "user" (default) puts each op on the stream of its innermost
-      scope, the same tag being the same stream, and the rest on the default
-      stream; "single" puts everything on the default stream and rejects a
-      program that has scopes; the baselines "ge" (GE's default logical
-      stream allocation), "engine" (a stream per engine class) and "nimble"
-      (Nimble's minimum path cover); "auto" (cost-model driven).  Every mode
-      but "single" keeps the ops of a scope on their tag's stream.
-    - `max-streams`: the most streams a function may use, the default one
-      included (default 8).  User tags beyond it are an error at the first
-      scope over the cap; the other modes merge their streams to fit.
-    - `ignore-tags`: treat the program as if it had no scopes (an honest
-      baseline for an annotated program).
-    - `dynamic-multi-stream`: partition a function whose arguments have
-      dynamic dims; by default such a function runs on one stream (TorchAir's
-      rule for dynamic shapes), with a remark saying so.
-    - `hw`: the device preset or TOML file `auto` costs with (default: the
-      module's `npu.target`, else 910b2).
+    docstring says exactly what each mode does.  Every mode but "single"
+    keeps the ops of a scope on their tag's stream.
 
     Streams a mode makes are tagged "comm", "cube", "aicpu", "ge1", "chain1",
     ...; a module's scope tags are never reused for them, and functions share
@@ -229,13 +213,39 @@ class StreamPartitionPass(ModulePass):
 
     name = "stream-partition"
 
-    MODES: ClassVar[tuple[str, ...]] = (*MODES, "auto")
+    MODES: ClassVar[tuple[str, ...]] = tuple(Mode)
 
-    mode: str = "user"
-    ignore_tags: bool = False
-    dynamic_multi_stream: bool = False
-    max_streams: int = 8
-    hw: str | None = None
+    mode: str = option(
+        "user",
+        "'user' puts each op on the stream of its innermost scope (the same tag, the same "
+        "stream) and the rest on the default stream; 'single' puts everything on the default "
+        "stream and rejects a program that has scopes; the baselines 'ge' (GE's default "
+        "logical stream allocation), 'engine' (a stream per engine class) and 'nimble' "
+        "(Nimble's minimum path cover); 'auto' searches with the cost model",
+    )
+    ignore_tags: bool = option(
+        False, "treat the program as if it had no scopes (an honest baseline for an annotated one)"
+    )
+    dynamic_multi_stream: bool = option(
+        False,
+        "partition a function whose arguments have dynamic dims; by default such a function "
+        "runs on one stream (TorchAir's rule for dynamic shapes), with a remark saying so",
+    )
+    max_streams: int = option(
+        8,
+        "the most streams a function may use, the default one included; user tags beyond it "
+        "are an error at the first scope over the cap, the other modes merge streams to fit",
+    )
+    hw: str | None = option(
+        None,
+        "the device preset or TOML file 'auto' costs with "
+        "(default: the module's npu.target, else 910b2)",
+    )
+    profile: str | None = option(
+        None,
+        "an msprof-style op summary CSV whose task durations and block dims 'auto' uses "
+        "instead of the cost model's for the ops it covers (npuir.backends.npu.profile)",
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in self.MODES:
@@ -245,23 +255,28 @@ class StreamPartitionPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = StreamTable(module_streams(op))
-        reserved = set(table.by_tag) | {
-            s.tag_name for s in op.walk() if isinstance(s, stream.SwitchOp)
-        }
-        hardware = device_of(op, self.hw) if self.mode == "auto" else None
-        for func in scheduled_functions(op):
-            if is_lowered(func):
-                continue
-            first = _first_switch(func)
-            if self.mode == "single" and not self.ignore_tags and first is not None:
+        unlowered = [f for f in scheduled_functions(op) if not is_lowered(f)]
+        for func in unlowered:
+            bind_later_uses(func)
+        programs = [(f, build_program(f)) for f in unlowered]
+        reserved = set(table.by_tag).union(*(p.scopes for _, p in programs))
+        requested = Mode(self.mode)
+        strategies = _strategies(op, requested, self.hw, self.profile)
+        for func, prog in programs:
+            first = next(iter(prog.scopes.values()), None)
+            if requested is Mode.SINGLE and not self.ignore_tags and first is not None:
                 raise error(
                     first,
                     f'single-stream mode conflicts with the stream label "{first.tag_name}" '
                     "(remove the scope, or pass ignore-tags=true)",
                 )
-            mode = self.mode
-            use_tags = mode != "single" and not self.ignore_tags
-            if mode != "single" and not self.dynamic_multi_stream and _has_dynamic_args(func):
+            mode = requested
+            use_tags = mode.uses_tags and not self.ignore_tags
+            if (
+                mode is not Mode.SINGLE
+                and not self.dynamic_multi_stream
+                and _has_dynamic_args(func)
+            ):
                 name = func.sym_name.data
                 if use_tags and first is not None:
                     remark(
@@ -270,59 +285,58 @@ class StreamPartitionPass(ModulePass):
                         f"@{name} has dynamic-shape arguments and runs on one stream; its stream "
                         "labels are ignored (dynamic-multi-stream=true honours them)",
                     )
-                elif mode != "user":
+                elif mode is not Mode.USER:
                     remark(
                         ctx,
                         func,
                         f"@{name} has dynamic-shape arguments and runs on one stream; mode={mode} "
                         "is not applied (dynamic-multi-stream=true applies it)",
                     )
-                mode, use_tags = "single", False
-            self._partition(func, mode, use_tags, table, reserved, hardware)
+                mode, use_tags = Mode.SINGLE, False
+            self._partition(func, prog, mode, use_tags, table, reserved, strategies)
         self._declare(op, table)
 
     def _partition(
         self,
         func: FuncOp,
-        mode: str,
+        prog: Program,
+        mode: Mode,
         use_tags: bool,
         table: StreamTable,
         reserved: set[str],
-        hardware: Hardware | None,
+        strategies: dict[Mode, Strategy],
     ) -> None:
-        prog = build_program(func)
         pinned: list[str | None] = [None] * len(prog)
         priorities: dict[str, int] = {}
-        scopes: dict[str, stream.SwitchOp] = {}
         if use_tags:
-            pinned, priorities = pinned_tags(func)
-            over = _first_scope_over(func, self.max_streams)
+            pinned, priorities = pinned_tags(prog)
+            over = _first_scope_over(prog, self.max_streams)
             if over is not None:
                 raise error(
                     over,
                     f'the stream label "{over.tag_name}" needs a stream beyond max-streams='
                     f"{self.max_streams} (the default stream counts)",
                 )
-            scopes = _first_scopes(func)
         try:
-            if mode == "auto":
-                assert hardware is not None
-                result = _assign_auto(
-                    func, prog, pinned, priorities, self.max_streams, hardware, reserved
-                )
-            else:
-                result = assign(mode, prog, pinned, priorities, self.max_streams, reserved=reserved)
+            result = assign(
+                mode,
+                prog,
+                pinned,
+                priorities,
+                self.max_streams,
+                reserved=reserved,
+                strategies=strategies,
+            )
         except ValueError as exc:
             raise error(func, str(exc)) from None
+        scopes = prog.scopes if use_tags else {}
         refs = [table.get(info.tag, info.priority, scopes.get(info.tag)) for info in result.streams]
         for n, kind in enumerate(prog.kind):
             if kind is NodeKind.COMPUTE:
                 prog.ops[n].attributes[stream.STREAM_ON] = refs[result.stream_of[n]]
-        waits: dict[stream.WaitTensorOp, int] = {}
         by_tag = {info.tag: i for i, info in enumerate(result.streams)} if use_tags else None
-        follow = mode not in ("user", "single")
-        _wait_tensor_streams(func.body.block, None, prog, result, by_tag, follow, waits)
-        for wait, s in waits.items():
+        for wait, tag in prog.wait_tensors:
+            s = _wait_tensor_stream(prog, wait, tag, result, by_tag, mode)
             wait.attributes[stream.STREAM_ON] = refs[s]
         flatten_switches(func)
         if result.order is not None:

@@ -1,8 +1,9 @@
 """Roofline cost model: how many integer nanoseconds one op takes on a `Hardware`.
 
 The model sees an op only through `OpWork` (engine, FLOPs, HBM bytes, dtype, independent
-tiles, and for collectives the kind, group size and bytes per rank), so it does not depend on
-the IR; whoever lowers an op fills an `OpWork` from its ``flops()`` and ``bytes_moved()``.
+tiles, and for collectives the kind, group size and bytes per rank), so its formulas do not
+depend on the IR; `op_work` (at the end of this module) is the one place that reads an `npu`
+op into an `OpWork`, for the simulator, the schedule layer and the benchmarks alike.
 
 Compute ops
 -----------
@@ -73,7 +74,20 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .hardware import VECTOR_DTYPES, Hardware
+from xdsl.dialects.builtin import TensorType
+
+from npuir.dialects.npu import (
+    DYN,
+    ENGINES,
+    CollectiveOp,
+    Conv2dOp,
+    NpuOp,
+    dtype_name,
+    shape_of,
+    tensor_bytes,
+)
+
+from .hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 
 __all__ = [
     "COLLECTIVES",
@@ -83,6 +97,7 @@ __all__ = [
     "collective_ns",
     "duration_ns",
     "matmul_tiles",
+    "op_work",
     "parallelism",
     "solo_duration_ns",
     "static_hbm_share",
@@ -92,7 +107,7 @@ __all__ = [
 NS_PER_S = 1_000_000_000
 
 # "comm" is an engine here but not a core pool: collectives run on the link.
-WORK_ENGINES: tuple[str, ...] = ("cube", "vector", "aicpu", "comm")
+WORK_ENGINES: tuple[str, ...] = ENGINES
 COLLECTIVES: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 COMM_MODES: tuple[str, ...] = ("sdma", "aiv")
 
@@ -272,3 +287,62 @@ def solo_duration_ns(hw: Hardware, work: OpWork) -> int:
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading an op
+# ---------------------------------------------------------------------------------------------
+
+
+def _dtype(ty: object, allowed: frozenset[str]) -> str:
+    if not isinstance(ty, TensorType):
+        return "f16"
+    name = dtype_name(ty.element_type)  # pyright: ignore[reportUnknownMemberType]
+    # An element type the throughput tables do not list (e.g. i16) is costed as f32, the
+    # slowest common floating type, rather than refused: the simulator must run any valid IR.
+    return name if name in allowed else "f32"
+
+
+def op_work(op: NpuOp, hw: Hardware) -> OpWork:
+    """What `op` asks of the device, for the cost model.
+
+    dtype is the first operand's element type.  Tiles: for the cube, the result's last two
+    dims (M, N) and the product of the leading ones (batch) through `matmul_tiles`; for the
+    vector unit, the largest tensor the op reads or writes through `vector_tiles` (the output
+    for elementwise ops, the input for reductions).  Collectives carry their kind, group size,
+    mode and the bytes of their input tensor.  Dynamic dims count as 1, as in the `npu` ops.
+    """
+    engine = op.engine.value
+    first = op.operands[0].type if op.operands else op.results[0].type
+    if engine == "comm":
+        assert isinstance(op, CollectiveOp)
+        return OpWork(
+            engine="comm",
+            flops=op.flops(),
+            bytes=op.bytes_moved(),
+            dtype=_dtype(first, VECTOR_DTYPES),
+            collective=op.name.removeprefix("npu."),
+            group_size=op.group_size,
+            comm_bytes=tensor_bytes(op.input.type),
+            mode=op.mode,
+        )
+    if engine == "cube":
+        if isinstance(op, Conv2dOp):
+            # A convolution runs as an implicit GEMM: output pixels x output channels.
+            m, n, _ = op.gemm_extent()
+            tiles = matmul_tiles(hw, m, n)
+        else:
+            out = op.results[0].type if op.results else first
+            shape = tuple(1 if d == DYN else d for d in shape_of(out))
+            m, n = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[0] if shape else 1)
+            tiles = matmul_tiles(hw, m, n, math.prod(shape[:-2]))
+        dtype = _dtype(first, CUBE_DTYPES)
+    elif engine == "vector":
+        tensors = [v.type for v in op.operands] + [r.type for r in op.results]
+        largest = max((tensor_bytes(t) for t in tensors if isinstance(t, TensorType)), default=0)
+        tiles = vector_tiles(hw, largest)
+        dtype = _dtype(first, VECTOR_DTYPES)
+    else:
+        tiles = 1
+        dtype = _dtype(first, VECTOR_DTYPES)
+    return OpWork(engine=engine, flops=op.flops(), bytes=op.bytes_moved(), dtype=dtype, tiles=tiles)

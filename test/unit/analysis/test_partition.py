@@ -17,7 +17,7 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.partition import (
-    MODES,
+    STRATEGIES,
     Assignment,
     assign,
     max_matching,
@@ -48,8 +48,9 @@ def _func(module: ModuleOp, name: str | None = None) -> FuncOp:
 def _program(text: str) -> tuple[Program, list[str | None], dict[str, int]]:
     _, module = _module(text)
     func = _func(module)
-    pinned, priorities = pinned_tags(func)
-    return build_program(func), pinned, priorities
+    prog = build_program(func)
+    pinned, priorities = pinned_tags(prog)
+    return prog, pinned, priorities
 
 
 def _by_name(prog: Program, result: Assignment) -> dict[str, str]:
@@ -362,7 +363,7 @@ def test_assign_rejects_bad_input() -> None:
         assign("fastest", prog, pinned, priorities, 8)
     with pytest.raises(ValueError, match=">= 1"):
         assign("nimble", prog, pinned, priorities, 0)
-    assert MODES == ("user", "single", "ge", "engine", "nimble")
+    assert tuple(STRATEGIES) == ("user", "single", "ge", "engine", "nimble")
     with pytest.raises(ValueError, match="auto"):
         assign("auto", prog, pinned, priorities, 8)  # the pass runs auto, not the analysis
 

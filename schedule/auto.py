@@ -1,4 +1,4 @@
-"""`stream-partition{mode=auto}`: cost-model-driven stream assignment.
+"""The search behind `stream-partition{mode=auto}`: cost-model-driven stream assignment.
 
 The baselines each know one thing: GE follows producers and isolates
 communication, the engine split separates cube from vector work, Nimble
@@ -45,17 +45,17 @@ import heapq
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from xdsl.ir import Operation
-
-from npuir.analysis.partition import Assignment, assign, permuted, pinned_tags
-from npuir.analysis.program import DEFAULT_STREAM, DepKind, NodeKind, Program, StreamInfo
-from npuir.backends.npu.cost import parallelism, solo_duration_ns
+from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign, permuted
+from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
 from npuir.backends.npu.hardware import Hardware
-from npuir.backends.npu.simulator import SimCache, SimResult, op_work, simulate
+from npuir.backends.npu.profile import Profile
+from npuir.backends.npu.simulator import SimCache, SimResult, simulate
 from npuir.dialects.npu import NpuOp
-from npuir.transforms.insert_events import plan_events
+from npuir.schedule.events import lowered_program
 
-BASELINES = ("single", "ge", "engine", "nimble")
+BASELINES = (Mode.SINGLE, Mode.GE, Mode.ENGINE, Mode.NIMBLE)
+"""The cost-free modes auto starts from."""
 
 LimitFn = Callable[[Program, int, str], int | None]
 """Core limit of a node of the *un-partitioned* program (None: unlimited)."""
@@ -65,51 +65,6 @@ LimitFn = Callable[[Program, int, str], int | None]
 # above for tiny and huge graphs).
 _SEARCH_OPS = 150_000
 _MIN_TRIALS, _MAX_TRIALS = 4, 400
-
-
-def lowered_program(prog: Program, assignment: Assignment) -> tuple[Program, list[int]]:
-    """The compact program `stream-partition` + `insert-events` would produce.
-
-    Nodes keep their issue order; each cross-stream dependency gets the waits
-    `plan_events` chooses, a record right after its producer and waits right
-    before the consumer, exactly as the passes place them.  Also returns, per
-    lowered node, the node of `prog` it comes from (-1 for records and waits).
-    """
-    assigned = dataclasses.replace(
-        prog, stream=list(assignment.stream_of), streams=list(assignment.streams)
-    )
-    plan = plan_events(assigned, assign_ids=False)
-    recorded = set(plan.recorded)
-    out = Program(prog.func, streams=list(assignment.streams))
-    new_index: dict[int, int] = {}
-    record_node: dict[int, int] = {}
-    origin: list[int] = []
-
-    def add(
-        op: Operation, kind: NodeKind, s: int, deps: list[tuple[int, DepKind]], event_of: int = -1
-    ) -> int:
-        out.ops.append(op)
-        out.kind.append(kind)
-        out.stream.append(s)
-        out.deps.append(deps)
-        out.event_of.append(event_of)
-        out.event_id.append(-1)
-        origin.append(-1)
-        return len(out.ops) - 1
-
-    for n in range(len(prog)):
-        s = assignment.stream_of[n]
-        for p in plan.waits_before.get(n, ()):
-            add(prog.ops[n], NodeKind.WAIT, s, [], record_node[p])
-        new_index[n] = add(
-            prog.ops[n], prog.kind[n], s, [(new_index[p], k) for p, k in prog.deps[n]]
-        )
-        origin[new_index[n]] = n
-        if n in recorded:
-            r = add(prog.ops[n], NodeKind.RECORD, s, [])
-            out.event_of[r] = r
-            record_node[n] = r
-    return out, origin
 
 
 @dataclass
@@ -136,9 +91,12 @@ class Judged:
 class Judge:
     """Simulates assignments of one program on one device, sharing the IR reads."""
 
-    def __init__(self, prog: Program, hw: Hardware, limits: LimitFn | None) -> None:
+    def __init__(
+        self, prog: Program, hw: Hardware, limits: LimitFn | None, profile: Profile | None = None
+    ) -> None:
         self.prog = prog
         self.hw = hw
+        self.profile = profile
         self.cache = SimCache(hw)
         self.limits = limits
         self.trials = 0
@@ -153,7 +111,15 @@ class Judge:
             def limit_fn(p: Program, n: int, engine: str) -> int | None:
                 return base_limits(self.prog, origin[n], engine)
 
-        result = simulate([lowered], self.hw, limits=limit_fn, cache=self.cache)
+        # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
+        result = simulate(
+            [lowered],
+            self.hw,
+            limits=limit_fn,
+            cache=self.cache,
+            mirror_peers=True,
+            profile=self.profile,
+        )
         waits = sum(1 for k in lowered.kind if k is NodeKind.WAIT)
         span = result.makespan_ns if result.deadlock is None else 1 << 62
         return Judged(name, assignment, span, waits, result, origin)
@@ -313,7 +279,9 @@ def _candidates(
     ]
     if any(t is not None for t in user):
         try:
-            annotation = assign("user", prog, user, user_priorities, max_streams, reserved=reserved)
+            annotation = assign(
+                Mode.USER, prog, user, user_priorities, max_streams, reserved=reserved
+            )
             judged.append(judge("user", annotation))
         except ValueError:
             pass  # the annotation itself exceeds max-streams: not a candidate
@@ -373,14 +341,17 @@ def assign_auto(
     limits: LimitFn | None = None,
     reserved: Collection[str] = (),
     reorder: bool = True,
+    profile: Profile | None = None,
 ) -> Assignment:
     """The cost-model-driven assignment (see the module docstring).
 
     `reserved` tags are never given to a stream auto makes (the module's
     other scope tags); `limits` gives each node's core limit; with `reorder`
-    the list-scheduling issue order is tried as well as the written one.
+    the list-scheduling issue order is tried as well as the written one; `profile`
+    costs the ops it covers in the judge's simulations.
     """
-    user, user_priorities = pinned_tags(prog.func)
+    # The user's own annotation is a candidate even when the pass ignores it.
+    user, user_priorities = prog.pinned, prog.priorities
     orders: list[list[int] | None] = [None]
     if reorder:
         ranked = upward_rank_order(prog, hw)
@@ -391,9 +362,9 @@ def assign_auto(
     best_order: list[int] | None = None
     for order in orders:
         if order is None:
-            judge, pins, user_pins = Judge(prog, hw, limits), list(pinned), list(user)
+            judge, pins, user_pins = Judge(prog, hw, limits, profile), list(pinned), list(user)
         else:
-            judge = Judge(permuted(prog, order), hw, limits)
+            judge = Judge(permuted(prog, order), hw, limits, profile)
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
         start = min(
             _candidates(
@@ -411,3 +382,23 @@ def assign_auto(
     for new, old in enumerate(best_order):
         stream_of[old] = best.assignment.stream_of[new]
     return Assignment(best.assignment.streams, stream_of, best_order)
+
+
+def cost_strategies(
+    hw: Hardware, limits: LimitFn | None = None, profile: Profile | None = None
+) -> dict[Mode, Strategy]:
+    """The modes that need the device, as strategies for `npuir.analysis.partition.assign`."""
+
+    def auto(req: Request) -> Assignment:
+        return assign_auto(
+            req.prog,
+            req.pinned,
+            req.priorities,
+            req.max_streams,
+            hw,
+            limits,
+            req.reserved,
+            profile=profile,
+        )
+
+    return {Mode.AUTO: auto}

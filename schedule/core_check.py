@@ -1,0 +1,190 @@
+"""Core-limit checks on a lowered function: the stream pair rule and hold-and-wait hazards.
+
+`coreset-check` reports what `CoreChecker` finds; `coreset-partition` uses it to judge the
+limits it tries.  The rules themselves are described in `npuir.transforms.coreset_check`.
+Two streams can overlap unless one's last op happens before the other's first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
+
+from npuir.analysis.core_limits import ENGINES, CoreLimits, engines_used
+from npuir.analysis.happens_before import HappensBefore
+from npuir.analysis.manager import AnalysisManager, LoweredFunction
+from npuir.analysis.program import (
+    NodeKind,
+    Program,
+    module_streams,
+    scheduled_functions,
+)
+from npuir.backends.npu.cost import op_work, parallelism
+from npuir.backends.npu.hardware import Hardware
+from npuir.diagnostics import error
+from npuir.dialects.npu import CollectiveOp, NpuOp
+
+
+def holds_while_waiting(op: NpuOp) -> bool:
+    """Ops that accumulate cores and hold them until they have all they ask for."""
+    return op.full_core_sync or (isinstance(op, CollectiveOp) and op.uses_vector_cores)
+
+
+def _holds(op: Operation) -> bool:
+    return isinstance(op, NpuOp) and holds_while_waiting(op)
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """A full_core_sync op and a holder on another stream that can deadlock together."""
+
+    holder: int
+    other: int
+    engine: str
+    demand: int
+    other_demand: int
+
+
+@dataclass(frozen=True)
+class PairViolation:
+    """Two streams whose limited ops may together hold more cores than the device has."""
+
+    first: int
+    second: int
+    engine: str
+    counts: tuple[int, int]
+    at: int
+
+
+class Limits(Protocol):
+    """Each op's effective core counts (`CoreLimits` is one)."""
+
+    def of(self, op: NpuOp) -> Mapping[str, int]: ...
+
+
+@dataclass(frozen=True)
+class OverriddenLimits:
+    """`base` with some (op, engine) counts replaced: limits a search tries before writing them."""
+
+    base: Limits
+    overrides: Mapping[tuple[Operation, str], int]
+
+    def of(self, op: NpuOp) -> Mapping[str, int]:
+        counts = dict(self.base.of(op))
+        for engine in counts:
+            count = self.overrides.get((op, engine))
+            if count is not None:
+                counts[engine] = count
+        return counts
+
+
+class CoreChecker:
+    """Finds pair-rule violations and hazards in one lowered function.
+
+    `hb` is the function's happens-before relation when the caller already has it.
+    """
+
+    def __init__(
+        self, prog: Program, limits: Limits, hw: Hardware, hb: HappensBefore | None = None
+    ) -> None:
+        self.prog = prog
+        self.limits = limits
+        self.hw = hw
+        self.hb = hb if hb is not None else HappensBefore(prog).run()
+
+    def demand(self, n: int, engine: str) -> int:
+        """The most cores of `engine` node n may hold."""
+        op = self.prog.ops[n]
+        assert isinstance(op, NpuOp)
+        limit = self.limits.of(op)[engine]
+        if holds_while_waiting(op):
+            return limit
+        return min(limit, max(1, parallelism(self.hw, op_work(op, self.hw))))
+
+    def _can_overlap(self, s: int, t: int, span: dict[int, tuple[int, int]]) -> bool:
+        (first_s, last_s), (first_t, last_t) = span[s], span[t]
+        return not (self.hb.ordered(last_s, first_t) or self.hb.ordered(last_t, first_s))
+
+    def pair_violations(self) -> list[PairViolation]:
+        prog = self.prog
+        span: dict[int, tuple[int, int]] = {}
+        most: dict[tuple[int, str], tuple[int, int]] = {}
+        unlimited: set[tuple[int, str]] = set()
+        for n in range(len(prog)):
+            if prog.kind[n] is not NodeKind.COMPUTE:
+                continue
+            s = prog.stream[n]
+            first, _ = span.get(s, (n, n))
+            span[s] = (first, n)
+            op = prog.ops[n]
+            assert isinstance(op, NpuOp)
+            for engine in engines_used(op):
+                # An ordinary op at the device's full count is unlimited (coreset-lower
+                # writes the device count for those); only holders always count.
+                if not holds_while_waiting(op) and self.limits.of(op)[engine] >= self.hw.cores(
+                    engine
+                ):
+                    unlimited.add((s, engine))
+                    continue
+                d = self.demand(n, engine)
+                if d > most.get((s, engine), (0, -1))[0]:
+                    most[(s, engine)] = (d, n)
+        out: list[PairViolation] = []
+        streams = sorted(span)
+        for i, s in enumerate(streams):
+            for t in streams[i + 1 :]:
+                for engine in ENGINES:
+                    if {(s, engine), (t, engine)} & unlimited:
+                        continue
+                    if (s, engine) not in most or (t, engine) not in most:
+                        continue
+                    (ds, _), (dt, at) = most[(s, engine)], most[(t, engine)]
+                    if ds + dt > self.hw.cores(engine) and self._can_overlap(s, t, span):
+                        out.append(PairViolation(s, t, engine, (ds, dt), at))
+        return out
+
+    def hazards(self) -> list[Hazard]:
+        prog = self.prog
+        holders = [
+            n for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE and _holds(prog.ops[n])
+        ]
+        out: list[Hazard] = []
+        for n in holders:
+            op = prog.ops[n]
+            assert isinstance(op, NpuOp)
+            if not op.full_core_sync:
+                continue
+            for m in holders:
+                if m == n or prog.stream[m] == prog.stream[n]:
+                    continue
+                if self.hb.ordered(n, m) or self.hb.ordered(m, n):
+                    continue
+                other = prog.ops[m]
+                assert isinstance(other, NpuOp)
+                for engine in set(engines_used(op)) & set(engines_used(other)):
+                    a, b = self.demand(n, engine), self.demand(m, engine)
+                    if a + b > self.hw.cores(engine):
+                        out.append(Hazard(n, m, engine, a, b))
+        return out
+
+
+def function_checkers(
+    module: ModuleOp, hw: Hardware, cache: AnalysisManager | None = None
+) -> Iterator[tuple[FuncOp, CoreChecker]]:
+    """A `CoreChecker` for each scheduled function of a partitioned module, sharing the
+    programs and happens-before relations in `cache` when given."""
+    limits = CoreLimits(module, hw).run()
+    streams = tuple(module_streams(module))
+    manager = cache if cache is not None else AnalysisManager()
+    for func in scheduled_functions(module):
+        if not streams:
+            raise error(
+                func, "coreset-check needs a partitioned module; run stream-partition first"
+            )
+        lowered = manager.get(LoweredFunction, func, streams)
+        yield func, CoreChecker(lowered.prog, limits, hw, lowered.happens_before)

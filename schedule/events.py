@@ -1,0 +1,185 @@
+"""Event planning: the fewest `sync.record`/`sync.wait` that order a stream assignment.
+
+One implementation serves `insert-events` (which writes the plan into the IR) and every
+search that judges assignments without touching IR (`stream-partition{mode=auto}`,
+`coreset-partition`): `lowered_program` builds the compact program the passes would produce.
+
+For the stream assignment and issue order it is given, `plan_events` sweeps the program once
+along issue order, keeping a vector clock per stream (what each stream knows to have
+finished, `npuir.analysis.happens_before.ClockSweep`).  At each op it looks at the
+dependencies on other streams that the clocks do not already cover -- through stream order
+and the waits placed so far -- keeps, per producing stream, only the latest one, and drops
+any that another chosen producer's record already implies.  What is left is waited on: a
+record right after each such producer (shared by all its waits) and a wait right before the
+consumer.  `func.return` (default stream) is treated as a consumer of the last op of every
+stream, which joins all work before the function returns.
+
+Physical event ids: records are numbered in issue order, first fit; a record may reuse an id
+only when every wait on the id's previous event is ordered before it, so no wait can be
+released by the newer record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from xdsl.ir import Operation
+
+from npuir.analysis.happens_before import Clock, ClockSweep
+from npuir.analysis.partition import Assignment
+from npuir.analysis.program import DepKind, NodeKind, Program
+
+__all__ = ["EventPlan", "assign_event_ids", "lowered_program", "plan_events"]
+
+
+@dataclass
+class EventPlan:
+    """What the sweep decided for one function."""
+
+    waits_before: dict[int, list[int]]
+    """consumer node -> producer nodes whose records it waits on, in issue order."""
+    recorded: list[int]
+    """producer nodes that get a record, in issue order."""
+    event_ids: dict[int, int]
+    """producer node -> physical id of its record."""
+    cross_deps: int
+    """cross-stream dependencies found (the joins before return included)."""
+
+
+def plan_events(prog: Program, assign_ids: bool = True) -> EventPlan:
+    """The minimal waits for `prog` as assigned and ordered (see the module docstring).
+
+    Without `assign_ids` the plan has no physical ids (a search that only
+    times the result does not need them).
+    """
+    sweep = ClockSweep(len(prog.streams))
+    position = [-1] * len(prog)
+    after: dict[int, Clock] = {}
+    published: dict[int, Clock] = {}
+    last_on: dict[int, int] = {}
+    waits_before: dict[int, list[int]] = {}
+    needs_record: set[int] = set()
+    cross_deps = 0
+
+    for n in range(len(prog)):
+        s = prog.stream[n]
+        kind = prog.kind[n]
+        if kind is NodeKind.WAIT:
+            sweep.join(s, published[prog.event_of[n]])
+            continue
+        if kind is NodeKind.RECORD:
+            published[n] = sweep.snapshot(s)
+            continue
+        producers = {p for p, _ in prog.deps[n] if prog.stream[p] != s}
+        if kind is NodeKind.RETURN:
+            producers.update(last for t, last in last_on.items() if t != s)
+        cross_deps += len(producers)
+        latest: dict[int, int] = {}
+        for p in producers:
+            t = prog.stream[p]
+            if sweep.covers(s, t, position[p]):
+                continue
+            if t not in latest or position[p] > position[latest[t]]:
+                latest[t] = p
+        candidates = list(latest.values())
+        chosen = sorted(
+            p
+            for p in candidates
+            if not any(q != p and after[q][prog.stream[p]] > position[p] for q in candidates)
+        )
+        for p in chosen:
+            sweep.join(s, after[p])
+            needs_record.add(p)
+        if chosen:
+            waits_before[n] = chosen
+        position[n] = sweep.op(s)
+        if kind is NodeKind.COMPUTE:
+            last_on[s] = n
+            after[n] = sweep.snapshot(s)
+    recorded = sorted(needs_record)
+    ids = assign_event_ids(prog, recorded, waits_before, position, after) if assign_ids else {}
+    return EventPlan(waits_before, recorded, ids, cross_deps)
+
+
+def assign_event_ids(
+    prog: Program,
+    recorded: list[int],
+    waits_before: dict[int, list[int]],
+    position: list[int],
+    after: dict[int, Clock],
+) -> dict[int, int]:
+    """First-fit physical ids (see the module docstring)."""
+    waiters: dict[int, list[int]] = {}
+    for consumer, producers in waits_before.items():
+        for p in producers:
+            waiters.setdefault(p, []).append(consumer)
+    base = 1 + max((i for i in prog.event_id if i >= 0), default=-1)
+    holders: list[int] = []  # id - base -> producer whose record holds it now
+    ids: dict[int, int] = {}
+    for r in recorded:
+        t, clock = prog.stream[r], after[r]
+        for slot, holder in enumerate(holders):
+            if all(_wait_done(prog, w, r, t, clock, position) for w in waiters[holder]):
+                holders[slot] = r
+                ids[r] = base + slot
+                break
+        else:
+            ids[r] = base + len(holders)
+            holders.append(r)
+    return ids
+
+
+def _wait_done(
+    prog: Program, consumer: int, r: int, t: int, clock: Clock, position: list[int]
+) -> bool:
+    """Is the wait placed before `consumer` finished before the record after `r`?"""
+    u = prog.stream[consumer]
+    if u == t:
+        return consumer <= r
+    return clock[u] > position[consumer]
+
+
+def lowered_program(prog: Program, assignment: Assignment) -> tuple[Program, list[int]]:
+    """The compact program `stream-partition` + `insert-events` would produce.
+
+    Nodes keep their issue order; each cross-stream dependency gets the waits
+    `plan_events` chooses, a record right after its producer and waits right
+    before the consumer, exactly as the passes place them.  Also returns, per
+    lowered node, the node of `prog` it comes from (-1 for records and waits).
+    """
+    assigned = dataclasses.replace(
+        prog, stream=list(assignment.stream_of), streams=list(assignment.streams)
+    )
+    plan = plan_events(assigned, assign_ids=False)
+    recorded = set(plan.recorded)
+    out = Program(prog.func, streams=list(assignment.streams))
+    new_index: dict[int, int] = {}
+    record_node: dict[int, int] = {}
+    origin: list[int] = []
+
+    def add(
+        op: Operation, kind: NodeKind, s: int, deps: list[tuple[int, DepKind]], event_of: int = -1
+    ) -> int:
+        out.ops.append(op)
+        out.kind.append(kind)
+        out.stream.append(s)
+        out.deps.append(deps)
+        out.event_of.append(event_of)
+        out.event_id.append(-1)
+        origin.append(-1)
+        return len(out.ops) - 1
+
+    for n in range(len(prog)):
+        s = assignment.stream_of[n]
+        for p in plan.waits_before.get(n, ()):
+            add(prog.ops[n], NodeKind.WAIT, s, [], record_node[p])
+        new_index[n] = add(
+            prog.ops[n], prog.kind[n], s, [(new_index[p], k) for p, k in prog.deps[n]]
+        )
+        origin[new_index[n]] = n
+        if n in recorded:
+            r = add(prog.ops[n], NodeKind.RECORD, s, [])
+            out.event_of[r] = r
+            record_node[n] = r
+    return out, origin
