@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
-from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
+from npuir.analysis.program import defined_functions
 from npuir.diagnostics import error, op_location
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
@@ -122,15 +122,14 @@ class CoreLimits:
                 count = global_attr.count(engine)
                 if count is not None:
                     base[engine] = Limit(count, self.module)
-        for func in self.module.ops:
-            if isinstance(func, FuncOp):
-                streams = {tag: dict(v) for tag, v in module_streams.items()}
-                seen: dict[str, coreset.StreamLimitOp] = {}
-                for op in func.body.walk():
-                    if isinstance(op, coreset.StreamLimitOp):
-                        _once(seen, op, f"@{func.sym_name.data}")
-                        self._add_stream_limit(streams, op)
-                self._walk(func.body.block.ops, stream.DEFAULT_TAG, {}, streams, base)
+        for func in defined_functions(self.module):
+            streams = {tag: dict(v) for tag, v in module_streams.items()}
+            seen: dict[str, coreset.StreamLimitOp] = {}
+            for op in func.body.walk():
+                if isinstance(op, coreset.StreamLimitOp):
+                    _once(seen, op, f"@{func.sym_name.data}")
+                    self._add_stream_limit(streams, op)
+            self._walk(func.body.block.ops, stream.DEFAULT_TAG, {}, streams, base)
         return self
 
     @staticmethod

@@ -274,12 +274,20 @@ def _stream_index(op: Operation, kind: NodeKind, sym_index: dict[str, int], lowe
 
 def is_dispatcher(func: FuncOp) -> bool:
     """Whether `func` only dispatches to gear versions (it schedules nothing itself)."""
-    return any(isinstance(op, gear.DispatchOp) for op in func.body.block.ops)
+    first = func.body.blocks.first
+    return first is not None and any(isinstance(op, gear.DispatchOp) for op in first.ops)
+
+
+def defined_functions(module: ModuleOp) -> list[FuncOp]:
+    """The module's functions that have a body: external declarations
+    (`func.func private @f(...) -> ...`) name code npuir does not see."""
+    return [f for f in module.ops if isinstance(f, FuncOp) and not f.is_declaration]
 
 
 def scheduled_functions(module: ModuleOp) -> list[FuncOp]:
-    """The module's functions that run on the device's streams (not gear dispatchers)."""
-    return [f for f in module.ops if isinstance(f, FuncOp) and not is_dispatcher(f)]
+    """The module's functions that run on the device's streams (not gear
+    dispatchers, not declarations)."""
+    return [f for f in defined_functions(module) if not is_dispatcher(f)]
 
 
 def is_lowered(func: FuncOp) -> bool:
@@ -299,6 +307,7 @@ __all__ = [
     "Program",
     "StreamInfo",
     "build_program",
+    "defined_functions",
     "is_dispatcher",
     "is_lowered",
     "module_streams",

@@ -84,12 +84,17 @@ class DimsAttr(ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        def parse_i64() -> int:
+            start = parser.pos
+            value = parser.parse_integer(allow_boolean=False)
+            if not -(2**63) <= value < 2**63:
+                parser.raise_error(f"{value} does not fit in 64 bits", start, parser.pos)
+            return value
+
         def parse_entry() -> tuple[int, list[int]]:
-            dim = parser.parse_integer(allow_boolean=False)
+            dim = parse_i64()
             parser.parse_punctuation(":")
-            values = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
-            )
+            values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_i64)
             return dim, values
 
         entries = parser.parse_comma_separated_list(parser.Delimiter.ANGLE, parse_entry)

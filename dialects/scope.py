@@ -86,9 +86,12 @@ def verify_scope(op: Operation, body: Region, yield_type: type[Operation]) -> No
             f"yields ({', '.join(map(str, yielded))}) but the scope declares results "
             f"({', '.join(map(str, declared))})"
         )
-    for inner in op.walk():
-        if inner is op:
-            continue
+    # A value escaping a nested scope escapes that scope too, and the nested
+    # scope reports it when it verifies; checking only down to nested scopes
+    # keeps deep nests linear instead of checking every op once per enclosing scope.
+    pending = list(block.ops)
+    while pending:
+        inner = pending.pop()
         for result in inner.results:
             for use in result.uses:
                 if not op.is_ancestor(use.operation):
@@ -96,6 +99,15 @@ def verify_scope(op: Operation, body: Region, yield_type: type[Operation]) -> No
                         f"value defined by '{inner.name}' inside the scope is used outside "
                         "it; values leave a scope only through its yield"
                     )
+        if not _is_scope(inner):
+            pending.extend(o for region in inner.regions for b in region.blocks for o in b.ops)
+
+
+def _is_scope(op: Operation) -> bool:
+    """Whether `op` is a scope op (whose own verifier checks its body)."""
+    first = op.regions[0].blocks.first if op.regions else None
+    term = first.last_op if first is not None else None
+    return isinstance(term, ScopeYieldOp) and term.PARENT == op.name
 
 
 class ScopeYieldOp(IRDLOperation):

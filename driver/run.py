@@ -134,7 +134,7 @@ def _default_entry(module: ModuleOp) -> str:
             called.update(c for _, c in op.case_list())
             if op.fallback_name:
                 called.add(op.fallback_name)
-    candidates = [name for name in funcs if name not in called]
+    candidates = [name for name, f in funcs.items() if name not in called and not f.is_declaration]
     if not candidates:
         raise error(module, "the module has no function to run")
     if len(candidates) > 1 and "main" in candidates:
@@ -161,6 +161,8 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
                 + ", ".join(f"@{n}" for n in funcs)
                 + ")"
             )
+        if funcs[name].is_declaration:
+            raise error(funcs[name], f"@{name} is an external declaration: it has no body to run")
     return names
 
 

@@ -13,6 +13,7 @@ from xdsl.ir import Operation
 from xdsl.printer import Printer
 
 from npuir.context import NpuirContext
+from npuir.deep_stack import deep_stack
 from npuir.diagnostics import Diagnostic, DiagnosticError
 from npuir.parsing import decode_source, parse_module
 from npuir.verifier import verify
@@ -45,6 +46,7 @@ def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
     return parse_text(ctx, read_source(ctx, path), str(path))
 
 
+@deep_stack
 def print_ir(op: Operation, generic: bool = False) -> str:
     """The textual IR of `op`, ending in a newline."""
     out = StringIO()

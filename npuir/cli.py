@@ -30,6 +30,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from npuir import __version__
+from npuir.deep_stack import on_deep_stack
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
 
 __all__ = [
@@ -102,7 +103,8 @@ def run_tool(prog: str, run: Callable[[list[str]], int], argv: Sequence[str] | N
     """Call `run(argv)` under the crash contract and return the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        return run(args)
+        # Deeply nested input recurses deeply in every phase (npuir.deep_stack).
+        return on_deep_stack(run, args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

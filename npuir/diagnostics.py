@@ -94,13 +94,35 @@ class Diagnostic:
 
     def render(self, sources: SourceManager | None = None) -> str:
         where = f"{self.location}: " if self.location is not None else ""
-        out = f"{where}{self.severity}: {self.message}"
+        out = f"{where}{self.severity}: {printable(self.message)}"
         if self.location is not None and self.location.column >= 1 and sources is not None:
             line = sources.line_text(self.location)
             if line is not None:
-                caret = " " * max(self.location.column - 1, 0) + "^"
-                out += f"\n{line}\n{caret}"
+                # Control characters are shown escaped, so that a binary file's
+                # line cannot garble the terminal; the caret follows the escapes.
+                before = printable(line[: max(self.location.column - 1, 0)])
+                caret = "".join("\t" if c == "\t" else " " for c in before) + "^"
+                out += f"\n{printable(line)}\n{caret}"
         return out
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character but tab and newline (messages
+    may span lines) written as an escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in "\t\n" else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
 
 
 class DiagnosticError(Exception):

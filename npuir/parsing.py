@@ -10,27 +10,61 @@ It also places the parse errors xDSL leaves unlocated or misplaced where MLIR
 would: a constraint the declarative format checks while parsing at its op, an
 attribute that fails to verify at the attribute, an unknown op at its name,
 an undefined value at its first use.
+
+Regions are parsed with scoped value names: xDSL 0.74 copies the whole table
+of SSA names on entering every region, so a function with R `stream.switch`
+scopes and V values parses in O(R x V); here a region records the names it
+defines and forgets them when it closes, which keeps MLIR's visibility rules
+(outer values are visible inside, a region's values are not visible after
+it) at a cost of O(names the region defines).  Nesting of regions,
+attributes and types is bounded (`npuir.deep_stack.MAX_NESTING`) so that deep
+input ends in a located error rather than an exhausted stack.
+
+Where xDSL and MLIR differ, it reads what MLIR reads: an empty input is an
+empty module; an escaped string literal whose bytes are UTF-8 is a string
+(xDSL prints "é" as `"\\C3\\A9"` and would read back bytes); a location alias
+may be used before its definition, as `mlir-opt --mlir-print-debuginfo`
+prints them.  Integer literals Python cannot convert are located errors.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Attribute, AttributeInvT, Operation, SSAValue, TypeAttribute
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    IntAttr,
+    LocationAttr,
+    ModuleOp,
+    NameLoc,
+    StringAttr,
+    UnknownLoc,
+)
+from xdsl.ir import Attribute, AttributeInvT, Block, Operation, Region, SSAValue, TypeAttribute
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+from xdsl.utils.lexer import Input, Span, Token
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
+from npuir.deep_stack import MAX_NESTING, deep_stack
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
 
 SPLIT_MARKER = "// -----"
+
+_LOC_ALIAS = re.compile(r"\s*\(\s*(#[A-Za-z_][\w.$-]*)\s*\)")
+"""The rest of `loc(#alias)` after `loc`."""
+_DEFERRED = "npuir.deferred-location "
+"""Marks a placeholder location naming an alias defined further down."""
+
+MAX_DECIMAL_DIGITS = 4300
+"""Python's default limit on int <-> decimal string conversion (sys.int_info)."""
+MAX_HEX_DIGITS = 3570
+"""Hexadecimal digits whose value stays below 10**4300."""
 
 
 class _LinearLexer(MLIRLexer):
@@ -42,6 +76,35 @@ class _LinearLexer(MLIRLexer):
     """
 
     _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+    def _lex_string_literal(self, start_pos: int) -> MLIRToken:
+        # xDSL makes any escaped literal with non-ASCII bytes a bytes literal,
+        # so `"\C3\A9"` (how xDSL and MLIR print "é") would read back as
+        # bytes; as in MLIR, a literal is a string when its bytes are UTF-8.
+        token = super()._lex_string_literal(start_pos)
+        if token.kind is MLIRTokenKind.BYTES_LIT:
+            try:
+                StringLiteral.from_span(token.span).bytes_contents.decode("utf-8")
+            except UnicodeDecodeError:
+                return token
+            return Token(MLIRTokenKind.STRING_LIT, token.span)
+        return token
+
+    def lex(self) -> MLIRToken:
+        token = super().lex()
+        if token.kind is MLIRTokenKind.INTEGER_LIT:
+            # Python refuses to convert decimal strings of more than 4,300
+            # digits (and prints no int that long); a hexadecimal literal of
+            # more than 3,570 digits exceeds 10**4300 too.
+            text = token.text
+            digits = len(text) - 2 if text[:2] in ("0x", "0X") else len(text)
+            limit = MAX_HEX_DIGITS if digits != len(text) else MAX_DECIMAL_DIGITS
+            if digits > limit:
+                raise ParseError(
+                    token.span,
+                    f"integer literal of {digits} digits is too long (at most {limit})",
+                )
+        return token
 
 
 class LocatingParser(Parser):
@@ -70,17 +133,19 @@ class LocatingParser(Parser):
         self._type_cache: dict[str, TypeAttribute] = {}
         # Where each value was first used, to locate a use of an undefined one.
         self._first_uses: dict[str, Span[str]] = {}
+        # The value names each open region defined, innermost last.
+        self._region_names: list[list[str]] = []
+        # Open regions, attributes and types, against MAX_NESTING.
+        self._nesting = 0
+        # `loc(#alias)` used before the alias is defined: alias -> first use.
+        self._deferred_locs: dict[str, Span[str]] = {}
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
-        try:
+        if not allow_implicit_module:
             return super().parse_module(allow_implicit_module)
+        try:
+            return self._parse_top_level()
         except ParseError as exc:
-            # xDSL reports undefined values at the end of the input; point at
-            # the first use instead, as MLIR does.
-            if exc.msg.startswith("values used but not defined"):
-                for name in self.forward_ssa_references:
-                    if (span := self._first_uses.get(name)) is not None:
-                        raise ParseError(span, f"use of undefined value '%{name}'") from None
             # xDSL's message when a region goes on with neither an op nor '}'
             # is only its context, " in block definition".
             if exc.msg == " in block definition":
@@ -92,6 +157,133 @@ class LocatingParser(Parser):
                 )
                 raise ParseError(exc.span, msg) from None
             raise
+
+    def _parse_top_level(self) -> ModuleOp:
+        """MLIR's top level: alias definitions, file metadata and operations.
+
+        A lone `builtin.module` is the module; any other list of operations,
+        none included (an empty file, or one of comments only, as in MLIR),
+        is wrapped in one, located where its first operation is (or at the
+        start of the text).
+        """
+        ops: list[Operation] = []
+        while (kind := self._current_token.kind) is not MLIRTokenKind.EOF:
+            if kind in (MLIRTokenKind.HASH_IDENT, MLIRTokenKind.EXCLAMATION_IDENT):
+                self._parse_alias_def()
+            elif kind is MLIRTokenKind.FILE_METADATA_BEGIN:
+                self._parse_file_metadata_dictionary()
+            elif (op := self.parse_optional_operation()) is not None:
+                ops.append(op)
+            else:
+                self.raise_error("expected an operation or an alias definition")
+        for name in self.forward_ssa_references:
+            # Point at the first use of an undefined value, as MLIR does.
+            span = self._first_uses.get(name, self._current_token.span)
+            raise ParseError(span, f"use of undefined value '%{name}'")
+        if len(ops) == 1 and isinstance(ops[0], ModuleOp):
+            module = ops[0]
+        else:
+            module = ModuleOp(ops)
+            module.location = ops[0].location if ops else self._location_of(0)
+        if self._deferred_locs:
+            self._resolve_deferred_locations(module)
+        return module
+
+    def parse_optional_location(self) -> LocationAttr | None:
+        # MLIR prints location aliases after the module that uses them
+        # (`mlir-opt --mlir-print-debuginfo`) and reads them back: a location
+        # alias may be used before its definition.  Such a use gets a
+        # placeholder, replaced once the whole input is read.
+        token = self._current_token
+        if token.kind is MLIRTokenKind.BARE_IDENT and token.text == "loc":
+            match = _LOC_ALIAS.match(self.lexer.input.content, token.span.end)
+            if match is not None and match.group(1) not in self.attribute_aliases:
+                alias = match.group(1)
+                span = Span(match.start(1), match.end(1), self.lexer.input)
+                self._deferred_locs.setdefault(alias, span)
+                self._resume_from(match.end())
+                return NameLoc(StringAttr(_DEFERRED + alias), UnknownLoc())
+        return super().parse_optional_location()
+
+    def _resolve_deferred_locations(self, module: ModuleOp) -> None:
+        resolved: dict[str, LocationAttr] = {}
+        for alias, span in self._deferred_locs.items():
+            target = self.attribute_aliases.get(alias)
+            if not isinstance(target, LocationAttr):
+                raise ParseError(span, f"undefined location alias '{alias}'")
+            resolved[_DEFERRED + alias] = target
+
+        def real(loc: LocationAttr) -> LocationAttr:
+            if isinstance(loc, NameLoc) and loc.desc.data.startswith(_DEFERRED):
+                return resolved[loc.desc.data]
+            return loc
+
+        for op in module.walk():
+            op.location = real(op.location)
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        arg.location = real(arg.location)
+
+    def _location_of(self, offset: int) -> FileLineColLoc:
+        loc = self._sources.location_of_offset(self._filename, self._base_offset + offset)
+        return FileLineColLoc(self._file_attr, IntAttr(loc.line), IntAttr(loc.column))
+
+    def _enter_nesting(self) -> None:
+        self._nesting += 1
+        if self._nesting > MAX_NESTING:
+            self.raise_error(f"nesting deeper than {MAX_NESTING} levels")
+
+    def parse_optional_region(
+        self, arguments: Iterable[Parser.Argument] | None = None
+    ) -> Region | None:
+        if self._current_token.kind is not MLIRTokenKind.L_BRACE:
+            return None
+        self._enter_nesting()
+        self.parse_punctuation("{")
+        names: list[str] = []
+        self._region_names.append(names)
+        # Blocks are never visible across a region boundary, in either direction.
+        outer_blocks, outer_forward = self.blocks, self.forward_block_references
+        self.blocks, self.forward_block_references = {}, defaultdict(list)
+        try:
+            return self._parse_region_body(None if arguments is None else list(arguments))
+        finally:
+            self._nesting -= 1
+            self._region_names.pop()
+            for name in names:
+                self.ssa_values.pop(name, None)
+            self.blocks, self.forward_block_references = outer_blocks, outer_forward
+
+    def _parse_region_body(self, arguments: list[Parser.Argument] | None) -> Region:
+        """`entry-block? block* '}'` after the region's '{'."""
+        region = Region()
+        if arguments is not None:
+            # The entry block's arguments are given (a function's signature):
+            # it takes no label, and holds every op up to the first label.
+            if self._current_token.kind is MLIRTokenKind.CARET_IDENT:
+                self.raise_error("invalid block name in region with named arguments")
+            entry = Block(arg_types=[arg.type for arg in arguments])
+            for value, arg in zip(entry.args, arguments):
+                self._register_ssa_definition(arg.name.text[1:], (value,), arg.name)
+                if arg.location is not None:
+                    value.location = arg.location
+            self._parse_block_body(entry)
+            region.add_block(entry)
+        elif self._current_token.kind not in (MLIRTokenKind.CARET_IDENT, MLIRTokenKind.R_BRACE):
+            entry = Block()
+            self._parse_block_body(entry)
+            region.add_block(entry)
+        while self.parse_optional_punctuation("}") is None:
+            region.add_block(self._parse_block())
+        for name, spans in self.forward_block_references.items():
+            raise ParseError(spans[0], f"reference to an undefined block '^{name}'")
+        return region
+
+    def _register_ssa_definition(self, name: str, values: Sequence[SSAValue], span: Span) -> None:
+        super()._register_ssa_definition(name, values, span)
+        if self._region_names:
+            self._region_names[-1].append(name)
 
     def resolve_operand(
         self, operand: UnresolvedOperand, type: AttributeInvT
@@ -114,11 +306,15 @@ class LocatingParser(Parser):
 
     def parse_optional_attribute(self) -> Attribute | None:
         start = self.pos
+        self._enter_nesting()
         try:
             return super().parse_optional_attribute()
-        except VerifyException as exc:
-            # Attributes verify as they are built: point at the attribute.
+        except (VerifyException, ValueError) as exc:
+            # Attributes verify as they are built (xDSL's builtin ones raise
+            # ValueError for a value out of range): point at the attribute.
             self.raise_error(str(exc), start, self.pos)
+        finally:
+            self._nesting -= 1
 
     def parse_optional_type(self) -> TypeAttribute | None:
         start = self.pos
@@ -136,10 +332,13 @@ class LocatingParser(Parser):
                 if cached is not None:
                     self._resume_from(end + 1)
                     return cached
+        self._enter_nesting()
         try:
             parsed = super().parse_optional_type()
-        except VerifyException as exc:
+        except (VerifyException, ValueError) as exc:
             self.raise_error(str(exc), start, self.pos)
+        finally:
+            self._nesting -= 1
         if key is not None and parsed is not None:
             self._type_cache[key] = parsed
         return parsed
@@ -149,16 +348,17 @@ class LocatingParser(Parser):
         depth = len(self._op_names)
         try:
             op = super().parse_operation()
-        except VerifyException as exc:
+        except (VerifyException, ValueError) as exc:
             # The declarative format checks operand and result constraints while
-            # parsing, without a location: pin the error on the op.
+            # parsing, without a location, and a custom parser building an
+            # attribute from an out-of-range value raises ValueError: pin the
+            # error on the op.
             name = self._op_names[depth] if len(self._op_names) > depth else None
             self.raise_error(f"'{name}' op {exc}" if name else str(exc), start)
         finally:
             del self._op_names[depth:]
         if isinstance(op.location, UnknownLoc):
-            loc = self._sources.location_of_offset(self._filename, self._base_offset + start)
-            op.location = FileLineColLoc(self._file_attr, IntAttr(loc.line), IntAttr(loc.column))
+            op.location = self._location_of(start)
         return op
 
 
@@ -200,13 +400,15 @@ def decode_source(data: bytes, filename: str, sources: SourceManager | None = No
     except UnicodeDecodeError as exc:
         sources = sources if sources is not None else SourceManager()
         good = data[: exc.start].decode("utf-8")
-        sources.add(filename, data.decode("utf-8", errors="replace"))
+        # Undecodable bytes shown as `\\xNN` (the line is only displayed).
+        sources.add(filename, data.decode("utf-8", errors="backslashreplace"))
         loc = sources.location_of_offset(filename, len(good))
         raise DiagnosticError(
             Diagnostic("error", f"input is not valid UTF-8 (byte 0x{data[exc.start]:02x})", loc)
         ) from None
 
 
+@deep_stack
 def parse_module(
     ctx: Context,
     text: str,

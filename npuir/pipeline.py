@@ -21,6 +21,7 @@ from xdsl.utils.arg_spec import ArgSpec, ArgSpecParseError, parse_pipeline
 from xdsl.utils.exceptions import DiagnosticException
 
 from npuir.analysis.manager import analyses, preserved_by
+from npuir.deep_stack import deep_stack
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.gc_pause import collector_paused
 from npuir.passes import options_of
@@ -89,6 +90,7 @@ def verify_each_default() -> bool:
     return os.environ.get(VERIFY_EACH_ENV, "") not in ("", "0")
 
 
+@deep_stack
 def run_passes(
     ctx: Context,
     module: ModuleOp,

@@ -5,14 +5,18 @@ the IR and verifies op by op instead.  The dialects verify their own
 attributes wherever they are attached (`npuir.dialects.attributes`); what
 stays here is what no dialect can see: the walk that locates each error, the
 dialect attributes on ops of other dialects (a `builtin.module`, a `func.func`
-and its arguments), checked at those ops, and the order of definitions and uses.
+and its arguments), checked at those ops, the order of definitions and uses,
+and that a function has at most one block (npuir schedules straight-line
+dataflow; a declaration has none).
 """
 
 from __future__ import annotations
 
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.deep_stack import deep_stack
 from npuir.diagnostics import error
 from npuir.dialects.attributes import (
     VerifiesDialectAttributes,
@@ -21,6 +25,7 @@ from npuir.dialects.attributes import (
 )
 
 
+@deep_stack
 def verify(root: Operation) -> None:
     """Verify `root` and everything nested in it; raise a located `DiagnosticError`."""
     seen: set[Operation] = set()
@@ -34,8 +39,19 @@ def verify(root: Operation) -> None:
                 if not op.has_trait(VerifiesDialectAttributes):
                     verify_op_attributes(op)
                 op.verify(verify_nested_ops=False)
+                if isinstance(op, FuncOp):
+                    _verify_single_block(op)
             except (VerifyException, ValueError) as exc:
                 raise error(op, f"'{op.name}' op {exc}") from None
+
+
+def _verify_single_block(func: FuncOp) -> None:
+    blocks = len(func.body.blocks)
+    if blocks > 1:
+        raise VerifyException(
+            f"has {blocks} blocks: functions with control flow between blocks are not "
+            "supported (npuir schedules straight-line dataflow)"
+        )
 
 
 def _check_defined_before_use(op: Operation, seen: set[Operation]) -> None:

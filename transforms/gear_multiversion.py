@@ -41,6 +41,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from npuir.analysis.program import defined_functions
 from npuir.context import warn
 from npuir.diagnostics import DiagnosticError, error
 from npuir.dialects import gear
@@ -133,7 +134,7 @@ class GearMultiversionPass(ModulePass):
             )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for func in [f for f in op.ops if isinstance(f, FuncOp)]:
+        for func in defined_functions(op):
             dims = annotated_dims(func)
             if dims:
                 self._multiversion(ctx, op, func, dims)

@@ -291,3 +291,31 @@ def test_run_ranks_refuses_a_partial_group_unless_mirrored() -> None:
     ((ar, _, ag, _),) = run_ranks(module, [func], [[x]], mirror_peers=True)
     np.testing.assert_array_equal(ar, 2 * x)
     np.testing.assert_array_equal(ag, np.concatenate([x, x]))
+
+
+WITH_DECLARATION = """module attributes {npu.target = "910b2"} {
+  func.func private @ext(tensor<8xf16>) -> tensor<8xf16>
+  func.func @main(%a: tensor<8xf16>) -> tensor<8xf16> {
+    %0 = npu.relu %a : (tensor<8xf16>) -> tensor<8xf16>
+    func.return %0 : tensor<8xf16>
+  }
+}
+"""
+
+
+def test_a_declaration_is_skipped_when_choosing_the_entry(tmp_path: Any) -> None:
+    path = tmp_path / "decl.mlir"
+    path.write_text(WITH_DECLARATION.replace("@main", "@body"))
+    outcome = run_program(RunConfig(path=str(path), check=True))
+    assert outcome.status == 0
+    assert outcome.report["entries"] == ["body"]
+
+
+def test_a_declaration_is_refused_as_the_entry(tmp_path: Any) -> None:
+    path = tmp_path / "decl.mlir"
+    path.write_text(WITH_DECLARATION)
+    with pytest.raises(DiagnosticError) as info:
+        run_program(RunConfig(path=str(path), entry="ext"))
+    diag = info.value.diagnostic
+    assert diag.message == "@ext is an external declaration: it has no body to run"
+    assert diag.location is not None and (diag.location.line, diag.location.column) == (2, 3)

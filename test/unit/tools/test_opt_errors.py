@@ -147,8 +147,24 @@ def test_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     line, col = loc_of(GOOD, "elu %a")
     lines = stderr.splitlines()
     assert lines[0] == f"{path}:{line}:{col}: error: input is not valid UTF-8 (byte 0xff)"
-    assert lines[1] == data.decode(errors="replace").splitlines()[line - 1]
+    # The bad byte is shown escaped, the caret under it.
+    assert lines[1] == GOOD.splitlines()[line - 1].replace("npu.relu", "npu.r\\xffelu")
     assert lines[2] == " " * (col - 1) + "^"
+
+
+def test_a_binary_file_shows_its_line_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "input.mlir"
+    path.write_bytes(b"func.func @f() {\x01\x1b[31m\n  func.return\n}\n")
+    proc = run_opt(path)
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 1
+    assert "Traceback" not in stderr
+    assert stderr.splitlines() == [
+        f"{path}:1:17: error: Unexpected character: \\x01",
+        "func.func @f() {\\x01\\x1b[31m",
+        " " * 16 + "^",
+    ]
+    assert not any(c < " " for c in stderr.replace("\n", ""))
 
 
 def test_bad_type(tmp_path: Path) -> None:
