@@ -17,17 +17,20 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-## The main job: the seed model through the standard pipeline.
+## The main job: the seed model through the standard pipeline, then as written, on one
+## stream and with auto side by side, with the reasons and the recommended annotation.
 run: $(STAMP)
 	$(BIN)/npuir-run examples/seed_multistream.mlir --check
+	$(BIN)/npuir-advise examples/seed_multistream.mlir
 
-## Every test: lint, types, pytest, lit.
+## Every test: lint, types, the import contracts, pytest, lit.
 test: lint unit lit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python dev/lint_imports.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, i64
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -23,6 +23,7 @@ from xdsl.irdl import (
     param_def,
     prop_def,
     region_def,
+    traits_def,
     var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
@@ -30,6 +31,8 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import scope
+from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+from npuir.dialects.npu import LIMITED_ENGINES
 
 GLOBAL = "coreset.global"
 """Module attribute holding the global limit, a `#coreset.cores`."""
@@ -37,7 +40,8 @@ GLOBAL = "coreset.global"
 CORES = "coreset.cores"
 """Op attribute written by `coreset-lower`: the op's effective limits."""
 
-ENGINES = ("cube", "vector")
+ENGINES = LIMITED_ENGINES
+"""The engines a limit counts, in the order the syntax spells them."""
 
 # A count of 0 in `#coreset.cores` stands for "not given" (unlimited); the
 # syntax never spells it, and parsed counts must be >= 1.
@@ -156,6 +160,8 @@ class LimitOp(IRDLOperation):
 
     name = "coreset.limit"
 
+    traits = traits_def(VerifiesDialectAttributes())
+
     cube = opt_prop_def(IntegerAttr[I64])
     vector = opt_prop_def(IntegerAttr[I64])
     outputs = var_result_def()
@@ -214,9 +220,13 @@ class StreamLimitOp(IRDLOperation):
 
     name = "coreset.stream_limit"
 
+    traits = traits_def(VerifiesDialectAttributes())
+
     tag = prop_def(StringAttr)
     cube = opt_prop_def(IntegerAttr[I64])
     vector = opt_prop_def(IntegerAttr[I64])
+
+    assembly_format = "$tag (`cube` $cube^)? (`vector` $vector^)? attr-dict"
 
     def __init__(self, tag: str, cube: int | None, vector: int | None) -> None:
         props: dict[str, Attribute] = {"tag": StringAttr(tag)}
@@ -230,24 +240,18 @@ class StreamLimitOp(IRDLOperation):
         attr = self.cube if engine == "cube" else self.vector
         return None if attr is None else attr.value.data
 
-    @classmethod
-    def parse(cls, parser: Parser) -> StreamLimitOp:
-        tag = parser.parse_str_literal(" for the stream tag")
-        counts = _parse_counts(parser)
-        op = cls(tag, counts.get("cube"), counts.get("vector"))
-        op.attributes.update(parser.parse_optional_attr_dict())
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.tag.data)
-        for engine in ENGINES:
-            if (value := self.count(engine)) is not None:
-                printer.print_string(f" {engine} {value}")
-        printer.print_op_attributes(self.attributes)
-
     def verify_(self) -> None:
         _check_counts({e: self.count(e) for e in ENGINES})
 
 
-Coreset = Dialect("coreset", [LimitOp, YieldOp, StreamLimitOp], [CoresAttr])
+class CoresetAttributeVerifier(AttributeVerifier):
+    """`coreset.global` (on the module) and `coreset.cores` (on an op) hold a `#coreset.cores`."""
+
+    def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        if name in (GLOBAL, CORES) and not isinstance(value, CoresAttr):
+            raise VerifyException(f"'{name}' must be a #coreset.cores attribute, got {value}")
+
+
+Coreset = Dialect(
+    "coreset", [LimitOp, YieldOp, StreamLimitOp], [CoresAttr], [CoresetAttributeVerifier()]
+)

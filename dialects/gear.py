@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     DenseArrayBase,
     FunctionType,
@@ -21,7 +22,8 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -29,12 +31,17 @@ from xdsl.irdl import (
     opt_prop_def,
     param_def,
     prop_def,
+    traits_def,
     var_operand_def,
     var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.traits import SymbolTable, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
+
+from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+from npuir.dialects.npu import compatible
 
 DIMS = "gear.dims"
 """Argument attribute: the gear values of each annotated dim, a `#gear.dims`."""
@@ -118,6 +125,62 @@ class DimsAttr(ParametrizedAttribute):
                     )
 
 
+class DispatchSymbolUser(SymbolUserOpInterface):
+    """`gear.dispatch` names functions: each must exist and take what it is given.
+
+    A case's callee takes the dispatcher's operands and gives its results, with
+    static dims agreeing, and each gear dim it fixes equals the case's value (a
+    `?` there accepts any); the default version takes the dispatcher's types.
+    This is the check MLIR's `verifySymbolUses` makes for `func.call`, so a
+    wrong callee fails at `npuir-opt` time rather than when the dispatch runs.
+    """
+
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, DispatchOp)
+        # The case structure comes first: the checks below index by it.
+        op.verify_cases()
+        pairs = op.dim_pairs()
+        for values, callee in op.case_list():
+            func = _callee(op, callee)
+            _check_signature(op, func)
+            for (arg, dim), value in zip(pairs, values):
+                ty = func.function_type.inputs.data[arg]
+                assert isinstance(ty, TensorType)
+                got = ty.get_shape()[dim]
+                if got != DYNAMIC_INDEX and got != value:
+                    raise VerifyException(
+                        f"case {list(values)} calls @{callee}, whose argument {arg} has "
+                        f"{got} in dim {dim}, not the gear value {value}"
+                    )
+        if op.fallback_name is not None:
+            _check_signature(op, _callee(op, op.fallback_name))
+
+
+def _callee(op: DispatchOp, name: str) -> FuncOp:
+    found = SymbolTable.lookup_symbol(op, name)
+    if found is None:
+        raise VerifyException(f"@{name} does not name a function in the module")
+    if not isinstance(found, FuncOp):
+        raise VerifyException(f"@{name} names a '{found.name}', not a function")
+    return found
+
+
+def _check_signature(op: DispatchOp, func: FuncOp) -> None:
+    name = func.sym_name.data
+    inputs, outputs = func.function_type.inputs.data, func.function_type.outputs.data
+    if len(inputs) != len(op.args) or len(outputs) != len(op.outputs):
+        raise VerifyException(
+            f"@{name} takes {len(inputs)} arguments and gives {len(outputs)} results; "
+            f"the dispatcher passes {len(op.args)} and expects {len(op.outputs)}"
+        )
+    for i, (want, given) in enumerate(zip(inputs, op.args.types)):
+        if not compatible(want, given):
+            raise VerifyException(f"@{name} takes {want} as argument {i}, not {given}")
+    for i, (gives, expected) in enumerate(zip(outputs, op.outputs.types)):
+        if not compatible(gives, expected):
+            raise VerifyException(f"@{name} gives {gives} as result {i}, not {expected}")
+
+
 @irdl_op_definition
 class DispatchOp(IRDLOperation):
     """Calls the static version whose gear matches the arguments' shapes.
@@ -140,6 +203,8 @@ class DispatchOp(IRDLOperation):
     cases = prop_def(ArrayAttr[DenseArrayBase])
     callees = prop_def(ArrayAttr[SymbolRefAttr])
     fallback = opt_prop_def(SymbolRefAttr)
+
+    traits = traits_def(DispatchSymbolUser(), VerifiesDialectAttributes())
 
     def __init__(
         self,
@@ -219,6 +284,10 @@ class DispatchOp(IRDLOperation):
         printer.print_attribute(FunctionType.from_lists(self.args.types, self.outputs.types))
 
     def verify_(self) -> None:
+        self.verify_cases()
+
+    def verify_cases(self) -> None:
+        """The (argument, dim) pairs exist and every case gives one value per pair."""
         pairs = self.dim_pairs()
         if len(self.dims) % 2:
             raise VerifyException("dims must list (argument, dim) pairs")
@@ -243,4 +312,35 @@ def policy_of(attrs: dict[str, Attribute]) -> str | None:
     return value.data if isinstance(value, StringAttr) else None
 
 
-Gear = Dialect("gear", [DispatchOp], [DimsAttr])
+class GearAttributeVerifier(AttributeVerifier):
+    """`gear.policy` on a function is "zip" or "product"; `gear.dims` on one of its
+    arguments is a `#gear.dims` whose dims exist and are dynamic in that argument."""
+
+    def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        if name == POLICY and (not isinstance(value, StringAttr) or value.data not in POLICIES):
+            raise VerifyException(f'\'{POLICY}\' must be "zip" or "product", got {value}')
+
+    def verify_argument_attribute(
+        self, func: FuncOp, index: int, name: str, value: Attribute
+    ) -> None:
+        if name != DIMS:
+            return
+        if not isinstance(value, DimsAttr):
+            raise VerifyException(f"argument {index}: '{DIMS}' must be a #gear.dims attribute")
+        ty = func.function_type.inputs.data[index]
+        if not isinstance(ty, TensorType):
+            raise VerifyException(f"argument {index}: gears apply to tensor arguments")
+        shape = ty.get_shape()
+        for dim, _ in value.items():
+            if dim >= len(shape):
+                raise VerifyException(
+                    f"argument {index}: gear dim {dim} is out of range for {ty} (rank {len(shape)})"
+                )
+            if shape[dim] != DYNAMIC_INDEX:
+                raise VerifyException(
+                    f"argument {index}: gear dim {dim} of {ty} is static ({shape[dim]}); "
+                    "only dynamic ('?') dims take gears"
+                )
+
+
+Gear = Dialect("gear", [DispatchOp], [DimsAttr], [GearAttributeVerifier()])

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    AnyFloat,
+    I64,
     BFloat16Type,
     DenseArrayBase,
     Float16Type,
@@ -37,23 +37,32 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    Signedness,
     StringAttr,
     TensorType,
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, AttributeCovT, Dialect, Operation, SSAValue
 from xdsl.irdl import (
+    AttrConstraint,
     IRDLOperation,
+    MessageConstraint,
+    attr_def,
     irdl_op_definition,
     operand_def,
     opt_attr_def,
+    opt_operand_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
+from xdsl.irdl.constraints import VerificationContext
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+
+from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
 
 DYN = DYNAMIC_INDEX
 """A dynamic dim in a shape tuple."""
@@ -61,8 +70,15 @@ DYN = DYNAMIC_INDEX
 TARGET = "npu.target"
 """Module attribute naming the target device preset, e.g. "910b2"."""
 
+OP_NAME = "npu.op_name"
+"""The operator's original name (GE op name, FX node name), set by the importers: the key
+profiles and advice match ops by."""
+
 FULL_CORE_SYNC = "full_core_sync"
 """Unit attribute: the op must hold all the cores it asks for before it starts."""
+
+OP_NAME = "npu.op_name"
+"""Op attribute an importer sets to the operator's original name (GE op, FX node)."""
 
 Shape = tuple[int, ...]
 
@@ -74,6 +90,19 @@ class Engine(StrEnum):
     VECTOR = "vector"
     AICPU = "aicpu"
     COMM = "comm"
+
+
+# The one definition of the engines; every other list of them derives from these.
+ENGINES: tuple[str, ...] = tuple(e.value for e in Engine)
+"""Every engine's name, in `Engine` order."""
+
+CORE_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value, Engine.AICPU.value)
+"""The engines that own a pool of cores on a device.  Collectives (`comm`) run on
+the links, or in `aiv` mode borrow vector cores."""
+
+LIMITED_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value)
+"""The AI Core's engines, whose core counts `coreset` limits (TorchAir's
+`limit_core_num` takes cube and vector counts)."""
 
 
 # --------------------------------------------------------------------------
@@ -102,7 +131,7 @@ def element_bytes(elem: Attribute) -> int:
 
 
 def dtype_name(elem: Attribute) -> str:
-    """The short name the backend uses: f16, bf16, f32, i1, i32, i64."""
+    """The short name the backend uses: f16, bf16, f32, i1, i8 .. i64, ui8 .. ui64."""
     if isinstance(elem, Float16Type):
         return "f16"
     if isinstance(elem, BFloat16Type):
@@ -110,7 +139,8 @@ def dtype_name(elem: Attribute) -> str:
     if isinstance(elem, Float32Type):
         return "f32"
     if isinstance(elem, IntegerType):
-        return f"i{elem.width.data}"
+        unsigned = elem.signedness.data == Signedness.UNSIGNED
+        return f"{'ui' if unsigned else 'i'}{elem.width.data}"
     raise VerifyException(f"unsupported element type {elem}")
 
 
@@ -174,17 +204,45 @@ def _int_attr(op: Operation, name: str, default: int) -> int:
     return attr.value.data if isinstance(attr, IntegerAttr) else default
 
 
-def _array_attr(op: Operation, name: str) -> tuple[int, ...] | None:
-    attr = op.attributes.get(name)
-    if attr is None:
-        return None
-    assert isinstance(attr, DenseArrayBase)
+def _ints(attr: DenseArrayBase[I64]) -> tuple[int, ...]:
     return tuple(int(x) for x in attr.get_values())
 
 
 def _str_attr(op: Operation, name: str, default: str) -> str:
     attr = op.attributes.get(name)
     return attr.data if isinstance(attr, StringAttr) else default
+
+
+# --------------------------------------------------------------------------
+# Attribute constraints
+# --------------------------------------------------------------------------
+
+
+class _Spelled(MessageConstraint[AttributeCovT]):
+    """A constraint whose failure says how the attribute is spelled.
+
+    xDSL's own messages name a parameter (`Expected attribute i64 but got f32`)
+    rather than the attribute; this one gives the whole spelling instead, in one
+    line, as npuir's diagnostics are.
+    """
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        try:
+            self.constr.verify(attr, constraint_context)
+        except VerifyException:
+            raise VerifyException(f"{self.message}, got {attr}") from None
+
+
+def _i64_array(name: str) -> AttrConstraint[DenseArrayBase[I64]]:
+    return _Spelled(DenseArrayBase.constr(i64), f"'{name}' must be an i64 array (array<i64: ...>)")
+
+
+def _i64(name: str) -> AttrConstraint[IntegerAttr[I64]]:
+    return _Spelled(IntegerAttr[I64], f"'{name}' must be an i64 integer (N : i64)")
+
+
+def _f32(name: str) -> AttrConstraint[FloatAttr[Float32Type]]:
+    return _Spelled(FloatAttr[Float32Type], f"'{name}' must be an f32 float (X : f32)")
 
 
 # --------------------------------------------------------------------------
@@ -197,6 +255,8 @@ class NpuOp(IRDLOperation):
 
     ENGINE: ClassVar[Engine]
     IS_FULL_CORE_SYNC: ClassVar[bool] = False
+
+    traits = traits_def(VerifiesDialectAttributes())
 
     @property
     def engine(self) -> Engine:
@@ -302,7 +362,7 @@ class CollectiveOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.COMM
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    group_size_attr = opt_attr_def(IntegerAttr, attr_name="group_size")
+    group_size_attr = attr_def(_i64("group_size"), attr_name="group_size")
     mode_attr = opt_attr_def(StringAttr, attr_name="mode")
     group_attr = opt_attr_def(StringAttr, attr_name="group")
 
@@ -310,7 +370,7 @@ class CollectiveOp(NpuOp):
 
     @property
     def group_size(self) -> int:
-        return _int_attr(self, "group_size", 1)
+        return self.group_size_attr.value.data
 
     @property
     def mode(self) -> str:
@@ -320,11 +380,14 @@ class CollectiveOp(NpuOp):
     def group(self) -> str:
         return _str_attr(self, "group", "world")
 
-    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+    def verify_(self) -> None:
         if self.group_size < 1:
             raise VerifyException(f"group_size must be >= 1, got {self.group_size}")
         if self.mode not in self.MODES:
             raise VerifyException(f'mode must be "sdma" or "aiv", got "{self.mode}"')
+        super().verify_()
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
         assert isinstance(ty, TensorType)
         shape = shape_of(ty)
@@ -592,12 +655,12 @@ class GeluOp(UnaryOp):
     FLOPS_PER_ELEMENT: ClassVar[int] = 8
     approximate = opt_attr_def(StringAttr)
 
-    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+    def verify_(self) -> None:
         if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
             raise VerifyException(
                 f'approximate must be "tanh" or "none", got "{self.approximate.data}"'
             )
-        return [operand_types[0]]
+        super().verify_()
 
 
 @irdl_op_definition
@@ -668,7 +731,7 @@ class SwigluOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(IntegerAttr)
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -699,7 +762,7 @@ class SoftmaxOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(IntegerAttr)
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -724,8 +787,13 @@ class RmsNormOp(NpuOp):
     input = operand_def(TensorType)
     gamma = operand_def(TensorType)
     result = result_def(TensorType)
-    epsilon = opt_attr_def(FloatAttr[AnyFloat])
+    epsilon = opt_attr_def(_f32("epsilon"))
     traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if self.epsilon is not None and self.epsilon.value.data <= 0:
+            raise VerifyException("epsilon must be > 0")
+        super().verify_()
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         x, g = operand_types
@@ -740,8 +808,6 @@ class RmsNormOp(NpuOp):
             )
         if x.element_type != g.element_type:
             raise VerifyException("input and gamma element types differ")
-        if self.epsilon is not None and self.epsilon.value.data <= 0:
-            raise VerifyException("epsilon must be > 0")
         return [x]
 
     def flops(self) -> int:
@@ -754,14 +820,14 @@ class ReduceOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axes = opt_attr_def(DenseArrayBase)
+    axes = opt_attr_def(_i64_array("axes"))
     keepdims = opt_attr_def(UnitAttr)
     traits = traits_def(Pure())
 
     def reduced_axes(self, rank: int) -> set[int]:
-        axes = _array_attr(self, "axes")
-        if axes is None:
+        if self.axes is None:
             return set(range(rank))
+        axes = _ints(self.axes)
         norm = [normalize_axis(a, rank) for a in axes]
         if len(set(norm)) != len(norm):
             raise VerifyException(f"axes {list(axes)} name an axis twice")
@@ -822,16 +888,14 @@ class TransposeOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    perm = opt_attr_def(DenseArrayBase)
+    perm = attr_def(_i64_array("perm"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
         assert isinstance(ty, TensorType)
         shape = shape_of(ty)
-        perm = _array_attr(self, "perm")
-        if perm is None:
-            raise VerifyException("needs 'perm'")
+        perm = _ints(self.perm)
         if sorted(perm) != list(range(len(shape))):
             raise VerifyException(
                 f"perm {list(perm)} is not a permutation of the {len(shape)} dims"
@@ -901,7 +965,7 @@ class ConcatOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(IntegerAttr)
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -943,27 +1007,33 @@ class SliceOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    offsets = opt_attr_def(DenseArrayBase)
-    sizes = opt_attr_def(DenseArrayBase)
-    strides = opt_attr_def(DenseArrayBase)
+    offsets = attr_def(_i64_array("offsets"))
+    sizes = attr_def(_i64_array("sizes"))
+    strides = opt_attr_def(_i64_array("strides"))
     traits = traits_def(Pure())
+
+    def _strides(self, rank: int) -> tuple[int, ...]:
+        return (1,) * rank if self.strides is None else _ints(self.strides)
+
+    def verify_(self) -> None:
+        offsets, sizes = _ints(self.offsets), _ints(self.sizes)
+        for i, (o, n, s) in enumerate(zip(offsets, sizes, self._strides(len(offsets)))):
+            if o < 0 or n < 0 or s < 1:
+                raise VerifyException(f"dim {i}: offset and size must be >= 0 and stride >= 1")
+        super().verify_()
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
         assert isinstance(ty, TensorType)
         shape = shape_of(ty)
-        offsets, sizes = _array_attr(self, "offsets"), _array_attr(self, "sizes")
-        if offsets is None or sizes is None:
-            raise VerifyException("needs 'offsets' and 'sizes'")
-        strides = _array_attr(self, "strides") or (1,) * len(shape)
+        offsets, sizes = _ints(self.offsets), _ints(self.sizes)
+        strides = self._strides(len(shape))
         if not len(offsets) == len(sizes) == len(strides) == len(shape):
             raise VerifyException(
                 f"offsets, sizes and strides need one entry per dim ({len(shape)})"
             )
         out: list[int] = []
         for i, (d, o, n, s) in enumerate(zip(shape, offsets, sizes, strides)):
-            if o < 0 or n < 0 or s < 1:
-                raise VerifyException(f"dim {i}: offset and size must be >= 0 and stride >= 1")
             if d != DYN and o + n > d:
                 raise VerifyException(f"dim {i}: offset {o} + size {n} exceeds the dim ({d})")
             out.append(-(-n // s))
@@ -984,7 +1054,7 @@ class GatherOp(NpuOp):
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(IntegerAttr)
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -1011,16 +1081,14 @@ class TopkOp(NpuOp):
     input = operand_def(TensorType)
     values = result_def(TensorType)
     indices = result_def(TensorType)
-    k = opt_attr_def(IntegerAttr)
-    axis = opt_attr_def(IntegerAttr)
+    k = attr_def(_i64("k"))
+    axis = opt_attr_def(_i64("axis"))
     traits = traits_def(Pure())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
         assert isinstance(ty, TensorType)
         shape = list(shape_of(ty))
-        if self.k is None:
-            raise VerifyException("needs 'k'")
         k = self.k.value.data
         ax = normalize_axis(_int_attr(self, "axis", -1), len(shape))
         if k < 1 or (shape[ax] != DYN and k > shape[ax]):
@@ -1031,7 +1099,7 @@ class TopkOp(NpuOp):
     def flops(self) -> int:
         shape = shape_of(self.input.type)
         n = num_elements(shape)
-        return n * max(1, math.ceil(math.log2(max(2, self.k.value.data if self.k else 2))))
+        return n * max(1, math.ceil(math.log2(max(2, self.k.value.data))))
 
 
 @irdl_op_definition
@@ -1139,6 +1207,301 @@ class AllToAllOp(CollectiveOp):
 
 
 # --------------------------------------------------------------------------
+# Imported-graph ops: convolution, pooling, layout, unmapped operators
+# --------------------------------------------------------------------------
+
+
+def _pair(op: Operation, name: str, default: int, count: int = 2) -> tuple[int, ...]:
+    attr = op.attributes.get(name)
+    if attr is None:
+        return (default,) * count
+    if not isinstance(attr, DenseArrayBase):
+        raise VerifyException(f"'{name}' must be an array<i64: ...>, got {attr}")
+    values = tuple(int(x) for x in attr.get_values())
+    if len(values) != count:
+        raise VerifyException(f"'{name}' needs {count} values, got {len(values)}")
+    return values
+
+
+def _window_extent(
+    size: int, kernel: int, stride: int, pad: int, dilation: int, ceil: bool = False
+) -> int:
+    """Output extent of a sliding window (the convolution / pooling formula)."""
+    if size == DYN:
+        return DYN
+    span = size + pad - dilation * (kernel - 1) - 1
+    if span < 0:
+        raise VerifyException(
+            f"a window of {kernel} (dilation {dilation}) does not fit an extent of {size} "
+            f"with {pad} padding"
+        )
+    return (-(-span // stride) if ceil else span // stride) + 1
+
+
+def _check_window_attrs(strides: Sequence[int], pads: Sequence[int], dil: Sequence[int]) -> None:
+    if any(s < 1 for s in strides) or any(d < 1 for d in dil):
+        raise VerifyException("strides and dilations must be >= 1")
+    if any(p < 0 for p in pads):
+        raise VerifyException("pads must be >= 0")
+
+
+def _accumulator(elem: Attribute) -> Attribute:
+    """The element type a cube op writes: i32 for 8-bit integer operands, else the input's."""
+    if isinstance(elem, IntegerType) and elem.width.data == 8:
+        return IntegerType(32)
+    return elem
+
+
+@irdl_op_definition
+class Conv2dOp(NpuOp):
+    """2-D convolution on the cube unit: `x` is NCHW, `w` is [O, C/groups, KH, KW].
+
+    `strides` and `dilations` are `(h, w)`, `pads` is `(top, bottom, left,
+    right)`; all default to 1 (pads to 0), `groups` to 1.  The optional third
+    operand is a bias of O elements.  8-bit integer operands accumulate into an
+    i32 result (the cube's int8 path); other types keep the input's type.  FLOPs
+    are the real multiply-adds of the direct convolution.
+
+    ```mlir
+    %y = npu.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf16>, tensor<4x3x3x3xf16>) -> tensor<1x4x4x4xf16>
+    ```
+    """
+
+    name = "npu.conv2d"
+    ENGINE: ClassVar[Engine] = Engine.CUBE
+    input = operand_def(TensorType)
+    filter = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = opt_attr_def(DenseArrayBase)
+    pads = opt_attr_def(DenseArrayBase)
+    dilations = opt_attr_def(DenseArrayBase)
+    groups = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def window(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int]:
+        """`(strides, pads, dilations, groups)` with their defaults."""
+        strides = _pair(self, "strides", 1)
+        pads = _pair(self, "pads", 0, 4)
+        dil = _pair(self, "dilations", 1)
+        _check_window_attrs(strides, pads, dil)
+        groups = _int_attr(self, "groups", 1)
+        if groups < 1:
+            raise VerifyException(f"groups must be >= 1, got {groups}")
+        return strides, pads, dil, groups
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        x, w = operand_types[0], operand_types[1]
+        assert isinstance(x, TensorType) and isinstance(w, TensorType)
+        if x.get_num_dims() != 4 or w.get_num_dims() != 4:
+            raise VerifyException("input (NCHW) and filter (OIHW) must be rank-4 tensors")
+        if x.element_type != w.element_type:
+            raise VerifyException(
+                f"input and filter element types differ: {x.element_type} and {w.element_type}"
+            )
+        (n, c, h, wd), (o, cg, kh, kw) = shape_of(x), shape_of(w)
+        strides, pads, dil, groups = self.window()
+        if c != DYN and cg != DYN and c != cg * groups:
+            raise VerifyException(
+                f"input has {c} channels but the filter takes {cg} per group x {groups} groups"
+            )
+        if o != DYN and o % groups:
+            raise VerifyException(f"{o} output channels do not split into {groups} groups")
+        elem = _accumulator(x.element_type)
+        if len(operand_types) > 2:
+            b = operand_types[2]
+            assert isinstance(b, TensorType)
+            if b.element_type != elem or shape_of(b) not in ((o,), (1, o, 1, 1)):
+                raise VerifyException(
+                    f"bias must be tensor<{o}x{elem}> (one value per output channel), got {b}"
+                )
+        ho = _window_extent(h, kh, strides[0], pads[0] + pads[1], dil[0])
+        wo = _window_extent(wd, kw, strides[1], pads[2] + pads[3], dil[1])
+        return [_tensor(elem, (n, o, ho, wo))]
+
+    def gemm_extent(self) -> tuple[int, int, int]:
+        """The implicit GEMM `(M, N, K)`: M = N*Ho*Wo output pixels, N = O, K = C/g*KH*KW."""
+        n, o, ho, wo = (1 if d == DYN else d for d in shape_of(self.result.type))
+        _, cg, kh, kw = (1 if d == DYN else d for d in shape_of(self.filter.type))
+        return n * ho * wo, o, cg * kh * kw
+
+    def flops(self) -> int:
+        m, n, k = self.gemm_extent()
+        return 2 * m * n * k
+
+
+class PoolKind(StrEnum):
+    """What `npu.pool2d` computes over each window."""
+
+    MAX = "max"
+    AVG = "avg"
+
+
+@irdl_op_definition
+class Pool2dOp(NpuOp):
+    """2-D max or average pooling of an NCHW tensor on the vector unit.
+
+    `kind` is "max" or "avg"; `window`, `strides` are `(h, w)` and `pads`
+    `(top, bottom, left, right)`; `ceil_mode` rounds the output extent up
+    (Caffe's rule).  An average divides by the window size, padding included.
+
+    ```mlir
+    %y = npu.pool2d %x {kind = "max", window = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode} : (tensor<1x4x8x8xf16>) -> tensor<1x4x4x4xf16>
+    ```
+    """
+
+    name = "npu.pool2d"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    kind = opt_attr_def(StringAttr)
+    window = opt_attr_def(DenseArrayBase)
+    strides = opt_attr_def(DenseArrayBase)
+    pads = opt_attr_def(DenseArrayBase)
+    ceil_mode = opt_attr_def(UnitAttr)
+    traits = traits_def(Pure())
+
+    @property
+    def pool_kind(self) -> PoolKind:
+        text = _str_attr(self, "kind", "")
+        if text not in tuple(PoolKind):
+            raise VerifyException(f'kind must be "max" or "avg", got "{text}"')
+        return PoolKind(text)
+
+    def window_size(self) -> tuple[int, ...]:
+        if self.window is None:
+            raise VerifyException("needs 'window'")
+        window = _pair(self, "window", 1)
+        if any(k < 1 for k in window):
+            raise VerifyException("window extents must be >= 1")
+        return window
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        ty = operand_types[0]
+        assert isinstance(ty, TensorType)
+        if ty.get_num_dims() != 4:
+            raise VerifyException("input must be a rank-4 (NCHW) tensor")
+        _ = self.pool_kind  # checks the attribute
+        kh, kw = self.window_size()
+        strides, pads = _pair(self, "strides", 1), _pair(self, "pads", 0, 4)
+        _check_window_attrs(strides, pads, (1, 1))
+        n, c, h, w = shape_of(ty)
+        ceil = self.ceil_mode is not None
+        ho = _window_extent(h, kh, strides[0], pads[0] + pads[1], 1, ceil)
+        wo = _window_extent(w, kw, strides[1], pads[2] + pads[3], 1, ceil)
+        return [_tensor(ty.element_type, (n, c, ho, wo))]
+
+    def flops(self) -> int:
+        kh, kw = self.window_size()
+        return kh * kw * num_elements(shape_of(self.result.type))
+
+
+@irdl_op_definition
+class LayoutTransformOp(NpuOp):
+    """Rewrites a tensor from one memory layout to another (GE's TransData).
+
+    IR tensors carry logical shapes, so the values and type do not change; the
+    op costs the data movement of reading and writing the whole tensor.
+    `src_format` and `dst_format` name the layouts (e.g. "NC1HWC0", "NCHW").
+
+    ```mlir
+    %y = npu.layout_transform %x {src_format = "NC1HWC0", dst_format = "NCHW"} : (tensor<1x64x4x4xf16>) -> tensor<1x64x4x4xf16>
+    ```
+    """
+
+    name = "npu.layout_transform"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    src_format = opt_attr_def(StringAttr)
+    dst_format = opt_attr_def(StringAttr)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        if self.src_format is None or self.dst_format is None:
+            raise VerifyException("needs 'src_format' and 'dst_format'")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    """`x` where positive, `negative_slope * x` elsewhere (default slope 0: relu).
+
+    ```mlir
+    %y = npu.leaky_relu %x {negative_slope = 1.000000e-01 : f32} : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.leaky_relu"
+    FLOPS_PER_ELEMENT: ClassVar[int] = 2
+    negative_slope = opt_attr_def(FloatAttr)
+
+
+GE_TYPE = "ge_type"
+"""`npu.opaque`'s attribute naming the operator type it stands for."""
+
+ENGINE_ATTR = "engine"
+"""`npu.opaque`'s attribute naming the unit it runs on."""
+
+
+@irdl_op_definition
+class OpaqueOp(NpuOp):
+    """An operator an importer could not map, kept with its tensors and engine.
+
+    `ge_type` names the original operator type and `engine` the unit it runs on
+    ("cube", "vector" or "aicpu").  Its cost comes from its tensor sizes (one
+    operation per result element, every operand and result moved once); it has
+    no numeric kernel, so numeric runs stop at it with an error naming it.
+
+    ```mlir
+    %q = npu.opaque %x, %s {ge_type = "AscendQuant", engine = "vector"} : (tensor<1x64xf32>, tensor<64xf32>) -> tensor<1x64xi8>
+    ```
+    """
+
+    name = "npu.opaque"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    ge_type = attr_def(StringAttr)
+    engine_name = attr_def(StringAttr, attr_name=ENGINE_ATTR)
+
+    ENGINES: ClassVar[tuple[Engine, ...]] = (Engine.CUBE, Engine.VECTOR, Engine.AICPU)
+
+    def __init__(
+        self,
+        ge_type: str,
+        engine: Engine,
+        operands: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+    ) -> None:
+        super().__init__(
+            operands=[operands],
+            result_types=[result_types],
+            attributes={GE_TYPE: StringAttr(ge_type), ENGINE_ATTR: StringAttr(engine.value)},
+        )
+
+    @property
+    def engine(self) -> Engine:
+        text = self.engine_name.data
+        for engine in self.ENGINES:
+            if engine.value == text:
+                return engine
+        names = ", ".join(f'"{e.value}"' for e in self.ENGINES)
+        raise VerifyException(f'engine must be one of {names}, got "{text}"')
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        _ = self.engine  # checks the attribute
+        if not self.ge_type.data:
+            raise VerifyException("ge_type must name the original operator type")
+        if not operand_types and not self.results:
+            raise VerifyException("needs at least one operand or result")
+        return list(self.result_types)
+
+    def flops(self) -> int:
+        return sum(num_elements(shape_of(r.type)) for r in self.results)
+
+
+# --------------------------------------------------------------------------
 # Module-level helpers
 # --------------------------------------------------------------------------
 
@@ -1147,6 +1510,15 @@ def target_of(module: ModuleOp) -> str | None:
     """The device preset a module names with `npu.target`, if any."""
     attr = module.attributes.get(TARGET)
     return attr.data if isinstance(attr, StringAttr) else None
+
+
+class NpuAttributeVerifier(AttributeVerifier):
+    """`npu.target` names a device preset (which presets exist is the backend's
+    business; the dialect checks the spelling)."""
+
+    def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        if name == TARGET and (not isinstance(value, StringAttr) or not value.data):
+            raise VerifyException(f"'{TARGET}' must be a non-empty string naming a device preset")
 
 
 NPU_OPS: tuple[type[NpuOp], ...] = (
@@ -1182,6 +1554,11 @@ NPU_OPS: tuple[type[NpuOp], ...] = (
     ReduceScatterOp,
     AllGatherOp,
     AllToAllOp,
+    Conv2dOp,
+    Pool2dOp,
+    LayoutTransformOp,
+    LeakyReluOp,
+    OpaqueOp,
 )
 
-Npu = Dialect("npu", list(NPU_OPS), [])
+Npu = Dialect("npu", list(NPU_OPS), [], [NpuAttributeVerifier()])

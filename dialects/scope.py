@@ -22,6 +22,8 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.dialects.attributes import VerifiesDialectAttributes
+
 
 def parse_result_types(parser: Parser) -> list[Attribute]:
     """`-> t1, t2` (parentheses allowed), or nothing."""
@@ -103,7 +105,7 @@ class ScopeYieldOp(IRDLOperation):
 
     values = var_operand_def()
 
-    traits = traits_def(IsTerminator())
+    traits = traits_def(IsTerminator(), VerifiesDialectAttributes())
 
     assembly_format = "($values^ `:` type($values))? attr-dict"
 

@@ -14,6 +14,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     I64,
     IntegerAttr,
+    ModuleOp,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
@@ -39,6 +40,7 @@ from xdsl.traits import SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import scope
+from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
 
 DEFAULT_TAG = "default"
 """The tag of the stream that ops outside any `stream.switch` run on."""
@@ -77,6 +79,8 @@ class SwitchOp(IRDLOperation):
     """
 
     name = "stream.switch"
+
+    traits = traits_def(VerifiesDialectAttributes())
 
     tag = prop_def(StringAttr)
     priority = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
@@ -135,9 +139,16 @@ class SwitchOp(IRDLOperation):
 class WaitTensorOp(IRDLOperation):
     """Returns `tensor`, ordered after the op that produced `dep` has finished.
 
-    TorchAir's `npu_wait_tensor(self, dep)` orders every later user of `self`;
-    in SSA those users consume this op's result instead.  A `dep` that is a
-    function argument orders nothing (arguments are ready at the start).
+    TorchAir's `npu_wait_tensor(self, dep)` (seed 001) orders *every* node that
+    uses `self` after the wait: TorchAir code writes it as a statement and keeps
+    using `self`.  So every use of `tensor` that comes after this op in program
+    order -- later in the same block, or nested in a later op's regions -- is
+    ordered after `dep`, whether it uses the result or `tensor` itself.
+    `stream-partition` makes that explicit by first pointing those uses at the
+    result.  A `dep` that is a function argument orders nothing (arguments are
+    ready at the start).  The op stays in the lowered IR (a no-op there), so the
+    ordering it asks for stays visible: `sync-verify` and the simulator's race
+    check refuse a lowered program whose events do not implement it.
 
     ```mlir
     %w = stream.wait_tensor %b after %sum : tensor<8x8xf16>, tensor<8x8xf16>
@@ -145,6 +156,8 @@ class WaitTensorOp(IRDLOperation):
     """
 
     name = "stream.wait_tensor"
+
+    traits = traits_def(VerifiesDialectAttributes())
 
     T: ClassVar = VarConstraint("T", base(TensorType))
 
@@ -174,9 +187,13 @@ class DeclOp(IRDLOperation):
 
     sym_name = prop_def(SymbolNameConstraint())
     tag = prop_def(StringAttr)
-    priority = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
+    # No default: a declaration always spells its priority, and the declarative
+    # format would leave a default value out of the printed text.
+    priority = prop_def(IntegerAttr[I64])
 
-    traits = traits_def(SymbolOpInterface())
+    traits = traits_def(SymbolOpInterface(), VerifiesDialectAttributes())
+
+    assembly_format = "$sym_name $tag `priority` $priority attr-dict"
 
     def __init__(self, sym_name: str, tag: str, priority: int = 0) -> None:
         super().__init__(
@@ -195,24 +212,6 @@ class DeclOp(IRDLOperation):
     def priority_value(self) -> int:
         return self.priority.value.data
 
-    @classmethod
-    def parse(cls, parser: Parser) -> DeclOp:
-        sym = parser.parse_symbol_name().data
-        tag = parser.parse_str_literal(" for the stream tag")
-        parser.parse_keyword("priority")
-        priority = parser.parse_integer(allow_boolean=False)
-        op = cls(sym, tag, priority)
-        op.attributes.update(parser.parse_optional_attr_dict())
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.symbol)
-        printer.print_string(" ")
-        printer.print_string_literal(self.tag.data)
-        printer.print_string(f" priority {self.priority_value}")
-        printer.print_op_attributes(self.attributes)
-
     def verify_(self) -> None:
         if self.priority_value < 0:
             raise VerifyException(f"priority must be >= 0, got {self.priority_value}")
@@ -224,4 +223,25 @@ def stream_of(op: Operation) -> str | None:
     return ref.root_reference.data if isinstance(ref, SymbolRefAttr) else None
 
 
-Stream = Dialect("stream", [SwitchOp, YieldOp, WaitTensorOp, DeclOp], [])
+class StreamAttributeVerifier(AttributeVerifier):
+    """`stream.on` names a stream that a `stream.decl` of the module declares."""
+
+    def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        if name != STREAM_ON:
+            return
+        if not isinstance(value, SymbolRefAttr) or value.nested_references.data:
+            raise VerifyException(f"'{STREAM_ON}' must name a stream as @symbol, got {value}")
+        # Streams are declared at module level, in the op's module.
+        module = op.parent_op()
+        while module is not None and not isinstance(module, ModuleOp):
+            module = module.parent_op()
+        if module is None:
+            return  # a detached op: nothing to resolve against yet
+        name = value.root_reference.data
+        if not any(isinstance(o, DeclOp) and o.sym_name.data == name for o in module.ops):
+            raise VerifyException(f"names stream @{name}, which no 'stream.decl' declares")
+
+
+Stream = Dialect(
+    "stream", [SwitchOp, YieldOp, WaitTensorOp, DeclOp], [], [StreamAttributeVerifier()]
+)

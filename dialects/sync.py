@@ -21,8 +21,11 @@ from xdsl.irdl import (
     opt_attr_def,
     prop_def,
     result_def,
+    traits_def,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from npuir.dialects.attributes import VerifiesDialectAttributes
 
 EVENT_ID = "event_id"
 
@@ -44,6 +47,8 @@ class RecordOp(IRDLOperation):
     """
 
     name = "sync.record"
+
+    traits = traits_def(VerifiesDialectAttributes())
 
     stream = prop_def(SymbolRefAttr)
     event_id = opt_attr_def(IntegerAttr[I64], attr_name=EVENT_ID)
@@ -82,6 +87,8 @@ class WaitOp(IRDLOperation):
     """
 
     name = "sync.wait"
+
+    traits = traits_def(VerifiesDialectAttributes())
 
     event = operand_def(EventType)
     stream = prop_def(SymbolRefAttr)

@@ -10,15 +10,18 @@ from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
 from xdsl.ir import Operation
 
+from npuir.analysis.manager import AnalysisManager
 from npuir.diagnostics import DiagnosticEngine
 from npuir.dialects import DIALECTS
 
 
 @dataclass
 class NpuirContext(Context):
-    """A `Context` that also carries the diagnostic engine passes report to."""
+    """A `Context` that also carries the diagnostic engine passes report to and the
+    analysis cache they share (`npuir.analysis.manager`)."""
 
     diagnostics: DiagnosticEngine = field(default_factory=DiagnosticEngine)
+    analyses: AnalysisManager = field(default_factory=AnalysisManager)
 
 
 def make_context(allow_unregistered: bool = False) -> NpuirContext:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
@@ -28,13 +28,16 @@ Severity = Literal["error", "warning", "remark", "note"]
 
 @dataclass(frozen=True)
 class SourceLocation:
-    """A 1-based line and column in a named file."""
+    """A 1-based line and column in a named file; column 0 names the whole line (a CSV
+    row), rendered as `file:line`."""
 
     filename: str
     line: int
     column: int
 
     def __str__(self) -> str:
+        if self.column < 1:
+            return f"{self.filename}:{self.line}"
         return f"{self.filename}:{self.line}:{self.column}"
 
 
@@ -90,7 +93,7 @@ class Diagnostic:
     def render(self, sources: SourceManager | None = None) -> str:
         where = f"{self.location}: " if self.location is not None else ""
         out = f"{where}{self.severity}: {self.message}"
-        if self.location is not None and sources is not None:
+        if self.location is not None and self.location.column >= 1 and sources is not None:
             line = sources.line_text(self.location)
             if line is not None:
                 caret = " " * max(self.location.column - 1, 0) + "^"
@@ -153,3 +156,15 @@ class DiagnosticEngine:
 
     def render(self, diagnostic: Diagnostic) -> str:
         return diagnostic.render(self.sources)
+
+
+def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
+    """A diagnostic as the tools' `--json` reports it: message, severity, location (or null)."""
+    loc = diagnostic.location
+    return {
+        "message": diagnostic.message,
+        "severity": diagnostic.severity,
+        "location": None
+        if loc is None
+        else {"file": loc.filename, "line": loc.line, "column": loc.column},
+    }

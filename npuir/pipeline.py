@@ -9,55 +9,84 @@ finds a problem in the IR raises a located `DiagnosticError`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.utils.arg_spec import ArgSpecParseError, parse_pipeline
+from xdsl.utils.arg_spec import ArgSpec, ArgSpecParseError, parse_pipeline
 from xdsl.utils.exceptions import DiagnosticException
 
+from npuir.analysis.manager import analyses, preserved_by
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.gc_pause import collector_paused
+from npuir.passes import options_of
 from npuir.progress import progress
-from npuir.transforms import PASSES
-from npuir.transforms.pipelines import PIPELINES
+from npuir.registry import PassRegistry, default_registry
 from npuir.verifier import verify
 
 PassCallback = Callable[[ModulePass, ModuleOp], None]
 
 
-def _expand(spec: str) -> str:
+def _expand(spec: str, pipelines: Mapping[str, str]) -> str:
     parts = [p.strip() for p in spec.split(",")] if spec.strip() else []
-    return ",".join(PIPELINES.get(p, p) for p in parts)
+    return ",".join(pipelines.get(p, p) for p in parts)
 
 
-def option_names(pass_cls: type[ModulePass]) -> list[str]:
-    return [f.name.replace("_", "-") for f in dataclasses.fields(pass_cls) if f.init]
+def build_pipeline(spec: str, registry: PassRegistry | None = None) -> list[ModulePass]:
+    """Parse `spec` into pass instances; raise `UsageError` on a bad spec.
 
-
-def build_pipeline(spec: str) -> list[ModulePass]:
-    """Parse `spec` into pass instances; raise `UsageError` on a bad spec."""
+    Names resolve in `registry` (by default npuir's passes, the `npuir.passes`
+    entry points and the modules loaded with `npuir.registry.load_passes`).
+    """
+    registry = registry or default_registry()
     try:
-        specs = list(parse_pipeline(_expand(spec)))
+        specs = list(parse_pipeline(_expand(spec, registry.pipelines)))
     except (ArgSpecParseError, ValueError) as exc:
         raise UsageError(f"malformed pass pipeline '{spec}': {exc}") from None
     passes: list[ModulePass] = []
     for pass_spec in specs:
-        factory = PASSES.get(pass_spec.name)
-        if factory is None:
-            choices = ", ".join(sorted([*PASSES, *PIPELINES]))
+        pass_cls = registry.get(pass_spec.name)
+        if pass_cls is None:
+            choices = ", ".join(sorted([*registry.names(), *registry.pipelines]))
             raise UsageError(f"unknown pass '{pass_spec.name}' (choose from: {choices})")
-        pass_cls = factory()
-        try:
-            passes.append(pass_cls.from_pass_spec(pass_spec))
-        except (ValueError, TypeError) as exc:
-            options = ", ".join(option_names(pass_cls)) or "none"
-            raise UsageError(
-                f"bad option for pass '{pass_spec.name}': {exc} (options: {options})"
-            ) from None
+        passes.append(_instantiate(pass_cls, pass_spec))
     return passes
+
+
+def _instantiate(pass_cls: type[ModulePass], pass_spec: ArgSpec) -> ModulePass:
+    """The pass `pass_spec` asks for, its options read with the pass's own spelling."""
+    options = options_of(pass_cls)
+    by_spelling = {o.name: o for o in options}
+    listed = ", ".join(by_spelling) or "none"
+    values: dict[str, Any] = {}
+    try:
+        for key, given in pass_spec.parameters.items():
+            # xdsl-opt also accepts the field's own spelling; so does npuir-opt.
+            opt = by_spelling.get(key.replace("_", "-"))
+            if opt is None:
+                raise ValueError(f"unknown option '{key}'")
+            values[opt.field] = opt.parse(given)
+        for opt in options:
+            if opt.field not in values and opt.default is dataclasses.MISSING:
+                raise ValueError(f"option '{opt.name}' is required")
+        return pass_cls(**values)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(
+            f"bad option for pass '{pass_spec.name}': {exc} (options: {listed})"
+        ) from None
+
+
+VERIFY_EACH_ENV = "NPUIR_VERIFY_EACH"
+"""Set to 1 to verify after every pass by default (the test suite does)."""
+
+
+def verify_each_default() -> bool:
+    """Whether `run_passes` verifies after every pass when not told (`NPUIR_VERIFY_EACH`)."""
+    return os.environ.get(VERIFY_EACH_ENV, "") not in ("", "0")
 
 
 def run_passes(
@@ -65,18 +94,27 @@ def run_passes(
     module: ModuleOp,
     passes: list[ModulePass],
     after_each: PassCallback | None = None,
-    verify_each: bool = True,
+    verify_each: bool | None = None,
 ) -> None:
-    """Apply `passes` in order, verifying the IR after each one (unless told not to:
-    the benchmarks time the passes alone).
+    """Apply `passes` in order, then verify the result.
+
+    With `verify_each` (default: `NPUIR_VERIFY_EACH`, off) the IR is verified after
+    every pass instead, as MLIR does by default: it names the pass that broke the IR,
+    but on a 10k-op module each verification costs more than most passes, and npuir's
+    passes are tested with it on.
+
+    Analyses are cached in the context (`npuir.analysis.manager`): the cache starts
+    empty and each pass that does not declare `PRESERVES = ALL` clears what it does
+    not preserve.
 
     Python's cyclic collector is paused meanwhile: passes allocate many small
     objects that live as long as the IR, and each collection would walk the
     whole module again (on a 100k-op program, a third of the pass time).
     """
+    each = verify_each_default() if verify_each is None else verify_each
     with collector_paused():
         try:
-            _run_passes(ctx, module, passes, after_each, verify_each)
+            _run_passes(ctx, module, passes, after_each, each)
         finally:
             progress.clear()
 
@@ -88,6 +126,8 @@ def _run_passes(
     after_each: PassCallback | None,
     verify_each: bool,
 ) -> None:
+    manager = analyses(ctx)
+    manager.invalidate()
     for p in passes:
         progress.phase(p.name)
         try:
@@ -95,10 +135,13 @@ def _run_passes(
         except DiagnosticException as exc:
             # An xDSL-level failure inside a pass carries no location of its own.
             raise DiagnosticError(Diagnostic("error", f"{p.name}: {exc}")) from None
+        manager.invalidate(preserved_by(p))
         if verify_each:
             verify(module)
         if after_each is not None:
             after_each(p, module)
+    if passes and not verify_each:
+        verify(module)
 
 
 def choices_of(pass_cls: type[ModulePass], field: str) -> tuple[str, ...]:

@@ -17,10 +17,10 @@ from xdsl.ir import Operation
 
 from npuir.analysis.core_limits import ENGINES, CoreLimits, engines_used
 from npuir.analysis.happens_before import HappensBefore
+from npuir.analysis.manager import AnalysisManager, LoweredFunction
 from npuir.analysis.program import (
     NodeKind,
     Program,
-    build_program,
     module_streams,
     scheduled_functions,
 )
@@ -173,13 +173,18 @@ class CoreChecker:
         return out
 
 
-def function_checkers(module: ModuleOp, hw: Hardware) -> Iterator[tuple[FuncOp, CoreChecker]]:
-    """A `CoreChecker` for each scheduled function of a partitioned module."""
+def function_checkers(
+    module: ModuleOp, hw: Hardware, cache: AnalysisManager | None = None
+) -> Iterator[tuple[FuncOp, CoreChecker]]:
+    """A `CoreChecker` for each scheduled function of a partitioned module, sharing the
+    programs and happens-before relations in `cache` when given."""
     limits = CoreLimits(module, hw).run()
-    streams = module_streams(module)
+    streams = tuple(module_streams(module))
+    manager = cache if cache is not None else AnalysisManager()
     for func in scheduled_functions(module):
         if not streams:
             raise error(
                 func, "coreset-check needs a partitioned module; run stream-partition first"
             )
-        yield func, CoreChecker(build_program(func, streams), limits, hw)
+        lowered = manager.get(LoweredFunction, func, streams)
+        yield func, CoreChecker(lowered.prog, limits, hw, lowered.happens_before)

@@ -1,37 +1,50 @@
 """`npuir-opt`: parse, verify, run passes and print, with xdsl-opt's conventions.
 
-Exit codes: 0 ok (also when `--verify-diagnostics` / `--parsing-diagnostics`
-printed the expected error), 1 an error in the input, 2 a usage error.
-Output goes to stdout or `-o FILE` only when every chunk succeeded; the file
-is written to a temporary name and renamed, so a failing run never leaves a
-half-written or truncated output behind.
+Exit codes: `EXIT_CODES` below (and `npuir.cli` for the ones every tool shares).
+Output goes to stdout or `-o FILE` only when every chunk succeeded, through
+`npuir.output.write_output`: a failing run never leaves a half-written or
+truncated output behind.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
+from typing import NoReturn
 
 from npuir.api import print_ir
+from npuir.cli import (
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_arguments,
+    exit_codes_epilog,
+    read_input,
+    run_tool,
+)
 from npuir.context import NpuirContext, make_context
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
-from npuir.parsing import SPLIT_MARKER, decode_source, parse_module, split_input
+from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
+from npuir.frontends.ge import parse_source
+from npuir.output import write_text
+from npuir.parsing import SPLIT_MARKER, split_input
 from npuir.pipeline import build_pipeline, run_passes
-from npuir.transforms import PASSES
-from npuir.transforms.pipelines import PIPELINE_SUMMARIES, PIPELINES
+from npuir.registry import describe_passes, load_passes
 from npuir.verifier import verify
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_CODES = (
+    (EXIT_OK, "ok (also when --verify-diagnostics or --parsing-diagnostics got its error)"),
+    (EXIT_INPUT, "error in the input (syntax, verifier or pass; --warnings-as-errors)"),
+    (EXIT_USAGE, "usage (bad flag, unknown pass or option, an output that cannot be written)"),
+)
 
 
 def _arg_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="npuir-opt",
         description="Parse, verify and transform npuir IR (xdsl-opt conventions).",
-        epilog="exit codes: 0 ok, 1 error in the input, 2 usage error",
+        epilog=exit_codes_epilog(EXIT_CODES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("input", nargs="?", default="-", help="input .mlir file ('-' for stdin)")
     ap.add_argument("-p", "--passes", default="", help="comma-separated pass pipeline")
@@ -52,44 +65,26 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--warnings-as-errors", action="store_true", help="treat warnings as errors (exit 1)"
     )
-    ap.add_argument("--list-passes", action="store_true", help="list passes and pipelines")
+    ap.add_argument(
+        "--verify-each",
+        action="store_true",
+        help="verify the IR after every pass (MLIR's default; npuir verifies after parsing "
+        "and after the last pass, since on large modules verification costs more than the "
+        "passes -- the test suite runs with it on)",
+    )
+    ap.add_argument(
+        "--list-passes", action="store_true", help="list passes with their options, and pipelines"
+    )
+    ap.add_argument(
+        "--load-pass",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a dotted name or a .py file) and register the passes it defines; "
+        "repeatable",
+    )
+    add_common_arguments(ap)
     return ap
-
-
-def list_passes() -> str:
-    lines = []
-    for name in sorted(PASSES):
-        doc = (PASSES[name]().__doc__ or "").strip().splitlines()
-        lines.append(f"{name:<24} {doc[0] if doc else ''}")
-    for name in sorted(PIPELINES):
-        lines.append(f"{name:<24} {PIPELINE_SUMMARIES[name]} ({PIPELINES[name]})")
-    return "\n".join(lines) + "\n"
-
-
-def _read_input(path: str, sources: SourceManager) -> tuple[str, str]:
-    if path == "-":
-        return decode_source(sys.stdin.buffer.read(), "<stdin>", sources), "<stdin>"
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise DiagnosticError(
-            Diagnostic("error", f"cannot read '{path}': {exc.strerror}")
-        ) from None
-    return decode_source(data, path, sources), path
-
-
-def _write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".npuir-opt-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _flush_warnings(ctx: NpuirContext, as_errors: bool) -> bool:
@@ -105,10 +100,12 @@ def _flush_warnings(ctx: NpuirContext, as_errors: bool) -> bool:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
-    if args.list_passes:
-        sys.stdout.write(list_passes())
-        return EXIT_OK
     try:
+        for module in args.load_pass:
+            load_passes(module)
+        if args.list_passes:
+            sys.stdout.write(describe_passes())
+            return EXIT_OK
         passes = build_pipeline(args.passes)
     except UsageError as exc:
         print(f"npuir-opt: error: {exc}", file=sys.stderr)
@@ -116,21 +113,20 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     ctx = make_context(allow_unregistered=args.allow_unregistered_dialect)
     try:
-        text, filename = _read_input(args.input, ctx.diagnostics.sources)
+        text, filename = read_input(args.input, ctx.diagnostics.sources)
     except DiagnosticError as exc:
         print(ctx.diagnostics.render(exc.diagnostic), file=sys.stderr)
-        return EXIT_ERROR
-    ctx.diagnostics.sources.add(filename, text)
+        return EXIT_INPUT
 
     outputs: list[str] = []
     failed = False
     for chunk in split_input(text, args.split_input_file):
         phase = "parse"
         try:
-            module = parse_module(ctx, chunk.text, filename, ctx.diagnostics.sources, chunk.offset)
+            module = parse_source(ctx, chunk.text, filename, chunk.offset)
             phase = "verify"
             verify(module)
-            run_passes(ctx, module, passes)
+            run_passes(ctx, module, passes, verify_each=args.verify_each or None)
             if _flush_warnings(ctx, args.warnings_as_errors):
                 failed = True
                 continue
@@ -145,17 +141,21 @@ def run(argv: Sequence[str] | None = None) -> int:
                 print(rendered, file=sys.stderr)
                 failed = True
     if failed:
-        return EXIT_ERROR
+        return EXIT_INPUT
     result = f"{SPLIT_MARKER}\n".join(outputs)
-    if args.output_file:
-        _write_atomically(args.output_file, result)
+    if args.output_file is not None:
+        try:
+            write_text(args.output_file, result)
+        except UsageError as exc:
+            print(f"npuir-opt: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     else:
         sys.stdout.write(result)
     return EXIT_OK
 
 
-def main() -> None:
-    sys.exit(run())
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    sys.exit(run_tool("npuir-opt", run, argv))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """`npuir-run`: interpret and simulate an npuir program, and report.
 
-Exit codes: 0 ok; 1 bad input (including a race refused and a shape no gear
-matches); 2 usage (including --plot without matplotlib and an unwritable --trace or --plot
-path); 3 deadlock (also
-under --check); 4 check failed.
+Exit codes: `EXIT_CODES` below (and `npuir.cli` for the ones every tool shares).
+With `--json`, stdout is one JSON object whatever happens after the arguments
+parsed: the report (with every warning), or `{"error": {...}, "warnings": [...]}`
+with the exit code the error has without `--json`; nothing goes to stderr.
 """
 
 from __future__ import annotations
@@ -12,22 +12,41 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
+from npuir.cli import add_common_arguments, exit_codes_epilog, read_input, run_tool
+from npuir.diagnostics import (
+    Diagnostic,
+    DiagnosticError,
+    SourceManager,
+    UsageError,
+    diagnostic_json,
+)
 from npuir.driver.run import (
+    EXIT_CHECK,
+    EXIT_DEADLOCK,
     EXIT_INPUT,
+    EXIT_OK,
     EXIT_USAGE,
     RunConfig,
+    RunOutcome,
+    fit_program,
+    input_arrays,
+    output_arrays,
     run_program,
+    save_arrays,
 )
+from npuir.output import write_text
 from npuir.progress import progress
+from npuir.registry import load_passes
 
-EPILOG = """exit codes:
-  0  ok
-  1  bad input (syntax, verifier or pass error, a race refused, a shape no gear matches)
-  2  usage (bad flag or value, --plot without matplotlib, an unwritable output path)
-  3  deadlock (also under --check)
-  4  --check found an output that differs from the unscheduled program"""
+EXIT_CODES = (
+    (EXIT_OK, "ok"),
+    (EXIT_INPUT, "bad input (syntax, verifier or pass error, a race refused, no gear matches)"),
+    (EXIT_USAGE, "usage (bad flag or value, --plot without matplotlib, an unwritable output)"),
+    (EXIT_DEADLOCK, "deadlock (also under --check)"),
+    (EXIT_CHECK, "--check found an output that differs from the unscheduled program"),
+)
 
 
 def _shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -45,108 +64,204 @@ def _shape(text: str) -> tuple[str, tuple[int, ...]]:
     return arg, shape
 
 
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a seed: give a whole number >= 0")
+    return seed
+
+
 def _arg_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="npuir-run",
         description="Interpret and simulate an npuir program on an NPU model.",
-        epilog=EPILOG,
+        epilog=exit_codes_epilog(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("input", help="input .mlir file")
+    ap.add_argument("input", help="input .mlir file ('-' for stdin)")
     ap.add_argument(
         "--pipeline", help="passes to apply first (default: npu-default if not lowered)"
     )
     who = ap.add_mutually_exclusive_group()
     who.add_argument("--entry", help="the function to run on every rank")
     who.add_argument("--entries", help="one function per rank, comma-separated (MPMD)")
-    ap.add_argument("--ranks", type=int, default=1, help="ranks running --entry (SPMD)")
+    ap.add_argument(
+        "--ranks",
+        type=int,
+        help="real SPMD ranks running --entry (default 1); with --entries it must match",
+    )
+    ap.add_argument(
+        "--mirror-peers",
+        action="store_true",
+        help="take the ranks a collective's group needs beyond those run as copies of them "
+        "(the report lists which); without it such a group is an error",
+    )
     ap.add_argument("--hw", help="device preset (910b2, 910b4, a3, tiny) or TOML file")
     ap.add_argument("--shape", type=_shape, action="append", default=[], metavar="ARG=DxD")
     ap.add_argument("--inputs", help=".npz with arrays argN (or rankR/argN)")
-    ap.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    ap.add_argument("--seed", type=_seed, default=0, help="seed for random inputs (>= 0)")
     ap.add_argument("--check", action="store_true", help="compare with the unscheduled program")
     ap.add_argument("--timing-only", action="store_true", help="simulate only, no numerics")
     ap.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
     ap.add_argument("--plot", metavar="OUT.png", help="write a PNG timeline (needs matplotlib)")
-    ap.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    ap.add_argument(
+        "--outputs", metavar="OUT.npz", help="save the outputs computed: outN (or rankR/outN)"
+    )
+    ap.add_argument(
+        "--save-inputs",
+        metavar="IN.npz",
+        help="save the inputs used, as --inputs reads them: argN (or rankR/argN)",
+    )
+    ap.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report, or the error, as one JSON object with every warning",
+    )
+    ap.add_argument(
+        "--load-pass",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a dotted name or a .py file) and register the passes it defines, "
+        "for --pipeline; repeatable",
+    )
+    ap.add_argument(
+        "--profile",
+        metavar="FILE.csv",
+        help="an msprof-style op summary whose task durations and block dims replace the cost "
+        "model's for the ops it covers (by npu.op_name, else by op type and input shapes)",
+    )
+    ap.add_argument(
+        "--emit-profile", metavar="OUT.csv", help="write the simulated ops as such an op summary"
+    )
+    ap.add_argument(
+        "--fit-hw",
+        metavar="PROFILE.csv",
+        help="instead of running: fit the device's per-core rates and launch overhead to this "
+        "profile of the program (least squares) and print the fit error; needs --fit-out",
+    )
+    ap.add_argument("--fit-out", metavar="HW.toml", help="where --fit-hw writes the --hw file")
+    add_common_arguments(ap)
     return ap
+
+
+def _fail(
+    args: argparse.Namespace,
+    code: int,
+    error: Diagnostic,
+    notes: Sequence[Diagnostic],
+    sources: SourceManager,
+) -> int:
+    """Report an error (and the warnings before it) on stderr, or as JSON on stdout."""
+    if args.json:
+        report: dict[str, Any] = {
+            "error": {
+                **diagnostic_json(error),
+                "notes": [diagnostic_json(n) for n in notes if n.severity == "note"],
+            },
+            "warnings": [diagnostic_json(n) for n in notes if n.severity != "note"],
+        }
+        print(json.dumps(report, indent=2))
+    elif error.location is None and code == EXIT_USAGE:
+        print(f"npuir-run: error: {error.message}", file=sys.stderr)
+    else:
+        for diagnostic in (error, *notes):
+            print(diagnostic.render(sources), file=sys.stderr)
+    return code
+
+
+def _write_files(args: argparse.Namespace, outcome: RunOutcome) -> None:
+    """Every output file asked for; raises `OutputError` (a `UsageError`) on the first that
+    cannot be written."""
+    if outcome.result is not None and (args.trace or args.plot or args.emit_profile):
+        from npuir.backends.npu.profile import write_profile
+        from npuir.backends.npu.trace import plot_timeline, write_trace
+
+        if args.trace:
+            write_trace(outcome.result, outcome.programs, args.trace)
+        if args.plot:
+            plot_timeline(outcome.result, outcome.programs, args.plot)
+        if args.emit_profile:
+            write_profile(outcome.result, outcome.programs, args.emit_profile)
+    if args.outputs:
+        save_arrays(args.outputs, output_arrays(outcome))
+    if args.save_inputs:
+        save_arrays(args.save_inputs, input_arrays(outcome))
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     ap = _arg_parser()
     args = ap.parse_args(argv)
-    if args.ranks < 1:
+    if args.ranks is not None and args.ranks < 1:
         ap.error("--ranks must be >= 1")
-    if args.check and args.timing_only:
-        ap.error("--check needs the numerics; it cannot go with --timing-only")
+    if (args.fit_hw is None) != (args.fit_out is None):
+        ap.error("--fit-hw and --fit-out go together")
     if args.json:
         progress.disable()  # the output is for a machine
-    if args.plot:
-        import importlib.util
-
-        if importlib.util.find_spec("matplotlib") is None:
-            print(
-                "npuir-run: error: --plot needs matplotlib: pip install 'npuir[plot]'",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-    config = RunConfig(
-        path=args.input,
-        pipeline=args.pipeline,
-        entry=args.entry,
-        entries=args.entries.split(",") if args.entries else None,
-        ranks=args.ranks,
-        hw=args.hw,
-        shapes=dict(args.shape),
-        inputs=args.inputs,
-        seed=args.seed,
-        check=args.check,
-        timing_only=args.timing_only,
-    )
+    for flag, value in (
+        ("--check", args.check),
+        ("--outputs", args.outputs),
+        ("--save-inputs", args.save_inputs),
+    ):
+        if value and args.timing_only:
+            ap.error(f"{flag} needs the numerics; it cannot go with --timing-only")
     # Diagnostics show the offending line, as npuir-opt's do.
     sources = SourceManager()
     try:
-        with open(args.input, encoding="utf-8", errors="replace") as f:
-            sources.add(args.input, f.read())
-    except OSError:
-        pass  # run_program reports the unreadable file
-    try:
-        outcome = run_program(config)
-    except UsageError as exc:
-        print(f"npuir-run: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except DiagnosticError as exc:
-        for diagnostic in (exc.diagnostic, *exc.notes):
-            print(diagnostic.render(sources), file=sys.stderr)
-        return EXIT_INPUT
-    for warning in outcome.warnings:
-        print(warning.render(sources), file=sys.stderr)
-    if outcome.result is not None and (args.trace or args.plot):
-        from npuir.backends.npu.trace import plot_timeline, write_trace
+        for module in args.load_pass:
+            load_passes(module)
+        if args.plot:
+            import importlib.util
 
-        writers = [(args.trace, write_trace), (args.plot, plot_timeline)]
-        for path, write in writers:
-            if not path:
-                continue
-            try:
-                write(outcome.result, outcome.programs, path)
-            except OSError as exc:
-                print(
-                    f"npuir-run: error: cannot write '{path}': {exc.strerror or exc}",
-                    file=sys.stderr,
-                )
-                return EXIT_USAGE
+            if importlib.util.find_spec("matplotlib") is None:
+                raise UsageError("--plot needs matplotlib: pip install 'npuir[plot]'")
+        text, filename = read_input(args.input, sources)
+        config = RunConfig(
+            path=filename,
+            source=text,
+            pipeline=args.pipeline,
+            entry=args.entry,
+            entries=args.entries.split(",") if args.entries else None,
+            ranks=args.ranks,
+            mirror_peers=args.mirror_peers,
+            hw=args.hw,
+            shapes=dict(args.shape),
+            inputs=args.inputs,
+            seed=args.seed,
+            check=args.check,
+            timing_only=args.timing_only,
+            profile=args.profile,
+        )
+        if args.fit_hw is not None:
+            fit, warnings = fit_program(config, args.fit_hw)
+            write_text(args.fit_out, fit.to_toml())
+            for warning in warnings:
+                print(warning.render(sources), file=sys.stderr)
+            print(fit.describe())
+            print(f"wrote {args.fit_out} (use it with --hw {args.fit_out})")
+            return EXIT_OK
+        outcome = run_program(config)
+        _write_files(args, outcome)
+    except UsageError as exc:
+        return _fail(args, EXIT_USAGE, Diagnostic("error", str(exc)), (), sources)
+    except DiagnosticError as exc:
+        return _fail(args, EXIT_INPUT, exc.diagnostic, exc.notes, sources)
     if args.json:
         print(json.dumps(outcome.report, indent=2))
     else:
         from npuir.backends.npu.report import render_report
 
+        for warning in outcome.warnings:
+            print(warning.render(sources), file=sys.stderr)
         sys.stdout.write(render_report(outcome.report))
     return outcome.status
 
 
-def main() -> None:
-    sys.exit(run())
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    sys.exit(run_tool("npuir-run", run, argv))
 
 
 if __name__ == "__main__":

@@ -28,36 +28,37 @@ first.  Needs a lowered function (after `insert-events`, so events order it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from npuir.analysis.manager import ALL, Preserved, analyses
 from npuir.context import warn
 from npuir.diagnostics import error
+from npuir.passes import option
 from npuir.schedule.core_check import function_checkers
 from npuir.schedule.device import device_of
 
 
 @dataclass(frozen=True)
 class CoresetCheckPass(ModulePass):
-    """Check the stream pair rule and report hold-and-wait hazards between core-holding ops.
-
-    Options:
-    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
-      else 910b2).
-    - `strict`: make every finding an error instead of a warning.
-    """
+    """Check the stream pair rule and report hold-and-wait hazards between core-holding ops."""
 
     name = "coreset-check"
 
-    hw: str | None = None
-    strict: bool = False
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
+    strict: bool = option(False, "make every finding an error instead of a warning")
+
+    PRESERVES: ClassVar[Preserved] = ALL
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = device_of(op, self.hw)
-        for _, checker in function_checkers(op, hw):
+        for _, checker in function_checkers(op, hw, analyses(ctx)):
             prog = checker.prog
             for v in checker.pair_violations():
                 s, t = prog.stream_name(v.first), prog.stream_name(v.second)

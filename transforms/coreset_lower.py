@@ -19,6 +19,7 @@ from xdsl.passes import ModulePass
 from npuir.analysis.core_limits import CoreLimits, engines_used
 from npuir.dialects import coreset, scope
 from npuir.dialects.npu import NpuOp
+from npuir.passes import option
 from npuir.schedule.device import device_of
 
 
@@ -37,14 +38,14 @@ def inline_limits(module: ModuleOp) -> None:
 class CoresetLowerPass(ModulePass):
     """Resolve each op's effective core limits into coreset.cores and drop the scopes.
 
-    Options:
-    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
-      else 910b2); counts outside [1, its core count] are errors.
+    A limit outside [1, the device's core count] is an error.
     """
 
     name = "coreset-lower"
 
-    hw: str | None = None
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         limits = CoreLimits(op, device_of(op, self.hw)).run()

@@ -46,6 +46,7 @@ from npuir.diagnostics import DiagnosticError, error
 from npuir.dialects import gear
 from npuir.dialects.npu import DYN
 from npuir.dialects.shapes import Dim, RetypeError, specialise
+from npuir.passes import option
 
 MAX_GEARS = 100
 """The most gears one function may have (the gear seed document's limit)."""
@@ -113,18 +114,17 @@ def ge_options(func: FuncOp, dims: list[Dim], gears: list[tuple[int, ...]]) -> d
 
 @dataclass(frozen=True)
 class GearMultiversionPass(ModulePass):
-    """Clone each function with gears into static versions behind a gear.dispatch.
-
-    Options:
-    - `fallback`: "none" (default) makes a shape that matches no gear a runtime
-      error; "dynamic" keeps the generic body as `@NAME_dynamic` for such shapes.
-    """
+    """Clone each function with gears into static versions behind a gear.dispatch."""
 
     name = "gear-multiversion"
 
     FALLBACKS: ClassVar[tuple[str, ...]] = ("none", "dynamic")
 
-    fallback: str = "none"
+    fallback: str = option(
+        "none",
+        "what a shape that matches no gear does: 'none' makes it a runtime error; "
+        "'dynamic' keeps the generic body as @NAME_dynamic for such shapes",
+    )
 
     def __post_init__(self) -> None:
         if self.fallback not in self.FALLBACKS:

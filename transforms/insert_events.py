@@ -9,8 +9,10 @@ per producing stream, only the latest one, and drops any that another chosen
 producer's record already implies.  What is left is waited on: a record right
 after each such producer (shared by all its waits) and a wait right before the
 consumer.  `func.return` (default stream) is treated as a consumer of the last
-op of every stream, which joins all work before the function returns.  Then
-every `stream.wait_tensor` is erased: the waits now carry its meaning.
+op of every stream, which joins all work before the function returns.  And
+every `stream.wait_tensor` stays where it is, a no-op on its stream: the
+ordering it asks for stays visible, so `sync-verify` can check that the events
+implement it.
 
 Physical event ids: first fit, reused only when every wait on the id's
 previous event is ordered before the new record.  The cap is the device's
@@ -37,8 +39,9 @@ from npuir.analysis.program import (
 )
 from npuir.context import remark
 from npuir.diagnostics import error
-from npuir.dialects import stream, sync
+from npuir.dialects import sync
 from npuir.dialects.npu import NpuOp
+from npuir.passes import option
 from npuir.schedule.device import device_of
 from npuir.schedule.events import EventPlan, plan_events
 
@@ -71,12 +74,6 @@ def _rewrite(prog: Program, plan: EventPlan) -> None:
             wait = sync.WaitOp.create(operands=[events[p]], properties={"stream": ref})
             wait.location = consumer.location
             _insert_before(consumer, wait)
-    for op in list(prog.func.body.walk()):
-        if isinstance(op, stream.WaitTensorOp):
-            op.result.replace_all_uses_with(op.tensor)
-            block = op.parent_block()
-            assert block is not None
-            block.erase_op(op)
 
 
 def _has_work(func: FuncOp) -> bool:
@@ -97,22 +94,21 @@ def _insert_before(anchor: Operation, op: Operation) -> None:
 
 @dataclass(frozen=True)
 class InsertEventsPass(ModulePass):
-    """Order every cross-stream dependency with the fewest sync.record/sync.wait pairs.
-
-    Options:
-    - `max-events`: the most physical event ids the program may use (default:
-      the target device's limit).
-    - `hw`: the device preset or TOML file (default: the module's `npu.target`,
-      else 910b2).
-    - `stats`: report dependencies found, waits and records inserted, and event
-      ids used, as a remark on each function.
-    """
+    """Order every cross-stream dependency with the fewest sync.record/sync.wait pairs."""
 
     name = "insert-events"
 
-    max_events: int | None = None
-    hw: str | None = None
-    stats: bool = False
+    max_events: int | None = option(
+        None, "the most physical event ids the program may use (default: the device's limit)"
+    )
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
+    stats: bool = option(
+        False,
+        "report dependencies found, waits and records inserted, and event ids used, "
+        "as a remark on each function",
+    )
 
     def __post_init__(self) -> None:
         if self.max_events is not None and self.max_events < 1:

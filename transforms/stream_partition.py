@@ -30,10 +30,12 @@ from npuir.analysis.program import (
     module_streams,
     scheduled_functions,
 )
+from npuir.backends.npu.profile import read_profile
 from npuir.context import remark
 from npuir.diagnostics import error
 from npuir.dialects import scope, stream
 from npuir.dialects.npu import DYN, NpuOp
+from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
 from npuir.schedule.minidag import Variant
@@ -63,6 +65,15 @@ class StreamTable:
             index = self.by_tag[tag]
         info = self.infos[index]
         if info.priority != priority and where is not None:
+            if tag == stream.DEFAULT_TAG:
+                # Nothing else set it: the default stream's priority is the fixed one
+                # every function's unscoped ops and `func.return` run at.
+                raise error(
+                    where,
+                    f'stream "{tag}" is given priority {priority} here, but the default '
+                    f"stream's priority is fixed at {info.priority}; drop the priority or "
+                    "use another tag",
+                )
             raise error(
                 where,
                 f'stream "{tag}" is given priority {priority} here but {info.priority} '
@@ -78,6 +89,32 @@ def _has_dynamic_args(func: FuncOp) -> bool:
     return any(
         isinstance(t, TensorType) and DYN in t.get_shape() for t in func.function_type.inputs
     )
+
+
+def bind_later_uses(func: FuncOp) -> None:
+    """Give every `stream.wait_tensor` its seed meaning: each later use of its tensor in
+    program order (same block, or nested in a later op) uses the wait's result instead,
+    so that it is ordered after the wait's `dep` (see `stream.WaitTensorOp`)."""
+    ops = list(func.body.walk())
+    waits = [op for op in ops if isinstance(op, stream.WaitTensorOp)]
+    if not waits:
+        return
+    # Pre-order positions: the ops nested in `parent` are exactly those positioned in
+    # (pos[parent], end[parent]], so a use is later than a wait in the wait's block (or
+    # nested in a later op of it) when pos[wait] < pos[use] <= end[wait's parent].
+    pos = {op: i for i, op in enumerate(ops)}
+    end = list(range(len(ops)))
+    for i in reversed(range(len(ops))):
+        parent = ops[i].parent_op()
+        if parent is not None and parent in pos:
+            end[pos[parent]] = max(end[pos[parent]], end[i])
+    for wait in waits:
+        parent = wait.parent_op()
+        limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
+        for use in list(wait.tensor.uses):
+            at = pos.get(use.operation, -1)
+            if pos[wait] < at <= limit:
+                use.operation.operands[use.index] = wait.result
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -145,7 +182,9 @@ def _wait_tensor_stream(
     return result.stream_of[min(users)] if users and mode.places_ops else DEFAULT_STREAM
 
 
-def _strategies(module: ModuleOp, mode: Mode, hw: str | None) -> dict[Mode, Strategy]:
+def _strategies(
+    module: ModuleOp, mode: Mode, hw: str | None, profile: str | None
+) -> dict[Mode, Strategy]:
     """The strategy table, with the cost-aware modes when `mode` is one of them."""
     if mode in STRATEGIES:
         return STRATEGIES
@@ -156,7 +195,8 @@ def _strategies(module: ModuleOp, mode: Mode, hw: str | None) -> dict[Mode, Stra
         op = p.ops[n]
         return limits.of(op)[engine] if isinstance(op, NpuOp) else None
 
-    return {**STRATEGIES, **cost_strategies(hardware, limit_of)}
+    costs = read_profile(profile) if profile is not None else None
+    return {**STRATEGIES, **cost_strategies(hardware, limit_of, costs)}
 
 
 @dataclass(frozen=True)
@@ -164,31 +204,8 @@ class StreamPartitionPass(ModulePass):
     """Assign every op a stream and flatten stream.switch scopes (TorchAir's npu_stream_switch).
 
     The assignment itself is `npuir.analysis.partition.assign`; its module
-    docstring says exactly what each mode does.  Options:
-    - `mode`: "user" (default) puts each op on the stream of its innermost
-      scope, the same tag being the same stream, and the rest on the default
-      stream; "single" puts everything on the default stream and rejects a
-      program that has scopes; the baselines "ge" (GE's default logical
-      stream allocation), "engine" (a stream per engine class) and "nimble"
-      (Nimble's minimum path cover); the cost-aware baselines "minidag" (GE's
-      automatic multi-stream: a path cover merged onto at most max-streams
-      streams by a weighted score) and "opara" (Nimble's streams, issued
-      alternating compute- and memory-bound ops); "auto" (cost-model driven,
-      never slower than any of them).  Every mode but "single" keeps the ops
-      of a scope on their tag's stream.
-    - `variant`: how minidag merges its logical streams, as GE's
-      `ge.autoMultistreamParallelMode`: "loadbalance" (default),
-      "mainstream" or "weighted" (durations, with a makespan re-check).
-    - `max-streams`: the most streams a function may use, the default one
-      included (default 8).  User tags beyond it are an error at the first
-      scope over the cap; the other modes merge their streams to fit.
-    - `ignore-tags`: treat the program as if it had no scopes (an honest
-      baseline for an annotated program).
-    - `dynamic-multi-stream`: partition a function whose arguments have
-      dynamic dims; by default such a function runs on one stream (TorchAir's
-      rule for dynamic shapes), with a remark saying so.
-    - `hw`: the device preset or TOML file `auto` costs with (default: the
-      module's `npu.target`, else 910b2).
+    docstring says exactly what each mode does.  Every mode but "single"
+    keeps the ops of a scope on their tag's stream.
 
     Streams a mode makes are tagged "comm", "cube", "aicpu", "ge1", "chain1",
     ...; a module's scope tags are never reused for them, and functions share
@@ -200,12 +217,45 @@ class StreamPartitionPass(ModulePass):
     MODES: ClassVar[tuple[str, ...]] = tuple(Mode)
     VARIANTS: ClassVar[tuple[str, ...]] = tuple(Variant)
 
-    mode: str = "user"
-    variant: str = "loadbalance"
-    ignore_tags: bool = False
-    dynamic_multi_stream: bool = False
-    max_streams: int = 8
-    hw: str | None = None
+    mode: str = option(
+        "user",
+        "'user' puts each op on the stream of its innermost scope (the same tag, the same "
+        "stream) and the rest on the default stream; 'single' puts everything on the default "
+        "stream and rejects a program that has scopes; the baselines 'ge' (GE's default "
+        "logical stream allocation), 'engine' (a stream per engine class) and 'nimble' "
+        "(Nimble's minimum path cover); the cost-aware baselines 'minidag' (GE's automatic "
+        "multi-stream: a path cover merged onto at most max-streams streams by a weighted "
+        "score) and 'opara' (Nimble's streams, issued alternating compute- and memory-bound "
+        "ops); 'auto' searches with the cost model and is never slower than any of them",
+    )
+    variant: str = option(
+        "loadbalance",
+        "how 'minidag' merges its logical streams, as GE's ge.autoMultistreamParallelMode: "
+        "'loadbalance', 'mainstream' or 'weighted' (durations, with a makespan re-check)",
+    )
+    ignore_tags: bool = option(
+        False, "treat the program as if it had no scopes (an honest baseline for an annotated one)"
+    )
+    dynamic_multi_stream: bool = option(
+        False,
+        "partition a function whose arguments have dynamic dims; by default such a function "
+        "runs on one stream (TorchAir's rule for dynamic shapes), with a remark saying so",
+    )
+    max_streams: int = option(
+        8,
+        "the most streams a function may use, the default one included; user tags beyond it "
+        "are an error at the first scope over the cap, the other modes merge streams to fit",
+    )
+    hw: str | None = option(
+        None,
+        "the device preset or TOML file 'auto' costs with "
+        "(default: the module's npu.target, else 910b2)",
+    )
+    profile: str | None = option(
+        None,
+        "an msprof-style op summary CSV whose task durations and block dims 'auto' uses "
+        "instead of the cost model's for the ops it covers (npuir.backends.npu.profile)",
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in self.MODES:
@@ -217,10 +267,13 @@ class StreamPartitionPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = StreamTable(module_streams(op))
-        programs = [(f, build_program(f)) for f in scheduled_functions(op) if not is_lowered(f)]
+        unlowered = [f for f in scheduled_functions(op) if not is_lowered(f)]
+        for func in unlowered:
+            bind_later_uses(func)
+        programs = [(f, build_program(f)) for f in unlowered]
         reserved = set(table.by_tag).union(*(p.scopes for _, p in programs))
         requested = Mode(self.mode)
-        strategies = _strategies(op, requested, self.hw)
+        strategies = _strategies(op, requested, self.hw, self.profile)
         for func, prog in programs:
             first = next(iter(prog.scopes.values()), None)
             if requested is Mode.SINGLE and not self.ignore_tags and first is not None:

@@ -12,25 +12,27 @@ pipelines end with this pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from npuir.analysis.happens_before import HappensBefore
+from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
 from npuir.analysis.program import (
     DepKind,
     Program,
-    build_program,
     module_streams,
     scheduled_functions,
 )
 from npuir.diagnostics import DiagnosticError, error
 
 
-def find_race(prog: Program) -> DiagnosticError | None:
-    """The first race in issue order as a located error, or None."""
-    hb = HappensBefore(prog).run()
+def find_race(prog: Program, hb: HappensBefore | None = None) -> DiagnosticError | None:
+    """The first race in issue order as a located error, or None (`hb`: prog's
+    happens-before, when the caller has it)."""
+    hb = hb if hb is not None else HappensBefore(prog).run()
     for n in range(len(prog)):
         for miss in hb.missing(n):
             p = miss.producer
@@ -56,13 +58,16 @@ class SyncVerifyPass(ModulePass):
 
     name = "sync-verify"
 
+    PRESERVES: ClassVar[Preserved] = ALL
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        streams = module_streams(op)
+        streams = tuple(module_streams(op))
         for func in scheduled_functions(op):
             if not streams:
                 raise error(
                     func, "sync-verify needs a partitioned module; run stream-partition first"
                 )
-            race = find_race(build_program(func, streams))
+            lowered = analyses(ctx).get(LoweredFunction, func, streams)
+            race = find_race(lowered.prog, lowered.happens_before)
             if race is not None:
                 raise race

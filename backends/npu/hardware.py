@@ -44,6 +44,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from npuir.dialects.npu import CORE_ENGINES
+
 __all__ = [
     "CUBE_DTYPES",
     "DEFAULT_HARDWARE",
@@ -57,7 +59,7 @@ __all__ = [
 
 # Engines that own a pool of cores on one device. Collectives ("comm") are not listed: they
 # run on the link (SDMA) or borrow vector cores (AIV), which `cost.py` decides.
-ENGINES: tuple[str, ...] = ("cube", "vector", "aicpu")
+ENGINES: tuple[str, ...] = CORE_ENGINES
 
 # Element types the cube unit multiplies; the 910B mmad intrinsic accepts f16/bf16, f32
 # (plain or hf32) and int8 operands (platform_config Ascend910B2.ini, Intrinsic_mmad).

@@ -2,7 +2,9 @@
 
 `build_report` turns a `SimResult` into one JSON-able dict — the shape
 `npuir-run --json` prints and tests match on — and `render_report` writes
-the same facts as a readable table.
+the same facts as a readable table.  Warnings are in the dict (as
+`npuir.diagnostics.diagnostic_json` objects) but not in the table: a tool
+prints them to stderr with their source lines, as every diagnostic is printed.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from npuir.analysis.program import Program
+from npuir.backends.npu.groups import ranks_text
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import SimResult
+from npuir.diagnostics import Diagnostic, diagnostic_json
 
 
 def _where(programs: Sequence[Program], rank: int, stream: int) -> dict[str, Any]:
@@ -47,6 +51,15 @@ def _deadlock(result: SimResult, programs: Sequence[Program]) -> dict[str, Any] 
     }
 
 
+def memory_warning(result: SimResult, hw: Hardware) -> list[Diagnostic]:
+    """A warning when the run's peak live memory does not fit the device's HBM."""
+    peak = result.peak_memory_bytes
+    if peak <= hw.hbm_bytes:
+        return []
+    message = f"peak live memory {peak} bytes exceeds {hw.name}'s HBM ({hw.hbm_bytes} bytes)"
+    return [Diagnostic("warning", message)]
+
+
 def build_report(
     result: SimResult,
     programs: Sequence[Program],
@@ -57,8 +70,18 @@ def build_report(
     gears: Sequence[str | None],
     entries: Sequence[str],
     check: dict[str, Any] | None,
+    mirrored: list[dict[str, Any]] | None = None,
+    profile: dict[str, Any] | None = None,
+    warnings: Sequence[Diagnostic] = (),
 ) -> dict[str, Any]:
-    """Everything a run measured, JSON-able; times in integer nanoseconds."""
+    """Everything a run measured, JSON-able; times in integer nanoseconds.
+
+    `mirrored` is None unless the run was asked to mirror missing peers; then it lists every
+    partial group (`PartialGroup.to_json`), empty when every group was whole.  `profile`
+    (None without one) says which profile costed the run and how many ops came from it.
+    `warnings` are the ones lowering gave; the report adds its own (`memory_warning`).
+    A run that deadlocked has no makespan: `makespan_ns` is null.
+    """
     streams = []
     for (rank, s), busy in sorted(result.stream_busy_ns.items()):
         info = programs[rank].streams[s]
@@ -70,17 +93,16 @@ def build_report(
         else None
     )
     peak = result.peak_memory_bytes
-    warnings = []
-    if peak > hw.hbm_bytes:
-        warnings.append(
-            f"peak live memory {peak} bytes exceeds {hw.name}'s HBM ({hw.hbm_bytes} bytes)"
-        )
+    own = memory_warning(result, hw)
     return {
         "device": hw.name,
         "ranks": result.ranks,
         "entries": list(entries),
+        "mirror_peers": mirrored is not None,
+        "mirrored_peers": mirrored,
+        "profile": profile,
         "gears": list(gears),
-        "makespan_ns": makespan,
+        "makespan_ns": makespan if result.deadlock is None else None,
         "single_stream_ns": single_stream_ns,
         "single_stream_deadlocks": single_stream_deadlocks,
         "speedup_over_single_stream": ratio,
@@ -93,7 +115,7 @@ def build_report(
         "records_executed": result.records_executed,
         "events_used": result.events_used,
         "peak_memory_bytes": peak,
-        "warnings": warnings,
+        "warnings": [diagnostic_json(w) for w in (*warnings, *own)],
         "races": [race.describe() for race in result.races],
         "check": check,
         "deadlock": _deadlock(result, programs),
@@ -106,9 +128,25 @@ def render_report(report: dict[str, Any]) -> str:
     for rank, (entry, gear) in enumerate(zip(report["entries"], report["gears"])):
         ran = f" -> {gear}" if gear else ""
         lines.append(f"rank {rank:<11} @{entry}{ran}")
+    mirrored = report.get("mirrored_peers")
+    if mirrored is not None:
+        if not mirrored:
+            lines.append("mirrored peers   none: every collective's group ran whole")
+        for group in mirrored:
+            lines.append(
+                f"mirrored peers   {group['op']} group_size {group['group_size']}: rank(s) "
+                f"{ranks_text(group['mirrored_ranks'])} are copies of rank(s) "
+                f"{ranks_text(group['ranks_present'])}, not simulated"
+            )
     if report["deadlock"] is not None:
         lines.append(report["deadlock"]["description"])
         return "\n".join(lines) + "\n"
+    profile = report.get("profile")
+    if profile is not None:
+        lines.append(
+            f"profile          {profile['ops_from_profile']} of {profile['ops']} ops costed "
+            f"from {profile['path']} ({profile['rows']} rows); the rest by the cost model"
+        )
     lines.append(f"makespan         {report['makespan_ns']} ns")
     single = report["single_stream_ns"]
     if report.get("single_stream_deadlocks"):
@@ -135,8 +173,6 @@ def render_report(report: dict[str, Any]) -> str:
         f"records, {report['events_used']} event ids"
     )
     lines.append(f"peak memory      {report['peak_memory_bytes']} bytes")
-    for warning in report["warnings"]:
-        lines.append(f"warning: {warning}")
     for race in report["races"]:
         lines.append(f"race: {race}")
     check = report["check"]

@@ -7,40 +7,49 @@ Perfetto (ui.perfetto.dev) and chrome://tracing open:
 - an ``"X"`` slice per executed node (args: engine, cores, flops, bytes);
 - flow events (``"s"`` at the record, ``"f"`` at the wait) for every wait;
 - counter tracks (``"C"``) for the cube and vector cores in use, counting the
-  cores a hold-and-wait op holds before it starts;
+  cores a hold-and-wait op holds before it starts -- and, in a deadlock, the
+  cores the blocked ops hold for ever, so the tracks show what the report lists;
 - instant events (``"i"``) for races and for each op a deadlock blocks.
 
 Trace timestamps are microseconds (the format's unit); the simulator's
 integer nanoseconds become exact decimal fractions.
 
-`plot_timeline` draws the same slices with matplotlib, which is optional and
-imported only when called.
+`plot_timeline` draws the same slices, event arrows and deadlock with
+matplotlib, which is optional and imported only when called.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, BinaryIO, NamedTuple
 
 from npuir.analysis.program import NodeKind, Program
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import LIMITED_ENGINES, NpuOp
+from npuir.output import write_bytes, write_output
 
-from .simulator import OpRecord, SimResult
+from .simulator import SimResult
 
-__all__ = ["PlotUnavailable", "plot_timeline", "trace_events", "write_trace"]
+__all__ = [
+    "PlotUnavailable",
+    "Span",
+    "merge_thin_spans",
+    "plot_timeline",
+    "timeline_figure",
+    "trace_events",
+    "write_trace",
+]
 
-_COUNTED_POOLS: tuple[str, ...] = ("cube", "vector")
+# The AI Core's pools get counter tracks: those are what core limits are about.
+_COUNTED_POOLS: tuple[str, ...] = LIMITED_ENGINES
 
 
 class PlotUnavailable(ImportError):
     """matplotlib is not installed, so no PNG timeline can be drawn."""
 
 
-def _us(ns: int) -> float:
+def _us(ns: float) -> float:
     return ns / 1000
 
 
@@ -124,11 +133,16 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
         events.append({**common, "ph": "s", "tid": src.stream, "ts": _us(src.start)})
         events.append({**common, "ph": "f", "bp": "e", "tid": dst.stream, "ts": _us(dst.start)})
 
-    by_rank: list[list[OpRecord]] = [[] for _ in range(result.ranks)]
+    by_rank: list[list[tuple[str, int, int, int | None]]] = [[] for _ in range(result.ranks)]
     for o in result.ops:
-        by_rank[o.rank].append(o)
-    for r, ops in enumerate(by_rank):
-        events.extend(_core_counters(r, ops))
+        if o.cores:
+            by_rank[o.rank].append((o.pool, o.cores, o.held_from, o.end))
+    if result.deadlock is not None:
+        for b in result.deadlock.blocked:
+            if b.holds:
+                by_rank[b.rank].append((b.pool, b.holds, b.held_from, None))
+    for r, holdings in enumerate(by_rank):
+        events.extend(_core_counters(r, holdings))
 
     for race in result.races:
         prog = programs[race.rank]
@@ -165,15 +179,19 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
     }
 
 
-def _core_counters(rank: int, ops: list[OpRecord]) -> list[dict[str, Any]]:
-    """One counter track per pool: cores held, from `held_from` to `end`."""
+def _core_counters(
+    rank: int, holdings: list[tuple[str, int, int, int | None]]
+) -> list[dict[str, Any]]:
+    """One counter track per pool: (pool, cores, from, until) held, until None = never
+    released (an op a deadlock blocks)."""
     out: list[dict[str, Any]] = []
     for pool in _COUNTED_POOLS:
         deltas: dict[int, int] = {0: 0}
-        for o in ops:
-            if o.pool == pool and o.cores:
-                deltas[o.held_from] = deltas.get(o.held_from, 0) + o.cores
-                deltas[o.end] = deltas.get(o.end, 0) - o.cores
+        for held_pool, cores, start, end in holdings:
+            if held_pool == pool:
+                deltas[start] = deltas.get(start, 0) + cores
+                if end is not None:
+                    deltas[end] = deltas.get(end, 0) - cores
         level = 0
         for t in sorted(deltas):
             level += deltas[t]
@@ -189,31 +207,13 @@ def _core_counters(rank: int, ops: list[OpRecord]) -> list[dict[str, Any]]:
     return out
 
 
-def _atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
-    """Write through a temporary file in the same directory, so a failure leaves no partial
-    output behind."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_trace(
     result: SimResult, programs: Sequence[Program], path: str | os.PathLike[str]
 ) -> None:
-    """Write `result` as Chrome/Perfetto trace JSON to `path`."""
+    """Write `result` as Chrome/Perfetto trace JSON to `path` (`npuir.output.write_output`:
+    raises `OutputError` when it cannot)."""
     data = trace_events(result, programs)
-
-    def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as out:
-            json.dump(data, out, separators=(",", ":"))
-
-    _atomic_write(path, write)
+    write_bytes(os.fspath(path), json.dumps(data, separators=(",", ":")).encode("utf-8"))
 
 
 _COLOURS = {
@@ -224,17 +224,86 @@ _COLOURS = {
     "": "#7f7f7f",
 }
 
+# The PNG's geometry: 14 x (1 + 0.5 per row) inches at 100 dpi.  The axes get about three
+# quarters of the width (the rest is row names and the legend); bars are merged and labels
+# placed against that estimate.
+_DPI = 100
+_WIDTH_IN = 14.0
+_AXES_PX = _WIDTH_IN * _DPI * 0.75
+_CHAR_PX = 5.5  # width of one character at the labels' 7-point font
+_MAX_LABELS = 60
+_MAX_ARROWS = 400
+"""With more event edges than this the arrows would hide the bars: none are drawn and the
+legend says so (the `--trace` JSON has every one, as flow events)."""
+
+
+class Span(NamedTuple):
+    """A bar of one row: `start`..`end` in ns, the engine covering most of it, and how many
+    ops it stands for (more than one where ops thinner than a pixel were merged)."""
+
+    start: int
+    end: int
+    engine: str
+    ops: int
+
+
+def merge_thin_spans(spans: Sequence[tuple[int, int, str]], pixel_ns: float) -> list[Span]:
+    """Bars of one row as they can be seen at `pixel_ns` per pixel.
+
+    `spans` are (start, end, engine) of the ops of one stream, in any order.  A span
+    narrower than two pixels is merged with the thin spans before it when less than a pixel
+    of idle time separates them and the merged bar stays under four pixels, so a run of 20,000
+    short ops shows as the busy stretches it makes (in the colours of the engines that
+    made them) instead of a smear of edges; wider spans stay as they are.  A merged bar takes the
+    colour of the engine that covers most of it.
+    """
+    out: list[Span] = []
+    busy: dict[str, int] = {}
+    for start, end, engine in sorted(spans):
+        thin = end - start < 2 * pixel_ns
+        if out and thin:
+            last = out[-1]
+            last_thin = last.ops > 1 or last.end - last.start < 2 * pixel_ns
+            # A merged bar stops at a few pixels, so that the engines' mix still shows.
+            if last_thin and start - last.end < pixel_ns and end - last.start < 4 * pixel_ns:
+                busy[engine] = busy.get(engine, 0) + end - start
+                main = max(sorted(busy), key=lambda e: busy[e])
+                out[-1] = Span(last.start, max(last.end, end), main, last.ops + 1)
+                continue
+        busy = {engine: end - start}
+        out.append(Span(start, end, engine, 1))
+    return out
+
 
 def plot_timeline(
     result: SimResult, programs: Sequence[Program], path: str | os.PathLike[str]
 ) -> None:
-    """Draw one row per (rank, stream) with a bar per node, coloured by engine, as a PNG.
+    """Write `timeline_figure` as a PNG to `path` (through `npuir.output.write_output`).
+
+    Raises `PlotUnavailable` (an `ImportError`) when matplotlib is not installed.
+    """
+    fig = timeline_figure(result, programs)
+
+    def save(out: BinaryIO) -> None:
+        fig.savefig(out, format="png", dpi=_DPI)
+
+    write_output(os.fspath(path), save)
+
+
+def timeline_figure(result: SimResult, programs: Sequence[Program]) -> Any:
+    """The run as a matplotlib `Figure`: one row per (rank, stream), a bar per op coloured by
+    engine, the longest ops labelled, an arrow from each record to the wait it released,
+    hatched cores a hold-and-wait op holds before it starts, and for a deadlock a red mark
+    on every blocked op (with arrows along the wait-for edges).  Ops thinner than a pixel
+    are merged into the busy stretches they make (`merge_thin_spans`), so a 20k-op run
+    stays readable.
 
     Raises `PlotUnavailable` (an `ImportError`) when matplotlib is not installed.
     """
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
     except ImportError as err:
         raise PlotUnavailable(
@@ -247,50 +316,147 @@ def plot_timeline(
         (r, s) for r, prog in enumerate(programs) for s in range(len(prog.streams))
     ]
     row_of = {key: i for i, key in enumerate(rows)}
-    fig = Figure(figsize=(12, 1.0 + 0.45 * len(rows)))
+    deadlock = result.deadlock
+    end_ns = max(result.makespan_ns, deadlock.time_ns if deadlock is not None else 0)
+    # Room on the right for the deadlock's marks and labels.
+    span_ns = max(end_ns * (1.12 if deadlock is not None else 1.0), 1000.0)
+    pixel_ns = span_ns / _AXES_PX
+
+    fig = Figure(figsize=(_WIDTH_IN, 1.2 + 0.5 * len(rows)))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    bars: dict[int, dict[str, list[tuple[float, float]]]] = {}
-    for o in result.ops:
-        if o.end <= o.start:
-            continue
-        lane = bars.setdefault(row_of[(o.rank, o.stream)], {})
-        lane.setdefault(o.engine, []).append((_us(o.start), _us(o.end - o.start)))
+
+    def y(rank: int, stream: int) -> int:
+        return row_of[(rank, stream)]
+
     holds: dict[int, list[tuple[float, float]]] = {}
+    lanes: dict[int, list[tuple[int, int, str]]] = {}
     for o in result.ops:
         if o.held_from < o.start:
-            holds.setdefault(row_of[(o.rank, o.stream)], []).append(
+            holds.setdefault(y(o.rank, o.stream), []).append(
                 (_us(o.held_from), _us(o.start - o.held_from))
             )
-    for y, held in holds.items():
+        if o.end > o.start:
+            lanes.setdefault(y(o.rank, o.stream), []).append((o.start, o.end, o.engine))
+    for row, held in holds.items():
         # Cores a hold-and-wait op holds before it can start: hatched.
-        ax.broken_barh(held, (y - 0.4, 0.8), facecolors="none", hatch="///", edgecolor="grey")
-    for y, by_engine in bars.items():
-        for engine, spans in sorted(by_engine.items()):
+        ax.broken_barh(held, (row - 0.4, 0.8), facecolors="none", hatch="///", edgecolor="grey")
+    merged_any = False
+    for row, spans in lanes.items():
+        by_engine: dict[str, list[tuple[float, float]]] = {}
+        for bar in merge_thin_spans(spans, pixel_ns):
+            merged_any |= bar.ops > 1
+            by_engine.setdefault(bar.engine, []).append((_us(bar.start), _us(bar.end - bar.start)))
+        for engine, bars in sorted(by_engine.items()):
+            # Edges only on bars wide enough for them not to hide the fill.
+            edges_of = ["black" if w >= 3 * _us(pixel_ns) else "none" for _, w in bars]
             ax.broken_barh(
-                spans,
-                (y - 0.4, 0.8),
+                bars,
+                (row - 0.4, 0.8),
                 facecolors=_COLOURS.get(engine, _COLOURS[""]),
-                edgecolor="black",
+                edgecolors=edges_of,
                 linewidth=0.3,
             )
+
+    # Labels: the longest ops, inside their bars, shortened to fit (records and waits, whose
+    # bars are the launch overhead, are left unnamed).
+    labelled = 0
+    for o in sorted((o for o in result.ops if o.engine), key=lambda o: o.start - o.end):
+        chars = int((o.end - o.start) / pixel_ns / _CHAR_PX) - 1
+        if labelled == _MAX_LABELS or chars < 3:
+            break
+        name = _slice_name(programs[o.rank], o.node)
+        text = name if len(name) <= chars else name[: chars - 1] + "…"
+        ax.text(
+            _us((o.start + o.end) / 2),
+            y(o.rank, o.stream),
+            text,
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white",
+            clip_on=True,
+        )
+        labelled += 1
+
+    # Event arrows: from the end of each record to the end of the wait it released.
+    edges: list[tuple[tuple[float, float], tuple[float, float]]] = []
+    for rank, record, wait in result.event_edges:
+        src, dst = result.op(rank, record), result.op(rank, wait)
+        if src is not None and dst is not None:
+            edges.append(
+                (
+                    (_us(src.end), y(rank, src.stream)),
+                    (_us(max(dst.end, src.end)), y(rank, dst.stream)),
+                )
+            )
+    if len(edges) <= _MAX_ARROWS:
+        for (x0, y0), (x1, y1) in edges:
+            ax.annotate(
+                "",
+                xy=(x1, y1),
+                xytext=(x0, y0),
+                arrowprops={"arrowstyle": "->", "color": "#d62728", "lw": 0.8, "alpha": 0.8},
+            )
+
+    if deadlock is not None:
+        at = _us(deadlock.time_ns)
+        ax.axvline(at, color="red", linestyle="--", linewidth=1)
+        spots = {(b.rank, b.node): (at, y(b.rank, b.stream)) for b in deadlock.blocked}
+        for b in deadlock.blocked:
+            x0, y0 = spots[(b.rank, b.node)]
+            ax.plot([x0], [y0], marker="X", color="red", markersize=10, zorder=5)
+            ax.annotate(
+                f"blocked: {b.op} ({b.reason})",
+                xy=(x0, y0),
+                xytext=(6, -10),
+                textcoords="offset points",
+                fontsize=7,
+                color="darkred",
+            )
+            for key in b.blocked_by:
+                if key in spots and key != (b.rank, b.node):
+                    ax.annotate(
+                        "",
+                        xy=spots[key],
+                        xytext=(x0, y0),
+                        arrowprops={
+                            "arrowstyle": "->",
+                            "color": "red",
+                            "connectionstyle": "arc3,rad=0.3",
+                        },
+                    )
+
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"rank {r} · {_stream_label(programs[r], s)}" for r, s in rows])
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.4, -0.6)
     ax.set_xlabel("time (µs)")
-    ax.set_xlim(0, max(_us(result.makespan_ns), 1e-3))
-    title = f"{result.hw_name}: makespan {result.makespan_ns} ns"
-    if result.deadlock is not None:
-        title += f" — DEADLOCK at {result.deadlock.time_ns} ns"
+    ax.set_xlim(0, _us(span_ns))
+    title = f"{result.hw_name}: {len(result.ops)} ops, "
+    if deadlock is not None:
+        title += f"DEADLOCK at {deadlock.time_ns} ns, {len(deadlock.blocked)} op(s) blocked"
+    else:
+        title += f"makespan {result.makespan_ns} ns"
     if result.races:
         title += f" — {len(result.races)} race(s)"
     ax.set_title(title)
     used = sorted({o.engine for o in result.ops})
-    ax.legend(
-        handles=[Patch(color=_COLOURS.get(e, _COLOURS[""]), label=e or "sync") for e in used],
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-        fontsize="small",
-    )
+    handles: list[Any] = [
+        Patch(color=_COLOURS.get(e, _COLOURS[""]), label=e or "sync") for e in used
+    ]
+    if len(edges) > _MAX_ARROWS:
+        label = f"{len(edges)} record → wait arrows: too many to draw"
+        handles.append(Patch(color="none", label=label))
+    elif edges:
+        handles.append(Line2D([], [], color="#d62728", label="record → wait"))
+    if holds:
+        handles.append(Patch(facecolor="none", hatch="///", edgecolor="grey", label="cores held"))
+    if deadlock is not None:
+        handles.append(
+            Line2D([], [], color="red", marker="X", linestyle="none", label="blocked op")
+        )
+    if merged_any:
+        handles.append(Patch(color="none", label="ops < 1 px merged"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     fig.tight_layout()
-    _atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    return fig

@@ -2,7 +2,7 @@
 // RUN: npuir-opt %S/../../examples/core_limit_deadlock.mlir -p npu-default 2>&1 >/dev/null | filecheck %s --check-prefix=HAZARD
 // RUN: npuir-run %S/../../examples/core_limit_fixed.mlir --entries rank0,rank1 --json | filecheck %s --check-prefix=FIXED
 // RUN: npuir-run %S/../../examples/core_limit_deadlock.mlir --entries rank0,rank1 --json --timing-only \
-// RUN:   --pipeline stream-partition,coreset-partition,npu-default 2>&1 | filecheck %s --check-prefix=AUTO
+// RUN:   --pipeline stream-partition,coreset-partition,npu-default | filecheck %s --check-prefix=AUTO
 
 // Tests the core-limiting seed's two-card scenario end to end, on the device
 // the examples name (910b2, 48 vector cores; their limits of 16 and 24 do not
@@ -100,7 +100,11 @@
 // FIXED:     "ranks": 2,
 // FIXED:     "deadlock": null
 
-// AUTO:      remark: coreset-partition limits 'npu.nonzero' (%n) in @rank0 to {{[0-9]+}} vector cores
-// AUTO:      remark: coreset-partition limits 'npu.nonzero' (%n) in @rank1 to {{[0-9]+}} vector cores
 // AUTO:      "ranks": 2,
+// AUTO:      "warnings": [
+// AUTO-NEXT:   {
+// AUTO-NEXT:     "message": "coreset-partition limits 'npu.nonzero' (%n) in @rank0 to {{[0-9]+}} vector cores
+// AUTO-NEXT:     "severity": "remark",
+// AUTO:          "message": "coreset-partition limits 'npu.nonzero' (%n) in @rank1 to {{[0-9]+}} vector cores
+// AUTO-NEXT:     "severity": "remark",
 // AUTO:      "deadlock": null

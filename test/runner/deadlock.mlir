@@ -26,7 +26,7 @@ module attributes {npu.target = "tiny"} {
   }
 }
 
-// CHECK:      "makespan_ns": 0,
+// CHECK:      "makespan_ns": null,
 // CHECK:      "deadlock": {
 // CHECK-NEXT:   "time_ns": 0,
 // CHECK-NEXT:   "description": "deadlock at 0 ns: 2 op(s) can never start

@@ -1,10 +1,11 @@
-// RUN: not npuir-run %s --hw tiny --json 2>&1 >/dev/null | filecheck %s
-// RUN: not npuir-run %s --hw tiny --json 2>/dev/null | filecheck %s --check-prefix=STDOUT --allow-empty
+// RUN: not npuir-run %s --hw tiny 2>&1 >/dev/null | filecheck %s
+// RUN: not npuir-run %s --hw tiny 2>/dev/null | filecheck %s --check-prefix=STDOUT --allow-empty
+// RUN: not npuir-run %s --hw tiny --json 2>/dev/null | filecheck %s --check-prefix=JSON
 
 // Tests that a hand-lowered program missing a wait is refused before it is
 // run (exit 1): the runner applies sync-verify to lowered input and reports
 // the race at the consumer, naming both ops and both streams; nothing goes to
-// stdout.
+// stdout.  With --json the same error is the one object on stdout, located.
 
 !t = tensor<8x8xf16>
 module attributes {npu.target = "tiny"} {
@@ -25,3 +26,15 @@ module attributes {npu.target = "tiny"} {
 // CHECK-NOT:  Traceback
 
 // STDOUT-NOT: {{.}}
+
+// JSON:      "error": {
+// JSON-NEXT:   "message": "race: 'npu.exp' (%b) on stream @s1 (\"1\") uses the result of 'npu.relu' (%a)
+// JSON-NEXT:   "severity": "error",
+// JSON-NEXT:   "location": {
+// JSON-NEXT:     "file": "{{.*}}race.mlir",
+// JSON-NEXT:     "line": 16,
+// JSON-NEXT:     "column": 5
+// JSON-NEXT:   },
+// JSON-NEXT:   "notes": []
+// JSON-NEXT: },
+// JSON-NEXT: "warnings": []

@@ -24,12 +24,14 @@ func.func @seed(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t, !t, !t) {
 // CHECK-LABEL: func.func @seed
 // CHECK-NEXT:    %add = npu.add %in1, %in2 {stream.on = @s0}
 // CHECK-NEXT:    %[[E0:.*]] = sync.record on @s0 {event_id = 0 : i64}
+// CHECK-NEXT:    %w = stream.wait_tensor %in4 after %add {stream.on = @s1}
 // CHECK-NEXT:    sync.wait %[[E0]] on @s1
-// CHECK-NEXT:    %m = npu.matmul %in3, %in4 {stream.on = @s1}
+// CHECK-NEXT:    %m = npu.matmul %in3, %w {stream.on = @s1}
 // CHECK-NEXT:    %[[E1:.*]] = sync.record on @s1 {event_id = 0 : i64}
 // CHECK-NEXT:    %mm1 = npu.matmul %in3, %in4 {stream.on = @s0}
+// CHECK-NEXT:    %w2 = stream.wait_tensor %in4 after %m {stream.on = @s2}
 // CHECK-NEXT:    sync.wait %[[E1]] on @s2
-// CHECK-NEXT:    %a = npu.add %in3, %in4 {stream.on = @s2}
+// CHECK-NEXT:    %a = npu.add %in3, %w2 {stream.on = @s2}
 // CHECK-NEXT:    %[[E2:.*]] = sync.record on @s2 {event_id = 0 : i64}
 // CHECK-NEXT:    sync.wait %[[E2]] on @s0
 // CHECK-NEXT:    func.return %add, %m, %mm1, %a
@@ -53,7 +55,8 @@ func.func @same_stream(%x: !t, %y: !t) -> !t {
 
 // CHECK-LABEL: func.func @same_stream
 // CHECK-NEXT:    %a = npu.add %x, %y {stream.on = @s1}
-// CHECK-NEXT:    %b = npu.mul %x, %y {stream.on = @s1}
+// CHECK-NEXT:    %w = stream.wait_tensor %y after %a {stream.on = @s1}
+// CHECK-NEXT:    %b = npu.mul %x, %w {stream.on = @s1}
 // CHECK-NEXT:    %[[E:.*]] = sync.record on @s1 {event_id = 0 : i64}
 // CHECK-NEXT:    sync.wait %[[E]] on @s0
 // CHECK-NEXT:    func.return %b
@@ -174,3 +177,42 @@ func.func @join4(%x: !t) -> !t {
 // CHECK-NEXT:    sync.wait %[[E3]] on @s0
 // CHECK-NEXT:    sync.wait %[[E4]] on @s0
 // CHECK-NEXT:    func.return %s
+
+// -----
+
+// Tests that the seed written literally -- npu_wait_tensor as a statement, the
+// scope then using %in4 itself -- is ordered as seed 001 says: every later use
+// of %in4 in the scope waits for the dependency, so the program lowers with the
+// same three waits as the form that uses the wait's result.
+
+!t = tensor<8x8xf16>
+func.func @seed_literal(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t, !t, !t) {
+  %add = npu.add %in1, %in2 : (!t, !t) -> !t
+  %mm = stream.switch "1" -> !t {
+    %w = stream.wait_tensor %in4 after %add : !t, !t
+    %m = npu.matmul %in3, %in4 : (!t, !t) -> !t
+    stream.yield %m : !t
+  }
+  %mm1 = npu.matmul %in3, %in4 : (!t, !t) -> !t
+  %add2 = stream.switch "2" -> !t {
+    %w2 = stream.wait_tensor %in4 after %mm : !t, !t
+    %a = npu.add %in3, %in4 : (!t, !t) -> !t
+    stream.yield %a : !t
+  }
+  func.return %add, %mm, %mm1, %add2 : !t, !t, !t, !t
+}
+
+// CHECK-LABEL: func.func @seed_literal
+// CHECK-NEXT:    %add = npu.add %in1, %in2 {stream.on = @s0}
+// CHECK-NEXT:    %[[E0:.*]] = sync.record on @s0 {event_id = 0 : i64}
+// CHECK-NEXT:    %w = stream.wait_tensor %in4 after %add {stream.on = @s1}
+// CHECK-NEXT:    sync.wait %[[E0]] on @s1
+// CHECK-NEXT:    %m = npu.matmul %in3, %w {stream.on = @s1}
+// CHECK-NEXT:    %[[E1:.*]] = sync.record on @s1 {event_id = 0 : i64}
+// CHECK-NEXT:    %mm1 = npu.matmul %in3, %in4 {stream.on = @s0}
+// CHECK-NEXT:    %w2 = stream.wait_tensor %in4 after %m {stream.on = @s2}
+// CHECK-NEXT:    sync.wait %[[E1]] on @s2
+// CHECK-NEXT:    %a = npu.add %in3, %w2 {stream.on = @s2}
+// CHECK-NEXT:    %[[E2:.*]] = sync.record on @s2 {event_id = 0 : i64}
+// CHECK-NEXT:    sync.wait %[[E2]] on @s0
+// CHECK-NEXT:    func.return %add, %m, %mm1, %a

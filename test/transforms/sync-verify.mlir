@@ -116,7 +116,7 @@ func.func @unknown_stream(%x: !t) -> !t {
   func.return %a : !t
 }
 
-// CHECK: sync-verify.mlir:[[# @LINE - 4]]:3: error: 'npu.relu' names stream @s7, which no 'stream.decl' declares
+// CHECK: sync-verify.mlir:[[# @LINE - 4]]:3: error: 'npu.relu' op names stream @s7, which no 'stream.decl' declares
 
 // -----
 
@@ -131,3 +131,24 @@ func.func @foreign_op(%x: !t) -> i32 {
 }
 
 // CHECK: sync-verify.mlir:[[# @LINE - 4]]:3: error: 'arith.constant' is not an op the npu schedule knows
+
+// -----
+
+// Tests that an ordering the user asked for with wait_tensor stays checked after
+// lowering: the seed's first npu_wait_tensor without the sync.wait that
+// implements it is a race, though no data flows from %add to the matmul.
+
+!t = tensor<8x8xf16>
+stream.decl @s0 "default" priority 0
+stream.decl @s1 "1" priority 0
+func.func @dropped_wait(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
+  %add = npu.add %in1, %in2 {stream.on = @s0} : (!t, !t) -> !t
+  %e0 = sync.record on @s0 {event_id = 0 : i64}
+  %w = stream.wait_tensor %in4 after %add {stream.on = @s1} : !t, !t
+  %m = npu.matmul %in3, %w {stream.on = @s1} : (!t, !t) -> !t
+  %e1 = sync.record on @s1 {event_id = 1 : i64}
+  sync.wait %e1 on @s0
+  func.return %add, %m : !t, !t
+}
+
+// CHECK: sync-verify.mlir:[[# @LINE - 6]]:3: error: race: 'npu.matmul' (%m) on stream @s1 ("1") must wait for 'npu.add' (%add) on stream @s0 ("default"), but no event orders it after its producer

@@ -108,7 +108,7 @@ func.func @case(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
 
 // Tests that a stream limit gives at least one count.
 module {
-// CHECK: invalid.mlir:[[# @LINE + 2]]:1: error: expected 'cube N' and/or 'vector M'
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'coreset.stream_limit' op needs at least one of 'cube' and 'vector'
   coreset.stream_limit "1"
 }
 
@@ -132,7 +132,7 @@ module {
 
 // Tests that a stream limit names its stream by tag.
 module {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:24: error: string literal expected for the stream tag
+// CHECK: invalid.mlir:[[# @LINE + 1]]:24: error: attribute expected
   coreset.stream_limit cube 3
 }
 
@@ -171,4 +171,29 @@ module attributes {coreset.global = #coreset.cores<cube -1>} {
 // Tests that coreset.global is a #coreset.cores.
 // CHECK: invalid.mlir:[[# @LINE + 1]]:1: error: 'builtin.module' op 'coreset.global' must be a #coreset.cores attribute, got 20 : i64
 module attributes {coreset.global = 20 : i64} {
+}
+
+// -----
+
+// Tests that a stream limit's tag is a string.
+module {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'coreset.stream_limit' op 1 : i64 should be of base attribute string
+  coreset.stream_limit 1 cube 3
+}
+
+// -----
+
+// Tests that an op's effective limits, coreset.cores, are a #coreset.cores.
+func.func @case(%a: tensor<4xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.relu' op 'coreset.cores' must be a #coreset.cores attribute, got 6 : i64
+  %0 = npu.relu %a {coreset.cores = 6 : i64} : (tensor<4xf16>) -> tensor<4xf16>
+  func.return
+}
+
+// -----
+
+// Tests that coreset.cores is checked on an op of another dialect too.
+func.func @case(%a: tensor<4xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'func.return' op 'coreset.cores' must be a #coreset.cores attribute, got "all"
+  func.return {coreset.cores = "all"}
 }

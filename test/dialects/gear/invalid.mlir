@@ -189,3 +189,84 @@ func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
   %r = gear.dispatch(%x1) dims [0:0] cases {[2] -> @f_g0} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
   func.return %r : tensor<?x2xf32>
 }
+
+// -----
+
+// Tests that a dispatch case calls a function that exists.
+func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'gear.dispatch' op @f_g0 does not name a function in the module
+  %r = gear.dispatch(%x1) dims [0:0] cases {[2] -> @f_g0} : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  func.return %r : tensor<?x2xf32>
+}
+
+// -----
+
+// Tests that a dispatch's default version exists too.
+func.func @f_g0(%x1: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  func.return %x1 : tensor<2x2xf32>
+}
+func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'gear.dispatch' op @f_dyn does not name a function in the module
+  %r = gear.dispatch(%x1) dims [0:0] cases {[2] -> @f_g0} default @f_dyn : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  func.return %r : tensor<?x2xf32>
+}
+
+// -----
+
+// Tests that a dispatch case calls a function, not another symbol.
+stream.decl @s0 "default" priority 0
+func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'gear.dispatch' op @s0 names a 'stream.decl', not a function
+  %r = gear.dispatch(%x1) dims [0:0] cases {[2] -> @s0} : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  func.return %r : tensor<?x2xf32>
+}
+
+// -----
+
+// Tests that a callee takes as many arguments as the dispatcher passes.
+func.func @f_g0(%x1: tensor<2x2xf32>, %x2: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  func.return %x1 : tensor<2x2xf32>
+}
+func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'gear.dispatch' op @f_g0 takes 2 arguments and gives 1 results; the dispatcher passes 1 and expects 1
+  %r = gear.dispatch(%x1) dims [0:0] cases {[2] -> @f_g0} : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  func.return %r : tensor<?x2xf32>
+}
+
+// -----
+
+// Tests that a callee's static dims agree with the dispatcher's.
+func.func @f_g0(%x1: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  %r = npu.slice %x1 {offsets = array<i64: 0, 0>, sizes = array<i64: 2, 2>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  func.return %r : tensor<2x2xf32>
+}
+func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'gear.dispatch' op @f_g0 takes tensor<2x3xf32> as argument 0, not tensor<?x2xf32>
+  %r = gear.dispatch(%x1) dims [0:0] cases {[2] -> @f_g0} : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  func.return %r : tensor<?x2xf32>
+}
+
+// -----
+
+// Tests that a callee's element types are the dispatcher's.
+func.func @f_g0(%x1: tensor<2x2xf32>) -> tensor<2x2xf16> {
+  %r = npu.cast %x1 : (tensor<2x2xf32>) -> tensor<2x2xf16>
+  func.return %r : tensor<2x2xf16>
+}
+func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'gear.dispatch' op @f_g0 gives tensor<2x2xf16> as result 0, not tensor<?x2xf32>
+  %r = gear.dispatch(%x1) dims [0:0] cases {[2] -> @f_g0} : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  func.return %r : tensor<?x2xf32>
+}
+
+// -----
+
+// Tests that a case's callee is the version for that case's gear value.
+func.func @f_g0(%x1: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  func.return %x1 : tensor<2x2xf32>
+}
+func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'gear.dispatch' op case [4] calls @f_g0, whose argument 0 has 2 in dim 0, not the gear value 4
+  %r = gear.dispatch(%x1) dims [0:0] cases {[4] -> @f_g0} : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  func.return %r : tensor<?x2xf32>
+}

@@ -36,6 +36,9 @@ module {
   func.func @f_dyn(%x1: tensor<?x2xf32>, %x2: tensor<?x2xf32>) -> tensor<?x2xf32> {
     func.return %x1 : tensor<?x2xf32>
   }
+  func.func @two(%x: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+    func.return %x, %x : tensor<?x2xf32>, tensor<?x2xf32>
+  }
 
 // Tests a dispatcher over two gears without a default version.
 // CHECK-LABEL: func.func @dispatch

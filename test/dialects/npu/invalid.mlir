@@ -322,7 +322,7 @@ func.func @case(%a: tensor<4x8x2xf16>) {
 
 // Tests that transpose needs a perm.
 func.func @case(%a: tensor<4x8xf16>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.transpose' op needs 'perm'
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.transpose' op attribute 'perm' expected in operation 'npu.transpose'
   %0 = npu.transpose %a : (tensor<4x8xf16>) -> tensor<8x4xf16>
   func.return
 }
@@ -439,7 +439,7 @@ func.func @case(%a: tensor<4x8xf16>) {
 
 // Tests that a slice needs offsets and sizes.
 func.func @case(%a: tensor<4x8xf16>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.slice' op needs 'offsets' and 'sizes'
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.slice' op attribute 'sizes' expected in operation 'npu.slice'
   %0 = npu.slice %a {offsets = array<i64: 0, 0>} : (tensor<4x8xf16>) -> tensor<4x8xf16>
   func.return
 }
@@ -502,7 +502,7 @@ func.func @case(%a: tensor<4x8xf32>) {
 
 // Tests that topk needs k.
 func.func @case(%a: tensor<4x8xf32>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.topk' op needs 'k'
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.topk' op attribute 'k' expected in operation 'npu.topk'
   %v, %i = npu.topk %a : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi64>)
   func.return
 }
@@ -557,7 +557,7 @@ func.func @case(%a: tensor<6x8xf16>) {
 // Tests that a collective's mode is "sdma" or "aiv".
 func.func @case(%a: tensor<64xf16>) {
 // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.all_reduce' op mode must be "sdma" or "aiv", got "rdma"
-  %0 = npu.all_reduce %a {mode = "rdma"} : (tensor<64xf16>) -> tensor<64xf16>
+  %0 = npu.all_reduce %a {group_size = 2 : i64, mode = "rdma"} : (tensor<64xf16>) -> tensor<64xf16>
   func.return
 }
 
@@ -602,7 +602,126 @@ func.func @case(%a: tensor<32x8xf16>) {
 // Tests that a collective's group is a string.
 func.func @case(%a: tensor<64xf16>) {
 // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.all_reduce' op 3 : i64 should be of base attribute string
-  %0 = npu.all_reduce %a {group = 3 : i64} : (tensor<64xf16>) -> tensor<64xf16>
+  %0 = npu.all_reduce %a {group_size = 2 : i64, group = 3 : i64} : (tensor<64xf16>) -> tensor<64xf16>
+  func.return
+}
+
+// -----
+
+// Tests that a collective names its group size: the interpreter and the cost
+// model must not guess it.
+func.func @case(%a: tensor<64xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.all_reduce' op attribute 'group_size' expected in operation 'npu.all_reduce'
+  %0 = npu.all_reduce %a {mode = "aiv"} : (tensor<64xf16>) -> tensor<64xf16>
+  func.return
+}
+
+// -----
+
+// Tests that group_size is an i64 integer.
+func.func @case(%a: tensor<64xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.all_reduce' op 'group_size' must be an i64 integer (N : i64), got 2 : i32
+  %0 = npu.all_reduce %a {group_size = 2 : i32} : (tensor<64xf16>) -> tensor<64xf16>
+  func.return
+}
+
+// -----
+
+// Tests that a collective's mode is a string.
+func.func @case(%a: tensor<64xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.all_reduce' op 1 : i64 should be of base attribute string
+  %0 = npu.all_reduce %a {group_size = 2 : i64, mode = 1 : i64} : (tensor<64xf16>) -> tensor<64xf16>
+  func.return
+}
+
+// -----
+
+// Tests that transpose's perm is an i64 array, not a float one.
+func.func @case(%a: tensor<4x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'npu.transpose' op 'perm' must be an i64 array (array<i64: ...>), got array<f32: 1.000000e+00, 0.000000e+00>
+// CHECK-NEXT: {{^}}  %0 = npu.transpose %a {perm = array<f32: 1.0, 0.0>} : (tensor<4x8xf16>) -> tensor<8x4xf16>
+  %0 = npu.transpose %a {perm = array<f32: 1.0, 0.0>} : (tensor<4x8xf16>) -> tensor<8x4xf16>
+  func.return
+}
+
+// -----
+
+// Tests that transpose's perm is an array, not a list attribute.
+func.func @case(%a: tensor<4x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.transpose' op 'perm' must be an i64 array (array<i64: ...>), got [1 : i64, 0 : i64]
+  %0 = npu.transpose %a {perm = [1, 0]} : (tensor<4x8xf16>) -> tensor<8x4xf16>
+  func.return
+}
+
+// -----
+
+// Tests that a reduction's axes are an i64 array (i32 is not enough).
+func.func @case(%a: tensor<4x8xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.reduce_sum' op 'axes' must be an i64 array (array<i64: ...>), got array<i32: 1>
+  %0 = npu.reduce_sum %a {axes = array<i32: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+// Tests that a slice's offsets are an i64 array.
+func.func @case(%a: tensor<4x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.slice' op 'offsets' must be an i64 array (array<i64: ...>), got array<i32: 0, 0>
+  %0 = npu.slice %a {offsets = array<i32: 0, 0>, sizes = array<i64: 4, 4>} : (tensor<4x8xf16>) -> tensor<4x4xf16>
+  func.return
+}
+
+// -----
+
+// Tests that a slice's optional strides are an i64 array too.
+func.func @case(%a: tensor<4x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.slice' op 'strides' must be an i64 array (array<i64: ...>), got array<f32: 1.000000e+00, 2.000000e+00>
+  %0 = npu.slice %a {offsets = array<i64: 0, 0>, sizes = array<i64: 4, 4>, strides = array<f32: 1.0, 2.0>} : (tensor<4x8xf16>) -> tensor<4x2xf16>
+  func.return
+}
+
+// -----
+
+// Tests that a slice needs offsets as well as sizes.
+func.func @case(%a: tensor<4x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.slice' op attribute 'offsets' expected in operation 'npu.slice'
+  %0 = npu.slice %a {sizes = array<i64: 4, 4>} : (tensor<4x8xf16>) -> tensor<4x4xf16>
+  func.return
+}
+
+// -----
+
+// Tests that an axis is an i64 integer.
+func.func @case(%a: tensor<4x8xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.softmax' op 'axis' must be an i64 integer (N : i64), got 1 : i32
+  %0 = npu.softmax %a {axis = 1 : i32} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  func.return
+}
+
+// -----
+
+// Tests that topk's k is an i64 integer, not a float.
+func.func @case(%a: tensor<4x8xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.topk' op 'k' must be an i64 integer (N : i64), got 2.000000e+00 : f32
+  %v, %i = npu.topk %a {k = 2.0 : f32} : (tensor<4x8xf32>) -> (tensor<4x2xf32>, tensor<4x2xi64>)
+  func.return
+}
+
+// -----
+
+// Tests that rms_norm's epsilon is an f32 float.
+func.func @case(%a: tensor<4x8xf16>, %g: tensor<8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.rms_norm' op 'epsilon' must be an f32 float (X : f32), got 1 : i64
+  %0 = npu.rms_norm %a, %g {epsilon = 1 : i64} : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+  func.return
+}
+
+// -----
+
+// Tests that gelu's approximate is a string.
+func.func @case(%a: tensor<4x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.gelu' op unit should be of base attribute string
+  %0 = npu.gelu %a {approximate} : (tensor<4x8xf16>) -> tensor<4x8xf16>
   func.return
 }
 
@@ -666,5 +785,86 @@ func.func @case(%a: tensor<4xf16>) {
 func.func @case(%a: tensor<4xf16>) {
 // CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: Expected ':'
   %0 = npu.relu %a
+  func.return
+}
+
+// -----
+
+// Tests that conv2d's input channels must match the filter's channels times groups.
+func.func @case(%x: tensor<1x4x8x8xf16>, %w: tensor<6x3x3x3xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.conv2d' op input has 4 channels but the filter takes 3 per group x 1 groups
+  %0 = npu.conv2d %x, %w : (tensor<1x4x8x8xf16>, tensor<6x3x3x3xf16>) -> tensor<1x6x6x6xf16>
+  func.return
+}
+
+// -----
+
+// Tests that conv2d's declared result must be the window formula's output.
+func.func @case(%x: tensor<1x4x8x8xf16>, %w: tensor<6x4x3x3xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.conv2d' op result type tensor<1x6x6x6xf16> does not match the inferred type tensor<1x6x3x3xf16>
+  %0 = npu.conv2d %x, %w {strides = array<i64: 2, 2>} : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>) -> tensor<1x6x6x6xf16>
+  func.return
+}
+
+// -----
+
+// Tests that conv2d's bias has one value per output channel of the result's type.
+func.func @case(%x: tensor<1x4x8x8xf16>, %w: tensor<6x4x3x3xf16>, %b: tensor<4xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.conv2d' op bias must be tensor<6xf16> (one value per output channel), got tensor<4xf16>
+  %0 = npu.conv2d %x, %w, %b : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<4xf16>) -> tensor<1x6x6x6xf16>
+  func.return
+}
+
+// -----
+
+// Tests that conv2d's strides name two dims.
+func.func @case(%x: tensor<1x4x8x8xf16>, %w: tensor<6x4x3x3xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.conv2d' op 'strides' needs 2 values, got 4
+  %0 = npu.conv2d %x, %w {strides = array<i64: 1, 1, 2, 2>} : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>) -> tensor<1x6x6x6xf16>
+  func.return
+}
+
+// -----
+
+// Tests that pool2d's kind is max or avg.
+func.func @case(%x: tensor<1x4x8x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.pool2d' op kind must be "max" or "avg", got "min"
+  %0 = npu.pool2d %x {kind = "min", window = array<i64: 2, 2>} : (tensor<1x4x8x8xf16>) -> tensor<1x4x7x7xf16>
+  func.return
+}
+
+// -----
+
+// Tests that pool2d needs a window.
+func.func @case(%x: tensor<1x4x8x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.pool2d' op needs 'window'
+  %0 = npu.pool2d %x {kind = "max"} : (tensor<1x4x8x8xf16>) -> tensor<1x4x8x8xf16>
+  func.return
+}
+
+// -----
+
+// Tests that layout_transform keeps the type.
+func.func @case(%x: tensor<1x4x8x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.layout_transform' op result type tensor<1x4x8x8xf32> does not match the inferred type tensor<1x4x8x8xf16>
+  %0 = npu.layout_transform %x {src_format = "NC1HWC0", dst_format = "NCHW"} : (tensor<1x4x8x8xf16>) -> tensor<1x4x8x8xf32>
+  func.return
+}
+
+// -----
+
+// Tests that opaque's engine is one of the engines an op can run on.
+func.func @case(%x: tensor<4xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.opaque' op engine must be one of "cube", "vector", "aicpu", got "gpu"
+  %0 = npu.opaque %x {ge_type = "Foo", engine = "gpu"} : (tensor<4xf16>) -> tensor<4xf16>
+  func.return
+}
+
+// -----
+
+// Tests that opaque needs its ge_type.
+func.func @case(%x: tensor<4xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.opaque' op attribute 'ge_type' expected in operation 'npu.opaque'
+  %0 = npu.opaque %x {engine = "vector"} : (tensor<4xf16>) -> tensor<4xf16>
   func.return
 }

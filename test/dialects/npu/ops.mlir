@@ -175,7 +175,7 @@ module attributes {npu.target = "910b2"} {
 
 // Tests the collectives with group_size, mode, group and the full_core_sync unit attribute.
 // CHECK-LABEL: func.func @collectives
-// CHECK-NEXT:    %0 = npu.all_reduce %x : (tensor<64x8xf16>) -> tensor<64x8xf16>
+// CHECK-NEXT:    %0 = npu.all_reduce %x {group_size = 2 : i64} : (tensor<64x8xf16>) -> tensor<64x8xf16>
 // CHECK-NEXT:    %1 = npu.all_reduce %x {group_size = 2 : i64, mode = "aiv"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
 // CHECK-NEXT:    %2 = npu.reduce_scatter %x {group_size = 2 : i64, mode = "sdma"} : (tensor<64x8xf16>) -> tensor<32x8xf16>
 // CHECK-NEXT:    %3 = npu.all_gather %x {group_size = 4 : i64, group = "tp"} : (tensor<64x8xf16>) -> tensor<256x8xf16>
@@ -186,7 +186,7 @@ module attributes {npu.target = "910b2"} {
 // GENERIC-LABEL: "func.func"() <{sym_name = "collectives"
 // GENERIC:       %1 = "npu.all_reduce"(%x) {group_size = 2 : i64, mode = "aiv"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
   func.func @collectives(%x: tensor<64x8xf16>, %d: tensor<?x8xf16>) {
-    %0 = npu.all_reduce %x : (tensor<64x8xf16>) -> tensor<64x8xf16>
+    %0 = npu.all_reduce %x {group_size = 2 : i64} : (tensor<64x8xf16>) -> tensor<64x8xf16>
     %1 = npu.all_reduce %x {group_size = 2 : i64, mode = "aiv"} : (tensor<64x8xf16>) -> tensor<64x8xf16>
     %2 = npu.reduce_scatter %x {group_size = 2 : i64, mode = "sdma"} : (tensor<64x8xf16>) -> tensor<32x8xf16>
     %3 = npu.all_gather %x {group_size = 4 : i64, group = "tp"} : (tensor<64x8xf16>) -> tensor<256x8xf16>
@@ -194,6 +194,34 @@ module attributes {npu.target = "910b2"} {
     %5 = npu.all_reduce %x {group_size = 8 : i64, full_core_sync} : (tensor<64x8xf16>) -> tensor<64x8xf16>
     %6 = npu.reduce_scatter %d {group_size = 3 : i64} : (tensor<?x8xf16>) -> tensor<?x8xf16>
     %7 = npu.add %x, %x {full_core_sync} : (tensor<64x8xf16>, tensor<64x8xf16>) -> tensor<64x8xf16>
+    func.return
+  }
+
+// Tests the imported-graph ops: conv2d (with bias, groups, the int8 path),
+// pool2d, layout_transform, leaky_relu, and opaque with several results and
+// unsigned element types.
+// CHECK-LABEL: func.func @imported
+// CHECK-NEXT:    %0 = npu.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>) -> tensor<1x6x4x4xf16>
+// CHECK-NEXT:    %1 = npu.conv2d %x, %wg, %b {groups = 2 : i64, dilations = array<i64: 2, 2>} : (tensor<1x4x8x8xf16>, tensor<6x2x3x3xf16>, tensor<6xf16>) -> tensor<1x6x4x4xf16>
+// CHECK-NEXT:    %2 = npu.conv2d %q, %qw : (tensor<1x4x8x8xi8>, tensor<6x4x1x1xi8>) -> tensor<1x6x8x8xi32>
+// CHECK-NEXT:    %3 = npu.pool2d %0 {kind = "max", window = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode} : (tensor<1x6x4x4xf16>) -> tensor<1x6x2x2xf16>
+// CHECK-NEXT:    %4 = npu.pool2d %0 {kind = "avg", window = array<i64: 4, 4>} : (tensor<1x6x4x4xf16>) -> tensor<1x6x1x1xf16>
+// CHECK-NEXT:    %5 = npu.layout_transform %0 {src_format = "NC1HWC0", dst_format = "NCHW"} : (tensor<1x6x4x4xf16>) -> tensor<1x6x4x4xf16>
+// CHECK-NEXT:    %6 = npu.leaky_relu %5 {negative_slope = 1.000000e-01 : f32} : (tensor<1x6x4x4xf16>) -> tensor<1x6x4x4xf16>
+// CHECK-NEXT:    %7, %8 = npu.opaque %6, %u {ge_type = "RequantHostCpuOp", engine = "aicpu"} : (tensor<1x6x4x4xf16>, tensor<6xui64>) -> (tensor<6xf32>, tensor<1xui8>)
+// GENERIC-LABEL: "func.func"() <{sym_name = "imported"
+// GENERIC:       "npu.opaque"(%6, %u) {ge_type = "RequantHostCpuOp", engine = "aicpu"} : (tensor<1x6x4x4xf16>, tensor<6xui64>) -> (tensor<6xf32>, tensor<1xui8>)
+  func.func @imported(%x: tensor<1x4x8x8xf16>, %w: tensor<6x4x3x3xf16>, %wg: tensor<6x2x3x3xf16>,
+                      %b: tensor<6xf16>, %q: tensor<1x4x8x8xi8>, %qw: tensor<6x4x1x1xi8>,
+                      %u: tensor<6xui64>) {
+    %0 = npu.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>) -> tensor<1x6x4x4xf16>
+    %1 = npu.conv2d %x, %wg, %b {groups = 2 : i64, dilations = array<i64: 2, 2>} : (tensor<1x4x8x8xf16>, tensor<6x2x3x3xf16>, tensor<6xf16>) -> tensor<1x6x4x4xf16>
+    %2 = npu.conv2d %q, %qw : (tensor<1x4x8x8xi8>, tensor<6x4x1x1xi8>) -> tensor<1x6x8x8xi32>
+    %3 = npu.pool2d %0 {kind = "max", window = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode} : (tensor<1x6x4x4xf16>) -> tensor<1x6x2x2xf16>
+    %4 = npu.pool2d %0 {kind = "avg", window = array<i64: 4, 4>} : (tensor<1x6x4x4xf16>) -> tensor<1x6x1x1xf16>
+    %5 = npu.layout_transform %0 {src_format = "NC1HWC0", dst_format = "NCHW"} : (tensor<1x6x4x4xf16>) -> tensor<1x6x4x4xf16>
+    %6 = npu.leaky_relu %5 {negative_slope = 0.1 : f32} : (tensor<1x6x4x4xf16>) -> tensor<1x6x4x4xf16>
+    %7, %8 = npu.opaque %6, %u {ge_type = "RequantHostCpuOp", engine = "aicpu"} : (tensor<1x6x4x4xf16>, tensor<6xui64>) -> (tensor<6xf32>, tensor<1xui8>)
     func.return
   }
 

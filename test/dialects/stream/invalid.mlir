@@ -233,3 +233,41 @@ module {
 // CHECK: invalid.mlir:[[# @LINE + 1]]:15: error: expect symbol name
   stream.decl s1 "1" priority 0
 }
+
+// -----
+
+// Tests that an op's stream.on names a declared stream.
+stream.decl @s0 "default" priority 0
+func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.relu' op names stream @s7, which no 'stream.decl' declares
+  %a = npu.relu %x {stream.on = @s7} : (tensor<8xf16>) -> tensor<8xf16>
+  func.return %a : tensor<8xf16>
+}
+
+// -----
+
+// Tests that stream.on names a stream.decl, not another symbol.
+func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.relu' op names stream @case, which no 'stream.decl' declares
+  %a = npu.relu %x {stream.on = @case} : (tensor<8xf16>) -> tensor<8xf16>
+  func.return %a : tensor<8xf16>
+}
+
+// -----
+
+// Tests that stream.on is a symbol reference, not a tag string.
+stream.decl @s0 "default" priority 0
+func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.relu' op 'stream.on' must name a stream as @symbol, got "default"
+  %a = npu.relu %x {stream.on = "default"} : (tensor<8xf16>) -> tensor<8xf16>
+  func.return %a : tensor<8xf16>
+}
+
+// -----
+
+// Tests that stream.on is checked on ops of other dialects too.
+stream.decl @s0 "default" priority 0
+func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'func.return' op names stream @s1, which no 'stream.decl' declares
+  func.return {stream.on = @s1} %x : tensor<8xf16>
+}

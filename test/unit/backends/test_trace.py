@@ -14,7 +14,15 @@ import npuir
 from npuir.analysis.program import Program, build_program, module_streams
 from npuir.backends.npu.hardware import PRESETS
 from npuir.backends.npu.simulator import SimResult, simulate
-from npuir.backends.npu.trace import PlotUnavailable, plot_timeline, trace_events, write_trace
+from npuir.backends.npu.trace import (
+    PlotUnavailable,
+    Span,
+    merge_thin_spans,
+    plot_timeline,
+    timeline_figure,
+    trace_events,
+    write_trace,
+)
 
 TINY = PRESETS["tiny"]
 T = "tensor<1024xf16>"
@@ -123,3 +131,117 @@ def test_plot_timeline_writes_a_png(tmp_path: Path) -> None:
     path = tmp_path / "timeline.png"
     plot_timeline(result, progs, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------
+# What the PNG timeline shows (matplotlib is optional: these skip without it)
+# --------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def texts_of(fig: Any) -> list[Any]:
+    (ax,) = fig.axes
+    return list(ax.texts)
+
+
+def test_timeline_labels_ops_and_draws_event_arrows() -> None:
+    pytest.importorskip("matplotlib")
+    result, progs = run(ranks=2)
+    fig = timeline_figure(result, progs)
+    texts = texts_of(fig)
+    labels = sorted(t.get_text() for t in texts if t.get_text())
+    # Both adds of both ranks are wide enough to carry their names.
+    assert labels == ["npu.add %x", "npu.add %x", "npu.add %y", "npu.add %y"]
+    arrows = [t for t in texts if not t.get_text() and t.arrow_patch is not None]
+    assert len(arrows) == len(result.event_edges) == 4
+    # Each arrow runs from a record's end to the end of the wait it released.
+    ends = sorted(
+        (result.op(r, rec).end / 1000, result.op(r, wait).end / 1000)  # type: ignore[union-attr]
+        for r, rec, wait in result.event_edges
+    )
+    drawn = sorted((a.xyann[0], a.xy[0]) for a in arrows)
+    assert drawn == ends
+    assert "makespan 24836 ns" in fig.axes[0].get_title()
+
+
+def test_timeline_marks_a_deadlocks_blocked_ops() -> None:
+    pytest.importorskip("matplotlib")
+    from npuir.driver.run import RunConfig, run_program
+
+    config = RunConfig(
+        path=str(ROOT / "test" / "runner" / "deadlock.mlir"),
+        hw="tiny",
+        entries=["ab", "ba"],
+        timing_only=True,
+    )
+    outcome = run_program(config)
+    assert outcome.result is not None and outcome.result.deadlock is not None
+    fig = timeline_figure(outcome.result, outcome.programs)
+    blocked = [t.get_text() for t in texts_of(fig) if t.get_text().startswith("blocked: ")]
+    assert blocked == [
+        "blocked: 'npu.all_reduce' (%a) (peers)",
+        "blocked: 'npu.all_reduce' (%b) (peers)",
+    ]
+    (ax,) = fig.axes
+    assert "DEADLOCK at 0 ns, 2 op(s) blocked" in ax.get_title()
+    marks = [line for line in ax.lines if line.get_marker() == "X"]
+    assert len(marks) == 2
+
+
+def test_thin_spans_merge_into_busy_stretches() -> None:
+    # 20,000 ops of 10 ns back to back (alternating engines), at 1000 ns a pixel: the
+    # 200 us they take become bars of at most four pixels, not 20,000 slivers.
+    spans = [(10 * i, 10 * i + 10, "cube" if i % 2 else "vector") for i in range(20_000)]
+    bars = merge_thin_spans(spans, pixel_ns=1000)
+    assert 50 <= len(bars) <= 200
+    assert sum(b.ops for b in bars) == 20_000
+    assert bars[0].start == 0 and bars[-1].end == 200_000
+    assert all(b.end - b.start <= 4000 for b in bars)
+
+
+def test_wide_spans_and_gaps_are_kept() -> None:
+    spans = [
+        (0, 100, "vector"),  # thin
+        (150, 250, "cube"),  # thin, 50 ns after: merged, cube covers as much, tie -> cube
+        (300, 400, "cube"),
+        (5000, 6000, "vector"),  # a gap of many pixels: a new bar
+        (6000, 60000, "comm"),  # wide: kept as it is
+        (60000, 60010, "vector"),  # thin after a wide op: not swallowed by it
+    ]
+    bars = merge_thin_spans(spans, pixel_ns=1000)
+    assert bars == [
+        Span(0, 400, "cube", 3),
+        Span(5000, 6000, "vector", 1),
+        Span(6000, 60000, "comm", 1),
+        Span(60000, 60010, "vector", 1),
+    ]
+
+
+def test_deadlock_counters_show_the_cores_the_blocked_ops_hold() -> None:
+    """The core-limiting seed's deadlock: at the deadlock each rank's vector-core counter
+    equals the sum of what the report says the blocked ops hold (48 on each card; on main
+    the tracks stayed at 0)."""
+    from npuir.driver.run import RunConfig, run_program
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "core_limit_deadlock.mlir"
+    outcome = run_program(
+        RunConfig(path=str(example), entries=["rank0", "rank1"], timing_only=True)
+    )
+    result = outcome.result
+    assert result is not None and result.deadlock is not None
+    events = trace_events(result, outcome.programs)["traceEvents"]
+    for rank in (0, 1):
+        held = {
+            pool: sum(b.holds for b in result.deadlock.blocked if b.rank == rank and b.pool == pool)
+            for pool in ("cube", "vector")
+        }
+        assert held["vector"] == 48
+        for pool, cores in held.items():
+            track = [
+                c
+                for c in of(events, "C")
+                if c["pid"] == rank and c["name"] == f"{pool} cores in use"
+            ]
+            at_deadlock = [c for c in track if c["ts"] <= result.deadlock.time_ns / 1000]
+            assert at_deadlock[-1]["args"]["cores"] == cores, (rank, pool)

@@ -15,7 +15,7 @@ import npuir
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
 from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import simulate
-from npuir.schedule.bound import lower_bound
+from npuir.schedule.bounds import program_bound as lower_bound
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
@@ -44,7 +44,8 @@ def _makespans(text: str, max_streams: int) -> tuple[float, list[int]]:
         )
         npuir.run_passes(ctx, lowered, npuir.build_pipeline(spec))
         streams = module_streams(lowered)
-        result = simulate([build_program(scheduled_functions(lowered)[0], streams)], HW)
+        programs = [build_program(scheduled_functions(lowered)[0], streams)]
+        result = simulate(programs, HW, mirror_peers=True)
         assert result.deadlock is None and not result.races
         spans.append(result.makespan_ns)
     return bound, spans

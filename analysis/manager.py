@@ -1,0 +1,97 @@
+"""The analysis cache: each analysis computed once per IR it reads, until a pass changes it.
+
+MLIR's `AnalysisManager` is the model.  A pass asks for an analysis of an op through
+`analyses(ctx).get(factory, *args)`; the first call computes `factory(*args)`, later calls
+with the same factory and arguments (compared by identity for IR objects) return the same
+object.  `run_passes` clears the cache before a pipeline and after every pass that does not
+declare, with `PRESERVES = ALL`, that it leaves the IR as it found it (MLIR's
+`markAllAnalysesPreserved`); a pass may also name the factories it keeps, as a tuple.
+
+    from npuir.analysis.manager import LoweredFunction, analyses
+
+    lowered = analyses(ctx).get(LoweredFunction, func, tuple(streams))
+    lowered.prog, lowered.happens_before
+
+Under a plain xDSL `Context` (a stock `xdsl-opt`) there is no cache to share: every call
+computes afresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, Final, Literal, TypeVar
+
+from xdsl.context import Context
+from xdsl.dialects.func import FuncOp
+
+from npuir.analysis.happens_before import HappensBefore
+from npuir.analysis.program import StreamInfo, build_program
+
+T = TypeVar("T")
+
+ALL: Final = "all"
+"""`PRESERVES = ALL`: the pass changes no IR, so every analysis stays valid."""
+
+Preserved = Literal["all"] | tuple[Callable[..., Any], ...]
+"""What a pass keeps valid: every analysis, or the factories it names."""
+
+
+class AnalysisManager:
+    """A cache of analyses keyed by (factory, arguments)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[Hashable, ...], Any] = {}
+        self.computed = 0
+        """How many analyses were computed (a cache miss each), for tests and benchmarks."""
+
+    def get(self, factory: Callable[..., T], *args: Hashable) -> T:
+        key = (factory, *args)
+        if key in self._cache:
+            return self._cache[key]
+        value = factory(*args)
+        self.computed += 1
+        self._cache[key] = value
+        return value
+
+    def invalidate(self, preserved: Preserved = ()) -> None:
+        """Forget every analysis but those `preserved` names."""
+        if preserved == ALL:
+            return
+        keep = set(preserved)
+        self._cache = {k: v for k, v in self._cache.items() if k[0] in keep}
+
+
+def analyses(ctx: Context) -> AnalysisManager:
+    """The context's analysis cache, or a fresh one where the context has none."""
+    manager = getattr(ctx, "analyses", None)
+    return manager if isinstance(manager, AnalysisManager) else AnalysisManager()
+
+
+def preserved_by(pass_: object) -> Preserved:
+    """What a pass declares it preserves (`PRESERVES`); nothing by default."""
+    preserved: Preserved = getattr(pass_, "PRESERVES", ())
+    return preserved
+
+
+class LoweredFunction:
+    """A partitioned function's program graph and, on first use, its happens-before."""
+
+    def __init__(self, func: FuncOp, streams: tuple[StreamInfo, ...]) -> None:
+        self.prog = build_program(func, list(streams))
+        self._hb: HappensBefore | None = None
+
+    @property
+    def happens_before(self) -> HappensBefore:
+        if self._hb is None:
+            self._hb = HappensBefore(self.prog).run()
+        return self._hb
+
+
+__all__ = [
+    "ALL",
+    "AnalysisManager",
+    "LoweredFunction",
+    "Preserved",
+    "analyses",
+    "preserved_by",
+]

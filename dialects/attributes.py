@@ -1,0 +1,105 @@
+"""Verification of npuir's dialect attributes, wherever they are attached.
+
+MLIR lets a dialect verify the attributes named after it on any op
+(`Dialect::verifyOperationAttribute`) and on function arguments
+(`verifyRegionArgAttribute`).  xDSL 0.74 has no such hook: it verifies an
+op's own definition and traits, and an attribute's parameters, but never asks
+a dialect about `npu.target` on a `builtin.module` or `gear.dims` on a
+`func.func` argument.  So each npuir dialect implements `AttributeVerifier`
+(a `DialectInterface` attached to its `Dialect`), and two callers ask it:
+
+- npuir's verifier, for every op and every function argument, so an error
+  points at the op that carries the attribute;
+- the `VerifiesDialectAttributes` trait, which every npuir op carries, for the
+  op's own attributes and those of its enclosing function and module, so a
+  stock `xdsl-opt` with the npuir plugin checks them too whenever the module
+  holds an npuir op (it has no other place to run dialect code from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cache
+
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, DialectInterface, Operation
+from xdsl.traits import OpTrait
+from xdsl.utils.exceptions import VerifyException
+
+
+class AttributeVerifier(DialectInterface):
+    """What a dialect says about the attributes named after it (`dialect.name`)."""
+
+    def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        """Raise `VerifyException` if `value` is not a valid `name` on `op`."""
+
+    def verify_argument_attribute(
+        self, func: FuncOp, index: int, name: str, value: Attribute
+    ) -> None:
+        """Raise `VerifyException` if `value` is not a valid `name` on argument `index`."""
+
+
+@cache
+def _verifier(prefix: str) -> AttributeVerifier | None:
+    # Imported here: the dialect modules import this one for the trait.
+    from npuir.dialects import DIALECTS
+
+    factory = DIALECTS.get(prefix)
+    return None if factory is None else factory().get_interface(AttributeVerifier)
+
+
+def _prefix(name: str) -> str:
+    return name.split(".", 1)[0] if "." in name else ""
+
+
+def verify_op_attributes(op: Operation) -> None:
+    """Check every npuir dialect attribute on `op` (and, for a function, its arguments')."""
+    for name, value in op.attributes.items():
+        if (verifier := _verifier(_prefix(name))) is not None:
+            verifier.verify_operation_attribute(op, name, value)
+    if isinstance(op, FuncOp) and op.arg_attrs is not None:
+        for index, attrs in enumerate(op.arg_attrs):
+            assert isinstance(attrs, DictionaryAttr)
+            for name, value in attrs.data.items():
+                if (verifier := _verifier(_prefix(name))) is not None:
+                    verifier.verify_argument_attribute(op, index, name, value)
+
+
+_ENCLOSING_VERIFIED: ContextVar[bool] = ContextVar("enclosing_verified", default=False)
+
+
+@contextmanager
+def enclosing_ops_verified() -> Iterator[None]:
+    """Within this block, ops skip re-checking their function's and module's
+    attributes: the caller verifies every op in walk order, so it has checked
+    those (at the function and the module, where an error belongs) already."""
+    token = _ENCLOSING_VERIFIED.set(True)
+    try:
+        yield
+    finally:
+        _ENCLOSING_VERIFIED.reset(token)
+
+
+class VerifiesDialectAttributes(OpTrait):
+    """Checks the npuir attributes of the op, its function and its module.
+
+    The function's and module's are repeated at each op for tools that only
+    run xDSL's verifier; npuir's verifier checks them once, at those ops.
+    """
+
+    def verify(self, op: Operation) -> None:
+        verify_op_attributes(op)
+        if _ENCLOSING_VERIFIED.get():
+            return
+        parent = op.parent_op()
+        while parent is not None:
+            if isinstance(parent, FuncOp | ModuleOp):
+                try:
+                    verify_op_attributes(parent)
+                except VerifyException as exc:
+                    where = f"@{parent.sym_name.data}" if isinstance(parent, FuncOp) else "module"
+                    raise VerifyException(f"in {where}: {exc}") from None
+            parent = parent.parent_op()

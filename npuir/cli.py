@@ -1,0 +1,156 @@
+"""What every npuir command-line tool shares: exit codes, common flags, the crash contract.
+
+A tool is a `run(argv) -> int` that parses its arguments and calls the library,
+and a `main()` that hands it to `run_tool`:
+
+    def main(argv: Sequence[str] | None = None) -> NoReturn:
+        sys.exit(run_tool("npuir-foo", run, argv))
+
+`run_tool` keeps the crash contract: an error the user caused is a diagnostic
+and exit status 1 or 2 (the tool's `run` prints it); anything else that
+escapes is a bug in npuir, so it becomes exit status 70 (`EX_SOFTWARE` in
+sysexits.h) and one line on stderr saying so, naming the command line to
+report and a file holding the traceback.  With `--debug` the traceback is
+printed instead.  A script can thus tell bad input (1), a bad invocation (2)
+and a crash (70) apart.
+
+Every tool takes `--version` and `--debug` (`add_common_arguments`) and lists
+its exit codes in its `--help` (`exit_codes_epilog`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+
+from npuir import __version__
+from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
+
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "add_common_arguments",
+    "exit_codes_epilog",
+    "read_input",
+    "run_tool",
+]
+
+EXIT_OK = 0
+EXIT_INPUT = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE, sysexits.h: "an internal software error has been detected"
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a tool stopped by Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `cat big | head`
+
+_SHARED_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_INTERNAL, "internal error: a bug in npuir (see --debug)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (EXIT_BROKEN_PIPE, "standard output closed by its reader"),
+)
+
+
+def exit_codes_epilog(codes: Sequence[tuple[int, str]]) -> str:
+    """The `--help` epilog listing a tool's own exit codes and the shared ones (use with
+    `argparse.RawDescriptionHelpFormatter`)."""
+    lines = ["exit codes:"]
+    lines += [f"  {code:<3} {meaning}" for code, meaning in (*codes, *_SHARED_CODES)]
+    return "\n".join(lines)
+
+
+def add_common_arguments(ap: argparse.ArgumentParser) -> None:
+    """`--version` and `--debug`, which every tool takes."""
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    ap.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an internal error, print the Python traceback instead of saving it to a file",
+    )
+
+
+def read_input(path: str, sources: SourceManager) -> tuple[str, str]:
+    """The text of the tool's input file (`-`: standard input) and the name diagnostics give
+    it; `sources` learns it.  Unreadable files and bad UTF-8 raise `DiagnosticError`."""
+    from npuir.parsing import decode_source
+
+    if path == "-":
+        filename, data = "<stdin>", sys.stdin.buffer.read()
+    else:
+        filename = path
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise DiagnosticError(
+                Diagnostic("error", f"cannot read '{path}': {exc.strerror or exc}")
+            ) from None
+    text = decode_source(data, filename, sources)
+    sources.add(filename, text)
+    return text, filename
+
+
+def run_tool(prog: str, run: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:
+    """Call `run(argv)` under the crash contract and return the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`npuir-opt big.mlir | head`): not a bug, and nothing left to
+        # say.  Point stdout at /dev/null so the interpreter's final flush does not fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:
+        return _report_crash(prog, args, exc)
+
+
+def _summary(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if len(first) > 160:
+        first = first[:157] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _report_crash(prog: str, args: list[str], exc: BaseException) -> int:
+    command = shlex.join([prog, *args])
+    details = "".join(traceback.format_exception(exc))
+    if "--debug" in args:
+        sys.stderr.write(details)
+        where = "the traceback above"
+    else:
+        where = _save_crash_report(prog, command, details)
+    print(
+        f"{prog}: internal error: {_summary(exc)} -- this is a bug in npuir {__version__}; "
+        f"please report it with the command line ({command}), its input files and {where}",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
+
+
+def _save_crash_report(prog: str, command: str, details: str) -> str:
+    """Write what a bug report needs to a new file; say where, or how to get it instead."""
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"{prog}-crash-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(
+                f"command: {command}\n"
+                f"npuir {__version__}, Python {platform.python_version()}, {platform.platform()}\n"
+                f"\n{details}"
+            )
+    except OSError:
+        return "the traceback that --debug prints"
+    return f"the traceback saved in {path} (or rerun with --debug)"

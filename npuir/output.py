@@ -1,0 +1,130 @@
+"""Output files written the way Unix tools write them: the one writer every tool uses.
+
+`write_output(path, write)` is behind `npuir-opt -o`, `npuir-run --trace`,
+`--plot`, `--outputs`, `--save-inputs` and every later output option:
+
+- a regular file (or a new one) is written to a temporary file in the same
+  directory and renamed over the target, so a failing run never leaves a
+  half-written file and readers never see one.  A replaced file keeps its
+  mode (and, where the process may, its owner); a new file gets the mode
+  `open()` would give it, 0666 less the umask;
+- a device, a FIFO or a socket is written through, never replaced: as root,
+  `-o /dev/null` must not turn `/dev/null` into a regular file;
+- a symlink is followed: its target is replaced and the link kept;
+- `-` is standard output;
+- every failure (missing directory, a directory as target, no permission,
+  disk full) raises `OutputError`, a `UsageError` the tools print as
+  `TOOL: error: cannot write 'PATH': REASON` with exit status 2.
+
+A hard link to a replaced file keeps the old contents, as with every writer
+that renames (editors, `sed -i`).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+import sys
+from collections.abc import Callable
+from typing import BinaryIO
+
+from npuir.diagnostics import UsageError
+
+__all__ = ["OutputError", "write_bytes", "write_output", "write_text"]
+
+
+class OutputError(UsageError):
+    """An output file could not be written; nothing was left behind."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"cannot write '{path}': {reason}")
+        self.path = path
+        self.reason = reason
+
+
+Writer = Callable[[BinaryIO], None]
+"""Writes the whole output to the binary file it is given."""
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def _create_temporary(directory: str, name: str) -> tuple[int, str]:
+    """A new file beside the target, created with mode 0666 so that the kernel applies the
+    umask exactly as for a plain `open()` (mkstemp would make it 0600)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def _replace(path: str, target: str, existing: os.stat_result | None, write: Writer) -> None:
+    directory, name = os.path.split(target)
+    fd, tmp = _create_temporary(directory or ".", name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if existing is not None:
+                os.fchmod(out.fileno(), stat.S_IMODE(existing.st_mode))
+                if (existing.st_uid, existing.st_gid) != (os.geteuid(), os.getegid()):
+                    try:
+                        os.fchown(out.fileno(), existing.st_uid, existing.st_gid)
+                    except PermissionError:
+                        pass  # only root may give a file away; the mode is still kept
+            write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_output(path: str, write: Writer) -> None:
+    """Call `write` with a binary file open on `path` (see the module docstring)."""
+    try:
+        if path == "-":
+            write(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            return
+        if not path:
+            raise OutputError(path, "the file name is empty")
+        try:
+            existing: os.stat_result | None = os.stat(path)  # follows symlinks
+        except FileNotFoundError:
+            existing = None  # a new file, or a symlink to one not created yet
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            raise OutputError(path, "Is a directory")
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            # A device, FIFO or socket: write through it (it cannot be half-written).
+            with open(path, "wb") as out:
+                write(out)
+            return
+        _replace(path, os.path.realpath(path), existing, write)
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError(path, _reason(exc)) from None
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """Write `data` to `path` (see `write_output`)."""
+
+    def write(out: BinaryIO) -> None:
+        out.write(data)
+
+    write_output(path, write)
+
+
+def write_text(path: str, text: str) -> None:
+    """Write `text` to `path` as UTF-8 (see `write_output`)."""
+    write_bytes(path, text.encode("utf-8"))

@@ -1,0 +1,26 @@
+// Tests that `npuir-opt --list-passes` prints each pass with its summary and,
+// under it, each option with its type, its default (none shown when unset)
+// and its meaning; then the named pipelines.  The input is not read.
+// RUN: npuir-opt --list-passes | filecheck %s
+
+// CHECK-LABEL: coreset-check Check the stream pair rule
+// CHECK-NEXT:    hw: string
+// CHECK-NEXT:      the device preset or TOML file
+// CHECK-NEXT:    strict: bool = false
+// CHECK-NEXT:      make every finding an error instead of a warning
+
+// CHECK-LABEL: insert-events Order every cross-stream dependency
+// CHECK-NEXT:    max-events: int
+// CHECK-NEXT:      the most physical event ids the program may use (default: the device's limit)
+// CHECK-NEXT:    hw: string
+// CHECK:         stats: bool = false
+
+// CHECK-LABEL: stream-partition Assign every op a stream
+// CHECK-NEXT:    mode: {{.*}}= user
+// CHECK:         ignore-tags: bool = false
+// CHECK:         max-streams: int = 8
+
+// CHECK-LABEL: sync-verify Check that every cross-stream use is ordered
+// CHECK-NEXT:  test-dependence-graph
+
+// CHECK-LABEL: npu-default The standard lowering

@@ -1,0 +1,91 @@
+"""`npuir-advise`: the user's annotation, one stream and `auto` side by side, with the reasons,
+and the recommended annotation as TorchAir edits (`npuir.driver.advise` does the work)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from npuir.cli import (
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_arguments,
+    exit_codes_epilog,
+    run_tool,
+)
+from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
+from npuir.driver.advise import AdviseConfig, advise
+
+EXIT_CODES = (
+    (EXIT_OK, "ok: the advice is printed"),
+    (EXIT_INPUT, "error in the input (syntax, verifier or pass error)"),
+    (EXIT_USAGE, "usage (bad flag or value, an output that cannot be written)"),
+)
+
+
+def _arg_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="npuir-advise",
+        description="Where to put npu_stream_switch and limit_core_num, and what it buys: "
+        "the program as annotated, on one stream and with auto, simulated side by side.",
+        epilog=exit_codes_epilog(EXIT_CODES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("input", help="input .mlir file")
+    ap.add_argument("--hw", help="device preset (910b2, 910b4, a3, tiny) or TOML file")
+    who = ap.add_mutually_exclusive_group()
+    who.add_argument("--entry", help="the function to run on every rank")
+    who.add_argument("--entries", help="one function per rank, comma-separated (MPMD)")
+    ap.add_argument("--ranks", type=int, default=1, help="ranks running --entry (SPMD)")
+    ap.add_argument(
+        "--emit-mlir",
+        metavar="OUT.mlir",
+        help="write the input with the recommended scopes, in source form",
+    )
+    ap.add_argument("--json", action="store_true", help="print the advice as one JSON object")
+    add_common_arguments(ap)
+    return ap
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _arg_parser().parse_args(argv)
+    config = AdviseConfig(
+        path=args.input,
+        hw=args.hw,
+        entry=args.entry,
+        entries=args.entries.split(",") if args.entries else None,
+        ranks=args.ranks,
+        emit_mlir=args.emit_mlir,
+    )
+    sources = SourceManager()
+    try:
+        with open(args.input, encoding="utf-8", errors="replace") as f:
+            sources.add(args.input, f.read())
+    except OSError:
+        pass  # advise reports the unreadable file
+    try:
+        advice = advise(config)
+    except UsageError as exc:
+        print(f"npuir-advise: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DiagnosticError as exc:
+        for diagnostic in (exc.diagnostic, *exc.notes):
+            print(diagnostic.render(sources), file=sys.stderr)
+        return EXIT_INPUT
+    if args.json:
+        print(json.dumps(advice.to_json(), indent=2))
+    else:
+        sys.stdout.write(advice.render())
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    sys.exit(run_tool("npuir-advise", run, argv))
+
+
+if __name__ == "__main__":
+    main()
