@@ -13,7 +13,7 @@ one rank; only the measurement runs them all.
 A mode the pass does not implement yet (a usage error or an ImportError when the pipeline is
 built or run) is reported as "n/a", never guessed.
 
-The lower bound of a workload is `npuir.schedule.bound.lower_bound` (its docstring proves
+The lower bound of a workload is `npuir.schedule.bounds.lower_bound` (its docstring proves
 it): the larger of the critical path with every op alone on the device, each engine's work
 over its cores, and — since the window bound — each engine's earliest start + work over
 cores + shortest tail.  The report gives `auto` against both the bound without the window
@@ -33,15 +33,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
 import npuir
-from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.program import NodeKind, build_program, module_streams, scheduled_functions
 from npuir.backends.npu.groups import collectives
 from npuir.backends.npu.hardware import Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.dialects.npu import NpuOp
-from npuir.schedule.bound import LowerBound
-from npuir.schedule.bound import lower_bound as schedule_bound
+from npuir.schedule.bounds import LowerBound
+from npuir.schedule.bounds import lower_bound as schedule_bound
 
 MODES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble", "minidag", "opara", "auto")
 BASELINES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble", "minidag", "opara")
@@ -57,8 +56,8 @@ def pipeline(mode: str) -> str:
 
 
 def lower_bound(func: FuncOp, hw: Hardware) -> LowerBound:
-    """`npuir.schedule.bound.lower_bound` of one unlowered (or lowered) function."""
-    return schedule_bound(DependenceGraph(func).run().prog, hw)
+    """`npuir.schedule.bounds.lower_bound` of one unlowered (or lowered) function."""
+    return schedule_bound(func, hw)
 
 
 @dataclass

@@ -29,8 +29,6 @@ from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, StringAttr, SymbolRe
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from npuir.analysis.core_limits import CoreLimits
-from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.program import is_dispatcher, scheduled_functions
 from npuir.api import parse_file, print_ir
 from npuir.backends.npu.explain import Explanation, compare, explain
@@ -41,7 +39,7 @@ from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
 from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
 from npuir.pipeline import build_pipeline, run_passes
-from npuir.schedule.bound import lower_bound
+from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 
 OP_NAME = "npu.op_name"
@@ -504,7 +502,7 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
 
 
 def _lower_bound(config: AdviseConfig, hw: Hardware) -> int | None:
-    """The longest cost-weighted dependence path, and no engine busier than its cores allow."""
+    """`npuir.schedule.bounds.lower_bound_ns` of the entry function (rank 0's)."""
     module = parse_file(make_context(), config.path)
     funcs = [f for f in module.ops if isinstance(f, FuncOp) and not is_dispatcher(f)]
     if not funcs:
@@ -512,13 +510,6 @@ def _lower_bound(config: AdviseConfig, hw: Hardware) -> int | None:
     name = config.entry or (config.entries[0] if config.entries else None)
     func = next((f for f in funcs if f.sym_name.data == name), funcs[0])
     try:
-        prog = DependenceGraph(func).run().prog
-        limits = CoreLimits(module, hw).run()
-
-        def limit(n: int, engine: str) -> int | None:
-            op = prog.ops[n]
-            return limits.of(op)[engine] if isinstance(op, NpuOp) else None
-
-        return int(lower_bound(prog, hw, limit).ns)
+        return lower_bound_ns(func, hw)
     except DiagnosticError:
         return None

@@ -425,7 +425,7 @@ def assign_auto(
             best, best_order = refined, order
     for name, result in costed:
         if result.order is not None and result.order not in orders:
-            judged = Judge(permuted(prog, result.order), hw, limits)(
+            judged = Judge(permuted(prog, result.order), hw, limits, profile)(
                 name, _in_order(result, result.order)
             )
             if best is None or judged.key() < best.key():

@@ -199,6 +199,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         ap.error("--ranks must be >= 1")
     if (args.fit_hw is None) != (args.fit_out is None):
         ap.error("--fit-hw and --fit-out go together")
+    if args.json:
+        progress.disable()  # the output is for a machine
     for flag, value in (
         ("--check", args.check),
         ("--outputs", args.outputs),
@@ -206,8 +208,6 @@ def run(argv: Sequence[str] | None = None) -> int:
     ):
         if value and args.timing_only:
             ap.error(f"{flag} needs the numerics; it cannot go with --timing-only")
-    if args.json:
-        progress.disable()  # the output is for a machine
     # Diagnostics show the offending line, as npuir-opt's do.
     sources = SourceManager()
     try:

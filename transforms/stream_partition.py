@@ -230,7 +230,7 @@ class StreamPartitionPass(ModulePass):
     )
     variant: str = option(
         "loadbalance",
-        "how minidag merges its logical streams, as GE's ge.autoMultistreamParallelMode: "
+        "how 'minidag' merges its logical streams, as GE's ge.autoMultistreamParallelMode: "
         "'loadbalance', 'mainstream' or 'weighted' (durations, with a makespan re-check)",
     )
     ignore_tags: bool = option(

@@ -15,7 +15,7 @@ import npuir
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
 from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import simulate
-from npuir.schedule.bound import lower_bound
+from npuir.schedule.bounds import program_bound as lower_bound
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 

@@ -131,6 +131,25 @@ def test_auto_reissued_programs_compute_the_same_values(seed: int, num_ops: int)
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, want))
 
 
+@pytest.mark.parametrize("trials", [0, 1, 3, 10])
+def test_the_refinement_stops_when_its_budget_is_spent(trials: int) -> None:
+    """The whole local search -- not only its inner loop -- stops at the trial
+    budget, whatever is left of the critical path."""
+    from npuir.schedule.auto import _refine
+
+    text = random_annotated_graph(3, 40, num_tags=0, wait_tensor_rate=0.0)
+    prog = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
+    none: list[str | None] = [None] * len(prog)
+    judge = Judge(prog, HW, None)
+    start = judge("single", assign("single", prog, none, {}, 8))
+    before = judge.trials
+    refined = _refine(judge, start, none, 8, (), trials)
+    assert judge.trials - before <= trials
+    assert refined.key() <= start.key()
+    if trials == 0:
+        assert refined is start
+
+
 def test_auto_judges_with_a_profile(tmp_path: Path) -> None:
     """With `profile=`, auto's judge costs the ops the profile covers as profiled: it
     predicts the lowered program's profiled makespan exactly, and is never slower (under
@@ -170,22 +189,3 @@ def test_auto_judges_with_a_profile(tmp_path: Path) -> None:
     for mode in ("ge", "nimble"):
         judged = Judge(prog, HW, None, profile)(mode, assign(mode, prog, none, {}, 8)).makespan
         assert judged == profiled(mode), mode
-
-
-@pytest.mark.parametrize("trials", [0, 1, 3, 10])
-def test_the_refinement_stops_when_its_budget_is_spent(trials: int) -> None:
-    """The whole local search -- not only its inner loop -- stops at the trial
-    budget, whatever is left of the critical path."""
-    from npuir.schedule.auto import _refine
-
-    text = random_annotated_graph(3, 40, num_tags=0, wait_tensor_rate=0.0)
-    prog = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
-    none: list[str | None] = [None] * len(prog)
-    judge = Judge(prog, HW, None)
-    start = judge("single", assign("single", prog, none, {}, 8))
-    before = judge.trials
-    refined = _refine(judge, start, none, 8, (), trials)
-    assert judge.trials - before <= trials
-    assert refined.key() <= start.key()
-    if trials == 0:
-        assert refined is start
