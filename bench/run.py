@@ -10,6 +10,8 @@ Subcommands:
   gears     gear-multiversion time against the number of gears (gear_time.py).
   interp    interpreter overhead against calling the numpy kernels directly
             (interp_overhead.py).
+  build     building a program with npuir.torchair against parsing it as text
+            (torchair_build.py).
   examples  rewrite examples/*.mlir from the workload generators
             (`--check`: only say whether they are up to date).
 
@@ -109,9 +111,11 @@ def main() -> None:
     i = sub.add_parser("interp", help="interpreter overhead against direct kernel calls")
     i.add_argument("--size", type=int, default=2048)
     i.add_argument("--repeats", type=int, default=3)
+    b = sub.add_parser("build", help="npuir.torchair building against parsing")
+    b.add_argument("--sizes", default="1000,10000,100000")
     e = sub.add_parser("examples", help="rewrite examples/*.mlir from the generators")
     e.add_argument("--check", action="store_true", help="only report stale files")
-    for p in (c, s, m, g, i, e):
+    for p in (c, s, m, g, i, b, e):
         p.add_argument("--json", action="store_true")
         p.add_argument("--quick", action="store_true", help="a small smoke run")
     args = ap.parse_args()
@@ -144,6 +148,12 @@ def main() -> None:
         size, repeats = (256, 2) if args.quick else (args.size, args.repeats)
         result = run_interp(size, repeats)
         printer = print_interp
+    elif args.command == "build":
+        from torchair_build import print_build, run_build
+
+        sizes = "200,1000" if args.quick else args.sizes
+        result = run_build([int(n) for n in sizes.split(",")])
+        printer = print_build
     else:
         result = run_examples(args.check)
 

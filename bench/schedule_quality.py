@@ -5,7 +5,11 @@ For each workload and mode the module goes through
     gear-multiversion,stream-partition{mode=M ignore-tags=T},coreset-lower,insert-events,sync-verify
 
 (`ignore-tags=true` for every mode but `user`, so the baselines and `auto` see an unannotated
-program) and is simulated on one rank of the device (collectives assume identical peers).
+program) and is simulated on all its ranks: the SPMD workloads (tensor-parallel decoder, MoE)
+run their entry on as many real ranks as their collectives' groups need (the least common
+multiple of their group sizes; 1 without collectives), each rank a device of its own.  The
+JSON says how many ranks ran (`ranks`).  The planners inside `auto` still judge a schedule on
+one rank; only the measurement runs them all.
 A mode the pass does not implement yet (a usage error or an ImportError when the pipeline is
 built or run) is reported as "n/a", never guessed.
 
@@ -35,6 +39,7 @@ import npuir
 from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.program import NodeKind, build_program, module_streams, scheduled_functions
 from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
+from npuir.backends.npu.groups import collectives
 from npuir.backends.npu.hardware import Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.diagnostics import DiagnosticError, UsageError
@@ -95,11 +100,12 @@ class ModeResult:
     streams: int | None = None
     races: int | None = None
     compile_s: float | None = None
+    ranks: int | None = None
     reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status}
-        for key in ("makespan_ns", "waits", "streams", "races", "compile_s"):
+        for key in ("ranks", "makespan_ns", "waits", "streams", "races", "compile_s"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -111,6 +117,7 @@ class ModeResult:
 @dataclass
 class WorkloadResult:
     name: str
+    ranks: int
     ops: int
     annotated: bool
     bound: LowerBound
@@ -118,6 +125,7 @@ class WorkloadResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "ranks": self.ranks,
             "ops": self.ops,
             "annotated": self.annotated,
             "lower_bound_ns": round(self.bound.ns),
@@ -132,8 +140,13 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def spmd_ranks(func: FuncOp) -> int:
+    """The ranks an SPMD run of `func` needs for every collective's group to be whole."""
+    return math.lcm(1, *(op.group_size for op in collectives(func)))
+
+
 def run_mode(module: ModuleOp, mode: str, hw: Hardware) -> ModeResult:
-    """Lower a clone of `module` with `mode` and simulate it on one rank."""
+    """Lower a clone of `module` with `mode` and simulate its entry on all its ranks."""
     lowered = module.clone()
     ctx = npuir.make_context(collect_diagnostics=True)
     t0 = time.perf_counter()
@@ -148,9 +161,10 @@ def run_mode(module: ModuleOp, mode: str, hw: Hardware) -> ModeResult:
     ctx.diagnostics.drain()
     streams = module_streams(lowered)
     funcs = scheduled_functions(lowered)
-    programs = [build_program(f, streams) for f in funcs[:1]]
-    result = simulate(programs, hw)
-    prog = programs[0]
+    entry = funcs[0]
+    prog = build_program(entry, streams)
+    ranks = spmd_ranks(entry)
+    result = simulate([prog] * ranks, hw)
     used = {prog.stream[n] for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE}
     status = "ok" if result.deadlock is None else "deadlock"
     return ModeResult(
@@ -160,6 +174,7 @@ def run_mode(module: ModuleOp, mode: str, hw: Hardware) -> ModeResult:
         streams=len(used),
         races=len(result.races),
         compile_s=round(compile_s, 4),
+        ranks=ranks,
         reason=result.deadlock.describe().splitlines()[0] if result.deadlock else "",
     )
 
@@ -171,7 +186,7 @@ def run_workload(name: str, text: str, hw: Hardware, modes: Sequence[str]) -> Wo
     entry = funcs[0]
     ops = sum(1 for op in entry.walk() if isinstance(op, NpuOp))
     annotated = is_annotated(text)
-    out = WorkloadResult(name, ops, annotated, lower_bound(entry, hw))
+    out = WorkloadResult(name, spmd_ranks(entry), ops, annotated, lower_bound(entry, hw))
     for mode in modes:
         if mode == "user" and not annotated:
             continue
@@ -264,13 +279,14 @@ def _fmt_ratio(x: float | None) -> str:
 
 
 def print_schedule(result: dict[str, Any]) -> None:
-    print(f"device {result['hw']}, one rank (collectives assume identical peers)")
+    print(f"device {result['hw']}, every rank a workload's collectives need")
     print(f"pipeline {result['pipeline']}; {result['ignore_tags']}")
     for name, w in result["workloads"].items():
         engines = ", ".join(f"{e} {_fmt_us(v)}" for e, v in w["engine_bound_ns"].items())
         print()
         print(
-            f"{name}: {w['ops']} ops{' (annotated)' if w['annotated'] else ''}; lower bound "
+            f"{name}: {w['ops']} ops{' (annotated)' if w['annotated'] else ''} on "
+            f"{w['ranks']} rank(s); lower bound "
             f"{_fmt_us(w['lower_bound_ns'])} us (critical path "
             f"{_fmt_us(w['critical_path_ns'])}; {engines})"
         )

@@ -10,7 +10,7 @@ whole function, as the real pipeline would; that set-up is timed but not part of
 figures.  `gc.freeze()` after building the IR keeps the cyclic collector from walking it.
 
 Measured separately, per size: `build_program` (reading the Program out of the IR) and
-`simulate` (one rank, identical peers, a fresh cache each call), each as ops per second,
+`simulate` (one rank, its collectives' peers mirrored, a fresh cache each call), each as ops per second,
 where ops are the `npu` ops; nodes (ops plus records, waits and the return) are reported
 too.  Each is run `repeats` times and the fastest run counts (these machines are noisy).
 """
@@ -128,18 +128,18 @@ def measure(n_ops: int, repeats: int = 3) -> SimFigures:
             t3 = time.perf_counter()
             prog = build_program(func, streams)
             t4 = time.perf_counter()
-            result = simulate([prog], hw)
+            result = simulate([prog], hw, mirror_peers=True)
             t5 = time.perf_counter()
             program_s.append(t4 - t3)
             simulate_s.append(t5 - t4)
         # With the ops' cost signatures already read from the IR (a SimCache,
         # as a search that simulates many schedules of one program has).
         cache = SimCache(hw)
-        simulate([prog], hw, cache=cache)
+        simulate([prog], hw, cache=cache, mirror_peers=True)
         warm_s: list[float] = []
         for _ in range(repeats):
             t6 = time.perf_counter()
-            simulate([prog], hw, cache=cache)
+            simulate([prog], hw, cache=cache, mirror_peers=True)
             warm_s.append(time.perf_counter() - t6)
     finally:
         gc.unfreeze()

@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    Signedness,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -51,9 +52,11 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_attr_def,
+    opt_operand_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.irdl.constraints import VerificationContext
 from xdsl.traits import Pure
@@ -67,8 +70,15 @@ DYN = DYNAMIC_INDEX
 TARGET = "npu.target"
 """Module attribute naming the target device preset, e.g. "910b2"."""
 
+OP_NAME = "npu.op_name"
+"""The operator's original name (GE op name, FX node name), set by the importers: the key
+profiles and advice match ops by."""
+
 FULL_CORE_SYNC = "full_core_sync"
 """Unit attribute: the op must hold all the cores it asks for before it starts."""
+
+OP_NAME = "npu.op_name"
+"""Op attribute an importer sets to the operator's original name (GE op, FX node)."""
 
 Shape = tuple[int, ...]
 
@@ -121,7 +131,7 @@ def element_bytes(elem: Attribute) -> int:
 
 
 def dtype_name(elem: Attribute) -> str:
-    """The short name the backend uses: f16, bf16, f32, i1, i32, i64."""
+    """The short name the backend uses: f16, bf16, f32, i1, i8 .. i64, ui8 .. ui64."""
     if isinstance(elem, Float16Type):
         return "f16"
     if isinstance(elem, BFloat16Type):
@@ -129,7 +139,8 @@ def dtype_name(elem: Attribute) -> str:
     if isinstance(elem, Float32Type):
         return "f32"
     if isinstance(elem, IntegerType):
-        return f"i{elem.width.data}"
+        unsigned = elem.signedness.data == Signedness.UNSIGNED
+        return f"{'ui' if unsigned else 'i'}{elem.width.data}"
     raise VerifyException(f"unsupported element type {elem}")
 
 
@@ -1196,6 +1207,301 @@ class AllToAllOp(CollectiveOp):
 
 
 # --------------------------------------------------------------------------
+# Imported-graph ops: convolution, pooling, layout, unmapped operators
+# --------------------------------------------------------------------------
+
+
+def _pair(op: Operation, name: str, default: int, count: int = 2) -> tuple[int, ...]:
+    attr = op.attributes.get(name)
+    if attr is None:
+        return (default,) * count
+    if not isinstance(attr, DenseArrayBase):
+        raise VerifyException(f"'{name}' must be an array<i64: ...>, got {attr}")
+    values = tuple(int(x) for x in attr.get_values())
+    if len(values) != count:
+        raise VerifyException(f"'{name}' needs {count} values, got {len(values)}")
+    return values
+
+
+def _window_extent(
+    size: int, kernel: int, stride: int, pad: int, dilation: int, ceil: bool = False
+) -> int:
+    """Output extent of a sliding window (the convolution / pooling formula)."""
+    if size == DYN:
+        return DYN
+    span = size + pad - dilation * (kernel - 1) - 1
+    if span < 0:
+        raise VerifyException(
+            f"a window of {kernel} (dilation {dilation}) does not fit an extent of {size} "
+            f"with {pad} padding"
+        )
+    return (-(-span // stride) if ceil else span // stride) + 1
+
+
+def _check_window_attrs(strides: Sequence[int], pads: Sequence[int], dil: Sequence[int]) -> None:
+    if any(s < 1 for s in strides) or any(d < 1 for d in dil):
+        raise VerifyException("strides and dilations must be >= 1")
+    if any(p < 0 for p in pads):
+        raise VerifyException("pads must be >= 0")
+
+
+def _accumulator(elem: Attribute) -> Attribute:
+    """The element type a cube op writes: i32 for 8-bit integer operands, else the input's."""
+    if isinstance(elem, IntegerType) and elem.width.data == 8:
+        return IntegerType(32)
+    return elem
+
+
+@irdl_op_definition
+class Conv2dOp(NpuOp):
+    """2-D convolution on the cube unit: `x` is NCHW, `w` is [O, C/groups, KH, KW].
+
+    `strides` and `dilations` are `(h, w)`, `pads` is `(top, bottom, left,
+    right)`; all default to 1 (pads to 0), `groups` to 1.  The optional third
+    operand is a bias of O elements.  8-bit integer operands accumulate into an
+    i32 result (the cube's int8 path); other types keep the input's type.  FLOPs
+    are the real multiply-adds of the direct convolution.
+
+    ```mlir
+    %y = npu.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf16>, tensor<4x3x3x3xf16>) -> tensor<1x4x4x4xf16>
+    ```
+    """
+
+    name = "npu.conv2d"
+    ENGINE: ClassVar[Engine] = Engine.CUBE
+    input = operand_def(TensorType)
+    filter = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = opt_attr_def(DenseArrayBase)
+    pads = opt_attr_def(DenseArrayBase)
+    dilations = opt_attr_def(DenseArrayBase)
+    groups = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def window(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int]:
+        """`(strides, pads, dilations, groups)` with their defaults."""
+        strides = _pair(self, "strides", 1)
+        pads = _pair(self, "pads", 0, 4)
+        dil = _pair(self, "dilations", 1)
+        _check_window_attrs(strides, pads, dil)
+        groups = _int_attr(self, "groups", 1)
+        if groups < 1:
+            raise VerifyException(f"groups must be >= 1, got {groups}")
+        return strides, pads, dil, groups
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        x, w = operand_types[0], operand_types[1]
+        assert isinstance(x, TensorType) and isinstance(w, TensorType)
+        if x.get_num_dims() != 4 or w.get_num_dims() != 4:
+            raise VerifyException("input (NCHW) and filter (OIHW) must be rank-4 tensors")
+        if x.element_type != w.element_type:
+            raise VerifyException(
+                f"input and filter element types differ: {x.element_type} and {w.element_type}"
+            )
+        (n, c, h, wd), (o, cg, kh, kw) = shape_of(x), shape_of(w)
+        strides, pads, dil, groups = self.window()
+        if c != DYN and cg != DYN and c != cg * groups:
+            raise VerifyException(
+                f"input has {c} channels but the filter takes {cg} per group x {groups} groups"
+            )
+        if o != DYN and o % groups:
+            raise VerifyException(f"{o} output channels do not split into {groups} groups")
+        elem = _accumulator(x.element_type)
+        if len(operand_types) > 2:
+            b = operand_types[2]
+            assert isinstance(b, TensorType)
+            if b.element_type != elem or shape_of(b) not in ((o,), (1, o, 1, 1)):
+                raise VerifyException(
+                    f"bias must be tensor<{o}x{elem}> (one value per output channel), got {b}"
+                )
+        ho = _window_extent(h, kh, strides[0], pads[0] + pads[1], dil[0])
+        wo = _window_extent(wd, kw, strides[1], pads[2] + pads[3], dil[1])
+        return [_tensor(elem, (n, o, ho, wo))]
+
+    def gemm_extent(self) -> tuple[int, int, int]:
+        """The implicit GEMM `(M, N, K)`: M = N*Ho*Wo output pixels, N = O, K = C/g*KH*KW."""
+        n, o, ho, wo = (1 if d == DYN else d for d in shape_of(self.result.type))
+        _, cg, kh, kw = (1 if d == DYN else d for d in shape_of(self.filter.type))
+        return n * ho * wo, o, cg * kh * kw
+
+    def flops(self) -> int:
+        m, n, k = self.gemm_extent()
+        return 2 * m * n * k
+
+
+class PoolKind(StrEnum):
+    """What `npu.pool2d` computes over each window."""
+
+    MAX = "max"
+    AVG = "avg"
+
+
+@irdl_op_definition
+class Pool2dOp(NpuOp):
+    """2-D max or average pooling of an NCHW tensor on the vector unit.
+
+    `kind` is "max" or "avg"; `window`, `strides` are `(h, w)` and `pads`
+    `(top, bottom, left, right)`; `ceil_mode` rounds the output extent up
+    (Caffe's rule).  An average divides by the window size, padding included.
+
+    ```mlir
+    %y = npu.pool2d %x {kind = "max", window = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode} : (tensor<1x4x8x8xf16>) -> tensor<1x4x4x4xf16>
+    ```
+    """
+
+    name = "npu.pool2d"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    kind = opt_attr_def(StringAttr)
+    window = opt_attr_def(DenseArrayBase)
+    strides = opt_attr_def(DenseArrayBase)
+    pads = opt_attr_def(DenseArrayBase)
+    ceil_mode = opt_attr_def(UnitAttr)
+    traits = traits_def(Pure())
+
+    @property
+    def pool_kind(self) -> PoolKind:
+        text = _str_attr(self, "kind", "")
+        if text not in tuple(PoolKind):
+            raise VerifyException(f'kind must be "max" or "avg", got "{text}"')
+        return PoolKind(text)
+
+    def window_size(self) -> tuple[int, ...]:
+        if self.window is None:
+            raise VerifyException("needs 'window'")
+        window = _pair(self, "window", 1)
+        if any(k < 1 for k in window):
+            raise VerifyException("window extents must be >= 1")
+        return window
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        ty = operand_types[0]
+        assert isinstance(ty, TensorType)
+        if ty.get_num_dims() != 4:
+            raise VerifyException("input must be a rank-4 (NCHW) tensor")
+        _ = self.pool_kind  # checks the attribute
+        kh, kw = self.window_size()
+        strides, pads = _pair(self, "strides", 1), _pair(self, "pads", 0, 4)
+        _check_window_attrs(strides, pads, (1, 1))
+        n, c, h, w = shape_of(ty)
+        ceil = self.ceil_mode is not None
+        ho = _window_extent(h, kh, strides[0], pads[0] + pads[1], 1, ceil)
+        wo = _window_extent(w, kw, strides[1], pads[2] + pads[3], 1, ceil)
+        return [_tensor(ty.element_type, (n, c, ho, wo))]
+
+    def flops(self) -> int:
+        kh, kw = self.window_size()
+        return kh * kw * num_elements(shape_of(self.result.type))
+
+
+@irdl_op_definition
+class LayoutTransformOp(NpuOp):
+    """Rewrites a tensor from one memory layout to another (GE's TransData).
+
+    IR tensors carry logical shapes, so the values and type do not change; the
+    op costs the data movement of reading and writing the whole tensor.
+    `src_format` and `dst_format` name the layouts (e.g. "NC1HWC0", "NCHW").
+
+    ```mlir
+    %y = npu.layout_transform %x {src_format = "NC1HWC0", dst_format = "NCHW"} : (tensor<1x64x4x4xf16>) -> tensor<1x64x4x4xf16>
+    ```
+    """
+
+    name = "npu.layout_transform"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    src_format = opt_attr_def(StringAttr)
+    dst_format = opt_attr_def(StringAttr)
+    traits = traits_def(Pure())
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        if self.src_format is None or self.dst_format is None:
+            raise VerifyException("needs 'src_format' and 'dst_format'")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    """`x` where positive, `negative_slope * x` elsewhere (default slope 0: relu).
+
+    ```mlir
+    %y = npu.leaky_relu %x {negative_slope = 1.000000e-01 : f32} : (tensor<4x8xf16>) -> tensor<4x8xf16>
+    ```
+    """
+
+    name = "npu.leaky_relu"
+    FLOPS_PER_ELEMENT: ClassVar[int] = 2
+    negative_slope = opt_attr_def(FloatAttr)
+
+
+GE_TYPE = "ge_type"
+"""`npu.opaque`'s attribute naming the operator type it stands for."""
+
+ENGINE_ATTR = "engine"
+"""`npu.opaque`'s attribute naming the unit it runs on."""
+
+
+@irdl_op_definition
+class OpaqueOp(NpuOp):
+    """An operator an importer could not map, kept with its tensors and engine.
+
+    `ge_type` names the original operator type and `engine` the unit it runs on
+    ("cube", "vector" or "aicpu").  Its cost comes from its tensor sizes (one
+    operation per result element, every operand and result moved once); it has
+    no numeric kernel, so numeric runs stop at it with an error naming it.
+
+    ```mlir
+    %q = npu.opaque %x, %s {ge_type = "AscendQuant", engine = "vector"} : (tensor<1x64xf32>, tensor<64xf32>) -> tensor<1x64xi8>
+    ```
+    """
+
+    name = "npu.opaque"
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    ge_type = attr_def(StringAttr)
+    engine_name = attr_def(StringAttr, attr_name=ENGINE_ATTR)
+
+    ENGINES: ClassVar[tuple[Engine, ...]] = (Engine.CUBE, Engine.VECTOR, Engine.AICPU)
+
+    def __init__(
+        self,
+        ge_type: str,
+        engine: Engine,
+        operands: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+    ) -> None:
+        super().__init__(
+            operands=[operands],
+            result_types=[result_types],
+            attributes={GE_TYPE: StringAttr(ge_type), ENGINE_ATTR: StringAttr(engine.value)},
+        )
+
+    @property
+    def engine(self) -> Engine:
+        text = self.engine_name.data
+        for engine in self.ENGINES:
+            if engine.value == text:
+                return engine
+        names = ", ".join(f'"{e.value}"' for e in self.ENGINES)
+        raise VerifyException(f'engine must be one of {names}, got "{text}"')
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        _ = self.engine  # checks the attribute
+        if not self.ge_type.data:
+            raise VerifyException("ge_type must name the original operator type")
+        if not operand_types and not self.results:
+            raise VerifyException("needs at least one operand or result")
+        return list(self.result_types)
+
+    def flops(self) -> int:
+        return sum(num_elements(shape_of(r.type)) for r in self.results)
+
+
+# --------------------------------------------------------------------------
 # Module-level helpers
 # --------------------------------------------------------------------------
 
@@ -1248,6 +1554,11 @@ NPU_OPS: tuple[type[NpuOp], ...] = (
     ReduceScatterOp,
     AllGatherOp,
     AllToAllOp,
+    Conv2dOp,
+    Pool2dOp,
+    LayoutTransformOp,
+    LeakyReluOp,
+    OpaqueOp,
 )
 
 Npu = Dialect("npu", list(NPU_OPS), [], [NpuAttributeVerifier()])

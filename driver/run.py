@@ -16,7 +16,9 @@ dispatcher enters the version whose gear the input shapes match); simulate
 unless timing-only, run the numerics on random or given inputs and, with
 `check`, compare every output with the program before the pipeline.  The
 report also carries the makespan of the same program on a single stream
-(scopes ignored), the baseline a multi-stream schedule is measured against.
+(scopes ignored), the baseline a multi-stream schedule is measured against; for an
+input that is already lowered, the baseline is taken from the same program with its
+streams and events removed (`unlowered`), so it matches the baseline of its source.
 """
 
 from __future__ import annotations
@@ -32,19 +34,23 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
-from npuir.api import parse_file, parse_text
+from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
+from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
+from npuir.backends.npu.profile import Profile, read_profile
 from npuir.backends.npu.report import build_report, memory_warning
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
-from npuir.dialects import gear, npu, stream
+from npuir.dialects import gear, npu, stream, sync
 from npuir.dialects.shapes import RetypeError, specialise
+from npuir.frontends.ge import parse_path, parse_source
 from npuir.output import write_output
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.schedule.device import device_spec
+from npuir.verifier import verify
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
 
@@ -69,13 +75,20 @@ class RunConfig:
     pipeline: str | None = None
     entry: str | None = None
     entries: list[str] | None = None
-    ranks: int = 1
+    ranks: int | None = None
+    """SPMD ranks running `entry` (default 1); with `entries`, if given, it must match."""
+    mirror_peers: bool = False
+    """Let a collective whose group reaches past the ranks run take the missing ranks as
+    copies of those present (`npuir.backends.npu.groups`); the report lists them."""
     hw: str | None = None
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict[str, tuple[int, ...]])
     inputs: str | None = None
     seed: int = 0
     check: bool = False
     timing_only: bool = False
+    profile: str | None = None
+    """An op-summary CSV whose durations and block dims replace the cost model's for the
+    ops it names (`npuir.backends.npu.profile`)."""
 
 
 @dataclass
@@ -133,8 +146,13 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
     funcs = _functions(module)
     if config.entries:
         names = config.entries
+        if config.ranks is not None and config.ranks != len(names):
+            raise UsageError(
+                f"--entries names {len(names)} function(s), one per rank, but --ranks is "
+                f"{config.ranks}"
+            )
     else:
-        names = [config.entry or _default_entry(module)] * config.ranks
+        names = [config.entry or _default_entry(module)] * (config.ranks or 1)
     for name in names:
         if name not in funcs:
             raise UsageError(
@@ -362,12 +380,26 @@ def _lower(ctx: NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: s
     run_passes(ctx, module, build_pipeline(pipeline))
 
 
-def _simulate(
-    module: ModuleOp,
-    names: Sequence[str],
-    shapes: Sequence[Sequence[tuple[int, ...]]],
-    hw: Hardware,
-) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None]]:
+def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[PartialGroup]:
+    """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`."""
+    partial = partial_groups([collectives(f) for f in funcs], len(funcs))
+    if partial and not mirror_peers:
+        first = partial[0]
+        needed = max(p.present[0] + p.group_size for p in partial)
+        raise error(
+            first.op,
+            f"{first.describe()}: run all {needed} ranks (--ranks {needed}, or one --entries "
+            "function per rank), or pass --mirror-peers to take the missing ranks as copies "
+            "of those present",
+        )
+    return partial
+
+
+def _programs(
+    module: ModuleOp, names: Sequence[str], shapes: Sequence[Sequence[tuple[int, ...]]]
+) -> tuple[list[Program], list[FuncOp], list[str | None]]:
+    """Each rank's program (shared between ranks running the same function on the same
+    shapes), the function it runs (a gear version for a dispatcher) and which gear."""
     funcs = _functions(module)
     streams = module_streams(module)
     programs: list[Program] = []
@@ -386,7 +418,41 @@ def _simulate(
         if prog is None:
             prog = cache[key] = build_program(timing_function(func, rank_shapes), streams)
         programs.append(prog)
-    return simulate(programs, hw), programs, actual, gears
+    return programs, actual, gears
+
+
+def _simulate(
+    module: ModuleOp,
+    names: Sequence[str],
+    shapes: Sequence[Sequence[tuple[int, ...]]],
+    hw: Hardware,
+    mirror_peers: bool,
+    profile: Profile | None,
+) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None], list[PartialGroup]]:
+    programs, actual, gears = _programs(module, names, shapes)
+    partial = _partial_groups(actual, mirror_peers)
+    result = simulate(programs, hw, mirror_peers=mirror_peers, profile=profile)
+    return result, programs, actual, gears, partial
+
+
+def unlowered(module: ModuleOp) -> ModuleOp:
+    """`module` with what `stream-partition` and `insert-events` added taken out, in place:
+    `stream.on`, events and `stream.decl`s.  Each op's `coreset.cores` (the effective
+    limits of its source) stays, and unlowered functions are left as they are."""
+    lowered = [f for f in module.ops if isinstance(f, FuncOp) and is_lowered(f)]
+    for func in lowered:
+        # Waits before records: a record's event may only go once nothing waits on it.
+        for op in reversed(list(func.body.walk())):
+            if isinstance(op, sync.WaitOp | sync.RecordOp):
+                parent = op.parent_block()
+                assert parent is not None
+                parent.erase_op(op)
+            else:
+                op.attributes.pop(stream.STREAM_ON, None)
+    if lowered:
+        for decl in [op for op in module.ops if isinstance(op, stream.DeclOp)]:
+            module.body.block.erase_op(decl)
+    return module
 
 
 def same_bits(a: Array, b: Array) -> bool:
@@ -402,13 +468,27 @@ def same_bits(a: Array, b: Array) -> bool:
     return bool(np.array_equal(a.view(unsigned)[~nan_a], b.view(unsigned)[~nan_a]))
 
 
-def run_program(config: RunConfig) -> RunOutcome:
-    """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
+_Loaded = tuple[
+    NpuirContext,
+    ModuleOp,
+    ModuleOp,
+    Hardware,
+    list[str],
+    dict[str, FuncOp],
+    list[list[Array]] | None,
+    list[list[tuple[int, ...]]],
+]
+
+
+def _load(config: RunConfig) -> _Loaded:
+    """Parse the input; its device, entries, given inputs and argument shapes."""
     ctx = make_context(collect_diagnostics=True)
     if config.source is not None:
-        module = parse_text(ctx, config.source, config.path)
+        ctx.diagnostics.sources.add(config.path, config.source)
+        module = parse_source(ctx, config.source, config.path)
+        verify(module)
     else:
-        module = parse_file(ctx, config.path)
+        module = parse_path(ctx, config.path)
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)
@@ -420,19 +500,47 @@ def run_program(config: RunConfig) -> RunOutcome:
     shapes = [
         _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
     ]
+    return ctx, module, original, hw, names, funcs, given, shapes
+
+
+def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> list[Diagnostic]:
+    """Lower `module` as `config` asks; the passes' warnings."""
     try:
         _lower(ctx, module, config.pipeline, config.hw)
     except DiagnosticError as exc:
         # Warnings the passes gave before the error still matter to the user.
         raise DiagnosticError(exc.diagnostic, (*ctx.diagnostics.drain(), *exc.notes)) from None
-    warnings = list(ctx.diagnostics.drain())
-    result, programs, actual, gears = _simulate(module, names, shapes, hw)
+    return list(ctx.diagnostics.drain())
 
-    baseline = original.clone()
+
+def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnostic]]:
+    """Fit the device's rates and launch overhead to the profile of `config`'s program
+    (`npuir.backends.npu.calibrate`), lowered as a run would lower it."""
+    ctx, module, _, hw, names, _, _, shapes = _load(config)
+    profile = read_profile(profile_path)
+    warnings = _lower_reporting(ctx, module, config)
+    programs, _, _ = _programs(module, names, shapes)
+    try:
+        return fit_hardware(programs, profile, hw), warnings
+    except FitError as exc:
+        raise DiagnosticError(Diagnostic("error", f"--fit-hw {profile_path}: {exc}")) from None
+
+
+def run_program(config: RunConfig) -> RunOutcome:
+    """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
+    loaded = _load(config)
+    ctx, module, original, hw, names, funcs, given, shapes = loaded
+    profile = read_profile(config.profile) if config.profile else None
+    warnings = _lower_reporting(ctx, module, config)
+    result, programs, actual, gears, partial = _simulate(
+        module, names, shapes, hw, config.mirror_peers, profile
+    )
+
+    baseline = unlowered(original.clone())
     base_ctx = make_context(collect_diagnostics=True)
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
-    single, _, _, _ = _simulate(baseline, names, shapes, hw)
+    single, _, _, _, _ = _simulate(baseline, names, shapes, hw, config.mirror_peers, profile)
 
     check: dict[str, Any] | None = None
     inputs: list[list[Array]] = []
@@ -442,11 +550,11 @@ def run_program(config: RunConfig) -> RunOutcome:
             make_inputs(funcs[n], s, config.seed, r) for r, (n, s) in enumerate(zip(names, shapes))
         ]
         try:
-            outputs = run_ranks(module, actual, inputs)
+            outputs = run_ranks(module, actual, inputs, mirror_peers=config.mirror_peers)
         except NumericsError as exc:
             raise error(exc.op or module, str(exc)) from None
         if config.check:
-            check = _check(original, names, inputs, outputs)
+            check = _check(original, names, inputs, outputs, config.mirror_peers)
     report = build_report(
         result,
         programs,
@@ -456,6 +564,17 @@ def run_program(config: RunConfig) -> RunOutcome:
         gears=gears,
         entries=list(names),
         check=check,
+        mirrored=[p.to_json() for p in partial] if config.mirror_peers else None,
+        profile=(
+            {
+                "path": profile.path,
+                "rows": profile.rows,
+                "ops_from_profile": result.profiled_ops,
+                "ops": result.compute_ops,
+            }
+            if profile is not None
+            else None
+        ),
         warnings=warnings,
     )
     warnings += memory_warning(result, hw)
@@ -472,11 +591,12 @@ def _check(
     names: Sequence[str],
     inputs: Sequence[Sequence[Array]],
     outputs: Sequence[Sequence[Array]],
+    mirror_peers: bool,
 ) -> dict[str, Any]:
     funcs = _functions(original)
     reference_funcs = [funcs[n] for n in names]
     try:
-        reference = run_ranks(original, reference_funcs, inputs)
+        reference = run_ranks(original, reference_funcs, inputs, mirror_peers=mirror_peers)
     except NumericsError as exc:
         raise error(exc.op or original, f"the unscheduled program fails: {exc}") from None
     mismatches: list[str] = []

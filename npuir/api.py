@@ -17,7 +17,7 @@ from npuir.diagnostics import Diagnostic, DiagnosticError
 from npuir.parsing import decode_source, parse_module
 from npuir.verifier import verify
 
-__all__ = ["parse_file", "parse_text", "print_ir"]
+__all__ = ["parse_file", "parse_text", "print_ir", "read_source"]
 
 
 def parse_text(ctx: NpuirContext, text: str, filename: str = "<input>") -> ModuleOp:
@@ -28,8 +28,8 @@ def parse_text(ctx: NpuirContext, text: str, filename: str = "<input>") -> Modul
     return module
 
 
-def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
-    """Parse and verify the module in the file at `path`."""
+def read_source(ctx: NpuirContext, path: str | Path) -> str:
+    """The text of the file at `path`; unreadable or non-UTF-8 files are located errors."""
     name = str(path)
     try:
         data = Path(path).read_bytes()
@@ -37,7 +37,12 @@ def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
         raise DiagnosticError(
             Diagnostic("error", f"cannot read '{name}': {exc.strerror}")
         ) from None
-    return parse_text(ctx, decode_source(data, name, ctx.diagnostics.sources), name)
+    return decode_source(data, name, ctx.diagnostics.sources)
+
+
+def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
+    """Parse and verify the module in the file at `path`."""
+    return parse_text(ctx, read_source(ctx, path), str(path))
 
 
 def print_ir(op: Operation, generic: bool = False) -> str:

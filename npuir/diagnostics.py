@@ -30,13 +30,16 @@ Severity = Literal["error", "warning", "remark", "note"]
 
 @dataclass(frozen=True)
 class SourceLocation:
-    """A 1-based line and column in a named file."""
+    """A 1-based line and column in a named file; column 0 names the whole line (a CSV
+    row), rendered as `file:line`."""
 
     filename: str
     line: int
     column: int
 
     def __str__(self) -> str:
+        if self.column < 1:
+            return f"{self.filename}:{self.line}"
         return f"{self.filename}:{self.line}:{self.column}"
 
 
@@ -92,7 +95,7 @@ class Diagnostic:
     def render(self, sources: SourceManager | None = None) -> str:
         where = f"{self.location}: " if self.location is not None else ""
         out = f"{where}{self.severity}: {self.message}"
-        if self.location is not None and sources is not None:
+        if self.location is not None and self.location.column >= 1 and sources is not None:
             line = sources.line_text(self.location)
             if line is not None:
                 caret = " " * max(self.location.column - 1, 0) + "^"

@@ -49,6 +49,7 @@ from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
 from npuir.backends.npu.hardware import Hardware
+from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import SimCache, SimResult, simulate
 from npuir.dialects.npu import NpuOp
 from npuir.schedule.events import lowered_program
@@ -90,9 +91,12 @@ class Judged:
 class Judge:
     """Simulates assignments of one program on one device, sharing the IR reads."""
 
-    def __init__(self, prog: Program, hw: Hardware, limits: LimitFn | None) -> None:
+    def __init__(
+        self, prog: Program, hw: Hardware, limits: LimitFn | None, profile: Profile | None = None
+    ) -> None:
         self.prog = prog
         self.hw = hw
+        self.profile = profile
         self.cache = SimCache(hw)
         self.limits = limits
         self.trials = 0
@@ -107,7 +111,15 @@ class Judge:
             def limit_fn(p: Program, n: int, engine: str) -> int | None:
                 return base_limits(self.prog, origin[n], engine)
 
-        result = simulate([lowered], self.hw, limits=limit_fn, cache=self.cache)
+        # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
+        result = simulate(
+            [lowered],
+            self.hw,
+            limits=limit_fn,
+            cache=self.cache,
+            mirror_peers=True,
+            profile=self.profile,
+        )
         waits = sum(1 for k in lowered.kind if k is NodeKind.WAIT)
         span = result.makespan_ns if result.deadlock is None else 1 << 62
         return Judged(name, assignment, span, waits, result, origin)
@@ -329,12 +341,14 @@ def assign_auto(
     limits: LimitFn | None = None,
     reserved: Collection[str] = (),
     reorder: bool = True,
+    profile: Profile | None = None,
 ) -> Assignment:
     """The cost-model-driven assignment (see the module docstring).
 
     `reserved` tags are never given to a stream auto makes (the module's
     other scope tags); `limits` gives each node's core limit; with `reorder`
-    the list-scheduling issue order is tried as well as the written one.
+    the list-scheduling issue order is tried as well as the written one; `profile`
+    costs the ops it covers in the judge's simulations.
     """
     # The user's own annotation is a candidate even when the pass ignores it.
     user, user_priorities = prog.pinned, prog.priorities
@@ -348,9 +362,9 @@ def assign_auto(
     best_order: list[int] | None = None
     for order in orders:
         if order is None:
-            judge, pins, user_pins = Judge(prog, hw, limits), list(pinned), list(user)
+            judge, pins, user_pins = Judge(prog, hw, limits, profile), list(pinned), list(user)
         else:
-            judge = Judge(permuted(prog, order), hw, limits)
+            judge = Judge(permuted(prog, order), hw, limits, profile)
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
         start = min(
             _candidates(
@@ -370,12 +384,21 @@ def assign_auto(
     return Assignment(best.assignment.streams, stream_of, best_order)
 
 
-def cost_strategies(hw: Hardware, limits: LimitFn | None = None) -> dict[Mode, Strategy]:
+def cost_strategies(
+    hw: Hardware, limits: LimitFn | None = None, profile: Profile | None = None
+) -> dict[Mode, Strategy]:
     """The modes that need the device, as strategies for `npuir.analysis.partition.assign`."""
 
     def auto(req: Request) -> Assignment:
         return assign_auto(
-            req.prog, req.pinned, req.priorities, req.max_streams, hw, limits, req.reserved
+            req.prog,
+            req.pinned,
+            req.priorities,
+            req.max_streams,
+            hw,
+            limits,
+            req.reserved,
+            profile=profile,
         )
 
     return {Mode.AUTO: auto}

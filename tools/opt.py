@@ -25,8 +25,9 @@ from npuir.cli import (
 )
 from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
+from npuir.frontends.ge import parse_source
 from npuir.output import write_text
-from npuir.parsing import SPLIT_MARKER, parse_module, split_input
+from npuir.parsing import SPLIT_MARKER, split_input
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.registry import describe_passes, load_passes
 from npuir.verifier import verify
@@ -122,7 +123,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     for chunk in split_input(text, args.split_input_file):
         phase = "parse"
         try:
-            module = parse_module(ctx, chunk.text, filename, ctx.diagnostics.sources, chunk.offset)
+            module = parse_source(ctx, chunk.text, filename, chunk.offset)
             phase = "verify"
             verify(module)
             run_passes(ctx, module, passes, verify_each=args.verify_each or None)

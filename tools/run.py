@@ -30,11 +30,13 @@ from npuir.driver.run import (
     EXIT_USAGE,
     RunConfig,
     RunOutcome,
+    fit_program,
     input_arrays,
     output_arrays,
     run_program,
     save_arrays,
 )
+from npuir.output import write_text
 from npuir.registry import load_passes
 
 EXIT_CODES = (
@@ -85,7 +87,17 @@ def _arg_parser() -> argparse.ArgumentParser:
     who = ap.add_mutually_exclusive_group()
     who.add_argument("--entry", help="the function to run on every rank")
     who.add_argument("--entries", help="one function per rank, comma-separated (MPMD)")
-    ap.add_argument("--ranks", type=int, default=1, help="ranks running --entry (SPMD)")
+    ap.add_argument(
+        "--ranks",
+        type=int,
+        help="real SPMD ranks running --entry (default 1); with --entries it must match",
+    )
+    ap.add_argument(
+        "--mirror-peers",
+        action="store_true",
+        help="take the ranks a collective's group needs beyond those run as copies of them "
+        "(the report lists which); without it such a group is an error",
+    )
     ap.add_argument("--hw", help="device preset (910b2, 910b4, a3, tiny) or TOML file")
     ap.add_argument("--shape", type=_shape, action="append", default=[], metavar="ARG=DxD")
     ap.add_argument("--inputs", help=".npz with arrays argN (or rankR/argN)")
@@ -115,6 +127,22 @@ def _arg_parser() -> argparse.ArgumentParser:
         help="import MODULE (a dotted name or a .py file) and register the passes it defines, "
         "for --pipeline; repeatable",
     )
+    ap.add_argument(
+        "--profile",
+        metavar="FILE.csv",
+        help="an msprof-style op summary whose task durations and block dims replace the cost "
+        "model's for the ops it covers (by npu.op_name, else by op type and input shapes)",
+    )
+    ap.add_argument(
+        "--emit-profile", metavar="OUT.csv", help="write the simulated ops as such an op summary"
+    )
+    ap.add_argument(
+        "--fit-hw",
+        metavar="PROFILE.csv",
+        help="instead of running: fit the device's per-core rates and launch overhead to this "
+        "profile of the program (least squares) and print the fit error; needs --fit-out",
+    )
+    ap.add_argument("--fit-out", metavar="HW.toml", help="where --fit-hw writes the --hw file")
     add_common_arguments(ap)
     return ap
 
@@ -147,13 +175,16 @@ def _fail(
 def _write_files(args: argparse.Namespace, outcome: RunOutcome) -> None:
     """Every output file asked for; raises `OutputError` (a `UsageError`) on the first that
     cannot be written."""
-    if outcome.result is not None and (args.trace or args.plot):
+    if outcome.result is not None and (args.trace or args.plot or args.emit_profile):
+        from npuir.backends.npu.profile import write_profile
         from npuir.backends.npu.trace import plot_timeline, write_trace
 
         if args.trace:
             write_trace(outcome.result, outcome.programs, args.trace)
         if args.plot:
             plot_timeline(outcome.result, outcome.programs, args.plot)
+        if args.emit_profile:
+            write_profile(outcome.result, outcome.programs, args.emit_profile)
     if args.outputs:
         save_arrays(args.outputs, output_arrays(outcome))
     if args.save_inputs:
@@ -163,8 +194,10 @@ def _write_files(args: argparse.Namespace, outcome: RunOutcome) -> None:
 def run(argv: Sequence[str] | None = None) -> int:
     ap = _arg_parser()
     args = ap.parse_args(argv)
-    if args.ranks < 1:
+    if args.ranks is not None and args.ranks < 1:
         ap.error("--ranks must be >= 1")
+    if (args.fit_hw is None) != (args.fit_out is None):
+        ap.error("--fit-hw and --fit-out go together")
     for flag, value in (
         ("--check", args.check),
         ("--outputs", args.outputs),
@@ -190,13 +223,23 @@ def run(argv: Sequence[str] | None = None) -> int:
             entry=args.entry,
             entries=args.entries.split(",") if args.entries else None,
             ranks=args.ranks,
+            mirror_peers=args.mirror_peers,
             hw=args.hw,
             shapes=dict(args.shape),
             inputs=args.inputs,
             seed=args.seed,
             check=args.check,
             timing_only=args.timing_only,
+            profile=args.profile,
         )
+        if args.fit_hw is not None:
+            fit, warnings = fit_program(config, args.fit_hw)
+            write_text(args.fit_out, fit.to_toml())
+            for warning in warnings:
+                print(warning.render(sources), file=sys.stderr)
+            print(fit.describe())
+            print(f"wrote {args.fit_out} (use it with --hw {args.fit_out})")
+            return EXIT_OK
         outcome = run_program(config)
         _write_files(args, outcome)
     except UsageError as exc:

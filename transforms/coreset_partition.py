@@ -48,6 +48,7 @@ from npuir.analysis.program import (
     scheduled_functions,
 )
 from npuir.backends.npu.hardware import Hardware
+from npuir.backends.npu.profile import Profile, read_profile
 from npuir.backends.npu.simulator import SimCache, simulate
 from npuir.context import remark, warn
 from npuir.diagnostics import error
@@ -113,8 +114,9 @@ class _Search:
     write, and the events are the ones `insert-events` would insert.
     """
 
-    def __init__(self, module: ModuleOp, hw: Hardware) -> None:
+    def __init__(self, module: ModuleOp, hw: Hardware, profile: Profile | None = None) -> None:
         self.hw = hw
+        self.profile = profile
         self.limits = CoreLimits(module, hw).run()
         streams = module_streams(module)
         self.programs = [
@@ -148,7 +150,15 @@ class _Search:
 
         total = 0
         for prog in self.programs:
-            result = simulate([prog], self.hw, limits=limit, cache=self.cache)
+            # One rank stands for an SPMD program's peers, which run the same limits.
+            result = simulate(
+                [prog],
+                self.hw,
+                limits=limit,
+                cache=self.cache,
+                mirror_peers=True,
+                profile=self.profile,
+            )
             if result.deadlock is not None:
                 return None
             total += result.makespan_ns
@@ -182,6 +192,11 @@ class CoresetPartitionPass(ModulePass):
         None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
     )
     budget: int = option(64, "the most limit combinations to simulate")
+    profile: str | None = option(
+        None,
+        "an msprof-style op summary CSV whose task durations and block dims the simulations "
+        "use instead of the cost model's for the ops it covers (npuir.backends.npu.profile)",
+    )
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -194,7 +209,7 @@ class CoresetPartitionPass(ModulePass):
                 where, "coreset-partition needs a partitioned module; run stream-partition first"
             )
         hw = device_of(op, self.hw)
-        search = _Search(op, hw)
+        search = _Search(op, hw, read_profile(self.profile) if self.profile else None)
         hazards = search.hazards([])
         if not hazards:
             return

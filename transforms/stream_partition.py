@@ -30,6 +30,7 @@ from npuir.analysis.program import (
     module_streams,
     scheduled_functions,
 )
+from npuir.backends.npu.profile import read_profile
 from npuir.context import remark
 from npuir.diagnostics import error
 from npuir.dialects import scope, stream
@@ -63,6 +64,15 @@ class StreamTable:
             index = self.by_tag[tag]
         info = self.infos[index]
         if info.priority != priority and where is not None:
+            if tag == stream.DEFAULT_TAG:
+                # Nothing else set it: the default stream's priority is the fixed one
+                # every function's unscoped ops and `func.return` run at.
+                raise error(
+                    where,
+                    f'stream "{tag}" is given priority {priority} here, but the default '
+                    f"stream's priority is fixed at {info.priority}; drop the priority or "
+                    "use another tag",
+                )
             raise error(
                 where,
                 f'stream "{tag}" is given priority {priority} here but {info.priority} '
@@ -171,7 +181,9 @@ def _wait_tensor_stream(
     return result.stream_of[min(users)] if users and mode.places_ops else DEFAULT_STREAM
 
 
-def _strategies(module: ModuleOp, mode: Mode, hw: str | None) -> dict[Mode, Strategy]:
+def _strategies(
+    module: ModuleOp, mode: Mode, hw: str | None, profile: str | None
+) -> dict[Mode, Strategy]:
     """The strategy table, with the cost-aware modes when `mode` is one of them."""
     if mode in STRATEGIES:
         return STRATEGIES
@@ -182,7 +194,8 @@ def _strategies(module: ModuleOp, mode: Mode, hw: str | None) -> dict[Mode, Stra
         op = p.ops[n]
         return limits.of(op)[engine] if isinstance(op, NpuOp) else None
 
-    return {**STRATEGIES, **cost_strategies(hardware, limit_of)}
+    costs = read_profile(profile) if profile is not None else None
+    return {**STRATEGIES, **cost_strategies(hardware, limit_of, costs)}
 
 
 @dataclass(frozen=True)
@@ -228,6 +241,11 @@ class StreamPartitionPass(ModulePass):
         "the device preset or TOML file 'auto' costs with "
         "(default: the module's npu.target, else 910b2)",
     )
+    profile: str | None = option(
+        None,
+        "an msprof-style op summary CSV whose task durations and block dims 'auto' uses "
+        "instead of the cost model's for the ops it covers (npuir.backends.npu.profile)",
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in self.MODES:
@@ -243,7 +261,7 @@ class StreamPartitionPass(ModulePass):
         programs = [(f, build_program(f)) for f in unlowered]
         reserved = set(table.by_tag).union(*(p.scopes for _, p in programs))
         requested = Mode(self.mode)
-        strategies = _strategies(op, requested, self.hw)
+        strategies = _strategies(op, requested, self.hw, self.profile)
         for func, prog in programs:
             first = next(iter(prog.scopes.values()), None)
             if requested is Mode.SINGLE and not self.ignore_tags and first is not None:

@@ -80,6 +80,7 @@ from npuir.dialects.npu import (
     DYN,
     ENGINES,
     CollectiveOp,
+    Conv2dOp,
     NpuOp,
     dtype_name,
     shape_of,
@@ -326,9 +327,15 @@ def op_work(op: NpuOp, hw: Hardware) -> OpWork:
             mode=op.mode,
         )
     if engine == "cube":
-        shape = tuple(1 if d == DYN else d for d in shape_of(op.results[0].type))
-        m, n = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[0] if shape else 1)
-        tiles = matmul_tiles(hw, m, n, math.prod(shape[:-2]))
+        if isinstance(op, Conv2dOp):
+            # A convolution runs as an implicit GEMM: output pixels x output channels.
+            m, n, _ = op.gemm_extent()
+            tiles = matmul_tiles(hw, m, n)
+        else:
+            out = op.results[0].type if op.results else first
+            shape = tuple(1 if d == DYN else d for d in shape_of(out))
+            m, n = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[0] if shape else 1)
+            tiles = matmul_tiles(hw, m, n, math.prod(shape[:-2]))
         dtype = _dtype(first, CUBE_DTYPES)
     elif engine == "vector":
         tensors = [v.type for v in op.operands] + [r.type for r in op.results]

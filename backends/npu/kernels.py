@@ -121,13 +121,15 @@ class KernelError(ValueError):
 class MissingKernelError(KeyError):
     """No numeric kernel is registered for the op."""
 
-    def __init__(self, op_name: str) -> None:
+    def __init__(self, op_name: str, reason: str = "") -> None:
         super().__init__(op_name)
         self.op_name = op_name
+        self.reason = reason
 
     def __str__(self) -> str:
         # KeyError's default str() is the repr of its argument; give a readable message.
-        return f"no numeric kernel for op '{self.op_name}' (backends/npu/kernels.py)"
+        why = self.reason or "backends/npu/kernels.py"
+        return f"no numeric kernel for op '{self.op_name}' ({why})"
 
 
 # ----------------------------------------------------------------------------- dtypes
@@ -143,15 +145,21 @@ _DTYPES: dict[str, np.dtype[Any]] = {
     "f16": _F16,
     "bf16": _BF16,
     "f32": _F32,
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
     "i32": np.dtype(np.int32),
     "i64": _I64,
+    "ui8": np.dtype(np.uint8),
+    "ui16": np.dtype(np.uint16),
+    "ui32": np.dtype(np.uint32),
+    "ui64": np.dtype(np.uint64),
     "i1": _BOOL,
 }
 _NAMES: dict[np.dtype[Any], str] = {dt: name for name, dt in _DTYPES.items()}
 
 
 def numpy_dtype(name: str) -> np.dtype[Any]:
-    """The numpy dtype of an IR element type: "f16", "bf16", "f32", "i32", "i64", "i1"."""
+    """The numpy dtype of an IR element type: "f16", "bf16", "f32", "i8", "ui8", "i64", "i1", ..."""
     try:
         return _DTYPES[name]
     except KeyError:
@@ -443,6 +451,14 @@ _make_unary("npu.silu", _silu)
 _make_unary("npu.sigmoid", _sigmoid)
 
 
+@_register("npu.leaky_relu", 1)
+def _leaky_relu(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    slope = _float(attrs, "negative_slope", 0.0)
+    xf = x.astype(_float_compute(x.dtype))
+    return [_convert(np.where(xf > 0, xf, slope * xf), _result_dtype(attrs, 0, x.dtype))]
+
+
 @_register("npu.gelu", 1)
 def _gelu(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     (x,) = inputs
@@ -694,6 +710,117 @@ def _all_to_all(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     chunks = x.reshape(g, g, d0 // g, *rest)
     out = np.swapaxes(chunks, 0, 1).reshape(g, d0, *rest)
     return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
+# --------------------------------------------------------- convolution and pooling
+
+
+def _window_ints(attrs: KernelAttrs, name: str, default: int, count: int) -> tuple[int, ...]:
+    values = _ints(attrs, name)
+    if values is None:
+        return (default,) * count
+    if len(values) != count:
+        raise ValueError(f"'{name}' needs {count} values, got {len(values)}")
+    return tuple(values)
+
+
+def _windows(
+    x: Array,
+    kernel: tuple[int, int],
+    strides: tuple[int, ...],
+    dil: tuple[int, int],
+    out: tuple[int, int],
+) -> Array:
+    """`[N, C, Ho, Wo, KH, KW]`: the input under every window position (x already padded)."""
+    n, c = x.shape[:2]
+    kh, kw = kernel
+    ho, wo = out
+    cols = np.empty((n, c, ho, wo, kh, kw), dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            top, left = i * dil[0], j * dil[1]
+            cols[:, :, :, :, i, j] = x[
+                :,
+                :,
+                top : top + strides[0] * (ho - 1) + 1 : strides[0],
+                left : left + strides[1] * (wo - 1) + 1 : strides[1],
+            ]
+    return cols
+
+
+def _out_extent(size: int, k: int, s: int, pad: int, d: int, ceil: bool) -> int:
+    span = size + pad - d * (k - 1) - 1
+    if span < 0:
+        raise ValueError(f"window {k} does not fit extent {size} with padding {pad}")
+    return (-(-span // s) if ceil else span // s) + 1
+
+
+@_register("npu.conv2d", None)
+def _conv2d(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    if len(inputs) not in (2, 3):
+        raise ValueError(f"expects input, filter and an optional bias, got {len(inputs)} operands")
+    x, w = inputs[0], inputs[1]
+    if x.ndim != 4 or w.ndim != 4:
+        raise ValueError(f"input and filter must be 4-D, got {x.shape} and {w.shape}")
+    strides = _window_ints(attrs, "strides", 1, 2)
+    pads = _window_ints(attrs, "pads", 0, 4)
+    dil = _window_ints(attrs, "dilations", 1, 2)
+    groups = _int(attrs, "groups", 1)
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    if c != cg * groups or o % groups:
+        raise ValueError(
+            f"channels do not match: input {x.shape}, filter {w.shape}, groups {groups}"
+        )
+    out_dt = _result_dtype(attrs, 0, x.dtype)
+    acc = _pair_compute(x.dtype, w.dtype)
+    xp = np.pad(x.astype(acc), ((0, 0), (0, 0), (pads[0], pads[1]), (pads[2], pads[3])))
+    ho = _out_extent(h, kh, strides[0], pads[0] + pads[1], dil[0], False)
+    wo = _out_extent(wd, kw, strides[1], pads[2] + pads[3], dil[1], False)
+    cols = _windows(xp, (kh, kw), strides, (dil[0], dil[1]), (ho, wo))
+    # One GEMM per group: [N, g, Cg, Ho, Wo, KH, KW] x [g, O/g, Cg, KH, KW].
+    cols = cols.reshape(n, groups, cg, ho, wo, kh, kw)
+    wg = w.astype(acc).reshape(groups, o // groups, cg, kh, kw)
+    y = np.einsum("ngchwij,gocij->ngohw", cols, wg).reshape(n, o, ho, wo)
+    if len(inputs) == 3:
+        y = y + inputs[2].astype(acc).reshape(1, o, 1, 1)
+    return [_convert(y, out_dt)]
+
+
+@_register("npu.pool2d", 1)
+def _pool2d(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    if x.ndim != 4:
+        raise ValueError(f"input must be 4-D (NCHW), got {x.shape}")
+    kind = attrs.get("kind")
+    if kind not in ("max", "avg"):
+        raise ValueError(f"kind must be 'max' or 'avg', got {kind!r}")
+    kh, kw = _window_ints(attrs, "window", 1, 2)
+    strides = _window_ints(attrs, "strides", 1, 2)
+    pads = _window_ints(attrs, "pads", 0, 4)
+    ceil = _flag(attrs, "ceil_mode")
+    ho = _out_extent(x.shape[2], kh, strides[0], pads[0] + pads[1], 1, ceil)
+    wo = _out_extent(x.shape[3], kw, strides[1], pads[2] + pads[3], 1, ceil)
+    # Windows that ceil mode lets run past the padded edge see -inf (max) or 0 (avg).
+    extra_h = max(0, (ho - 1) * strides[0] + kh - (x.shape[2] + pads[0] + pads[1]))
+    extra_w = max(0, (wo - 1) * strides[1] + kw - (x.shape[3] + pads[2] + pads[3]))
+    acc = _acc_dtype(x.dtype) if _is_float(x.dtype) else _F64
+    fill = -np.inf if kind == "max" else 0.0
+    xp = np.pad(
+        x.astype(acc),
+        ((0, 0), (0, 0), (pads[0], pads[1] + extra_h), (pads[2], pads[3] + extra_w)),
+        constant_values=fill,
+    )
+    cols = _windows(xp, (kh, kw), strides, (1, 1), (ho, wo))
+    y = cols.max(axis=(4, 5)) if kind == "max" else cols.sum(axis=(4, 5)) / (kh * kw)
+    return [_convert(y, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.layout_transform", 1)
+def _layout_transform(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    # IR tensors are logical: a layout change moves bytes but keeps every value.
+    (x,) = inputs
+    return [_convert(x, _result_dtype(attrs, 0, x.dtype))]
 
 
 # ------------------------------------------------------------------- input generation

@@ -12,9 +12,11 @@ collectives in opposite order therefore still compute (on the device, their
 streams would run them concurrently); whether they finish *in time* is the
 simulator's question.
 
-When fewer ranks run than a group needs (the usual single-rank run), the
-missing peers are taken to be identical to the ranks present, cyclically (a
-single rank's peers are copies of itself).
+A group that reaches past the ranks run (one rank of a `group_size = 8`
+program) is an error naming the collective, unless the caller asks for
+`mirror_peers`: then the missing peers are taken to be identical to the ranks
+present, cyclically (a single rank's peers are copies of itself), as
+`npuir.backends.npu.groups` describes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 
+from npuir.backends.npu.groups import collectives, group_range, partial_groups
 from npuir.backends.npu.interpreters import npu_functions
 from npuir.backends.npu.interpreters.gear import NoGearMatch, choose_version
 from npuir.backends.npu.kernels import KernelError, MissingKernelError
@@ -174,9 +177,21 @@ def _run_collective(members: list[tuple[_Rank, int]], group_size: int) -> None:
 
 
 def run_ranks(
-    module: ModuleOp, funcs: Sequence[FuncOp], inputs: Sequence[Sequence[Array]]
+    module: ModuleOp,
+    funcs: Sequence[FuncOp],
+    inputs: Sequence[Sequence[Array]],
+    *,
+    mirror_peers: bool = False,
 ) -> list[list[Array]]:
-    """Run `funcs[r]` on `inputs[r]` for every rank r; return each rank's outputs."""
+    """Run `funcs[r]` on `inputs[r]` for every rank r; return each rank's outputs.
+
+    Raises `NumericsError` at the first collective whose group is partial, unless
+    `mirror_peers` (see the module docstring).
+    """
+    if not mirror_peers:
+        partial = partial_groups([collectives(f) for f in funcs], len(funcs))
+        if partial:
+            raise NumericsError(partial[0].describe(), partial[0].op)
     ranks = [_make_rank(r, module, f, x) for r, (f, x) in enumerate(zip(funcs, inputs))]
     waiting: dict[tuple[str, int, int], dict[int, int]] = {}
     while True:
@@ -201,8 +216,7 @@ def run_ranks(
                 waiting.setdefault(slot, {})[rank.index] = i
                 rank.arrived.add(i)
                 progress = True
-                first = (rank.index // group_size) * group_size
-                expected = [r for r in range(first, first + group_size) if r < len(ranks)]
+                expected = [r for r in group_range(rank.index, group_size) if r < len(ranks)]
                 if set(waiting[slot]) == set(expected):
                     members = [(ranks[r], waiting[slot][r]) for r in expected]
                     del waiting[slot]

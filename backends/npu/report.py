@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from npuir.analysis.program import Program
+from npuir.backends.npu.groups import ranks_text
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import SimResult
 from npuir.diagnostics import Diagnostic, diagnostic_json
@@ -69,10 +70,15 @@ def build_report(
     gears: Sequence[str | None],
     entries: Sequence[str],
     check: dict[str, Any] | None,
+    mirrored: list[dict[str, Any]] | None = None,
+    profile: dict[str, Any] | None = None,
     warnings: Sequence[Diagnostic] = (),
 ) -> dict[str, Any]:
     """Everything a run measured, JSON-able; times in integer nanoseconds.
 
+    `mirrored` is None unless the run was asked to mirror missing peers; then it lists every
+    partial group (`PartialGroup.to_json`), empty when every group was whole.  `profile`
+    (None without one) says which profile costed the run and how many ops came from it.
     `warnings` are the ones lowering gave; the report adds its own (`memory_warning`).
     A run that deadlocked has no makespan: `makespan_ns` is null.
     """
@@ -92,6 +98,9 @@ def build_report(
         "device": hw.name,
         "ranks": result.ranks,
         "entries": list(entries),
+        "mirror_peers": mirrored is not None,
+        "mirrored_peers": mirrored,
+        "profile": profile,
         "gears": list(gears),
         "makespan_ns": makespan if result.deadlock is None else None,
         "single_stream_ns": single_stream_ns,
@@ -119,9 +128,25 @@ def render_report(report: dict[str, Any]) -> str:
     for rank, (entry, gear) in enumerate(zip(report["entries"], report["gears"])):
         ran = f" -> {gear}" if gear else ""
         lines.append(f"rank {rank:<11} @{entry}{ran}")
+    mirrored = report.get("mirrored_peers")
+    if mirrored is not None:
+        if not mirrored:
+            lines.append("mirrored peers   none: every collective's group ran whole")
+        for group in mirrored:
+            lines.append(
+                f"mirrored peers   {group['op']} group_size {group['group_size']}: rank(s) "
+                f"{ranks_text(group['mirrored_ranks'])} are copies of rank(s) "
+                f"{ranks_text(group['ranks_present'])}, not simulated"
+            )
     if report["deadlock"] is not None:
         lines.append(report["deadlock"]["description"])
         return "\n".join(lines) + "\n"
+    profile = report.get("profile")
+    if profile is not None:
+        lines.append(
+            f"profile          {profile['ops_from_profile']} of {profile['ops']} ops costed "
+            f"from {profile['path']} ({profile['rows']} rows); the rest by the cost model"
+        )
     lines.append(f"makespan         {report['makespan_ns']} ns")
     single = report["single_stream_ns"]
     if report.get("single_stream_deadlocks"):

@@ -30,8 +30,10 @@ What runs when:
   ranks (0..G-1, G..2G-1, ...): the k-th collective of a communicator
   `group` on each of those ranks.  It starts on all of them at once, when
   every simulated member is at its head (and, for aiv, holds its cores).
-  Members that are not simulated (a single-rank run of a G=8 program) are
-  taken to be identical and to arrive at the same moment.
+  A group that reaches past the ranks simulated (one rank of a G=8 program)
+  is refused unless the caller asks for ``mirror_peers``: then its missing
+  members are taken to be identical and to arrive at the same moment
+  (`npuir.backends.npu.groups`).
 - **Races.** Independently of `sync-verify`, every node's producers
   (`Program.deps`) must have finished when it starts; a violation is a
   `Race`.  The run goes on as the hardware would.
@@ -85,7 +87,9 @@ from .cost import (
     parallelism,
     static_hbm_share,
 )
+from .groups import partial_groups
 from .hardware import Hardware
+from .profile import Profile, ProfiledCost
 
 __all__ = [
     "POOL_ENGINES",
@@ -257,6 +261,7 @@ class SimCache:
         self.signatures: dict[object, _OpInfo] = {}
         self.types: dict[Attribute, int] = {}
         self.type_by_id: dict[int, tuple[Attribute, int]] = {}
+        self.profiled: dict[Profile, dict[Operation, ProfiledCost | None]] = {}
 
 
 class _Prepared:
@@ -268,9 +273,15 @@ class _Prepared:
         hw: Hardware,
         limits: CoreLimitFn,
         cache: SimCache,
+        profile: Profile | None = None,
     ) -> None:
         n_nodes = len(prog)
         self.prog = prog
+        # Profiled ops: task duration (-1: costed by the model) and block dim.
+        self.prof_ns = [-1] * n_nodes
+        self.profiled = 0
+        self.compute_ops = 0
+        costs = cache.profiled.setdefault(profile, {}) if profile is not None else None
         self.kind = list(map(int, prog.kind))
         self.stream = list(prog.stream)
         if n_nodes and not (0 <= min(self.stream) and max(self.stream) < len(prog.streams)):
@@ -365,6 +376,13 @@ class _Prepared:
             elif info.pool >= 0:
                 limit = limits(prog, n, info.engine)
                 want[n] = info.par if limit is None else max(1, min(limit, info.par))
+            self.compute_ops += 1
+            if costs is not None and profile is not None:
+                cost = costs.get(op, _UNSEEN)
+                if cost is _UNSEEN:
+                    cost = costs[op] = profile.lookup(op)
+                if isinstance(cost, ProfiledCost):
+                    self._use_profile(n, info, cost, limits)
             if info.collective:
                 assert isinstance(op, CollectiveOp)
                 group = op.group
@@ -379,6 +397,21 @@ class _Prepared:
         for arg in prog.func.body.block.args:
             self.arg_bytes.append(tensor_bytes(arg.type) if isinstance(arg.type, TensorType) else 0)
             self.arg_users.append(_value_users(prog, arg))
+
+    def _use_profile(self, n: int, info: _OpInfo, cost: ProfiledCost, limits: CoreLimitFn) -> None:
+        """Node `n` costs what the profile says: its task duration, on its block dim."""
+        self.profiled += 1
+        self.prof_ns[n] = cost.duration_ns
+        if info.collective:
+            self.fixed[n] = cost.duration_ns
+        elif not info.accum and info.pool >= 0:
+            demand = max(1, min(cost.block_dim or info.par, info.total))
+            self.par[n] = demand
+            limit = limits(self.prog, n, info.engine)
+            self.want[n] = demand if limit is None else max(1, min(limit, demand))
+
+
+_UNSEEN = object()
 
 
 def _clamp(limit: int | None, total: int) -> int:
@@ -437,6 +470,8 @@ class BlockedOp:
     """"cores", "event" or "peers"."""
     holds: int = 0
     """Cores of `pool` the op holds while it waits."""
+    held_from: int = -1
+    """Since when it holds them (-1 when it holds none)."""
     wants: int = 0
     """Cores of `pool` it needs in all (reason "cores")."""
     pool: str = ""
@@ -505,6 +540,10 @@ class SimResult:
     peak_memory_by_rank: list[int]
     races: list[Race] = field(default_factory=list[Race])
     deadlock: Deadlock | None = None
+    compute_ops: int = 0
+    """Compute ops (collectives included) of the distinct programs simulated."""
+    profiled_ops: int = 0
+    """How many of them took their cost from a profile (`npuir.backends.npu.profile`)."""
     _ops: list[OpRecord] | None = field(default=None, init=False, repr=False, compare=False)
     _by_key: dict[tuple[int, int], OpRecord] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -705,6 +744,13 @@ class _Simulation:
         wid = prep.work_id[n]
         if wid < 0 or prep.pool[n] < 0 or prep.coll[n] is not None:
             dur = prep.fixed[n]
+        elif prep.prof_ns[n] >= 0:
+            # Fewer cores than the profiled block dim: proportionally longer (assumption:
+            # kernels scale linearly in their block dim).
+            dur = prep.prof_ns[n]
+            granted, dim = self.cores[g], prep.par[n]
+            if granted < dim:
+                dur = -(-dur * dim // granted)
         else:
             granted = self.cores[g]
             key = wid * _CORE_KEY + granted
@@ -818,6 +864,7 @@ class _Simulation:
         detail: str,
         *,
         holds: int = 0,
+        held_from: int = -1,
         wants: int = 0,
         pool: str = "",
         core_holders: tuple[tuple[int, int, int], ...] = (),
@@ -835,6 +882,7 @@ class _Simulation:
             stream_name=prep.prog.stream_name(s),
             reason=reason,
             holds=holds,
+            held_from=held_from,
             wants=wants,
             pool=pool,
             core_holders=core_holders,
@@ -866,6 +914,7 @@ class _Simulation:
             "cores",
             detail,
             holds=held,
+            held_from=self.held_from[self.base[r] + n] if held else -1,
             wants=prep.want[n],
             pool=pool,
             core_holders=others,
@@ -922,6 +971,7 @@ class _Simulation:
             "peers",
             detail,
             holds=held,
+            held_from=self.held_from[self.base[r] + n] if held else -1,
             wants=prep.want[n],
             pool=pool,
             missing_peers=missing,
@@ -1162,15 +1212,22 @@ def simulate(
     *,
     limits: CoreLimitFn | None = None,
     cache: SimCache | None = None,
+    mirror_peers: bool = False,
+    profile: Profile | None = None,
 ) -> SimResult:
     """Run `programs` (one per rank) on `hw` and measure what happens.
 
     SPMD: pass the same `Program` once per rank (its per-node work is computed once).
     `limits(program, node, engine)` gives each op's core limit; the default reads the
     `coreset.cores` attribute `coreset-lower` writes, unlimited where absent.  `cache` keeps
-    what was read from the IR for later calls (see `SimCache`).
+    what was read from the IR for later calls (see `SimCache`).  `mirror_peers` lets a
+    collective whose group reaches past `programs` run as if the missing ranks were copies
+    of the ones present (a planner looking at one rank of an SPMD program wants that).
+    `profile` replaces the cost model's durations and core demands for the ops it covers
+    (see `npuir.backends.npu.profile`); `SimResult.profiled_ops` says how many.
 
-    Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), or
+    Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), a
+    group is partial without `mirror_peers` (see `npuir.backends.npu.groups`), or
     `cache` was made for another device.  A deadlock is not an exception: it is
     `SimResult.deadlock`.
     """
@@ -1180,6 +1237,15 @@ def simulate(
         cache = SimCache(hw)
     elif cache.hw is not hw and cache.hw != hw:
         raise ValueError(f"the SimCache was made for {cache.hw.name}, not {hw.name}")
+    if not mirror_peers:
+        partial = partial_groups(
+            [[op for op in prog.ops if isinstance(op, CollectiveOp)] for prog in programs],
+            len(programs),
+        )
+        if partial:
+            raise ValueError(
+                partial[0].describe() + "; simulate every rank, or pass mirror_peers=True"
+            )
     limit_fn = limits if limits is not None else coreset_limit
     # The run allocates many small objects and frees none of them in cycles; a collection
     # would walk the whole IR each time, so the collector is paused for the run.
@@ -1189,10 +1255,13 @@ def simulate(
         for prog in programs:
             prep = prepared.get(id(prog))
             if prep is None:
-                prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache)
+                prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache, profile)
             preps.append(prep)
         sim = _Simulation(preps, hw, list(cache.works))
         sim.run()
         sim.find_races()
         deadlock = sim.deadlock() if sim.finished < sim.total else None
-        return _collect(sim, deadlock)
+        result = _collect(sim, deadlock)
+        result.compute_ops = sum(p.compute_ops for p in prepared.values())
+        result.profiled_ops = sum(p.profiled for p in prepared.values())
+        return result

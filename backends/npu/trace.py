@@ -7,7 +7,8 @@ Perfetto (ui.perfetto.dev) and chrome://tracing open:
 - an ``"X"`` slice per executed node (args: engine, cores, flops, bytes);
 - flow events (``"s"`` at the record, ``"f"`` at the wait) for every wait;
 - counter tracks (``"C"``) for the cube and vector cores in use, counting the
-  cores a hold-and-wait op holds before it starts;
+  cores a hold-and-wait op holds before it starts -- and, in a deadlock, the
+  cores the blocked ops hold for ever, so the tracks show what the report lists;
 - instant events (``"i"``) for races and for each op a deadlock blocks.
 
 Trace timestamps are microseconds (the format's unit); the simulator's
@@ -28,7 +29,7 @@ from npuir.analysis.program import NodeKind, Program
 from npuir.dialects.npu import LIMITED_ENGINES, NpuOp
 from npuir.output import write_bytes, write_output
 
-from .simulator import OpRecord, SimResult
+from .simulator import SimResult
 
 __all__ = [
     "PlotUnavailable",
@@ -132,11 +133,16 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
         events.append({**common, "ph": "s", "tid": src.stream, "ts": _us(src.start)})
         events.append({**common, "ph": "f", "bp": "e", "tid": dst.stream, "ts": _us(dst.start)})
 
-    by_rank: list[list[OpRecord]] = [[] for _ in range(result.ranks)]
+    by_rank: list[list[tuple[str, int, int, int | None]]] = [[] for _ in range(result.ranks)]
     for o in result.ops:
-        by_rank[o.rank].append(o)
-    for r, ops in enumerate(by_rank):
-        events.extend(_core_counters(r, ops))
+        if o.cores:
+            by_rank[o.rank].append((o.pool, o.cores, o.held_from, o.end))
+    if result.deadlock is not None:
+        for b in result.deadlock.blocked:
+            if b.holds:
+                by_rank[b.rank].append((b.pool, b.holds, b.held_from, None))
+    for r, holdings in enumerate(by_rank):
+        events.extend(_core_counters(r, holdings))
 
     for race in result.races:
         prog = programs[race.rank]
@@ -173,15 +179,19 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
     }
 
 
-def _core_counters(rank: int, ops: list[OpRecord]) -> list[dict[str, Any]]:
-    """One counter track per pool: cores held, from `held_from` to `end`."""
+def _core_counters(
+    rank: int, holdings: list[tuple[str, int, int, int | None]]
+) -> list[dict[str, Any]]:
+    """One counter track per pool: (pool, cores, from, until) held, until None = never
+    released (an op a deadlock blocks)."""
     out: list[dict[str, Any]] = []
     for pool in _COUNTED_POOLS:
         deltas: dict[int, int] = {0: 0}
-        for o in ops:
-            if o.pool == pool and o.cores:
-                deltas[o.held_from] = deltas.get(o.held_from, 0) + o.cores
-                deltas[o.end] = deltas.get(o.end, 0) - o.cores
+        for held_pool, cores, start, end in holdings:
+            if held_pool == pool:
+                deltas[start] = deltas.get(start, 0) + cores
+                if end is not None:
+                    deltas[end] = deltas.get(end, 0) - cores
         level = 0
         for t in sorted(deltas):
             level += deltas[t]

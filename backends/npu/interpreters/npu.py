@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import (
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Attribute
 
-from npuir.backends.npu.kernels import kernel_attrs, kernel_for
+from npuir.backends.npu.kernels import MissingKernelError, kernel_attrs, kernel_for
 from npuir.dialects import npu
 
 # Attributes that schedule an op but do not change what it computes.
@@ -58,6 +58,11 @@ def op_kernel_attrs(op: npu.NpuOp) -> dict[str, object]:
 
 def run_npu_op(op: npu.NpuOp, args: PythonValues) -> tuple[Any, ...]:
     """Apply `op`'s kernel to `args` (numpy arrays)."""
+    if isinstance(op, npu.OpaqueOp):
+        raise MissingKernelError(
+            op.name,
+            f"GE type '{op.ge_type.data}' has no npu op to compute it; --timing-only simulates it",
+        )
     return tuple(kernel_for(op.name)(list(args), op_kernel_attrs(op)))
 
 

@@ -787,3 +787,84 @@ func.func @case(%a: tensor<4xf16>) {
   %0 = npu.relu %a
   func.return
 }
+
+// -----
+
+// Tests that conv2d's input channels must match the filter's channels times groups.
+func.func @case(%x: tensor<1x4x8x8xf16>, %w: tensor<6x3x3x3xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.conv2d' op input has 4 channels but the filter takes 3 per group x 1 groups
+  %0 = npu.conv2d %x, %w : (tensor<1x4x8x8xf16>, tensor<6x3x3x3xf16>) -> tensor<1x6x6x6xf16>
+  func.return
+}
+
+// -----
+
+// Tests that conv2d's declared result must be the window formula's output.
+func.func @case(%x: tensor<1x4x8x8xf16>, %w: tensor<6x4x3x3xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.conv2d' op result type tensor<1x6x6x6xf16> does not match the inferred type tensor<1x6x3x3xf16>
+  %0 = npu.conv2d %x, %w {strides = array<i64: 2, 2>} : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>) -> tensor<1x6x6x6xf16>
+  func.return
+}
+
+// -----
+
+// Tests that conv2d's bias has one value per output channel of the result's type.
+func.func @case(%x: tensor<1x4x8x8xf16>, %w: tensor<6x4x3x3xf16>, %b: tensor<4xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.conv2d' op bias must be tensor<6xf16> (one value per output channel), got tensor<4xf16>
+  %0 = npu.conv2d %x, %w, %b : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<4xf16>) -> tensor<1x6x6x6xf16>
+  func.return
+}
+
+// -----
+
+// Tests that conv2d's strides name two dims.
+func.func @case(%x: tensor<1x4x8x8xf16>, %w: tensor<6x4x3x3xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.conv2d' op 'strides' needs 2 values, got 4
+  %0 = npu.conv2d %x, %w {strides = array<i64: 1, 1, 2, 2>} : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>) -> tensor<1x6x6x6xf16>
+  func.return
+}
+
+// -----
+
+// Tests that pool2d's kind is max or avg.
+func.func @case(%x: tensor<1x4x8x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.pool2d' op kind must be "max" or "avg", got "min"
+  %0 = npu.pool2d %x {kind = "min", window = array<i64: 2, 2>} : (tensor<1x4x8x8xf16>) -> tensor<1x4x7x7xf16>
+  func.return
+}
+
+// -----
+
+// Tests that pool2d needs a window.
+func.func @case(%x: tensor<1x4x8x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.pool2d' op needs 'window'
+  %0 = npu.pool2d %x {kind = "max"} : (tensor<1x4x8x8xf16>) -> tensor<1x4x8x8xf16>
+  func.return
+}
+
+// -----
+
+// Tests that layout_transform keeps the type.
+func.func @case(%x: tensor<1x4x8x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.layout_transform' op result type tensor<1x4x8x8xf32> does not match the inferred type tensor<1x4x8x8xf16>
+  %0 = npu.layout_transform %x {src_format = "NC1HWC0", dst_format = "NCHW"} : (tensor<1x4x8x8xf16>) -> tensor<1x4x8x8xf32>
+  func.return
+}
+
+// -----
+
+// Tests that opaque's engine is one of the engines an op can run on.
+func.func @case(%x: tensor<4xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.opaque' op engine must be one of "cube", "vector", "aicpu", got "gpu"
+  %0 = npu.opaque %x {ge_type = "Foo", engine = "gpu"} : (tensor<4xf16>) -> tensor<4xf16>
+  func.return
+}
+
+// -----
+
+// Tests that opaque needs its ge_type.
+func.func @case(%x: tensor<4xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.opaque' op attribute 'ge_type' expected in operation 'npu.opaque'
+  %0 = npu.opaque %x {engine = "vector"} : (tensor<4xf16>) -> tensor<4xf16>
+  func.return
+}

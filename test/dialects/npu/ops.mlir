@@ -197,5 +197,33 @@ module attributes {npu.target = "910b2"} {
     func.return
   }
 
+// Tests the imported-graph ops: conv2d (with bias, groups, the int8 path),
+// pool2d, layout_transform, leaky_relu, and opaque with several results and
+// unsigned element types.
+// CHECK-LABEL: func.func @imported
+// CHECK-NEXT:    %0 = npu.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>) -> tensor<1x6x4x4xf16>
+// CHECK-NEXT:    %1 = npu.conv2d %x, %wg, %b {groups = 2 : i64, dilations = array<i64: 2, 2>} : (tensor<1x4x8x8xf16>, tensor<6x2x3x3xf16>, tensor<6xf16>) -> tensor<1x6x4x4xf16>
+// CHECK-NEXT:    %2 = npu.conv2d %q, %qw : (tensor<1x4x8x8xi8>, tensor<6x4x1x1xi8>) -> tensor<1x6x8x8xi32>
+// CHECK-NEXT:    %3 = npu.pool2d %0 {kind = "max", window = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode} : (tensor<1x6x4x4xf16>) -> tensor<1x6x2x2xf16>
+// CHECK-NEXT:    %4 = npu.pool2d %0 {kind = "avg", window = array<i64: 4, 4>} : (tensor<1x6x4x4xf16>) -> tensor<1x6x1x1xf16>
+// CHECK-NEXT:    %5 = npu.layout_transform %0 {src_format = "NC1HWC0", dst_format = "NCHW"} : (tensor<1x6x4x4xf16>) -> tensor<1x6x4x4xf16>
+// CHECK-NEXT:    %6 = npu.leaky_relu %5 {negative_slope = 1.000000e-01 : f32} : (tensor<1x6x4x4xf16>) -> tensor<1x6x4x4xf16>
+// CHECK-NEXT:    %7, %8 = npu.opaque %6, %u {ge_type = "RequantHostCpuOp", engine = "aicpu"} : (tensor<1x6x4x4xf16>, tensor<6xui64>) -> (tensor<6xf32>, tensor<1xui8>)
+// GENERIC-LABEL: "func.func"() <{sym_name = "imported"
+// GENERIC:       "npu.opaque"(%6, %u) {ge_type = "RequantHostCpuOp", engine = "aicpu"} : (tensor<1x6x4x4xf16>, tensor<6xui64>) -> (tensor<6xf32>, tensor<1xui8>)
+  func.func @imported(%x: tensor<1x4x8x8xf16>, %w: tensor<6x4x3x3xf16>, %wg: tensor<6x2x3x3xf16>,
+                      %b: tensor<6xf16>, %q: tensor<1x4x8x8xi8>, %qw: tensor<6x4x1x1xi8>,
+                      %u: tensor<6xui64>) {
+    %0 = npu.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf16>, tensor<6x4x3x3xf16>) -> tensor<1x6x4x4xf16>
+    %1 = npu.conv2d %x, %wg, %b {groups = 2 : i64, dilations = array<i64: 2, 2>} : (tensor<1x4x8x8xf16>, tensor<6x2x3x3xf16>, tensor<6xf16>) -> tensor<1x6x4x4xf16>
+    %2 = npu.conv2d %q, %qw : (tensor<1x4x8x8xi8>, tensor<6x4x1x1xi8>) -> tensor<1x6x8x8xi32>
+    %3 = npu.pool2d %0 {kind = "max", window = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode} : (tensor<1x6x4x4xf16>) -> tensor<1x6x2x2xf16>
+    %4 = npu.pool2d %0 {kind = "avg", window = array<i64: 4, 4>} : (tensor<1x6x4x4xf16>) -> tensor<1x6x1x1xf16>
+    %5 = npu.layout_transform %0 {src_format = "NC1HWC0", dst_format = "NCHW"} : (tensor<1x6x4x4xf16>) -> tensor<1x6x4x4xf16>
+    %6 = npu.leaky_relu %5 {negative_slope = 0.1 : f32} : (tensor<1x6x4x4xf16>) -> tensor<1x6x4x4xf16>
+    %7, %8 = npu.opaque %6, %u {ge_type = "RequantHostCpuOp", engine = "aicpu"} : (tensor<1x6x4x4xf16>, tensor<6xui64>) -> (tensor<6xf32>, tensor<1xui8>)
+    func.return
+  }
+
 }
 // GENERIC: }) {npu.target = "910b2"} : () -> ()

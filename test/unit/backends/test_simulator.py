@@ -293,8 +293,11 @@ def test_two_rank_collective_rendezvous() -> None:
     swapped = simulate([p1, p0], TINY)
     assert swapped.critical_path == [(0, 0), (1, 0), (1, 1)]
 
-    # Alone, rank 0's missing peer arrives at the same moment.
-    assert span(simulate([p0], TINY), 0) == (0, AR)
+    # Alone, rank 0's group is partial: refused, unless its missing peer is mirrored (it
+    # then arrives at the same moment).
+    with pytest.raises(ValueError, match=r"group_size = 2 \(ranks 0-1\), but only rank\(s\) 0"):
+        simulate([p0], TINY)
+    assert span(simulate([p0], TINY, mirror_peers=True), 0) == (0, AR)
     # SPMD: the same program on both ranks.
     spmd = simulate([p1, p1], TINY)
     assert span(spmd, 1, rank=0) == span(spmd, 1, rank=1) == (ADD512, ADD512 + AR)

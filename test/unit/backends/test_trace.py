@@ -216,3 +216,32 @@ def test_wide_spans_and_gaps_are_kept() -> None:
         Span(6000, 60000, "comm", 1),
         Span(60000, 60010, "vector", 1),
     ]
+
+
+def test_deadlock_counters_show_the_cores_the_blocked_ops_hold() -> None:
+    """The core-limiting seed's deadlock: at the deadlock each rank's vector-core counter
+    equals the sum of what the report says the blocked ops hold (48 on each card; on main
+    the tracks stayed at 0)."""
+    from npuir.driver.run import RunConfig, run_program
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "core_limit_deadlock.mlir"
+    outcome = run_program(
+        RunConfig(path=str(example), entries=["rank0", "rank1"], timing_only=True)
+    )
+    result = outcome.result
+    assert result is not None and result.deadlock is not None
+    events = trace_events(result, outcome.programs)["traceEvents"]
+    for rank in (0, 1):
+        held = {
+            pool: sum(b.holds for b in result.deadlock.blocked if b.rank == rank and b.pool == pool)
+            for pool in ("cube", "vector")
+        }
+        assert held["vector"] == 48
+        for pool, cores in held.items():
+            track = [
+                c
+                for c in of(events, "C")
+                if c["pid"] == rank and c["name"] == f"{pool} cores in use"
+            ]
+            at_deadlock = [c for c in track if c["ts"] <= result.deadlock.time_ns / 1000]
+            assert at_deadlock[-1]["args"]["cores"] == cores, (rank, pool)

@@ -73,9 +73,11 @@ def test_example_matches_generator(name: str) -> None:
 def test_quick_workload_checks_numerically(name: str, tmp_path: Path) -> None:
     path = tmp_path / f"{name}.mlir"
     path.write_text(workloads.QUICK_WORKLOADS[name]())
-    outcome = run_program(RunConfig(path=str(path), check=True))
+    # SPMD over the eight ranks of their tensor- or expert-parallel group, each real.
+    outcome = run_program(RunConfig(path=str(path), ranks=8, check=True))
     assert outcome.status == EXIT_OK
     assert outcome.report["check"]["passed"]
+    assert outcome.report["ranks"] == 8 and outcome.report["mirrored_peers"] is None
 
 
 def test_schedule_quick_json() -> None:
@@ -107,3 +109,18 @@ def test_schedule_quick_json() -> None:
         if result["status"] == "ok":
             assert result["makespan_ns"] >= seed["lower_bound_ns"]
     assert "geomean_speedup_over_single" in doc["schedule"]["summary"]
+
+
+def test_schedule_runs_spmd_workloads_on_all_their_ranks() -> None:
+    """The MoE and tensor-parallel workloads' collectives span 8 ranks: the harness simulates
+    all 8 and its JSON says so; a workload without collectives runs on one."""
+    import schedule_quality
+
+    hw = schedule_quality.load_hardware(schedule_quality.HW)
+    for name, ranks in (("moe_decode", 8), ("tp_decoder_decode", 8), ("multi_branch", 1)):
+        result = schedule_quality.run_workload(
+            name, workloads.QUICK_WORKLOADS[name](), hw, ("single",)
+        ).to_json()
+        assert result["ranks"] == ranks, name
+        assert result["modes"]["single"]["status"] == "ok"
+        assert result["modes"]["single"]["ranks"] == ranks, name

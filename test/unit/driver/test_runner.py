@@ -10,7 +10,8 @@ import pytest
 from xdsl.dialects.func import FuncOp
 
 import npuir
-from npuir.diagnostics import DiagnosticError
+from npuir.backends.npu.numerics import NumericsError, run_ranks
+from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.driver.run import RunConfig, make_inputs, run_program, same_bits
 
 Array = np.ndarray[Any, Any]
@@ -208,3 +209,85 @@ def test_run_draws_inputs_from_the_program_as_written(tmp_path: Any) -> None:
         assert int(idx.max()) < 3
         assert bool(np.all(x > 0))
         assert not np.isnan(outcome.outputs[0][1]).any()
+
+
+# --------------------------------------------------------------------------
+# Collectives over real ranks
+# --------------------------------------------------------------------------
+
+COLLECTIVES = """module attributes {npu.target = "tiny"} {
+  func.func @spmd(%x: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<2x3xf32>, tensor<8x3xf32>,
+                                          tensor<4x3xf32>) {
+    %ar = npu.all_reduce %x {group_size = 2 : i64, group = "ar"} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+    %rs = npu.reduce_scatter %x {group_size = 2 : i64, group = "rs"} : (tensor<4x3xf32>) -> tensor<2x3xf32>
+    %ag = npu.all_gather %x {group_size = 2 : i64, group = "ag"} : (tensor<4x3xf32>) -> tensor<8x3xf32>
+    %aa = npu.all_to_all %x {group_size = 2 : i64, group = "aa"} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+    func.return %ar, %rs, %ag, %aa : tensor<4x3xf32>, tensor<2x3xf32>, tensor<8x3xf32>, tensor<4x3xf32>
+  }
+}
+"""
+
+
+def test_collectives_reduce_over_the_real_peers_inputs(tmp_path: Any) -> None:
+    """Four real ranks in two groups of two, each rank with its own input: every result is
+    numpy's reduction over the inputs of the ranks of its own group."""
+    path = tmp_path / "coll.mlir"
+    path.write_text(COLLECTIVES)
+    outcome = run_program(RunConfig(path=str(path), ranks=4, seed=3))
+    x = [inputs[0] for inputs in outcome.inputs]
+    assert len(x) == 4 and not np.array_equal(x[0], x[1]) and not np.array_equal(x[2], x[3])
+    for rank, (ar, rs, ag, aa) in enumerate(outcome.outputs):
+        first = rank - rank % 2
+        peers = x[first : first + 2]
+        position = rank - first
+        np.testing.assert_array_equal(ar, peers[0] + peers[1])
+        np.testing.assert_array_equal(rs, (peers[0] + peers[1])[2 * position : 2 * position + 2])
+        np.testing.assert_array_equal(ag, np.concatenate(peers))
+        # all_to_all: chunk `position` of every peer, in peer order.
+        np.testing.assert_array_equal(
+            aa, np.concatenate([p[2 * position : 2 * position + 2] for p in peers])
+        )
+    assert outcome.report["mirrored_peers"] is None
+
+
+def test_a_partial_group_is_refused_not_copied(tmp_path: Any) -> None:
+    """Three ranks leave rank 2 alone in the group of ranks 2-3: today's main returned twice
+    rank 2's input from its all_reduce; now it is a located error, and with mirroring the
+    report lists the mirrored peer."""
+    path = tmp_path / "coll.mlir"
+    path.write_text(COLLECTIVES)
+    with pytest.raises(DiagnosticError) as info:
+        run_program(RunConfig(path=str(path), ranks=3))
+    message = info.value.diagnostic.message
+    assert "'npu.all_reduce' (%ar) has group_size = 2 (ranks 2-3)" in message
+    assert "only rank(s) 2 of its group run" in message
+    mirrored = run_program(RunConfig(path=str(path), ranks=3, mirror_peers=True))
+    assert [g["op"] for g in mirrored.report["mirrored_peers"]] == [
+        "'npu.all_reduce' (%ar)",
+        "'npu.reduce_scatter' (%rs)",
+        "'npu.all_gather' (%ag)",
+        "'npu.all_to_all' (%aa)",
+    ]
+    assert {tuple(g["mirrored_ranks"]) for g in mirrored.report["mirrored_peers"]} == {(3,)}
+
+
+def test_entries_and_ranks_must_agree(tmp_path: Any) -> None:
+    path = tmp_path / "coll.mlir"
+    path.write_text(COLLECTIVES)
+    with pytest.raises(UsageError, match="--entries names 2 function"):
+        run_program(RunConfig(path=str(path), entries=["spmd", "spmd"], ranks=4))
+    agreed = run_program(RunConfig(path=str(path), entries=["spmd", "spmd"], ranks=2))
+    assert agreed.report["ranks"] == 2
+
+
+def test_run_ranks_refuses_a_partial_group_unless_mirrored() -> None:
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, COLLECTIVES)
+    func = next(op for op in module.ops if isinstance(op, FuncOp))
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with pytest.raises(NumericsError, match="only rank\\(s\\) 0 of its group run") as info:
+        run_ranks(module, [func], [[x]])
+    assert info.value.op is not None and info.value.op.name == "npu.all_reduce"
+    ((ar, _, ag, _),) = run_ranks(module, [func], [[x]], mirror_peers=True)
+    np.testing.assert_array_equal(ar, 2 * x)
+    np.testing.assert_array_equal(ag, np.concatenate([x, x]))

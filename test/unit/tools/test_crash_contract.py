@@ -106,7 +106,7 @@ def test_debug_prints_the_traceback(
 def test_a_crash_in_the_simulator_too(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    def boom(*args: object) -> NoReturn:
+    def boom(*args: object, **kwargs: object) -> NoReturn:
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(driver_run, "simulate", boom)

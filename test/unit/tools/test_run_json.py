@@ -81,7 +81,7 @@ def test_an_input_error_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     error = report["error"]
     assert error["severity"] == "error"
     assert error["message"].startswith("race: 'npu.exp' (%b) on stream @s1")
-    assert error["location"] == {"file": str(race), "line": 15, "column": 5}
+    assert error["location"] == {"file": str(race), "line": 16, "column": 5}
     assert report["warnings"] == []
 
 

@@ -35,7 +35,8 @@ def _makespan(text: str, mode: str, ignore_tags: bool = True, max_streams: int =
     streams = module_streams(module)
     total = 0
     for func in scheduled_functions(module):
-        result = simulate([build_program(func, streams)], HW)
+        # One rank, as auto's judge sees an SPMD program.
+        result = simulate([build_program(func, streams)], HW, mirror_peers=True)
         assert result.deadlock is None
         total += result.makespan_ns
     return total
@@ -115,3 +116,44 @@ def test_auto_reissued_programs_compute_the_same_values(seed: int, num_ops: int)
     want = run_ranks(original, [_func(original)], [inputs])[0]
     got = run_ranks(lowered, [_func(lowered)], [inputs])[0]
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, want))
+
+
+def test_auto_judges_with_a_profile(tmp_path: Path) -> None:
+    """With `profile=`, auto's judge costs the ops the profile covers as profiled: it
+    predicts the lowered program's profiled makespan exactly, and is never slower (under
+    the profile) than a baseline.  The profile inverts the seed's costs: adds slow, matmuls
+    fast."""
+    from npuir.backends.npu.profile import read_profile
+
+    shapes = '"1000,1000;1000,1000"'
+    csv = tmp_path / "seed.csv"
+    csv.write_text(
+        "Op Name,OP Type,Task Type,Task Duration(us),Block Dim,Mix Block Dim,Input Shapes\n"
+        f"Add,add,AI_VECTOR_CORE,50,48,0,{shapes}\n"
+        f"MatMul,matmul,AI_CORE,3,24,0,{shapes}\n"
+    )
+    profile = read_profile(str(csv))
+    text = (EXAMPLES / "seed_multistream.mlir").read_text()
+
+    def profiled(mode: str) -> int:
+        ctx = npuir.make_context()
+        module = npuir.parse_text(ctx, text)
+        option = f' profile="{csv}"' if mode == "auto" else ""
+        spec = (
+            f"stream-partition{{mode={mode} ignore-tags=true{option}}},coreset-lower,insert-events"
+        )
+        npuir.run_passes(ctx, module, npuir.build_pipeline(spec))
+        (func,) = scheduled_functions(module)
+        result = simulate([build_program(func, module_streams(module))], HW, profile=profile)
+        assert result.profiled_ops == 4
+        return result.makespan_ns
+
+    auto = profiled("auto")
+    for mode in ("single", "ge", "engine", "nimble"):
+        assert auto <= profiled(mode), mode
+    ctx = npuir.make_context()
+    prog = build_program(_func(npuir.parse_text(ctx, text)))
+    none = [None] * len(prog)
+    for mode in ("ge", "nimble"):
+        judged = Judge(prog, HW, None, profile)(mode, assign(mode, prog, none, {}, 8)).makespan
+        assert judged == profiled(mode), mode

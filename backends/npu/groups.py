@@ -1,0 +1,98 @@
+"""Collective groups across ranks: which ranks form a collective's group, and which are missing.
+
+A collective of `group_size` G is formed by consecutive ranks: 0..G-1, G..2G-1, and so on.
+The simulator and the numeric executor both run groups this way.  A run of N ranks leaves a
+group *partial* when it reaches past rank N-1 (one rank of a `group_size = 8` program, or a
+third rank of a `group_size = 2` one): its missing members are not simulated.  Such a run is
+refused unless the user asks for the missing peers to be mirrored -- taken to be copies of
+the ranks present, cyclically, arriving at the same moment with the same inputs -- and then
+`partial_groups` says exactly which peers were mirrored, for the report.
+
+    partial_groups([collectives(f) for f in funcs], ranks)   # [] when every group is whole
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import Operation
+
+from npuir.dialects.npu import CollectiveOp
+
+__all__ = ["PartialGroup", "collectives", "group_range", "partial_groups", "ranks_text"]
+
+
+def group_range(rank: int, group_size: int) -> range:
+    """Every rank of `rank`'s group for a collective of `group_size`."""
+    first = (rank // group_size) * group_size
+    return range(first, first + group_size)
+
+
+def collectives(root: Operation) -> list[CollectiveOp]:
+    """The collectives under `root` (a function), in program order."""
+    return [op for op in root.walk() if isinstance(op, CollectiveOp)]
+
+
+def _describe(op: Operation) -> str:
+    if op.results and op.results[0].name_hint:
+        return f"'{op.name}' (%{op.results[0].name_hint})"
+    return f"'{op.name}'"
+
+
+def ranks_text(ranks: Sequence[int]) -> str:
+    """`0-7` for a run of three or more consecutive ranks, else `0, 2`."""
+    if len(ranks) > 2 and list(ranks) == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks))
+
+
+@dataclass(frozen=True)
+class PartialGroup:
+    """A collective whose group reaches past the ranks that run."""
+
+    op: CollectiveOp
+    group_size: int
+    present: tuple[int, ...]
+    """Ranks of the group that run."""
+    missing: tuple[int, ...]
+    """Ranks of the group that do not: the peers a mirrored run takes as copies."""
+
+    @property
+    def op_text(self) -> str:
+        return _describe(self.op)
+
+    def describe(self) -> str:
+        """What is missing, in the words of the error and the report."""
+        first, last = self.present[0], self.present[0] + self.group_size - 1
+        return (
+            f"{self.op_text} has group_size = {self.group_size} (ranks {first}-{last}), but only "
+            f"rank(s) {ranks_text(self.present)} of its group run"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "op": self.op_text,
+            "group": self.op.group,
+            "group_size": self.group_size,
+            "ranks_present": list(self.present),
+            "mirrored_ranks": list(self.missing),
+        }
+
+
+def partial_groups(per_rank: Sequence[Iterable[CollectiveOp]], ranks: int) -> list[PartialGroup]:
+    """Every collective of `per_rank[r]` (rank r's collectives) whose group is not whole in a
+    run of `ranks` ranks, once per op and group, in rank then program order."""
+    seen: set[tuple[int, int]] = set()
+    out: list[PartialGroup] = []
+    for rank, ops in enumerate(per_rank):
+        for op in ops:
+            members = group_range(rank, op.group_size)
+            key = (id(op), members.start)
+            if members.stop <= ranks or key in seen:
+                continue
+            seen.add(key)
+            present = tuple(r for r in members if r < ranks)
+            missing = tuple(r for r in members if r >= ranks)
+            out.append(PartialGroup(op, op.group_size, present, missing))
+    return out

@@ -1,0 +1,290 @@
+"""Operator profiles: msprof-style op-summary CSVs as per-op costs, read and written.
+
+Ascend's profiler (msprof) writes an op summary, one row per executed task; GE's
+profile-guided multi-stream mode reads the same kind of file.  npuir reads the columns
+
+| column | meaning |
+|---|---|
+| `Op Name` | the operator's name: matched against the `npu.op_name` attribute importers set |
+| `OP Type` | its type: the `npu` op kind (`matmul`, `add`, ...) or an opaque op's `ge_type` |
+| `Task Type` | `AI_CORE`, `AI_VECTOR_CORE`, `MIX_AIC`, `MIX_AIV`, `AI_CPU`, `HCCL` |
+| `Task Duration(us)` | how long the task ran, in microseconds |
+| `Block Dim` | cores the task ran on (of its op's engine) |
+| `Mix Block Dim` | for a mixed kernel, the cores of the other engine (0 otherwise) |
+| `Input Shapes` | optional: `"d0,d1;d0,d1"` per input (quoted), to match by kind and shapes |
+
+and ignores every other column.  A bad row is a located error, `file.csv:LINE: error: ...`.
+
+An op takes its cost from the row whose `Op Name` is its `npu.op_name`; an op without a
+match by name takes it from the rows of its kind and input shapes (when the file has
+`Input Shapes`).  Rows that share a key (several iterations of one op) are averaged; the
+largest block dim counts.  A profiled op's task duration replaces the cost model's whole
+duration, launch included (the profiler times the task as the stream runs it), and its block
+dim is its core demand; granted fewer cores than that (a core limit, or cores taken by
+others), it runs proportionally longer -- an assumption: kernels scale linearly in their
+block dim.  Ops no row covers keep the cost model.
+
+`write_profile` writes the same format from a simulation (`npuir-run --emit-profile`), so
+a profile round-trips and users can see the format; it raises `OutputError` when it cannot
+write (`npuir.output`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import StringAttr, TensorType
+
+from npuir.analysis.program import NodeKind, Program
+from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.dialects.npu import OP_NAME, NpuOp, shape_of
+from npuir.output import write_text
+
+if TYPE_CHECKING:
+    from .simulator import SimResult
+
+__all__ = [
+    "COLUMNS",
+    "TASK_TYPES",
+    "Profile",
+    "ProfiledCost",
+    "kind_of",
+    "read_profile",
+    "shapes_of",
+    "write_profile",
+]
+
+COLUMNS: tuple[str, ...] = (
+    "Op Name",
+    "OP Type",
+    "Task Type",
+    "Task Duration(us)",
+    "Block Dim",
+    "Mix Block Dim",
+)
+"""The columns a profile must have."""
+
+_SHAPES = "Input Shapes"
+
+TASK_TYPES: dict[str, str] = {
+    "cube": "AI_CORE",
+    "vector": "AI_VECTOR_CORE",
+    "aicpu": "AI_CPU",
+    "comm": "HCCL",
+}
+"""The task type `write_profile` gives each engine's ops (msprof's names)."""
+
+_KNOWN_TASK_TYPES = frozenset({*TASK_TYPES.values(), "MIX_AIC", "MIX_AIV", "COMMUNICATION"})
+
+
+@dataclass(frozen=True)
+class ProfiledCost:
+    """What a profile says one op costs."""
+
+    duration_ns: int
+    """Task duration, launch included."""
+    block_dim: int
+    """Cores of the op's engine it ran on (0: none, e.g. an sdma collective)."""
+    mix_block_dim: int
+    task_type: str
+
+
+@dataclass
+class _Rows:
+    durations: list[float] = field(default_factory=list[float])
+    block_dim: int = 0
+    mix_block_dim: int = 0
+    task_type: str = ""
+
+    def add(self, us: float, block: int, mix: int, task: str) -> None:
+        self.durations.append(us)
+        self.block_dim = max(self.block_dim, block)
+        self.mix_block_dim = max(self.mix_block_dim, mix)
+        self.task_type = task
+
+    def cost(self) -> ProfiledCost:
+        mean_us = sum(self.durations) / len(self.durations)
+        return ProfiledCost(
+            max(1, round(mean_us * 1000)), self.block_dim, self.mix_block_dim, self.task_type
+        )
+
+
+def kind_of(op: NpuOp) -> str:
+    """The `OP Type` an op is matched by: an opaque op's `ge_type`, else its kind."""
+    ge_type = op.attributes.get("ge_type")
+    if isinstance(ge_type, StringAttr):
+        return ge_type.data
+    return op.name.removeprefix("npu.")
+
+
+def shapes_of(values: Sequence[object]) -> str:
+    """msprof's shape text: `d0,d1;d0,d1`, one group per tensor."""
+    out: list[str] = []
+    for value in values:
+        ty = getattr(value, "type", None)
+        if isinstance(ty, TensorType):
+            out.append(",".join(str(d) for d in shape_of(ty)))
+    return ";".join(out)
+
+
+def _op_name(op: NpuOp) -> str | None:
+    name = op.attributes.get(OP_NAME)
+    return name.data if isinstance(name, StringAttr) else None
+
+
+@dataclass(eq=False)
+class Profile:
+    """Per-op costs read from a profile (`read_profile`); hashed by identity, so a
+    `SimCache` can keep each profile's lookups."""
+
+    path: str
+    rows: int
+    by_name: dict[str, ProfiledCost]
+    by_kind_and_shapes: dict[tuple[str, str], ProfiledCost]
+
+    def lookup(self, op: NpuOp) -> ProfiledCost | None:
+        """The profiled cost of `op`: by `npu.op_name`, else by kind and input shapes."""
+        name = _op_name(op)
+        if name is not None:
+            cost = self.by_name.get(name)
+            if cost is not None:
+                return cost
+        if not self.by_kind_and_shapes:
+            return None
+        return self.by_kind_and_shapes.get((kind_of(op).lower(), shapes_of(op.operands)))
+
+
+def _error(path: str, line: int, message: str) -> DiagnosticError:
+    return DiagnosticError(Diagnostic("error", message, SourceLocation(path, line, 0)))
+
+
+def _number(path: str, line: int, column: str, text: str, integer: bool) -> float:
+    text = text.strip()
+    if integer and text in ("", "N/A"):
+        return 0  # msprof leaves the block dims of some tasks empty
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        value = -1
+    if not (value >= 0 and math.isfinite(value)):
+        what = "a whole number >= 0" if integer else "a number of microseconds >= 0"
+        raise _error(path, line, f"'{column}' is '{text}', which is not {what}")
+    return value
+
+
+def read_profile(path: str) -> Profile:
+    """Read the op summary at `path`; a missing column or a bad row is a located error."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        message = getattr(exc, "strerror", None) or str(exc)
+        raise DiagnosticError(
+            Diagnostic("error", f"cannot read profile '{path}': {message}")
+        ) from None
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise _error(path, 1, "the profile is empty; it needs a header row") from None
+    except csv.Error as exc:
+        raise _error(path, 1, f"not CSV: {exc}") from None
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise _error(
+            path,
+            1,
+            "the header has no column "
+            + ", ".join(f"'{c}'" for c in missing)
+            + f"; an op summary needs {', '.join(repr(c) for c in COLUMNS)}",
+        )
+    at = {name: header.index(name) for name in (*COLUMNS, _SHAPES) if name in header}
+    by_name: dict[str, _Rows] = {}
+    by_kind: dict[tuple[str, str], _Rows] = {}
+    rows = 0
+    try:
+        for cells in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(header):
+                raise _error(
+                    path, line, f"the row has {len(cells)} cells, the header {len(header)}"
+                )
+            name = cells[at["Op Name"]].strip()
+            if not name:
+                raise _error(path, line, "'Op Name' is empty")
+            task = cells[at["Task Type"]].strip()
+            if task not in _KNOWN_TASK_TYPES:
+                raise _error(
+                    path,
+                    line,
+                    f"'Task Type' is '{task}'; expected one of "
+                    + ", ".join(sorted(_KNOWN_TASK_TYPES)),
+                )
+            us = _number(path, line, "Task Duration(us)", cells[at["Task Duration(us)"]], False)
+            block = int(_number(path, line, "Block Dim", cells[at["Block Dim"]], True))
+            mix = int(_number(path, line, "Mix Block Dim", cells[at["Mix Block Dim"]], True))
+            rows += 1
+            by_name.setdefault(name, _Rows()).add(us, block, mix, task)
+            if _SHAPES in at:
+                key = (cells[at["OP Type"]].strip().lower(), cells[at[_SHAPES]].strip())
+                by_kind.setdefault(key, _Rows()).add(us, block, mix, task)
+    except csv.Error as exc:
+        raise _error(path, reader.line_num, f"not CSV: {exc}") from None
+    return Profile(
+        path,
+        rows,
+        {k: v.cost() for k, v in by_name.items()},
+        {k: v.cost() for k, v in by_kind.items()},
+    )
+
+
+def write_profile(result: SimResult, programs: Sequence[Program], path: str) -> None:
+    """Write `result`'s compute ops as an op summary `read_profile` reads back: one row per
+    op per rank (`Device_id`), durations as the simulator ran them (launch included)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        [
+            "Device_id",
+            "Op Name",
+            "OP Type",
+            "Task Type",
+            "Task Start Time(us)",
+            "Task Duration(us)",
+            "Block Dim",
+            "Mix Block Dim",
+            "Input Shapes",
+            "Output Shapes",
+        ]
+    )
+    for rec in result.ops:
+        prog = programs[rec.rank]
+        if prog.kind[rec.node] is not NodeKind.COMPUTE:
+            continue
+        op = prog.ops[rec.node]
+        assert isinstance(op, NpuOp)
+        name = _op_name(op) or (
+            op.results[0].name_hint if op.results and op.results[0].name_hint else None
+        )
+        writer.writerow(
+            [
+                rec.rank,
+                name or f"{kind_of(op)}_{rec.node}",
+                kind_of(op),
+                TASK_TYPES[rec.engine],
+                f"{rec.start / 1000:.3f}",
+                f"{(rec.end - rec.start) / 1000:.3f}",
+                rec.cores,
+                0,
+                shapes_of(op.operands),
+                shapes_of(op.results),
+            ]
+        )
+    write_text(path, out.getvalue())

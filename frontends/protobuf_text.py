@@ -1,0 +1,267 @@
+"""Stage one of the GE importer: protobuf text format into located messages.
+
+`parse(text, filename)` reads text written in the protobuf text format (the
+grammar is `protobuf_text.lark`, run by lark's LALR parser) and returns the
+top-level `Message`.  A message keeps its fields in file order, repeated
+fields as lists, and the line and column of every field, so that the second
+stage (`npuir.frontends.ge`) can point a diagnostic at the `op {` block or the
+`input:` string it is about.  Nothing here knows GE's schema.
+
+Scalars become `str` (strings, unescaped), `int` / `float` (numbers) and
+`Ident` (bare identifiers: enum values such as `DT_FLOAT16`, `true`, `false`).
+A syntax error is a `DiagnosticError` at the offending token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+
+
+class Ident(str):
+    """A bare identifier value (an enum name such as `DT_FLOAT16`, or true/false)."""
+
+    __slots__ = ()
+
+
+Scalar = str | int | float
+Value = Any  # Message | Scalar: recursive, kept loose for mypy
+
+
+@dataclass
+class Entry:
+    """One occurrence of a field: its value and where its name stands."""
+
+    value: Value
+    line: int
+    column: int
+
+
+@dataclass
+class Message:
+    """A protobuf text message: named fields, each a list of entries in file order."""
+
+    line: int
+    column: int
+    fields: dict[str, list[Entry]] = field(default_factory=dict[str, list[Entry]])
+
+    def all(self, name: str) -> list[Value]:
+        """Every value of the (repeated) field `name`, in file order."""
+        return [e.value for e in self.fields.get(name, ())]
+
+    def entries(self, name: str) -> list[Entry]:
+        return self.fields.get(name, [])
+
+    def get(self, name: str, default: Value = None) -> Value:
+        """The last value of `name` (protobuf's rule for a repeated singular field)."""
+        entries = self.fields.get(name)
+        return entries[-1].value if entries else default
+
+    def messages(self, name: str) -> Iterator[Message]:
+        """The message values of `name`; scalar values of that name are skipped."""
+        for entry in self.fields.get(name, ()):
+            if isinstance(entry.value, Message):
+                yield entry.value
+
+
+_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+
+
+def unescape(body: str) -> str:
+    """Undo C-style escapes (`\\n`, `\\'`, `\\x41`, octal `\\101`) in a string body.
+
+    Byte escapes give the character of that code point (latin-1), as Python's
+    `bytes` repr, which TorchAir's pbtxt writer uses, means them.
+    """
+    if "\\" not in body:
+        return body
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        ch = body[i]
+        if ch != "\\" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+        elif nxt in "xX":
+            j = i + 2
+            while j < n and j < i + 4 and body[j] in "0123456789abcdefABCDEF":
+                j += 1
+            out.append(chr(int(body[i + 2 : j], 16)) if j > i + 2 else nxt)
+            i = j if j > i + 2 else i + 2
+        elif nxt in "01234567":
+            j = i + 1
+            while j < n and j < i + 4 and body[j] in "01234567":
+                j += 1
+            out.append(chr(int(body[i + 1 : j], 8) & 0xFF))
+            i = j
+        else:
+            out.append(nxt)
+            i += 2
+    return "".join(out)
+
+
+def _number(text: str) -> int | float:
+    lowered = text.lower()
+    if "0x" in lowered:
+        return int(text, 16)
+    body = text[:-1] if lowered.endswith("f") else text
+    if any(c in body for c in ".eE"):
+        return float(body)
+    return int(body, 10)
+
+
+_Field = tuple[str, Entry]
+
+
+@v_args(inline=True)
+class _Build(Transformer[Token, Message]):
+    """Builds messages bottom-up while LALR parses (no parse tree is kept)."""
+
+    def start(self, *items: _Field) -> Message:
+        return _message(1, 1, items)
+
+    def message(self, name: Token, *items: _Field) -> _Field:
+        line, column = name.line or 0, name.column or 0
+        return str(name), Entry(_message(line, column, items), line, column)
+
+    def scalar(self, name: Token, value: Value) -> _Field:
+        return str(name), Entry(value, name.line or 0, name.column or 0)
+
+    def repeated(self, name: Token, *values: Value) -> _Field:
+        # `name: [a, b]` is two entries of `name`; the marker keeps them together.
+        kept = [v for v in values if v is not None]
+        return str(name), Entry(_Repeated(kept), name.line or 0, name.column or 0)
+
+    def value(self, v: Value) -> Value:
+        return v
+
+    def number(self, tok: Token) -> Value:
+        return _number(str(tok))
+
+    def ident(self, tok: Token) -> Value:
+        text = str(tok)
+        lowered = text.lower().lstrip("-")
+        if lowered in ("inf", "infinity", "nan"):
+            return float(text)
+        return Ident(text)
+
+    def string(self, *parts: Token) -> str:
+        return "".join(unescape(str(p)[1:-1]) for p in parts)
+
+
+class _Repeated(list[Value]):
+    """The values of one `name: [a, b]` field, spread into entries by `_message`."""
+
+
+def _message(line: int, column: int, items: tuple[_Field, ...]) -> Message:
+    msg = Message(line, column)
+    for name, entry in items:
+        bucket = msg.fields.setdefault(name, [])
+        if isinstance(entry.value, _Repeated):
+            bucket.extend(Entry(v, entry.line, entry.column) for v in entry.value)
+        else:
+            bucket.append(entry)
+    return msg
+
+
+@cache
+def _parser() -> Lark:
+    grammar = (Path(__file__).parent / "protobuf_text.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", transformer=_Build(), maybe_placeholders=True)
+
+
+def _describe(exc: UnexpectedInput) -> str:
+    if isinstance(exc, UnexpectedCharacters):
+        ch = exc.char
+        if ch in "\"'":
+            return "a string is not closed on its line"
+        return (
+            f"unexpected character {ch!r}"
+            if ch.isprintable()
+            else f"unexpected byte {ord(ch):#04x}"
+        )
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        accepted = exc.accepts or exc.expected
+        if tok.type == "$END" and "RBRACE" in accepted:
+            return "unexpected end of input: a message is not closed with '}'"
+        expected = sorted(_readable(t) for t in accepted)
+        shown = ", ".join(expected[:6]) + (", ..." if len(expected) > 6 else "")
+        what = _readable(tok.type)
+        found = what if what.startswith("'") or tok.type == "$END" else f"{what} '{tok}'"
+        return f"unexpected {found}" + (f"; expected {shown}" if shown else "")
+    return "syntax error"
+
+
+_TOKEN_NAMES = {
+    "NAME": "field name",
+    "SIGNED_IDENT": "identifier",
+    "NUMBER": "number",
+    "STRING": "string",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COLON": "':'",
+    "LESSTHAN": "'<'",
+    "MORETHAN": "'>'",
+    "COMMA": "','",
+    "_SEP": "',' or ';'",
+    "SEMICOLON": "';'",
+    "$END": "end of input",
+}
+
+
+def _readable(token_type: str) -> str:
+    return _TOKEN_NAMES.get(token_type, token_type.lower())
+
+
+def parse(text: str, filename: str, line_offset: int = 0) -> Message:
+    """Parse protobuf text into its top-level `Message`; errors are located in `filename`.
+
+    `line_offset` shifts reported lines, for text that starts inside another file.
+    """
+    try:
+        return _parser().parse(text)  # type: ignore[return-value]
+    except UnexpectedInput as exc:
+        line = max(getattr(exc, "line", 1) or 1, 1) + line_offset
+        column = max(getattr(exc, "column", 1) or 1, 1)
+        if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
+            line, column = _end_of(text, line_offset)
+        raise DiagnosticError(
+            Diagnostic("error", _describe(exc), SourceLocation(filename, line, column))
+        ) from None
+    except RecursionError:
+        raise DiagnosticError(
+            Diagnostic("error", "messages are nested too deeply", SourceLocation(filename, 1, 1))
+        ) from None
+
+
+def _end_of(text: str, line_offset: int) -> tuple[int, int]:
+    lines = text.split("\n")
+    return len(lines) + line_offset, len(lines[-1]) + 1

@@ -1,0 +1,56 @@
+"""`npuir.torchair`: TorchAir's names as a Python API that builds npuir IR.
+
+A model engineer who knows TorchAir writes the same calls and gets a module:
+
+```python
+from npuir import torchair
+from npuir.torchair import ops
+
+g = torchair.Graph("forward")                      # one func.func
+a, b = g.input((1000, 1000), "f16"), g.input((1000, 1000), "f16")
+s = ops.add(a, b)
+with torchair.scope.npu_stream_switch("1"):
+    torchair.scope.npu_wait_tensor(b, s)
+    m = ops.mm(a, b)
+g.output(s, m)
+module = g.module                                  # an xDSL ModuleOp, verified
+```
+
+- `Graph(name, target="910b2", config=None)`: one function; `input`, `output`,
+  `module`, `text()`, `pipeline` (the lowering the config asks for).
+- `Program(target, config)`: one function per rank (`p.graph("rank0")`), one module.
+- `scope`: `npu_stream_switch`, `npu_wait_tensor`, `limit_core_num`, `set_stream_limit`.
+- `inference.set_dim_gears`; `CompilerConfig` (`ge_config.aicore_num`,
+  `ge_config.enable_single_stream`, `inference_config.dynamic_gears_merge_policy`).
+- `ops`: torch-named functions for every `npu` op.
+
+IR objects are built directly (no text, no parser); each op carries the
+location of the user's Python line that created it, and mistakes raise
+`TorchairError` located there.
+
+This package lives in `frontends/torchair/` and is installed as
+`npuir.torchair` (not `npuir.frontends.torchair`): TorchAir users import
+`torchair.scope`, `torchair.inference` and `torchair.ops` as submodules, and
+real submodules make `from npuir.torchair.scope import npu_stream_switch`
+work as it does in TorchAir.
+"""
+
+from __future__ import annotations
+
+from . import inference, ops, scope
+from ._errors import TorchairError
+from ._graph import OP_NAME, Graph, Program, Tensor, current_graph
+from .configs import CompilerConfig
+
+__all__ = [
+    "OP_NAME",
+    "CompilerConfig",
+    "Graph",
+    "Program",
+    "Tensor",
+    "TorchairError",
+    "current_graph",
+    "inference",
+    "ops",
+    "scope",
+]

@@ -1,0 +1,62 @@
+"""Errors of `npuir.torchair`, located at the user's own line.
+
+The location is the innermost Python frame outside this package: the line of
+the user's model code that called into the API, as a torch user expects a
+traceback to point at.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+from types import CodeType, FrameType
+
+from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+class TorchairError(DiagnosticError):
+    """A mistake in code written against `npuir.torchair`, located at the user's line.
+
+    Its message reads like every npuir diagnostic, `file:line:col: error: ...`.
+    """
+
+    def __str__(self) -> str:
+        return self.diagnostic.render()
+
+
+def _user_frame() -> FrameType | None:
+    """The innermost frame outside this package: the line the user wrote."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return frame
+
+
+_COLUMNS: dict[tuple[CodeType, int], int] = {}
+"""The column of each call site seen, found once: finding it walks the code's positions."""
+
+
+def user_location() -> SourceLocation | None:
+    """File, line and (1-based) column of the user's call into the API."""
+    frame = _user_frame()
+    if frame is None:
+        return None
+    code, line = frame.f_code, frame.f_lineno
+    site = (code, frame.f_lasti)
+    column = _COLUMNS.get(site)
+    if column is None:
+        column = 1
+        # co_positions has one entry per 2-byte instruction; f_lasti is a byte offset.
+        pos = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+        if pos is not None and pos[0] == line and pos[2] is not None:
+            column = pos[2] + 1
+        _COLUMNS[site] = column
+    return SourceLocation(code.co_filename, line, column)
+
+
+def fail(message: str, where: SourceLocation | None = None) -> TorchairError:
+    """Build (not raise) an error at `where`, or at the user's current line."""
+    return TorchairError(Diagnostic("error", message, where or user_location()))

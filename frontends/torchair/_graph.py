@@ -1,0 +1,676 @@
+"""The graph builder behind `npuir.torchair`: `Graph`, `Program`, `Tensor`.
+
+A `Graph` is one `func.func` under construction.  Ops are created detached,
+in program order, each remembered with the scope it was created in (a tree of
+`_Scope`s mirroring the user's `with` blocks); the nested `stream.switch` /
+`coreset.limit` ops are materialised once, when the module is first asked
+for.  Only then is it known which values leave a scope, so each scope yields
+exactly the values used after it, and those uses are redirected to its
+results.  Nothing is printed or parsed: building costs what creating the
+xDSL objects costs, plus one verification of the finished module.
+
+Every op gets the `FileLineColLoc` of the user's Python line that created it
+(the first frame outside this package), and a mistake — a shape that does not
+infer, a bad argument — raises `TorchairError`, a located `DiagnosticError`
+whose message starts with that line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    DictionaryAttr,
+    FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    FunctionType,
+    IntAttr,
+    IntegerType,
+    LocationAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
+
+from npuir.diagnostics import DiagnosticError, SourceLocation
+from npuir.dialects import coreset, gear, stream
+from npuir.dialects.npu import DYN, TARGET, NpuOp, dtype_name
+from npuir.verifier import verify
+
+from ._errors import TorchairError, fail, user_location
+from .configs import CompilerConfig
+
+OP_NAME = "npu.op_name"
+"""Op attribute holding the operator's name in the user's framework (FX node, GE op)."""
+
+
+_FILE_ATTRS: dict[str, StringAttr] = {}
+
+
+def to_loc(where: SourceLocation | None) -> LocationAttr | None:
+    if where is None:
+        return None
+    name = _FILE_ATTRS.get(where.filename)
+    if name is None:
+        name = _FILE_ATTRS[where.filename] = StringAttr(where.filename)
+    return FileLineColLoc(name, IntAttr(where.line), IntAttr(where.column))
+
+
+# --------------------------------------------------------------------------
+# Element types and shapes
+# --------------------------------------------------------------------------
+
+_DTYPES: dict[str, Attribute] = {
+    "f16": Float16Type(),
+    "bf16": BFloat16Type(),
+    "f32": Float32Type(),
+    "i1": IntegerType(1),
+    "i32": IntegerType(32),
+    "i64": IntegerType(64),
+}
+
+# torch's spellings, so `torch.float16` or "float16" work as well as "f16".
+_DTYPE_ALIASES = {
+    "float16": "f16",
+    "half": "f16",
+    "bfloat16": "bf16",
+    "float32": "f32",
+    "float": "f32",
+    "bool": "i1",
+    "int32": "i32",
+    "int": "i32",
+    "int64": "i64",
+    "long": "i64",
+}
+
+
+def element_type(dtype: object) -> Attribute:
+    """The xDSL element type for an npuir name ("f16"), a torch name or a torch dtype."""
+    name = str(dtype).removeprefix("torch.")
+    name = _DTYPE_ALIASES.get(name, name)
+    ty = _DTYPES.get(name)
+    if ty is None:
+        raise fail(f"unsupported dtype {dtype!r} (choose from: {', '.join(_DTYPES)})")
+    return ty
+
+
+def tensor_type(shape: Sequence[int | str | None], dtype: object) -> TensorType[Attribute]:
+    """`tensor<...>` for a shape whose dynamic dims are None, -1 or "?"."""
+    if isinstance(shape, int) or not isinstance(shape, Sequence) or isinstance(shape, str):
+        raise fail(f"shape must be a sequence of dims, got {shape!r}")
+    dims: list[int] = []
+    for d in shape:
+        if d is None or d == "?" or d == -1:
+            dims.append(DYN)
+        elif isinstance(d, int) and not isinstance(d, bool) and d >= 0:
+            dims.append(d)
+        else:
+            raise fail(f"dim {d!r} in shape {tuple(shape)} is not a size >= 0 or None (dynamic)")
+    return TensorType(element_type(dtype), dims)
+
+
+# --------------------------------------------------------------------------
+# Tensors
+# --------------------------------------------------------------------------
+
+
+class Tensor:
+    """A value of a graph under construction, as torch code holds a tensor.
+
+    Arithmetic operators build ops (`a + b` is `ops.add(a, b)`, `a @ b` is
+    `ops.matmul(a, b)`).
+    """
+
+    __slots__ = ("graph", "value")
+
+    def __init__(self, graph: Graph, value: SSAValue) -> None:
+        self.graph = graph
+        self.value = value
+
+    @property
+    def type(self) -> TensorType[Attribute]:
+        ty = self.value.type
+        assert isinstance(ty, TensorType)
+        return ty
+
+    @property
+    def shape(self) -> tuple[int | None, ...]:
+        """The dims, None for a dynamic one."""
+        return tuple(None if d == DYN else d for d in self.type.get_shape())
+
+    @property
+    def dtype(self) -> str:
+        """The element type's short name: f16, bf16, f32, i1, i32, i64."""
+        return dtype_name(self.type.element_type)
+
+    def dim(self) -> int:
+        return len(self.type.get_shape())
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.type}, graph={self.graph.name!r})"
+
+    def __add__(self, other: Tensor) -> Tensor:
+        from . import ops
+
+        return ops.add(self, other)
+
+    def __sub__(self, other: Tensor) -> Tensor:
+        from . import ops
+
+        return ops.sub(self, other)
+
+    def __mul__(self, other: Tensor) -> Tensor:
+        from . import ops
+
+        return ops.mul(self, other)
+
+    def __truediv__(self, other: Tensor) -> Tensor:
+        from . import ops
+
+        return ops.div(self, other)
+
+    def __matmul__(self, other: Tensor) -> Tensor:
+        from . import ops
+
+        return ops.matmul(self, other)
+
+    def __neg__(self) -> Tensor:
+        from . import ops
+
+        return ops.neg(self)
+
+
+# --------------------------------------------------------------------------
+# Scopes
+# --------------------------------------------------------------------------
+
+
+class _Scope:
+    """One open or closed `with` block: a `stream.switch` or a `coreset.limit`
+    to be, or the function body itself (the root)."""
+
+    __slots__ = ("aliases", "counts", "items", "location", "parent", "priority", "tag")
+
+    def __init__(
+        self,
+        parent: _Scope | None,
+        location: LocationAttr | None = None,
+        tag: str | None = None,
+        priority: int = 0,
+        counts: tuple[int | None, int | None] | None = None,
+    ) -> None:
+        self.parent = parent
+        self.location = location
+        self.tag = tag
+        self.priority = priority
+        self.counts = counts
+        self.items: list[Operation | _Scope] = []
+        # npu_wait_tensor(self, dep) inside this scope: later uses of `self`
+        # here or in nested scopes read the wait's result (TorchAir's meaning).
+        self.aliases: dict[SSAValue, SSAValue] = {}
+
+
+def _resolve(scope: _Scope, value: SSAValue) -> SSAValue:
+    node: _Scope | None = scope
+    while node is not None:
+        alias = node.aliases.get(value)
+        if alias is not None:
+            return alias
+        node = node.parent
+    return value
+
+
+# --------------------------------------------------------------------------
+# Graphs
+# --------------------------------------------------------------------------
+
+_ENTERED: list[Graph] = []
+"""Graphs made current by `with g:`, innermost last."""
+
+_LATEST: list[Graph] = []
+"""The graph created last (at most one, so that finished graphs are not kept alive)."""
+
+
+def current_graph() -> Graph:
+    """The graph that ops, scopes and `set_dim_gears` apply to: the innermost one
+    entered with `with g:`, else the one created last."""
+    if _ENTERED:
+        return _ENTERED[-1]
+    if not _LATEST:
+        raise fail("no graph is being built; create one with torchair.Graph(name)")
+    return _LATEST[0]
+
+
+class Graph:
+    """One function under construction: `torchair.Graph(name, target, config)`.
+
+    ```python
+    g = torchair.Graph("forward")
+    x = g.input((4, 8), "f16")
+    g.output(ops.relu(x))
+    module = g.module
+    ```
+
+    Creating a graph makes it current (scopes and `set_dim_gears` apply to
+    the current graph); `with g:` makes it current again for a block.
+    """
+
+    def __init__(
+        self,
+        name: str = "forward",
+        target: str = "910b2",
+        config: CompilerConfig | None = None,
+        *,
+        _program: Program | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise fail(f"graph name must be a non-empty string, got {name!r}")
+        self.name = name
+        self.target = target
+        self.config = config if config is not None else CompilerConfig()
+        self._program = _program
+        self._location = to_loc(user_location())
+        self._block = Block()
+        self._root = _Scope(None)
+        self._open: list[_Scope] = [self._root]
+        self._scope_of: dict[Operation, _Scope] = {}
+        self._stream_limits: list[Operation] = []
+        self._gears: dict[int, dict[int, list[int]]] = {}
+        self._outputs: list[SSAValue] | None = None
+        self._func: FuncOp | None = None
+        self._module: ModuleOp | None = None
+        # Set by `source()`: a location (and name) that overrides the caller's frame.
+        self._forced: tuple[LocationAttr | None, str | None] | None = None
+        _LATEST[:] = [self]
+
+    # -- context --------------------------------------------------------
+
+    def __enter__(self) -> Graph:
+        _ENTERED.append(self)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        _ENTERED.pop()
+
+    @contextmanager
+    def source(
+        self, filename: str, line: int, column: int = 0, op_name: str | None = None
+    ) -> Iterator[None]:
+        """Give the ops built inside this block this location (and `npu.op_name`),
+        instead of the caller's line: what an importer uses."""
+        saved = self._forced
+        loc = to_loc(SourceLocation(filename, line, column)) if line > 0 else None
+        self._forced = (loc, op_name)
+        try:
+            yield
+        finally:
+            self._forced = saved
+
+    # -- building -------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._func is not None:
+            raise fail(f"graph '{self.name}' is finished (its module was built); build a new one")
+
+    def input(
+        self, shape: Sequence[int | str | None], dtype: object = "f16", name: str | None = None
+    ) -> Tensor:
+        """A new function argument of `shape` (None, -1 or "?" for a dynamic dim)."""
+        self._check_open()
+        arg = self._block.insert_arg(tensor_type(shape, dtype), len(self._block.args))
+        if name is not None:
+            arg.name_hint = name
+        return Tensor(self, arg)
+
+    def output(self, *values: Tensor) -> None:
+        """The function's results, in order (`func.return`)."""
+        self._check_open()
+        if self._outputs is not None:
+            raise fail(f"graph '{self.name}' already has outputs")
+        self._outputs = [self.value_of(v, "output") for v in values]
+
+    def value_of(self, tensor: object, what: str) -> SSAValue:
+        """The SSA value a user's tensor stands for here, after any wait on it."""
+        if not isinstance(tensor, Tensor):
+            raise fail(f"{what}: expected a Tensor of graph '{self.name}', got {tensor!r}")
+        if tensor.graph is not self:
+            raise fail(
+                f"{what}: the tensor belongs to graph '{tensor.graph.name}', not to "
+                f"'{self.name}' (the current graph; `with g:` selects another)"
+            )
+        return _resolve(self._open[-1], tensor.value)
+
+    def location(self) -> LocationAttr | None:
+        if self._forced is not None:
+            return self._forced[0]
+        return to_loc(user_location())
+
+    def error_location(self) -> SourceLocation | None:
+        loc = self.location()
+        if isinstance(loc, FileLineColLoc):
+            return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+        return None
+
+    def add_op(
+        self,
+        op_type: type[Operation],
+        operands: Sequence[SSAValue],
+        attributes: dict[str, Attribute] | None = None,
+        result_types: Sequence[Attribute] | None = None,
+        num_results: int = 1,
+    ) -> Operation:
+        """Create an op in the innermost open scope.
+
+        For an `npu` op the result types come from the dialect's own inference
+        (`result_types`, when given, is the declared type that reshape and cast
+        read); an inference failure becomes a `TorchairError` at the user's line.
+        """
+        self._check_open()
+        attrs = dict(attributes or {})
+        if self._forced is not None and self._forced[1] is not None:
+            attrs[OP_NAME] = StringAttr(self._forced[1])
+        placeholder = list(result_types) if result_types else [operands[0].type] * num_results
+        op = op_type.create(
+            operands=operands, result_types=placeholder, attributes=attrs, location=self.location()
+        )
+        if isinstance(op, NpuOp):
+            try:
+                inferred = op.infer_result_types([v.type for v in operands])
+            except VerifyException as exc:
+                op.drop_all_references()
+                raise fail(f"'{op.name}': {exc}", self.error_location()) from None
+            for result, ty in zip(list(op.results), inferred):
+                if result.type != ty:
+                    Rewriter.replace_value_with_new_type(result, ty)
+        scope = self._open[-1]
+        scope.items.append(op)
+        self._scope_of[op] = scope
+        return op
+
+    def wait_tensor(self, tensor: Tensor, dependency: Tensor) -> Tensor:
+        """`stream.wait_tensor`: see `torchair.scope.npu_wait_tensor`."""
+        original = tensor.value
+        op = self.add_op(
+            stream.WaitTensorOp,
+            [
+                self.value_of(tensor, "npu_wait_tensor"),
+                self.value_of(dependency, "npu_wait_tensor"),
+            ],
+        )
+        if original is not dependency.value:
+            self._open[-1].aliases[original] = op.results[0]
+        return Tensor(self, op.results[0])
+
+    def open_scope(
+        self,
+        tag: str | None = None,
+        priority: int = 0,
+        counts: tuple[int | None, int | None] | None = None,
+    ) -> None:
+        self._check_open()
+        scope = _Scope(self._open[-1], self.location(), tag, priority, counts)
+        self._open[-1].items.append(scope)
+        self._open.append(scope)
+
+    def close_scope(self) -> None:
+        if len(self._open) == 1:
+            raise fail("a scope is closed that was never opened")
+        self._open.pop()
+
+    def set_stream_limit(self, stream_tag: str, cube_num: int = -1, vector_num: int = -1) -> None:
+        """`coreset.stream_limit`: bound the cores of every op on the stream `stream_tag`.
+
+        Mirrors torch_npu's `set_stream_limit(stream, cube_num=-1, vector_num=-1)`;
+        -1 leaves that count unlimited.
+        """
+        self._check_open()
+        counts = [
+            _limit_count(c, name)
+            for c, name in ((cube_num, "cube_num"), (vector_num, "vector_num"))
+        ]
+        if not isinstance(stream_tag, str):
+            raise fail(f"stream_tag must be a string, got {stream_tag!r}")
+        if counts == [None, None]:
+            return
+        op = coreset.StreamLimitOp(stream_tag, counts[0], counts[1])
+        op.location = self.location()
+        self._scope_of[op] = self._root
+        self._stream_limits.append(op)
+
+    def set_gears(self, tensor: Tensor, dim_gears: dict[int, Sequence[int]]) -> None:
+        """`gear.dims` on an input: see `torchair.inference.set_dim_gears`."""
+        self._check_open()
+        value = tensor.value if isinstance(tensor, Tensor) else None
+        if value is None or tensor.graph is not self or value not in self._block.args:
+            raise fail("set_dim_gears applies to an input of the current graph (g.input(...))")
+        index = self._block.args.index(value)
+        if index in self._gears and self._gears[index] != dim_gears:
+            raise fail(
+                f"input {index} already has dim gears {self._gears[index]}; "
+                "setting them again is not supported (as in TorchAir)"
+            )
+        shape = list(tensor.type.get_shape())
+        checked: dict[int, list[int]] = {}
+        for dim, gears in dim_gears.items():
+            if not isinstance(dim, int) or not 0 <= dim < len(shape):
+                raise fail(f"dim index {dim!r} in dim_gears must be in [0, {len(shape) - 1}]")
+            if not isinstance(gears, list | tuple) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in gears
+            ):
+                raise fail(f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}")
+            if not 2 <= len(gears) <= 100:
+                raise fail(f"dim {dim} has {len(gears)} gears; give between 2 and 100")
+            checked[dim] = list(gears)
+        try:
+            gear.DimsAttr(checked).verify()
+        except VerifyException as exc:
+            raise fail(str(exc)) from None
+        static = [d for d in checked if shape[d] != DYN]
+        if static:
+            # As TorchAir's mark_dynamic: the annotated dims become dynamic,
+            # which is only sound before anything has used the input.
+            if value.uses:
+                raise fail(
+                    f"dim {static[0]} of input {index} is static and the input is already "
+                    "used; call set_dim_gears before using it, or declare the dim None"
+                )
+            for d in static:
+                shape[d] = DYN
+            tensor.value = Rewriter.replace_value_with_new_type(
+                value, TensorType(tensor.type.element_type, shape)
+            )
+        self._gears[index] = checked
+
+    # -- finishing ------------------------------------------------------
+
+    def build_function(self) -> FuncOp:
+        """The finished `func.func` (built once; the graph is closed afterwards)."""
+        if self._func is not None:
+            return self._func
+        if len(self._open) > 1:
+            raise fail(f"graph '{self.name}' still has an open scope")
+        if self._outputs is None:
+            raise fail(f"graph '{self.name}' has no outputs; call g.output(...)")
+        ret = ReturnOp(*self._outputs)
+        self._scope_of[ret] = self._root
+        body = [*self._stream_limits, *self._materialise(self._root), ret]
+        self._block.add_ops(body)
+        arg_types = [a.type for a in self._block.args]
+        arg_attrs = None
+        if self._gears:
+            arg_attrs = ArrayAttr(
+                [
+                    DictionaryAttr(
+                        {gear.DIMS: gear.DimsAttr(self._gears[i])} if i in self._gears else {}
+                    )
+                    for i in range(len(arg_types))
+                ]
+            )
+        func = FuncOp(
+            self.name,
+            FunctionType.from_lists(arg_types, [v.type for v in self._outputs]),
+            Region(self._block),
+            arg_attrs=arg_attrs,
+        )
+        if self._gears:
+            func.attributes[gear.POLICY] = StringAttr(
+                self.config.inference_config.dynamic_gears_merge_policy
+            )
+        if self._location is not None:
+            func.location = self._location
+        self._func = func
+        self._scope_of.clear()
+        return func
+
+    def _materialise(self, scope: _Scope) -> list[Operation]:
+        return [self._close(item) if isinstance(item, _Scope) else item for item in scope.items]
+
+    def _inside(self, op: Operation, scope: _Scope) -> bool:
+        node: _Scope | None = self._scope_of[op]
+        while node is not None:
+            if node is scope:
+                return True
+            node = node.parent
+        return False
+
+    def _close(self, scope: _Scope) -> Operation:
+        """The scope op for a closed `with` block, yielding what is used after it."""
+        body = self._materialise(scope)
+        escaping = [
+            r
+            for op in body
+            for r in op.results
+            if any(not self._inside(use.operation, scope) for use in r.uses)
+        ]
+        scope_op: Operation
+        term: Operation
+        if scope.tag is not None:
+            term = stream.YieldOp(*escaping)
+            scope_op = stream.SwitchOp(
+                scope.tag, Region(Block([*body, term])), [r.type for r in escaping], scope.priority
+            )
+        else:
+            assert scope.counts is not None
+            term = coreset.YieldOp(*escaping)
+            scope_op = coreset.LimitOp(
+                *scope.counts, Region(Block([*body, term])), [r.type for r in escaping]
+            )
+        if scope.location is not None:
+            scope_op.location = scope.location
+        self._scope_of[term] = scope
+        self._scope_of[scope_op] = scope.parent  # type: ignore[assignment]
+        for inner, outer in zip(escaping, scope_op.results):
+            inner.replace_uses_with_if(
+                outer,
+                lambda use: use.operation is not term and not self._inside(use.operation, scope),
+            )
+        return scope_op
+
+    def _module_attributes(self) -> dict[str, Attribute]:
+        attrs: dict[str, Attribute] = {TARGET: StringAttr(self.target)}
+        cores = self.config.ge_config.global_cores()
+        if cores is not None:
+            attrs[coreset.GLOBAL] = coreset.CoresAttr(*cores)
+        return attrs
+
+    @property
+    def module(self) -> ModuleOp:
+        """The finished, verified module holding this graph (or its program's)."""
+        if self._program is not None:
+            return self._program.module
+        if self._module is None:
+            module = ModuleOp([self.build_function()])
+            module.attributes.update(self._module_attributes())
+            verify_built(module)
+            self._module = module
+        return self._module
+
+    @property
+    def pipeline(self) -> str:
+        """The lowering the config asks for (see `CompilerConfig`)."""
+        return self.config.pipeline()
+
+    def text(self) -> str:
+        """The module as `.mlir` text."""
+        from npuir import print_ir
+
+        return print_ir(self.module)
+
+
+def verify_built(module: ModuleOp) -> None:
+    """Verify a finished module; a failure is located at the user's line of the op."""
+    try:
+        verify(module)
+    except DiagnosticError as exc:
+        raise TorchairError(exc.diagnostic) from None
+
+
+def _limit_count(value: object, what: str) -> int | None:
+    if not isinstance(value, int) or isinstance(value, bool) or (value < 1 and value != -1):
+        raise fail(f"{what} must be a core count >= 1, or -1 for no limit; got {value!r}")
+    return None if value == -1 else value
+
+
+class Program:
+    """Several graphs in one module, one function per rank (MPMD).
+
+    ```python
+    p = torchair.Program()
+    g0 = p.graph("rank0")   # becomes the current graph
+    ...
+    g1 = p.graph("rank1")
+    ...
+    module = p.module
+    ```
+    """
+
+    DEFAULT_TARGET: ClassVar[str] = "910b2"
+
+    def __init__(self, target: str = DEFAULT_TARGET, config: CompilerConfig | None = None) -> None:
+        self.target = target
+        self.config = config if config is not None else CompilerConfig()
+        self.graphs: list[Graph] = []
+        self._module: ModuleOp | None = None
+
+    def graph(self, name: str) -> Graph:
+        """A new function of this program, made the current graph."""
+        if self._module is not None:
+            raise fail("the program is finished (its module was built)")
+        if any(g.name == name for g in self.graphs):
+            raise fail(f"the program already has a graph named '{name}'")
+        g = Graph(name, self.target, self.config, _program=self)
+        self.graphs.append(g)
+        return g
+
+    @property
+    def module(self) -> ModuleOp:
+        """The finished, verified module: one function per graph, in creation order."""
+        if self._module is None:
+            if not self.graphs:
+                raise fail("the program has no graphs; add one with p.graph(name)")
+            module = ModuleOp([g.build_function() for g in self.graphs])
+            module.attributes.update(self.graphs[0]._module_attributes())
+            verify_built(module)
+            self._module = module
+        return self._module
+
+    @property
+    def pipeline(self) -> str:
+        return self.config.pipeline()
+
+    def text(self) -> str:
+        from npuir import print_ir
+
+        return print_ir(self.module)

@@ -1,0 +1,60 @@
+"""Stage one of the GE importer: the protobuf text grammar and its located messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from npuir.diagnostics import DiagnosticError
+from npuir.frontends.protobuf_text import Ident, Message, parse, unescape
+
+
+def test_fields_keep_order_location_and_repeats() -> None:
+    msg = parse('name: "g"\nop {\n  input: "a:0"\n  input: "b:1"\n}\nop: { }\n', "d.txt")
+    assert msg.get("name") == "g"
+    ops = list(msg.messages("op"))
+    assert [(o.line, o.column) for o in ops] == [(2, 1), (6, 1)]
+    assert ops[0].all("input") == ["a:0", "b:1"]
+    assert ops[0].entries("input")[1].line == 4
+    assert ops[1].fields == {}
+
+
+def test_scalars_enums_numbers_and_short_repeated_form() -> None:
+    msg = parse("a: DT_FLOAT16 b: -3 c: 1.5e-3 d: 0x1F e: true f: [1, -2] g: -inf h: 2.0f", "x")
+    assert isinstance(msg.get("a"), Ident) and msg.get("a") == "DT_FLOAT16"
+    assert msg.get("b") == -3 and msg.get("c") == pytest.approx(1.5e-3)
+    assert msg.get("d") == 31 and msg.get("e") == "true"
+    assert msg.all("f") == [1, -2]
+    assert msg.get("g") == float("-inf") and msg.get("h") == 2.0
+
+
+def test_angle_brackets_separators_and_comments() -> None:
+    msg = parse("# a comment\nm < x: 1; y: 2, > n { }", "x")
+    inner = msg.get("m")
+    assert isinstance(inner, Message) and inner.get("y") == 2
+
+
+def test_strings_escapes_and_concatenation() -> None:
+    msg = parse(r"""s: "a\n\"b\"" t: 'it\'s' u: "\101\x42" "C" """, "x")
+    assert msg.get("s") == 'a\n"b"'
+    assert msg.get("t") == "it's"
+    assert msg.get("u") == "ABC"
+    assert unescape(r"\\n") == "\\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        ("op {\n  name: 1\n", "d.txt:3:1", "a message is not closed with '}'"),
+        ('op {\n  name: "x\n}', "d.txt:2:9", "a string is not closed on its line"),
+        ("op {\n  a: b: c\n}", "d.txt:2:7", "unexpected ':'"),
+        ("}", "d.txt:1:1", "unexpected '}'"),
+        ("a: [1,", "d.txt:1:7", "unexpected end of input; expected"),
+        ("a: 1 \x01", "d.txt:1:6", "unexpected byte 0x01"),
+    ],
+)
+def test_syntax_errors_are_located(text: str, where: str, message: str) -> None:
+    with pytest.raises(DiagnosticError) as info:
+        parse(text, "d.txt")
+    rendered = info.value.diagnostic.render()
+    assert rendered.startswith(f"{where}: error: "), rendered
+    assert message in rendered

@@ -1,0 +1,90 @@
+"""`npuir-import`: a GE / TorchAir graph dump (txt, pbtxt, ge_proto_*.txt) into `.mlir`.
+
+Prints the IR (or writes it to `-o FILE`, atomically), the warnings, and the
+import summary (ops per GE type and what each became) on stderr; with `--json`
+the summary goes to stdout as one JSON object instead, and the IR only to `-o`.
+Exit codes: `EXIT_CODES` below, and those `npuir.cli` gives every tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from npuir.api import print_ir, read_source
+from npuir.cli import (
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_arguments,
+    exit_codes_epilog,
+    run_tool,
+)
+from npuir.context import make_context
+from npuir.diagnostics import DiagnosticError, UsageError
+from npuir.frontends.ge import import_text
+from npuir.output import write_text
+
+EXIT_CODES = (
+    (EXIT_OK, "ok"),
+    (EXIT_INPUT, "an error in the dump (or an unknown GE type under --strict)"),
+    (EXIT_USAGE, "usage (bad flag, an output that cannot be written)"),
+)
+
+
+def _arg_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="npuir-import",
+        description="Import a GE or TorchAir graph dump (txt, pbtxt, ge_proto_*.txt) as npuir IR.",
+        epilog=exit_codes_epilog(EXIT_CODES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("input", help="the dump file")
+    ap.add_argument("-o", "--output-file", help="write the IR here instead of stdout")
+    ap.add_argument("--graph", help="the graph to import when the dump holds several")
+    ap.add_argument(
+        "--strict", action="store_true", help="refuse GE types the op table does not know"
+    )
+    ap.add_argument(
+        "--json", action="store_true", help="print the import summary as JSON on stdout"
+    )
+    add_common_arguments(ap)
+    return ap
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _arg_parser().parse_args(argv)
+    ctx = make_context()
+    try:
+        result = import_text(ctx, read_source(ctx, args.input), args.input, args.graph, args.strict)
+    except DiagnosticError as exc:
+        for diagnostic in (exc.diagnostic, *exc.notes):
+            print(ctx.diagnostics.render(diagnostic), file=sys.stderr)
+        return EXIT_INPUT
+    for warning in result.warnings:
+        print(ctx.diagnostics.render(warning), file=sys.stderr)
+    text = print_ir(result.module)
+    if args.output_file:
+        try:
+            write_text(args.output_file, text)
+        except UsageError as exc:
+            print(f"npuir-import: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    elif not args.json:
+        sys.stdout.write(text)
+    if args.json:
+        print(json.dumps(result.summary.to_json(), indent=2))
+    else:
+        sys.stderr.write(result.summary.render())
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    sys.exit(run_tool("npuir-import", run, argv))
+
+
+if __name__ == "__main__":
+    main()
