@@ -188,7 +188,8 @@ def _run(config: AdviseConfig, pipeline: str | None, source: str | None = None) 
             pipeline=pipeline,
             entry=config.entry,
             entries=config.entries,
-            ranks=config.ranks,
+            # With --entries the rank count is theirs (npuir-run refuses a disagreeing --ranks).
+            ranks=None if config.entries else config.ranks,
             hw=config.hw,
             shapes=dict(config.shapes),
             timing_only=True,
