@@ -187,7 +187,8 @@ def _run(config: AdviseConfig, pipeline: str | None, source: str | None = None) 
             pipeline=pipeline,
             entry=config.entry,
             entries=config.entries,
-            ranks=config.ranks,
+            # One function per rank: --entries says how many ranks run.
+            ranks=None if config.entries else config.ranks,
             hw=config.hw,
             shapes=dict(config.shapes),
             timing_only=True,

@@ -116,7 +116,7 @@ def test_exit_1_race_refused(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = npuir_run(capsys, RUNNER_TESTS / "race.mlir", "--hw", "tiny")
     assert code == 1
     assert out == ""
-    assert "race.mlir:15:5: error: race: 'npu.exp' (%b) on stream @s1 (\"1\")" in err
+    assert "race.mlir:16:5: error: race: 'npu.exp' (%b) on stream @s1 (\"1\")" in err
     assert "'npu.relu' (%a) on stream @s0 (\"default\")" in err
 
 

@@ -49,7 +49,9 @@ def test_json_carries_every_warning(capsys: pytest.CaptureFixture[str]) -> None:
     args = (CORE_DEADLOCK, "--entries", "rank0,rank1", "--timing-only")
     code, _, err = npuir_run(capsys, *args)
     on_stderr = [line for line in err.splitlines() if ": warning: " in line]
-    assert len(on_stderr) == 8  # the eight hold-and-wait hazards, without --json
+    # Per rank, two pair-rule warnings (a limited stream beside the unlimited nonzero's)
+    # and two hold-and-wait hazards; without --json they go to stderr.
+    assert len(on_stderr) == 8
     code, report = run_json(capsys, *args)
     assert code == 3
     warnings = report["warnings"]
@@ -61,7 +63,7 @@ def test_json_carries_every_warning(capsys: pytest.CaptureFixture[str]) -> None:
         for w in warnings
     ]
     assert rendered == on_stderr
-    assert warnings[0]["location"] == {"file": str(CORE_DEADLOCK), "line": 30, "column": 7}
+    assert warnings[0]["location"] == {"file": str(CORE_DEADLOCK), "line": 24, "column": 9}
 
 
 def test_a_deadlock_has_no_makespan(capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,7 +83,7 @@ def test_an_input_error_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     error = report["error"]
     assert error["severity"] == "error"
     assert error["message"].startswith("race: 'npu.exp' (%b) on stream @s1")
-    assert error["location"] == {"file": str(race), "line": 15, "column": 5}
+    assert error["location"] == {"file": str(race), "line": 16, "column": 5}
     assert report["warnings"] == []
 
 
