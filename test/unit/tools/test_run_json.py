@@ -49,7 +49,9 @@ def test_json_carries_every_warning(capsys: pytest.CaptureFixture[str]) -> None:
     args = (CORE_DEADLOCK, "--entries", "rank0,rank1", "--timing-only")
     code, _, err = npuir_run(capsys, *args)
     on_stderr = [line for line in err.splitlines() if ": warning: " in line]
-    assert len(on_stderr) == 8  # the eight hold-and-wait hazards, without --json
+    # Per rank, two pair-rule warnings (a limited stream beside the unlimited nonzero's)
+    # and two hold-and-wait hazards; without --json they go to stderr.
+    assert len(on_stderr) == 8
     code, report = run_json(capsys, *args)
     assert code == 3
     warnings = report["warnings"]
