@@ -30,7 +30,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from npuir.analysis.program import is_dispatcher, scheduled_functions
-from npuir.api import parse_file, print_ir
+from npuir.api import print_ir
 from npuir.backends.npu.explain import Explanation, compare, explain
 from npuir.backends.npu.hardware import Hardware
 from npuir.context import make_context
@@ -38,6 +38,7 @@ from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
 from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
+from npuir.frontends.ge import parse_path
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
@@ -423,7 +424,7 @@ def edits_of(annotated: ModuleOp, original: ModuleOp, hw: Hardware) -> list[Edit
 def _annotated(config: AdviseConfig, name: str) -> ModuleOp:
     # Remarks from lowering a variant are not advice: kept (and dropped) with the context.
     ctx = make_context(collect_diagnostics=True)
-    module = parse_file(ctx, config.path)
+    module = parse_path(ctx, config.path)
     spec = _ANNOTATE[name]
     if spec:
         run_passes(ctx, module, build_pipeline(spec))
@@ -440,7 +441,7 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
     """Run every variant and say which annotation to use (see the module docstring).
 
     `write(path, text)` writes `--emit-mlir` (default: the shared output writer)."""
-    module = parse_file(make_context(), config.path)
+    module = parse_path(make_context(), config.path)
     hw = device_of(module, config.hw)
     variants: list[Variant] = []
     written = _variant("as written", None, _run(config, None), hw)
@@ -504,7 +505,7 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
 
 def _lower_bound(config: AdviseConfig, hw: Hardware) -> int | None:
     """`npuir.schedule.bounds.lower_bound_ns` of the entry function (rank 0's)."""
-    module = parse_file(make_context(), config.path)
+    module = parse_path(make_context(), config.path)
     funcs = [f for f in module.ops if isinstance(f, FuncOp) and not is_dispatcher(f)]
     if not funcs:
         return None

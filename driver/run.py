@@ -35,6 +35,7 @@ from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
 from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
+from npuir.backends.npu.explain import compare, explain
 from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
@@ -547,7 +548,9 @@ def run_program(config: RunConfig) -> RunOutcome:
     base_ctx = make_context(collect_diagnostics=True)
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
-    single, _, _, _, _ = _simulate(baseline, names, shapes, hw, config.mirror_peers, profile)
+    single, single_programs, _, _, _ = _simulate(
+        baseline, names, shapes, hw, config.mirror_peers, profile
+    )
 
     check: dict[str, Any] | None = None
     inputs: list[list[Array]] = []
@@ -584,6 +587,9 @@ def run_program(config: RunConfig) -> RunOutcome:
         ),
         warnings=warnings,
     )
+    report["why"], report["auto"] = _why(
+        config, original, names, shapes, hw, profile, (result, programs), (single, single_programs)
+    )
     warnings += memory_warning(result, hw)
     status = EXIT_OK
     if result.deadlock is not None:
@@ -591,6 +597,49 @@ def run_program(config: RunConfig) -> RunOutcome:
     elif check is not None and not check["passed"]:
         status = EXIT_CHECK
     return RunOutcome(status, report, result, programs, warnings, inputs, outputs)
+
+
+AUTO_PIPELINE = (
+    "gear-multiversion,stream-partition{mode=auto ignore-tags=true},"
+    "coreset-lower,insert-events,coreset-check,sync-verify"
+)
+"""What `npuir-run` suggests when the schedule it ran is slower than one stream."""
+
+
+def _why(
+    config: RunConfig,
+    original: ModuleOp,
+    names: Sequence[str],
+    shapes: Sequence[Sequence[tuple[int, ...]]],
+    hw: Hardware,
+    profile: Profile | None,
+    ran: tuple[SimResult, list[Program]],
+    single: tuple[SimResult, list[Program]],
+) -> tuple[list[str], dict[str, Any] | None]:
+    """Why the schedule takes what it takes against one stream (`npuir.backends.npu.explain`)
+    and, when it is slower than one stream, what `auto` would take and the pipeline for it.
+
+    Auto is only tried on a slowdown: it is a search, too slow to run on every program."""
+    (result, programs), (base, base_programs) = ran, single
+    if result.deadlock is not None or base.deadlock is not None:
+        return [], None
+    mine, other = explain(result, programs, hw), explain(base, base_programs, hw)
+    lines = [compare(mine, other, "this schedule", "one stream"), *mine.lines()]
+    if result.makespan_ns <= base.makespan_ns or "mode=auto" in (config.pipeline or ""):
+        return lines, None
+    candidate = unlowered(original.clone())
+    try:
+        _lower(make_context(collect_diagnostics=True), candidate, AUTO_PIPELINE, config.hw)
+        auto, _, _, _, _ = _simulate(candidate, names, shapes, hw, config.mirror_peers, profile)
+    except DiagnosticError:
+        return lines, None
+    if auto.deadlock is not None or auto.makespan_ns >= result.makespan_ns:
+        return lines, None
+    lines.append(
+        f"auto would take {auto.makespan_ns / 1000:.1f} µs: npuir-run FILE --pipeline "
+        f"'{AUTO_PIPELINE}'  (npuir-advise FILE gives it as TorchAir edits)"
+    )
+    return lines, {"makespan_ns": auto.makespan_ns, "pipeline": AUTO_PIPELINE}
 
 
 def _check(

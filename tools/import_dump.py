@@ -42,7 +42,7 @@ def _arg_parser() -> argparse.ArgumentParser:
         epilog=exit_codes_epilog(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("input", help="the dump file")
+    ap.add_argument("input", help="the dump file, or a torch.export archive (.pt2)")
     ap.add_argument("-o", "--output-file", help="write the IR here instead of stdout")
     ap.add_argument("--graph", help="the graph to import when the dump holds several")
     ap.add_argument(
@@ -55,8 +55,36 @@ def _arg_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _run_pt2(args: argparse.Namespace) -> int:
+    """A `torch.export.save` archive (needs the optional extra `npuir[torch]`)."""
+    try:
+        from npuir.frontends.torch import import_pt2
+    except ImportError:
+        print(
+            "npuir-import: error: a .pt2 archive needs PyTorch: pip install 'npuir[torch]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    ctx = make_context(collect_diagnostics=True)
+    try:
+        module = import_pt2(args.input, strict=args.strict, diagnostics=ctx.diagnostics)
+    except DiagnosticError as exc:
+        print(ctx.diagnostics.render(exc.diagnostic), file=sys.stderr)
+        return EXIT_INPUT
+    for warning in ctx.diagnostics.drain():
+        print(ctx.diagnostics.render(warning), file=sys.stderr)
+    try:
+        write_text(args.output_file or "-", print_ir(module))
+    except UsageError as exc:
+        print(f"npuir-import: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
+    if args.input.endswith(".pt2"):
+        return _run_pt2(args)
     ctx = make_context()
     try:
         result = import_text(ctx, read_source(ctx, args.input), args.input, args.graph, args.strict)

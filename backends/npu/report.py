@@ -155,6 +155,8 @@ def render_report(report: dict[str, Any]) -> str:
         lines.append(
             f"single stream    {single} ns  (speedup {report['speedup_over_single_stream']}x)"
         )
+    for why in report.get("why") or []:
+        lines.append(f"why              {why}")
     lines.append("streams          busy ns")
     for s in report["streams"]:
         lines.append(f"  rank {s['rank']} {s['stream']:<10} {s['busy_ns']}")

@@ -67,3 +67,44 @@ def test_tool_json_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert f"{bad}:1:" in capsys.readouterr().err
     assert advise_tool([SEED, "--emit-mlir", str(tmp_path / "missing" / "x.mlir")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_npuir_run_says_why_and_what_auto_would_take() -> None:
+    outcome = run_program(RunConfig(path=SEED, timing_only=True))
+    why = outcome.report["why"]
+    assert why[0].startswith("this schedule is 3.5 µs slower than one stream")
+    assert any("waits 6.7 µs for cube cores" in line for line in why)
+    assert outcome.report["auto"]["makespan_ns"] < outcome.report["single_stream_ns"]
+    assert "mode=auto" in why[-1] and "22.1 µs" in why[-1]
+    # A schedule that already beats one stream is explained, with no auto run for it.
+    auto = run_program(
+        RunConfig(path=SEED, timing_only=True, pipeline=outcome.report["auto"]["pipeline"])
+    )
+    assert auto.report["auto"] is None
+    assert auto.report["why"][0].startswith("this schedule is 4.8 µs faster than one stream")
+
+
+def test_a_ge_dump_is_advised_by_op_name() -> None:
+    dump = str(ROOT / "test" / "frontends" / "Inputs" / "seed_multistream.pbtxt")
+    advice = advise(AdviseConfig(path=dump))
+    assert advice.best == "auto"
+    assert [str(e) for e in advice.edits] == [
+        'MatMul: remove torchair.scope.npu_stream_switch("1")',
+        'Add_1: remove torchair.scope.npu_stream_switch("2")',
+        'MatMul_1: wrap in torchair.scope.npu_stream_switch("chain1")',
+    ]
+
+
+def test_npuir_import_of_a_pt2_without_torch_says_what_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    from npuir.tools.import_dump import run as import_tool
+
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed: the archive would be loaded")
+    archive = tmp_path / "model.pt2"
+    archive.write_bytes(b"PK")
+    assert import_tool([str(archive)]) == 2
+    assert "pip install 'npuir[torch]'" in capsys.readouterr().err
