@@ -77,9 +77,6 @@ profiles and advice match ops by."""
 FULL_CORE_SYNC = "full_core_sync"
 """Unit attribute: the op must hold all the cores it asks for before it starts."""
 
-OP_NAME = "npu.op_name"
-"""Op attribute an importer sets to the operator's original name (GE op, FX node)."""
-
 Shape = tuple[int, ...]
 
 

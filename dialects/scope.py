@@ -65,9 +65,11 @@ def print_tail(
         printer.print_list(result_types, printer.print_attribute)
     printer.print_op_attributes(op.attributes, print_keyword=True)
     printer.print_string(" ")
-    printer.print_region(
-        body, print_entry_block_args=False, print_block_terminators=bool(result_types)
-    )
+    # The terminator is implied only when it says nothing: no values and no attributes
+    # (a discardable attribute on it must survive the round trip).
+    terminator = body.block.last_op if body.blocks else None
+    implied = not result_types and (terminator is None or not terminator.attributes)
+    printer.print_region(body, print_entry_block_args=False, print_block_terminators=not implied)
 
 
 def verify_scope(op: Operation, body: Region, yield_type: type[Operation]) -> None:

@@ -36,14 +36,12 @@ from npuir.backends.npu.hardware import Hardware
 from npuir.context import make_context
 from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset, stream
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
 from npuir.frontends.ge import parse_path
 from npuir.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
-
-OP_NAME = "npu.op_name"
 
 _TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
 PIPELINES: dict[str, str] = {

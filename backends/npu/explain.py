@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from npuir.analysis.program import NodeKind, Program
+from npuir.dialects.npu import OP_NAME
 
 from .hardware import Hardware
 from .simulator import OpRecord, SimResult
@@ -86,7 +87,7 @@ def _us(ns: int) -> str:
 
 def _name(prog: Program, node: int) -> str:
     op = prog.ops[node]
-    named = op.attributes.get("npu.op_name")
+    named = op.attributes.get(OP_NAME)
     if named is not None and hasattr(named, "data"):
         return str(named.data)
     if op.results and op.results[0].name_hint:
