@@ -47,9 +47,11 @@ def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
 
 
 @deep_stack
-def print_ir(op: Operation, generic: bool = False) -> str:
-    """The textual IR of `op`, ending in a newline."""
+def print_ir(op: Operation, generic: bool = False, debuginfo: bool = False) -> str:
+    """The textual IR of `op`, ending in a newline; with `debuginfo`, every op's location
+    too (`loc("file":line:col)`, MLIR's `--mlir-print-debuginfo`), so that IR an importer
+    made keeps pointing into the model or dump it came from."""
     out = StringIO()
-    Printer(stream=out, print_generic_format=generic).print_op(op)
+    Printer(stream=out, print_generic_format=generic, print_debuginfo=debuginfo).print_op(op)
     out.write("\n")
     return out.getvalue()

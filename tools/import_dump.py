@@ -74,7 +74,7 @@ def _run_pt2(args: argparse.Namespace) -> int:
     for warning in ctx.diagnostics.drain():
         print(ctx.diagnostics.render(warning), file=sys.stderr)
     try:
-        write_text(args.output_file or "-", print_ir(module))
+        write_text(args.output_file or "-", print_ir(module, debuginfo=True))
     except UsageError as exc:
         print(f"npuir-import: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -94,7 +94,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return EXIT_INPUT
     for warning in result.warnings:
         print(ctx.diagnostics.render(warning), file=sys.stderr)
-    text = print_ir(result.module)
+    text = print_ir(result.module, debuginfo=True)
     if args.output_file:
         try:
             write_text(args.output_file, text)

@@ -61,6 +61,11 @@ def _arg_parser() -> argparse.ArgumentParser:
         help="print a parse error on stdout and exit 0",
     )
     ap.add_argument("--print-op-generic", action="store_true", help="print the generic form")
+    ap.add_argument(
+        "--mlir-print-debuginfo",
+        action="store_true",
+        help="print every op's location (loc(...)), as mlir-opt does",
+    )
     ap.add_argument("--allow-unregistered-dialect", action="store_true")
     ap.add_argument(
         "--warnings-as-errors", action="store_true", help="treat warnings as errors (exit 1)"
@@ -130,7 +135,9 @@ def run(argv: Sequence[str] | None = None) -> int:
             if _flush_warnings(ctx, args.warnings_as_errors):
                 failed = True
                 continue
-            outputs.append(print_ir(module, generic=args.print_op_generic))
+            outputs.append(
+                print_ir(module, generic=args.print_op_generic, debuginfo=args.mlir_print_debuginfo)
+            )
         except DiagnosticError as exc:
             _flush_warnings(ctx, args.warnings_as_errors)
             expected = args.parsing_diagnostics if phase == "parse" else args.verify_diagnostics

@@ -108,3 +108,22 @@ def test_npuir_import_of_a_pt2_without_torch_says_what_to_install(
     archive.write_bytes(b"PK")
     assert import_tool([str(archive)]) == 2
     assert "pip install 'npuir[torch]'" in capsys.readouterr().err
+
+
+def test_opt_prints_locations_that_read_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from npuir.api import parse_file
+    from npuir.context import make_context
+    from npuir.diagnostics import op_location
+    from npuir.dialects.npu import NpuOp
+    from npuir.tools.opt import run as opt_tool
+
+    assert opt_tool([SEED, "--mlir-print-debuginfo"]) == 0
+    printed = capsys.readouterr().out
+    assert f'loc("{SEED}":14:' in printed
+    again = tmp_path / "again.mlir"
+    again.write_text(printed)
+    module = parse_file(make_context(), again)
+    lines = [op_location(op).line for op in module.walk() if isinstance(op, NpuOp)]  # type: ignore[union-attr]
+    assert lines == [8, 11, 14, 17]  # the original file's lines, not the printed file's
