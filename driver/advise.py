@@ -21,8 +21,11 @@ on the file reproduces the advised makespan (the advice checks that it does).
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, StringAttr, SymbolRefAttr
@@ -34,7 +37,7 @@ from npuir.api import print_ir
 from npuir.backends.npu.explain import Explanation, compare, explain
 from npuir.backends.npu.hardware import Hardware
 from npuir.context import make_context
-from npuir.diagnostics import DiagnosticError
+from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
@@ -438,7 +441,14 @@ def _annotated(config: AdviseConfig, name: str) -> ModuleOp:
 def advise(config: AdviseConfig, write: Any = None) -> Advice:
     """Run every variant and say which annotation to use (see the module docstring).
 
-    `write(path, text)` writes `--emit-mlir` (default: the shared output writer)."""
+    `write(path, text)` writes `--emit-mlir` (default: the shared output writer).  A
+    `torch.export` archive (`.pt2`, needs `npuir[torch]`) is imported first, keeping each
+    op's model line, so the edits name the model's own source lines."""
+    if config.path.endswith(".pt2"):
+        with tempfile.TemporaryDirectory(prefix="npuir-advise-") as scratch:
+            imported = Path(scratch) / (Path(config.path).stem + ".mlir")
+            imported.write_text(print_ir(_import_pt2(config.path), debuginfo=True))
+            return advise(dataclasses.replace(config, path=str(imported)), write)
     module = parse_path(make_context(), config.path)
     hw = device_of(module, config.hw)
     variants: list[Variant] = []
@@ -499,6 +509,16 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
         rerun = _run(config, None, source=text)
         advice.reproduced_ns = None if rerun.result is None else rerun.result.makespan_ns
     return advice
+
+
+def _import_pt2(path: str) -> ModuleOp:
+    try:
+        from npuir.frontends.torch import import_pt2
+    except ImportError:
+        raise UsageError(
+            f"'{path}' is a torch.export archive: pip install 'npuir[torch]'"
+        ) from None
+    return import_pt2(path)
 
 
 def _lower_bound(config: AdviseConfig, hw: Hardware) -> int | None:

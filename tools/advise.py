@@ -35,7 +35,9 @@ def _arg_parser() -> argparse.ArgumentParser:
         epilog=exit_codes_epilog(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("input", help="input .mlir file")
+    ap.add_argument(
+        "input", help="an .mlir file, a GE / TorchAir dump, or a torch.export archive (.pt2)"
+    )
     ap.add_argument("--hw", help="device preset (910b2, 910b4, a3, tiny) or TOML file")
     who = ap.add_mutually_exclusive_group()
     who.add_argument("--entry", help="the function to run on every rank")

@@ -275,6 +275,12 @@ def test_a_saved_archive_imports(tmp_path: Path) -> None:
     torch.export.save(torch.export.export(Seed(), tuple(xs)), str(path))
     module = _lowered(import_pt2(path))
     assert _count(module, sync.WaitOp) == 3
+    # npuir-advise takes the archive itself, and answers in the model's own lines.
+    from npuir.driver.advise import AdviseConfig, advise
+
+    advice = advise(AdviseConfig(path=str(path)))
+    assert advice.best == "auto"
+    assert advice.edits and all(e.where.startswith(f"{HERE}:") for e in advice.edits)
 
 
 def test_a_missing_archive_is_an_error(tmp_path: Path) -> None:
