@@ -127,6 +127,8 @@ class InsertEventsPass(ModulePass):
                 raise error(
                     func, "insert-events needs a partitioned function; run stream-partition first"
                 )
+            if not streams:
+                continue  # no work and no streams: nothing to order
             prog = build_program(func, streams)
             plan = plan_events(prog)
             used = len(set(plan.event_ids.values()))
