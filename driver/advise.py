@@ -362,10 +362,6 @@ def _span(ops: Sequence[Operation]) -> str:
     return f"{file}:{lines[0]}" if lines[0] == lines[-1] else f"{file}:{lines[0]}-{lines[-1]}"
 
 
-def _loc_key(op: Operation) -> tuple[str, int, str | None]:
-    return _where(op)
-
-
 def _scopes(
     module: ModuleOp, hw: Hardware
 ) -> dict[tuple[object, ...], tuple[str, list[Operation]]]:
@@ -378,7 +374,7 @@ def _scopes(
                 body = [o for o in op.body.walk() if isinstance(o, NpuOp)]
                 if not body:
                     continue
-                covered = tuple(sorted(_loc_key(o) for o in body))
+                covered = tuple(sorted(_where(o) for o in body))
                 if isinstance(op, stream.SwitchOp):
                     if op.tag_name == stream.DEFAULT_TAG:
                         continue

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import StringAttr
+
 from npuir.analysis.program import NodeKind, Program
 from npuir.dialects.npu import OP_NAME
 
@@ -40,9 +42,6 @@ class Explanation:
     critical_launch_ns: int = 0
     critical_event_ns: int = 0
     """Record and wait nodes on the critical path."""
-    critical_core_wait_ns: int = 0
-    """Time critical ops were ready but had no cores (already counted as the compute of the
-    op that held them, which the critical path then goes through)."""
     core_wait_ns: dict[str, dict[str, int]] = field(default_factory=dict[str, dict[str, int]])
     """Stream tag -> engine -> time its ops sat ready without cores."""
     contenders: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
@@ -88,8 +87,8 @@ def _us(ns: int) -> str:
 def _name(prog: Program, node: int) -> str:
     op = prog.ops[node]
     named = op.attributes.get(OP_NAME)
-    if named is not None and hasattr(named, "data"):
-        return str(named.data)
+    if isinstance(named, StringAttr):
+        return named.data
     if op.results and op.results[0].name_hint:
         return f"%{op.results[0].name_hint}"
     return op.name
@@ -158,8 +157,6 @@ def explain(
             out.critical_compute_ns[engine] = (
                 out.critical_compute_ns.get(engine, 0) + rec.end - rec.start - launch
             )
-            if rec.pool and rk == rank:
-                out.critical_core_wait_ns += max(0, rec.start - ready.get(node, rec.start))
     return out
 
 
