@@ -128,7 +128,7 @@ from enum import StrEnum
 
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.diagnostics import error
-from npuir.dialects import stream
+from npuir.dialects import coreset, stream
 from npuir.dialects.npu import Engine, NpuOp
 
 
@@ -188,6 +188,25 @@ class Request:
     """GE's streams per engine (mode `ge` only)."""
     variant: str = "loadbalance"
     """How `minidag` merges its logical streams (mode `minidag` only)."""
+
+    @property
+    def reorderable(self) -> bool:
+        """Whether a strategy may issue the nodes in another order (`issue_order_fixed`)."""
+        return not issue_order_fixed(self.prog)
+
+
+def issue_order_fixed(prog: Program) -> bool:
+    """Whether `prog`'s nodes must keep their written issue order: when any sits in a
+    `coreset.limit` scope.  A scope is lexical -- its ops are one region, and its limit
+    covers exactly them -- so a new order could only be realised by splitting scopes,
+    which the stream-partition pass does not do (it reissues the ops of a flat function)."""
+    for op in prog.ops:
+        parent = op.parent_op()
+        while parent is not None and parent is not prog.func:
+            if isinstance(parent, coreset.LimitOp):
+                return True
+            parent = parent.parent_op()
+    return False
 
 
 Strategy = Callable[[Request], Assignment]

@@ -453,6 +453,7 @@ def cost_strategies(
             hw,
             limits,
             req.reserved,
+            reorder=req.reorderable,
             profile=profile,
         )
 

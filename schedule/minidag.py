@@ -431,10 +431,13 @@ def opara_order(prog: Program, hw: Hardware) -> list[int]:
 
 
 def assign_opara(req: Request, hw: Hardware) -> Assignment:
-    """Opara: Nimble's streams, issued in the alternating order (see the module docstring)."""
+    """Opara: Nimble's streams, issued in the alternating order (see the module docstring);
+    a program whose order is fixed (`Request.reorderable`) keeps its written order."""
     result = assign(
         Mode.NIMBLE, req.prog, req.pinned, req.priorities, req.max_streams, reserved=req.reserved
     )
+    if not req.reorderable:
+        return result
     order = opara_order(req.prog, hw)
     keep = order == list(range(len(req.prog)))
     return Assignment(result.streams, result.stream_of, None if keep else order)
