@@ -1,10 +1,11 @@
 """The benchmark harness: `python bench/run.py SUBCOMMAND [--json]`.
 
 Subcommands:
-  compile   parse, print, npu-default, auto and nimble side by side on a chain
-            and a wide DAG (time and peak RSS per phase, each in a subprocess;
-            bench/scale.py), at 1k, 10k and 100k ops.
-  scale     the same at two sizes, printing each phase's growth exponent.
+  compile   parse, print, npu-default, auto and nimble side by side on a chain,
+            a wide DAG and an annotated transformer (time and peak RSS per phase,
+            each in a subprocess; bench/scale.py), at 1k, 10k and 100k ops.
+  scale     the same at two sizes, printing each phase's growth exponent and
+            factor.
   schedule  simulated makespan, waits and streams of every workload under every
             stream-partition mode, against a lower bound (schedule_quality.py).
   sim       simulator throughput on lowered programs of 10k and 100k ops
@@ -49,9 +50,10 @@ def _print_compile(result: dict[str, Any]) -> None:
 
 
 def _print_growth(result: dict[str, Any]) -> None:
-    for shape, exps in result["growth_exponents"].items():
-        text = ", ".join(f"{p} {'-' if e is None else e}" for p, e in exps.items())
-        print(f"growth exponent ({shape}): {text}")
+    for key in ("exponent", "factor"):
+        for shape, exps in result[f"growth_{key}s"].items():
+            text = ", ".join(f"{p} {'-' if e is None else e}" for p, e in exps.items())
+            print(f"growth {key} ({shape}): {text}")
 
 
 def run_examples(check: bool) -> dict[str, Any]:
@@ -79,10 +81,14 @@ def main() -> None:
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="parse, print, npu-default, auto, nimble side by side")
     c.add_argument("--sizes", default="1000,10000,100000")
-    c.add_argument("--shapes", default="chain,wide", help="chain, wide or both")
+    c.add_argument(
+        "--shapes", default="chain,wide,transformer", help="any of chain, wide, transformer"
+    )
     sc = sub.add_parser("scale", help="growth exponents of every compile phase")
     sc.add_argument("--sizes", default="10000,100000")
-    sc.add_argument("--shapes", default="chain,wide", help="chain, wide or both")
+    sc.add_argument(
+        "--shapes", default="chain,wide,transformer", help="any of chain, wide, transformer"
+    )
     s = sub.add_parser("schedule", help="makespan per workload and stream-partition mode")
     s.add_argument("--workloads", help="comma-separated names or prefixes (default: all)")
     s.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")

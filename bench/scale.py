@@ -7,12 +7,17 @@ machines are noisy, so wall time would measure the neighbours) and the process's
 (`ru_maxrss`).  The `parse` phase stops after parsing, so "RSS above parse" is the pass
 process's peak minus the parse process's peak: what the phase adds on top of the IR.
 
-Shapes (unannotated, 2048x2048 f16 ops, bench/generate.py):
-  chain   one long dependence chain, matmuls and adds alternating;
-  wide    levels of 16 ops, each reading one or two ops of the level before.
+Shapes (bench/generate.py):
+  chain        unannotated: one long dependence chain of 2048x2048 f16 ops, matmuls and
+               adds alternating;
+  wide         unannotated: levels of 16 such ops, each reading one or two of the level
+               before;
+  transformer  annotated: decoder-layer blocks with their k/v projections and all_reduce in
+               `stream.switch` scopes (two scopes per 13 ops), the shape whose parse used to
+               grow with regions x values.
 
 The growth exponent of a phase between two sizes is log(t2 / t1) / log(n2 / n1): 1.0 is
-linear, 2.0 quadratic.
+linear, 2.0 quadratic.  The growth factor is t2 / t1 itself (10.0 is linear over 10x).
 """
 
 from __future__ import annotations
@@ -36,14 +41,15 @@ PHASES: dict[str, str | None] = {
     "nimble": "stream-partition{mode=nimble}",
 }
 """Each phase and the pipeline it runs after parsing (None: parse or print only)."""
-SHAPES = ("chain", "wide")
+SHAPES = ("chain", "wide", "transformer")
 
 
 def _text(shape: str, n: int) -> str:
     sys.path.insert(0, str(HERE))
-    from generate import chain, wide_dag
+    from generate import chain, transformer_layers, wide_dag
 
-    return chain(n) if shape == "chain" else wide_dag(n)
+    make = {"chain": chain, "wide": wide_dag, "transformer": transformer_layers}[shape]
+    return make(n)
 
 
 def child(phase: str, shape: str, n: int) -> dict[str, Any]:
@@ -92,7 +98,7 @@ def run_scale(
         for n in sizes:
             phases = {phase: measure(phase, shape, n, timeout) for phase in PHASES}
             rows.append({"shape": shape, "ops": n, "phases": phases, **_ratios(phases)})
-    return {"rows": rows, "growth_exponents": growth(rows)}
+    return {"rows": rows, "growth_exponents": growth(rows), "growth_factors": growth(rows, False)}
 
 
 def _ratios(phases: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -108,8 +114,9 @@ def _ratios(phases: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def growth(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
-    """Per shape and phase, the exponent between its two largest sizes measured."""
+def growth(rows: list[dict[str, Any]], exponent: bool = True) -> dict[str, dict[str, float | None]]:
+    """Per shape and phase, the growth exponent between its two largest sizes measured (or,
+    with `exponent` false, the growth factor: the larger size's time over the smaller's)."""
     out: dict[str, dict[str, float | None]] = {}
     for shape in dict.fromkeys(r["shape"] for r in rows):
         mine = sorted((r for r in rows if r["shape"] == shape), key=lambda r: r["ops"])
@@ -120,10 +127,12 @@ def growth(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
         for phase in PHASES:
             ra, rb = a["phases"][phase], b["phases"][phase]
             ok = ra.get("status") == rb.get("status") == "ok" and ra["seconds"] > 0
-            exps[phase] = (
-                round(math.log(rb["seconds"] / ra["seconds"]) / math.log(b["ops"] / a["ops"]), 2)
-                if ok and rb["seconds"] > 0
-                else None
+            if not (ok and rb["seconds"] > 0):
+                exps[phase] = None
+                continue
+            factor = rb["seconds"] / ra["seconds"]
+            exps[phase] = round(
+                math.log(factor) / math.log(b["ops"] / a["ops"]) if exponent else factor, 2
             )
         out[shape] = exps
     return out
@@ -147,6 +156,9 @@ def print_scale(result: dict[str, Any]) -> None:
     for shape, exps in result["growth_exponents"].items():
         text = ", ".join(f"{p} {'-' if e is None else e}" for p, e in exps.items())
         print(f"growth exponent ({shape}): {text}")
+    for shape, factors in result["growth_factors"].items():
+        text = ", ".join(f"{p} {'-' if f is None else f}" for p, f in factors.items())
+        print(f"growth factor ({shape}): {text}")
 
 
 if __name__ == "__main__":
