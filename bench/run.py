@@ -37,10 +37,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-def run_compile(sizes: list[int], shapes: list[str]) -> dict[str, Any]:
+def run_compile(sizes: list[int], shapes: list[str], phases: list[str]) -> dict[str, Any]:
     from scale import run_scale
 
-    return run_scale(sizes, tuple(shapes))
+    return run_scale(sizes, tuple(shapes), phases=tuple(phases))
 
 
 def _print_compile(result: dict[str, Any]) -> None:
@@ -104,6 +104,12 @@ def main() -> None:
     b.add_argument("--sizes", default="1000,10000,100000")
     e = sub.add_parser("examples", help="rewrite examples/*.mlir from the generators")
     e.add_argument("--check", action="store_true", help="only report stale files")
+    for p in (c, sc):
+        p.add_argument(
+            "--phases",
+            default="parse,print,npu-default,auto,nimble",
+            help="which phases to run (parse always runs: the ratios are to it)",
+        )
     for p in (c, sc, s, m, g, i, b, e):
         p.add_argument("--json", action="store_true")
         p.add_argument("--quick", action="store_true", help="a small smoke run")
@@ -112,7 +118,14 @@ def main() -> None:
     if args.command in ("compile", "scale"):
         sizes = "200,1000" if args.quick else args.sizes
         shapes = [shape.strip() for shape in args.shapes.split(",") if shape.strip()]
-        result = run_compile([int(n) for n in sizes.split(",")], shapes)
+        phases = [phase.strip() for phase in args.phases.split(",") if phase.strip()]
+        from scale import PHASES, SHAPES
+
+        for name, given, known in (("phase", phases, PHASES), ("shape", shapes, SHAPES)):
+            for item in given:
+                if item not in known:
+                    ap.error(f"unknown {name} '{item}'; expected one of {', '.join(known)}")
+        result = run_compile([int(n) for n in sizes.split(",")], shapes, phases)
         printer: Callable[[dict[str, Any]], None] = (
             _print_compile if args.command == "compile" else _print_growth
         )

@@ -91,13 +91,18 @@ def measure(phase: str, shape: str, n: int, timeout: float) -> dict[str, Any]:
 
 
 def run_scale(
-    sizes: list[int], shapes: tuple[str, ...] = SHAPES, timeout: float = 3600
+    sizes: list[int],
+    shapes: tuple[str, ...] = SHAPES,
+    timeout: float = 3600,
+    phases: tuple[str, ...] = tuple(PHASES),
 ) -> dict[str, Any]:
+    """Measure `phases` (parse always, since the ratios are to it) of every shape and size."""
+    wanted = [p for p in PHASES if p == "parse" or p in phases]
     rows: list[dict[str, Any]] = []
     for shape in shapes:
         for n in sizes:
-            phases = {phase: measure(phase, shape, n, timeout) for phase in PHASES}
-            rows.append({"shape": shape, "ops": n, "phases": phases, **_ratios(phases)})
+            phases_run = {phase: measure(phase, shape, n, timeout) for phase in wanted}
+            rows.append({"shape": shape, "ops": n, "phases": phases_run, **_ratios(phases_run)})
     return {"rows": rows, "growth_exponents": growth(rows), "growth_factors": growth(rows, False)}
 
 
@@ -107,7 +112,7 @@ def _ratios(phases: dict[str, dict[str, Any]]) -> dict[str, Any]:
     if parse.get("status") != "ok":
         return out
     for phase in ("npu-default", "auto", "nimble"):
-        r = phases[phase]
+        r = phases.get(phase, {})
         if r.get("status") == "ok":
             out[f"{phase}_over_parse"] = round(r["seconds"] / parse["seconds"], 3)
             out[f"{phase}_rss_above_parse_mb"] = round(r["peak_rss_mb"] - parse["peak_rss_mb"], 1)
@@ -124,7 +129,7 @@ def growth(rows: list[dict[str, Any]], exponent: bool = True) -> dict[str, dict[
             continue
         a, b = mine[-2], mine[-1]
         exps: dict[str, float | None] = {}
-        for phase in PHASES:
+        for phase in a["phases"]:
             ra, rb = a["phases"][phase], b["phases"][phase]
             ok = ra.get("status") == rb.get("status") == "ok" and ra["seconds"] > 0
             if not (ok and rb["seconds"] > 0):
@@ -139,11 +144,12 @@ def growth(rows: list[dict[str, Any]], exponent: bool = True) -> dict[str, dict[
 
 
 def print_scale(result: dict[str, Any]) -> None:
-    head = "".join(f" {p + ' s':>13} {'MB':>7}" for p in PHASES)
+    shown = list(result["rows"][0]["phases"]) if result["rows"] else []
+    head = "".join(f" {p + ' s':>13} {'MB':>7}" for p in shown)
     print(f"{'shape':<6} {'ops':>7}{head}")
     for r in result["rows"]:
         cells = ""
-        for phase in PHASES:
+        for phase in shown:
             f = r["phases"][phase]
             if f.get("status") == "ok":
                 cells += f" {f['seconds']:>13.2f} {f['peak_rss_mb']:>7.0f}"
