@@ -430,3 +430,28 @@ def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.count("stream.decl") == 3
     assert out.count("sync.wait") == 3
+
+
+def test_building_lowering_and_simulating_never_parse_or_print(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A program built from Python goes through the pipeline and the simulator as IR
+    objects: no pass re-parses or re-prints it (at 100k ops either would cost as much as
+    the rest of the compile)."""
+    from xdsl.parser import Parser
+    from xdsl.printer import Printer
+
+    from npuir.analysis.program import build_program, module_streams, scheduled_functions
+    from npuir.backends.npu.hardware import load_hardware
+    from npuir.backends.npu.simulator import simulate
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the pipeline parsed or printed IR")
+
+    monkeypatch.setattr(Parser, "parse_module", refuse)
+    monkeypatch.setattr(Parser, "parse_op", refuse)
+    monkeypatch.setattr(Printer, "print_op", refuse)
+    module = _lower(seed_model().module, "npu-default")
+    func = scheduled_functions(module)[0]
+    result = simulate([build_program(func, module_streams(module))], load_hardware("910b2"))
+    assert result.makespan_ns > 0 and not result.races
