@@ -1,7 +1,7 @@
 """Fuzzing the tools with mutations of the valid test inputs.
 
 `python bench/fuzz.py --cases N [--tool opt|run] [--seed S]` runs N mutated
-files through `npuir-opt -p npu-default` (or `npuir-run`) in this process and
+files through `npuir-opt` (or `npuir-run`) in this process and
 prints what it found; `make test` runs a small seeded batch of the same
 (`test/unit/bench/test_fuzz.py`).
 
@@ -19,6 +19,9 @@ Each case ends in one of:
   unlocated   exit 1 without a location;
   traceback   an exception escaped the tool (or it exited 70, internal error);
   hang        the case ran past its time limit.
+`npuir-opt` runs `npu-default` or the same lowering with another
+stream-partition mode (auto, opara, minidag, nimble, engine: the modes that
+search or reorder), chosen by the case's seed (`OPT_PIPELINES`).
 The last three are failures; each is printed with its seed so that
 `--replay SEED` reproduces it (and `--save DIR` keeps the input).
 """
@@ -235,14 +238,37 @@ def small_tensors(text: str) -> bool:
     return True
 
 
-def run_case(text: str, tool: str, timeout_s: float, workdir: Path, numerics: bool) -> Result:
-    """Run one input through the tool in this process; never raises."""
+_LOWERING = "coreset-lower,insert-events,coreset-check,sync-verify"
+OPT_PIPELINES: tuple[str, ...] = (
+    "npu-default",
+    *(
+        f"gear-multiversion,stream-partition{{mode={mode}}},{_LOWERING}"
+        for mode in ("auto", "opara", "minidag", "nimble", "engine")
+    ),
+)
+"""What `npuir-opt` runs on a case: the one at the case's seed modulo their number."""
+
+
+def opt_pipeline(case_seed: int) -> str:
+    return OPT_PIPELINES[case_seed % len(OPT_PIPELINES)]
+
+
+def run_case(
+    text: str,
+    tool: str,
+    timeout_s: float,
+    workdir: Path,
+    numerics: bool,
+    pipeline: str = "npu-default",
+) -> Result:
+    """Run one input through the tool in this process (`pipeline` for npuir-opt);
+    never raises."""
     path = workdir / "case.mlir"
     path.write_bytes(text.encode("utf-8", errors="surrogateescape"))
     if tool == "opt":
         from npuir.tools.opt import run
 
-        argv = [str(path), "-p", "npu-default", "-o", str(workdir / "out.mlir")]
+        argv = [str(path), "-p", pipeline, "-o", str(workdir / "out.mlir")]
     else:
         from npuir.tools.run import run  # type: ignore[assignment]
 
@@ -299,7 +325,8 @@ def fuzz(
     with tempfile.TemporaryDirectory() as tmp:
         work = workdir or Path(tmp)
         for k, (case_seed, text, names) in enumerate(cases(n, seed, texts)):
-            result = run_case(text, tool, timeout_s, work, tool == "run" and small_tensors(text))
+            numerics = tool == "run" and small_tensors(text)
+            result = run_case(text, tool, timeout_s, work, numerics, opt_pipeline(case_seed))
             counts[result.outcome] += 1
             if result.outcome in FAILURES:
                 failures.append((case_seed, names, result))
@@ -340,7 +367,8 @@ def main() -> None:
 
     report = fuzz(args.cases, args.tool, args.seed, args.timeout, progress=progress, save=args.save)
     for case_seed, names, result in report.failures:
-        print(f"--- {result.outcome} (exit {result.exit_code}) seed {case_seed} {names}")
+        how = f" -p '{opt_pipeline(case_seed)}'" if args.tool == "opt" else ""
+        print(f"--- {result.outcome} (exit {result.exit_code}) seed {case_seed}{how} {names}")
         print(result.detail)
     summary = ", ".join(f"{k} {report.counts[k]}" for k in OUTCOMES)
     print(f"{args.cases} {args.tool} cases in {report.seconds:.0f}s: {summary}")

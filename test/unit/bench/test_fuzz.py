@@ -37,6 +37,14 @@ def test_mutated_inputs_end_in_success_or_a_located_error(tool: str, cases: int)
     assert report.counts["ok"] > 0 and report.counts["located"] > 0
 
 
+@pytest.mark.parametrize("pipeline", fuzz.OPT_PIPELINES)
+def test_every_fuzzed_pipeline_lowers_the_seed_example(pipeline: str, tmp_path: Path) -> None:
+    text = (BENCH.parent / "examples" / "seed_multistream.mlir").read_text()
+    result = fuzz.run_case(text, "opt", 60.0, tmp_path, False, pipeline)
+    assert result.outcome == "ok", result.detail
+    assert "sync.wait" in (tmp_path / "out.mlir").read_text()
+
+
 def test_an_exception_escaping_the_tool_counts_as_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
