@@ -20,20 +20,35 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    order (HEFT's upward rank: of the ops whose producers are issued, the one
    with the longest cost-weighted path to the end first), since a stream
    runs its ops first-in first-out and a badly placed op blocks the ops
-   queued behind it.  The order stays topological, the return last.  (Ops
-   inside a `coreset.limit` scope keep the written order.)
-2. **Judge.** Each candidate becomes a lowered compact program — the same
+   queued behind it.  The order stays topological, the return last.
+2. **Timed candidates.** Resource-aware list schedules
+   (`npuir.schedule.list_schedule`): the ops are timed on the device's core
+   pools as the simulator would run them — an op started on part of its
+   engine keeps that part, so a matmul does not start on the fragment
+   another op leaves when waiting for the whole cube finishes it sooner —
+   and streams and the issue order follow from the times (an op takes a
+   stream where it is ready exactly when the plan starts it, the issue
+   order is the start order).  Ops go by upward rank, with and without
+   keeping a pool idle for the op the plan holds back; on small graphs also
+   with the ranks jittered (up to 24 schedules, about 20k planned ops in
+   all, from a fixed seed).  When a function's order is fixed, the plans go
+   by written order and give streams only.
+3. **Judge.** Each candidate becomes a lowered compact program — the same
    minimal events `insert-events` would insert (`plan_events`), the core
    limits `coreset-lower` would write — and is simulated on the device; the
    fastest wins (ties: fewer waits, then fewer streams, then the earlier
    candidate).  No IR is rewritten until the end.
-3. **Refine.** Local search from each order's winner along its simulated
-   critical path: move one op — or the chain it starts on its stream (the
-   later ops there that depend on it through that stream) — to another
-   stream or a new one within `max-streams`, and keep the move if the
-   simulated makespan drops.  The number of trials is fixed by the graph
-   size (not by a clock), so results are deterministic and a 10k-op graph
-   finishes in seconds.
+4. **Refine.** Local search from the winners of the two best issue orders,
+   along each one's simulated critical path: move one op — or the chain it
+   starts on its stream (the later ops there that depend on it through that
+   stream) — to another stream or a new one within `max-streams`, and keep
+   the move if the simulated makespan drops.  The number of trials is fixed
+   by the graph size (not by a clock), so results are deterministic and a
+   10k-op graph finishes in seconds.
+
+Ops inside a `coreset.limit` scope keep the written order: then every
+candidate is issued as written.  Pinned ops stay on their tag's stream in
+every candidate and move.
 
 Since every other mode is a candidate and the judge is the same simulator the
 benchmarks use, `auto` is never slower than any of them on the program it is
@@ -44,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import random
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -52,10 +68,11 @@ from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
-from npuir.backends.npu.simulator import SimCache, SimResult, simulate
+from npuir.backends.npu.simulator import NodeCosts, SimCache, SimResult, simulate
 from npuir.dialects.npu import NpuOp
 from npuir.progress import progress
 from npuir.schedule.events import lowered_program
+from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara
 
 BASELINES = (Mode.SINGLE, Mode.GE, Mode.ENGINE, Mode.NIMBLE)
@@ -69,6 +86,12 @@ LimitFn = Callable[[Program, int, str], int | None]
 # above for tiny and huge graphs).
 _SEARCH_OPS = 150_000
 _MIN_TRIALS, _MAX_TRIALS = 4, 400
+# The winners of this many issue orders are refined, sharing the trials.
+_REFINED = 2
+# List schedules with jittered priorities: at most this many, and about this many
+# planned ops in all, so that only small graphs get them; ranks move by up to
+# +-_JITTER of themselves, from a fixed seed (results stay deterministic).
+_JITTERED, _JITTER_OPS, _JITTER, _JITTER_SEED = 24, 20_000, 0.3, 1
 
 
 @dataclass
@@ -96,12 +119,17 @@ class Judge:
     """Simulates assignments of one program on one device, sharing the IR reads."""
 
     def __init__(
-        self, prog: Program, hw: Hardware, limits: LimitFn | None, profile: Profile | None = None
+        self,
+        prog: Program,
+        hw: Hardware,
+        limits: LimitFn | None,
+        profile: Profile | None = None,
+        cache: SimCache | None = None,
     ) -> None:
         self.prog = prog
         self.hw = hw
         self.profile = profile
-        self.cache = SimCache(hw)
+        self.cache = cache if cache is not None else SimCache(hw)
         self.limits = limits
         self.trials = 0
 
@@ -128,13 +156,6 @@ class Judge:
         waits = sum(1 for k in lowered.kind if k is NodeKind.WAIT)
         span = result.makespan_ns if result.deadlock is None else 1 << 62
         return Judged(name, assignment, span, waits, result, origin)
-
-
-def _fresh_tag(number: int, taken: Collection[str]) -> str:
-    tag = f"auto{number}"
-    while tag in taken:
-        tag += "_"
-    return tag
 
 
 def _earliest_finish(
@@ -186,7 +207,7 @@ def _earliest_finish(
         assert best is not None
         start, s = best
         if s == len(streams):
-            tag = _fresh_tag(s, set(by_tag) | set(reserved))
+            tag = fresh_tag(s, set(by_tag) | set(reserved))
             by_tag[tag] = s
             streams.append(StreamInfo(f"s{s}", tag, 0))
             stream_free.append(0)
@@ -228,7 +249,7 @@ def _move(
     if target == len(streams):
         if len(streams) >= max_streams:
             return None
-        tag = _fresh_tag(target, {info.tag for info in streams} | set(reserved))
+        tag = fresh_tag(target, {info.tag for info in streams} | set(reserved))
         streams.append(StreamInfo(f"s{target}", tag, 0))
     stream_of = list(assignment.stream_of)
     for node in nodes:
@@ -252,9 +273,7 @@ def upward_rank_order(prog: Program, hw: Hardware) -> list[int]:
         if isinstance(op, NpuOp):
             duration[n] = hw.launch_ns + solo_duration_ns(hw, op_work(op, hw))
     users = prog.users()
-    rank = [0] * len(prog)
-    for n in reversed(range(len(prog))):
-        rank[n] = duration[n] + max((rank[u] for u in users[n]), default=0)
+    rank = upward_ranks(prog, duration.__getitem__)
     indegree = [len(d) for d in prog.deps]
     ready = [(-rank[n], n) for n in range(len(prog)) if indegree[n] == 0]
     heapq.heapify(ready)
@@ -391,49 +410,58 @@ def assign_auto(
 
     `reserved` tags are never given to a stream auto makes (the module's
     other scope tags); `limits` gives each node's core limit; with `reorder`
-    the list-scheduling issue order is tried as well as the written one; `profile`
-    costs the ops it covers in the judge's simulations.
+    the candidates may issue the ops in another order than the written one
+    (else every candidate keeps it); `profile` costs the ops it covers in the
+    judge's simulations.
     """
     progress.phase("stream-partition{mode=auto}: simulated candidates")
     # The user's own annotation is a candidate even when the pass ignores it.
     user, user_priorities = prog.pinned, prog.priorities
     request = Request(prog, pinned, priorities, max_streams, reserved)
+    cache = SimCache(hw)
     # GE's automatic multi-stream and Opara are candidates too; Opara brings its own order.
     costed = [(f"minidag-{v}", assign_minidag(request, hw, v)) for v in Variant]
     costed.append(("opara", assign_opara(request, hw)))
+    costed += _list_schedules(
+        prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile, cache
+    )
     orders: list[list[int] | None] = [None]
     if reorder:
         ranked = upward_rank_order(prog, hw)
         if ranked != list(range(len(prog))):
             orders.append(ranked)
+    listed = len(orders)  # the orders every baseline is tried in
+    for _, result in costed:
+        if result.order is not None and result.order not in orders:
+            orders.append(result.order)
     trials = max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // max(1, len(prog))))
-    best: Judged | None = None
-    best_order: list[int] | None = None
-    for order in orders:
+    winners: list[tuple[Judged, Judge, list[str | None], list[int] | None]] = []
+    for i, order in enumerate(orders):
         if order is None:
-            judge, pins, user_pins = Judge(prog, hw, limits, profile), list(pinned), list(user)
+            judge = Judge(prog, hw, limits, profile, cache)
+            pins, user_pins = list(pinned), list(user)
         else:
-            judge = Judge(permuted(prog, order), hw, limits, profile)
+            judge = Judge(permuted(prog, order), hw, limits, profile, cache)
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
-        candidates = _candidates(
-            judge, pins, priorities, user_pins, user_priorities, max_streams, hw, reserved
-        )
+        candidates: list[Judged] = []
+        if i < listed:
+            candidates = _candidates(
+                judge, pins, priorities, user_pins, user_priorities, max_streams, hw, reserved
+            )
         candidates += [
             judge(name, _in_order(result, order))
             for name, result in costed
             if result.order == order
         ]
-        start = min(candidates, key=Judged.key)
-        refined = _refine(judge, start, pins, max_streams, reserved, trials // len(orders))
+        winners.append((min(candidates, key=Judged.key), judge, pins, order))
+    winners.sort(key=lambda w: w[0].key())
+    refined_ones = winners[:_REFINED]
+    best: Judged | None = None
+    best_order: list[int] | None = None
+    for start, judge, pins, order in refined_ones:
+        refined = _refine(judge, start, pins, max_streams, reserved, trials // len(refined_ones))
         if best is None or refined.key() < best.key():
             best, best_order = refined, order
-    for name, result in costed:
-        if result.order is not None and result.order not in orders:
-            judged = Judge(permuted(prog, result.order), hw, limits, profile)(
-                name, _in_order(result, result.order)
-            )
-            if best is None or judged.key() < best.key():
-                best, best_order = judged, result.order
     assert best is not None
     if best_order is None:
         return best.assignment
@@ -441,6 +469,43 @@ def assign_auto(
     for new, old in enumerate(best_order):
         stream_of[old] = best.assignment.stream_of[new]
     return Assignment(best.assignment.streams, stream_of, best_order)
+
+
+def _list_schedules(
+    prog: Program,
+    pinned: Sequence[str | None],
+    priorities: dict[str, int],
+    max_streams: int,
+    hw: Hardware,
+    limits: LimitFn | None,
+    reserved: Collection[str],
+    reorder: bool,
+    profile: Profile | None,
+    cache: SimCache,
+) -> list[tuple[str, Assignment]]:
+    """The resource-aware list schedules (`npuir.schedule.list_schedule`): by upward
+    rank, with and without keeping a pool for a held op, then with the ranks jittered
+    (see the module docstring); with `reorder` off, by written order."""
+    costs = NodeCosts(prog, hw, limits=limits, cache=cache, profile=profile)
+
+    def solo(n: int) -> int:
+        return costs.duration_ns(n, costs.want[n])
+
+    def plan(priority: Sequence[int], reserve: bool) -> Assignment:
+        timed = list_schedule(
+            prog, costs, priority, pinned, priorities, max_streams, hw, reserved, reserve
+        )
+        return timed.assignment if reorder else dataclasses.replace(timed.assignment, order=None)
+
+    base = upward_ranks(prog, solo) if reorder else [-n for n in range(len(prog))]
+    out = [("list", plan(base, False)), ("list-reserve", plan(base, True))]
+    if reorder:
+        rng = random.Random(_JITTER_SEED)
+        jittered = min(_JITTERED, _JITTER_OPS // max(1, len(prog)))
+        for k in range(jittered):
+            priority = [int(r * (1 + _JITTER * (2 * rng.random() - 1))) for r in base]
+            out.append((f"list-jitter{k}", plan(priority, k % 2 == 1)))
+    return out
 
 
 def cost_strategies(

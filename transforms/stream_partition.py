@@ -192,8 +192,9 @@ def _strategies(
     limits = CoreLimits(module, hardware).run()
 
     def limit_of(p: Program, n: int, engine: str) -> int | None:
+        # Only cube and vector cores can be limited; AI CPU ops take what they ask for.
         op = p.ops[n]
-        return limits.of(op)[engine] if isinstance(op, NpuOp) else None
+        return limits.of(op).get(engine) if isinstance(op, NpuOp) else None
 
     costs = read_profile(profile) if profile is not None else None
     return {**STRATEGIES, **cost_strategies(hardware, limit_of, costs)}

@@ -68,7 +68,7 @@ from typing import NamedTuple
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from npuir.analysis.program import DepKind, NodeKind, Program
+from npuir.analysis.program import DepKind, NodeKind, Program, StreamInfo
 from npuir.dialects import coreset, stream
 from npuir.dialects.coreset import CoresAttr
 from npuir.dialects.npu import (
@@ -96,6 +96,7 @@ __all__ = [
     "BlockedOp",
     "CoreLimitFn",
     "Deadlock",
+    "NodeCosts",
     "OpRecord",
     "Race",
     "SimCache",
@@ -416,6 +417,84 @@ _UNSEEN = object()
 
 def _clamp(limit: int | None, total: int) -> int:
     return total if limit is None else max(1, min(limit, total))
+
+
+def _task_ns(
+    prep: _Prepared, n: int, granted: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
+) -> int:
+    """How long node `n` runs once started with `granted` cores (launch included).
+
+    `memo` keeps the durations of modelled ops by work and cores, for one `works` table."""
+    wid = prep.work_id[n]
+    if wid < 0 or prep.pool[n] < 0 or prep.coll[n] is not None:
+        return prep.fixed[n]
+    if prep.prof_ns[n] >= 0:
+        # Fewer cores than the profiled block dim: proportionally longer (assumption:
+        # kernels scale linearly in their block dim).
+        dur = prep.prof_ns[n]
+        dim = prep.par[n]
+        return -(-dur * dim // granted) if granted < dim else dur
+    key = wid * _CORE_KEY + granted
+    dur = memo.get(key, -1)
+    if dur < 0:
+        work = works[wid]
+        par = prep.par[n]
+        used = min(granted, par) if par else granted
+        share = static_hbm_share(hw, work.engine, granted)
+        dur = memo[key] = hw.launch_ns + duration_ns(hw, work, used, share)
+    return dur
+
+
+class NodeCosts:
+    """What the simulator would charge each node of one program, for planners that time a
+    schedule themselves (the list scheduler behind `stream-partition{mode=auto}`).
+
+    The same reading of the IR as `simulate` (and the same `limits`, `cache` and
+    `profile`), so a planner and the simulator agree on every op's engine, core request
+    and duration.  The program need not be partitioned: its streams are not looked at.
+    """
+
+    def __init__(
+        self,
+        prog: Program,
+        hw: Hardware,
+        *,
+        limits: CoreLimitFn | None = None,
+        cache: SimCache | None = None,
+        profile: Profile | None = None,
+    ) -> None:
+        if cache is None:
+            cache = SimCache(hw)
+        one_stream = Program(
+            prog.func,
+            ops=prog.ops,
+            kind=prog.kind,
+            stream=[0] * len(prog),
+            deps=prog.deps,
+            event_of=prog.event_of,
+            event_id=prog.event_id,
+            streams=[StreamInfo("s0", "default", 0)],
+            index=prog.index,
+        )
+        limit_fn = limits if limits is not None else coreset_limit
+
+        def limit_of(_: Program, n: int, engine: str) -> int | None:
+            return limit_fn(prog, n, engine)
+
+        self._hw = hw
+        self._prep = _Prepared(one_stream, hw, limit_of, cache, profile)
+        self._works = list(cache.works)
+        self._memo: dict[int, int] = {}
+        self.pool: list[int] = self._prep.pool
+        """Per node, the index in `POOL_ENGINES` of the cores it takes (-1: none)."""
+        self.want: list[int] = self._prep.want
+        """Per node, the cores it asks for (0 for none)."""
+        self.holds_and_waits: list[bool] = self._prep.accum
+        """Per node, whether it collects cores until it has all it wants before starting."""
+
+    def duration_ns(self, n: int, cores: int) -> int:
+        """Node `n`'s run time (launch included) when started with `cores` cores."""
+        return _task_ns(self._prep, n, max(1, cores), self._hw, self._works, self._memo)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -741,35 +820,12 @@ class _Simulation:
     def _start(self, r: int, n: int, g: int) -> None:
         prep = self.preps[r]
         now = self.now
-        wid = prep.work_id[n]
-        if wid < 0 or prep.pool[n] < 0 or prep.coll[n] is not None:
-            dur = prep.fixed[n]
-        elif prep.prof_ns[n] >= 0:
-            # Fewer cores than the profiled block dim: proportionally longer (assumption:
-            # kernels scale linearly in their block dim).
-            dur = prep.prof_ns[n]
-            granted, dim = self.cores[g], prep.par[n]
-            if granted < dim:
-                dur = -(-dur * dim // granted)
-        else:
-            granted = self.cores[g]
-            key = wid * _CORE_KEY + granted
-            dur = self.memo.get(key, -1)
-            if dur < 0:
-                dur = self._compute_ns(wid, granted, prep.par[n])
-                self.memo[key] = dur
+        dur = _task_ns(prep, n, self.cores[g], self.hw, self.works, self.memo)
         self.start[g] = now
         end = now + dur
         self.end[g] = end
         self.s_state[self.sbase[r] + prep.stream[n]] = _RUNNING
         heapq.heappush(self.heap, (end, g))
-
-    def _compute_ns(self, wid: int, granted: int, par: int) -> int:
-        hw = self.hw
-        work = self.works[wid]
-        used = min(granted, par) if par else granted
-        share = static_hbm_share(hw, work.engine, granted)
-        return hw.launch_ns + duration_ns(hw, work, used, share)
 
     def _finish(self, g: int) -> None:
         r = self.g_rank[g]

@@ -264,6 +264,38 @@ def test_core_limits_from_the_attribute_and_from_a_callback() -> None:
     assert (1, "vector") in seen
 
 
+def test_node_costs_charge_what_the_simulator_charges() -> None:
+    """`NodeCosts` (for planners) reads the ops as the simulator does: engine pool, cores
+    asked for (the callback's limit included), hold-and-wait, and the duration on any
+    number of cores -- here the hand-computed figures of this module's docstring."""
+    from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
+
+    def two_vector(prog: Program, node: int, engine: str) -> int | None:
+        return 2 if engine == "vector" else None
+
+    prog = program(FCS)
+    costs = NodeCosts(prog, TINY)
+    vector = POOL_ENGINES.index("vector")
+    assert costs.pool[:3] == [vector] * 3
+    assert costs.want[:3] == [2, 4, 2]
+    assert costs.holds_and_waits[:3] == [False, True, False]
+    assert (costs.duration_ns(0, 2), costs.duration_ns(1, 4)) == (ADD, NZ)
+    limited = NodeCosts(prog, TINY, limits=two_vector)
+    assert (limited.want[1], limited.duration_ns(1, 2)) == (2, NZ_ON_2)
+    mm = program(
+        f"""module {{
+{decls(0)}
+  func.func @f(%m: {M}) {{
+    %y = npu.matmul %m, %m {{stream.on = @s0}} : {MMT}
+    func.return
+  }}
+}}"""
+    )
+    mm_costs = NodeCosts(mm, TINY)
+    assert (mm_costs.pool[0], mm_costs.want[0]) == (POOL_ENGINES.index("cube"), 2)
+    assert (mm_costs.duration_ns(0, 2), mm_costs.duration_ns(0, 1)) == (MM, 524288 + 100)
+
+
 # -- collectives --------------------------------------------------------------------------------
 
 RENDEZVOUS = f"""module {{
