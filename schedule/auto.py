@@ -65,10 +65,9 @@ from dataclasses import dataclass
 
 from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
-from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
-from npuir.backends.npu.simulator import NodeCosts, SimCache, SimResult, simulate
+from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache, SimResult, simulate
 from npuir.dialects.npu import NpuOp
 from npuir.progress import progress
 from npuir.schedule.events import lowered_program
@@ -158,8 +157,37 @@ class Judge:
         return Judged(name, assignment, span, waits, result, origin)
 
 
+@dataclass(frozen=True)
+class _Solo:
+    """Per node, its duration alone on the device (launch included) and the engine whose
+    every core it takes (None when it leaves some free, or takes none), as the simulator
+    costs it (`NodeCosts`)."""
+
+    duration: list[int]
+    saturates: list[str | None]
+
+    @staticmethod
+    def of(costs: NodeCosts, hw: Hardware, size: int) -> _Solo:
+        duration = [costs.duration_ns(n, costs.want[n]) for n in range(size)]
+        saturates: list[str | None] = [None] * size
+        for n in range(size):
+            pool = costs.pool[n]
+            if pool >= 0 and POOL_ENGINES[pool] in ("cube", "vector"):
+                engine = POOL_ENGINES[pool]
+                if costs.want[n] >= hw.cores(engine):
+                    saturates[n] = engine
+        return _Solo(duration, saturates)
+
+    def in_order(self, order: Sequence[int] | None) -> _Solo:
+        """The same figures indexed by position in `order` (a permuted program's nodes)."""
+        if order is None:
+            return self
+        return _Solo([self.duration[n] for n in order], [self.saturates[n] for n in order])
+
+
 def _earliest_finish(
     prog: Program,
+    solo: _Solo,
     pinned: Sequence[str | None],
     priorities: dict[str, int],
     max_streams: int,
@@ -183,10 +211,8 @@ def _earliest_finish(
         if prog.kind[n] is NodeKind.RETURN or not isinstance(op, NpuOp):
             stream_of[n] = DEFAULT_STREAM
             continue
-        work = op_work(op, hw)
-        duration = hw.launch_ns + solo_duration_ns(hw, work)
-        engine = work.engine
-        saturates = engine in ("cube", "vector") and parallelism(hw, work) >= hw.cores(engine)
+        duration = solo.duration[n]
+        engine = solo.saturates[n]
         options: list[int]
         if pinned[n] is not None:
             options = [by_tag[pinned[n]]]  # type: ignore[index]
@@ -200,7 +226,7 @@ def _earliest_finish(
             for p, _ in prog.deps[n]:
                 ready = finish[p] + (event_cost if stream_of[p] != s else 0)
                 start = max(start, ready)
-            if saturates:
+            if engine is not None:
                 start = max(start, saturated_free.get(engine, 0))
             if best is None or start < best[0]:
                 best = (start, s)
@@ -214,7 +240,7 @@ def _earliest_finish(
         stream_of[n] = s
         finish[n] = start + duration
         stream_free[s] = finish[n]
-        if saturates:
+        if engine is not None:
             saturated_free[engine] = finish[n]
     return Assignment(streams, stream_of)
 
@@ -264,14 +290,10 @@ def _move(
     return Assignment(streams, stream_of)
 
 
-def upward_rank_order(prog: Program, hw: Hardware) -> list[int]:
+def upward_rank_order(prog: Program, duration: Sequence[int]) -> list[int]:
     """A list-scheduling issue order: among the ops whose producers are issued,
-    the one with the longest cost-weighted path to the end goes first (HEFT's
-    upward rank); ties keep the written order, and the return stays last."""
-    duration = [0] * len(prog)
-    for n, op in enumerate(prog.ops):
-        if isinstance(op, NpuOp):
-            duration[n] = hw.launch_ns + solo_duration_ns(hw, op_work(op, hw))
+    the one with the longest `duration`-weighted path to the end goes first
+    (HEFT's upward rank); ties keep the written order, and the return stays last."""
     users = prog.users()
     rank = upward_ranks(prog, duration.__getitem__)
     indegree = [len(d) for d in prog.deps]
@@ -291,6 +313,7 @@ def upward_rank_order(prog: Program, hw: Hardware) -> list[int]:
 
 def _candidates(
     judge: Judge,
+    solo: _Solo,
     pinned: Sequence[str | None],
     priorities: dict[str, int],
     user: Sequence[str | None],
@@ -317,7 +340,7 @@ def _candidates(
             judged.append(judge("user", annotation))
         except ValueError:
             pass  # the annotation itself exceeds max-streams: not a candidate
-    eft = _earliest_finish(prog, pinned, priorities, max_streams, hw, reserved)
+    eft = _earliest_finish(prog, solo, pinned, priorities, max_streams, hw, reserved)
     judged.append(judge("eft", eft))
     return judged
 
@@ -419,15 +442,17 @@ def assign_auto(
     user, user_priorities = prog.pinned, prog.priorities
     request = Request(prog, pinned, priorities, max_streams, reserved)
     cache = SimCache(hw)
+    costs = NodeCosts(prog, hw, limits=limits, cache=cache, profile=profile)
+    solo = _Solo.of(costs, hw, len(prog))
     # GE's automatic multi-stream and Opara are candidates too; Opara brings its own order.
     costed = [(f"minidag-{v}", assign_minidag(request, hw, v)) for v in Variant]
     costed.append(("opara", assign_opara(request, hw)))
     costed += _list_schedules(
-        prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile, cache
+        prog, costs, solo, pinned, priorities, max_streams, hw, reserved, reorder
     )
     orders: list[list[int] | None] = [None]
     if reorder:
-        ranked = upward_rank_order(prog, hw)
+        ranked = upward_rank_order(prog, solo.duration)
         if ranked != list(range(len(prog))):
             orders.append(ranked)
     listed = len(orders)  # the orders every baseline is tried in
@@ -446,7 +471,15 @@ def assign_auto(
         candidates: list[Judged] = []
         if i < listed:
             candidates = _candidates(
-                judge, pins, priorities, user_pins, user_priorities, max_streams, hw, reserved
+                judge,
+                solo.in_order(order),
+                pins,
+                priorities,
+                user_pins,
+                user_priorities,
+                max_streams,
+                hw,
+                reserved,
             )
         candidates += [
             judge(name, _in_order(result, order))
@@ -473,32 +506,29 @@ def assign_auto(
 
 def _list_schedules(
     prog: Program,
+    costs: NodeCosts,
+    solo: _Solo,
     pinned: Sequence[str | None],
     priorities: dict[str, int],
     max_streams: int,
     hw: Hardware,
-    limits: LimitFn | None,
     reserved: Collection[str],
     reorder: bool,
-    profile: Profile | None,
-    cache: SimCache,
 ) -> list[tuple[str, Assignment]]:
     """The resource-aware list schedules (`npuir.schedule.list_schedule`): by upward
     rank, with and without keeping a pool for a held op, then with the ranks jittered
     (see the module docstring); with `reorder` off, by written order."""
-    costs = NodeCosts(prog, hw, limits=limits, cache=cache, profile=profile)
 
-    def solo(n: int) -> int:
-        return costs.duration_ns(n, costs.want[n])
-
-    def plan(priority: Sequence[int], reserve: bool) -> Assignment:
+    def plan(priority: Sequence[int], keep_pool: bool) -> Assignment:
         timed = list_schedule(
-            prog, costs, priority, pinned, priorities, max_streams, hw, reserved, reserve
+            prog, costs, priority, pinned, priorities, max_streams, hw, reserved, keep_pool
         )
         return timed.assignment if reorder else dataclasses.replace(timed.assignment, order=None)
 
-    base = upward_ranks(prog, solo) if reorder else [-n for n in range(len(prog))]
-    out = [("list", plan(base, False)), ("list-reserve", plan(base, True))]
+    base = (
+        upward_ranks(prog, solo.duration.__getitem__) if reorder else [-n for n in range(len(prog))]
+    )
+    out = [("list", plan(base, False)), ("list-keep", plan(base, True))]
     if reorder:
         rng = random.Random(_JITTER_SEED)
         jittered = min(_JITTERED, _JITTER_OPS // max(1, len(prog)))

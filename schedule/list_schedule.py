@@ -21,18 +21,22 @@ requests, durations and launch overhead) and follows its rules:
   cores last; the first op that declines a fragment keeps the pool for itself.
 - **Streams.**  An op goes to a stream where it could start at that moment: a stream
   is free once its last op has ended, and a producer on another stream costs an event
-  (its record, then a wait on the consumer's stream, one wait per producing stream).  Of
-  those streams it takes the one with the fewest waits, then the one freed last (so
-  that in the simulator it reaches the head of its stream when the plan starts it, and
-  does not grab cores the plan kept for another op), then the lowest index; a new
-  stream is opened while the cap allows.  An op no stream can take yet is looked at
-  again when one can.  Pinned ops go to their tag's stream.
+  (its record, then a wait on the consumer's stream, one wait per producing stream).
+  The simulator starts an op as soon as it heads its stream and one core is free, so a
+  stream where the op would be ready while its pool still had cores left over (cores
+  the plan gave it no part of) is taken only when no other stream will ever do; when
+  only a busy stream will do, the op waits for it, and with `keep_pool` no other op of
+  its pool starts meanwhile.  Of the streams that do, it takes the one with the fewest
+  waits, then the one freed last, then the lowest index; a new stream is opened while
+  the cap allows.  Pinned ops go to their tag's stream.
 - **Order.**  The issue order is the start order (topological, since an op starts after
   its producers end), the return last; a stream runs its ops in that order, as planned.
 
-Cost: each op is queued, started and finished once, looks at every stream (at most
-`STREAM_CAP`) once per attempt, and a pool's fragment test walks its running ops (at most
-its core count): O(N log N) for a fixed cap.
+Cost: each op starts and ends once; at every start or end the head of each pool's queue
+is looked at, against every stream (at most `STREAM_CAP`), and a fragment test walks the
+pool's running ops (at most its core count); an op waiting for a stream is looked at
+again when that stream can take it.  O(N log N) for a fixed cap on the graphs measured
+(`bench/scale.py`).
 """
 
 from __future__ import annotations
@@ -90,6 +94,8 @@ def fresh_tag(number: int, taken: Collection[str]) -> str:
 
 
 class _Planner:
+    """One run of the list schedule: the plan's state as time advances."""
+
     def __init__(
         self,
         prog: Program,
@@ -99,10 +105,10 @@ class _Planner:
         max_streams: int,
         hw: Hardware,
         reserved: Collection[str],
-        reserve: bool,
+        keep_pool: bool,
     ) -> None:
         self.prog = prog
-        self.reserve = reserve
+        self.keep_pool = keep_pool
         self.costs = costs
         self.hw = hw
         self.cap = max(1, min(max_streams, STREAM_CAP))
@@ -275,7 +281,7 @@ class _Planner:
                     heapq.heappop(queue)
                     if s < 0:
                         heapq.heappush(later, (at, n))
-                        if early and self.reserve:
+                        if early and self.keep_pool:
                             kept_until[q] = at
                         continue
                     heapq.heappush(running, (self.place(n, s, now, cores), n))
@@ -314,7 +320,7 @@ def list_schedule(
     max_streams: int,
     hw: Hardware,
     reserved: Collection[str] = (),
-    reserve: bool = False,
+    keep_pool: bool = False,
 ) -> TimedSchedule:
     """The resource-aware list schedule of `prog` (see the module docstring).
 
@@ -322,5 +328,5 @@ def list_schedule(
     both are ready); `pinned` nodes stay on their tag's stream (with `priorities`);
     at most `max_streams` streams; `reserved` tags are never given to a new stream.
     """
-    planner = _Planner(prog, costs, pinned, priorities, max_streams, hw, reserved, reserve)
+    planner = _Planner(prog, costs, pinned, priorities, max_streams, hw, reserved, keep_pool)
     return planner.run(priority)

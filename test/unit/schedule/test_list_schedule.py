@@ -119,6 +119,6 @@ def test_the_plan_is_a_topological_order_on_at_most_the_cap_of_streams(
     cap = max(cap, len({t for t in pinned if t is not None}) + 1)
     costs = NodeCosts(prog, TINY)
     rank = upward_ranks(prog, lambda n: costs.duration_ns(n, costs.want[n]))
-    for reserve in (False, True):
-        timed = list_schedule(prog, costs, rank, pinned, priorities, cap, TINY, (), reserve)
+    for keep_pool in (False, True):
+        timed = list_schedule(prog, costs, rank, pinned, priorities, cap, TINY, (), keep_pool)
         _check_plan(prog, timed, pinned, cap)

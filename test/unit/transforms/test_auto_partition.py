@@ -248,16 +248,3 @@ def test_auto_does_not_split_the_cube_when_running_in_turn_is_faster() -> None:
     sq = judged.result.op(0, next(n for n, o in enumerate(judged.origin) if o == order.index(1)))
     assert sq is not None and sq.cores == 2
     assert judged.makespan == (tiny.launch_ns + 2 * 32 * 64 * 32) + (tiny.launch_ns + 262144)
-
-
-def test_auto_partitions_a_function_with_an_ai_cpu_op() -> None:
-    """Core limits cover cube and vector only: an AI CPU op (here an opaque import) is
-    costed unlimited, not an internal error (found by the fuzzer)."""
-    t = "tensor<64x64xf16>"
-    text = f"""func.func @f(%x: {t}) -> ({t}, {t}) {{
-  %c = npu.opaque %x {{ge_type = "HostOp", engine = "aicpu"}} : ({t}) -> {t}
-  %m = npu.matmul %x, %x : ({t}, {t}) -> {t}
-  func.return %c, %m : {t}, {t}
-}}"""
-    for mode in ("auto", "minidag:weighted", "opara"):
-        assert _makespan(text, mode) > 0
