@@ -48,7 +48,8 @@ sdma collective holds no cores.  Call these v's *options* ``(g, d_v(g))``; then
    by one longest-path pass.  It beats 4 where an op on a long path must be granted many
    cores to keep the path short and so pays launch on each of them.  Computed for lambda =
    k/16, k = 1..15, S the whole engine and the best set of 4, in integers scaled by 16C so
-   the result can be rounded up exactly.
+   the result can be rounded up exactly; one longest-path pass per (lambda, S), so only
+   while their total stays within `MOLDABLE_BUDGET` (left out above it: still valid).
 
 6. **Energetic reasoning** (cumulative scheduling, Baptiste, Le Pape & Nuijten 1999).  To
    show that no schedule has makespan M, give each op of e the release r = h(v) and the
@@ -104,8 +105,10 @@ __all__ = [
     "program_bound",
 ]
 
-MOLDABLE_BUDGET = 4_000_000
-"""Most node-and-edge visits the moldable term (5) may make; above it the term is skipped."""
+MOLDABLE_BUDGET = 2_000_000
+"""Most node, edge and option visits the moldable term (5) may make (about a second of
+Python): it mixes in fewer paths to fit, and is skipped when even single paths do not, so
+the bound stays about as cheap as reading the program (a 5k-op program is near the limit)."""
 
 ENERGETIC_BUDGET = 10_000_000
 """Most op-option-interval evaluations one energetic test (6) may make on one engine; an
@@ -113,6 +116,9 @@ engine above it is left out of the test."""
 
 _LAMBDA_STEPS = 16
 """Term 5 tries lambda = k / 16 for k = 1..15."""
+
+_MIXED_PATHS = 24
+"""Term 5 mixes up to 24 more paths into each single-path combination, budget allowing."""
 
 _ENERGETIC_PRECISION = 10_000
 """Term 6 stops refining once its impossible and possible M are within 1/10000 of each other."""
@@ -155,23 +161,24 @@ class LowerBound:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Options:
     """How one op may run: the engine whose cores it holds and its (cores, ns) options.
 
     Options are reduced to those no other beats in both cores and duration (a dominated
-    option never attains any minimum the bounds take), fewest cores first."""
+    option never attains any minimum the bounds take), fewest cores first.  Shared by the
+    ops of one signature and compared by identity."""
 
     pool: str | None
     options: tuple[tuple[int, int], ...]
+    shortest: int = field(init=False)
+    """d(v): the least duration."""
+    least_core_time: int = field(init=False)
+    """a(v): the least cores x duration."""
 
-    @property
-    def shortest(self) -> int:
-        return min(d for _, d in self.options)
-
-    @property
-    def least_core_time(self) -> int:
-        return min(g * d for g, d in self.options)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shortest", min(d for _, d in self.options))
+        object.__setattr__(self, "least_core_time", min(g * d for g, d in self.options))
 
 
 def _options(work: OpWork, full_core_sync: bool, hw: Hardware) -> _Options:
@@ -274,8 +281,9 @@ class _Bounder:
                     best, best_set = bound, order[: i + 1]
         return best, best_set
 
-    def moldable(self, e: str, sets: list[list[int]]) -> int:
-        """Bound 5 for engine `e` over the given sets S, in integers scaled by K * C."""
+    def moldable(self, e: str, sets: list[list[int]], rounds: int) -> int:
+        """Bound 5 for engine `e` over the given sets S, each lambda with the best single
+        path and then `rounds` more paths mixed in, in integers scaled by K * C * paths."""
         cores = self.hw.cores(e)
         steps = _LAMBDA_STEPS
         n_nodes = len(self.prog)
@@ -289,7 +297,6 @@ class _Bounder:
             for k in range(1, steps):
                 # M * K * C >= k * (C * ends + sum_S g d) + (K - k) * C * len_P
                 off_path = (steps - k) * cores
-                constant = k * (cores * ends + least)
                 pair: dict[_Options, int] = {}
                 weight = [0] * n_nodes
                 for n in range(n_nodes):
@@ -305,17 +312,84 @@ class _Bounder:
                         weight[n] = w
                     else:
                         weight[n] = off_path * self.shortest[n]
-                longest = [0] * n_nodes
-                for n in range(n_nodes):
-                    into = max((longest[p] for p in self.deps[n]), default=0)
-                    longest[n] = into + weight[n]
-                path = max(longest, default=0)
-                best = max(best, _ceil_div(constant + path, steps * cores))
+                length, path = self._heaviest_path(weight)
+                best = max(best, _ceil_div(k * (cores * ends + least) + length, steps * cores))
+                if rounds:
+                    best = max(best, self._mixed(in_set, k, ends, path, rounds, cores))
         return best
 
-    def moldable_cost(self, n_sets: int) -> int:
+    def _mixed(
+        self, in_set: list[bool], k: int, ends: int, first: list[int], rounds: int, cores: int
+    ) -> int:
+        """Bound 5 with the path term an average of paths (Frank-Wolfe steps of 1/t).
+
+        With c_v the share of the paths that pass through v, the combination is
+        ``lambda (ends + sum_S g d / C) + (1 - lambda) sum_v c_v d_v``: an average of valid
+        inequalities, so valid, and for each op the least over its options.  Each new path
+        is the heaviest under the durations of the options attaining those least values
+        (the gradient), which pulls the average toward the best mix."""
+        steps = _LAMBDA_STEPS
+        n_nodes = len(self.prog)
+        off_path = (steps - k) * cores
+        count = [0] * n_nodes
+        for n in first:
+            count[n] += 1
+        best = 0
+        for t in range(2, rounds + 2):
+            # Gradient of the current mix (t - 1 paths), then the path along it.
+            slope = [0] * n_nodes
+            for n in range(n_nodes):
+                opts = self.opts[n]
+                if in_set[n] and opts is not None:
+                    c = count[n]
+                    slope[n] = min(
+                        opts.options, key=lambda o: (k * (t - 1) * o[0] + off_path * c) * o[1]
+                    )[1]
+                else:
+                    slope[n] = self.shortest[n]
+            _, path = self._heaviest_path(slope)
+            for n in path:
+                count[n] += 1
+            # M * K * C * t >= k t (C ends + sum_S g d) + (K - k) C sum_v count_v d_v
+            total = k * t * cores * ends
+            for n in range(n_nodes):
+                opts = self.opts[n]
+                if in_set[n] and opts is not None:
+                    c = count[n]
+                    total += min((k * t * g + off_path * c) * d for g, d in opts.options)
+                elif count[n]:
+                    total += off_path * count[n] * self.shortest[n]
+            best = max(best, _ceil_div(total, steps * cores * t))
+        return best
+
+    def _heaviest_path(self, weight: list[int]) -> tuple[int, list[int]]:
+        """The dependence path of greatest total `weight`: its weight and its nodes."""
+        n_nodes = len(weight)
+        longest = [0] * n_nodes
+        via = [-1] * n_nodes
+        for n in range(n_nodes):
+            into, best_p = 0, -1
+            for p in self.deps[n]:
+                if longest[p] > into:
+                    into, best_p = longest[p], p
+            longest[n] = into + weight[n]
+            via[n] = best_p
+        if not n_nodes:
+            return 0, []
+        end = max(range(n_nodes), key=longest.__getitem__)
+        length = longest[end]
+        path: list[int] = []
+        while end >= 0:
+            path.append(end)
+            end = via[end]
+        return length, path
+
+    def moldable_cost(self, n_sets: int, rounds: int) -> int:
+        """Node, edge and option visits of bound 5 with `rounds` mixed-in paths."""
         edges = sum(len(d) for d in self.deps)
-        return n_sets * (_LAMBDA_STEPS - 1) * (len(self.prog) + edges)
+        options = sum(len(o.options) for o in self.opts if o is not None)
+        single = len(self.prog) + edges
+        return n_sets * (_LAMBDA_STEPS - 1) * (single + rounds * 2 * (single + options))
 
     # -- bound 6 --------------------------------------------------------------------------
 
@@ -395,9 +469,14 @@ def program_bound(prog: Program, hw: Hardware) -> LowerBound:
         if nodes:
             bound.core_window_ns[e], best_set = b.core_window(e)
             sets[e] = [nodes] if best_set == nodes else [nodes, best_set]
-    if b.moldable_cost(sum(len(s) for s in sets.values())) <= MOLDABLE_BUDGET:
+    n_sets = sum(len(s) for s in sets.values())
+    rounds = next(
+        (r for r in range(_MIXED_PATHS, -1, -1) if b.moldable_cost(n_sets, r) <= MOLDABLE_BUDGET),
+        None,
+    )
+    if rounds is not None:
         for e, candidates in sets.items():
-            bound.moldable_ns[e] = b.moldable(e, candidates)
+            bound.moldable_ns[e] = b.moldable(e, candidates, rounds)
     affordable = [e for e in sets if b.energetic_cost(e) <= ENERGETIC_BUDGET]
     bound.energetic_ns = b.energetic(int(bound.ns), affordable)
     return bound

@@ -336,3 +336,41 @@ def test_a_full_core_sync_op_may_run_faster_than_alone_on_its_parallelism() -> N
     (span,) = _spans(text, hw, ("single",))
     assert bound.critical_path_ns <= span
     assert bound.ns <= span
+
+
+def test_the_moldable_term_mixes_paths_that_all_need_many_cores() -> None:
+    """Three chains of two outer products on a `tiny` with 4 cube cores and a 2 us launch.
+    Each op runs on 1 core in d1 or on 2 in d2 (its HBM share is its cores over 4).  Any one
+    chain is short even at d1 against the cube's work, so no single path helps; averaging
+    the three paths charges each op a third of its duration: for every lambda,
+    ``6 * min(lambda g d_g / 4 + (1 - lambda) d_g / 3)`` over its options, above both the
+    core time (6 * d1 / 4) and the critical path (2 * d2)."""
+    hw = dataclasses.replace(SLOW_LAUNCH, cube_cores=4)
+    body: list[str] = []
+    outs: list[str] = []
+    for i in range(3):
+        body += [
+            f"  %a{i} = npu.matmul %x, %w : {OUTER}",
+            f"  %x{i} = stream.wait_tensor %x after %a{i} : tensor<32x1xf16>, tensor<32x64xf16>",
+            f"  %b{i} = npu.matmul %x{i}, %w : {OUTER}",
+        ]
+        outs.append(f"%b{i}")
+    types = ", ".join(["tensor<32x64xf16>"] * 3)
+    text = "\n".join(
+        [
+            f"func.func @f(%x: tensor<32x1xf16>, %w: tensor<1x64xf16>) -> ({types}) {{",
+            *body,
+            f"  func.return {', '.join(outs)} : {types}",
+            "}",
+        ]
+    )
+    d1, d2 = _outer_product_ns(hw, 1), _outer_product_ns(hw, 2)
+    cores = hw.cube_cores
+    mixed = max(
+        math.ceil(6 * min(lam * g * d / cores + (1 - lam) * d / 3 for g, d in ((1, d1), (2, d2))))
+        for lam in (Fraction(k, 16) for k in range(1, 16))
+    )
+    bound = _bound(text, hw)
+    assert bound.moldable_ns["cube"] == mixed
+    assert mixed > max(bound.core_window_ns["cube"], bound.critical_path_ns)
+    assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
