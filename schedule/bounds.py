@@ -46,10 +46,20 @@ sdma collective holds no cores.  Call these v's *options* ``(g, d_v(g))``; then
    S and on P, ``lambda a(v) / C`` for v in S off P, ``(1 - lambda) d(v)`` on P outside S.
    The sum is a constant plus a sum over P of non-negative per-op weights, maximised over P
    by one longest-path pass.  It beats 4 where an op on a long path must be granted many
-   cores to keep the path short and so pays launch on each of them.  Computed for lambda =
-   k/16, k = 1..15, S the whole engine and the best set of 4, in integers scaled by 16C so
-   the result can be rounded up exactly; one longest-path pass per (lambda, S), so only
-   while their total stays within `MOLDABLE_BUDGET` (left out above it: still valid).
+   cores to keep the path short and so pays launch on each of them.
+
+   Several paths can need many cores at once; then any average of paths does better:
+   ``M >= lambda (H_S + T_S + sum_S g d / C) + (1 - lambda) sum_i len_{P_i} / m`` for paths
+   P_1..P_m, each op on c_v of them charged ``min_g [lambda g d / C + (1 - lambda) c_v d / m]``
+   (the same argument, with the path term an average of valid inequalities).  After the
+   best single path, each further path is the heaviest under the durations of the options
+   attaining those minima (a Frank-Wolfe step of 1/m towards the best average), and every
+   average met is a bound.
+
+   Computed for lambda = k/16, k = 1..15, S the whole engine and the best set of 4, with up
+   to 24 paths mixed in, in integers scaled by 16Cm so the result can be rounded up
+   exactly; each path is one longest-path pass, so only as many as `MOLDABLE_BUDGET`
+   allows (none above it: the term is left out, the bound stays valid).
 
 6. **Energetic reasoning** (cumulative scheduling, Baptiste, Le Pape & Nuijten 1999).  To
    show that no schedule has makespan M, give each op of e the release r = h(v) and the

@@ -9,6 +9,7 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from randgraph import random_annotated_graph
@@ -19,6 +20,7 @@ import npuir
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
 from npuir.backends.npu.hardware import PRESETS, Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
+from npuir.schedule import bounds
 from npuir.schedule.bounds import LowerBound
 from npuir.schedule.bounds import program_bound as lower_bound
 
@@ -374,3 +376,20 @@ def test_the_moldable_term_mixes_paths_that_all_need_many_cores() -> None:
     assert bound.moldable_ns["cube"] == mixed
     assert mixed > max(bound.core_window_ns["cube"], bound.critical_path_ns)
     assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
+
+
+def test_the_search_terms_are_left_out_beyond_their_budgets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no budget, the moldable and energetic terms are not computed (as on a large
+    program), and the bound is the others' maximum: lower, still valid."""
+    text = random_dag(3, DagConfig(ops=12, rows=256, cols=512))
+    full = _bound(text, HW)
+    assert full.moldable_ns  # computed within the default budget
+    monkeypatch.setattr(bounds, "MOLDABLE_BUDGET", 0)
+    monkeypatch.setattr(bounds, "ENERGETIC_BUDGET", 0)
+    cheap = _bound(text, HW)
+    assert cheap.moldable_ns == {} and cheap.energetic_ns is None
+    assert cheap.core_window_ns == full.core_window_ns
+    assert cheap.ns == max(cheap.arithmetic_ns, *cheap.core_window_ns.values())
+    assert cheap.arithmetic_ns <= cheap.ns <= full.ns
