@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "DependenceGraph": "npuir.analysis.dependence",
     "HappensBefore": "npuir.analysis.happens_before",
     "CoreLimits": "npuir.analysis.core_limits",
+    "limit_fn": "npuir.analysis.core_limits",
     "LoweredFunction": "npuir.analysis.manager",
     "analyses": "npuir.analysis.manager",
 }
@@ -54,12 +55,13 @@ __all__ = [
     "analyses",
     "build_program",
     "is_lowered",
+    "limit_fn",
     "module_streams",
     "scheduled_functions",
 ]
 
 if TYPE_CHECKING:
-    from npuir.analysis.core_limits import CoreLimits
+    from npuir.analysis.core_limits import CoreLimits, limit_fn
     from npuir.analysis.dependence import DependenceGraph
     from npuir.analysis.happens_before import HappensBefore
     from npuir.analysis.manager import LoweredFunction, analyses

@@ -22,14 +22,14 @@ op's stream is its `stream.on` once partitioned, else its innermost
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.ir import Operation
 
-from npuir.analysis.program import defined_functions
+from npuir.analysis.program import Program, defined_functions
 from npuir.diagnostics import error, op_location
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
@@ -215,3 +215,21 @@ class CoreLimits:
                     f"{self.hw.name}; the valid range is [1, {top}]"
                     + (", or -1 for no limit" if isinstance(where, coreset.StreamLimitOp) else ""),
                 )
+
+
+class Counts(Protocol):
+    """Anything that gives each op its effective counts (`CoreLimits`, or a search's
+    overridden copy of them)."""
+
+    def of(self, op: NpuOp) -> Mapping[str, int]: ...
+
+
+def limit_fn(limits: Counts) -> Callable[[Program, int, str], int | None]:
+    """`limits` as the simulator's `CoreLimitFn`: a node's count of an engine, or None
+    (unlimited) for a node that is no npu op and for an engine no limit counts (aicpu)."""
+
+    def limit(prog: Program, node: int, engine: str) -> int | None:
+        op = prog.ops[node]
+        return limits.of(op).get(engine) if isinstance(op, NpuOp) else None
+
+    return limit

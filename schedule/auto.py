@@ -282,9 +282,13 @@ def _candidates(
 ) -> list[Judged]:
     """Every baseline, the user's annotation and the earliest-finish schedule, judged."""
     prog = judge.prog
+    # `single` puts every op on the default stream, pins or not; with pins it is no
+    # candidate (the user mode below is its pinned form).
+    pins = any(tag is not None for tag in pinned)
     judged = [
         judge(mode, assign(mode, prog, pinned, priorities, max_streams, reserved=reserved))
         for mode in BASELINES
+        if not (pins and mode is Mode.SINGLE)
     ]
     if any(t is not None for t in user):
         try:

@@ -38,7 +38,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
-from npuir.analysis.core_limits import CoreLimits, engines_used
+from npuir.analysis.core_limits import CoreLimits, engines_used, limit_fn
 from npuir.analysis.partition import Assignment
 from npuir.analysis.program import (
     NodeKind,
@@ -142,11 +142,7 @@ class _Search:
 
     def makespan(self, choices: list[Choice]) -> int | None:
         """Sum over functions of the single-rank makespan; None if any deadlocks."""
-        limits = self._limits(choices)
-
-        def limit(p: Program, n: int, engine: str) -> int | None:
-            op = p.ops[n]
-            return limits.of(op)[engine] if isinstance(op, NpuOp) else None
+        limit = limit_fn(self._limits(choices))
 
         total = 0
         for prog in self.programs:

@@ -18,7 +18,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from npuir.analysis.core_limits import CoreLimits
+from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.partition import STRATEGIES, Assignment, Mode, Strategy, assign, pinned_tags
 from npuir.analysis.program import (
     DEFAULT_STREAM,
@@ -34,7 +34,7 @@ from npuir.backends.npu.profile import read_profile
 from npuir.context import remark
 from npuir.diagnostics import error
 from npuir.dialects import scope, stream
-from npuir.dialects.npu import DYN, NpuOp
+from npuir.dialects.npu import DYN
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
@@ -190,13 +190,8 @@ def _strategies(
         return STRATEGIES
     hardware = device_of(module, hw)
     limits = CoreLimits(module, hardware).run()
-
-    def limit_of(p: Program, n: int, engine: str) -> int | None:
-        op = p.ops[n]
-        return limits.of(op)[engine] if isinstance(op, NpuOp) else None
-
     costs = read_profile(profile) if profile is not None else None
-    return {**STRATEGIES, **cost_strategies(hardware, limit_of, costs)}
+    return {**STRATEGIES, **cost_strategies(hardware, limit_fn(limits), costs)}
 
 
 @dataclass(frozen=True)

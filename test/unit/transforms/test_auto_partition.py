@@ -8,16 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from randgraph import random_annotated_graph
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 
 import npuir
-from npuir.analysis.partition import assign, pinned_tags
+from npuir.analysis.partition import assign
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
 from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.dialects import stream
-from npuir.schedule.auto import Judge, assign_auto
+from npuir.schedule.auto import Judge
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 MODES = (
@@ -96,17 +96,37 @@ def test_the_judge_predicts_the_lowered_program_exactly() -> None:
         assert predicted == _makespan(text, mode), mode
 
 
-def test_auto_keeps_user_pins() -> None:
-    text = random_annotated_graph(7, 20, num_tags=3, wait_tensor_rate=0.0)
+@pytest.mark.parametrize("mode", ["auto", "opara", "minidag", "nimble", "engine", "ge"])
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    num_ops=st.integers(1, 16),
+    num_tags=st.integers(1, 3),
+    waits=st.sampled_from([0.0, 0.4]),
+)
+def test_every_mode_keeps_user_pins(
+    mode: str, seed: int, num_ops: int, num_tags: int, waits: float
+) -> None:
+    """Under ignore-tags=false every op (and wait_tensor) of a scope runs on its tag's
+    stream, whatever the mode finds fastest (auto once let `single` win over the pins)."""
+    text = random_annotated_graph(seed, num_ops, num_tags=num_tags, wait_tensor_rate=waits)
     ctx = npuir.make_context()
     module = npuir.parse_text(ctx, text)
-    func = _func(module)
-    prog = build_program(func)
-    pinned, priorities = pinned_tags(prog)
-    result = assign_auto(prog, pinned, priorities, 8, HW)
-    for n, tag in enumerate(pinned):
-        if tag is not None:
-            assert result.streams[result.stream_of[n]].tag == tag
+    scoped = [
+        (op, switch.tag_name)
+        for switch in module.walk()
+        if isinstance(switch, stream.SwitchOp)
+        for op in switch.body.walk()
+        if not isinstance(op, stream.YieldOp)
+    ]
+    npuir.run_passes(
+        ctx, module, npuir.build_pipeline(f"stream-partition{{mode={mode} ignore-tags=false}}")
+    )
+    tags = {decl.symbol: decl.tag.data for decl in module.ops if isinstance(decl, stream.DeclOp)}
+    for op, tag in scoped:
+        on = op.attributes[stream.STREAM_ON]
+        assert isinstance(on, SymbolRefAttr)
+        assert tags[on.root_reference.data] == tag, (op.name, tag)
 
 
 @settings(max_examples=20, deadline=None)

@@ -30,11 +30,11 @@ from npuir.analysis import (
     NodeKind,
     Program,
     analyses,
+    limit_fn,
     module_streams,
     scheduled_functions,
 )
 from npuir.backends.npu.simulator import simulate
-from npuir.dialects.npu import NpuOp
 from npuir.passes import ALL, ModulePass, Preserved, error, option, remark, warn
 from npuir.schedule.device import device_of
 
@@ -68,11 +68,7 @@ class StreamBalancePass(ModulePass):
                 f"{self.name} needs a partitioned module; run stream-partition first",
             )
         hw = device_of(op, self.hw)
-        limits = CoreLimits(op, hw).run()
-
-        def limit_of(prog: Program, n: int, engine: str) -> int | None:
-            node = prog.ops[n]
-            return limits.of(node)[engine] if isinstance(node, NpuOp) else None
+        limit_of = limit_fn(CoreLimits(op, hw).run())
 
         for func in functions:
             lowered = analyses(ctx).get(LoweredFunction, func, tuple(streams))
