@@ -171,18 +171,20 @@ def _mixed_graph(seed: int, ops: int) -> str:
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**31), ops=st.integers(2, 12))
-def test_the_new_bound_lies_between_the_old_one_and_every_simulated_makespan(
-    seed: int, ops: int
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 12), slow=st.booleans())
+def test_the_bound_never_exceeds_a_simulated_makespan_of_any_mode_on_mixed_graphs(
+    seed: int, ops: int, slow: bool
 ) -> None:
+    """On 910B2, and on `tiny` with a 2 us launch, where the core-time, moldable and
+    energetic terms decide the bound in about half the graphs."""
+    hw = SLOW_LAUNCH if slow else HW
     text = _mixed_graph(seed, ops)
-    bound = _bound(text, HW)
-    assert bound.ns >= bound.arithmetic_ns
-    spans = _spans(text, HW, IN_ORDER_MODES)
+    bound = _bound(text, hw)
+    spans = _spans(text, hw, IN_ORDER_MODES)
     # The reordering modes cannot yet reissue ops nested in `coreset.limit` scopes
     # (`stream_partition.reissue` moves them out of the scope); lowering the scopes to
     # per-op core counts first keeps the limits.
-    spans += _spans(text, HW, REORDERING_MODES, lower_first="coreset-lower,")
+    spans += _spans(text, hw, REORDERING_MODES, lower_first="coreset-lower,")
     assert bound.ns <= min(spans), (bound, spans)
 
 
