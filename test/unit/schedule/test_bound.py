@@ -31,9 +31,7 @@ from workloads import DagConfig, random_dag
 HW = load_hardware("910b2")
 MODES = ("single", "engine", "minidag:weighted", "opara", "auto")
 """Schedules from one stream to the searched one, in written and in new issue orders."""
-IN_ORDER_MODES = ("single", "ge", "engine", "nimble", "minidag")
-REORDERING_MODES = ("opara", "auto")
-ALL_MODES = IN_ORDER_MODES + REORDERING_MODES
+ALL_MODES = ("single", "ge", "engine", "nimble", "minidag", "opara", "auto")
 
 SLOW_LAUNCH = dataclasses.replace(PRESETS["tiny"], launch_ns=2000)
 """`tiny` (2 cube, 4 vector cores, 1 FLOP/ns, 1 byte/ns) with 910B's 2 us launch, so that
@@ -48,15 +46,8 @@ def _bound(text: str, hw: Hardware) -> LowerBound:
     return lower_bound(build_program(_func(npuir.parse_text(npuir.make_context(), text))), hw)
 
 
-def _spans(
-    text: str,
-    hw: Hardware,
-    modes: tuple[str, ...],
-    max_streams: int = 8,
-    lower_first: str = "",
-) -> list[int]:
-    """The simulated makespan of `text` lowered by each mode (one rank, mirrored peers),
-    after the passes `lower_first` (comma-terminated) if given."""
+def _spans(text: str, hw: Hardware, modes: tuple[str, ...], max_streams: int = 8) -> list[int]:
+    """The simulated makespan of `text` lowered by each mode (one rank, mirrored peers)."""
     ctx = npuir.make_context()
     module = npuir.parse_text(ctx, text)
     spans: list[int] = []
@@ -64,7 +55,7 @@ def _spans(
         mode, _, variant = name.partition(":")
         lowered = module.clone()
         spec = (
-            f"{lower_first}stream-partition{{mode={mode} variant={variant or 'loadbalance'} "
+            f"stream-partition{{mode={mode} variant={variant or 'loadbalance'} "
             f"ignore-tags=true max-streams={max_streams}}},coreset-lower,insert-events"
         )
         npuir.run_passes(ctx, lowered, npuir.build_pipeline(spec))
@@ -180,11 +171,7 @@ def test_the_bound_never_exceeds_a_simulated_makespan_of_any_mode_on_mixed_graph
     hw = SLOW_LAUNCH if slow else HW
     text = _mixed_graph(seed, ops)
     bound = _bound(text, hw)
-    spans = _spans(text, hw, IN_ORDER_MODES)
-    # The reordering modes cannot yet reissue ops nested in `coreset.limit` scopes
-    # (`stream_partition.reissue` moves them out of the scope); lowering the scopes to
-    # per-op core counts first keeps the limits.
-    spans += _spans(text, hw, REORDERING_MODES, lower_first="coreset-lower,")
+    spans = _spans(text, hw, ALL_MODES)
     assert bound.ns <= min(spans), (bound, spans)
 
 
