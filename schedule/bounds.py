@@ -1,58 +1,154 @@
 """A lower bound on any schedule's makespan, for judging how good a schedule is.
 
-No schedule of a function on the simulated device (`npuir.backends.npu.simulator`) can
-finish before the largest of three bounds.  Write d(v) = launch_ns + solo_duration_ns(v),
-the op's duration alone on the device on every core it can use.
+No race-free schedule of a function on the simulated device
+(`npuir.backends.npu.simulator`) can finish before the largest of the bounds below, whatever
+its stream assignment, issue order, events and core limits.  They rest on what the simulator
+does with one compute op v of engine e (``C`` = e's cores, ``L`` = `hw.launch_ns`): v is
+granted some number ``g`` of e's cores, *holds exactly those* from its start to its end, and
+runs for ``d_v(g) = L + duration_ns(work, min(g, par), static_hbm_share(e, g))`` -- launch
+time is spent holding the cores.  An ordinary op gets ``1 <= g <= par`` (it asks for at most
+its parallelism); a `full_core_sync` op any ``1 <= g <= C`` (its limit or every core; beyond
+``par`` the extra cores only widen its HBM share), and holds them from before its start; an
+aiv collective holds ``1 <= g <= C`` vector cores for its fixed ring time plus ``L``; an
+sdma collective holds no cores.  Call these v's *options* ``(g, d_v(g))``; then
 
-1. **Critical path.**  The longest chain of dependent ops (data and `wait_tensor`
-   orderings), each taking d(v): an op never runs faster than that, and a chain runs in
-   order.
+- ``d(v)`` = the least ``d_v(g)`` over v's options: no run of v is shorter;
+- ``a(v)`` = the least ``g * d_v(g)``: no run of v holds fewer core-nanoseconds.  Since
+  ``d_v(g) >= L + max(F/g, B*C/(bw*g))`` (F the op's FLOPs over one core's rate, B its bytes,
+  bw the HBM bandwidth), a(v) counts launch, arithmetic and memory time, usually at g = 1;
+- ``h(v)`` = the longest d-weighted path into v (its producers, v excluded) and ``t(v)`` the
+  longest out of v.  In a race-free schedule v starts no earlier than h(v) (each producer
+  ends before it starts) and ends no later than M - t(v) (M the makespan).
 
-2. **Engine arithmetic.**  An op's FLOPs at one core's rate (`flops / flops_per_core`) is the
-   least core-time it occupies however many cores it is granted -- with `c` cores its
-   compute term alone is `flops / (c * rate)` for each of the `c`, and memory only makes it
-   longer -- and the engine has `cores` of them: W_e / cores is a bound, W_e the engine's
-   total.  (Memory-bound ops and aiv collectives are left out of W_e: counting them at their
-   solo occupancy would need more care than this bound takes.)
+1. **Critical path** ``max h(v) + d(v)``: a chain runs in order, each op at least d(v).
 
-3. **Engine window** (where 2 is loose: the engine's work cannot start at 0 nor run to the
-   end).  Let h(v) be the longest d-weighted path *into* v (its producers, v excluded) and
-   t(v) the longest *out of* v.  In a race-free schedule no op of engine e starts before
-   H_e = min over e's ops of h(v), since each starts after its producers end; and each op v
-   of e ends by M - t(v) <= M - T_e with T_e = min t(v), since its consumers still run after
-   it (M the makespan).  So all of e's arithmetic core-time W_e lies in [H_e, M - T_e] on
-   `cores` cores: M >= H_e + W_e / cores + T_e.
+2. **Engine arithmetic.**  An op's FLOPs at one core's rate is the least core-time its
+   arithmetic occupies however many cores it is granted; W_e / cores is a bound, W_e the
+   engine's total (memory-bound ops, launch and collectives left out: the bound before 4).
 
-Events, contention and launch queues only add to all three, so their maximum is a valid
-bound for every stream assignment and issue order.  The simulator models no link
-contention (a collective's duration is fixed by its size and collectives overlap freely),
-so a link term would not be a valid bound; the window term is the tightening that is.
+3. **Engine window.**  No op of e starts before H_e = min h(v) nor ends after M - T_e with
+   T_e = min t(v), so W_e lies in [H_e, M - T_e] on `cores` cores: M >= H_e + W_e/C + T_e.
+
+   (1-3 are npuir's first bound, `arithmetic_ns`; the terms below tighten it.)
+
+4. **Core-time window.**  For any set S of e's ops, every op of S holds its g cores for its
+   whole run inside [min_S h, M - min_S t], and at most C cores are held at once, so
+   ``M >= min_S h + sum_S a(v) / C + min_S t``.  S ranges over the ops whose h is at least a
+   threshold (one sweep in order of h) and those whose t is (one in order of t); the
+   whole engine is the lowest threshold.  As M is an integer, ``sum_S a(v) / C`` is rounded
+   up.
+
+5. **Moldable trade-off.**  Fix the cores g_v every op of a schedule got.  Both
+   ``M >= H_S + T_S + sum_{v in S} g_v d_v(g_v) / C`` (the window of 4 for a set S) and
+   ``M >= sum_{v in P} d_v(g_v)`` (any dependence path P) hold, so for every lambda in
+   [0, 1] so does their convex combination.  Each op's share of it is bounded below by a
+   minimum over its options: ``min_g [lambda g d_v(g) / C + (1 - lambda) d_v(g)]`` for v in
+   S and on P, ``lambda a(v) / C`` for v in S off P, ``(1 - lambda) d(v)`` on P outside S.
+   The sum is a constant plus a sum over P of non-negative per-op weights, maximised over P
+   by one longest-path pass.  It beats 4 where an op on a long path must be granted many
+   cores to keep the path short and so pays launch on each of them.
+
+   Several paths can need many cores at once; then any average of paths does better:
+   ``M >= lambda (H_S + T_S + sum_S g d / C) + (1 - lambda) sum_i len_{P_i} / m`` for paths
+   P_1..P_m, each op on c_v of them charged ``min_g [lambda g d / C + (1 - lambda) c_v d / m]``
+   (the same argument, with the path term an average of valid inequalities).  After the
+   best single path, each further path is the heaviest under the durations of the options
+   attaining those minima (a Frank-Wolfe step of 1/m towards the best average), and every
+   average met is a bound.
+
+   Computed for lambda = k/16, k = 1..15, S the whole engine and the best set of 4, with up
+   to 24 paths mixed in, in integers scaled by 16Cm so the result can be rounded up
+   exactly; each path is one longest-path pass, so only as many as `MOLDABLE_BUDGET`
+   allows (none above it: the term is left out, the bound stays valid).
+
+6. **Energetic reasoning** (cumulative scheduling, Baptiste, Le Pape & Nuijten 1999).  To
+   show that no schedule has makespan M, give each op of e the release r = h(v) and the
+   deadline D = M - t(v).  An option (g, d) with ``r + d > D`` cannot be used; if no option
+   of v is left, M is impossible.  Otherwise, whatever its option and start, v holds its g
+   cores inside an interval [t1, t2] for at least ``g * max(0, min(t2 - t1, d - max(0, t1 -
+   r), d - max(0, D - t2)))`` (its overlap when pushed to the earliest or the latest start,
+   the least over its placements), and the least of that over v's usable options is v's
+   energy in [t1, t2].  If the energies of e's ops in some interval exceed ``C * (t2 - t1)``,
+   no schedule has makespan M -- or less, the test being made on the integer M.  The bound
+   is one more than the largest M found impossible by a search upward from the other terms,
+   over the intervals whose ends are releases, deadlines and r + d(v), D - d(v).  Every M
+   proven impossible is a sound bound on its own, so the search needs no monotonicity.
+   The test costs ``intervals x options`` per op; it is made on the engines where that stays
+   within `ENERGETIC_BUDGET` (a few dozen ops), and leaving an engine out keeps the bound
+   valid, only looser.
+
+Events, launch queues, waiting for peers and cores held before a start only lengthen a
+schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
+order.  The simulator models no link contention (a collective's duration is fixed by its
+size and collectives overlap freely), so a link term would not be a valid bound.  Profiles
+(`npuir.backends.npu.profile`) replace the cost model's durations, so the bound holds for the
+cost model only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects.func import FuncOp
 
 from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.program import NodeKind, Program
-from npuir.backends.npu.cost import NS_PER_S, op_work, solo_duration_ns
+from npuir.backends.npu.cost import (
+    NS_PER_S,
+    OpWork,
+    collective_ns,
+    duration_ns,
+    op_work,
+    parallelism,
+    static_hbm_share,
+)
 from npuir.backends.npu.hardware import Hardware
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import CORE_ENGINES, NpuOp
 
-__all__ = ["LowerBound", "lower_bound", "lower_bound_ns", "program_bound"]
+__all__ = [
+    "ENERGETIC_BUDGET",
+    "MOLDABLE_BUDGET",
+    "LowerBound",
+    "lower_bound",
+    "lower_bound_ns",
+    "program_bound",
+]
+
+MOLDABLE_BUDGET = 2_000_000
+"""Most node, edge and option visits the moldable term (5) may make (about a second of
+Python): it mixes in fewer paths to fit, and is skipped when even single paths do not, so
+the bound stays about as cheap as reading the program (a 5k-op program is near the limit)."""
+
+ENERGETIC_BUDGET = 10_000_000
+"""Most op-option-interval evaluations one energetic test (6) may make on one engine; an
+engine above it is left out of the test."""
+
+_LAMBDA_STEPS = 16
+"""Term 5 tries lambda = k / 16 for k = 1..15."""
+
+_MIXED_PATHS = 24
+"""Term 5 mixes up to 24 more paths into each single-path combination, budget allowing."""
+
+_ENERGETIC_PRECISION = 10_000
+"""Term 6 stops refining once its impossible and possible M are within 1/10000 of each other."""
 
 
 @dataclass
 class LowerBound:
-    """The three bounds of the module docstring (ns)."""
+    """The bounds of the module docstring (ns)."""
 
     critical_path_ns: int
     engine_ns: dict[str, float]
     """Per engine: its arithmetic over its cores (bound 2)."""
     window_ns: dict[str, float] = field(default_factory=dict[str, float])
     """Per engine: earliest start + arithmetic over cores + shortest tail (bound 3)."""
+    core_window_ns: dict[str, int] = field(default_factory=dict[str, int])
+    """Per engine: the best core-time window (bound 4)."""
+    moldable_ns: dict[str, int] = field(default_factory=dict[str, int])
+    """Per engine: the best launch/path trade-off (bound 5); empty when over budget."""
+    energetic_ns: int | None = None
+    """Bound 6; None when over `ENERGETIC_BUDGET` or when it did not beat the others."""
 
     @property
     def plain_ns(self) -> float:
@@ -60,45 +156,340 @@ class LowerBound:
         return max(self.critical_path_ns, *self.engine_ns.values(), 0)
 
     @property
-    def ns(self) -> float:
+    def arithmetic_ns(self) -> float:
+        """Bounds 1-3: critical path and engine arithmetic, npuir's bound before bound 4."""
         return max(self.plain_ns, *self.window_ns.values(), 0)
+
+    @property
+    def ns(self) -> float:
+        """Every bound: the tightest."""
+        return max(
+            self.arithmetic_ns,
+            *self.core_window_ns.values(),
+            *self.moldable_ns.values(),
+            self.energetic_ns or 0,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class _Options:
+    """How one op may run: the engine whose cores it holds and its (cores, ns) options.
+
+    Options are reduced to those no other beats in both cores and duration (a dominated
+    option never attains any minimum the bounds take), fewest cores first.  Shared by the
+    ops of one signature and compared by identity."""
+
+    pool: str | None
+    options: tuple[tuple[int, int], ...]
+    shortest: int = field(init=False)
+    """d(v): the least duration."""
+    least_core_time: int = field(init=False)
+    """a(v): the least cores x duration."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shortest", min(d for _, d in self.options))
+        object.__setattr__(self, "least_core_time", min(g * d for g, d in self.options))
+
+
+def _options(work: OpWork, full_core_sync: bool, hw: Hardware) -> _Options:
+    """Every (cores, duration) the simulator may run `work` at (module docstring)."""
+    if work.engine == "comm":
+        assert work.collective is not None  # guaranteed by OpWork validation
+        ns = hw.launch_ns + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
+        # Cores do not change a collective's duration, so one core dominates for aiv.
+        return _Options("vector", ((1, ns),)) if work.mode == "aiv" else _Options(None, ((0, ns),))
+    par = max(1, parallelism(hw, work))
+    total = hw.cores(work.engine)
+    kept: list[tuple[int, int]] = []
+    for g in range(1, (total if full_core_sync else par) + 1):
+        share = static_hbm_share(hw, work.engine, g)
+        ns = hw.launch_ns + duration_ns(hw, work, min(g, par), share)
+        if not kept or ns < kept[-1][1]:
+            kept.append((g, ns))
+    return _Options(work.engine, tuple(kept))
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class _Bounder:
+    """One program's per-node options, paths and the terms computed from them."""
+
+    def __init__(self, prog: Program, hw: Hardware) -> None:
+        self.prog = prog
+        self.hw = hw
+        n_nodes = len(prog)
+        self.deps = [[p for p, _ in deps] for deps in prog.deps]
+        self.opts: list[_Options | None] = [None] * n_nodes
+        self.shortest = [0] * n_nodes
+        self.core_time = [0] * n_nodes
+        self.arithmetic = [0.0] * n_nodes
+        memo: dict[tuple[OpWork, bool], _Options] = {}
+        for n, op in enumerate(prog.ops):
+            if prog.kind[n] is not NodeKind.COMPUTE or not isinstance(op, NpuOp):
+                continue
+            work = op_work(op, hw)
+            accum = op.full_core_sync and work.engine != "comm"
+            key = (work, accum)
+            opts = memo.get(key)
+            if opts is None:
+                opts = memo[key] = _options(work, accum, hw)
+            self.opts[n] = opts
+            self.shortest[n] = opts.shortest
+            self.core_time[n] = opts.least_core_time
+            if work.engine != "comm" and work.flops:
+                rate = hw.flops_per_core(work.engine, work.dtype)
+                self.arithmetic[n] = work.flops * NS_PER_S / rate
+        self.head = [0] * n_nodes  # longest path into n, n excluded
+        for n in range(n_nodes):
+            for p in self.deps[n]:
+                self.head[n] = max(self.head[n], self.head[p] + self.shortest[p])
+        self.tail = [0] * n_nodes  # longest path out of n, n excluded
+        for n in range(n_nodes - 1, -1, -1):
+            for p in self.deps[n]:
+                self.tail[p] = max(self.tail[p], self.tail[n] + self.shortest[n])
+        self.by_pool: dict[str, list[int]] = {e: [] for e in CORE_ENGINES}
+        for n, opts in enumerate(self.opts):
+            if opts is not None and opts.pool is not None:
+                self.by_pool[opts.pool].append(n)
+
+    def critical_path(self) -> int:
+        return max((h + d for h, d in zip(self.head, self.shortest, strict=True)), default=0)
+
+    def arithmetic_terms(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Bounds 2 and 3, per engine with arithmetic."""
+        engine_ns: dict[str, float] = {}
+        window_ns: dict[str, float] = {}
+        for e, nodes in self.by_pool.items():
+            busy = [n for n in nodes if self.arithmetic[n]]
+            if not busy:
+                continue
+            work = sum(self.arithmetic[n] for n in busy) / self.hw.cores(e)
+            engine_ns[e] = work
+            first = min(self.head[n] for n in busy)
+            last = min(self.tail[n] for n in busy)
+            window_ns[e] = first + work + last
+        return engine_ns, window_ns
+
+    def core_window(self, e: str) -> tuple[int, list[int]]:
+        """Bound 4 for engine `e`, and the set S attaining it."""
+        cores = self.hw.cores(e)
+        nodes = self.by_pool[e]
+        best, best_set = 0, nodes
+        for key, other in ((self.head, self.tail), (self.tail, self.head)):
+            order = sorted(nodes, key=lambda n: -key[n])
+            total = 0
+            least_other = -1
+            for i, n in enumerate(order):
+                total += self.core_time[n]
+                least_other = other[n] if least_other < 0 else min(least_other, other[n])
+                if i + 1 < len(order) and key[order[i + 1]] == key[n]:
+                    continue  # take every op at this threshold before measuring
+                bound = key[n] + _ceil_div(total, cores) + least_other
+                if bound > best:
+                    best, best_set = bound, order[: i + 1]
+        return best, best_set
+
+    def moldable(self, e: str, sets: list[list[int]], rounds: int) -> int:
+        """Bound 5 for engine `e` over the given sets S, each lambda with the best single
+        path and then `rounds` more paths mixed in, in integers scaled by K * C * paths."""
+        cores = self.hw.cores(e)
+        steps = _LAMBDA_STEPS
+        n_nodes = len(self.prog)
+        best = 0
+        for members in sets:
+            in_set = [False] * n_nodes
+            for n in members:
+                in_set[n] = True
+            ends = min(self.head[n] for n in members) + min(self.tail[n] for n in members)
+            least = sum(self.core_time[n] for n in members)
+            for k in range(1, steps):
+                # M * K * C >= k * (C * ends + sum_S g d) + (K - k) * C * len_P
+                off_path = (steps - k) * cores
+                pair: dict[_Options, int] = {}
+                weight = [0] * n_nodes
+                for n in range(n_nodes):
+                    if in_set[n]:
+                        opts = self.opts[n]
+                        assert opts is not None
+                        w = pair.get(opts)
+                        if w is None:
+                            w = pair[opts] = (
+                                min(k * g * d + off_path * d for g, d in opts.options)
+                                - k * self.core_time[n]
+                            )
+                        weight[n] = w
+                    else:
+                        weight[n] = off_path * self.shortest[n]
+                length, path = self._heaviest_path(weight)
+                best = max(best, _ceil_div(k * (cores * ends + least) + length, steps * cores))
+                if rounds:
+                    best = max(best, self._mixed(in_set, k, ends, path, rounds, cores))
+        return best
+
+    def _mixed(
+        self, in_set: list[bool], k: int, ends: int, first: list[int], rounds: int, cores: int
+    ) -> int:
+        """Bound 5 with the path term an average of paths (Frank-Wolfe steps of 1/t).
+
+        With c_v the share of the paths that pass through v, the combination is
+        ``lambda (ends + sum_S g d / C) + (1 - lambda) sum_v c_v d_v``: an average of valid
+        inequalities, so valid, and for each op the least over its options.  Each new path
+        is the heaviest under the durations of the options attaining those least values
+        (the gradient), which pulls the average toward the best mix."""
+        steps = _LAMBDA_STEPS
+        n_nodes = len(self.prog)
+        off_path = (steps - k) * cores
+        count = [0] * n_nodes
+        for n in first:
+            count[n] += 1
+        best = 0
+        for t in range(2, rounds + 2):
+            # Gradient of the current mix (t - 1 paths), then the path along it.
+            slope = [0] * n_nodes
+            for n in range(n_nodes):
+                opts = self.opts[n]
+                if in_set[n] and opts is not None:
+                    c = count[n]
+                    slope[n] = min(
+                        opts.options, key=lambda o: (k * (t - 1) * o[0] + off_path * c) * o[1]
+                    )[1]
+                else:
+                    slope[n] = self.shortest[n]
+            _, path = self._heaviest_path(slope)
+            for n in path:
+                count[n] += 1
+            # M * K * C * t >= k t (C ends + sum_S g d) + (K - k) C sum_v count_v d_v
+            total = k * t * cores * ends
+            for n in range(n_nodes):
+                opts = self.opts[n]
+                if in_set[n] and opts is not None:
+                    c = count[n]
+                    total += min((k * t * g + off_path * c) * d for g, d in opts.options)
+                elif count[n]:
+                    total += off_path * count[n] * self.shortest[n]
+            best = max(best, _ceil_div(total, steps * cores * t))
+        return best
+
+    def _heaviest_path(self, weight: list[int]) -> tuple[int, list[int]]:
+        """The dependence path of greatest total `weight`: its weight and its nodes."""
+        n_nodes = len(weight)
+        longest = [0] * n_nodes
+        via = [-1] * n_nodes
+        for n in range(n_nodes):
+            into, best_p = 0, -1
+            for p in self.deps[n]:
+                if longest[p] > into:
+                    into, best_p = longest[p], p
+            longest[n] = into + weight[n]
+            via[n] = best_p
+        if not n_nodes:
+            return 0, []
+        end = max(range(n_nodes), key=longest.__getitem__)
+        length = longest[end]
+        path: list[int] = []
+        while end >= 0:
+            path.append(end)
+            end = via[end]
+        return length, path
+
+    def moldable_cost(self, n_sets: int, rounds: int) -> int:
+        """Node, edge and option visits of bound 5 with `rounds` mixed-in paths."""
+        edges = sum(len(d) for d in self.deps)
+        options = sum(len(o.options) for o in self.opts if o is not None)
+        single = len(self.prog) + edges
+        return n_sets * (_LAMBDA_STEPS - 1) * (single + rounds * 2 * (single + options))
+
+    # -- bound 6 --------------------------------------------------------------------------
+
+    def energetic_cost(self, e: str) -> int:
+        """Op-option-interval evaluations of one test of bound 6 on engine `e`."""
+        nodes = self.by_pool[e]
+        points = 3 * len(nodes)
+        options = 0
+        for n in nodes:
+            opts = self.opts[n]
+            assert opts is not None
+            options += len(opts.options)
+        return points * points * options
+
+    def impossible(self, makespan: int, engines: list[str]) -> bool:
+        """Whether the energetic test (bound 6) on `engines` shows that no schedule ends by
+        `makespan`."""
+        for e in engines:
+            nodes = self.by_pool[e]
+            release = np.array([self.head[n] for n in nodes], dtype=np.int64)
+            deadline = makespan - np.array([self.tail[n] for n in nodes], dtype=np.int64)
+            shortest = np.array([self.shortest[n] for n in nodes], dtype=np.int64)
+            if np.any(release + shortest > deadline):
+                return True
+            inner = np.concatenate([release + shortest, deadline - shortest])
+            t1 = np.unique(np.concatenate([release, inner]))[:, None]
+            t2 = np.unique(np.concatenate([deadline, inner]))[None, :]
+            width = np.maximum(t2 - t1, 0)
+            energy = np.zeros(width.shape, dtype=np.int64)
+            for i, n in enumerate(nodes):
+                opts = self.opts[n]
+                assert opts is not None
+                r, dl = int(release[i]), int(deadline[i])
+                least: np.ndarray | None = None
+                for g, d in opts.options:
+                    if r + d > dl:
+                        continue
+                    # Pushed earliest (start r) or latest (end dl), the least overlap.
+                    overlap = np.minimum(
+                        width,
+                        np.minimum(d - np.maximum(t1 - r, 0), d - np.maximum(dl - t2, 0)),
+                    )
+                    used = g * np.maximum(overlap, 0)
+                    least = used if least is None else np.minimum(least, used)
+                if least is None:
+                    return True
+                energy += least
+            if np.any(energy > self.hw.cores(e) * width):
+                return True
+        return False
+
+    def energetic(self, known: int, engines: list[str]) -> int | None:
+        """Bound 6 on `engines` when it beats `known` (a valid bound), else None."""
+        if not engines or not self.impossible(known, engines):
+            return None
+        proven = known  # the largest M shown impossible so far
+        possible = known + max(1, known // 4)
+        while self.impossible(possible, engines):
+            proven = possible
+            possible += max(1, possible // 4)
+        while possible - proven > max(1, proven // _ENERGETIC_PRECISION):
+            mid = (proven + possible) // 2
+            if self.impossible(mid, engines):
+                proven = mid
+            else:
+                possible = mid
+        return proven + 1
 
 
 def program_bound(prog: Program, hw: Hardware) -> LowerBound:
     """The bound of the module docstring for an un-partitioned (or lowered) program."""
-    n_nodes = len(prog)
-    duration = [0] * n_nodes
-    engine: list[str | None] = [None] * n_nodes
-    arithmetic = [0.0] * n_nodes
-    for n, op in enumerate(prog.ops):
-        if prog.kind[n] is NodeKind.COMPUTE and isinstance(op, NpuOp):
-            work = op_work(op, hw)
-            duration[n] = hw.launch_ns + solo_duration_ns(hw, work)
-            if work.engine != "comm" and work.flops:
-                engine[n] = work.engine
-                arithmetic[n] = work.flops * NS_PER_S / hw.flops_per_core(work.engine, work.dtype)
-    head = [0] * n_nodes  # longest path into n, n excluded
-    for n in range(n_nodes):
-        for p, _ in prog.deps[n]:
-            head[n] = max(head[n], head[p] + duration[p])
-    tail = [0] * n_nodes  # longest path out of n, n excluded
-    for n in range(n_nodes - 1, -1, -1):
-        for p, _ in prog.deps[n]:
-            tail[p] = max(tail[p], tail[n] + duration[n])
-    critical = max((head[n] + duration[n] for n in range(n_nodes)), default=0)
-    total: dict[str, float] = {}
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    for n in range(n_nodes):
-        e = engine[n]
-        if e is None:
-            continue
-        total[e] = total.get(e, 0.0) + arithmetic[n]
-        first[e] = min(first.get(e, head[n]), head[n])
-        last[e] = min(last.get(e, tail[n]), tail[n])
-    engine_ns = {e: w / hw.cores(e) for e, w in total.items()}
-    window_ns = {e: first[e] + engine_ns[e] + last[e] for e in engine_ns}
-    return LowerBound(critical, engine_ns, window_ns)
+    b = _Bounder(prog, hw)
+    engine_ns, window_ns = b.arithmetic_terms()
+    bound = LowerBound(b.critical_path(), engine_ns, window_ns)
+    sets: dict[str, list[list[int]]] = {}
+    for e, nodes in b.by_pool.items():
+        if nodes:
+            bound.core_window_ns[e], best_set = b.core_window(e)
+            sets[e] = [nodes] if best_set == nodes else [nodes, best_set]
+    n_sets = sum(len(s) for s in sets.values())
+    rounds = next(
+        (r for r in range(_MIXED_PATHS, -1, -1) if b.moldable_cost(n_sets, r) <= MOLDABLE_BUDGET),
+        None,
+    )
+    if rounds is not None:
+        for e, candidates in sets.items():
+            bound.moldable_ns[e] = b.moldable(e, candidates, rounds)
+    affordable = [e for e in sets if b.energetic_cost(e) <= ENERGETIC_BUDGET]
+    bound.energetic_ns = b.energetic(int(bound.ns), affordable)
+    return bound
 
 
 def lower_bound(func: FuncOp, hw: Hardware) -> LowerBound:

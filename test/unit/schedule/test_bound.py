@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import random
 import sys
+from fractions import Fraction
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from randgraph import random_annotated_graph
@@ -13,8 +18,10 @@ from xdsl.dialects.func import FuncOp
 
 import npuir
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
-from npuir.backends.npu.hardware import load_hardware
+from npuir.backends.npu.hardware import PRESETS, Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
+from npuir.schedule import bounds
+from npuir.schedule.bounds import LowerBound
 from npuir.schedule.bounds import program_bound as lower_bound
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
@@ -24,18 +31,27 @@ from workloads import DagConfig, random_dag
 HW = load_hardware("910b2")
 MODES = ("single", "engine", "minidag:weighted", "opara", "auto")
 """Schedules from one stream to the searched one, in written and in new issue orders."""
+ALL_MODES = ("single", "ge", "engine", "nimble", "minidag", "opara", "auto")
+
+SLOW_LAUNCH = dataclasses.replace(PRESETS["tiny"], launch_ns=2000)
+"""`tiny` (2 cube, 4 vector cores, 1 FLOP/ns, 1 byte/ns) with 910B's 2 us launch, so that
+launch weighs as much against work as it does on the real part."""
 
 
 def _func(module: ModuleOp) -> FuncOp:
     return next(op for op in module.ops if isinstance(op, FuncOp))
 
 
-def _makespans(text: str, max_streams: int) -> tuple[float, list[int]]:
+def _bound(text: str, hw: Hardware) -> LowerBound:
+    return lower_bound(build_program(_func(npuir.parse_text(npuir.make_context(), text))), hw)
+
+
+def _spans(text: str, hw: Hardware, modes: tuple[str, ...], max_streams: int = 8) -> list[int]:
+    """The simulated makespan of `text` lowered by each mode (one rank, mirrored peers)."""
     ctx = npuir.make_context()
     module = npuir.parse_text(ctx, text)
-    bound = lower_bound(build_program(_func(module)), HW).ns
     spans: list[int] = []
-    for name in MODES:
+    for name in modes:
         mode, _, variant = name.partition(":")
         lowered = module.clone()
         spec = (
@@ -46,10 +62,14 @@ def _makespans(text: str, max_streams: int) -> tuple[float, list[int]]:
         streams = module_streams(lowered)
         # One rank of an SPMD program: its collectives' peers are taken as mirrors of it.
         program = build_program(scheduled_functions(lowered)[0], streams)
-        result = simulate([program], HW, mirror_peers=True)
+        result = simulate([program], hw, mirror_peers=True)
         assert result.deadlock is None and not result.races
         spans.append(result.makespan_ns)
-    return bound, spans
+    return spans
+
+
+def _makespans(text: str, max_streams: int) -> tuple[float, list[int]]:
+    return _bound(text, HW).ns, _spans(text, HW, MODES, max_streams)
 
 
 @settings(max_examples=10, deadline=None)
@@ -70,6 +90,91 @@ def test_the_bound_never_exceeds_a_simulated_makespan_of_vector_graphs(seed: int
     assert bound <= min(spans), (bound, spans)
 
 
+BIG = "tensor<256x1024xf16>"
+ROW = "tensor<1x1024xf16>"
+WEIGHT = "tensor<1024x1024xf16>"
+
+
+def _mixed_graph(seed: int, ops: int) -> str:
+    """A random graph of big and one-row values: compute-bound matmuls on the big ones,
+    memory-bound low-parallelism matmuls (one row against a weight) on the rows, vector ops
+    of both sizes, sdma all_reduces, at most one aiv collective (two could hold-and-wait on
+    each other's vector cores), and some ops in `coreset.limit` scopes."""
+    rng = random.Random(seed)
+    lines = [f"func.func @g(%x: {BIG}, %w: {WEIGHT}) -> ({BIG}, {ROW}) {{"]
+    big, row = ["%x"], []
+    aiv_left = 1
+    for i in range(ops):
+        body: list[str] = []
+        kind = rng.random()
+        if not row or kind < 0.15:
+            src = rng.choice(big)
+            body.append(
+                f"%v{i} = npu.reduce_sum {src} {{axes = array<i64: 0>, keepdims}} "
+                f": ({BIG}) -> {ROW}"
+            )
+            ty = ROW
+        elif kind < 0.35:
+            use_row = rng.random() < 0.5
+            ty = ROW if use_row else BIG
+            src = rng.choice(row if use_row else big)
+            body.append(f"%v{i} = npu.matmul {src}, %w : ({ty}, {WEIGHT}) -> {ty}")
+        elif kind < 0.45:
+            use_row = rng.random() < 0.5
+            ty = ROW if use_row else BIG
+            src = rng.choice(row if use_row else big)
+            mode = "sdma"
+            if aiv_left and rng.random() < 0.5:
+                mode, aiv_left = "aiv", 0
+            body.append(
+                f'%v{i} = npu.all_reduce {src} {{group_size = 2 : i64, mode = "{mode}"}} '
+                f": ({ty}) -> {ty}"
+            )
+        elif kind < 0.6:
+            a, b = rng.choice(big), rng.choice(row)
+            body.append(f"%v{i} = npu.add {a}, {b} : ({BIG}, {ROW}) -> {BIG}")
+            ty = BIG
+        else:
+            use_row = rng.random() < 0.5
+            ty = ROW if use_row else BIG
+            pool = row if use_row else big
+            op = rng.choice(("exp", "relu", "mul", "sub"))
+            if op in ("mul", "sub"):
+                a, b = rng.choice(pool), rng.choice(pool)
+                body.append(f"%v{i} = npu.{op} {a}, {b} : ({ty}, {ty}) -> {ty}")
+            else:
+                body.append(f"%v{i} = npu.{op} {rng.choice(pool)} : ({ty}) -> {ty}")
+        if rng.random() < 0.25:
+            engine = rng.choice(("cube", "vector"))
+            count = rng.randint(1, 4) if engine == "cube" else rng.randint(1, 8)
+            lines.append(f"  %v{i}s = coreset.limit {engine} {count} -> {ty} {{")
+            lines.extend(f"    {line}" for line in body)
+            lines.append(f"    coreset.yield %v{i} : {ty}")
+            lines.append("  }")
+            name = f"%v{i}s"
+        else:
+            lines.extend(f"  {line}" for line in body)
+            name = f"%v{i}"
+        (row if ty == ROW else big).append(name)
+    lines.append(f"  func.return {big[-1]}, {row[-1]} : {BIG}, {ROW}")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 12), slow=st.booleans())
+def test_the_bound_never_exceeds_a_simulated_makespan_of_any_mode_on_mixed_graphs(
+    seed: int, ops: int, slow: bool
+) -> None:
+    """On 910B2, and on `tiny` with a 2 us launch, where the core-time, moldable and
+    energetic terms decide the bound in about half the graphs."""
+    hw = SLOW_LAUNCH if slow else HW
+    text = _mixed_graph(seed, ops)
+    bound = _bound(text, hw)
+    spans = _spans(text, hw, ALL_MODES)
+    assert bound.ns <= min(spans), (bound, spans)
+
+
 def test_the_window_term_counts_the_path_before_and_after_the_wide_part() -> None:
     """A vector prologue, eight independent matmuls, a vector epilogue: the cube work can
     neither start before the prologue nor end after the epilogue starts, so the bound is
@@ -84,9 +189,196 @@ def test_the_window_term_counts_the_path_before_and_after_the_wide_part() -> Non
     text = "\n".join(
         [f"func.func @f(%x: {t}, %w: {t}) -> {t} {{", *body, f"  func.return {acc} : {t}", "}"]
     )
-    prog = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
-    bound = lower_bound(prog, HW)
+    bound = _bound(text, HW)
     assert bound.window_ns["cube"] > bound.plain_ns
-    assert bound.ns == bound.window_ns["cube"]
+    assert bound.arithmetic_ns == bound.window_ns["cube"]
     _, spans = _makespans(text, 8)
     assert bound.ns <= min(spans)
+
+
+def _memory_ns(nbytes: int, hw: Hardware, cores: int, engine: str) -> Fraction:
+    """HBM time of `nbytes` for an op holding `cores` of `engine`'s cores (static share)."""
+    share = Fraction(min(cores, hw.cores(engine)), hw.cores(engine))
+    return Fraction(nbytes * 10**9, hw.hbm_bandwidth) / share
+
+
+def _outer_product_ns(hw: Hardware, cores: int) -> int:
+    """A 32x1 by 1x64 f16 matmul on `cores` cube cores, launch included: 4096 FLOPs and
+    (32 + 64 + 32*64) * 2 bytes; its 32x64 output is two 32x32 tiles, so up to 2 cores."""
+    compute = Fraction(2 * 32 * 64 * 10**9, cores * hw.flops_per_core("cube", "f16"))
+    memory = _memory_ns((32 + 64 + 32 * 64) * 2, hw, cores, "cube")
+    return hw.launch_ns + math.ceil(max(compute, memory))
+
+
+OUTER = "(tensor<32x1xf16>, tensor<1x64xf16>) -> tensor<32x64xf16>"
+
+
+def test_the_core_time_window_charges_launch_and_memory_on_one_core() -> None:
+    """A small exp, then four memory-bound outer products of its result: each holds at
+    least one core for launch + its bytes at a one-core HBM share (16996 ns on `tiny`),
+    however many cores it gets, so the cube needs exp + 4 * that / 2 cores, well above the
+    arithmetic-only window (exp + 4 * 8192 / 2)."""
+    hw = PRESETS["tiny"]
+    x, col = "tensor<64x1xf16>", "tensor<1x64xf16>"
+    body = [f"  %p = npu.exp %x : ({x}) -> {x}"]
+    body += [f"  %m{i} = npu.matmul %p, %w : ({x}, {col}) -> tensor<64x64xf16>" for i in range(4)]
+    out = ", ".join(["tensor<64x64xf16>"] * 4)
+    text = "\n".join(
+        [
+            f"func.func @f(%x: {x}, %w: {col}) -> ({out}) {{",
+            *body,
+            f"  func.return %m0, %m1, %m2, %m3 : {out}",
+            "}",
+        ]
+    )
+    # exp of 64 f16: one vector tile, one core at a quarter of HBM: 256 bytes * 4.
+    exp_ns = hw.launch_ns + math.ceil(_memory_ns(2 * 64 * 2, hw, 1, "vector"))
+    # 64x1 by 1x64: 8192 FLOPs, (64 + 64 + 4096) * 2 bytes; on one core it is memory-bound.
+    one_core = hw.launch_ns + math.ceil(_memory_ns((64 + 64 + 4096) * 2, hw, 1, "cube"))
+    assert one_core > hw.launch_ns + 2 * 64 * 64  # memory-bound on one core
+    bound = _bound(text, hw)
+    assert bound.core_window_ns["cube"] == exp_ns + math.ceil(Fraction(4 * one_core, 2))
+    assert bound.core_window_ns["cube"] > bound.arithmetic_ns
+    assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
+
+
+def test_the_moldable_term_charges_launch_on_every_core_a_short_path_needs() -> None:
+    """Outer products A -> B (B waits for A) and an independent Z on `tiny` with a 2 us
+    launch.  Run on 2 cores an outer product takes d2 = 6288 ns and holds 2 * d2; on 1 core
+    d1 = 10576 ns.  The best schedule runs A and Z side by side on one core each, then B on
+    both: d1 + d2 = 16864.  Core time alone gives 3 * d1 / 2 and the path 2 * d2; their
+    lambda-combination charges each path op min(d1 (1 - lambda/2), d2), and Z lambda d1 / 2,
+    which at lambda = 13/16 gives 16856."""
+    hw = SLOW_LAUNCH
+    text = "\n".join(
+        [
+            "func.func @f(%x: tensor<32x1xf16>, %w: tensor<1x64xf16>) "
+            "-> (tensor<32x64xf16>, tensor<32x64xf16>) {",
+            f"  %a = npu.matmul %x, %w : {OUTER}",
+            "  %xa = stream.wait_tensor %x after %a : tensor<32x1xf16>, tensor<32x64xf16>",
+            f"  %b = npu.matmul %xa, %w : {OUTER}",
+            f"  %z = npu.matmul %x, %w : {OUTER}",
+            "  func.return %b, %z : tensor<32x64xf16>, tensor<32x64xf16>",
+            "}",
+        ]
+    )
+    d1, d2 = _outer_product_ns(hw, 1), _outer_product_ns(hw, 2)
+    cores = hw.cube_cores
+    expected = max(
+        math.ceil(lam * d1 / cores + 2 * min(d1 * (1 - lam / cores), d2))
+        for lam in (Fraction(k, 16) for k in range(1, 16))
+    )
+    bound = _bound(text, hw)
+    assert bound.moldable_ns["cube"] == expected
+    assert expected > max(bound.core_window_ns["cube"], bound.critical_path_ns)
+    assert bound.ns <= d1 + d2  # the best schedule above
+    assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
+
+
+def test_the_energetic_term_proves_the_cube_cannot_overlap_a_late_op_with_an_early_one() -> None:
+    """A short exp p, an outer product A that waits for it, an independent outer product Z,
+    on `tiny` with a 2 us launch.  The best schedule runs Z then A, each on both cores:
+    2 * d2.  Below that, A cannot fit on one core between the end of p and the makespan, so
+    it holds 2 * d2 of core time there, and Z, however placed, still overlaps that interval
+    by at least (d2 - p) on two cores: more than the two cores hold."""
+    hw = SLOW_LAUNCH
+    x = "tensor<16x16xf16>"
+    text = "\n".join(
+        [
+            f"func.func @f(%s: {x}, %x: tensor<32x1xf16>, %w: tensor<1x64xf16>) "
+            f"-> ({x}, tensor<32x64xf16>, tensor<32x64xf16>) {{",
+            f"  %p = npu.exp %s : ({x}) -> {x}",
+            f"  %xp = stream.wait_tensor %x after %p : tensor<32x1xf16>, {x}",
+            f"  %a = npu.matmul %xp, %w : {OUTER}",
+            f"  %z = npu.matmul %x, %w : {OUTER}",
+            f"  func.return %p, %a, %z : {x}, tensor<32x64xf16>, tensor<32x64xf16>",
+            "}",
+        ]
+    )
+    # exp of 256 f16: 512 bytes out, one vector tile, one core at a quarter of HBM.
+    p = hw.launch_ns + math.ceil(_memory_ns(2 * 256 * 2, hw, 1, "vector"))
+    d1, d2 = _outer_product_ns(hw, 1), _outer_product_ns(hw, 2)
+    best = 2 * d2
+    # Preconditions of the argument: below 2 * d2, A does not fit on one core after p, and
+    # p + d1 (A and Z side by side on one core each) is no better.
+    assert p + d1 > best - 1 and p < d2
+    bound = _bound(text, hw)
+    assert bound.energetic_ns == best
+    assert best > max(
+        bound.critical_path_ns, *bound.core_window_ns.values(), *bound.moldable_ns.values()
+    )
+    assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
+
+
+def test_a_full_core_sync_op_may_run_faster_than_alone_on_its_parallelism() -> None:
+    """A small nonzero holds every vector core (full_core_sync), which widens its HBM share
+    beyond what its one tile would get: the critical path takes its shortest run, not its
+    run on its parallelism, so the bound stays below the simulated makespan."""
+    hw = PRESETS["tiny"]
+    text = "\n".join(
+        [
+            "func.func @f(%m: tensor<4x8xi1>) -> tensor<?x2xi64> {",
+            "  %n = npu.nonzero %m : (tensor<4x8xi1>) -> tensor<?x2xi64>",
+            "  func.return %n : tensor<?x2xi64>",
+            "}",
+        ]
+    )
+    bound = _bound(text, hw)
+    (span,) = _spans(text, hw, ("single",))
+    assert bound.critical_path_ns <= span
+    assert bound.ns <= span
+
+
+def test_the_moldable_term_mixes_paths_that_all_need_many_cores() -> None:
+    """Three chains of two outer products on a `tiny` with 4 cube cores and a 2 us launch.
+    Each op runs on 1 core in d1 or on 2 in d2 (its HBM share is its cores over 4).  Any one
+    chain is short even at d1 against the cube's work, so no single path helps; averaging
+    the three paths charges each op a third of its duration: for every lambda,
+    ``6 * min(lambda g d_g / 4 + (1 - lambda) d_g / 3)`` over its options, above both the
+    core time (6 * d1 / 4) and the critical path (2 * d2)."""
+    hw = dataclasses.replace(SLOW_LAUNCH, cube_cores=4)
+    body: list[str] = []
+    outs: list[str] = []
+    for i in range(3):
+        body += [
+            f"  %a{i} = npu.matmul %x, %w : {OUTER}",
+            f"  %x{i} = stream.wait_tensor %x after %a{i} : tensor<32x1xf16>, tensor<32x64xf16>",
+            f"  %b{i} = npu.matmul %x{i}, %w : {OUTER}",
+        ]
+        outs.append(f"%b{i}")
+    types = ", ".join(["tensor<32x64xf16>"] * 3)
+    text = "\n".join(
+        [
+            f"func.func @f(%x: tensor<32x1xf16>, %w: tensor<1x64xf16>) -> ({types}) {{",
+            *body,
+            f"  func.return {', '.join(outs)} : {types}",
+            "}",
+        ]
+    )
+    d1, d2 = _outer_product_ns(hw, 1), _outer_product_ns(hw, 2)
+    cores = hw.cube_cores
+    mixed = max(
+        math.ceil(6 * min(lam * g * d / cores + (1 - lam) * d / 3 for g, d in ((1, d1), (2, d2))))
+        for lam in (Fraction(k, 16) for k in range(1, 16))
+    )
+    bound = _bound(text, hw)
+    assert bound.moldable_ns["cube"] == mixed
+    assert mixed > max(bound.core_window_ns["cube"], bound.critical_path_ns)
+    assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
+
+
+def test_the_search_terms_are_left_out_beyond_their_budgets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no budget, the moldable and energetic terms are not computed (as on a large
+    program), and the bound is the others' maximum: lower, still valid."""
+    text = random_dag(3, DagConfig(ops=12, rows=256, cols=512))
+    full = _bound(text, HW)
+    assert full.moldable_ns  # computed within the default budget
+    monkeypatch.setattr(bounds, "MOLDABLE_BUDGET", 0)
+    monkeypatch.setattr(bounds, "ENERGETIC_BUDGET", 0)
+    cheap = _bound(text, HW)
+    assert cheap.moldable_ns == {} and cheap.energetic_ns is None
+    assert cheap.core_window_ns == full.core_window_ns
+    assert cheap.ns == max(cheap.arithmetic_ns, *cheap.core_window_ns.values())
+    assert cheap.arithmetic_ns <= cheap.ns <= full.ns
