@@ -248,3 +248,15 @@ def test_auto_does_not_split_the_cube_when_running_in_turn_is_faster() -> None:
     sq = judged.result.op(0, next(n for n, o in enumerate(judged.origin) if o == order.index(1)))
     assert sq is not None and sq.cores == 2
     assert judged.makespan == (tiny.launch_ns + 2 * 32 * 64 * 32) + (tiny.launch_ns + 262144)
+
+
+def test_auto_keeps_the_written_order_when_told_to() -> None:
+    """With `reorder` off (a function with `coreset.limit` scopes), no candidate -- the
+    list schedules included -- may reissue the ops: the answer has no new order."""
+    from npuir.schedule.auto import assign_auto
+
+    text = random_annotated_graph(5, 30, num_tags=0, wait_tensor_rate=0.0)
+    prog = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
+    none: list[str | None] = [None] * len(prog)
+    assert assign_auto(prog, none, {}, 8, HW).order is not None
+    assert assign_auto(prog, none, {}, 8, HW, reorder=False).order is None
