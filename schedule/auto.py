@@ -67,7 +67,7 @@ from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
-from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache, SimResult, simulate
+from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache, simulate
 from npuir.dialects.npu import NpuOp
 from npuir.progress import progress
 from npuir.schedule.events import lowered_program
@@ -101,14 +101,10 @@ class Judged:
     assignment: Assignment
     makespan: int
     waits: int
-    result: SimResult
-    origin: list[int]
-
-    def critical_nodes(self) -> list[int]:
-        """The program's compute nodes on the simulated critical path, in order."""
-        return [
-            self.origin[n] for r, n in self.result.critical_path if r == 0 and self.origin[n] >= 0
-        ]
+    critical: list[int]
+    """The program's compute nodes on the simulated critical path, in order.  (Only this
+    is kept of the simulation: a search holds many candidates, and a whole `SimResult`
+    keeps its run's arrays and lowered program alive.)"""
 
     def key(self) -> tuple[int, int, int]:
         return (self.makespan, self.waits, len(self.assignment.streams))
@@ -154,7 +150,8 @@ class Judge:
         )
         waits = sum(1 for k in lowered.kind if k is NodeKind.WAIT)
         span = result.makespan_ns if result.deadlock is None else 1 << 62
-        return Judged(name, assignment, span, waits, result, origin)
+        critical = [origin[n] for r, n in result.critical_path if r == 0 and origin[n] >= 0]
+        return Judged(name, assignment, span, waits, critical)
 
 
 @dataclass(frozen=True)
@@ -384,7 +381,7 @@ def _improve(
     when no move does (or the budget runs out first)."""
     prog = judge.prog
     targets = len(best.assignment.streams) + 1
-    for node in best.critical_nodes():
+    for node in best.critical:
         if pinned[node] is not None or prog.kind[node] is not NodeKind.COMPUTE:
             continue
         current = best.assignment.stream_of[node]

@@ -19,6 +19,7 @@ from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.dialects import stream
 from npuir.schedule.auto import Judge
+from npuir.schedule.events import lowered_program
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 MODES = (
@@ -242,12 +243,12 @@ def test_auto_does_not_split_the_cube_when_running_in_turn_is_faster() -> None:
     prog = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
     result = assign_auto(prog, [None] * len(prog), {}, 8, tiny)
     order = result.order or list(range(len(prog)))
-    judged = Judge(permuted(prog, order), tiny, None)(
-        "auto", dataclasses.replace(result, stream_of=[result.stream_of[n] for n in order])
-    )
-    sq = judged.result.op(0, next(n for n, o in enumerate(judged.origin) if o == order.index(1)))
+    in_order = dataclasses.replace(result, stream_of=[result.stream_of[n] for n in order])
+    lowered, origin = lowered_program(permuted(prog, order), in_order)
+    run = simulate([lowered], tiny)
+    sq = run.op(0, next(n for n, o in enumerate(origin) if o == order.index(1)))
     assert sq is not None and sq.cores == 2
-    assert judged.makespan == (tiny.launch_ns + 2 * 32 * 64 * 32) + (tiny.launch_ns + 262144)
+    assert run.makespan_ns == (tiny.launch_ns + 2 * 32 * 64 * 32) + (tiny.launch_ns + 262144)
 
 
 def test_auto_keeps_the_written_order_when_told_to() -> None:
