@@ -696,11 +696,15 @@ def max_matching(num: int, adj: Sequence[Sequence[int]]) -> list[int]:
 def path_cover(prog: Program, keep: Sequence[bool]) -> list[list[int]]:
     """Nimble's minimum path cover of the transitive reduction over the `keep`
     nodes: the paths, each in issue order, ordered by their first node."""
-    reduced = transitive_reduction(prog, keep)
-    nodes = [n for n in range(len(prog)) if keep[n]]
+    return cover_paths([n for n in range(len(prog)) if keep[n]], transitive_reduction(prog, keep))
+
+
+def cover_paths(nodes: Sequence[int], succ: Sequence[Sequence[int]]) -> list[list[int]]:
+    """A minimum path cover of the DAG on `nodes` (program nodes, in issue order) whose
+    edges are `succ[n]`, by maximum matching (`max_matching`): the paths, each in issue
+    order, ordered by their first node."""
     index = {n: i for i, n in enumerate(nodes)}
-    adj = [[index[v] for v in reduced[n]] for n in nodes]
-    match = max_matching(len(nodes), adj)
+    match = max_matching(len(nodes), [[index[v] for v in succ[n]] for n in nodes])
     has_pred = [False] * len(nodes)
     for v in match:
         if v >= 0:
@@ -765,6 +769,7 @@ __all__ = [
     "Request",
     "Strategy",
     "assign",
+    "cover_paths",
     "max_matching",
     "path_cover",
     "pinned_tags",

@@ -9,7 +9,7 @@ solvers) and `dag_weighted_stream_merger.{h,cc}` (duration-weighted scores and t
 re-check).  This is npuir's own code after that description:
 
 1. **Logical streams.**  A minimum path cover of the dependence DAG of the unpinned compute
-   ops by maximum bipartite matching (Hopcroft-Karp, `max_matching`).  As GE does, the cover
+   ops by maximum bipartite matching (Hopcroft-Karp, `cover_paths`).  As GE does, the cover
    is of the graph's *direct* edges (not of its transitive reduction, as Nimble's is); an
    edge that runs through a pinned op is followed through it, as GE's residual graph goes
    through its serial nodes.
@@ -58,7 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from npuir.analysis.partition import Assignment, Mode, Request, assign, max_matching
+from npuir.analysis.partition import Assignment, Mode, Request, assign, cover_paths
 from npuir.analysis.program import NodeKind, Program, StreamInfo
 from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
 from npuir.backends.npu.hardware import Hardware
@@ -341,21 +341,7 @@ def assign_minidag(req: Request, hw: Hardware, variant: Variant) -> Assignment:
     if not nodes:
         return base
     edges = _free_edges(prog, free)
-    index = {n: i for i, n in enumerate(nodes)}
-    match = max_matching(len(nodes), [[index[v] for v in edges[n]] for n in nodes])
-    has_pred = [False] * len(nodes)
-    for v in match:
-        if v >= 0:
-            has_pred[v] = True
-    paths: list[list[int]] = []
-    for i in range(len(nodes)):
-        if not has_pred[i]:
-            path = [nodes[i]]
-            j = match[i]
-            while j >= 0:
-                path.append(nodes[j])
-                j = match[j]
-            paths.append(path)
+    paths = cover_paths(nodes, edges)
     pinned_streams = len(base.streams)
     limit = 1 + req.max_streams - pinned_streams  # the default stream and what is left
     merger = _Merger(prog, paths, edges, solo_durations(prog, hw), variant, limit)

@@ -17,6 +17,7 @@ whose message starts with that line.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -247,7 +248,29 @@ def current_graph() -> Graph:
     return _LATEST[0]
 
 
-class Graph:
+class _Built(ABC):
+    """What a graph and a program both offer once built: their lowering and their text."""
+
+    config: CompilerConfig
+
+    @property
+    @abstractmethod
+    def module(self) -> ModuleOp:
+        """The finished, verified module."""
+
+    @property
+    def pipeline(self) -> str:
+        """The lowering the config asks for (see `CompilerConfig`)."""
+        return self.config.pipeline()
+
+    def text(self) -> str:
+        """The module as `.mlir` text."""
+        from npuir import print_ir
+
+        return print_ir(self.module)
+
+
+class Graph(_Built):
     """One function under construction: `torchair.Graph(name, target, config)`.
 
     ```python
@@ -593,17 +616,6 @@ class Graph:
             self._module = module
         return self._module
 
-    @property
-    def pipeline(self) -> str:
-        """The lowering the config asks for (see `CompilerConfig`)."""
-        return self.config.pipeline()
-
-    def text(self) -> str:
-        """The module as `.mlir` text."""
-        from npuir import print_ir
-
-        return print_ir(self.module)
-
 
 def verify_built(module: ModuleOp) -> None:
     """Verify a finished module; a failure is located at the user's line of the op."""
@@ -619,7 +631,7 @@ def _limit_count(value: object, what: str) -> int | None:
     return None if value == -1 else value
 
 
-class Program:
+class Program(_Built):
     """Several graphs in one module, one function per rank (MPMD).
 
     ```python
@@ -661,12 +673,3 @@ class Program:
             verify_built(module)
             self._module = module
         return self._module
-
-    @property
-    def pipeline(self) -> str:
-        return self.config.pipeline()
-
-    def text(self) -> str:
-        from npuir import print_ir
-
-        return print_ir(self.module)
