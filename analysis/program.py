@@ -8,7 +8,8 @@ and passes, the verifier, the simulator and automatic partitioning work on
 that; a pass then rewrites the IR once at the end.
 
 What counts as a node: every `npu` op, every `sync.record` / `sync.wait`, and
-the function's `func.return` (on the default stream).  Scope ops
+the function's `func.return` (on the default stream).  `npu.constant` is no
+node: like a function argument, its value is there from the start.  Scope ops
 (`stream.switch`, `coreset.limit`) and their yields are transparent: a value
 that leaves a scope is traced to the op that really produced it.
 `stream.wait_tensor` is dissolved: its result is the value it waits on, and
@@ -29,7 +30,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from npuir.diagnostics import error
 from npuir.dialects import coreset, gear, stream, sync
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import ConstantOp, NpuOp
 from npuir.dialects.stream import SwitchOp, WaitTensorOp
 from npuir.gc_pause import without_collector
 
@@ -139,6 +140,8 @@ class _Resolver:
             return -1, ()
         owner = value.owner
         assert isinstance(owner, Operation)
+        if isinstance(owner, ConstantOp):
+            return -1, ()
         if isinstance(owner, stream.WaitTensorOp):
             data, ctrl = self.resolve(owner.tensor)
             dep, dep_ctrl = self.resolve(owner.dep)
@@ -174,7 +177,9 @@ def _flatten(block: Block, tag: str | None, program: Program) -> None:
             _flatten(op.body.block, tag, program)
         elif isinstance(op, stream.WaitTensorOp):
             program.wait_tensors.append((op, tag))
-        elif not isinstance(op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp):
+        elif not isinstance(
+            op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp | ConstantOp
+        ):
             program.ops.append(op)
             program.pinned.append(tag)
 

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     I64,
     BFloat16Type,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
     FloatAttr,
@@ -45,14 +46,19 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, AttributeCovT, Dialect, Operation, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
     AttrConstraint,
     IRDLOperation,
     MessageConstraint,
+    ParamAttrConstraint,
+    VarConstraint,
+    base,
     attr_def,
     irdl_op_definition,
     operand_def,
     opt_attr_def,
     opt_operand_def,
+    prop_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -1499,6 +1505,55 @@ class OpaqueOp(NpuOp):
 
 
 # --------------------------------------------------------------------------
+# Constants
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A value fixed in the program: a scalar the model captured (`x * 0.5`, a
+    softmax scale, a mean's divisor).
+
+    Not an operator: it runs on no engine, is no device buffer, costs nothing
+    and is never launched, and it is not an input -- runs use its value and
+    never ask for it.  The program graph reads its result as ready at the start,
+    as it reads a function argument.
+
+    ```mlir
+    %c = npu.constant dense<5.000000e-01> : tensor<f16>
+    ```
+    """
+
+    name = "npu.constant"
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+
+    value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (T, AnyAttr())))
+    result = result_def(T)
+
+    traits = traits_def(Pure(), VerifiesDialectAttributes())
+
+    assembly_format = "$value attr-dict"
+
+    def __init__(self, value: DenseIntOrFPElementsAttr) -> None:
+        super().__init__(properties={"value": value}, result_types=[value.get_type()])
+
+    @staticmethod
+    def scalar(value: float, dtype: Attribute) -> ConstantOp:
+        """A rank-0 constant of element type `dtype` (an int type takes `int(value)`)."""
+        ty = TensorType(dtype, [])
+        number: float = int(value) if isinstance(dtype, IntegerType) else float(value)
+        return ConstantOp(DenseIntOrFPElementsAttr.from_list(ty, [number]))
+
+    def verify_(self) -> None:
+        ty = self.result.type
+        if isinstance(ty, TensorType):
+            if DYN in ty.get_shape():
+                raise VerifyException(f"a constant has a static shape, got {ty}")
+            element_bytes(ty.element_type)
+
+
+# --------------------------------------------------------------------------
 # Module-level helpers
 # --------------------------------------------------------------------------
 
@@ -1558,4 +1613,4 @@ NPU_OPS: tuple[type[NpuOp], ...] = (
     OpaqueOp,
 )
 
-Npu = Dialect("npu", list(NPU_OPS), [], [NpuAttributeVerifier()])
+Npu = Dialect("npu", [*NPU_OPS, ConstantOp], [], [NpuAttributeVerifier()])

@@ -301,7 +301,10 @@ def make_inputs(
 
 
 def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
-    """Inputs from an `.npz` (loaded without pickle): `argN`, or `rankR/argN` per rank."""
+    """Inputs from an `.npz` (loaded without pickle): each argument by its index `argN` or
+    by its name (the `%name` it is printed with; a torch program's input names, as
+    `npuir.frontends.torch.example_inputs` keys them), or `rankR/argN` / `rankR/NAME`
+    per rank.  Constants (`npu.constant`) are not arguments and are never asked for."""
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
@@ -311,10 +314,18 @@ def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
     for rank, func in enumerate(funcs):
         values: list[Array] = []
         for index, ty in enumerate(func.function_type.inputs):
-            key = next((k for k in (f"rank{rank}/arg{index}", f"arg{index}") if k in arrays), None)
+            keys = [f"rank{rank}/arg{index}", f"arg{index}"]
+            hint = func.body.block.args[index].name_hint
+            if hint:
+                keys[1:1] = [f"rank{rank}/{hint}"]
+                keys.append(hint)
+            key = next((k for k in keys if k in arrays), None)
             if key is None:
+                named = f" or '{hint}'" if hint else ""
                 raise DiagnosticError(
-                    Diagnostic("error", f"'{path}' has no array 'arg{index}' for rank {rank}")
+                    Diagnostic(
+                        "error", f"'{path}' has no array 'arg{index}'{named} for rank {rank}"
+                    )
                 )
             assert isinstance(ty, TensorType)
             values.append(_given_input(path, key, arrays[key], func, index, ty))

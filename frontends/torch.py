@@ -10,7 +10,7 @@ uses, so shapes are inferred by the dialect and scopes are made the same way:
   range in the function's `torch.dim_ranges = {s0 = array<i64: lo, hi>}`
   (hi = -1: unbounded);
 - a Python scalar operand (`x * 0.125`, a mean's divisor) becomes a rank-0
-  argument marked `torch.const = value`, as the GE importer passes constants;
+  `npu.constant` of the other operand's dtype (not an input: runs use its value);
 - TorchAir's `air::scope_enter` / `air::scope_exit` open and close
   `stream.switch` (keys `_user_stream_label`, `_user_stream_priority`) and
   `coreset.limit` (`_op_aicore_num`, `_op_vectorcore_num`) scopes, nesting as
@@ -28,6 +28,7 @@ from its tensor sizes) with one warning per kind; `strict=True` refuses it.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 import warnings as pywarnings
@@ -40,10 +41,8 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
-    FloatAttr,
     ModuleOp,
     StringAttr,
-    f64,
     i64,
 )
 
@@ -59,9 +58,6 @@ SYM_DIMS = "torch.sym_dims"
 
 DIM_RANGES = "torch.dim_ranges"
 """Function attribute: each symbol's `torch.export.Dim` range, `array<i64: lo, hi>`."""
-
-CONST = "torch.const"
-"""Argument attribute: the value of a scalar the program used as a constant."""
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -92,7 +88,6 @@ class _Importer:
         self.warnings: list[Diagnostic] = []
         self.graph = Graph(name, target)
         self.env: dict[torch.fx.Node, Any] = {}
-        self.consts: dict[tuple[float, str], Tensor] = {}
         self.scopes: list[int] = []  # scopes each open scope_enter opened
         self.node: torch.fx.Node | None = None
 
@@ -107,16 +102,13 @@ class _Importer:
         return value
 
     def tensor(self, value: Any, like: Tensor) -> Tensor:
-        """`value` as a tensor: a scalar becomes a constant argument of `like`'s dtype."""
+        """`value` as a tensor: a scalar becomes an `npu.constant` of `like`'s dtype."""
         if isinstance(value, Tensor):
             return value
         if isinstance(value, bool | int | float):
-            key = (float(value), like.dtype)
-            if key not in self.consts:
-                self.consts[key] = self.graph.input(
-                    (), like.dtype, attributes={CONST: FloatAttr(float(value), f64)}
-                )
-            return self.consts[key]
+            if not math.isfinite(value):
+                raise UnsupportedOp(f"the scalar {value} is not a finite number")
+            return self.graph.constant(value, like.dtype)
         raise UnsupportedOp(f"operand {value!r} is neither a tensor nor a number")
 
     def binary(self, fn: Callable[[Tensor, Tensor], Tensor]) -> Callable[..., Tensor]:
@@ -472,6 +464,48 @@ def import_exported_program(
         for warning in importer.warnings:
             pywarnings.warn(warning.render(), stacklevel=2)
     return module
+
+
+def example_inputs(ep: torch.export.ExportedProgram, *args: Any) -> dict[str, Any]:
+    """The arrays `npuir-run --inputs` takes for `ep`'s module on the user inputs `args`.
+
+    Keyed by the function arguments' names, which are the program's placeholder names
+    (`p_gate_weight` for a parameter, `b_slot_token` for a buffer, `x` for a user
+    input): parameters, buffers and lifted constants from the program's own state, the
+    user inputs from `args` in the order `forward` takes them.  `np.savez(path,
+    **example_inputs(ep, x))` writes a file that `npuir-run --inputs` reads, so a run
+    computes on exactly what eager PyTorch computes on.
+    """
+    from torch.export.graph_signature import InputKind
+
+    user = [a for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)]
+    arrays: dict[str, Any] = {}
+    taken = 0
+    for spec in ep.graph_signature.input_specs:
+        name = getattr(spec.arg, "name", None)
+        if name is None:
+            continue
+        if spec.kind is InputKind.USER_INPUT:
+            if taken >= len(user):
+                raise ValueError(f"input '{name}' has no tensor among the {len(user)} given")
+            value = user[taken]
+            taken += 1
+        elif spec.target in ep.state_dict:
+            value = ep.state_dict[spec.target]
+        else:
+            value = ep.constants[spec.target]
+        arrays[name] = _numpy(value)
+    return arrays
+
+
+def _numpy(t: torch.Tensor) -> Any:
+    """`t` as a numpy array of the same element type (bfloat16 as `ml_dtypes.bfloat16`)."""
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
 
 
 def import_pt2(

@@ -8,8 +8,9 @@ context managers call them (the schemas below are TorchAir's):
     air::wait_tensor(Tensor self, Tensor dependency) -> Tensor
 
 `register()` defines them when they are not defined yet (TorchAir itself,
-when installed, defines them first and is left alone), with meta and CPU
-kernels that do nothing but return `self`.  All three are marked
+when installed, defines them first and is left alone), with one kernel for
+every backend that does nothing but return `self` (so a model also runs
+eagerly, on any device).  All three are marked
 side-effecting (`torch.fx.node.has_side_effect`): otherwise `torch.export`
 removes a `wait_tensor` whose result is unused, which is exactly how the seed
 model writes it, and the scope markers, which have no result at all.
@@ -72,8 +73,9 @@ def register() -> None:
     for name in missing:
         schema, kernel = schemas[name]
         lib.define(schema)
-        for key in ("Meta", "CPU"):
-            lib.impl(name, kernel, key)
+        # One kernel for every backend: the scope markers take no tensor, so no
+        # tensor's device could pick a backend kernel for them in eager runs.
+        lib.impl(name, kernel, "CompositeExplicitAutograd")
         has_side_effect(getattr(namespace, name).default)
 
 

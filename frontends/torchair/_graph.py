@@ -17,6 +17,8 @@ whose message starts with that line.
 
 from __future__ import annotations
 
+import math
+
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,7 +46,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.diagnostics import DiagnosticError, SourceLocation
-from npuir.dialects import coreset, gear, stream
+from npuir.dialects import coreset, gear, npu, stream
 from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
 
@@ -304,6 +306,7 @@ class Graph(_Built):
         self._open: list[_Scope] = [self._root]
         self._scope_of: dict[Operation, _Scope] = {}
         self._stream_limits: list[Operation] = []
+        self._constants: dict[tuple[float, str], Tensor] = {}
         self._gears: dict[int, dict[int, list[int]]] = {}
         self._arg_attrs: dict[int, dict[str, Attribute]] = {}
         self.attributes: dict[str, Attribute] = {}
@@ -363,6 +366,22 @@ class Graph(_Built):
         if attributes:
             self._arg_attrs[index] = dict(attributes)
         return Tensor(self, arg)
+
+    def constant(self, value: float, dtype: object = "f16") -> Tensor:
+        """A rank-0 `npu.constant` of `value` (a scalar the model captured), made once per
+        value and dtype; it stands at the top of the function, outside every scope."""
+        self._check_open()
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise fail(f"a constant is a finite Python number, got {value!r}")
+        elem = element_type(dtype)
+        key = (float(value), dtype_name(elem))
+        made = self._constants.get(key)
+        if made is None:
+            op = npu.ConstantOp.scalar(float(value), elem)
+            op.location = self.location()
+            self._scope_of[op] = self._root
+            made = self._constants[key] = Tensor(self, op.result)
+        return made
 
     def output(self, *values: Tensor) -> None:
         """The function's results, in order (`func.return`)."""
@@ -527,7 +546,13 @@ class Graph(_Built):
             raise fail(f"graph '{self.name}' has no outputs; call g.output(...)")
         ret = ReturnOp(*self._outputs)
         self._scope_of[ret] = self._root
-        body = [*self._stream_limits, *self._materialise(self._root), ret]
+        constants = [t.value.owner for t in self._constants.values()]
+        body = [
+            *self._stream_limits,
+            *(op for op in constants if isinstance(op, Operation)),
+            *self._materialise(self._root),
+            ret,
+        ]
         self._block.add_ops(body)
         arg_types = [a.type for a in self._block.args]
         arg_attrs = None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
@@ -22,7 +24,12 @@ from xdsl.dialects.builtin import (
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Attribute
 
-from npuir.backends.npu.kernels import MissingKernelError, kernel_attrs, kernel_for
+from npuir.backends.npu.kernels import (
+    MissingKernelError,
+    kernel_attrs,
+    kernel_for,
+    numpy_dtype,
+)
 from npuir.dialects import npu
 
 # Attributes that schedule an op but do not change what it computes.
@@ -66,9 +73,27 @@ def run_npu_op(op: npu.NpuOp, args: PythonValues) -> tuple[Any, ...]:
     return tuple(kernel_for(op.name)(list(args), op_kernel_attrs(op)))
 
 
+def constant_value(op: npu.ConstantOp) -> Any:
+    """The array `op` stands for: its values in its type's shape and element type."""
+    ty = op.result.type
+    assert isinstance(ty, TensorType)
+    dtype = numpy_dtype(npu.dtype_name(ty.element_type))
+    shape = tuple(ty.get_shape())
+    values = op.value.get_values()
+    if len(values) == 1:
+        return np.full(shape, values[0], dtype=dtype)
+    return np.asarray(values, dtype=dtype).reshape(shape)
+
+
 @register_impls
 class NpuFunctions(InterpreterFunctions):
-    """Every `npu` op, through its numpy kernel."""
+    """Every `npu` op, through its numpy kernel; `npu.constant`, its value."""
+
+    @impl(npu.ConstantOp)
+    def run_constant(
+        self, interpreter: Interpreter, op: npu.ConstantOp, args: PythonValues
+    ) -> PythonValues:
+        return (constant_value(op),)
 
 
 def _make_impl(op_type: type[npu.NpuOp]) -> None:
@@ -82,4 +107,6 @@ def _make_impl(op_type: type[npu.NpuOp]) -> None:
 
 for _op_type in npu.NPU_OPS:
     _make_impl(_op_type)
+
+
 register_impls(NpuFunctions)

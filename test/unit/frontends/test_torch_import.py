@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -26,9 +27,12 @@ from npuir.dialects import stream, sync  # noqa: E402
 from npuir.dialects.npu import NpuOp, OpaqueOp  # noqa: E402
 from npuir.driver.run import RunConfig, run_program  # noqa: E402
 from npuir.frontends import torch_scope as scope  # noqa: E402
+from npuir.dialects.npu import ConstantOp  # noqa: E402
+from npuir.driver.run import output_arrays  # noqa: E402
+from npuir.frontends import torch as torch_frontend  # noqa: E402
 from npuir.frontends.torch import (  # noqa: E402
-    CONST,
     DIM_RANGES,
+    example_inputs,
     import_exported_program,
     import_pt2,
 )
@@ -55,6 +59,31 @@ def _check(module: ModuleOp, tmp_path: Path) -> dict[str, Any]:
     outcome = run_program(RunConfig(str(path), check=True))
     assert outcome.status == 0, outcome.report
     return outcome.report
+
+
+def _against_eager(
+    model: nn.Module, args: tuple[Any, ...], tmp_path: Path, tol: float = 1e-4
+) -> list[str]:
+    """`npuir-run FILE --inputs IN.npz --check` on the imported model, with IN.npz holding
+    the model's own parameters and `args` keyed by input name; returns the outputs that
+    differ from eager PyTorch on the same inputs (the scheduled run must pass --check)."""
+    ep = torch.export.export(model, args)
+    module = import_exported_program(ep)
+    path, inputs = tmp_path / "model.mlir", tmp_path / "inputs.npz"
+    path.write_text(npuir.print_ir(module))
+    np.savez(inputs, **example_inputs(ep, *args))
+    outcome = run_program(RunConfig(str(path), inputs=str(inputs), check=True))
+    assert outcome.status == 0, outcome.report
+    got = output_arrays(outcome)
+    with torch.no_grad():
+        eager = model(*args)
+    want = [t for t in (eager if isinstance(eager, tuple) else (eager,))]
+    assert len(got) == len(want)
+    return [
+        f"out{i}"
+        for i, w in enumerate(want)
+        if not np.allclose(got[f"out{i}"], w.numpy(), rtol=tol, atol=tol)
+    ]
 
 
 def _count(module: ModuleOp, kind: type) -> int:
@@ -165,9 +194,15 @@ def test_attention_with_a_kv_cache_runs_checked(tmp_path: Path) -> None:
     func = module.body.block.first_op
     assert isinstance(func, FuncOp)
     assert func.function_type.outputs.data[1].get_shape() == (4, 16, 16)
-    consts = [a for a in (func.arg_attrs or []) if CONST in a.data]
-    assert len(consts) == 1  # the score scale
+    assert len(func.args) == 8  # five weights, x and two caches: the scale is no input
+    assert _count(module, ConstantOp) == 1  # the score scale
     _check(module, tmp_path)
+
+
+def test_attention_with_a_kv_cache_computes_what_eager_computes(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    args = (torch.randn(4, 64), torch.randn(4, 12, 16), torch.randn(4, 12, 16))
+    assert _against_eager(Attention(), args, tmp_path) == []
 
 
 class MoE(nn.Module):
@@ -208,6 +243,54 @@ def test_moe_block_with_a_shared_expert_runs_checked(tmp_path: Path) -> None:
     assert per_stream["shared"] == shared
     assert "npu.topk" in per_stream["default"]
     _check(module, tmp_path)
+
+
+def test_moe_block_computes_what_eager_computes(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    assert _against_eager(MoE(), (torch.randn(8, 32),), tmp_path) == []
+
+
+class Scalars(nn.Module):
+    """Python scalars everywhere: a scale, an offset, a divisor, a reversed subtraction."""
+
+    def forward(self, x: Any, y: Any) -> Any:
+        h = (x * 0.5 + 3) / 4.0
+        return 1.0 - torch.sigmoid(h) * y, h.mean(dim=-1)
+
+
+def test_scalars_become_constants_not_inputs() -> None:
+    module = _import(Scalars(), torch.randn(8, 16), torch.randn(8, 16))
+    func = module.body.block.first_op
+    assert isinstance(func, FuncOp)
+    assert [a.name_hint for a in func.args] == ["x", "y"]
+    values = sorted(
+        float(op.value.get_values()[0]) for op in module.walk() if isinstance(op, ConstantOp)
+    )
+    assert values == [0.5, 1.0, 3.0, 4.0, 16.0]
+
+
+def test_a_model_with_scalars_computes_what_eager_computes(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    args = (torch.randn(8, 16), torch.randn(8, 16))
+    assert _against_eager(Scalars(), args, tmp_path) == []
+
+
+def test_a_wrong_frontend_mapping_passes_check_but_not_the_eager_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--check` compares the scheduled program with the unscheduled one, so it cannot see a
+    frontend that maps an op wrongly; comparing with eager does."""
+    real = torch_frontend._Importer.handlers
+
+    def broken(self: Any) -> dict[Any, Any]:
+        table = real(self)
+        table[torch.ops.aten.sigmoid.default] = torch_frontend.ops.relu  # the mistake
+        return table
+
+    monkeypatch.setattr(torch_frontend._Importer, "handlers", broken)
+    torch.manual_seed(0)
+    args = (torch.randn(8, 16), torch.randn(8, 16))
+    assert _against_eager(Scalars(), args, tmp_path) == ["out0"]
 
 
 class Dynamic(nn.Module):
