@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,

@@ -868,3 +868,12 @@ func.func @case(%x: tensor<4xf16>) {
   %0 = npu.opaque %x {engine = "vector"} : (tensor<4xf16>) -> tensor<4xf16>
   func.return
 }
+
+// -----
+
+// Tests that a constant's element type is one the NPU has.
+func.func @case() {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.constant' op
+  %c = npu.constant dense<0.5> : tensor<f64>
+  func.return
+}

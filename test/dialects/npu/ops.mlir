@@ -10,6 +10,20 @@
 // GENERIC:    "builtin.module"() ({
 module attributes {npu.target = "910b2"} {
 
+// Tests that a constant prints its value with its type and feeds ops like an argument.
+// CHECK-LABEL: func.func @constant
+// CHECK-NEXT:    %c = npu.constant dense<5.000000e-01> : tensor<f16>
+// CHECK-NEXT:    %n = npu.constant dense<[1, 2]> : tensor<2xi32>
+// CHECK-NEXT:    %0 = npu.mul %x, %c : (tensor<4xf16>, tensor<f16>) -> tensor<4xf16>
+// GENERIC-LABEL: "func.func"() <{sym_name = "constant"
+// GENERIC:       %c = "npu.constant"() <{value = dense<5.000000e-01> : tensor<f16>}> : () -> tensor<f16>
+  func.func @constant(%x: tensor<4xf16>) -> tensor<4xf16> {
+    %c = npu.constant dense<0.5> : tensor<f16>
+    %n = npu.constant dense<[1, 2]> : tensor<2xi32>
+    %0 = npu.mul %x, %c : (tensor<4xf16>, tensor<f16>) -> tensor<4xf16>
+    func.return %0 : tensor<4xf16>
+  }
+
 // Tests that matmul prints both transpose flags as unit attributes.
 // CHECK-LABEL: func.func @matmul
 // CHECK-NEXT:    %0 = npu.matmul %a, %b : (tensor<64x32xf16>, tensor<32x16xf16>) -> tensor<64x16xf16>

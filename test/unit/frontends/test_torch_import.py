@@ -24,12 +24,18 @@ from xdsl.dialects.func import FuncOp  # noqa: E402
 import npuir  # noqa: E402
 from npuir.diagnostics import DiagnosticEngine, DiagnosticError  # noqa: E402
 from npuir.dialects import stream, sync  # noqa: E402
-from npuir.dialects.npu import NpuOp, OpaqueOp  # noqa: E402
-from npuir.driver.run import RunConfig, run_program  # noqa: E402
-from npuir.frontends import torch_scope as scope  # noqa: E402
-from npuir.dialects.npu import ConstantOp  # noqa: E402
-from npuir.driver.run import output_arrays  # noqa: E402
+from npuir.dialects.npu import (  # noqa: E402
+    ConstantOp,
+    NpuOp,
+    OpaqueOp,
+)
+from npuir.driver.run import (  # noqa: E402
+    RunConfig,
+    output_arrays,
+    run_program,
+)
 from npuir.frontends import torch as torch_frontend  # noqa: E402
+from npuir.frontends import torch_scope as scope  # noqa: E402
 from npuir.frontends.torch import (  # noqa: E402
     DIM_RANGES,
     example_inputs,
