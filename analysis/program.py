@@ -13,8 +13,12 @@ node: like a function argument, its value is there from the start.  Scope ops
 (`stream.switch`, `coreset.limit`) and their yields are transparent: a value
 that leaves a scope is traced to the op that really produced it.
 `stream.wait_tensor` is dissolved: its result is the value it waits on, and
-every node that uses it gains a *control* dependency on the producer of its
-`dep` (TorchAir's meaning: every later user of `self` waits for `dep`).
+every node that uses `self` after the wait in program order -- through the
+wait's result or `self` itself, anywhere in the function: in the wait's scope,
+nested, or after the scope closes on any stream -- gains a *control*
+dependency on the producer of its `dep` (the seed's meaning, DESIGN §2.2:
+"all nodes that use self" wait for `dep`).  `self` is traced through scopes
+and earlier waits, so a value that leaves a scope is the value it was inside.
 A dependency on a function argument is dropped: arguments are ready at the
 start.
 """
@@ -94,6 +98,8 @@ class Program:
         default_factory=list[tuple[WaitTensorOp, str | None]]
     )
     """Every `stream.wait_tensor` in program order, with the tag of its innermost scope."""
+    wait_positions: list[int] = field(default_factory=list[int])
+    """Per entry of `wait_tensors`, the first node after it in program order."""
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -158,6 +164,30 @@ class _Resolver:
         return node, ()
 
 
+def waited_value(value: SSAValue) -> SSAValue:
+    """The value `value` stands for as a wait's `self`: traced back through
+    `stream.wait_tensor` results and out of scopes to the value they yield."""
+    while isinstance(value, OpResult):
+        owner = value.op
+        if isinstance(owner, stream.WaitTensorOp):
+            value = owner.tensor
+        elif isinstance(owner, stream.SwitchOp | coreset.LimitOp):
+            term = owner.body.block.last_op
+            assert term is not None
+            value = term.operands[value.index]
+        else:
+            break
+    return value
+
+
+def _later_waits(program: Program) -> dict[SSAValue, list[tuple[int, SSAValue]]]:
+    """Each waited-on value's waits: (first node after the wait, the wait's `dep`)."""
+    table: dict[SSAValue, list[tuple[int, SSAValue]]] = {}
+    for (wait, _), at in zip(program.wait_tensors, program.wait_positions):
+        table.setdefault(waited_value(wait.tensor), []).append((at, wait.dep))
+    return table
+
+
 def _flatten(block: Block, tag: str | None, program: Program) -> None:
     """Issue order: ops in program order, scopes entered where they stand.
 
@@ -177,6 +207,7 @@ def _flatten(block: Block, tag: str | None, program: Program) -> None:
             _flatten(op.body.block, tag, program)
         elif isinstance(op, stream.WaitTensorOp):
             program.wait_tensors.append((op, tag))
+            program.wait_positions.append(len(program.ops))
         elif not isinstance(
             op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp | ConstantOp
         ):
@@ -212,6 +243,7 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
     program.index = {op: i for i, op in enumerate(flat)}
 
     resolver = _Resolver(program)
+    waits = _later_waits(program) if program.wait_tensors else {}
     for n, op in enumerate(flat):
         if isinstance(op, NpuOp):
             kind = NodeKind.COMPUTE
@@ -244,6 +276,8 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
         else:
             for operand in op.operands:
                 producer, controls = resolver.resolve(operand)
+                if waits:
+                    controls = controls + _waited_before(n, operand, waits, resolver)
                 for p, k in ((producer, DepKind.DATA), *((c, DepKind.CONTROL) for c in controls)):
                     if p < 0 or p in seen:
                         continue
@@ -257,6 +291,27 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
                     deps.append((p, k))
         program.deps.append(deps)
     return program
+
+
+def _waited_before(
+    n: int,
+    operand: SSAValue,
+    waits: dict[SSAValue, list[tuple[int, SSAValue]]],
+    resolver: _Resolver,
+) -> tuple[int, ...]:
+    """The producers node `n` must follow because a wait on `operand`'s value stands
+    before it in program order."""
+    found = waits.get(waited_value(operand))
+    if not found:
+        return ()
+    out: list[int] = []
+    for at, dep in found:
+        if at <= n:
+            producer, controls = resolver.resolve(dep)
+            out.extend(controls)
+            if producer >= 0:
+                out.append(producer)
+    return tuple(out)
 
 
 def _stream_index(op: Operation, kind: NodeKind, sym_index: dict[str, int], lowered: bool) -> int:
@@ -313,6 +368,7 @@ __all__ = [
     "StreamInfo",
     "build_program",
     "defined_functions",
+    "waited_value",
     "is_dispatcher",
     "is_lowered",
     "module_streams",

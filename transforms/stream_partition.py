@@ -92,9 +92,15 @@ def _has_dynamic_args(func: FuncOp) -> bool:
 
 
 def bind_later_uses(func: FuncOp) -> None:
-    """Give every `stream.wait_tensor` its seed meaning: each later use of its tensor in
-    program order (same block, or nested in a later op) uses the wait's result instead,
-    so that it is ordered after the wait's `dep` (see `stream.WaitTensorOp`)."""
+    """Spell out every `stream.wait_tensor`'s seed meaning in the flattened function:
+    each later use of its tensor in program order (the same block, or nested in a
+    later op) uses the wait's result instead, so that the ordering survives a reissue.
+
+    The program graph orders those uses after the wait's `dep` already, wherever
+    they stand (`npuir.analysis.program`); run after `flatten_switches`, this
+    reaches every later use but those outside a `coreset.limit` scope holding the
+    wait, where its result is not visible (the wait's place in issue order, which
+    no reissue changes in a function with such scopes, orders those)."""
     ops = list(func.body.walk())
     waits = [op for op in ops if isinstance(op, stream.WaitTensorOp)]
     if not waits:
@@ -263,8 +269,6 @@ class StreamPartitionPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = StreamTable(module_streams(op))
         unlowered = [f for f in scheduled_functions(op) if not is_lowered(f)]
-        for func in unlowered:
-            bind_later_uses(func)
         programs = [(f, build_program(f)) for f in unlowered]
         reserved = set(table.by_tag).union(*(p.scopes for _, p in programs))
         requested = Mode(self.mode)
@@ -347,6 +351,7 @@ class StreamPartitionPass(ModulePass):
             s = _wait_tensor_stream(prog, wait, tag, result, by_tag, mode)
             wait.attributes[stream.STREAM_ON] = refs[s]
         flatten_switches(func)
+        bind_later_uses(func)
         if result.order is not None:
             reissue(func, prog, result.order)
 

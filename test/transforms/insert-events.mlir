@@ -28,8 +28,8 @@ func.func @seed(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t, !t, !t) {
 // CHECK-NEXT:    sync.wait %[[E0]] on @s1
 // CHECK-NEXT:    %m = npu.matmul %in3, %w {stream.on = @s1}
 // CHECK-NEXT:    %[[E1:.*]] = sync.record on @s1 {event_id = 0 : i64}
-// CHECK-NEXT:    %mm1 = npu.matmul %in3, %in4 {stream.on = @s0}
-// CHECK-NEXT:    %w2 = stream.wait_tensor %in4 after %m {stream.on = @s2}
+// CHECK-NEXT:    %mm1 = npu.matmul %in3, %w {stream.on = @s0}
+// CHECK-NEXT:    %w2 = stream.wait_tensor %w after %m {stream.on = @s2}
 // CHECK-NEXT:    sync.wait %[[E1]] on @s2
 // CHECK-NEXT:    %a = npu.add %in3, %w2 {stream.on = @s2}
 // CHECK-NEXT:    %[[E2:.*]] = sync.record on @s2 {event_id = 0 : i64}
@@ -182,7 +182,7 @@ func.func @join4(%x: !t) -> !t {
 
 // Tests that the seed written literally -- npu_wait_tensor as a statement, the
 // scope then using %in4 itself -- is ordered as seed 001 says: every later use
-// of %in4 in the scope waits for the dependency, so the program lowers with the
+// of %in4 waits for the dependency (in the scope and after it), so the program lowers with the
 // same three waits as the form that uses the wait's result.
 
 !t = tensor<8x8xf16>
@@ -209,8 +209,8 @@ func.func @seed_literal(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t, !t, 
 // CHECK-NEXT:    sync.wait %[[E0]] on @s1
 // CHECK-NEXT:    %m = npu.matmul %in3, %w {stream.on = @s1}
 // CHECK-NEXT:    %[[E1:.*]] = sync.record on @s1 {event_id = 0 : i64}
-// CHECK-NEXT:    %mm1 = npu.matmul %in3, %in4 {stream.on = @s0}
-// CHECK-NEXT:    %w2 = stream.wait_tensor %in4 after %m {stream.on = @s2}
+// CHECK-NEXT:    %mm1 = npu.matmul %in3, %w {stream.on = @s0}
+// CHECK-NEXT:    %w2 = stream.wait_tensor %w after %m {stream.on = @s2}
 // CHECK-NEXT:    sync.wait %[[E1]] on @s2
 // CHECK-NEXT:    %a = npu.add %in3, %w2 {stream.on = @s2}
 // CHECK-NEXT:    %[[E2:.*]] = sync.record on @s2 {event_id = 0 : i64}

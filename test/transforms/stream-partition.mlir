@@ -2,7 +2,9 @@
 // RUN: npuir-opt %s --split-input-file -p 'stream-partition{ignore-tags=true}' | filecheck %s --check-prefix=IGNORE
 
 // Tests that scopes are flattened in issue order, every op gets the stream of
-// its scope, and streams are declared default first, then by first use.
+// its scope, and streams are declared default first, then by first use; and
+// that a use of the waited tensor after the scope closes reads the wait's
+// result (DESIGN §2.2: every later use of %in4 is ordered after %add).
 
 !t = tensor<8x8xf16>
 func.func @seed(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
@@ -22,7 +24,7 @@ func.func @seed(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
 // CHECK-NEXT:    %add = npu.add %in1, %in2 {stream.on = @s0}
 // CHECK-NEXT:    %w = stream.wait_tensor %in4 after %add {stream.on = @s1}
 // CHECK-NEXT:    %m = npu.matmul %in3, %w {stream.on = @s1}
-// CHECK-NEXT:    %mm1 = npu.matmul %in3, %in4 {stream.on = @s0}
+// CHECK-NEXT:    %mm1 = npu.matmul %in3, %w {stream.on = @s0}
 // CHECK-NEXT:    func.return %m, %mm1
 
 // IGNORE:        stream.decl @s0 "default" priority 0

@@ -152,3 +152,29 @@ func.func @dropped_wait(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
 }
 
 // CHECK: sync-verify.mlir:[[# @LINE - 6]]:3: error: race: 'npu.matmul' (%m) on stream @s1 ("1") must wait for 'npu.add' (%add) on stream @s0 ("default"), but no event orders it after its producer
+
+// -----
+
+// Tests that a later use of the waited tensor itself, outside the wait's scope
+// and on a third stream, is ordered after the dependency too (DESIGN §2.2):
+// without an event from the add's stream, the relu on @s2 is a race.
+
+!t = tensor<8x8xf16>
+stream.decl @s0 "default" priority 0
+stream.decl @s1 "1" priority 0
+stream.decl @s2 "2" priority 0
+func.func @late_use(%in1: !t, %in4: !t) -> (!t, !t, !t) {
+  %add = npu.add %in1, %in1 {stream.on = @s0} : (!t, !t) -> !t
+  %e0 = sync.record on @s0 {event_id = 0 : i64}
+  %w = stream.wait_tensor %in4 after %add {stream.on = @s1} : !t, !t
+  sync.wait %e0 on @s1
+  %m = npu.exp %w {stream.on = @s1} : (!t) -> !t
+  %r = npu.relu %in4 {stream.on = @s2} : (!t) -> !t
+  %e1 = sync.record on @s1 {event_id = 1 : i64}
+  %e2 = sync.record on @s2 {event_id = 2 : i64}
+  sync.wait %e1 on @s0
+  sync.wait %e2 on @s0
+  func.return %add, %m, %r : !t, !t, !t
+}
+
+// CHECK: sync-verify.mlir:[[# @LINE - 9]]:3: error: race: 'npu.relu' (%r) on stream @s2 ("2") must wait for 'npu.add' (%add) on stream @s0 ("default"), but no event orders it after its producer

@@ -45,8 +45,10 @@ def test_dependence_graph_traces_scopes_and_wait_tensor() -> None:
         "'func.return'",
     ]
     assert graph.predecessors(1) == [(0, DepKind.CONTROL)]
+    # %mm1 uses %in4 after the wait, outside its scope: it waits for %add too.
+    assert graph.predecessors(2) == [(0, DepKind.CONTROL)]
     assert graph.predecessors(3) == [(1, DepKind.DATA), (2, DepKind.DATA)]
-    assert sorted(graph.successors(0)) == [1, 4]
+    assert sorted(graph.successors(0)) == [1, 2, 4]
     assert graph.reachable(0, 3)
     assert not graph.reachable(2, 1)
     assert not graph.reachable(3, 0)
