@@ -177,4 +177,4 @@ func.func @late_use(%in1: !t, %in4: !t) -> (!t, !t, !t) {
   func.return %add, %m, %r : !t, !t, !t
 }
 
-// CHECK: sync-verify.mlir:[[# @LINE - 9]]:3: error: race: 'npu.relu' (%r) on stream @s2 ("2") must wait for 'npu.add' (%add) on stream @s0 ("default"), but no event orders it after its producer
+// CHECK: sync-verify.mlir:[[# @LINE - 8]]:3: error: race: 'npu.relu' (%r) on stream @s2 ("2") must wait for 'npu.add' (%add) on stream @s0 ("default"), but no event orders it after its producer
