@@ -17,7 +17,13 @@ code): `Data` / `PlaceHolder` / `Const` become function arguments (constants
 marked `ge.const`), `NetOutput` / `End` the `func.return`; an `Identity` with a
 control input (`"dep:-1"` or `"^dep"`, TorchAir's `npu_wait_tensor`) becomes
 `stream.wait_tensor`, and a control input on any other op waits its first
-operand on the producer.  `_user_stream_label` / `_user_stream_priority` become
+operand on the producer.  Program order is the order the dump lists its ops
+(kept wherever the edges allow: the earliest-listed ready op comes first;
+TorchAir lists them in the model's FX order), so an `Identity` wait means what
+`npu_wait_tensor` means on every route (DESIGN §2.2): every op listed after
+it that reads the Identity's data input -- directly, as TorchAir's later
+statements do, or through the Identity's output -- is ordered after the control
+producer, wherever its stream label puts it.  `_user_stream_label` / `_user_stream_priority` become
 `stream.switch` scopes and `_op_aicore_num` / `_op_vectorcore_num`
 `coreset.limit` scopes, one per run of consecutive ops with the same values.
 Types come from `output_desc` (the origin shape when the stored layout is a

@@ -80,10 +80,10 @@ def limit_core_num(op_aicore_num: int, op_vectorcore_num: int) -> _Scope:
 def npu_wait_tensor(self: Tensor, dependency: Tensor) -> Tensor:
     """Order every later use of `self` after `dependency` is computed.
 
-    As in TorchAir, the call is a statement: later ops in this scope (and
-    in scopes nested in it) that use `self` read the wait's result, so they
-    are ordered after `dependency`'s producer.  Uses after the scope closes
-    are not ordered.  The result is `self`, for code that uses it.
+    As in TorchAir, the call is a statement: every later use of `self`, in
+    this scope, nested in it or after it closes, on any stream, is ordered
+    after `dependency`'s producer (DESIGN §2.2; the program graph orders them).
+    The result is `self`, for code that uses it.
     """
     graph = current_graph()
     if not isinstance(self, Tensor) or not isinstance(dependency, Tensor):
