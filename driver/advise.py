@@ -42,7 +42,7 @@ from npuir.dialects import coreset, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
 from npuir.frontends.ge import parse_path
-from npuir.pipeline import build_pipeline, run_passes
+from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 
@@ -499,8 +499,9 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
     if config.emit_mlir is not None:
         text = print_ir(annotated)
         if write is None:
-            from npuir.output import write_text as write
-        write(config.emit_mlir, text)
+            Path(config.emit_mlir).write_text(text, encoding="utf-8")
+        else:
+            write(config.emit_mlir, text)
         advice.emitted = config.emit_mlir
         rerun = _run(config, None, source=text)
         advice.reproduced_ns = None if rerun.result is None else rerun.result.makespan_ns
