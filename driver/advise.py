@@ -45,6 +45,7 @@ from npuir.frontends.ge import parse_path
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
+from npuir.transforms.coreset_check import HOLD_AND_WAIT
 
 _TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
 PIPELINES: dict[str, str] = {
@@ -202,7 +203,7 @@ def _run(config: AdviseConfig, pipeline: str | None, source: str | None = None) 
 def _variant(name: str, pipeline: str | None, outcome: RunOutcome, hw: Hardware) -> Variant:
     result = outcome.result
     deadlock = outcome.status == EXIT_DEADLOCK
-    hazards = sum(1 for w in outcome.warnings if "hold-and-wait" in w.message)
+    hazards = sum(1 for w in outcome.warnings if w.kind == HOLD_AND_WAIT.code)
     if result is None:
         return Variant(name, pipeline, None, deadlock, 0, 0, None, hazards)
     streams = len({(r, s) for (r, s) in result.stream_busy_ns if r == 0})

@@ -9,7 +9,6 @@ Exit codes: `EXIT_CODES` below, and those `npuir.tools.cli` gives every tool.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -24,6 +23,7 @@ from npuir.tools.cli import (
     EXIT_USAGE,
     add_common_arguments,
     exit_codes_epilog,
+    print_json,
     run_tool,
 )
 from npuir.tools.output import write_text
@@ -104,7 +104,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     elif not args.json:
         sys.stdout.write(text)
     if args.json:
-        print(json.dumps(result.summary.to_json(), indent=2))
+        print_json(result.summary.to_json())
     else:
         sys.stderr.write(result.summary.render())
     return EXIT_OK

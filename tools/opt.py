@@ -9,13 +9,14 @@ truncated output behind.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from npuir.api import print_ir
 from npuir.context import NpuirContext, make_context
-from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
+from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.frontends.ge import parse_source
 from npuir.parsing import SPLIT_MARKER, split_input
 from npuir.passmanager.pipeline import build_pipeline, run_passes
@@ -97,7 +98,7 @@ def _flush_warnings(ctx: NpuirContext, as_errors: bool) -> bool:
     failed = False
     for diag in ctx.diagnostics.drain():
         if as_errors and diag.severity == "warning":
-            diag = Diagnostic("error", diag.message, diag.location)
+            diag = dataclasses.replace(diag, severity="error")
             failed = True
         print(ctx.diagnostics.render(diag), file=sys.stderr)
     return failed
