@@ -135,7 +135,7 @@ class CoreLimits:
                 if isinstance(op, coreset.StreamLimitOp):
                     _once(seen, op, f"@{func.sym_name.data}")
                     self._add_stream_limit(streams, op)
-            self._walk(func.body.block.ops, stream.DEFAULT_TAG, {}, streams, base)
+            self._walk(func.body.block.ops, stream.MAIN_TAG, {}, streams, base)
         return self
 
     @staticmethod

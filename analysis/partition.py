@@ -300,9 +300,9 @@ def assign(
 
 
 def _assign_single(req: Request) -> Assignment:
-    priority = req.priorities.get(stream.DEFAULT_TAG, 0)
+    priority = req.priorities.get(stream.MAIN_TAG, 0)
     return Assignment(
-        [StreamInfo("s0", stream.DEFAULT_TAG, priority)], [DEFAULT_STREAM] * len(req.prog)
+        [StreamInfo("s0", stream.MAIN_TAG, priority)], [DEFAULT_STREAM] * len(req.prog)
     )
 
 
@@ -316,8 +316,8 @@ class _Streams:
 
     def __init__(self, req: Request) -> None:
         pinned, priorities, max_streams = req.pinned, req.priorities, req.max_streams
-        self.infos = [StreamInfo("s0", stream.DEFAULT_TAG, priorities.get(stream.DEFAULT_TAG, 0))]
-        self.by_tag = {stream.DEFAULT_TAG: DEFAULT_STREAM}
+        self.infos = [StreamInfo("s0", stream.MAIN_TAG, priorities.get(stream.MAIN_TAG, 0))]
+        self.by_tag = {stream.MAIN_TAG: DEFAULT_STREAM}
         for tag in dict.fromkeys([*priorities, *(t for t in pinned if t is not None)]):
             if tag not in self.by_tag:
                 self._add(tag, priorities.get(tag, 0))

@@ -398,9 +398,9 @@ __all__ = [
     "StreamInfo",
     "build_program",
     "defined_functions",
-    "waited_value",
     "is_dispatcher",
     "is_lowered",
     "module_streams",
     "scheduled_functions",
+    "waited_value",
 ]

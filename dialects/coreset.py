@@ -30,7 +30,7 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.dialects import scope
+from npuir.dialects import scope, validation
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
 from npuir.dialects.npu import LIMITED_ENGINES
 
@@ -53,7 +53,16 @@ def _parse_counts(parser: Parser | AttrParser) -> dict[str, int]:
     counts: dict[str, int] = {}
     for engine in ENGINES:
         if parser.parse_optional_keyword(engine) is not None:
-            counts[engine] = parser.parse_integer(allow_boolean=False, allow_negative=True)
+            start = parser.pos
+            number = parser.parse_optional_number()
+            if isinstance(number, float):
+                error = validation.ValidationError(
+                    validation.CORE_COUNT_TYPE, what=f"{engine} count", value=number
+                )
+                validation.refuse_parsed(parser, start, error)
+            if number is None:
+                number = parser.parse_integer(allow_boolean=False, allow_negative=True)
+            counts[engine] = number
     if not counts:
         parser.raise_error("expected 'cube N' and/or 'vector M'")
     return counts
@@ -67,10 +76,8 @@ def _check_counts(counts: dict[str, int | None], no_limit: bool = False) -> None
     if all(v is None for v in counts.values()):
         raise VerifyException("needs at least one of 'cube' and 'vector'")
     for engine, value in counts.items():
-        if value is None or value >= 1 or (no_limit and value == NO_LIMIT):
-            continue
-        allowed = ", or -1 for no limit" if no_limit else ""
-        raise VerifyException(f"{engine} count must be a whole number >= 1{allowed}, got {value}")
+        if value is not None:
+            validation.core_count(f"{engine} count", value, engine=engine, no_limit=no_limit)
 
 
 @irdl_attr_definition
@@ -255,6 +262,8 @@ class StreamLimitOp(IRDLOperation):
         return None if count == NO_LIMIT else count
 
     def verify_(self) -> None:
+        if self.tag.data != validation.MAIN_STREAM:  # the main stream may be limited too
+            validation.stream_tag(self.tag.data)
         _check_counts({e: self.count(e) for e in ENGINES}, no_limit=True)
 
 

@@ -40,6 +40,7 @@ from xdsl.printer import Printer
 from xdsl.traits import SymbolTable, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.dialects import validation
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
 from npuir.dialects.npu import compatible
 
@@ -120,14 +121,7 @@ class DimsAttr(ParametrizedAttribute):
             if dim in seen:
                 raise VerifyException(f"dim {dim} is annotated twice; give each dim one list")
             seen.add(dim)
-            if not values:
-                raise VerifyException(f"dim {dim} has an empty gear list")
-            for v in values:
-                if v < 2:
-                    raise VerifyException(
-                        f"gear value {v} on dim {dim} is not allowed: gear values are "
-                        "whole numbers >= 2 (0 and 1 are reserved)"
-                    )
+            validation.gear_list(dim, values)
 
 
 class DispatchSymbolUser(SymbolUserOpInterface):
@@ -346,6 +340,9 @@ class GearAttributeVerifier(AttributeVerifier):
                     f"argument {index}: gear dim {dim} of {ty} is static ({shape[dim]}); "
                     "only dynamic ('?') dims take gears"
                 )
+        validation.ungeared_dims_static(
+            f"argument {index}", shape, [d for d, _ in value.items()], str(ty), DYNAMIC_INDEX
+        )
 
 
 Gear = Dialect("gear", [DispatchOp], [DimsAttr], [GearAttributeVerifier()])

@@ -39,11 +39,12 @@ from xdsl.printer import Printer
 from xdsl.traits import SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.dialects import scope
+from npuir.dialects import scope, validation
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
 
-DEFAULT_TAG = "default"
-"""The tag of the stream that ops outside any `stream.switch` run on."""
+MAIN_TAG = validation.MAIN_STREAM
+"""The label of the stream that ops outside any `stream.switch` run on (the main stream):
+reserved, so that no user tag -- "default" included -- can name it."""
 
 STREAM_ON = "stream.on"
 """The attribute naming an op's stream (a `@symbol` of a `stream.decl`) once lowered."""
@@ -110,10 +111,10 @@ class SwitchOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> SwitchOp:
-        tag = parser.parse_str_literal(" for the stream tag")
+        tag = parse_tag(parser)
         priority = 0
         if parser.parse_optional_keyword("priority") is not None:
-            priority = parser.parse_integer(allow_boolean=False)
+            priority = parse_priority(parser)
         types = scope.parse_result_types(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = scope.parse_body(parser, YieldOp)
@@ -130,8 +131,8 @@ class SwitchOp(IRDLOperation):
         scope.print_tail(printer, self, self.result_types, self.body)
 
     def verify_(self) -> None:
-        if self.priority_value < 0:
-            raise VerifyException(f"priority must be >= 0, got {self.priority_value}")
+        validation.stream_tag(self.tag_name)
+        validation.stream_priority(self.priority_value)
         scope.verify_scope(self, self.body, YieldOp)
 
 
@@ -213,8 +214,39 @@ class DeclOp(IRDLOperation):
         return self.priority.value.data
 
     def verify_(self) -> None:
-        if self.priority_value < 0:
-            raise VerifyException(f"priority must be >= 0, got {self.priority_value}")
+        if self.tag.data != MAIN_TAG:
+            validation.stream_tag(self.tag.data)
+        validation.stream_priority(self.priority_value)
+
+
+def parse_tag(parser: Parser) -> str:
+    """A stream tag: a string literal; a number where the tag belongs is the rule's error
+    (`stream.tag-type`), as it is on every other route."""
+    start = parser.pos
+    tag = parser.parse_optional_str_literal()
+    if tag is not None:
+        return tag
+    number = parser.parse_optional_number()
+    if number is not None:
+        validation.refuse_parsed(
+            parser, start, validation.ValidationError(validation.TAG_TYPE, value=number)
+        )
+    return parser.parse_str_literal(" for the stream tag")
+
+
+def parse_priority(parser: Parser) -> int:
+    """A priority: a whole number; a fraction or a string is `stream.priority-type`."""
+    start = parser.pos
+    value: object = parser.parse_optional_number()
+    if value is None:
+        value = parser.parse_optional_str_literal()
+    if isinstance(value, int):
+        return value
+    if value is not None:
+        validation.refuse_parsed(
+            parser, start, validation.ValidationError(validation.PRIORITY_TYPE, value=repr(value))
+        )
+    return parser.parse_integer(allow_boolean=False)
 
 
 def stream_of(op: Operation) -> str | None:

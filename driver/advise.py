@@ -279,7 +279,7 @@ def _scope_block(block: Block, tags: dict[str, str]) -> None:
     run_tag: str | None = None
 
     def flush() -> None:
-        if run and run_tag is not None and run_tag != stream.DEFAULT_TAG:
+        if run and run_tag is not None and run_tag != stream.MAIN_TAG:
             _wrap(list(run), run_tag)
         run.clear()
 
@@ -316,7 +316,7 @@ def _isolate_waits(func: FuncOp) -> None:
             op = op.next_op
         if any(use.operation in later for use in wait.tensor.uses):
             parent = wait.parent_op()
-            tag = parent.tag_name if isinstance(parent, stream.SwitchOp) else stream.DEFAULT_TAG
+            tag = parent.tag_name if isinstance(parent, stream.SwitchOp) else stream.MAIN_TAG
             _wrap([wait], tag)
 
 
@@ -377,7 +377,7 @@ def _scopes(
                     continue
                 covered = tuple(sorted(_where(o) for o in body))
                 if isinstance(op, stream.SwitchOp):
-                    if op.tag_name == stream.DEFAULT_TAG:
+                    if op.tag_name == stream.MAIN_TAG:
                         continue
                     what = f'torchair.scope.npu_stream_switch("{op.tag_name}")'
                     key: tuple[object, ...] = ("stream", op.tag_name, covered)

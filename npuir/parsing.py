@@ -431,9 +431,16 @@ def parse_module(
         return parser.parse_module()
     except ParseError as exc:
         loc = sources.location_of_offset(filename, base_offset + exc.span.start)
-        raise DiagnosticError(Diagnostic("error", exc.msg, loc, kind=PARSE_ERROR.code)) from None
+        raise DiagnosticError(Diagnostic("error", exc.msg, loc, kind=_kind_of(exc))) from None
     except VerifyException as exc:
         # Attributes verify as they are built, so a bad attribute surfaces here.
         offset = parser.pos if parser.pos < len(text) else len(text)
         loc = sources.location_of_offset(filename, base_offset + offset)
-        raise DiagnosticError(Diagnostic("error", str(exc), loc, kind=PARSE_ERROR.code)) from None
+        raise DiagnosticError(Diagnostic("error", str(exc), loc, kind=_kind_of(exc))) from None
+
+
+def _kind_of(exc: Exception) -> str:
+    """A parse failure's kind: the rule's own (`npuir.dialects.validation`) when one of the
+    rules every route applies refused a value, else a syntax error."""
+    kind = getattr(exc, "kind", None)
+    return kind.code if isinstance(kind, Kind) else PARSE_ERROR.code

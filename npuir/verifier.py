@@ -23,6 +23,7 @@ from npuir.dialects.attributes import (
     enclosing_ops_verified,
     verify_op_attributes,
 )
+from npuir.dialects.validation import ValidationError
 
 USE_BEFORE_DEF = Kind("verify.use-before-def")
 """A value used before it is defined."""
@@ -44,6 +45,9 @@ def verify(root: Operation) -> None:
                 op.verify(verify_nested_ops=False)
                 if isinstance(op, FuncOp):
                     _verify_single_block(op)
+            except ValidationError as exc:
+                # One of the rules every route applies: keep its kind (`dialects.validation`).
+                raise error(op, f"'{op.name}' op {exc}", exc.kind.code, **exc.args_) from None
             except (VerifyException, ValueError) as exc:
                 raise error(op, f"'{op.name}' op {exc}", VERIFY_ERROR, op_name=op.name) from None
 

@@ -70,6 +70,7 @@ from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache, simulate
 from npuir.dialects.npu import NpuOp
+from npuir.dialects.stream import MAIN_TAG
 from npuir.progress import progress
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara
@@ -192,8 +193,8 @@ def _earliest_finish(
     reserved: Collection[str],
 ) -> Assignment:
     """The engine-aware earliest-finish list schedule (see the module docstring)."""
-    streams = [StreamInfo("s0", "default", priorities.get("default", 0))]
-    by_tag = {"default": 0}
+    streams = [StreamInfo("s0", MAIN_TAG, priorities.get(MAIN_TAG, 0))]
+    by_tag = {MAIN_TAG: 0}
     for tag in pinned:
         if tag is not None and tag not in by_tag:
             by_tag[tag] = len(streams)

@@ -49,6 +49,7 @@ from npuir.analysis.partition import Assignment
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
+from npuir.dialects.stream import MAIN_TAG
 
 __all__ = ["STREAM_CAP", "TimedSchedule", "fresh_tag", "list_schedule", "upward_ranks"]
 
@@ -113,8 +114,8 @@ class _Planner:
         self.hw = hw
         self.cap = max(1, min(max_streams, STREAM_CAP))
         self.reserved = reserved
-        self.streams = [StreamInfo("s0", "default", priorities.get("default", 0))]
-        self.by_tag = {"default": 0}
+        self.streams = [StreamInfo("s0", MAIN_TAG, priorities.get(MAIN_TAG, 0))]
+        self.by_tag = {MAIN_TAG: 0}
         self.pinned_stream: list[int] = [-1] * len(prog)
         for n, tag in enumerate(pinned):
             if tag is None:

@@ -44,7 +44,7 @@ def inline_limits(module: ModuleOp) -> None:
 def _tags_used(root: Operation, decls: dict[str, str]) -> set[str]:
     """Stream tags the ops under `root` run on: scope tags, partitioned streams' tags, and the
     default stream's (every function's return runs there)."""
-    used = {stream.DEFAULT_TAG}
+    used = {stream.MAIN_TAG}
     for inner in root.walk():
         if isinstance(inner, stream.SwitchOp):
             used.add(inner.tag_name)

@@ -68,7 +68,7 @@ class StreamTable:
         self.by_tag: dict[str, int] = {info.tag: i for i, info in enumerate(existing)}
         self.new: list[StreamInfo] = []
         self._refs: dict[str, SymbolRefAttr] = {}
-        self.get(stream.DEFAULT_TAG, 0, None)
+        self.get(stream.MAIN_TAG, 0, None)
 
     def get(self, tag: str, priority: int, where: Operation | None) -> SymbolRefAttr:
         index = self.by_tag.get(tag)
@@ -84,7 +84,7 @@ class StreamTable:
             index = self.by_tag[tag]
         info = self.infos[index]
         if info.priority != priority and where is not None:
-            if tag == stream.DEFAULT_TAG:
+            if tag == stream.MAIN_TAG:
                 # Nothing else set it: the default stream's priority is the fixed one
                 # every function's unscoped ops and `func.return` run at.
                 raise error(
@@ -187,7 +187,7 @@ def flatten_switches(func: FuncOp) -> None:
 
 def _first_scope_over(prog: Program, max_streams: int) -> stream.SwitchOp | None:
     """The scope whose tag is the first one the cap has no stream left for."""
-    tags = [tag for tag in prog.scopes if tag != stream.DEFAULT_TAG]
+    tags = [tag for tag in prog.scopes if tag != stream.MAIN_TAG]
     return prog.scopes[tags[max_streams - 1]] if len(tags) + 1 > max_streams else None
 
 

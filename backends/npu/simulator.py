@@ -473,7 +473,7 @@ class NodeCosts:
             deps=prog.deps,
             event_of=prog.event_of,
             event_id=prog.event_id,
-            streams=[StreamInfo("s0", "default", 0)],
+            streams=[StreamInfo("s0", stream.MAIN_TAG, 0)],
             index=prog.index,
         )
         limit_fn = limits if limits is not None else coreset_limit

@@ -24,7 +24,7 @@
 // FUSED-NEXT:   "became": {
 // FUSED-NEXT:     "npu.layout_transform": 1
 
-// FUSED-IR:     stream.decl @s0 "default"
+// FUSED-IR:     stream.decl @s0 "<main>"
 // FUSED-IR:     npu.conv2d %0, %1, %2 {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, {{.*}}npu.op_name = "conv1", stream.on = @s0{{.*}} : (tensor<1x3x224x224xf16>, tensor<64x3x7x7xf16>, tensor<64xf16>) -> tensor<1x64x112x112xf16>
 // FUSED-IR:     npu.pool2d {{.*}}kind = "max", window = array<i64: 3, 3>, strides = array<i64: 2, 2>{{.*}}ceil_mode{{.*}}-> tensor<1x64x56x56xf16>
 

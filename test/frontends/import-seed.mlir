@@ -35,7 +35,7 @@
 // SUMMARY-NEXT:   NetOutput     1  -> func.return
 
 // Lowered with npu-default: three streams and exactly the seed's three waits.
-// LOWERED:      stream.decl @s0 "default"
+// LOWERED:      stream.decl @s0 "<main>"
 // LOWERED-NEXT: stream.decl @s1 "1"
 // LOWERED-NEXT: stream.decl @s2 "2"
 // LOWERED-NOT:  stream.decl

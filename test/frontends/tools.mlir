@@ -9,7 +9,7 @@
 // recognised by its content (here a pbtxt dump named .mlir), and that
 // diagnostics from later stages point into the dump.
 
-// CHECK:       stream.decl @s0 "default"
+// CHECK:       stream.decl @s0 "<main>"
 // CHECK-NEXT:  stream.decl @s1 "1"
 // CHECK-NEXT:  stream.decl @s2 "2"
 // CHECK-LABEL: func.func @

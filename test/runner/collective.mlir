@@ -42,11 +42,11 @@ module attributes {npu.target = "tiny"} {
 // SPMD-NEXT:   "spmd"
 // SPMD:      "makespan_ns": 9616,
 // SPMD:      "rank": 0,
-// SPMD-NEXT: "stream": "default",
+// SPMD-NEXT: "stream": "<main>",
 // SPMD-NEXT: "symbol": "s0",
 // SPMD-NEXT: "busy_ns": 9616
 // SPMD:      "rank": 1,
-// SPMD-NEXT: "stream": "default",
+// SPMD-NEXT: "stream": "<main>",
 // SPMD-NEXT: "symbol": "s0",
 // SPMD-NEXT: "busy_ns": 9616
 // SPMD:      "deadlock": null
@@ -57,11 +57,11 @@ module attributes {npu.target = "tiny"} {
 // MPMD-NEXT:   "early"
 // MPMD:      "makespan_ns": 9616,
 // MPMD:      "rank": 0,
-// MPMD-NEXT: "stream": "default",
+// MPMD-NEXT: "stream": "<main>",
 // MPMD-NEXT: "symbol": "s0",
 // MPMD-NEXT: "busy_ns": 9616
 // MPMD:      "rank": 1,
-// MPMD-NEXT: "stream": "default",
+// MPMD-NEXT: "stream": "<main>",
 // MPMD-NEXT: "symbol": "s0",
 // MPMD-NEXT: "busy_ns": 1324
 // MPMD:      "critical_path": [

@@ -33,34 +33,34 @@ module attributes {npu.target = "tiny"} {
 // CHECK:        "blocked": [
 // CHECK-NEXT:     {
 // CHECK-NEXT:       "rank": 0,
-// CHECK-NEXT:       "stream": "default",
+// CHECK-NEXT:       "stream": "<main>",
 // CHECK-NEXT:       "symbol": "s0",
 // CHECK-NEXT:       "op": "'npu.all_reduce' (%a)",
 // CHECK-NEXT:       "reason": "peers",
 // CHECK-NEXT:       "pool": null,
 // CHECK-NEXT:       "holds": 0,
 // CHECK-NEXT:       "wants": 0,
-// CHECK-NEXT:       "waits_for": "waits for collective #0 of group 'a' on rank(s) 1 (rank 1's copy is queued behind 'npu.all_reduce' (%b) on rank 1 stream @s0 (\"default\"))"
+// CHECK-NEXT:       "waits_for": "waits for collective #0 of group 'a' on rank(s) 1 (rank 1's copy is queued behind 'npu.all_reduce' (%b) on rank 1 stream @s0 (\"<main>\"))"
 // CHECK-NEXT:     },
 // CHECK-NEXT:     {
 // CHECK-NEXT:       "rank": 1,
-// CHECK-NEXT:       "stream": "default",
+// CHECK-NEXT:       "stream": "<main>",
 // CHECK-NEXT:       "symbol": "s0",
 // CHECK-NEXT:       "op": "'npu.all_reduce' (%b)",
 // CHECK-NEXT:       "reason": "peers",
-// CHECK:            "waits_for": "waits for collective #0 of group 'b' on rank(s) 0 (rank 0's copy is queued behind 'npu.all_reduce' (%a) on rank 0 stream @s0 (\"default\"))"
+// CHECK:            "waits_for": "waits for collective #0 of group 'b' on rank(s) 0 (rank 0's copy is queued behind 'npu.all_reduce' (%a) on rank 0 stream @s0 (\"<main>\"))"
 // CHECK-NEXT:     }
 // CHECK-NEXT:   ],
 // CHECK-NEXT:   "cycle": [
 // CHECK-NEXT:     {
 // CHECK-NEXT:       "rank": 0,
-// CHECK-NEXT:       "stream": "default",
+// CHECK-NEXT:       "stream": "<main>",
 // CHECK-NEXT:       "symbol": "s0",
 // CHECK-NEXT:       "op": "'npu.all_reduce' (%a)"
 // CHECK-NEXT:     },
 // CHECK-NEXT:     {
 // CHECK-NEXT:       "rank": 1,
-// CHECK-NEXT:       "stream": "default",
+// CHECK-NEXT:       "stream": "<main>",
 // CHECK-NEXT:       "symbol": "s0",
 // CHECK-NEXT:       "op": "'npu.all_reduce' (%b)"
 // CHECK-NEXT:     }
@@ -68,6 +68,6 @@ module attributes {npu.target = "tiny"} {
 // CHECK-NEXT: }
 
 // TEXT:      deadlock at 0 ns: 2 op(s) can never start
-// TEXT-NEXT:   rank 0, stream @s0 ("default"): 'npu.all_reduce' (%a) waits for collective #0 of group 'a' on rank(s) 1
-// TEXT-NEXT:   rank 1, stream @s0 ("default"): 'npu.all_reduce' (%b) waits for collective #0 of group 'b' on rank(s) 0
+// TEXT-NEXT:   rank 0, stream @s0 ("<main>"): 'npu.all_reduce' (%a) waits for collective #0 of group 'a' on rank(s) 1
+// TEXT-NEXT:   rank 1, stream @s0 ("<main>"): 'npu.all_reduce' (%b) waits for collective #0 of group 'b' on rank(s) 0
 // TEXT-NEXT:   wait-for cycle: rank 0 'npu.all_reduce' (%a) -> rank 1 'npu.all_reduce' (%b) -> rank 0 'npu.all_reduce' (%a)

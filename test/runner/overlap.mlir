@@ -33,7 +33,7 @@ module attributes {npu.target = "tiny"} {
 // CHECK:      "device": "tiny",
 // CHECK:      "makespan_ns": 12408,
 // CHECK-NEXT: "single_stream_ns": 20680,
-// CHECK:      "stream": "default",
+// CHECK:      "stream": "<main>",
 // CHECK-NEXT: "symbol": "s0",
 // CHECK-NEXT: "busy_ns": 12408
 // CHECK:      "stream": "1",

@@ -9,7 +9,7 @@
 
 !t = tensor<8x8xf16>
 module attributes {npu.target = "tiny"} {
-  stream.decl @s0 "default" priority 0
+  stream.decl @s0 "<main>" priority 0
   stream.decl @s1 "1" priority 0
   func.func @missing_wait(%x: !t) -> !t {
     %a = npu.relu %x {stream.on = @s0} : (!t) -> !t
@@ -20,7 +20,7 @@ module attributes {npu.target = "tiny"} {
   }
 }
 
-// CHECK:      race.mlir:[[# @LINE - 7]]:5: error: race: 'npu.exp' (%b) on stream @s1 ("1") uses the result of 'npu.relu' (%a) on stream @s0 ("default"), but no event orders it after its producer
+// CHECK:      race.mlir:[[# @LINE - 7]]:5: error: race: 'npu.exp' (%b) on stream @s1 ("1") uses the result of 'npu.relu' (%a) on stream @s0 ("<main>"), but no event orders it after its producer
 // CHECK-NEXT: %b = npu.exp %a {stream.on = @s1} : (!t) -> !t
 // CHECK-NEXT: ^
 // CHECK-NOT:  Traceback

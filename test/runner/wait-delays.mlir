@@ -30,7 +30,7 @@ module attributes {npu.target = "tiny"} {
 
 // CHECK:      "makespan_ns": 24836,
 // CHECK-NEXT: "single_stream_ns": 24776,
-// CHECK:      "stream": "default",
+// CHECK:      "stream": "<main>",
 // CHECK-NEXT: "symbol": "s0",
 // CHECK-NEXT: "busy_ns": 12418
 // CHECK:      "stream": "1",

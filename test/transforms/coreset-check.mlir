@@ -147,8 +147,8 @@ func.func @hazard(%x: !t, %m: tensor<64x64xi1>) -> (!t, tensor<?x2xi64>) {
 
 // The aiv all_to_all's stream is limited to 24 and the default stream is not:
 // 24 + 48 also breaks the pair rule.
-// CHECK: coreset-check.mlir:[[# @LINE - 11]]:7: warning: streams @s0 ("default") and @s1 ("comm") can run at the same time, and their vector core limits, @s0 ("default") 48 (the whole device) and @s1 ("comm") 24, add up to 72
-// CHECK: coreset-check.mlir:[[# @LINE - 7]]:3: warning: hold-and-wait hazard: 'npu.nonzero' (%n) on @s0 ("default") holds up to 48 vector cores while it waits for the rest, and 'npu.all_to_all' (%a1) on @s1 ("comm"), which can run at the same time, holds up to 24: 72 > 48 on 910b2; 'coreset.limit vector 24' around it (or a stream limit) removes it
+// CHECK: coreset-check.mlir:[[# @LINE - 11]]:7: warning: streams @s0 ("<main>") and @s1 ("comm") can run at the same time, and their vector core limits, @s0 ("<main>") 48 (the whole device) and @s1 ("comm") 24, add up to 72
+// CHECK: coreset-check.mlir:[[# @LINE - 7]]:3: warning: hold-and-wait hazard: 'npu.nonzero' (%n) on @s0 ("<main>") holds up to 48 vector cores while it waits for the rest, and 'npu.all_to_all' (%a1) on @s1 ("comm"), which can run at the same time, holds up to 24: 72 > 48 on 910b2; 'coreset.limit vector 24' around it (or a stream limit) removes it
 
 // -----
 

@@ -34,18 +34,3 @@ func.func @cycle(%x: !t) -> !t {
 
 // CHECK: stream-partition-invalid.mlir:[[# @LINE - 5]]:3: error: 'stream.wait_tensor' op uses %b before it is defined
 
-// -----
-
-// Tests that giving the default stream a priority names what it conflicts
-// with: the default stream's fixed priority 0, not a scope "elsewhere".
-
-!t = tensor<8x8xf16>
-func.func @default_priority(%x: !t) -> !t {
-  %a = stream.switch "default" priority 5 -> !t {
-    %b = npu.exp %x : (!t) -> !t
-    stream.yield %b : !t
-  }
-  func.return %a : !t
-}
-
-// CHECK: stream-partition-invalid.mlir:[[# @LINE - 7]]:3: error: stream "default" is given priority 5 here, but the default stream's priority is fixed at 0; drop the priority or use another tag

@@ -9,7 +9,7 @@ func.func @plain(%x: !t) -> !t {
   func.return %a : !t
 }
 
-// CHECK:         stream.decl @s0 "default" priority 0
+// CHECK:         stream.decl @s0 "<main>" priority 0
 // CHECK-LABEL: func.func @plain
 // CHECK-NEXT:    %a = npu.relu %x {stream.on = @s0}
 

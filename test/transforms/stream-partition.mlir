@@ -18,7 +18,7 @@ func.func @seed(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
   func.return %mm, %mm1 : !t, !t
 }
 
-// CHECK:         stream.decl @s0 "default" priority 0
+// CHECK:         stream.decl @s0 "<main>" priority 0
 // CHECK-NEXT:    stream.decl @s1 "1" priority 0
 // CHECK-LABEL: func.func @seed
 // CHECK-NEXT:    %add = npu.add %in1, %in2 {stream.on = @s0}
@@ -27,7 +27,7 @@ func.func @seed(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
 // CHECK-NEXT:    %mm1 = npu.matmul %in3, %w {stream.on = @s0}
 // CHECK-NEXT:    func.return %m, %mm1
 
-// IGNORE:        stream.decl @s0 "default" priority 0
+// IGNORE:        stream.decl @s0 "<main>" priority 0
 // IGNORE-NOT:    stream.decl
 // IGNORE-LABEL: func.func @seed
 // IGNORE-NOT:    @s1
@@ -51,7 +51,7 @@ func.func @nested(%x: !t) -> !t {
   func.return %r : !t
 }
 
-// CHECK:         stream.decl @s0 "default" priority 0
+// CHECK:         stream.decl @s0 "<main>" priority 0
 // CHECK-NEXT:    stream.decl @s1 "outer" priority 1
 // CHECK-NEXT:    stream.decl @s2 "inner" priority 2
 // CHECK-LABEL: func.func @nested
@@ -80,7 +80,7 @@ func.func @same_tag(%x: !t) -> (!t, !t, !t) {
   func.return %a, %b, %d : !t, !t, !t
 }
 
-// CHECK:         stream.decl @s0 "default" priority 0
+// CHECK:         stream.decl @s0 "<main>" priority 0
 // CHECK-NEXT:    stream.decl @s1 "1" priority 0
 // CHECK-NOT:     stream.decl
 // CHECK-LABEL: func.func @same_tag
@@ -111,7 +111,7 @@ func.func @g(%x: !t) -> !t {
   func.return %r : !t
 }
 
-// CHECK:         stream.decl @s0 "default" priority 0
+// CHECK:         stream.decl @s0 "<main>" priority 0
 // CHECK-NEXT:    stream.decl @s1 "comm" priority 0
 // CHECK-NOT:     stream.decl
 // CHECK-LABEL: func.func @f

@@ -3,7 +3,7 @@
 // Tests that a correctly synchronised function passes unchanged.
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 stream.decl @s1 "1" priority 0
 func.func @ok(%x: !t) -> !t {
   %a = npu.relu %x {stream.on = @s0} : (!t) -> !t
@@ -24,7 +24,7 @@ func.func @ok(%x: !t) -> !t {
 // consumer with the producer and both streams.
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 stream.decl @s1 "1" priority 0
 func.func @missing_wait(%x: !t) -> !t {
   %a = npu.relu %x {stream.on = @s0} : (!t) -> !t
@@ -34,14 +34,14 @@ func.func @missing_wait(%x: !t) -> !t {
   func.return %b : !t
 }
 
-// CHECK: sync-verify.mlir:[[# @LINE - 6]]:3: error: race: 'npu.exp' (%b) on stream @s1 ("1") uses the result of 'npu.relu' (%a) on stream @s0 ("default"), but no event orders it after its producer
+// CHECK: sync-verify.mlir:[[# @LINE - 6]]:3: error: race: 'npu.exp' (%b) on stream @s1 ("1") uses the result of 'npu.relu' (%a) on stream @s0 ("<main>"), but no event orders it after its producer
 
 // -----
 
 // Tests that a stream whose work is not joined before return is a race.
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 stream.decl @s1 "1" priority 0
 func.func @not_joined(%x: !t) -> !t {
   %a = npu.relu %x {stream.on = @s0} : (!t) -> !t
@@ -49,7 +49,7 @@ func.func @not_joined(%x: !t) -> !t {
   func.return %a : !t
 }
 
-// CHECK: sync-verify.mlir:[[# @LINE - 3]]:3: error: race: stream @s1 ("1") is not joined into @s0 ("default") before the function returns
+// CHECK: sync-verify.mlir:[[# @LINE - 3]]:3: error: race: stream @s1 ("1") is not joined into @s0 ("<main>") before the function returns
 
 // -----
 
@@ -58,7 +58,7 @@ func.func @not_joined(%x: !t) -> !t {
 // record, which comes before the producer it should wait for.
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 stream.decl @s1 "1" priority 0
 stream.decl @s2 "2" priority 0
 func.func @unsafe_reuse(%x: !t) -> !t {
@@ -71,7 +71,7 @@ func.func @unsafe_reuse(%x: !t) -> !t {
   func.return %b : !t
 }
 
-// CHECK: sync-verify.mlir:[[# @LINE - 5]]:3: error: race: 'npu.exp' (%b) on stream @s0 ("default") uses the result of 'npu.relu' (%a) on stream @s1 ("1")
+// CHECK: sync-verify.mlir:[[# @LINE - 5]]:3: error: race: 'npu.exp' (%b) on stream @s0 ("<main>") uses the result of 'npu.relu' (%a) on stream @s1 ("1")
 
 // -----
 
@@ -79,7 +79,7 @@ func.func @unsafe_reuse(%x: !t) -> !t {
 // check dominance).
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 stream.decl @s1 "1" priority 0
 func.func @wait_first(%x: !t) -> !t {
   sync.wait %e on @s0
@@ -96,7 +96,7 @@ func.func @wait_first(%x: !t) -> !t {
 // at that op.
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 func.func @no_stream(%x: !t) -> !t {
   %a = npu.relu %x {stream.on = @s0} : (!t) -> !t
   %b = npu.exp %a : (!t) -> !t
@@ -110,7 +110,7 @@ func.func @no_stream(%x: !t) -> !t {
 // Tests that an op naming a stream no stream.decl declares is rejected.
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 func.func @unknown_stream(%x: !t) -> !t {
   %a = npu.relu %x {stream.on = @s7} : (!t) -> !t
   func.return %a : !t
@@ -124,7 +124,7 @@ func.func @unknown_stream(%x: !t) -> !t {
 // at the op rather than silently ignored.
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 func.func @foreign_op(%x: !t) -> i32 {
   %c = arith.constant 1 : i32
   func.return %c : i32
@@ -139,7 +139,7 @@ func.func @foreign_op(%x: !t) -> i32 {
 // implements it is a race, though no data flows from %add to the matmul.
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 stream.decl @s1 "1" priority 0
 func.func @dropped_wait(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
   %add = npu.add %in1, %in2 {stream.on = @s0} : (!t, !t) -> !t
@@ -151,7 +151,7 @@ func.func @dropped_wait(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
   func.return %add, %m : !t, !t
 }
 
-// CHECK: sync-verify.mlir:[[# @LINE - 6]]:3: error: race: 'npu.matmul' (%m) on stream @s1 ("1") must wait for 'npu.add' (%add) on stream @s0 ("default"), but no event orders it after its producer
+// CHECK: sync-verify.mlir:[[# @LINE - 6]]:3: error: race: 'npu.matmul' (%m) on stream @s1 ("1") must wait for 'npu.add' (%add) on stream @s0 ("<main>"), but no event orders it after its producer
 
 // -----
 
@@ -160,7 +160,7 @@ func.func @dropped_wait(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
 // without an event from the add's stream, the relu on @s2 is a race.
 
 !t = tensor<8x8xf16>
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 stream.decl @s1 "1" priority 0
 stream.decl @s2 "2" priority 0
 func.func @late_use(%in1: !t, %in4: !t) -> (!t, !t, !t) {
@@ -177,4 +177,4 @@ func.func @late_use(%in1: !t, %in4: !t) -> (!t, !t, !t) {
   func.return %add, %m, %r : !t, !t, !t
 }
 
-// CHECK: sync-verify.mlir:[[# @LINE - 8]]:3: error: race: 'npu.relu' (%r) on stream @s2 ("2") must wait for 'npu.add' (%add) on stream @s0 ("default"), but no event orders it after its producer
+// CHECK: sync-verify.mlir:[[# @LINE - 8]]:3: error: race: 'npu.relu' (%r) on stream @s2 ("2") must wait for 'npu.add' (%add) on stream @s0 ("<main>"), but no event orders it after its producer

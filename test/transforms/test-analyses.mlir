@@ -25,11 +25,11 @@ func.func @seed(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
 // DEP: :19:3: remark: #2 'npu.sub' (%s) <- [data 'npu.matmul' (%m), control 'npu.add' (%add)]
 // DEP: :20:3: remark: #3 'func.return' <- [data 'npu.sub' (%s), data 'npu.matmul' (%m)]
 
-// HB: remark: 'npu.add' (%add) on @s0 ("default") -> 'npu.matmul' (%m) on @s1 ("1"): UNORDERED
-// HB: remark: 'npu.matmul' (%m) on @s1 ("1") -> 'npu.sub' (%s) on @s0 ("default"): UNORDERED
-// HB: remark: 'npu.matmul' (%m) on @s1 ("1") -> 'func.return' on @s0 ("default"): UNORDERED
+// HB: remark: 'npu.add' (%add) on @s0 ("<main>") -> 'npu.matmul' (%m) on @s1 ("1"): UNORDERED
+// HB: remark: 'npu.matmul' (%m) on @s1 ("1") -> 'npu.sub' (%s) on @s0 ("<main>"): UNORDERED
+// HB: remark: 'npu.matmul' (%m) on @s1 ("1") -> 'func.return' on @s0 ("<main>"): UNORDERED
 // HB: remark: stream @s1 ("1") is not joined
 
-// AFTER: remark: 'npu.matmul' (%m) on @s1 ("1") -> 'npu.sub' (%s) on @s0 ("default"): ordered
-// AFTER: remark: 'npu.matmul' (%m) on @s1 ("1") -> 'func.return' on @s0 ("default"): ordered
+// AFTER: remark: 'npu.matmul' (%m) on @s1 ("1") -> 'npu.sub' (%s) on @s0 ("<main>"): ordered
+// AFTER: remark: 'npu.matmul' (%m) on @s1 ("1") -> 'func.return' on @s0 ("<main>"): ordered
 // AFTER-NOT: is not joined

@@ -32,6 +32,7 @@ from xdsl.ir import Attribute
 
 from npuir import DiagnosticError, make_context, parse_text, print_ir
 from npuir.deep_stack import on_deep_stack
+from npuir.dialects.validation import MAIN_STREAM
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT = re.compile(r"^// -----\s*$", re.MULTILINE)
@@ -63,6 +64,8 @@ def _is_bytes(b: bytes) -> bool:
 
 
 texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=6)
+tags = texts.filter(lambda t: bool(t) and t != MAIN_STREAM)
+"""Stream tags a user may write: not empty, not the main stream's reserved label."""
 
 attributes: st.SearchStrategy[Attribute] = st.recursive(
     st.one_of(
@@ -115,11 +118,11 @@ def modules(draw: st.DrawFn) -> ModuleOp:
     def rename(m: re.Match[str]) -> str:
         old = m.group(2)
         if old not in renamed:
-            renamed[old] = draw(texts.filter(lambda t: t not in renamed.values()))
+            renamed[old] = draw(tags.filter(lambda t: t not in renamed.values()))
         return f"{m.group(1)} {_literal(renamed[old])}"
 
     text = TAG.sub(rename, seed)
-    nest = draw(st.lists(texts, max_size=12))
+    nest = draw(st.lists(tags, max_size=12))
     module = parse_text(make_context(), text + nested_scopes(nest), "generated.mlir")
     ops = [op for op in module.walk() if op is not module]
     for index in draw(st.lists(st.integers(0, len(ops) - 1), max_size=4, unique=True)):

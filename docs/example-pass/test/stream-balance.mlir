@@ -29,7 +29,7 @@ func.func @balanced(%x: !t, %w: !t) -> (!t, !t) {
 !t = tensor<2048x2048xf16>
 !s = tensor<64x64xf16>
 // CHECK-LABEL: remark: example-stream-balance on @lopsided: 2 busy streams
-// CHECK:       warning: stream @{{.*}} ("default") does {{[0-9]+}}% of @lopsided's work (max-share 0.6); the other streams mostly wait
+// CHECK:       warning: stream @{{.*}} ("<main>") does {{[0-9]+}}% of @lopsided's work (max-share 0.6); the other streams mostly wait
 func.func @lopsided(%x: !t, %w: !t, %y: !s) -> (!t, !s) {
   %a = npu.matmul %x, %w : (!t, !t) -> !t
   %b = stream.switch "1" -> !s {
@@ -48,7 +48,7 @@ func.func @lopsided(%x: !t, %w: !t, %y: !s) -> (!t, !s) {
 func.func @unordered(%x: !t) -> !t {
   %a = npu.relu %x : (!t) -> !t
   %b = stream.switch "1" -> !t {
-    // UNORDERED: [[# @LINE + 1]]:{{[0-9]+}}: error: 'npu.exp' (%b0) uses 'npu.relu' (%a) from @{{.*}} ("default") with nothing ordering them; run insert-events first
+    // UNORDERED: [[# @LINE + 1]]:{{[0-9]+}}: error: 'npu.exp' (%b0) uses 'npu.relu' (%a) from @{{.*}} ("<main>") with nothing ordering them; run insert-events first
     %b0 = npu.exp %a : (!t) -> !t
     stream.yield %b0 : !t
   }

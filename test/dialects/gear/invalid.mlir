@@ -37,7 +37,7 @@ func.func @case(%x: tensor<?x2xf32> {gear.dims = #gear.dims<-1: [2]>}) {
 // -----
 
 // Tests that a gear list is not empty.
-// CHECK: invalid.mlir:[[# @LINE + 1]]:50: error: dim 0 has an empty gear list
+// CHECK: invalid.mlir:[[# @LINE + 1]]:50: error: dim 0 has 0 gears; give between 2 and 100
 func.func @case(%x: tensor<?x2xf32> {gear.dims = #gear.dims<0: []>}) {
   func.return
 }
@@ -71,7 +71,7 @@ func.func @case(%x: tensor<?x2xf32>,
 
 // Tests that only dynamic dims take gears.
 // CHECK: invalid.mlir:[[# @LINE + 1]]:1: error: 'func.func' op argument 0: gear dim 1 of tensor<?x2xf32> is static (2); only dynamic ('?') dims take gears
-func.func @case(%x: tensor<?x2xf32> {gear.dims = #gear.dims<0: [2, 4], 1: [8]>}) {
+func.func @case(%x: tensor<?x2xf32> {gear.dims = #gear.dims<0: [2, 4], 1: [8, 16]>}) {
   func.return
 }
 
@@ -79,7 +79,7 @@ func.func @case(%x: tensor<?x2xf32> {gear.dims = #gear.dims<0: [2, 4], 1: [8]>})
 
 // Tests that gears apply to tensor arguments.
 // CHECK: invalid.mlir:[[# @LINE + 1]]:1: error: 'func.func' op argument 0: gears apply to tensor arguments
-func.func @case(%x: i64 {gear.dims = #gear.dims<0: [2]>}) {
+func.func @case(%x: i64 {gear.dims = #gear.dims<0: [2, 4]>}) {
   func.return
 }
 
@@ -214,7 +214,7 @@ func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
 // -----
 
 // Tests that a dispatch case calls a function, not another symbol.
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 func.func @case(%x1: tensor<?x2xf32>) -> tensor<?x2xf32> {
 // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'gear.dispatch' op @s0 names a 'stream.decl', not a function
   %r = gear.dispatch(%x1) dims [0:0] cases {[2] -> @s0} : (tensor<?x2xf32>) -> tensor<?x2xf32>

@@ -20,9 +20,9 @@ module {
     func.return %x1 : tensor<?x2xf32>
   }
 
-// Tests the "product" policy with dims annotated out of order and a single gear.
-// CHECK-LABEL: func.func @product(%x: tensor<?x?x?xf16> {gear.dims = #gear.dims<2: [64], 0: [2, 3, 100]>}) attributes {gear.policy = "product"} {
-  func.func @product(%x: tensor<?x?x?xf16> {gear.dims = #gear.dims<2: [64], 0: [2, 3, 100]>})
+// Tests the "product" policy with dims annotated out of order.
+// CHECK-LABEL: func.func @product(%x: tensor<?x4x?xf16> {gear.dims = #gear.dims<2: [64, 128], 0: [2, 3, 100]>}) attributes {gear.policy = "product"} {
+  func.func @product(%x: tensor<?x4x?xf16> {gear.dims = #gear.dims<2: [64, 128], 0: [2, 3, 100]>})
       attributes {gear.policy = "product"} {
     func.return
   }

@@ -81,7 +81,7 @@ func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
 
 // Tests that priorities are >= 0 (0 is served first).
 func.func @case() {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.switch' op priority must be >= 0, got -1
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.switch' op stream priority must be >= 0 (0 is served first), got -1
   stream.switch "1" priority -1 {
   }
   func.return
@@ -155,9 +155,9 @@ func.func @case() {
 
 // -----
 
-// Tests that the tag is a string literal.
+// Tests that the tag is a string literal: a number is the rule every route applies (stream.tag-type).
 func.func @case() {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:17: error: string literal expected for the stream tag
+// CHECK: invalid.mlir:[[# @LINE + 1]]:17: error: stream tag must be a string, got 1
   stream.switch 1 {
   }
   func.return
@@ -214,7 +214,7 @@ func.func @case(%a: tensor<8xf16>, %b: tensor<8xf16>) {
 
 // Tests that a stream declaration's priority is >= 0.
 module {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.decl' op priority must be >= 0, got -2
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.decl' op stream priority must be >= 0 (0 is served first), got -2
   stream.decl @s1 "1" priority -2
 }
 
@@ -237,7 +237,7 @@ module {
 // -----
 
 // Tests that an op's stream.on names a declared stream.
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
 // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.relu' op names stream @s7, which no 'stream.decl' declares
   %a = npu.relu %x {stream.on = @s7} : (tensor<8xf16>) -> tensor<8xf16>
@@ -256,7 +256,7 @@ func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
 // -----
 
 // Tests that stream.on is a symbol reference, not a tag string.
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
 // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.relu' op 'stream.on' must name a stream as @symbol, got "default"
   %a = npu.relu %x {stream.on = "default"} : (tensor<8xf16>) -> tensor<8xf16>
@@ -266,7 +266,7 @@ func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
 // -----
 
 // Tests that stream.on is checked on ops of other dialects too.
-stream.decl @s0 "default" priority 0
+stream.decl @s0 "<main>" priority 0
 func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
 // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'func.return' op names stream @s1, which no 'stream.decl' declares
   func.return {stream.on = @s1} %x : tensor<8xf16>

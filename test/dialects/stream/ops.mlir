@@ -8,12 +8,12 @@
 module {
 
 // Tests that streams are declared at module level with a tag and a priority.
-// CHECK:       stream.decl @s0 "default" priority 0
+// CHECK:       stream.decl @s0 "<main>" priority 0
 // CHECK-NEXT:  stream.decl @s1 "1" priority 3
 // CHECK-NEXT:  stream.decl @s2 "with space" priority 0 {note = "x"}
-// GENERIC:     "stream.decl"() <{sym_name = "s0", tag = "default", priority = 0 : i64}> : () -> ()
+// GENERIC:     "stream.decl"() <{sym_name = "s0", tag = "<main>", priority = 0 : i64}> : () -> ()
 // GENERIC:     "stream.decl"() <{sym_name = "s2", tag = "with space", priority = 0 : i64}> {note = "x"} : () -> ()
-  stream.decl @s0 "default" priority 0
+  stream.decl @s0 "<main>" priority 0
   stream.decl @s1 "1" priority 3
   stream.decl @s2 "with space" priority 0 {note = "x"}
 

@@ -6,7 +6,7 @@
 // and so does printing the generic form and parsing that back.
 
 module {
-  stream.decl @s0 "default" priority 0
+  stream.decl @s0 "<main>" priority 0
   stream.decl @s1 "1" priority 0
 
 // Tests a record without a physical id and its wait on another stream.

@@ -82,7 +82,7 @@ def test_happens_before_needs_events_not_issue_order() -> None:
 
 def test_event_id_binds_to_latest_record_of_that_id() -> None:
     text = f"""
-    stream.decl @s0 "default" priority 0
+    stream.decl @s0 "<main>" priority 0
     stream.decl @s1 "1" priority 0
     stream.decl @s2 "2" priority 0
     func.func @f(%x: {T}) -> {T} {{

@@ -31,6 +31,7 @@ from npuir.backends.npu.hardware import load_hardware
 from npuir.dialects import stream
 from npuir.schedule.auto import cost_strategies
 
+MAIN = stream.MAIN_TAG
 T = "tensor<8x8xf16>"
 BASELINES = ("user", "ge", "engine", "nimble")
 COSTED = ("minidag:loadbalance", "minidag:mainstream", "minidag:weighted", "opara")
@@ -102,12 +103,12 @@ GE_GRAPH = _func_text(
 def test_ge_puts_communication_on_its_own_stream_and_ai_core_work_after_its_producer() -> None:
     tags = _free(GE_GRAPH, "ge")
     assert tags == {
-        "a": "default",
+        "a": MAIN,
         "r": "comm",
-        "b": "default",
-        "c": "default",
-        "d": "default",
-        "func.return": "default",
+        "b": MAIN,
+        "c": MAIN,
+        "d": MAIN,
+        "func.return": MAIN,
     }
 
 
@@ -131,15 +132,15 @@ GE_FORK = _func_text(
 def test_ge_continues_one_chain_per_stream_when_parallel_streams_are_allowed() -> None:
     # With GE's default of one stream per engine, everything AI Core shares it.
     default = _free(GE_FORK, "ge")
-    assert {default[k] for k in ("a", "b", "b2", "c")} == {"default"}
+    assert {default[k] for k in ("a", "b", "b2", "c")} == {MAIN}
     assert default["h1"] == default["h2"] == "comm"
     # With two, b cannot reuse a's stream (a's other successor c is AI Core
     # too), so it opens the second; its own successor b2 stays with it; c
     # opens the next one, which wraps round to the first.
     two = _free(GE_FORK, "ge", max_parallel=2)
-    assert two["a"] == "default"
+    assert two["a"] == MAIN
     assert two["b"] == two["b2"] == "ge1"
-    assert two["c"] == "default"
+    assert two["c"] == MAIN
 
 
 def test_ge_keeps_a_pinned_collective_on_its_label() -> None:
@@ -159,7 +160,7 @@ def test_ge_keeps_a_pinned_collective_on_its_label() -> None:
     tags = _by_name(prog, assign("ge", prog, pinned, priorities, 8))
     assert tags["q"] == "mine"
     assert tags["s"] == "comm"
-    assert tags["a"] == tags["b"] == "default"
+    assert tags["a"] == tags["b"] == MAIN
 
 
 # --------------------------------------------------------------------------
@@ -171,7 +172,7 @@ def test_engine_groups_ops_by_engine_class_with_vector_on_the_default_stream() -
     tags = _free(GE_GRAPH, "engine")
     assert tags["a"] == "cube"
     assert tags["r"] == "comm"
-    assert tags["b"] == tags["c"] == tags["d"] == "default"
+    assert tags["b"] == tags["c"] == tags["d"] == MAIN
 
 
 def test_engine_without_vector_work_puts_the_first_class_on_the_default_stream() -> None:
@@ -183,14 +184,14 @@ def test_engine_without_vector_work_puts_the_first_class_on_the_default_stream()
         ret="%r",
     )
     tags = _free(text, "engine")
-    assert tags["a"] == "default"
+    assert tags["a"] == MAIN
     assert tags["r"] == "comm"
 
 
 def test_engine_over_the_cap_folds_the_later_classes_into_the_default_stream() -> None:
     tags = _free(GE_GRAPH, "engine", max_streams=2)
     assert tags["r"] == "comm"  # communication has precedence
-    assert tags["a"] == "default"
+    assert tags["a"] == MAIN
 
 
 # --------------------------------------------------------------------------
@@ -225,7 +226,7 @@ def test_nimble_covers_a_diamond_with_two_paths() -> None:
     free = [k is NodeKind.COMPUTE for k in prog.kind]
     assert path_cover(prog, free) == [[0, 1, 3], [2]]
     result = assign("nimble", prog, [None] * len(prog), {}, 8)
-    assert [info.tag for info in result.streams] == ["default", "chain1"]
+    assert [info.tag for info in result.streams] == [MAIN, "chain1"]
 
 
 def test_nimble_gives_independent_chains_a_stream_each_and_merges_them_to_fit() -> None:
@@ -404,7 +405,7 @@ def test_every_mode_keeps_pins_and_the_stream_cap(
     seed: int, num_ops: int, num_tags: int, cap: int
 ) -> None:
     prog, pinned, priorities = _program(random_annotated_graph(seed, num_ops, num_tags))
-    needed = 1 + len(set(priorities) - {stream.DEFAULT_TAG})
+    needed = 1 + len(set(priorities) - {stream.MAIN_TAG})
     for name in BASELINES + COSTED:
         mode, _, variant = name.partition(":")
         variant = variant or "loadbalance"
@@ -414,7 +415,7 @@ def test_every_mode_keeps_pins_and_the_stream_cap(
             continue
         result = assign(mode, prog, pinned, priorities, cap, variant=variant, strategies=TABLE)
         assert len(result.streams) <= cap
-        assert result.streams[0].tag == stream.DEFAULT_TAG
+        assert result.streams[0].tag == stream.MAIN_TAG
         assert len(result.stream_of) == len(prog)
         assert result.stream_of[-1] == 0  # func.return
         tags = [info.tag for info in result.streams]
@@ -450,7 +451,7 @@ def test_made_streams_never_take_a_reserved_or_pinned_tag() -> None:
     prog, _, _ = _program(GE_GRAPH)
     none: list[str | None] = [None] * len(prog)
     result = assign("ge", prog, none, {}, 8, reserved={"comm"})
-    assert [info.tag for info in result.streams] == ["default", "comm_"]
+    assert [info.tag for info in result.streams] == [MAIN, "comm_"]
 
 
 def test_pinned_tags_follow_the_issue_order_and_reject_two_priorities() -> None:
@@ -508,7 +509,7 @@ func.func @h(%x: {T}) -> {T} {{
 """
     _, module = _lower(text, "stream-partition{mode=ge}")
     assert [(info.symbol, info.tag) for info in module_streams(module)] == [
-        ("s0", "default"),
+        ("s0", MAIN),
         ("s1", "comm"),
         ("s2", "comm_"),
     ]

@@ -31,7 +31,7 @@ M = "tensor<64x64xf16>"
 
 # An add named "Add_1" (as an importer names it), then an unnamed matmul and relu.
 TEXT = f"""module {{
-  stream.decl @s0 "default" priority 0
+  stream.decl @s0 "<main>" priority 0
   func.func @f(%a: {T}, %b: {T}, %m: {M}) -> ({T}, {M}, {T}) {{
     %x = npu.add %a, %b {{stream.on = @s0, npu.op_name = "Add_1"}} : {BIN}
     %y = npu.matmul %m, %m {{stream.on = @s0}} : ({M}, {M}) -> {M}
@@ -171,7 +171,7 @@ def _layer_program() -> Program:
         ]
     signature = ", ".join(f"%{name}: {ty}" for name, ty in args.items())
     text = (
-        'module {\n  stream.decl @s0 "default" priority 0\n'
+        'module {\n  stream.decl @s0 "<main>" priority 0\n'
         f"  func.func @f({signature}) {{\n    "
         + "\n    ".join(body)
         + "\n    func.return\n  }\n}\n"

@@ -28,6 +28,7 @@ from npuir.analysis.program import DepKind, NodeKind, Program, build_program, mo
 from npuir.backends.npu.cost import OpWork, op_work
 from npuir.backends.npu.hardware import PRESETS
 from npuir.backends.npu.simulator import OpRecord, SimCache, SimResult, simulate
+from npuir.dialects import stream
 from npuir.dialects.npu import NpuOp
 
 TINY = PRESETS["tiny"]
@@ -62,7 +63,7 @@ def program(text: str) -> Program:
 
 
 def decls(*priorities: int) -> str:
-    names = ["default", *(str(i) for i in range(1, len(priorities)))]
+    names = [stream.MAIN_TAG, *(str(i) for i in range(1, len(priorities)))]
     return "\n".join(
         f'  stream.decl @s{i} "{name}" priority {p}'
         for i, (name, p) in enumerate(zip(names, priorities, strict=True))

@@ -32,7 +32,7 @@ BIN = f"({T}, {T}) -> {T}"
 # Same program as test_simulator's "a wait delays its stream": two adds of 12388 ns on 2
 # vector cores each, joined by two record/wait pairs.
 TEXT = f"""module {{
-  stream.decl @s0 "default" priority 0
+  stream.decl @s0 "<main>" priority 0
   stream.decl @s1 "side" priority 0
   func.func @f(%a: {T}, %b: {T}) -> {T} {{
     %x = npu.add %a, %b {{stream.on = @s0}} : {BIN}
@@ -66,7 +66,7 @@ def test_trace_has_a_process_per_rank_and_a_thread_per_stream() -> None:
         (e["pid"], e.get("tid"), e["args"]["name"]) for e in of(events, "M") if "name" in e["args"]
     }
     assert (0, 0, "rank 0") in names and (1, 0, "rank 1") in names
-    assert (0, 0, "default (@s0)") in names and (1, 1, "side (@s1)") in names
+    assert (0, 0, "<main> (@s0)") in names and (1, 1, "side (@s1)") in names
 
 
 def test_trace_slices_flows_and_counters() -> None:

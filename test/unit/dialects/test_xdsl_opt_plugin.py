@@ -18,8 +18,8 @@ import pytest
 
 T = "tensor<8xf16>"
 
-VALID = f"""stream.decl @s0 "default" priority 0
-func.func @f(%x: tensor<?x2xf32> {{gear.dims = #gear.dims<0: [2]>}}, %y: {T}) -> {T}
+VALID = f"""stream.decl @s0 "<main>" priority 0
+func.func @f(%x: tensor<?x2xf32> {{gear.dims = #gear.dims<0: [2, 4]>}}, %y: {T}) -> {T}
     attributes {{gear.policy = "zip"}} {{
   %a = npu.relu %y {{stream.on = @s0}} : ({T}) -> {T}
   func.return %a : {T}
@@ -28,7 +28,7 @@ func.func @f(%x: tensor<?x2xf32> {{gear.dims = #gear.dims<0: [2]>}}, %y: {T}) ->
 
 BAD = {
     "stream.on naming no stream.decl": (
-        f"""stream.decl @s0 "default" priority 0
+        f"""stream.decl @s0 "<main>" priority 0
 func.func @f(%x: {T}) -> {T} {{
   %a = npu.relu %x {{stream.on = @s7}} : ({T}) -> {T}
   func.return %a : {T}
@@ -99,7 +99,7 @@ def test_valid_module_passes_through_xdsl_opt() -> None:
     # Also shows the plugin is loaded: without it, `stream.decl` is unknown.
     proc = run_xdsl_opt(VALID)
     assert proc.returncode == 0, proc.stderr
-    assert 'stream.decl @s0 "default" priority 0' in proc.stdout
+    assert 'stream.decl @s0 "<main>" priority 0' in proc.stdout
     assert "%a = npu.relu %y {stream.on = @s0}" in proc.stdout
 
 

@@ -255,9 +255,9 @@ def test_the_moldable_term_charges_launch_on_every_core_a_short_path_needs() -> 
             "func.func @f(%x: tensor<32x1xf16>, %w: tensor<1x64xf16>) "
             "-> (tensor<32x64xf16>, tensor<32x64xf16>) {",
             f"  %a = npu.matmul %x, %w : {OUTER}",
+            f"  %z = npu.matmul %x, %w : {OUTER}",
             "  %xa = stream.wait_tensor %x after %a : tensor<32x1xf16>, tensor<32x64xf16>",
             f"  %b = npu.matmul %xa, %w : {OUTER}",
-            f"  %z = npu.matmul %x, %w : {OUTER}",
             "  func.return %b, %z : tensor<32x64xf16>, tensor<32x64xf16>",
             "}",
         ]
@@ -288,9 +288,9 @@ def test_the_energetic_term_proves_the_cube_cannot_overlap_a_late_op_with_an_ear
             f"func.func @f(%s: {x}, %x: tensor<32x1xf16>, %w: tensor<1x64xf16>) "
             f"-> ({x}, tensor<32x64xf16>, tensor<32x64xf16>) {{",
             f"  %p = npu.exp %s : ({x}) -> {x}",
+            f"  %z = npu.matmul %x, %w : {OUTER}",
             f"  %xp = stream.wait_tensor %x after %p : tensor<32x1xf16>, {x}",
             f"  %a = npu.matmul %xp, %w : {OUTER}",
-            f"  %z = npu.matmul %x, %w : {OUTER}",
             f"  func.return %p, %a, %z : {x}, tensor<32x64xf16>, tensor<32x64xf16>",
             "}",
         ]
@@ -342,14 +342,15 @@ def test_the_moldable_term_mixes_paths_that_all_need_many_cores() -> None:
     for i in range(3):
         body += [
             f"  %a{i} = npu.matmul %x, %w : {OUTER}",
-            f"  %x{i} = stream.wait_tensor %x after %a{i} : tensor<32x1xf16>, tensor<32x64xf16>",
+            f"  %x{i} = stream.wait_tensor %y{i} after %a{i} : tensor<32x1xf16>, tensor<32x64xf16>",
             f"  %b{i} = npu.matmul %x{i}, %w : {OUTER}",
         ]
         outs.append(f"%b{i}")
     types = ", ".join(["tensor<32x64xf16>"] * 3)
     text = "\n".join(
         [
-            f"func.func @f(%x: tensor<32x1xf16>, %w: tensor<1x64xf16>) -> ({types}) {{",
+            "func.func @f(%x: tensor<32x1xf16>, %w: tensor<1x64xf16>, %y0: tensor<32x1xf16>, "
+            f"%y1: tensor<32x1xf16>, %y2: tensor<32x1xf16>) -> ({types}) {{",
             *body,
             f"  func.return {', '.join(outs)} : {types}",
             "}",

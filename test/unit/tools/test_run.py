@@ -124,7 +124,7 @@ def test_exit_1_race_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert out == ""
     line = RACE_EXP_LINE
     assert f"race.mlir:{line}:5: error: race: 'npu.exp' (%b) on stream @s1 (\"1\")" in err
-    assert "'npu.relu' (%a) on stream @s0 (\"default\")" in err
+    assert "'npu.relu' (%a) on stream @s0 (\"<main>\")" in err
 
 
 def test_exit_1_no_gear_matches(capsys: pytest.CaptureFixture[str]) -> None:
@@ -303,7 +303,10 @@ def test_inputs_file_must_fit_the_arguments(
             {"arg0": np.ones(8, np.float32), "arg1": np.ones(8, np.float32)},
             "has shape 8, which does not fit argument 0 of @forward, tensor<?x2xf32>",
         ),
-        "missing.npz": ({"arg0": np.ones((4, 2), np.float32)}, "has no array 'arg1' for rank 0"),
+        "missing.npz": (
+            {"arg0": np.ones((4, 2), np.float32)},
+            "has no array 'arg1' or 'x2' for rank 0",
+        ),
     }
     for name, (arrays, message) in cases.items():
         path = tmp_path / name
