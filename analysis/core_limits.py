@@ -31,13 +31,11 @@ from xdsl.ir import Operation
 
 from npuir.analysis.program import Program, defined_functions
 from npuir.diagnostics import Kind, error, op_location
-from npuir.dialects import coreset, stream
+from npuir.dialects import coreset, stream, validation
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
 
 STREAM_LIMIT_TWICE = Kind("core.stream-limit-twice")
 """A stream has two `coreset.stream_limit`s."""
-CORE_COUNT_RANGE = Kind("core.count-out-of-range")
-"""A core count outside [1, the device's count]."""
 
 ENGINES = coreset.ENGINES
 
@@ -213,15 +211,18 @@ class CoreLimits:
 
     def _check(self, where: Operation, counts: dict[str, int | None], what: str) -> None:
         for engine, count in counts.items():
-            top = self.hw.cores(engine)
-            if count is not None and not 1 <= count <= top:
-                raise error(
-                    where,
-                    f"{what}: {engine} core count {count} is out of range for "
-                    f"{self.hw.name}; the valid range is [1, {top}]"
-                    + (", or -1 for no limit" if isinstance(where, coreset.StreamLimitOp) else ""),
-                    CORE_COUNT_RANGE,
+            if count is None:
+                continue
+            try:
+                validation.core_count(
+                    f"{what}: {engine} count",
+                    count,
+                    engine=engine,
+                    most=self.hw.cores(engine),
+                    device=self.hw.name,
                 )
+            except validation.ValidationError as exc:
+                raise error(where, str(exc), exc.kind, **exc.args_) from None
 
 
 class Counts(Protocol):

@@ -72,7 +72,7 @@ from xdsl.utils.exceptions import VerifyException
 from npuir.api import read_source
 from npuir.context import NpuirContext
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
-from npuir.dialects import coreset, npu, stream
+from npuir.dialects import coreset, npu, stream, validation
 from npuir.frontends.protobuf_text import Ident, Message, parse
 from npuir.parsing import parse_module
 from npuir.verifier import verify
@@ -248,6 +248,14 @@ class Graph:
 
     name: str
     nodes: list[Node]
+
+
+def _number_or_text(text: str) -> float | str:
+    """`text` as a float when it spells one (a fractional count), else as it is."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _loc(filename: str, line: int, column: int) -> SourceLocation:
@@ -932,9 +940,38 @@ class _Importer:
     # -- scopes ----------------------------------------------------------------
 
     def scope_key(self, node: Node) -> _ScopeKey:
-        label = node.attr_str(STREAM_LABEL)
-        priority = node.attr_int(STREAM_PRIORITY) or 0
-        return (label, priority, node.attr_int(AICORE_NUM), node.attr_int(VECTORCORE_NUM))
+        """The scope an op's attributes put it in, each value checked by the rules every
+        route applies (`npuir.dialects.validation`), located at the attribute."""
+        label = self.checked(node, STREAM_LABEL, validation.stream_tag)
+        priority = self.checked(node, STREAM_PRIORITY, validation.stream_priority)
+        counts = [
+            self.checked(node, key, lambda v, k=key: validation.core_count(k, v))
+            for key in (AICORE_NUM, VECTORCORE_NUM)
+        ]
+        return (label, priority or 0, counts[0], counts[1])
+
+    @staticmethod
+    def checked(node: Node, key: str, rule: Callable[[object], Any]) -> Any:
+        """Attribute `key` of `node` through `rule` (None when absent); GE writes TorchAir's
+        scope values as strings, so a whole number in a string is read as that number."""
+        value = node.attr(key)
+        if value is None:
+            return None
+        raw = value.get("s", value.get("i", value.get("f")))
+        if key != STREAM_LABEL and isinstance(raw, str):
+            text = raw.strip()
+            raw = int(text) if re.fullmatch(r"-?\d+", text) else _number_or_text(text)
+        where = _loc(node.location.filename, value.line, value.column)
+        if isinstance(raw, int) and not _I64_MIN <= raw <= _I64_MAX:
+            raise _fail(where, f"attribute '{key}' of '{node.name}' is {raw}, outside i64")
+        try:
+            return rule(raw)
+        except validation.ValidationError as exc:
+            raise DiagnosticError(
+                Diagnostic(
+                    "error", f"'{node.name}': {exc}", where, kind=exc.kind.code, args=exc.args_
+                )
+            ) from None
 
     # -- building ---------------------------------------------------------------
 

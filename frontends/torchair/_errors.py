@@ -13,6 +13,7 @@ from pathlib import Path
 from types import CodeType, FrameType
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.dialects.validation import ValidationError
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
@@ -20,7 +21,9 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 class TorchairError(DiagnosticError):
     """A mistake in code written against `npuir.torchair`, located at the user's line.
 
-    Its message reads like every npuir diagnostic, `file:line:col: error: ...`.
+    A `DiagnosticError`: `.diagnostic` carries the kind (the same kind the text, torch
+    and GE-dump routes give the same mistake), the arguments and the location; `str()`
+    reads like every npuir diagnostic, `file:line:col: error: ...`.
     """
 
     def __str__(self) -> str:
@@ -66,3 +69,11 @@ def user_location() -> SourceLocation | None:
 def fail(message: str, where: SourceLocation | None = None) -> TorchairError:
     """Build (not raise) an error at `where`, or at the user's current line."""
     return TorchairError(Diagnostic("error", message, where or user_location()))
+
+
+def refused(exc: ValidationError, where: SourceLocation | None = None) -> TorchairError:
+    """The error for a value one of the shared rules refused (`npuir.dialects.validation`),
+    with that rule's kind, at `where` or at the user's current line."""
+    return TorchairError(
+        Diagnostic("error", str(exc), where or user_location(), exc.kind.code, exc.args_)
+    )

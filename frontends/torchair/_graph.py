@@ -45,11 +45,11 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.diagnostics import DiagnosticError, SourceLocation
-from npuir.dialects import coreset, gear, npu, stream
+from npuir.dialects import coreset, gear, npu, stream, validation
 from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
 
-from ._errors import FORCED, TorchairError, fail, user_location
+from ._errors import FORCED, TorchairError, fail, refused, user_location
 from .configs import CompilerConfig
 
 _FILE_ATTRS: dict[str, StringAttr] = {}
@@ -476,12 +476,15 @@ class Graph(_Built):
         -1 leaves that count unlimited.
         """
         self._check_open()
-        counts = [
-            _limit_count(c, name)
-            for c, name in ((cube_num, "cube_num"), (vector_num, "vector_num"))
-        ]
-        if not isinstance(stream_tag, str):
-            raise fail(f"stream_tag must be a string, got {stream_tag!r}")
+        try:
+            if stream_tag != stream.MAIN_TAG:  # the main stream may be limited too
+                validation.stream_tag(stream_tag)
+            counts = [
+                validation.core_count(name, c, no_limit=True)
+                for c, name in ((cube_num, "cube_num"), (vector_num, "vector_num"))
+            ]
+        except validation.ValidationError as exc:
+            raise refused(exc) from None
         if counts == [None, None]:
             return
         op = coreset.StreamLimitOp(stream_tag, counts[0], counts[1])
@@ -496,27 +499,22 @@ class Graph(_Built):
         if value is None or tensor.graph is not self or value not in self._block.args:
             raise fail("set_dim_gears applies to an input of the current graph (g.input(...))")
         index = self._block.args.index(value)
-        if index in self._gears and self._gears[index] != dim_gears:
-            raise fail(
-                f"input {index} already has dim gears {self._gears[index]}; "
-                "setting them again is not supported (as in TorchAir)"
-            )
         shape = list(tensor.type.get_shape())
         checked: dict[int, list[int]] = {}
-        for dim, gears in dim_gears.items():
-            if not isinstance(dim, int) or not 0 <= dim < len(shape):
-                raise fail(f"dim index {dim!r} in dim_gears must be in [0, {len(shape) - 1}]")
-            if not isinstance(gears, list | tuple) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in gears
-            ):
-                raise fail(f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}")
-            if not 2 <= len(gears) <= 100:
-                raise fail(f"dim {dim} has {len(gears)} gears; give between 2 and 100")
-            checked[dim] = list(gears)
         try:
-            gear.DimsAttr(checked).verify()
-        except VerifyException as exc:
-            raise fail(str(exc)) from None
+            for dim, gears in dim_gears.items():
+                if not isinstance(dim, int) or not 0 <= dim < len(shape):
+                    raise fail(f"dim index {dim!r} in dim_gears must be in [0, {len(shape) - 1}]")
+                if not isinstance(gears, list | tuple):
+                    raise fail(f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}")
+                checked[dim] = validation.gear_list(dim, gears)
+            validation.gears_once(f"input {index}", self._gears.get(index), checked)
+            # Dims without gears must be static: a `?` one would have no size in any version.
+            validation.ungeared_dims_static(
+                f"input {index}", shape, list(checked), str(tensor.type), DYN
+            )
+        except validation.ValidationError as exc:
+            raise refused(exc) from None
         static = [d for d in checked if shape[d] != DYN]
         if static:
             # As TorchAir's mark_dynamic: the annotated dims become dynamic,
@@ -647,12 +645,6 @@ def verify_built(module: ModuleOp) -> None:
         verify(module)
     except DiagnosticError as exc:
         raise TorchairError(exc.diagnostic) from None
-
-
-def _limit_count(value: object, what: str) -> int | None:
-    if not isinstance(value, int) or isinstance(value, bool) or (value < 1 and value != -1):
-        raise fail(f"{what} must be a core count >= 1, or -1 for no limit; got {value!r}")
-    return None if value == -1 else value
 
 
 class Program(_Built):

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from ._errors import fail
+from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
+from npuir.dialects import validation
+
+from ._errors import fail, refused
 from ._graph import Graph, Tensor, current_graph
 
 
@@ -56,12 +59,11 @@ def npu_stream_switch(
     priority numbers are served first.  `enable_inner_parallel` is accepted
     because TorchAir's signature has it; npuir has nothing it would switch.
     """
-    if not isinstance(stream_tag, str) or not stream_tag:
-        raise fail(f"stream_tag must be a non-empty string, got {stream_tag!r}")
-    if not isinstance(stream_priority, int) or isinstance(stream_priority, bool):
-        raise fail(f"stream_priority must be an int, got {stream_priority!r}")
-    if stream_priority < 0:
-        raise fail(f"stream_priority must be >= 0, got {stream_priority}")
+    try:
+        validation.stream_tag(stream_tag)
+        validation.stream_priority(stream_priority)
+    except validation.ValidationError as exc:
+        raise refused(exc) from None
     if not isinstance(enable_inner_parallel, bool):
         raise fail(f"enable_inner_parallel must be True or False, got {enable_inner_parallel!r}")
     return _Scope(tag=stream_tag, priority=stream_priority)
@@ -69,11 +71,27 @@ def npu_stream_switch(
 
 def limit_core_num(op_aicore_num: int, op_vectorcore_num: int) -> _Scope:
     """Bound the cube (`op_aicore_num`) and vector cores each op of the block may take."""
-    counts: list[int] = []
-    for name, value in (("op_aicore_num", op_aicore_num), ("op_vectorcore_num", op_vectorcore_num)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise fail(f"{name} must be a core count >= 1, got {value!r}")
-        counts.append(value)
+    try:
+        hw: Hardware | None = load_hardware(current_graph().target)
+    except HardwareError:
+        hw = None  # an unknown target: coreset-lower checks the counts against the device
+    counts: list[int | None] = []
+    for name, value, engine in (
+        ("op_aicore_num", op_aicore_num, "cube"),
+        ("op_vectorcore_num", op_vectorcore_num, "vector"),
+    ):
+        try:
+            counts.append(
+                validation.core_count(
+                    name,
+                    value,
+                    engine=engine,
+                    most=None if hw is None else hw.cores(engine),
+                    device="" if hw is None else hw.name,
+                )
+            )
+        except validation.ValidationError as exc:
+            raise refused(exc) from None
     return _Scope(counts=(counts[0], counts[1]))
 
 

@@ -12,8 +12,8 @@ func.func @scope_too_big(%x: !t) -> !t {
   func.return %r : !t
 }
 
-// CHECK: coreset-lower-invalid.mlir:[[# @LINE - 7]]:3: error: coreset.limit: cube core count 30 is out of range for 910b2; the valid range is [1, 24]
-// TINY: coreset-lower-invalid.mlir:[[# @LINE - 8]]:3: error: coreset.limit: cube core count 30 is out of range for tiny; the valid range is [1, 2]
+// CHECK: coreset-lower-invalid.mlir:[[# @LINE - 7]]:3: error: coreset.limit: cube count is 30, but the device (910b2) has 24 cube cores
+// TINY: coreset-lower-invalid.mlir:[[# @LINE - 8]]:3: error: coreset.limit: cube count is 30, but the device (tiny) has 2 cube cores
 
 // -----
 
@@ -26,7 +26,7 @@ func.func @stream_too_big(%x: !t) -> !t {
   func.return %e : !t
 }
 
-// TINY: coreset-lower-invalid.mlir:[[# @LINE - 5]]:3: error: coreset.stream_limit: vector core count 8 is out of range for tiny; the valid range is [1, 4]
+// TINY: coreset-lower-invalid.mlir:[[# @LINE - 5]]:3: error: coreset.stream_limit: vector count is 8, but the device (tiny) has 4 vector cores
 // CHECK-LABEL: func.func @stream_too_big
 
 // -----
@@ -39,4 +39,4 @@ module attributes {coreset.global = #coreset.cores<vector 64>} {
   }
 }
 
-// CHECK: coreset-lower-invalid.mlir:[[# @LINE - 6]]:1: error: coreset.global: vector core count 64 is out of range for 910b2; the valid range is [1, 48]
+// CHECK: coreset-lower-invalid.mlir:[[# @LINE - 6]]:1: error: coreset.global: vector count is 64, but the device (910b2) has 48 vector cores

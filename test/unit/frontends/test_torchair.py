@@ -19,7 +19,8 @@ from xdsl.ir import Attribute, SSAValue
 
 import npuir
 from npuir import torchair
-from npuir.dialects import coreset, gear, stream, sync
+from npuir.diagnostics import Kind
+from npuir.dialects import coreset, gear, stream, sync, validation
 from npuir.torchair import ops
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -340,19 +341,20 @@ def test_a_failed_broadcast_through_an_operator_names_the_users_line() -> None:
 
 
 @pytest.mark.parametrize(
-    ("call", "match"),
+    ("call", "kind"),
     [
-        (lambda: torchair.scope.npu_stream_switch(1), "stream_tag must be a non-empty string"),
-        (lambda: torchair.scope.npu_stream_switch("1", -1), "stream_priority must be >= 0"),
-        (lambda: torchair.scope.limit_core_num(0, 8), "op_aicore_num must be a core count"),
-        (lambda: torchair.scope.set_stream_limit("1", 0, 4), "cube_num must be a core count"),
+        (lambda: torchair.scope.npu_stream_switch(1), validation.TAG_TYPE),
+        (lambda: torchair.scope.npu_stream_switch("1", -1), validation.PRIORITY_NEGATIVE),
+        (lambda: torchair.scope.limit_core_num(0, 8), validation.CORE_COUNT_LOW),
+        (lambda: torchair.scope.set_stream_limit("1", 0, 4), validation.CORE_COUNT_LOW),
     ],
 )
-def test_bad_scope_arguments_name_the_users_line(call: object, match: str) -> None:
+def test_bad_scope_arguments_name_the_users_line(call: object, kind: Kind) -> None:
     torchair.Graph("f")
     line = inspect.getsourcelines(call)[1]  # type: ignore[arg-type]
-    with pytest.raises(torchair.TorchairError, match=rf"^{HERE}:{line}:\d+: error: {match}"):
+    with pytest.raises(torchair.TorchairError, match=rf"^{HERE}:{line}:\d+: error: ") as info:
         call()  # type: ignore[operator]
+    assert info.value.diagnostic.kind == kind.code
 
 
 def test_bad_config_values_are_refused() -> None:
