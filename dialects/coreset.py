@@ -57,7 +57,7 @@ def _parse_counts(parser: Parser | AttrParser) -> dict[str, int]:
             number = parser.parse_optional_number()
             if isinstance(number, float):
                 error = validation.ValidationError(
-                    validation.CORE_COUNT_TYPE, what=f"{engine} count", value=number
+                    validation.CORE_COUNT_TYPE, subject=f"{engine} count", value=number
                 )
                 validation.refuse_parsed(parser, start, error)
             if number is None:

@@ -46,11 +46,13 @@ from xdsl.dialects.builtin import (
     i64,
 )
 
+from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Kind, SourceLocation
-from npuir.dialects import npu
+from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
 from npuir.torchair import Graph, Tensor, TorchairError, ops
+from npuir.torchair._errors import refused
 from npuir.torchair._graph import element_type, tensor_type
 
 PT2_UNREADABLE = Kind("input.unreadable")
@@ -74,6 +76,16 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 class UnsupportedOp(Exception):
     """An FX node the importer has no npu op for."""
+
+
+def _scope_number(text: str) -> object:
+    """A scope value as TorchAir writes it (a string): the number it spells, else the text."""
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
@@ -166,20 +178,44 @@ class _Importer:
     def scope_enter(self, keys: Sequence[str], values: Sequence[str], *_: Any) -> None:
         attrs = dict(zip(keys, values))
         opened = 0
-        if torch_scope.STREAM_LABEL in attrs:
-            priority = int(attrs.get(torch_scope.STREAM_PRIORITY, "0"))
-            self.graph.open_scope(tag=attrs[torch_scope.STREAM_LABEL], priority=priority)
-            opened += 1
-        if torch_scope.AICORE_NUM in attrs or torch_scope.VECTORCORE_NUM in attrs:
-            counts = (
-                int(attrs[torch_scope.AICORE_NUM]) if torch_scope.AICORE_NUM in attrs else None,
-                int(attrs[torch_scope.VECTORCORE_NUM])
-                if torch_scope.VECTORCORE_NUM in attrs
-                else None,
-            )
-            self.graph.open_scope(counts=counts)
-            opened += 1
+        try:
+            if torch_scope.STREAM_LABEL in attrs:
+                tag = validation.stream_tag(attrs[torch_scope.STREAM_LABEL])
+                priority = validation.stream_priority(
+                    _scope_number(attrs.get(torch_scope.STREAM_PRIORITY, "0"))
+                )
+                self.graph.open_scope(tag=tag, priority=priority)
+                opened += 1
+            if torch_scope.AICORE_NUM in attrs or torch_scope.VECTORCORE_NUM in attrs:
+                hw = self.hardware()
+                counts = tuple(
+                    validation.core_count(
+                        key,
+                        _scope_number(attrs[key]),
+                        engine=engine,
+                        most=None if hw is None else hw.cores(engine),
+                        device="" if hw is None else hw.name,
+                    )
+                    if key in attrs
+                    else None
+                    for key, engine in (
+                        (torch_scope.AICORE_NUM, "cube"),
+                        (torch_scope.VECTORCORE_NUM, "vector"),
+                    )
+                )
+                self.graph.open_scope(counts=(counts[0], counts[1]))
+                opened += 1
+        except validation.ValidationError as exc:
+            raise refused(exc) from None
         self.scopes.append(opened)
+
+    def hardware(self) -> Hardware | None:
+        """The target device, whose core counts bound a limit (None: an unknown target,
+        checked by `coreset-lower` instead)."""
+        try:
+            return load_hardware(self.graph.target)
+        except HardwareError:
+            return None
 
     def scope_exit(self, *args: Any) -> None:
         if not self.scopes:

@@ -22,11 +22,17 @@ one changed import: `from npuir.frontends import torch_scope as scope`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from types import TracebackType
 
 import torch
 from torch.fx.node import has_side_effect
+
+from npuir.diagnostics import SourceLocation
+from npuir.dialects import validation
+from npuir.dialects.validation import ValidationError
+from npuir.torchair._errors import refused
 
 STREAM_LABEL = "_user_stream_label"
 STREAM_PRIORITY = "_user_stream_priority"
@@ -96,10 +102,25 @@ class _Scope:
         torch.ops.air.scope_exit()
 
 
+def _checked(rule: Callable[[], object]) -> None:
+    """Apply a shared rule (`npuir.dialects.validation`) at the user's call: a value it
+    refuses is a `TorchairError` of the rule's kind, located at the model's line that
+    called into this module (two frames up: the public function's caller)."""
+    try:
+        rule()
+    except ValidationError as exc:
+        frame = sys._getframe(2)
+        where = SourceLocation(frame.f_code.co_filename, frame.f_lineno, 0)
+        raise refused(exc, where) from None
+
+
 def npu_stream_switch(
     stream_tag: str, stream_priority: int = 0, enable_inner_parallel: bool = True
 ) -> _Scope:
     """Ops of the block run on the stream `stream_tag` (TorchAir's signature)."""
+    _checked(
+        lambda: (validation.stream_tag(stream_tag), validation.stream_priority(stream_priority))
+    )
     return _Scope(
         [
             (STREAM_LABEL, stream_tag),
@@ -110,7 +131,14 @@ def npu_stream_switch(
 
 
 def limit_core_num(op_aicore_num: int, op_vectorcore_num: int) -> _Scope:
-    """Ops of the block take at most these cube / vector cores (TorchAir's signature)."""
+    """Ops of the block take at most these cube / vector cores (TorchAir's signature);
+    the device's counts are checked on import, where the target is known."""
+    _checked(
+        lambda: (
+            validation.core_count("op_aicore_num", op_aicore_num),
+            validation.core_count("op_vectorcore_num", op_vectorcore_num),
+        )
+    )
     return _Scope([(AICORE_NUM, str(op_aicore_num)), (VECTORCORE_NUM, str(op_vectorcore_num))])
 
 

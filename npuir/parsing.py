@@ -442,5 +442,10 @@ def parse_module(
 def _kind_of(exc: Exception) -> str:
     """A parse failure's kind: the rule's own (`npuir.dialects.validation`) when one of the
     rules every route applies refused a value, else a syntax error."""
-    kind = getattr(exc, "kind", None)
-    return kind.code if isinstance(kind, Kind) else PARSE_ERROR.code
+    cause: BaseException | None = exc
+    while cause is not None:  # xDSL re-raises an attribute's VerifyException as a ParseError
+        kind = getattr(cause, "kind", None)
+        if isinstance(kind, Kind):
+            return kind.code
+        cause = cause.__cause__ or cause.__context__
+    return PARSE_ERROR.code

@@ -506,7 +506,9 @@ class Graph(_Built):
                 if not isinstance(dim, int) or not 0 <= dim < len(shape):
                     raise fail(f"dim index {dim!r} in dim_gears must be in [0, {len(shape) - 1}]")
                 if not isinstance(gears, list | tuple):
-                    raise fail(f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}")
+                    raise fail(
+                        f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}"
+                    )
                 checked[dim] = validation.gear_list(dim, gears)
             validation.gears_once(f"input {index}", self._gears.get(index), checked)
             # Dims without gears must be static: a `?` one would have no size in any version.
