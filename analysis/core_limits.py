@@ -32,7 +32,7 @@ from xdsl.ir import Operation
 from npuir.analysis.program import Program, defined_functions
 from npuir.diagnostics import Kind, error, op_location
 from npuir.dialects import coreset, stream, validation
-from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
+from npuir.dialects.npu import CollectiveOp, Engine, NpuOp, kernel_of
 
 STREAM_LIMIT_TWICE = Kind("core.stream-limit-twice")
 """A stream has two `coreset.stream_limit`s."""
@@ -49,6 +49,29 @@ def engines_used(op: NpuOp) -> tuple[str, ...]:
     if op.engine is Engine.VECTOR:
         return ("vector",)
     return ()
+
+
+def limit_has_no_effect(op: NpuOp, engine: str) -> str | None:
+    """Why a core limit on `engine` does not act on `op`, or None when it does.
+
+    Seed 003's table of what core limits apply to: AscendC kernels on AI Core and AI
+    Vector yes, AI CPU kernels no; TBE kernels on AI Vector only; ATB kernels no; HCCL
+    collectives in AIV mode yes, in AI CPU mode no (npuir's `sdma` mode, which runs on the
+    DMA engines, takes no cores either); MC2 (fused compute and communication) in AIV mode
+    yes -- npuir has no MC2 op, its parts are ordinary ops here.  Static kernels under
+    aclgraph, which lose their tiling and so any limit, are not modelled: every kernel is
+    taken to read its limit at run time.
+    """
+    kernel = kernel_of(op)
+    if op.engine is Engine.AICPU or kernel == "aicpu":
+        return "it runs as an AI CPU kernel"
+    if kernel == "atb":
+        return "it is an ATB kernel"
+    if kernel == "tbe" and engine != "vector":
+        return "it is a TBE kernel, which takes limits on AI Vector cores only"
+    if isinstance(op, CollectiveOp) and not op.uses_vector_cores:
+        return f"it is a collective in {op.mode} mode, which holds no cores"
+    return None
 
 
 class Device(Protocol):
@@ -103,6 +126,9 @@ class CoreLimits:
         self.hw = hw
         self._limits: dict[Operation, dict[str, Limit]] = {}
         self._tags: dict[str, str] = {}
+        self.no_effect: list[tuple[NpuOp, str, Limit, str]] = []
+        """Limits of scopes and stream limits that do not act on an op (seed 003's table):
+        the op, the engine, the limit and why; the op runs unlimited by them."""
 
     def run(self) -> CoreLimits:
         """Resolve every op's limits.  Two `coreset.stream_limit`s for one tag in one function
@@ -176,7 +202,13 @@ class CoreLimits:
             tag = self._tags.get(ref.root_reference.data, tag)
         by_stream = streams.get(tag, {})
         for engine in ENGINES:
-            out[engine] = scope.get(engine) or by_stream.get(engine) or base[engine]
+            given = scope.get(engine) or by_stream.get(engine)
+            if given is not None and (why := limit_has_no_effect(op, engine)) is not None:
+                # Reported where the op would draw on the engine's cores, or runs on none.
+                if engine in engines_used(op) or not engines_used(op) or "AI CPU" in why:
+                    self.no_effect.append((op, engine, given, why))
+                given = None
+            out[engine] = given or base[engine]
         return out
 
     def of(self, op: NpuOp) -> dict[str, int]:

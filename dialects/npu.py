@@ -80,6 +80,21 @@ OP_NAME = "npu.op_name"
 """The operator's original name (GE op name, FX node name), set by the importers: the key
 profiles and advice match ops by."""
 
+KERNEL = "npu.kernel"
+"""The kernel kind an op is implemented by: "ascendc" (the default), "tbe", "atb" or
+"aicpu".  It decides whether a core limit acts on the op (seed 003's table, applied by
+`npuir.analysis.core_limits.limit_has_no_effect`)."""
+
+KERNELS: tuple[str, ...] = ("ascendc", "tbe", "atb", "aicpu")
+"""Every kernel kind, the default first."""
+
+
+def kernel_of(op: Operation) -> str:
+    """The op's kernel kind (`npu.kernel`, default "ascendc")."""
+    attr = op.attributes.get(KERNEL)
+    return attr.data if isinstance(attr, StringAttr) else KERNELS[0]
+
+
 FULL_CORE_SYNC = "full_core_sync"
 """Unit attribute: the op must hold all the cores it asks for before it starts."""
 
@@ -1566,11 +1581,17 @@ def target_of(module: ModuleOp) -> str | None:
 
 class NpuAttributeVerifier(AttributeVerifier):
     """`npu.target` names a device preset (which presets exist is the backend's
-    business; the dialect checks the spelling)."""
+    business; the dialect checks the spelling); `npu.kernel` on an npu op is a kernel kind."""
 
     def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
         if name == TARGET and (not isinstance(value, StringAttr) or not value.data):
             raise VerifyException(f"'{TARGET}' must be a non-empty string naming a device preset")
+        if name == KERNEL:
+            if not isinstance(op, NpuOp):
+                raise VerifyException(f"'{KERNEL}' belongs on an npu operator")
+            if not isinstance(value, StringAttr) or value.data not in KERNELS:
+                kinds = ", ".join(f'"{k}"' for k in KERNELS)
+                raise VerifyException(f"'{KERNEL}' must be one of {kinds}, got {value}")
 
 
 NPU_OPS: tuple[type[NpuOp], ...] = (

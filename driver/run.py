@@ -52,6 +52,7 @@ from npuir.frontends.ge import parse_path, parse_source
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
 from npuir.schedule.device import UNKNOWN_DEVICE, device_spec
+from npuir.transforms.pipelines import PIPELINES
 from npuir.verifier import verify
 
 INPUT_SHAPE = Kind("input.shape-mismatch")
@@ -423,12 +424,18 @@ def timing_function(func: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:
         ) from None
 
 
+RUN_PIPELINE = PIPELINES["npu-default"].replace("coreset-check", "coreset-check{pair-rule=warning}")
+"""What a run lowers an unlowered program with: `npu-default`, with the stream pair rule
+(an error in `npu-default`) reported as a warning, so that a program breaking it still
+runs and shows what it leads to -- the seed's two-card deadlock."""
+
+
 def _lower(ctx: NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: str | None) -> None:
     if hw_spec is not None:
         module.attributes[npu.TARGET] = StringAttr(hw_spec)
     if pipeline is None:
         lowered = any(is_lowered(f) for f in module.ops if isinstance(f, FuncOp))
-        pipeline = "sync-verify" if lowered else "npu-default"
+        pipeline = "sync-verify" if lowered else RUN_PIPELINE
     elif "sync-verify" not in pipeline:
         pipeline = f"{pipeline},sync-verify" if pipeline.strip() else "sync-verify"
     run_passes(ctx, module, build_pipeline(pipeline))

@@ -21,6 +21,10 @@ collective waiting for its peers turns that into a deadlock (the seed's
 NonZero against reduceScatter).  Each hazard is a located warning at the
 `full_core_sync` op saying which limit would remove it.
 
+A pair-rule violation is an error (seed 003: the cores of any two streams "must not"
+exceed the device's), naming both streams, the engine and the limits;
+`pair-rule=warning` downgrades it.
+
 Two streams can overlap unless one's last op happens before the other's
 first.  Needs a lowered function (after `insert-events`, so events order it).
 """
@@ -60,6 +64,17 @@ class CoresetCheckPass(ModulePass):
         None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
     )
     strict: bool = option(False, "make every finding an error instead of a warning")
+    pair_rule: str = option(
+        "error",
+        "'error' (default: seed 003 says two streams' cores *must not* exceed the device) or "
+        "'warning' to downgrade the stream pair rule",
+    )
+
+    PAIR_RULES: ClassVar[tuple[str, ...]] = ("error", "warning")
+
+    def __post_init__(self) -> None:
+        if self.pair_rule not in self.PAIR_RULES:
+            raise ValueError(f"pair-rule '{self.pair_rule}' is not one of: error, warning")
 
     PRESERVES: ClassVar[Preserved] = ALL
 
@@ -86,6 +101,7 @@ class CoresetCheckPass(ModulePass):
                 self._report(
                     ctx,
                     prog.ops[at],
+                    self.pair_rule == "error",
                     f"streams {names[0]} and {names[1]} can run at the same time, and their "
                     f"{v.engine} core limits, {' and '.join(limits)}, add up to "
                     f"{sum(v.limits)}, more than the {total} {v.engine} cores of {hw.name}; "
@@ -109,6 +125,7 @@ class CoresetCheckPass(ModulePass):
                 self._report(
                     ctx,
                     prog.ops[h.holder],
+                    False,
                     f"hold-and-wait hazard: {prog.describe(h.holder)} on "
                     f"{prog.stream_name(prog.stream[h.holder])} holds up to {h.demand} {h.engine} "
                     f"cores while it waits for the rest, and {prog.describe(h.other)} on "
@@ -125,8 +142,14 @@ class CoresetCheckPass(ModulePass):
                 )
 
     def _report(
-        self, ctx: Context, at: Operation, message: str, kind: Kind, **args: object
+        self,
+        ctx: Context,
+        at: Operation,
+        is_error: bool,
+        message: str,
+        kind: Kind,
+        **args: object,
     ) -> None:
-        if self.strict:
+        if self.strict or is_error:
             raise error(at, message, kind, **args)
         warn(ctx, at, message, kind, **args)

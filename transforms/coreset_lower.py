@@ -28,6 +28,30 @@ from npuir.schedule.device import device_of
 
 STREAM_LIMIT_UNUSED = Kind("core.stream-limit-unused")
 """A stream limit that names no stream in use."""
+LIMIT_NO_EFFECT = Kind("core.limit-no-effect")
+"""A core limit on an op it does not act on (seed 003's table: AI CPU, ATB, TBE on cube,
+collectives that hold no cores); arguments: `op_name`, `limits`, `reason`."""
+
+
+def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
+    """One warning per op that a scope's or stream's limit does not act on, as seed 003
+    says: the limit "has no effect" (不生效) on such kernels."""
+    per_op: dict[NpuOp, list[str]] = {}
+    reason: dict[NpuOp, str] = {}
+    for op, engine, limit, why in limits.no_effect:
+        per_op.setdefault(op, []).append(f"{engine} {limit.count}")
+        reason[op] = why
+    for op, counts in per_op.items():
+        warn(
+            ctx,
+            op,
+            f"the core limit ({', '.join(counts)}) has no effect on '{op.name}': "
+            f"{reason[op]} (seed 003)",
+            LIMIT_NO_EFFECT,
+            op_name=op.name,
+            limits=counts,
+            reason=reason[op],
+        )
 
 
 def inline_limits(module: ModuleOp) -> None:
@@ -89,6 +113,7 @@ class CoresetLowerPass(ModulePass):
         limits = CoreLimits(op, device_of(op, self.hw)).run()
         limits.check_ranges()
         _warn_unused_stream_limits(ctx, op)
+        _warn_no_effect(ctx, limits)
         cache: dict[tuple[int | None, int | None], coreset.CoresAttr] = {}
         for inner in op.walk():
             if not isinstance(inner, NpuOp):

@@ -1,5 +1,6 @@
 // RUN: not npuir-run %S/../../examples/core_limit_deadlock.mlir --entries rank0,rank1 --json --timing-only 2>/dev/null | filecheck %s --check-prefix=DEADLOCK
-// RUN: npuir-opt %S/../../examples/core_limit_deadlock.mlir -p npu-default 2>&1 >/dev/null | filecheck %s --check-prefix=HAZARD
+// RUN: npuir-opt %S/../../examples/core_limit_deadlock.mlir -p 'gear-multiversion,stream-partition,coreset-lower,insert-events,coreset-check{pair-rule=warning},sync-verify' 2>&1 >/dev/null | filecheck %s --check-prefix=HAZARD
+// RUN: not npuir-opt %S/../../examples/core_limit_deadlock.mlir -p npu-default 2>&1 >/dev/null | filecheck %s --check-prefix=PAIR
 // RUN: npuir-run %S/../../examples/core_limit_fixed.mlir --entries rank0,rank1 --json | filecheck %s --check-prefix=FIXED
 // RUN: npuir-run %S/../../examples/core_limit_deadlock.mlir --entries rank0,rank1 --json --timing-only \
 // RUN:   --pipeline stream-partition,coreset-partition,npu-default | filecheck %s --check-prefix=AUTO
@@ -108,3 +109,8 @@
 // AUTO:          "message": "coreset-partition limits 'npu.nonzero' (%n) in @rank1 to {{[0-9]+}} vector cores
 // AUTO-NEXT:     "severity": "remark",
 // AUTO:      "deadlock": null
+
+// The seed's program breaks the pair rule, which is why it can deadlock: npu-default
+// refuses it (seed 003: two streams' cores "must not" exceed the device), naming both
+// streams, the engine and the limits; npuir-run reports it as a warning and runs it.
+// PAIR: core_limit_deadlock.mlir:24:9: error: streams @s1 ("rs") and @s2 ("nz") can run at the same time, and their vector core limits, @s1 ("rs") 16 and @s2 ("nz") 48 (the whole device), add up to 64, more than the 48 vector cores of 910b2

@@ -1,4 +1,5 @@
-// RUN: npuir-opt %s --split-input-file -p 'stream-partition,coreset-lower,insert-events,coreset-check{hw=910b2}' 2>&1 >/dev/null | filecheck %s
+// RUN: npuir-opt %s --split-input-file -p 'stream-partition,coreset-lower,insert-events,coreset-check{hw=910b2 pair-rule=warning}' 2>&1 >/dev/null | filecheck %s
+// RUN: not npuir-opt %s --split-input-file -p 'stream-partition,coreset-lower,insert-events,coreset-check{hw=910b2}' 2>&1 >/dev/null | filecheck %s --check-prefix=DEFAULT
 // RUN: npuir-opt %s --split-input-file --verify-diagnostics -p 'stream-partition,coreset-lower,insert-events,coreset-check{hw=910b2 strict=true}' | filecheck %s --check-prefix=STRICT
 
 // Tests the pair rule (seed 003: the cores of any two streams together must
@@ -24,6 +25,7 @@ func.func @pair(%x: !t, %y: !t) -> (!t, !t) {
 
 // CHECK: coreset-check.mlir:[[# @LINE - 6]]:5: warning: streams @s1 ("a") and @s2 ("b") can run at the same time, and their vector core limits, @s1 ("a") 30 and @s2 ("b") 20, add up to 50, more than the 48 vector cores of 910b2; the cores of any two streams together must fit the device (limits: @s1 ("a")'s at {{.*}}coreset-check.mlir:[[# @LINE - 10]]:5; @s2 ("b")'s at {{.*}}coreset-check.mlir:[[# @LINE - 6]]:5)
 // STRICT: coreset-check.mlir:[[# @LINE - 7]]:5: error: streams @s1 ("a") and @s2 ("b") can run at the same time
+// DEFAULT: coreset-check.mlir:[[# @LINE - 8]]:5: error: streams @s1 ("a") and @s2 ("b") can run at the same time, and their vector core limits, @s1 ("a") 30 and @s2 ("b") 20, add up to 50, more than the 48 vector cores of 910b2
 
 // -----
 

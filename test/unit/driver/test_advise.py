@@ -144,9 +144,15 @@ def test_hazards_are_counted_by_kind_not_by_wording(monkeypatch: pytest.MonkeyPa
     report = coreset_check.CoresetCheckPass._report
 
     def reworded(
-        self: object, ctx: object, at: object, message: str, kind: object, **args: object
+        self: object,
+        ctx: object,
+        at: object,
+        is_error: bool,
+        message: str,
+        kind: object,
+        **args: object,
     ) -> None:
-        report(self, ctx, at, "something else entirely", kind, **args)  # type: ignore[arg-type]
+        report(self, ctx, at, is_error, "something else entirely", kind, **args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(coreset_check.CoresetCheckPass, "_report", reworded)
     assert hazards() == before

@@ -167,11 +167,11 @@ def _torch_error(mistake: str) -> tuple[DiagnosticError, int]:
 
     which, args = TORCH_ARGS[mistake]
 
+    make = scope.npu_stream_switch if which == "switch" else scope.limit_core_num
+
     class Model(torch.nn.Module):  # type: ignore[misc, name-defined]
         def forward(self, x: Any) -> Any:
-            with (
-                scope.npu_stream_switch(*args) if which == "switch" else scope.limit_core_num(*args)
-            ):
+            with make(*args):
                 y = torch.relu(x)
             return y
 
