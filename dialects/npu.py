@@ -278,7 +278,9 @@ class NpuOp(IRDLOperation):
 
     @property
     def engine(self) -> Engine:
-        """The unit the op runs on."""
+        """The unit the op runs on: the AI CPU for an AI CPU kernel (`npu.kernel`)."""
+        if KERNEL in self.attributes and kernel_of(self) == "aicpu":
+            return Engine.AICPU
         return self.ENGINE
 
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"

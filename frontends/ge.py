@@ -1091,6 +1091,22 @@ class _Importer:
                 f"fit {self.table.rules[t].op or 'the npu ops'} (first: '{node.name}': {reason})",
             )
 
+    @staticmethod
+    def kernel_of(node: Node) -> str | None:
+        """The kernel kind GE's kernel library names (`npu.kernel`), for known op types too:
+        an AI CPU library (`aicpu_ascend_kernel`, `aicpu_tf_kernel`, host CPU) runs the op
+        on the AI CPU, where core limits do not act; a TBE or ATB library gives those kinds;
+        anything else (AI Core's AscendC) is the default, None."""
+        for key in _ENGINE_HINT_ATTRS[:2]:
+            lib = (node.attr_str(key) or "").lower()
+            if any(h in lib for h in ("aicpu", "host_cpu", "hostcpu")):
+                return "aicpu"
+            if "tbe" in lib:
+                return "tbe"
+            if "atb" in lib:
+                return "atb"
+        return None
+
     def engine_of(self, node: Node) -> npu.Engine:
         texts = [node.attr_str(a) or "" for a in _ENGINE_HINT_ATTRS] + [node.type]
         for text in texts:
@@ -1269,6 +1285,11 @@ class _Importer:
                 op.erase(safe_erase=False)
             self.fallbacks[node.type].append((node, reason))
             return None
+        kernel = self.kernel_of(node)
+        if kernel is not None:
+            for op in made:
+                if isinstance(op, npu.NpuOp):
+                    op.attributes[npu.KERNEL] = StringAttr(kernel)
         became = " + ".join(dict.fromkeys(op.name for op in made))
         self.summary.record(node.type, f"{WAIT} + {became}" if waited else became)
         return results
