@@ -31,7 +31,7 @@ from __future__ import annotations
 import operator
 import re
 import warnings as pywarnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +51,10 @@ from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Sou
 from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
-from npuir.torchair import Graph, Tensor, TorchairError, ops
-from npuir.torchair._graph import element_type, tensor_type
+from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, ops, scope
+from npuir.torchair import _air
+from npuir.torchair._errors import fail
+from npuir.torchair._graph import detached, element_type, tensor_type
 
 SYM_DIMS = "torch.sym_dims"
 """Argument attribute: the symbol of each dim ("" for a static one)."""
@@ -84,13 +86,24 @@ class _Importer:
     """One walk over an exported graph, building into one `Graph`."""
 
     def __init__(
-        self, ep: torch.export.ExportedProgram, name: str, target: str, strict: bool
+        self,
+        fx_graph: torch.fx.Graph,
+        range_constraints: Mapping[Any, Any],
+        name: str,
+        target: str,
+        strict: bool,
+        config: CompilerConfig | None = None,
+        gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
     ) -> None:
-        self.ep = ep
+        self.fx_graph = fx_graph
+        self.range_constraints = range_constraints
         self.strict = strict
+        self.gears = dict(gears or {})
         self.opaque: dict[str, list[SourceLocation | None]] = {}
         self.warnings: list[Diagnostic] = []
-        self.graph = Graph(name, target)
+        with detached():
+            self.graph = Graph(name, target, config)
+        self.inputs = 0  # tensor placeholders seen (function arguments made)
         self.env: dict[torch.fx.Node, Any] = {}
         self.consts: dict[tuple[float, str], Tensor] = {}
         self.scopes: list[int] = []  # scopes each open scope_enter opened
@@ -131,8 +144,10 @@ class _Importer:
 
     # -- placeholders ---------------------------------------------------
 
-    def placeholder(self, node: torch.fx.Node) -> Tensor:
+    def placeholder(self, node: torch.fx.Node) -> Tensor | None:
         val = node.meta.get("val")
+        if isinstance(val, torch.SymInt | int) and not isinstance(val, bool):
+            return None  # a size dynamo passes as an input; the tensors carry it
         if not isinstance(val, torch.Tensor):
             raise UnsupportedOp(f"input '{node.name}' is not a tensor ({type(val).__name__})")
         shape: list[int | None] = []
@@ -147,11 +162,16 @@ class _Importer:
         attrs = {}
         if any(syms):
             attrs[SYM_DIMS] = ArrayAttr([StringAttr(s) for s in syms])
-        return self.graph.input(shape, val.dtype, node.name, attrs)
+        tensor = self.graph.input(shape, val.dtype, node.name, attrs)
+        gears = self.gears.get(self.inputs)
+        self.inputs += 1
+        if gears:
+            self.graph.set_gears(tensor, {d: list(g) for d, g in gears.items()})
+        return tensor
 
     def dim_ranges(self) -> None:
         ranges = {}
-        for sym, vr in self.ep.range_constraints.items():
+        for sym, vr in self.range_constraints.items():
             try:
                 top = int(vr.upper)
             except (TypeError, OverflowError, ValueError):
@@ -164,17 +184,22 @@ class _Importer:
 
     def scope_enter(self, keys: Sequence[str], values: Sequence[str], *_: Any) -> None:
         attrs = dict(zip(keys, values))
+        if _air.ERROR in attrs:
+            raise fail(attrs[_air.ERROR])  # a mistake the trace carried (see torchair.scope)
         opened = 0
-        if torch_scope.STREAM_LABEL in attrs:
-            priority = int(attrs.get(torch_scope.STREAM_PRIORITY, "0"))
-            self.graph.open_scope(tag=attrs[torch_scope.STREAM_LABEL], priority=priority)
+        if _air.STREAM_LABEL in attrs:
+            priority = _count(attrs.get(_air.STREAM_PRIORITY, "0"), "stream_priority", 0)
+            message = scope.stream_switch_error(attrs[_air.STREAM_LABEL], priority, True)
+            if message is not None:
+                raise fail(message)
+            self.graph.open_scope(tag=attrs[_air.STREAM_LABEL], priority=priority)
             opened += 1
-        if torch_scope.AICORE_NUM in attrs or torch_scope.VECTORCORE_NUM in attrs:
+        if _air.AICORE_NUM in attrs or _air.VECTORCORE_NUM in attrs:
+            cube = attrs.get(_air.AICORE_NUM)
+            vector = attrs.get(_air.VECTORCORE_NUM)
             counts = (
-                int(attrs[torch_scope.AICORE_NUM]) if torch_scope.AICORE_NUM in attrs else None,
-                int(attrs[torch_scope.VECTORCORE_NUM])
-                if torch_scope.VECTORCORE_NUM in attrs
-                else None,
+                None if cube is None else _count(cube, "op_aicore_num", 1),
+                None if vector is None else _count(vector, "op_vectorcore_num", 1),
             )
             self.graph.open_scope(counts=counts)
             opened += 1
@@ -189,12 +214,12 @@ class _Importer:
     # -- the walk -------------------------------------------------------
 
     def run(self) -> ModuleOp:
-        with self.graph:
+        with detached(), self.graph:
             return self._run()
 
     def _run(self) -> ModuleOp:
         handlers = self.handlers()
-        for node in self.ep.graph.nodes:
+        for node in self.fx_graph.nodes:
             self.node = node
             where = _user_line(node)
             location = self.graph.source(where[0], where[1], 0, node.name) if where else None
@@ -206,11 +231,11 @@ class _Importer:
                     self.visit(node, handlers)
             except UnsupportedOp as exc:
                 loc = SourceLocation(where[0], where[1], 0) if where else None
-                raise DiagnosticError(
+                raise TorchairError(
                     Diagnostic("error", f"cannot import '{node.name}' ({node.target}): {exc}", loc)
                 ) from None
         if self.scopes:
-            raise DiagnosticError(Diagnostic("error", "air::scope_enter without a scope_exit"))
+            raise TorchairError(Diagnostic("error", "air::scope_enter without a scope_exit"))
         for kind, places in self.opaque.items():
             message = (
                 f"aten op '{kind}' has no npu op: {len(places)} op(s) imported as npu.opaque "
@@ -224,7 +249,9 @@ class _Importer:
         if node.op == "placeholder":
             self.env[node] = self.placeholder(node)
         elif node.op == "output":
-            results = [r for r in self.arg(node.args[0]) if r is not None]
+            outs = node.args[0]
+            results = [r for r in self.arg(outs if isinstance(outs, list | tuple) else [outs])]
+            results = [r for r in results if isinstance(r, Tensor)]
             self.graph.output(*results)
         elif node.op == "call_function":
             handler = handlers.get(node.target)
@@ -242,7 +269,7 @@ class _Importer:
         table: dict[Any, Callable[..., Any]] = {
             air.scope_enter.default: self.scope_enter,
             air.scope_exit.default: self.scope_exit,
-            air.wait_tensor.default: self.graph.wait_tensor,
+            air.wait_tensor.default: self.wait_tensor,
             aten.add.Tensor: self.binary(ops.add),
             aten.add.Scalar: self.binary(ops.add),
             aten.sub.Tensor: self.binary(ops.sub),
@@ -346,6 +373,11 @@ class _Importer:
         return results if isinstance(val, list | tuple) else results[0]
 
     # -- aten ops that take more than one npu op or a check -------------
+
+    def wait_tensor(self, tensor: Any, dependency: Any) -> Tensor:
+        if not isinstance(tensor, Tensor) or not isinstance(dependency, Tensor):
+            raise UnsupportedOp("npu_wait_tensor(self, dependency) takes two tensors")
+        return self.graph.wait_tensor(tensor, dependency)
 
     def cast(self, x: Tensor, dtype: Any) -> Tensor:
         if dtype is None or dtype_name(element_type(dtype)) == x.dtype:
@@ -460,18 +492,59 @@ def import_exported_program(
     ATen op kind imported as `npu.opaque`) go to `diagnostics`, or through
     Python's `warnings` when none is given.
     """
-    torch_scope.register()
-    importer = _Importer(ep, name, target, strict)
     try:
-        module = importer.run()
+        return import_fx_graph(
+            ep.graph,
+            range_constraints=ep.range_constraints,
+            target=target,
+            name=name,
+            strict=strict,
+            diagnostics=diagnostics,
+        )
     except TorchairError as exc:
         raise DiagnosticError(exc.diagnostic) from None
+
+
+def import_fx_graph(
+    graph: torch.fx.Graph,
+    *,
+    range_constraints: Mapping[Any, Any] | None = None,
+    target: str = "910b2",
+    name: str = "forward",
+    strict: bool = False,
+    config: CompilerConfig | None = None,
+    gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
+    diagnostics: DiagnosticEngine | None = None,
+) -> ModuleOp:
+    """The module of one ATen-level FX graph: the converter both routes share.
+
+    `torch.export` gives it the exported program's graph (`import_exported_program`);
+    `torch.compile` with `npuir.torchair.get_npu_backend` gives it the forward graph AOT
+    autograd traced.  Size placeholders (dynamo's `s0` inputs) are skipped: the
+    tensors' shapes carry them.  `gears` puts `set_dim_gears` on the n-th tensor input;
+    `config` gives the graph its gear policy and global core limit.  A mistake raises
+    a `TorchairError` located at the model's line.
+    """
+    torch_scope.register()
+    importer = _Importer(graph, range_constraints or {}, name, target, strict, config, gears)
+    module = importer.run()
     if diagnostics is not None:
         diagnostics.emitted.extend(importer.warnings)
     else:
         for warning in importer.warnings:
-            pywarnings.warn(warning.render(), stacklevel=2)
+            pywarnings.warn(warning.render(), stacklevel=3)
     return module
+
+
+def _count(text: str, what: str, least: int) -> int:
+    """An integer from a scope attribute's text, at least `least` (else a located error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise fail(f"{what} must be an integer, got {text!r}") from None
+    if value < least:
+        raise fail(f"{what} must be >= {least}, got {value}")
+    return value
 
 
 def import_pt2(

@@ -3,8 +3,8 @@
 TorchAir registers three ops in the `air` namespace and its scope context
 managers call them (the schemas are TorchAir's):
 
-    air::scope_enter(str[] keys, str[] values, bool need_execute=False) -> ()
-    air::scope_exit(bool need_execute=False) -> ()
+    air::scope_enter(str[] keys, str[] values, bool need_execute=False) -> None
+    air::scope_exit(bool need_execute=False) -> None
     air::wait_tensor(Tensor self, Tensor dependency) -> Tensor
 
 `register()` defines them when nobody has (TorchAir itself, when installed,
@@ -63,10 +63,10 @@ def _wait_tensor(self: torch.Tensor, dependency: torch.Tensor) -> torch.Tensor:
 
 _SCHEMAS: dict[str, tuple[str, Any]] = {
     "scope_enter": (
-        "scope_enter(str[] keys, str[] values, bool need_execute=False) -> ()",
+        "scope_enter(str[] keys, str[] values, bool need_execute=False) -> None",
         _scope_enter,
     ),
-    "scope_exit": ("scope_exit(bool need_execute=False) -> ()", _scope_exit),
+    "scope_exit": ("scope_exit(bool need_execute=False) -> None", _scope_exit),
     "wait_tensor": ("wait_tensor(Tensor self, Tensor dependency) -> Tensor", _wait_tensor),
 }
 
