@@ -42,7 +42,7 @@ from npuir.dialects.npu import OP_NAME
 from . import inference, ops, scope
 from ._errors import TorchairError
 from ._graph import Graph, Program, Tensor, current_graph
-from .configs import CompilerConfig
+from .configs.compiler_config import CompilerConfig
 
 __all__ = [
     "OP_NAME",

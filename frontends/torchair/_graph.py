@@ -49,7 +49,7 @@ from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
 
 from ._errors import FORCED, TorchairError, fail, user_location
-from .configs import CompilerConfig
+from .configs.compiler_config import CompilerConfig
 
 _FILE_ATTRS: dict[str, StringAttr] = {}
 
