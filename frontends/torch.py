@@ -66,6 +66,7 @@ CONST = "torch.const"
 """Argument attribute: the value of a scalar the program used as a constant."""
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+_TORCHAIR_DIR = str(Path(_air.__file__).resolve().parent)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
@@ -78,7 +79,11 @@ def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
     trace = node.meta.get("stack_trace")
     if not trace:
         return None
-    frames = [(f, int(n)) for f, n in _FRAME.findall(trace) if not f.startswith(_TORCH_DIR)]
+    frames = [
+        (f, int(n))
+        for f, n in _FRAME.findall(trace)
+        if not f.startswith(_TORCH_DIR) and not f.startswith(_TORCHAIR_DIR)
+    ]
     return frames[-1] if frames else None
 
 
@@ -483,6 +488,8 @@ def import_exported_program(
     name: str = "forward",
     strict: bool = False,
     diagnostics: DiagnosticEngine | None = None,
+    config: CompilerConfig | None = None,
+    gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
 ) -> ModuleOp:
     """The module of one `ExportedProgram`: one function `name` (see the module docstring).
 
@@ -500,6 +507,8 @@ def import_exported_program(
             name=name,
             strict=strict,
             diagnostics=diagnostics,
+            config=config,
+            gears=gears,
         )
     except TorchairError as exc:
         raise DiagnosticError(exc.diagnostic) from None

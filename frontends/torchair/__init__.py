@@ -37,12 +37,32 @@ work as it does in TorchAir.
 
 from __future__ import annotations
 
+import sys
+
 from npuir.dialects.npu import OP_NAME
 
 from . import inference, ops, scope
 from ._errors import TorchairError
 from ._graph import Graph, Program, Tensor, current_graph
 from .configs.compiler_config import CompilerConfig
+
+if "torch" in sys.modules:  # a torch user: define the air:: ops before any trace needs them
+    from . import _air
+
+    _air.register()
+
+def __getattr__(name: str) -> object:
+    """`get_npu_backend` and `reports`, from `npuir.driver.torch_backend` (torch needed).
+
+    The backend runs the importer and the runner, which sit above this package in
+    npuir's layers, so it is looked up by name on first use rather than imported here.
+    """
+    if name in ("get_npu_backend", "reports"):
+        import importlib
+
+        return getattr(importlib.import_module("npuir.driver.torch_backend"), name)
+    raise AttributeError(f"module 'npuir.torchair' has no attribute '{name}'")
+
 
 __all__ = [
     "OP_NAME",
@@ -52,7 +72,9 @@ __all__ = [
     "Tensor",
     "TorchairError",
     "current_graph",
+    "get_npu_backend",
     "inference",
     "ops",
+    "reports",
     "scope",
 ]

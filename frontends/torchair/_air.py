@@ -94,8 +94,10 @@ def compiling() -> bool:
 
 
 def scope_enter(keys: list[str], values: list[str]) -> None:
-    """Call `air::scope_enter`."""
-    register()
+    """Call `air::scope_enter` (registered by `import npuir.torchair` after torch, or by
+    the first eager call: a trace cannot register ops)."""
+    if not _LIBRARY and not compiling():
+        register()
     torch.ops.air.scope_enter(keys, values)
 
 
@@ -106,14 +108,14 @@ def scope_exit() -> None:
 
 def wait_tensor(self: torch.Tensor, dependency: torch.Tensor) -> torch.Tensor:
     """Call `air::wait_tensor`."""
-    register()
+    if not _LIBRARY and not compiling():
+        register()
     result: torch.Tensor = torch.ops.air.wait_tensor(self, dependency)
     return result
 
 
 def deferred_error(message: str) -> None:
     """Carry a mistake found during a trace to the converter (see `ERROR`)."""
-    register()
     torch.ops.air.scope_enter([ERROR], [message])
     torch.ops.air.scope_exit()
 
