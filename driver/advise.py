@@ -42,9 +42,10 @@ from npuir.dialects import coreset, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
 from npuir.frontends.ge import parse_path
-from npuir.pipeline import build_pipeline, run_passes
+from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
+from npuir.transforms.coreset_check import HOLD_AND_WAIT
 
 _TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
 PIPELINES: dict[str, str] = {
@@ -202,7 +203,7 @@ def _run(config: AdviseConfig, pipeline: str | None, source: str | None = None) 
 def _variant(name: str, pipeline: str | None, outcome: RunOutcome, hw: Hardware) -> Variant:
     result = outcome.result
     deadlock = outcome.status == EXIT_DEADLOCK
-    hazards = sum(1 for w in outcome.warnings if "hold-and-wait" in w.message)
+    hazards = sum(1 for w in outcome.warnings if w.kind == HOLD_AND_WAIT.code)
     if result is None:
         return Variant(name, pipeline, None, deadlock, 0, 0, None, hazards)
     streams = len({(r, s) for (r, s) in result.stream_busy_ns if r == 0})
@@ -499,8 +500,9 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
     if config.emit_mlir is not None:
         text = print_ir(annotated)
         if write is None:
-            from npuir.output import write_text as write
-        write(config.emit_mlir, text)
+            Path(config.emit_mlir).write_text(text, encoding="utf-8")
+        else:
+            write(config.emit_mlir, text)
         advice.emitted = config.emit_mlir
         rerun = _run(config, None, source=text)
         advice.reproduced_ns = None if rerun.result is None else rerun.result.makespan_ns

@@ -68,7 +68,7 @@ from npuir.diagnostics import (
 from npuir.dialects import gear, npu, stream
 from npuir.driver.run import RunConfig, run_program
 from npuir.frontends.torch import import_exported_program
-from npuir.pipeline import build_pipeline, run_passes
+from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 from npuir.torchair import CompilerConfig, TorchairError

@@ -65,11 +65,16 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuir.api import read_source
 from npuir.context import NpuirContext
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.dialects import coreset, npu, stream
 from npuir.frontends.protobuf_text import Ident, Message, parse
 from npuir.parsing import parse_module
 from npuir.verifier import verify
+
+GE_IMPORT_WARNING = Kind("ge.import-warning")
+"""Something the GE importer could not keep (an unknown op type, an ignored attribute)."""
+GE_INVALID = Kind("ge.invalid-dump")
+"""A GE dump the importer refuses."""
 
 CONST_ATTR = "ge.const"
 """Argument attribute marking a function argument that was a GE constant."""
@@ -244,7 +249,7 @@ def _loc(filename: str, line: int, column: int) -> SourceLocation:
 
 
 def _fail(location: SourceLocation | None, message: str) -> DiagnosticError:
-    return DiagnosticError(Diagnostic("error", message, location))
+    return DiagnosticError(Diagnostic("error", message, location, kind=GE_INVALID.code))
 
 
 def _edge(text: str, location: SourceLocation) -> Edge | None:
@@ -916,7 +921,7 @@ class _Importer:
         return self.infos[key]
 
     def warn(self, location: SourceLocation | None, message: str) -> None:
-        self.warnings.append(Diagnostic("warning", message, location))
+        self.warnings.append(Diagnostic("warning", message, location, kind=GE_IMPORT_WARNING.code))
 
     # -- scopes ----------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from xdsl.printer import Printer
 
 from npuir.context import NpuirContext
 from npuir.deep_stack import deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError
+from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError
 from npuir.parsing import decode_source, parse_module
 from npuir.verifier import verify
 
@@ -36,7 +36,7 @@ def read_source(ctx: NpuirContext, path: str | Path) -> str:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise DiagnosticError(
-            Diagnostic("error", f"cannot read '{name}': {exc.strerror}")
+            Diagnostic("error", f"cannot read '{name}': {exc.strerror}", kind=INPUT_ERROR.code)
         ) from None
     return decode_source(data, name, ctx.diagnostics.sources)
 

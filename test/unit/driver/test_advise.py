@@ -127,3 +127,24 @@ def test_opt_prints_locations_that_read_back(
     module = parse_file(make_context(), again)
     lines = [op_location(op).line for op in module.walk() if isinstance(op, NpuOp)]  # type: ignore[union-attr]
     assert lines == [8, 11, 14, 17]  # the original file's lines, not the printed file's
+
+
+def test_hazards_are_counted_by_kind_not_by_wording(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rewording the hold-and-wait warning must not change what advise counts."""
+    from npuir.transforms import coreset_check
+
+    hazards = lambda: {  # noqa: E731
+        v.name: v.hazards
+        for v in advise(AdviseConfig(path=DEADLOCK, entries=["rank0", "rank1"])).variants
+    }
+    before = hazards()
+    report = coreset_check.CoresetCheckPass._report
+
+    def reworded(
+        self: object, ctx: object, at: object, message: str, kind: object, **args: object
+    ) -> None:
+        report(self, ctx, at, "something else entirely", kind, **args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(coreset_check.CoresetCheckPass, "_report", reworded)
+    assert hazards() == before
+    assert any(before.values())

@@ -21,6 +21,7 @@ its exit codes in its `--help` (`exit_codes_epilog`).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shlex
@@ -28,10 +29,11 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from npuir import __version__
 from npuir.deep_stack import on_deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
+from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, SourceManager
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -58,6 +60,18 @@ _SHARED_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
     (EXIT_BROKEN_PIPE, "standard output closed by its reader"),
 )
+
+
+JSON_SCHEMA = 1
+"""The version of the `--json` output of every tool (the `"schema"` field of each object it
+prints).  It changes, and CHANGELOG.md says how, whenever a field is removed, renamed or
+changes meaning; new fields may appear within a version.  docs/json-schema/ holds the JSON
+Schema of each tool's output at this version."""
+
+
+def print_json(obj: dict[str, Any]) -> None:
+    """Print `obj` as a tool's `--json` answer: one JSON object, `"schema"` first."""
+    print(json.dumps({"schema": JSON_SCHEMA, **obj}, indent=2))
 
 
 def exit_codes_epilog(codes: Sequence[tuple[int, str]]) -> str:
@@ -92,7 +106,9 @@ def read_input(path: str, sources: SourceManager) -> tuple[str, str]:
                 data = f.read()
         except OSError as exc:
             raise DiagnosticError(
-                Diagnostic("error", f"cannot read '{path}': {exc.strerror or exc}")
+                Diagnostic(
+                    "error", f"cannot read '{path}': {exc.strerror or exc}", kind=INPUT_ERROR.code
+                )
             ) from None
     text = decode_source(data, filename, sources)
     sources.add(filename, text)
