@@ -67,6 +67,7 @@ from npuir.diagnostics import (
 )
 from npuir.dialects import gear, npu, stream
 from npuir.driver.run import RunConfig, run_program
+from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.torch import import_exported_program
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
@@ -143,8 +144,15 @@ class ScheduleReport:
         return "\n".join(lines)
 
 
-def _report(graph_id: int, options: dict[str, str], text: str, pipeline: str) -> ScheduleReport:
-    """Simulate the annotated program and the baselines (timing only)."""
+def _report(
+    graph_id: int,
+    options: dict[str, str],
+    text: str,
+    pipeline: str,
+    shapes: Sequence[tuple[int, ...]],
+) -> ScheduleReport:
+    """Simulate the annotated program and the baselines (timing only), on the first
+    call's shapes (a geared graph runs the gear they match)."""
     report = ScheduleReport(graph_id, options)
     explained = {}
     module = None
@@ -152,7 +160,11 @@ def _report(graph_id: int, options: dict[str, str], text: str, pipeline: str) ->
         try:
             outcome = run_program(
                 RunConfig(
-                    path=f"<concrete graph {graph_id}>", source=text, pipeline=p, timing_only=True
+                    path=f"<concrete graph {graph_id}>",
+                    source=text,
+                    pipeline=p,
+                    timing_only=True,
+                    shapes={str(i): tuple(shape) for i, shape in enumerate(shapes)},
                 )
             )
         except DiagnosticError:
@@ -356,6 +368,8 @@ class NpuBackend:
         self.config = compiler_config if compiler_config is not None else CompilerConfig()
         self.decompositions = dict(custom_decompositions or {})
         self.reports: list[ScheduleReport] = []
+        self.modules: list[ModuleOp] = []
+        """Each compile's lowered program (what the compiled callable runs)."""
         self.compiles = 0
         """Graphs compiled (a gear-multiversioned graph compiles once for all gears)."""
         self._warned: set[str] = set()
@@ -428,7 +442,8 @@ class NpuBackend:
         except DiagnosticError as exc:
             return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))
         seconds = time.perf_counter() - start
-        report = _report(graph_id, options, text, pipeline)
+        self.modules.append(module)
+        report = _report(graph_id, options, text, pipeline, shapes)
         report.compile_seconds = seconds
         self.reports.append(report)
         logger.info("%s", report.render())
@@ -439,6 +454,8 @@ class NpuBackend:
         """The real value dynamo recorded for a placeholder (its fake one if none)."""
         arg = node.meta.get("grapharg")
         example = getattr(arg, "example", None) if arg is not None else None
+        if isinstance(example, torch.SymInt):
+            return example.node.hint  # a size input: its value on this call
         return example if example is not None else fake
 
     def _export(
@@ -461,10 +478,12 @@ class NpuBackend:
                     spec[d] = dims[key]
                 dynamic.append(spec or None)
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), torch._guards.tracing(None):
                 warnings.simplefilter("ignore")
+                # Copies: export marks its inputs' dims, and dynamo guards on the real ones.
+                copies = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in examples]
                 return torch.export.export(
-                    gm, tuple(examples), dynamic_shapes=tuple(dynamic) if dynamic else None, strict=False
+                    gm, tuple(copies), dynamic_shapes=None, strict=False
                 )
         except Exception as exc:  # torch's own error, e.g. gears that the graph cannot honour
             raise TorchairError(
@@ -488,8 +507,6 @@ class NpuBackend:
 
     def _dump(self, graph_id: int, module: ModuleOp, text: str) -> None:
         dump = self.config.debug.graph_dump
-        from npuir.torchair.dump import dump_text
-
         name = (
             f"dynamo_original_graph_{graph_id}_rank_{int(os.environ.get('RANK', '0'))}"
             f"_pid_{os.getpid()}_ts_{time.strftime('%Y%m%d%H%M%S')}{time.time_ns() % 10**6:06d}"
@@ -497,7 +514,7 @@ class NpuBackend:
         )
         path = Path(dump.path)
         path.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(dump_text(module, dump.type, name))
+        (path / name).write_text(graph_text(module, dump.type, f"graph_{graph_id}"))
         logger.info("graph %d dumped to %s", graph_id, path / name)
 
 

@@ -14,7 +14,8 @@ accepted with one warning that they do not change the model.
   issued task graph, and replaying a captured graph changes how the host
   issues it (one launch instead of one per op), not the device-side task
   durations or stream order that npuir's makespan is made of.
-- `config.debug.graph_dump.type` (`None`, `"txt"`, `"pbtxt"`, `"py"`) and
+- `config.debug.graph_dump.type` (`None`, `"txt"`, `"pbtxt"`; TorchAir's `"py"` is
+  refused: npuir cannot write a builder script yet) and
   `.path` (default `"."`): each compiled graph is written as
   `dynamo_original_graph_{id}_rank_{rank}_pid_{pid}_ts_{ts}.{type}`, TorchAir's
   file name.
@@ -44,7 +45,7 @@ from .._errors import fail
 
 POLICIES = ("zip", "product")
 MODES = ("max-autotune", "reduce-overhead")
-DUMP_TYPES = ("txt", "pbtxt", "py")
+DUMP_TYPES = ("txt", "pbtxt")
 DYNAMIC_MULTI_STREAM_ENV = "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM"
 
 _WARNED: set[str] = set()
@@ -101,10 +102,13 @@ class _GraphDump(_Section):
         self.path = "."
 
     def _check(self, name: str, value: object) -> None:
-        if name == "type" and value is not None and value not in DUMP_TYPES:
+        if name == "type" and value == "py":
             raise fail(
-                f'debug.graph_dump.type must be "txt", "pbtxt" or "py", got {value!r}'
+                'debug.graph_dump.type "py" (a builder script) is not supported by npuir yet; '
+                'use "txt" or "pbtxt"'
             )
+        if name == "type" and value is not None and value not in DUMP_TYPES:
+            raise fail(f'debug.graph_dump.type must be "txt" or "pbtxt", got {value!r}')
         if name == "path" and (not isinstance(value, str) or not value):
             raise fail(f"debug.graph_dump.path must be a directory name, got {value!r}")
 
