@@ -72,8 +72,7 @@ from npuir.frontends.torch import import_exported_program
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
-from npuir.torchair import CompilerConfig, TorchairError
-from npuir.torchair import _air
+from npuir.torchair import CompilerConfig, TorchairError, _air
 from npuir.torchair.core.utils import logger
 from npuir.torchair.inference import gears_of
 
@@ -90,11 +89,10 @@ VARIANTS: dict[str, str] = {
 }
 """The report's variants besides the program as annotated (the config's own pipeline)."""
 
-_SKIP_DIRS = tuple(
-    str(Path(m.__file__).resolve().parent)
-    for m in (torch, _air)
-    if m.__file__ is not None
-) + (str(Path(__file__).resolve().parent),)
+_SKIP_DIRS = (
+    *(str(Path(m.__file__).resolve().parent) for m in (torch, _air) if m.__file__ is not None),
+    str(Path(__file__).resolve().parent),
+)
 
 
 def _caller() -> SourceLocation | None:
@@ -202,7 +200,10 @@ def _report(
 
 
 def ge_options(
-    config: CompilerConfig, names: Sequence[str], gears: dict[int, dict[int, list[int]]], shapes: Sequence[Sequence[int]]
+    config: CompilerConfig,
+    names: Sequence[str],
+    gears: dict[int, dict[int, list[int]]],
+    shapes: Sequence[Sequence[int]],
 ) -> dict[str, str]:
     """The GE options of one graph (sorted by key when logged).
 
@@ -314,7 +315,9 @@ class _Compiled:
         try:
             results = run_ranks(self.module, [func], [arrays])[0]
         except NumericsError as exc:
-            raise TorchairError(Diagnostic("error", f"the compiled program failed: {exc}")) from None
+            raise TorchairError(
+                Diagnostic("error", f"the compiled program failed: {exc}")
+            ) from None
         out = []
         for array, (dtype, _) in zip(results, self.outputs):
             out.append(torch.from_numpy(np.ascontiguousarray(array)).to(dtype))
@@ -333,15 +336,23 @@ class _WithEagerBackward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in ctx.args]
+        args = [
+            a.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+            for a in ctx.args
+        ]
         with torch.enable_grad():
             outs = ctx.compiled.gm(*args)
         outs = outs if isinstance(outs, tuple | list) else (outs,)
         pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
         wanted = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
-        got = torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs], allow_unused=True)
+        got = torch.autograd.grad(
+            [o for o, _ in pairs], wanted, [g for _, g in pairs], allow_unused=True
+        )
         it = iter(got)
-        return (None, *[next(it) if isinstance(a, torch.Tensor) and a.requires_grad else None for a in args])
+        return (
+            None,
+            *[next(it) if isinstance(a, torch.Tensor) and a.requires_grad else None for a in args],
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,7 +391,9 @@ class NpuBackend:
             self._warned.add(key)
             warnings.warn(message, UserWarning, stacklevel=2)
 
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    def __call__(
+        self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]
+    ) -> Callable[..., Any]:
         start = time.perf_counter()
         self.compiles += 1
         graph_id = next(_GRAPH_IDS)
@@ -402,22 +415,28 @@ class NpuBackend:
             ep = self._export(gm, examples, gears)
             outputs = [
                 (n.meta["val"].dtype, True)
-                for n in ep.graph.output_node().args[0]  # type: ignore[union-attr]
+                for n in ep.graph.output_node().args[0]
                 if isinstance(n, torch.fx.Node) and isinstance(n.meta.get("val"), torch.Tensor)
             ]
             diagnostics = DiagnosticEngine()
-            module = import_exported_program(ep, diagnostics=diagnostics, config=self.config, gears=tensor_gears)
+            module = import_exported_program(
+                ep, diagnostics=diagnostics, config=self.config, gears=tensor_gears
+            )
         except (TorchairError, DiagnosticError) as exc:
             logger.error("%s", exc.diagnostic.render())
             return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))
         output_node = ep.graph.output_node()
-        if len(outputs) != len(output_node.args[0]):  # type: ignore[arg-type]
+        if len(outputs) != len(output_node.args[0]):
             module = None  # an output that is not a tensor: the FX graph runs it
         try:
             self._check_mode(module)
         except TorchairError as exc:
             return _Compiled(gm, None, None, names, gears, policy, exc)
-        opaque = sorted({op.ge_type.data for op in module.walk() if isinstance(op, npu.OpaqueOp)}) if module else []
+        opaque = (
+            sorted({op.ge_type.data for op in module.walk() if isinstance(op, npu.OpaqueOp)})
+            if module
+            else []
+        )
         shapes = [tuple(int(d) for d in examples[i].shape) for i in tensor_pos]
         options = ge_options(self.config, tensor_names, tensor_gears, shapes)
         logger.info("Compiling concrete graph %d with options:", graph_id)
@@ -481,13 +500,17 @@ class NpuBackend:
             with warnings.catch_warnings(), torch._guards.tracing(None):
                 warnings.simplefilter("ignore")
                 # Copies: export marks its inputs' dims, and dynamo guards on the real ones.
-                copies = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in examples]
-                return torch.export.export(
-                    gm, tuple(copies), dynamic_shapes=None, strict=False
-                )
+                copies = [
+                    x.detach().clone() if isinstance(x, torch.Tensor) else x for x in examples
+                ]
+                return torch.export.export(gm, tuple(copies), dynamic_shapes=None, strict=False)
         except Exception as exc:  # torch's own error, e.g. gears that the graph cannot honour
             raise TorchairError(
-                Diagnostic("error", f"torch.export could not trace the graph: {str(exc).splitlines()[0]}", _caller())
+                Diagnostic(
+                    "error",
+                    f"torch.export could not trace the graph: {str(exc).splitlines()[0]}",
+                    _caller(),
+                )
             ) from None
 
     def _check_mode(self, module: ModuleOp | None) -> None:

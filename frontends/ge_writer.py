@@ -109,7 +109,10 @@ class _Writer:
     def block(self, ops: Sequence[Operation], scope: list[tuple[str, str]]) -> None:
         for op in ops:
             if isinstance(op, stream.SwitchOp):
-                attrs = [(STREAM_LABEL, op.tag.data), (STREAM_PRIORITY, str(op.priority.value.data))]
+                attrs = [
+                    (STREAM_LABEL, op.tag.data),
+                    (STREAM_PRIORITY, str(op.priority.value.data)),
+                ]
                 self.enter(op, [*scope, *attrs])
             elif isinstance(op, coreset.LimitOp):
                 attrs = []
@@ -152,7 +155,9 @@ class _Writer:
         merged = dict(scope)
         node.attrs[:0] = [(k, "s", v) for k, v in merged.items()]
         data = [v for v in op.operands][: 1 if node.type == "Identity" else None]
-        node.in_descs = [_desc(f"x{i + 1}" if len(data) > 1 else "x", v.type) for i, v in enumerate(data)]
+        node.in_descs = [
+            _desc(f"x{i + 1}" if len(data) > 1 else "x", v.type) for i, v in enumerate(data)
+        ]
         node.out_descs = [_desc("y", r.type) for r in op.results]
         for i, r in enumerate(op.results):
             self.names[r] = f"{node.name}:{i}"

@@ -51,8 +51,7 @@ from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Kin
 from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
-from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, ops, scope
-from npuir.torchair import _air
+from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
 from npuir.torchair._errors import fail
 from npuir.torchair._graph import detached, element_type, tensor_type
 

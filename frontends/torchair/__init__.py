@@ -51,6 +51,7 @@ if "torch" in sys.modules:  # a torch user: define the air:: ops before any trac
 
     _air.register()
 
+
 def __getattr__(name: str) -> object:
     """`get_npu_backend` and `reports`, from `npuir.driver.torch_backend` (torch needed).
 

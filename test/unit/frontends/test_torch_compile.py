@@ -117,8 +117,10 @@ def test_seed_script_prints_the_uncompiled_models_results(
         for got, want in zip(model(scope["x"]), eager(scope["x"])):
             _close(got, want)
     else:  # seed 004: the last call's inputs
-        _close(model(scope["npu_input0"], scope["npu_input1"]), eager(
-            scope["npu_input0"], scope["npu_input1"]))
+        _close(
+            model(scope["npu_input0"], scope["npu_input1"]),
+            eager(scope["npu_input0"], scope["npu_input1"]),
+        )
 
 
 def test_seed_004_compiles_once_for_both_gears() -> None:
@@ -198,7 +200,7 @@ def test_reduce_overhead_refuses_a_stream_scope_and_keeps_core_limits() -> None:
 def test_config_options_are_checked_at_torchairs_paths() -> None:
     config = tng.CompilerConfig()
     assert config.mode == "max-autotune" and config.debug.graph_dump.path == "."
-    with pytest.raises(TorchairError, match="'ge_config.no_such_option'"):
+    with pytest.raises(TorchairError, match=r"'ge_config\.no_such_option'"):
         config.ge_config.no_such_option = 1
     with pytest.raises(TorchairError, match='"max-autotune" or "reduce-overhead"'):
         config.mode = "fast"
