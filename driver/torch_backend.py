@@ -51,11 +51,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 
 from npuir.api import print_ir
 from npuir.backends.npu.explain import compare, explain
+from npuir.backends.npu.kernels import numpy_dtype
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.context import make_context
 from npuir.diagnostics import (
@@ -66,9 +67,10 @@ from npuir.diagnostics import (
     op_location,
 )
 from npuir.dialects import gear, npu, stream
+from npuir.dialects.npu import dtype_name
 from npuir.driver.run import RunConfig, run_program
 from npuir.frontends.ge_writer import graph_text
-from npuir.frontends.torch import import_exported_program
+from npuir.frontends.torch import CONST, import_exported_program
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
@@ -273,6 +275,23 @@ def _gear_check(
         )
 
 
+def _constants(module: ModuleOp) -> list[Array | None]:
+    """Per argument of the imported function: its `torch.const` value (a scalar the
+    program used, as the importer passes it), or None for an input the caller gives."""
+    func = next(op for op in module.ops if isinstance(op, FuncOp))
+    out: list[Array | None] = []
+    for i, arg in enumerate(func.body.block.args):
+        attrs = func.arg_attrs.data[i].data if func.arg_attrs is not None else {}
+        const = attrs.get(CONST)
+        if isinstance(const, FloatAttr):
+            assert isinstance(arg.type, TensorType)
+            dtype = numpy_dtype(dtype_name(arg.type.element_type))
+            out.append(np.asarray(const.value.data, dtype=dtype))
+        else:
+            out.append(None)
+    return out
+
+
 class _Compiled:
     """The callable `torch.compile` runs for one graph."""
 
@@ -285,6 +304,7 @@ class _Compiled:
         gears: dict[int, dict[int, list[int]]],
         policy: str,
         error: TorchairError | None = None,
+        constants: list[Array | None] | None = None,
     ) -> None:
         self.gm = gm
         self.module = module
@@ -294,6 +314,8 @@ class _Compiled:
         self.policy = policy
         self.error = error
         self.entry = None
+        self.constants = constants or []
+        """Per function argument: the value of a `torch.const` scalar, or None for an input."""
         if module is not None:
             funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
             self.entry = funcs.get("forward")
@@ -304,13 +326,16 @@ class _Compiled:
         _gear_check(args, self.names, self.gears, self.policy)
         if self.module is None or self.entry is None or self.outputs is None:
             return self.gm(*args)
-        if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        if torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args
+        ):
             return _WithEagerBackward.apply(self, *args)
         return self.run(args)
 
     def run(self, args: Sequence[Any]) -> tuple[torch.Tensor, ...]:
         assert self.module is not None and self.entry is not None and self.outputs is not None
-        arrays = [_to_numpy(a) for a in args if isinstance(a, torch.Tensor)]
+        given = iter([_to_numpy(a) for a in args if isinstance(a, torch.Tensor)])
+        arrays = [next(given) if c is None else c for c in self.constants]
         func, _ = resolve_entry(self.module, self.entry, [a.shape for a in arrays])
         try:
             results = run_ranks(self.module, [func], [arrays])[0]
@@ -384,6 +409,8 @@ class NpuBackend:
         self.compiles = 0
         """Graphs compiled (a gear-multiversioned graph compiles once for all gears)."""
         self._warned: set[str] = set()
+        self._gears: dict[str, dict[int, list[int]]] = {}
+        """The gears of each input seen (by dynamo's source name, e.g. `L['x']`)."""
         _air.register()
 
     def _warn_once(self, key: str, message: str) -> None:
@@ -403,9 +430,27 @@ class NpuBackend:
         names = [f"arg{i}_1" for i in range(len(examples))]
         gears = {i: g for i in tensor_pos if (g := gears_of(examples[i]))}
         policy = self.config.inference_config.dynamic_gears_merge_policy
+        sources = [self._source(n) for n in placeholders]
+        remembered = {
+            i: self._gears[sources[i]]
+            for i in tensor_pos
+            if i not in gears and sources[i] in self._gears
+        }
+        for i, g in gears.items():
+            self._gears[sources[i]] = g
+        if remembered:
+            # dynamo recompiles when a geared dim leaves its range (its guard fails), with
+            # the new tensors, which carry no gears: check them against the first ones.
+            gears.update(remembered)
+            try:
+                _gear_check(examples, names, gears, policy)
+            except TorchairError as exc:
+                return _Compiled(gm, None, None, names, gears, policy, exc)
         tensor_names = [names[i] for i in tensor_pos]
         tensor_gears = {tensor_pos.index(i): g for i, g in gears.items()}
-        if any(isinstance(x, torch.Tensor) and x.requires_grad for x in examples):
+        if torch.is_grad_enabled() and any(
+            isinstance(x, torch.Tensor) and x.requires_grad for x in examples
+        ):
             self._warn_once(
                 "grad",
                 "inputs or parameters require grad: npuir computes the forward graph, the "
@@ -445,6 +490,7 @@ class NpuBackend:
         text = print_ir(module, debuginfo=True) if module is not None else ""
         if module is not None and self.config.debug.graph_dump.type is not None:
             self._dump(graph_id, module, text)
+        constants = _constants(module) if module is not None else []
         if module is None or opaque:
             if opaque:
                 self._warn_once(
@@ -466,7 +512,17 @@ class NpuBackend:
         report.compile_seconds = seconds
         self.reports.append(report)
         logger.info("%s", report.render())
-        return _Compiled(gm, module, outputs, names, gears, policy)
+        return _Compiled(gm, module, outputs, names, gears, policy, None, constants)
+
+    @staticmethod
+    def _source(node: torch.fx.Node) -> str:
+        """The Python expression dynamo read a placeholder from (`L['x']`), or its name."""
+        arg = node.meta.get("grapharg")
+        source = getattr(arg, "source", None)
+        name = getattr(source, "name", None)
+        if callable(name):
+            name = name()
+        return str(name) if name is not None else node.name
 
     @staticmethod
     def _example(node: torch.fx.Node, fake: Any) -> Any:

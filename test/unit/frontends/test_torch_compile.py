@@ -310,3 +310,150 @@ def test_routes_agree_on_the_seed_model() -> None:
     g.output(s, m, m1, a2)
     built = _lowered(g.module)
     assert _summary(compiled) == _summary(exported) == _summary(built)
+
+
+sys.path.insert(0, str(ROOT / "bench"))
+from workloads import torch_decoder  # noqa: E402
+
+
+def _makespan(module: ModuleOp) -> int:
+    """The simulated makespan of an unlowered module through npuir-run's default pipeline."""
+    from npuir.driver.run import RunConfig, run_program
+
+    outcome = run_program(RunConfig("<route>", source=npuir.print_ir(module), timing_only=True))
+    assert outcome.result is not None
+    return outcome.result.makespan_ns
+
+
+def test_routes_agree_on_a_decoder_layer_with_a_kv_cache() -> None:
+    torch.manual_seed(0)
+    layer, xs = torch_decoder.DecoderLayer(), torch_decoder.inputs()
+    with torch.no_grad():
+        torch._dynamo.reset()
+        backend = tng.get_npu_backend()
+        out = torch.compile(layer, backend=backend, fullgraph=True, dynamic=False)(*xs)
+        for got, want in zip(out, layer(*xs)):
+            _close(got, want)
+        exported = import_exported_program(torch.export.export(layer, xs))
+    g = tng.Graph("forward")
+    torch_decoder.build(g)
+    compiled_ns = backend.reports[-1].makespans_ns["as annotated"]
+    assert compiled_ns == _makespan(exported) == _makespan(g.module)
+    summaries = [_summary(backend.modules[-1]), _summary(_lowered(exported))]
+    summaries.append(_summary(_lowered(g.module)))
+    assert summaries[0] == summaries[1] == summaries[2]
+    assert ("npu.matmul", "1") in summaries[0]  # k/v projections on the user's stream
+
+
+def test_parameters_that_require_grad_run_the_backward_eagerly() -> None:
+    torch.manual_seed(0)
+    layer = torch_decoder.DecoderLayer().float()
+    xs = [x.float() for x in torch_decoder.inputs()]
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend=tng.get_npu_backend(), fullgraph=True, dynamic=False)
+    with pytest.warns(UserWarning, match="backward runs eagerly"):
+        out = compiled(*xs)
+    out[0].sum().backward()
+    got = layer.wq.grad.clone()  # type: ignore[union-attr]
+    layer.zero_grad()
+    want = layer(*xs)
+    want[0].sum().backward()
+    assert torch.allclose(out[0], want[0], atol=1e-4)
+    assert torch.allclose(got, layer.wq.grad, atol=1e-4)  # type: ignore[arg-type]
+
+
+def test_an_op_without_an_npu_kernel_runs_the_graph_eagerly_with_one_warning() -> None:
+    class Cumsum(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return torch.cumsum(x, 0) + 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(Cumsum(), backend=tng.get_npu_backend(), fullgraph=True)
+    x = torch.randn(4, 4)
+    with pytest.warns(UserWarning, match=r"no npu kernel for aten\.cumsum\.default") as caught:
+        assert torch.equal(compiled(x), Cumsum()(x))
+    assert len([w for w in caught if "npu kernel" in str(w.message)]) == 1
+
+
+def test_a_graph_break_is_dynamos_own_error() -> None:
+    class Break(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            torch._dynamo.graph_break()
+            return x + 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(Break(), backend=tng.get_npu_backend(), fullgraph=True)
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        compiled(torch.ones(2))
+
+
+def test_gear_options_are_logged_as_seed_004_shows_them(caplog: pytest.LogCaptureFixture) -> None:
+    from npuir.torchair.core.utils import logger
+
+    class Add(torch.nn.Module):
+        def forward(self, x1: Any, x2: Any) -> Any:
+            return x1 + x2
+
+    torch._dynamo.reset()
+    a, b = torch.ones([2, 2]), torch.ones([2, 2])
+    tng.inference.set_dim_gears(a, {0: [2, 4]})
+    tng.inference.set_dim_gears(b, {0: [2, 4]})
+    logger.propagate = True
+    try:
+        with caplog.at_level(logging.INFO, logger="npuir.torchair"):
+            torch.compile(Add(), backend=tng.get_npu_backend(), fullgraph=True)(a, b)
+    finally:
+        logger.propagate = False
+    # caplog sees each record through the package logger and the root (dropped here).
+    lines = list(dict.fromkeys(r.getMessage() for r in caplog.records))
+    start = next(i for i, m in enumerate(lines) if m.startswith("Compiling concrete graph"))
+    options = [m.strip() for m in lines[start + 1 : start + 4]]
+    assert options == [
+        "ge.dynamicDims = 2,2;4,4",
+        "ge.dynamicNodeType = 1",
+        "ge.inputShape = arg1_1:-1,2;arg2_1:-1,2",
+    ]
+
+
+def test_product_gears_with_equal_sizes_on_two_dims_compile_once() -> None:
+    class Scale(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return x * 2
+
+    torch._dynamo.reset()
+    config = tng.CompilerConfig()
+    config.inference_config.dynamic_gears_merge_policy = "product"
+    backend = tng.get_npu_backend(compiler_config=config)
+    compiled = torch.compile(Scale(), backend=backend, fullgraph=True, dynamic=True)
+    x = torch.ones([4, 4, 3])  # both geared dims are 4 on the first call
+    tng.inference.set_dim_gears(x, {0: [2, 4], 1: [4, 8]})
+    assert torch.equal(compiled(x), x * 2)
+    for shape in ([2, 8, 3], [4, 8, 3], [2, 4, 3]):
+        y = torch.ones(shape)
+        assert torch.equal(compiled(y), y * 2)
+    assert backend.compiles == 1
+    with pytest.raises(TorchairError, match=r"match no gear.*\{0: \[2, 4\], 1: \[4, 8\]\}"):
+        compiled(torch.ones([8, 8, 3]))
+
+
+@pytest.mark.parametrize(
+    ("gears", "match"),
+    [
+        ({0: [2]}, "between 2 and 100"),
+        ({0: [1, 4]}, "must be >= 2"),
+        ({3: [2, 4]}, r"must be in \[0, 1\]"),
+        ({0: [2.0, 4]}, "list or tuple of ints"),
+        ([2, 4], "must be a dict"),
+    ],
+)
+def test_bad_gears_on_torch_tensors_are_located_errors(gears: Any, match: str) -> None:
+    with pytest.raises(TorchairError, match=rf"{HERE}:\d+:\d+: error: .*{match}"):
+        tng.inference.set_dim_gears(torch.ones(2, 2), gears)
+
+
+def test_a_tensor_gets_one_set_of_gears() -> None:
+    t = torch.ones(2, 2)
+    tng.inference.set_dim_gears(t, {0: [2, 4]})
+    tng.inference.set_dim_gears(t, {0: [2, 4]})  # the same again is fine
+    with pytest.raises(TorchairError, match="already has dim gears"):
+        tng.inference.set_dim_gears(t, {0: [2, 8]})
