@@ -63,6 +63,7 @@ from npuir.diagnostics import (
     Diagnostic,
     DiagnosticEngine,
     DiagnosticError,
+    Kind,
     SourceLocation,
     op_location,
 )
@@ -79,6 +80,17 @@ from npuir.torchair.core.utils import logger
 from npuir.torchair.inference import gears_of
 
 Array = np.ndarray[Any, Any]
+
+GEAR_MISMATCH = Kind("torchair.gear-mismatch")
+"""A call whose geared dims are no gear of `set_dim_gears`."""
+MODE_CONFLICT = Kind("torchair.mode-conflict")
+"""A stream scope in `reduce-overhead` mode (in-graph multi-stream is max-autotune only)."""
+TRACE_FAILED = Kind("torchair.trace-failed")
+"""torch.export could not re-trace dynamo's graph (its own message follows)."""
+RUN_FAILED = Kind("torchair.run-failed")
+"""The interpreter could not run the compiled program on the inputs given."""
+BAD_ARGUMENT = Kind("torchair.bad-argument")
+"""A wrong argument to `get_npu_backend` or `reports`."""
 
 _GRAPH_IDS = itertools.count()
 """TorchAir numbers the concrete graphs of a process from 0."""
@@ -273,6 +285,7 @@ def _gear_check(
                 f"input shapes ({shapes}) match no gear of set_dim_gears ({named}, "
                 f"policy {policy})",
                 _caller(),
+                GEAR_MISMATCH.code,
             )
         )
 
@@ -343,7 +356,7 @@ class _Compiled:
             results = run_ranks(self.module, [func], [arrays])[0]
         except NumericsError as exc:
             raise TorchairError(
-                Diagnostic("error", f"the compiled program failed: {exc}")
+                Diagnostic("error", f"the compiled program failed: {exc}", None, RUN_FAILED.code)
             ) from None
         out = []
         for array, (dtype, _) in zip(results, self.outputs):
@@ -401,6 +414,7 @@ class NpuBackend:
                     "error",
                     f"compiler_config must be a CompilerConfig, got {type(compiler_config).__name__}",
                     _caller(),
+                    BAD_ARGUMENT.code,
                 )
             )
         self.config = compiler_config if compiler_config is not None else CompilerConfig()
@@ -569,6 +583,7 @@ class NpuBackend:
                     "error",
                     f"torch.export could not trace the graph: {str(exc).splitlines()[0]}",
                     _caller(),
+                    TRACE_FAILED.code,
                 )
             ) from None
 
@@ -584,6 +599,7 @@ class NpuBackend:
                         '(npu_stream_switch) needs mode "max-autotune"; config.mode is '
                         '"reduce-overhead"',
                         op_location(op),
+                        MODE_CONFLICT.code,
                     )
                 )
 
@@ -614,7 +630,12 @@ def reports(compiled: Any) -> list[ScheduleReport]:
         backend = fn
     if not isinstance(backend, NpuBackend):
         raise TorchairError(
-            Diagnostic("error", "reports() takes a model compiled with get_npu_backend", _caller())
+            Diagnostic(
+                "error",
+                "reports() takes a model compiled with get_npu_backend",
+                _caller(),
+                BAD_ARGUMENT.code,
+            )
         )
     return list(backend.reports)
 

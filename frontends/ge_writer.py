@@ -27,10 +27,13 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, UnitAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from npuir.diagnostics import error
+from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import DYN, OP_NAME, NpuOp, dtype_name
 from npuir.frontends.ge import op_table
+
+UNWRITABLE = Kind("ge.unwritable-op")
+"""An op the GE dump writer cannot name as a GE op."""
 
 STREAM_LABEL = "_user_stream_label"
 STREAM_PRIORITY = "_user_stream_priority"
@@ -141,7 +144,7 @@ class _Writer:
             elif isinstance(op, stream.YieldOp | coreset.YieldOp):
                 continue
             else:
-                raise error(op, f"graph_dump cannot write '{op.name}' as a GE op")
+                raise error(op, f"graph_dump cannot write '{op.name}' as a GE op", UNWRITABLE)
 
     def enter(self, op: Operation, scope: list[tuple[str, str]]) -> None:
         body = list(op.regions[0].block.ops)

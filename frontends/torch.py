@@ -198,13 +198,14 @@ class _Importer:
     def scope_enter(self, keys: Sequence[str], values: Sequence[str], *_: Any) -> None:
         attrs = dict(zip(keys, values))
         if _air.ERROR in attrs:
-            raise fail(attrs[_air.ERROR])  # a mistake the trace carried (see torchair.scope)
+            # a mistake the trace carried (see torchair.scope)
+            raise fail(attrs[_air.ERROR], kind=scope.BAD_SCOPE)
         opened = 0
         if _air.STREAM_LABEL in attrs:
             priority = _count(attrs.get(_air.STREAM_PRIORITY, "0"), "stream_priority", 0)
             message = scope.stream_switch_error(attrs[_air.STREAM_LABEL], priority, True)
             if message is not None:
-                raise fail(message)
+                raise fail(message, kind=scope.BAD_SCOPE)
             self.graph.open_scope(tag=attrs[_air.STREAM_LABEL], priority=priority)
             opened += 1
         if _air.AICORE_NUM in attrs or _air.VECTORCORE_NUM in attrs:
@@ -569,9 +570,9 @@ def _count(text: str, what: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise fail(f"{what} must be an integer, got {text!r}") from None
+        raise fail(f"{what} must be an integer, got {text!r}", kind=scope.BAD_SCOPE) from None
     if value < least:
-        raise fail(f"{what} must be >= {least}, got {value}")
+        raise fail(f"{what} must be >= {least}, got {value}", kind=scope.BAD_SCOPE)
     return value
 
 

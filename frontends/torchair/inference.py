@@ -14,10 +14,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from npuir.diagnostics import Kind
 from npuir.dialects import gear
 
 from ._errors import fail
 from ._graph import Tensor
+
+BAD_GEARS = Kind("torchair.bad-gears")
+"""Gears `set_dim_gears` refuses (TorchAir's checks)."""
 
 GEARS_ATTR = "_npuir_dim_gears"
 """Where a torch tensor keeps its gears ({dim: [values]})."""
@@ -29,27 +33,33 @@ MAX_GEARS = 100
 def _check(dim_gears: object, rank: int) -> dict[int, list[int]]:
     """TorchAir's checks: dims in range, 2..100 whole-number gears >= 2 per dim."""
     if not isinstance(dim_gears, dict):
-        raise fail(f"dim_gears must be a dict {{dim: [gears]}}, got {dim_gears!r}")
+        raise fail(f"dim_gears must be a dict {{dim: [gears]}}, got {dim_gears!r}", kind=BAD_GEARS)
     checked: dict[int, list[int]] = {}
     for dim, gears in dim_gears.items():
         if not isinstance(dim, int) or isinstance(dim, bool) or not 0 <= dim < rank:
-            raise fail(f"dim index {dim!r} in dim_gears must be in [0, {rank - 1}]")
+            raise fail(f"dim index {dim!r} in dim_gears must be in [0, {rank - 1}]", kind=BAD_GEARS)
         if not isinstance(gears, list | tuple) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in gears
         ):
-            raise fail(f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}")
+            raise fail(
+                f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}",
+                kind=BAD_GEARS,
+            )
         if not 2 <= len(gears) <= MAX_GEARS:
-            raise fail(f"dim {dim} has {len(gears)} gears; give between 2 and {MAX_GEARS}")
+            raise fail(
+                f"dim {dim} has {len(gears)} gears; give between 2 and {MAX_GEARS}", kind=BAD_GEARS
+            )
         if any(v < 2 for v in gears):
             raise fail(
                 f"gears for dim {dim} must be >= 2 (dynamo specialises sizes 0 and 1), "
-                f"got {list(gears)}"
+                f"got {list(gears)}",
+                kind=BAD_GEARS,
             )
         checked[dim] = list(gears)
     try:
         gear.DimsAttr(checked).verify()
     except Exception as exc:  # the dialect's own check (e.g. more than 100 merged gears)
-        raise fail(str(exc)) from None
+        raise fail(str(exc), kind=BAD_GEARS) from None
     return checked
 
 
@@ -66,19 +76,24 @@ def set_dim_gears(t: Any, dim_gears: dict[int, Sequence[int]]) -> None:
     """
     if isinstance(t, Tensor):
         if not isinstance(dim_gears, dict):
-            raise fail(f"dim_gears must be a dict {{dim: [gears]}}, got {dim_gears!r}")
+            raise fail(
+                f"dim_gears must be a dict {{dim: [gears]}}, got {dim_gears!r}", kind=BAD_GEARS
+            )
         t.graph.set_gears(t, dim_gears)
         return
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(t, torch.Tensor):
-        raise fail(f"set_dim_gears takes a torch tensor or a graph input, got {t!r}")
+        raise fail(
+            f"set_dim_gears takes a torch tensor or a graph input, got {t!r}", kind=BAD_GEARS
+        )
     checked = _check(dim_gears, t.dim())
     previous = getattr(t, GEARS_ATTR, None)
     if previous is not None:
         if previous != checked:
             raise fail(
                 f"the tensor already has dim gears {previous}; setting different ones is not "
-                "supported (as in TorchAir)"
+                "supported (as in TorchAir)",
+                kind=BAD_GEARS,
             )
         return
     import torch.fx.experimental._config as fx_config

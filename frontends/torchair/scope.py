@@ -31,8 +31,13 @@ import sys
 from types import TracebackType
 from typing import Any
 
+from npuir.diagnostics import Kind
+
 from ._errors import fail
 from ._graph import Graph, Tensor, building, current_graph
+
+BAD_SCOPE = Kind("torchair.bad-scope-argument")
+"""A stream tag, priority, core count or wait operand the scopes refuse."""
 
 
 def _torch_traced() -> bool:
@@ -58,7 +63,7 @@ def _report(message: str) -> None:
 
         _air.deferred_error(message)
         return
-    raise fail(message)
+    raise fail(message, kind=BAD_SCOPE)
 
 
 def stream_switch_error(stream_tag: object, stream_priority: object, inner: object) -> str | None:
@@ -183,7 +188,7 @@ def npu_wait_tensor(self: Any, dependency: Any) -> Any:
             _report("npu_wait_tensor(self, dependency) takes two torch Tensors")
             return self
     if not isinstance(self, Tensor) or not isinstance(dependency, Tensor):
-        raise fail("npu_wait_tensor(self, dependency) takes two Tensors")
+        raise fail("npu_wait_tensor(self, dependency) takes two Tensors", kind=BAD_SCOPE)
     return current_graph().wait_tensor(self, dependency)
 
 

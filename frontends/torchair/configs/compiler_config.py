@@ -39,9 +39,13 @@ import os
 import warnings
 from typing import ClassVar
 
+from npuir.diagnostics import Kind
 from npuir.transforms.pipelines import PIPELINES
 
 from .._errors import fail
+
+BAD_OPTION = Kind("torchair.bad-option")
+"""A CompilerConfig option TorchAir does not have, or a bad value of one."""
 
 POLICIES = ("zip", "product")
 MODES = ("max-autotune", "reduce-overhead")
@@ -84,7 +88,9 @@ class _Section:
             _meaningless(path)
         else:
             known = ", ".join(sorted(self._OPTIONS + self._ACCEPTED)) or "none"
-            raise fail(f"CompilerConfig has no option '{path}' (options here: {known})")
+            raise fail(
+                f"CompilerConfig has no option '{path}' (options here: {known})", kind=BAD_OPTION
+            )
         super().__setattr__(name, value)
 
     def _check(self, name: str, value: object) -> None:
@@ -105,12 +111,17 @@ class _GraphDump(_Section):
         if name == "type" and value == "py":
             raise fail(
                 'debug.graph_dump.type "py" (a builder script) is not supported by npuir yet; '
-                'use "txt" or "pbtxt"'
+                'use "txt" or "pbtxt"',
+                kind=BAD_OPTION,
             )
         if name == "type" and value is not None and value not in DUMP_TYPES:
-            raise fail(f'debug.graph_dump.type must be "txt" or "pbtxt", got {value!r}')
+            raise fail(
+                f'debug.graph_dump.type must be "txt" or "pbtxt", got {value!r}', kind=BAD_OPTION
+            )
         if name == "path" and (not isinstance(value, str) or not value):
-            raise fail(f"debug.graph_dump.path must be a directory name, got {value!r}")
+            raise fail(
+                f"debug.graph_dump.path must be a directory name, got {value!r}", kind=BAD_OPTION
+            )
 
 
 class _Debug(_Section):
@@ -125,7 +136,9 @@ class _Debug(_Section):
 
     def _check(self, name: str, value: object) -> None:
         if not isinstance(value, _GraphDump):
-            raise fail("debug.graph_dump is a section; set debug.graph_dump.type / .path")
+            raise fail(
+                "debug.graph_dump is a section; set debug.graph_dump.type / .path", kind=BAD_OPTION
+            )
 
 
 class _GEConfig(_Section):
@@ -149,7 +162,10 @@ class _GEConfig(_Section):
 
     def _check(self, name: str, value: object) -> None:
         if name == "enable_single_stream" and not isinstance(value, bool):
-            raise fail(f"ge_config.enable_single_stream must be True or False, got {value!r}")
+            raise fail(
+                f"ge_config.enable_single_stream must be True or False, got {value!r}",
+                kind=BAD_OPTION,
+            )
         if name == "aicore_num" and value is not None:
             _parse_aicore_num(value)
 
@@ -172,7 +188,8 @@ def _parse_aicore_num(value: object) -> tuple[int | None, int | None]:
             return counts[0], counts[1]
     raise fail(
         f'ge_config.aicore_num must be "A|V" (cube and vector core counts >= 1, '
-        f"either may be empty), got {value!r}"
+        f"either may be empty), got {value!r}",
+        kind=BAD_OPTION,
     )
 
 
@@ -187,7 +204,10 @@ class _InferenceConfig(_Section):
 
     def _check(self, name: str, value: object) -> None:
         if value not in POLICIES:
-            raise fail(f'dynamic_gears_merge_policy must be "zip" or "product", got {value!r}')
+            raise fail(
+                f'dynamic_gears_merge_policy must be "zip" or "product", got {value!r}',
+                kind=BAD_OPTION,
+            )
 
 
 class _ExperimentalConfig(_Section):
@@ -223,7 +243,9 @@ class CompilerConfig(_Section):
 
     def _check(self, name: str, value: object) -> None:
         if name == "mode" and value not in MODES:
-            raise fail(f'mode must be "max-autotune" or "reduce-overhead", got {value!r}')
+            raise fail(
+                f'mode must be "max-autotune" or "reduce-overhead", got {value!r}', kind=BAD_OPTION
+            )
         sections = {
             "debug": _Debug,
             "ge_config": _GEConfig,
@@ -231,7 +253,9 @@ class CompilerConfig(_Section):
             "experimental_config": _ExperimentalConfig,
         }
         if name in sections and not isinstance(value, sections[name]):
-            raise fail(f"{name} is a section of CompilerConfig; set its options instead")
+            raise fail(
+                f"{name} is a section of CompilerConfig; set its options instead", kind=BAD_OPTION
+            )
 
     def dynamic_multi_stream(self) -> bool:
         """Whether graphs with dynamic-shape inputs may use several streams
