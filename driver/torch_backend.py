@@ -71,6 +71,7 @@ from npuir.dialects import gear, npu, stream
 from npuir.dialects.npu import dtype_name
 from npuir.driver.run import RunConfig, run_program
 from npuir.frontends.ge_writer import graph_text
+from npuir.frontends.py_writer import builder_script
 from npuir.frontends.torch import CONST, import_exported_program
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
@@ -422,6 +423,8 @@ class NpuBackend:
         self.reports: list[ScheduleReport] = []
         self.modules: list[ModuleOp] = []
         """Each compile's lowered program (what the compiled callable runs)."""
+        self.imported: list[ModuleOp] = []
+        """Each compile's program as imported (before lowering; what the dumps hold)."""
         self.compiles = 0
         """Graphs compiled (a gear-multiversioned graph compiles once for all gears)."""
         self._warned: set[str] = set()
@@ -518,6 +521,7 @@ class NpuBackend:
             self.reports.append(report)
             return _Compiled(gm, None, None, names, gears, policy)
         pipeline = self.config.pipeline()
+        self.imported.append(module.clone())
         try:
             run_passes(make_context(), module, build_pipeline(pipeline))
         except DiagnosticError as exc:
@@ -612,7 +616,16 @@ class NpuBackend:
         )
         path = Path(dump.path)
         path.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(graph_text(module, dump.type, f"graph_{graph_id}"))
+        try:
+            text = (
+                builder_script(module, f"concrete graph {graph_id}")
+                if dump.type == "py"
+                else graph_text(module, dump.type, f"graph_{graph_id}")
+            )
+        except DiagnosticError as exc:  # a debugging aid: say what it cannot write, go on
+            logger.warning("graph %d not dumped: %s", graph_id, exc.diagnostic.render())
+            return
+        (path / name).write_text(text)
         logger.info("graph %d dumped to %s", graph_id, path / name)
 
 

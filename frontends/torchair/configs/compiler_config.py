@@ -14,8 +14,8 @@ accepted with one warning that they do not change the model.
   issued task graph, and replaying a captured graph changes how the host
   issues it (one launch instead of one per op), not the device-side task
   durations or stream order that npuir's makespan is made of.
-- `config.debug.graph_dump.type` (`None`, `"txt"`, `"pbtxt"`; TorchAir's `"py"` is
-  refused: npuir cannot write a builder script yet) and
+- `config.debug.graph_dump.type` (`None`, `"txt"`, `"pbtxt"`, `"py"`: GE text that
+  `npuir-import` reads, or an `npuir.torchair` builder script) and
   `.path` (default `"."`): each compiled graph is written as
   `dynamo_original_graph_{id}_rank_{rank}_pid_{pid}_ts_{ts}.{type}`, TorchAir's
   file name.
@@ -49,7 +49,7 @@ BAD_OPTION = Kind("torchair.bad-option")
 
 POLICIES = ("zip", "product")
 MODES = ("max-autotune", "reduce-overhead")
-DUMP_TYPES = ("txt", "pbtxt")
+DUMP_TYPES = ("txt", "pbtxt", "py")
 DYNAMIC_MULTI_STREAM_ENV = "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM"
 
 _WARNED: set[str] = set()
@@ -108,15 +108,10 @@ class _GraphDump(_Section):
         self.path = "."
 
     def _check(self, name: str, value: object) -> None:
-        if name == "type" and value == "py":
-            raise fail(
-                'debug.graph_dump.type "py" (a builder script) is not supported by npuir yet; '
-                'use "txt" or "pbtxt"',
-                kind=BAD_OPTION,
-            )
         if name == "type" and value is not None and value not in DUMP_TYPES:
             raise fail(
-                f'debug.graph_dump.type must be "txt" or "pbtxt", got {value!r}', kind=BAD_OPTION
+                f'debug.graph_dump.type must be "txt", "pbtxt" or "py", got {value!r}',
+                kind=BAD_OPTION,
             )
         if name == "path" and (not isinstance(value, str) or not value):
             raise fail(
