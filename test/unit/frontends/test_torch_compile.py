@@ -9,6 +9,7 @@ import logging
 import runpy
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -490,3 +491,39 @@ def test_a_tensor_gets_one_set_of_gears() -> None:
     with pytest.raises(TorchairError) as caught:
         tng.inference.set_dim_gears(t, {0: [2, 8]})
     assert caught.value.diagnostic.kind == "torchair.bad-gears"
+
+
+_ODD = [None, -1, 0, 1, 2, 1.5, "", "x", "1|2", "|", "3|", [], {}, True, 10**30, float("nan")]
+
+
+@pytest.mark.parametrize("value", _ODD, ids=repr)
+def test_odd_values_are_accepted_or_located_errors(value: Any) -> None:
+    """Every option and scope argument: success or a located TorchairError, nothing else."""
+    setters = [
+        lambda c: setattr(c, "mode", value),
+        lambda c: setattr(c.debug.graph_dump, "type", value),
+        lambda c: setattr(c.debug.graph_dump, "path", value),
+        lambda c: setattr(c.ge_config, "enable_single_stream", value),
+        lambda c: setattr(c.ge_config, "aicore_num", value),
+        lambda c: setattr(c.inference_config, "dynamic_gears_merge_policy", value),
+        lambda c: setattr(c.debug, "graph_dump", value),
+        lambda c: setattr(c, "ge_config", value),
+    ]
+    calls = [
+        lambda: tng.scope.npu_stream_switch(value),
+        lambda: tng.scope.npu_stream_switch("1", value),
+        lambda: tng.scope.npu_stream_switch("1", 0, value),
+        lambda: tng.scope.limit_core_num(value, 4),
+        lambda: tng.scope.limit_core_num(4, value),
+        lambda: tng.scope.npu_wait_tensor(torch.ones(2), value),
+        lambda: tng.inference.set_dim_gears(torch.ones(4, 4), value),
+        lambda: tng.inference.set_dim_gears(torch.ones(4, 4), {0: value}),
+        lambda: tng.get_npu_backend(compiler_config=value),
+    ]
+    actions = [partial(s, tng.CompilerConfig()) for s in setters] + calls
+    for action in actions:
+        try:
+            action()
+        except TorchairError as exc:
+            assert exc.diagnostic.location is not None
+            assert exc.diagnostic.location.filename == HERE
