@@ -48,11 +48,10 @@ from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, UsageError, error
 from npuir.dialects import gear, npu, stream, sync
 from npuir.dialects.shapes import RetypeError, specialise
-from npuir.frontends.ge import parse_path, parse_source
+from npuir.frontends.load import Source, load_source, read, source_of_text
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
 from npuir.schedule.device import UNKNOWN_DEVICE, device_spec
-from npuir.verifier import verify
 
 INPUT_SHAPE = Kind("input.shape-mismatch")
 """An input array whose shape the argument does not take."""
@@ -97,9 +96,10 @@ class RunConfig:
     """What `npuir-run` was asked to do."""
 
     path: str
-    source: str | None = None
-    """The program's text when the caller has read it already (`path` then only names it,
-    e.g. `<stdin>`); otherwise it is read from `path`."""
+    source: str | Source | None = None
+    """The program when the caller has read it already (`npuir.frontends.load.read`, or
+    MLIR text; `path` then only names it, e.g. `<stdin>`); otherwise it is read from
+    `path` by the one loader, whatever its format."""
     pipeline: str | None = None
     entry: str | None = None
     entries: list[str] | None = None
@@ -533,12 +533,13 @@ _Loaded = tuple[
 def _load(config: RunConfig) -> _Loaded:
     """Parse the input; its device, entries, given inputs and argument shapes."""
     ctx = make_context(collect_diagnostics=True)
-    if config.source is not None:
-        ctx.diagnostics.sources.add(config.path, config.source)
-        module = parse_source(ctx, config.source, config.path)
-        verify(module)
+    if isinstance(config.source, Source):
+        source = config.source
+    elif config.source is not None:
+        source = source_of_text(config.path, config.source)
     else:
-        module = parse_path(ctx, config.path)
+        source = read(config.path)
+    module = load_source(source, ctx)
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)

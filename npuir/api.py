@@ -1,6 +1,6 @@
-"""Reading and printing IR: parse a file or text into a verified module, print it back.
+"""Parsing MLIR text and printing IR (`npuir.load` reads files of every format).
 
-`npuir.parse_file`, `npuir.parse_text` and `npuir.print_ir` are these functions.
+`npuir.parse_text` and `npuir.print_ir` are these functions.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ from xdsl.ir import Operation
 from xdsl.printer import Printer
 
 from npuir.context import NpuirContext
-from npuir.deep_stack import deep_stack
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError
 from npuir.parsing import decode_source, parse_module
 from npuir.verifier import verify
 
-__all__ = ["parse_file", "parse_text", "print_ir", "read_source"]
+__all__ = ["parse_text", "print_ir", "read_source"]
 
 
 def parse_text(ctx: NpuirContext, text: str, filename: str = "<input>") -> ModuleOp:
@@ -41,12 +40,6 @@ def read_source(ctx: NpuirContext, path: str | Path) -> str:
     return decode_source(data, name, ctx.diagnostics.sources)
 
 
-def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
-    """Parse and verify the module in the file at `path`."""
-    return parse_text(ctx, read_source(ctx, path), str(path))
-
-
-@deep_stack
 def print_ir(op: Operation, generic: bool = False, debuginfo: bool = False) -> str:
     """The textual IR of `op`, ending in a newline; with `debuginfo`, every op's location
     too (`loc("file":line:col)`, MLIR's `--mlir-print-debuginfo`), so that IR an importer

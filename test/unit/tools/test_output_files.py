@@ -35,7 +35,8 @@ def npuir_opt(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[in
 @pytest.fixture(scope="module")
 def expected() -> str:
     """What `npuir-opt SEED` prints on stdout."""
-    from npuir.api import parse_file, print_ir
+    from npuir.api import print_ir
+    from npuir.frontends.load import parse_file
     from npuir.context import make_context
 
     return print_ir(parse_file(make_context(), SEED))
