@@ -13,6 +13,7 @@ from xdsl.ir import Operation
 from xdsl.printer import Printer
 
 from npuir.context import NpuirContext
+from npuir.deep_stack import deep_stack
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError
 from npuir.parsing import decode_source, parse_module
 from npuir.verifier import verify
@@ -40,6 +41,7 @@ def read_source(ctx: NpuirContext, path: str | Path) -> str:
     return decode_source(data, name, ctx.diagnostics.sources)
 
 
+@deep_stack
 def print_ir(op: Operation, generic: bool = False, debuginfo: bool = False) -> str:
     """The textual IR of `op`, ending in a newline; with `debuginfo`, every op's location
     too (`loc("file":line:col)`, MLIR's `--mlir-print-debuginfo`), so that IR an importer

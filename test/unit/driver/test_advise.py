@@ -119,10 +119,10 @@ def test_every_tool_recognises_an_archive_by_content_and_says_what_to_install(
 def test_opt_prints_locations_that_read_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from npuir.frontends.load import parse_file
     from npuir.context import make_context
     from npuir.diagnostics import op_location
     from npuir.dialects.npu import NpuOp
+    from npuir.frontends.load import parse_file
     from npuir.tools.opt import run as opt_tool
 
     assert opt_tool([SEED, "--mlir-print-debuginfo"]) == 0

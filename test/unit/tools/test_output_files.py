@@ -36,8 +36,8 @@ def npuir_opt(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[in
 def expected() -> str:
     """What `npuir-opt SEED` prints on stdout."""
     from npuir.api import print_ir
-    from npuir.frontends.load import parse_file
     from npuir.context import make_context
+    from npuir.frontends.load import parse_file
 
     return print_ir(parse_file(make_context(), SEED))
 
