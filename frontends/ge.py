@@ -1217,7 +1217,7 @@ class _Importer:
             reason = str(exc)
         except VerifyException as exc:
             reason = str(exc).splitlines()[0]
-        except (ValueError, IndexError, AssertionError) as exc:
+        except (ValueError, IndexError) as exc:
             reason = f"{type(exc).__name__}: {exc}"
         if reason:
             for op in reversed(made):
