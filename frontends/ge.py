@@ -357,17 +357,6 @@ def read_graphs(text: str, filename: str) -> list[Graph]:
     )
 
 
-# Dumps start with one of these at the top level (after comments); .mlir cannot.
-_DUMP_START = re.compile(
-    r"\A(?:\s|#[^\n]*\n)*(?:(?:graph|op|node|attr)\s*:?\s*[{<]|(?:name|version)\s*:)"
-)
-
-
-def looks_like_dump(text: str) -> bool:
-    """Whether `text` is a GE / TorchAir text dump rather than MLIR (judged by content)."""
-    return _DUMP_START.match(text[:4096]) is not None
-
-
 # --------------------------------------------------------------------------
 # Types
 # --------------------------------------------------------------------------

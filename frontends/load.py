@@ -17,6 +17,7 @@ PyTorch installed is a `UsageError` naming what to install (the tools' exit 2).
 from __future__ import annotations
 
 import enum
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -27,7 +28,6 @@ from xdsl.dialects.builtin import ModuleOp
 
 from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, UsageError
-from npuir.frontends.ge import import_text, looks_like_dump
 from npuir.parsing import decode_source, parse_module
 from npuir.verifier import verify
 
@@ -43,6 +43,16 @@ __all__ = [
 ]
 
 _ZIP_MAGIC = b"PK\x03\x04"
+
+# Dumps start with one of these at the top level (after comments); .mlir cannot.
+_DUMP_START = re.compile(
+    r"\A(?:\s|#[^\n]*\n)*(?:(?:graph|op|node|attr)\s*:?\s*[{<]|(?:name|version)\s*:)"
+)
+
+
+def looks_like_dump(text: str) -> bool:
+    """Whether `text` is a GE / TorchAir text dump rather than MLIR (judged by content)."""
+    return _DUMP_START.match(text[:4096]) is not None
 
 
 class Format(enum.Enum):
@@ -127,6 +137,9 @@ def load_source(
         return _load_pt2(source, ctx, strict)
     text = source.text(ctx)
     if source.format is Format.GE_DUMP:
+        # The dump reader (lark and its grammar) is loaded only for a dump.
+        from npuir.frontends.ge import import_text
+
         result = import_text(ctx, text, source.filename, graph, strict)
         for warning in result.warnings:
             ctx.diagnostics.add(warning)

@@ -14,7 +14,8 @@ from npuir.api import print_ir
 from npuir.context import make_context
 from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset, npu, stream
-from npuir.frontends.ge import ImportResult, import_dump, import_text, looks_like_dump
+from npuir.frontends.ge import ImportResult, import_dump, import_text
+from npuir.frontends.load import looks_like_dump
 from npuir.tools import import_dump as tool
 
 Attr = tuple[str, str, object]  # key, kind (s, i, f, b, list_i, list_f), value
