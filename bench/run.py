@@ -106,6 +106,8 @@ def main() -> None:
     b.add_argument("--sizes", default="1000,10000,100000")
     t = sub.add_parser("torch", help="the torch.compile backend's overhead (needs torch)")
     t.add_argument("--repeats", type=int, default=5)
+    st = sub.add_parser("startup", help="tool start-up against importing xDSL")
+    st.add_argument("--repeats", type=int, default=5)
     e = sub.add_parser("examples", help="rewrite examples/*.mlir from the generators")
     e.add_argument("--check", action="store_true", help="only report stale files")
     for p in (c, sc):
@@ -114,7 +116,7 @@ def main() -> None:
             default="parse,print,npu-default,auto,nimble",
             help="which phases to run (parse always runs: the ratios are to it)",
         )
-    for p in (c, sc, s, m, g, i, b, t, e):
+    for p in (c, sc, s, m, g, i, b, t, st, e):
         p.add_argument("--json", action="store_true")
         p.add_argument("--quick", action="store_true", help="a small smoke run")
     args = ap.parse_args()
@@ -168,6 +170,11 @@ def main() -> None:
 
         result = run_torch(1 if args.quick else args.repeats)
         printer = print_torch
+    elif args.command == "startup":
+        from startup import print_startup, run_startup
+
+        result = run_startup(2 if args.quick else args.repeats)
+        printer = print_startup
     else:
         result = run_examples(args.check)
 
