@@ -165,12 +165,13 @@ def _report(
     text: str,
     pipeline: str,
     shapes: Sequence[tuple[int, ...]],
+    module: ModuleOp,
 ) -> ScheduleReport:
     """Simulate the annotated program and the baselines (timing only), on the first
     call's shapes (a geared graph runs the gear they match)."""
     report = ScheduleReport(graph_id, options)
     explained = {}
-    module = None
+    hw = device_of(module, None)
     for name, p in [("as annotated", pipeline), *VARIANTS.items()]:
         try:
             outcome = run_program(
@@ -190,17 +191,12 @@ def _report(
             report.makespans_ns[name] = None
             continue
         report.makespans_ns[name] = result.makespan_ns
-        if module is None:
-            from npuir.frontends.ge import parse_source
-
-            module = parse_source(make_context(), text, f"<concrete graph {graph_id}>")
-        explained[name] = explain(result, outcome.programs, device_of(module, None))
-    if module is not None:
-        funcs = [f for f in module.ops if isinstance(f, FuncOp)]
-        try:
-            report.lower_bound_ns = lower_bound_ns(funcs[0], device_of(module, None))
-        except DiagnosticError:
-            report.lower_bound_ns = None
+        explained[name] = explain(result, outcome.programs, hw)
+    funcs = [f for f in module.ops if isinstance(f, FuncOp)]
+    try:
+        report.lower_bound_ns = lower_bound_ns(funcs[0], hw)
+    except DiagnosticError:
+        report.lower_bound_ns = None
     single = explained.get("one stream")
     if single is not None:
         for name in ("as annotated", "auto"):
@@ -528,7 +524,7 @@ class NpuBackend:
             return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))
         seconds = time.perf_counter() - start
         self.modules.append(module)
-        report = _report(graph_id, options, text, pipeline, shapes)
+        report = _report(graph_id, options, text, pipeline, shapes, self.imported[-1])
         report.compile_seconds = seconds
         report.report_seconds = time.perf_counter() - start - seconds
         self.reports.append(report)
