@@ -480,7 +480,11 @@ class NpuBackend:
             ]
             diagnostics = DiagnosticEngine()
             module = import_exported_program(
-                ep, diagnostics=diagnostics, config=self.config, gears=tensor_gears
+                ep,
+                diagnostics=diagnostics,
+                config=self.config,
+                gears=tensor_gears,
+                decompositions=self.decompositions,
             )
         except (TorchairError, DiagnosticError) as exc:
             logger.error("%s", exc.diagnostic.render())

@@ -107,8 +107,10 @@ class _Importer:
         strict: bool,
         config: CompilerConfig | None = None,
         gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
+        decompositions: Mapping[Any, Callable[..., Any]] | None = None,
     ) -> None:
         self.fx_graph = fx_graph
+        self.decompositions = dict(decompositions or {})
         self.range_constraints = range_constraints
         self.strict = strict
         self.gears = dict(gears or {})
@@ -280,7 +282,9 @@ class _Importer:
             self.graph.output(*results)
         elif node.op == "call_function":
             handler = handlers.get(node.target)
-            if handler is None:
+            if node.target in self.decompositions:
+                self.env[node] = self.decompose(node, handlers)
+            elif handler is None:
                 self.env[node] = self.opaque_op(node)
             else:
                 self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
@@ -399,6 +403,62 @@ class _Importer:
 
     # -- aten ops that take more than one npu op or a check -------------
 
+    def decompose(self, node: torch.fx.Node, handlers: dict[Any, Callable[..., Any]]) -> Any:
+        """A user decomposition (`get_npu_backend(custom_decompositions=...)`): traced to
+        ATen on meta tensors of the node's operand shapes, each ATen op imported in place."""
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        operands: list[torch.fx.Node] = []
+
+        def to_meta(value: Any) -> Any:
+            if isinstance(value, torch.fx.Node):
+                val = value.meta.get("val")
+                if not isinstance(val, torch.Tensor) or not all(
+                    isinstance(d, int) for d in val.shape
+                ):
+                    raise UnsupportedOp("a decomposition needs tensor operands of static shape")
+                operands.append(value)
+                return torch.empty(val.shape, dtype=val.dtype, device="meta")
+            if isinstance(value, list | tuple):
+                return type(value)(to_meta(v) for v in value)
+            return value
+
+        args, kwargs = to_meta(node.args), to_meta(node.kwargs)
+        metas = [m for m in _flatten_tensors((args, kwargs))]
+
+        def call(*tensors: torch.Tensor) -> Any:
+            it = iter(tensors)
+
+            def put(value: Any) -> Any:
+                if isinstance(value, torch.Tensor):
+                    return next(it)
+                if isinstance(value, list | tuple):
+                    return type(value)(put(v) for v in value)
+                return value
+
+            return self.decompositions[node.target](*put(args), **put(kwargs))
+
+        try:
+            traced = make_fx(call)(*metas)
+        except Exception as exc:  # the user's decomposition failed: say so, at the node
+            raise UnsupportedOp(f"the custom decomposition failed: {exc}") from None
+        inputs = iter(operands)
+        result: Any = None
+        for sub in traced.graph.nodes:
+            if sub.op == "placeholder":
+                self.env[sub] = self.env[next(inputs)]
+            elif sub.op == "output":
+                result = self.arg(sub.args[0])
+            else:
+                self.visit(sub, handlers)
+        if (
+            isinstance(result, list | tuple)
+            and len(result) == 1
+            and not isinstance(node.meta.get("val"), list | tuple)
+        ):
+            return result[0]
+        return result
+
     def wait_tensor(self, tensor: Any, dependency: Any) -> Tensor:
         if not isinstance(tensor, Tensor) or not isinstance(dependency, Tensor):
             raise UnsupportedOp("npu_wait_tensor(self, dependency) takes two tensors")
@@ -510,6 +570,7 @@ def import_exported_program(
     diagnostics: DiagnosticEngine | None = None,
     config: CompilerConfig | None = None,
     gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
+    decompositions: Mapping[Any, Callable[..., Any]] | None = None,
 ) -> ModuleOp:
     """The module of one `ExportedProgram`: one function `name` (see the module docstring).
 
@@ -529,6 +590,7 @@ def import_exported_program(
             diagnostics=diagnostics,
             config=config,
             gears=gears,
+            decompositions=decompositions,
         )
     except TorchairError as exc:
         raise DiagnosticError(exc.diagnostic) from None
@@ -544,6 +606,7 @@ def import_fx_graph(
     config: CompilerConfig | None = None,
     gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
     diagnostics: DiagnosticEngine | None = None,
+    decompositions: Mapping[Any, Callable[..., Any]] | None = None,
 ) -> ModuleOp:
     """The module of one ATen-level FX graph: the converter both routes share.
 
@@ -552,10 +615,14 @@ def import_fx_graph(
     autograd traced.  Size placeholders (dynamo's `s0` inputs) are skipped: the
     tensors' shapes carry them.  `gears` puts `set_dim_gears` on the n-th tensor input;
     `config` gives the graph its gear policy and global core limit.  A mistake raises
-    a `TorchairError` located at the model's line.
+    a `TorchairError` located at the model's line.  `decompositions` maps ATen ops to
+    functions that compute them from other ATen ops (a decomposition table): such an
+    op is traced through its function and imported op by op.
     """
     torch_scope.register()
-    importer = _Importer(graph, range_constraints or {}, name, target, strict, config, gears)
+    importer = _Importer(
+        graph, range_constraints or {}, name, target, strict, config, gears, decompositions
+    )
     module = importer.run()
     if diagnostics is not None:
         diagnostics.emitted.extend(importer.warnings)
@@ -563,6 +630,16 @@ def import_fx_graph(
         for warning in importer.warnings:
             pywarnings.warn(warning.render(), stacklevel=3)
     return module
+
+
+def _flatten_tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _flatten_tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _flatten_tensors(v)]
+    return []
 
 
 def _count(text: str, what: str, least: int) -> int:

@@ -527,3 +527,27 @@ def test_odd_values_are_accepted_or_located_errors(value: Any) -> None:
         except TorchairError as exc:
             assert exc.diagnostic.location is not None
             assert exc.diagnostic.location.filename == HERE
+
+
+def test_custom_decompositions_replace_an_op_before_it_is_imported() -> None:
+    def gelu_as_sigmoid(x: Any, approximate: str = "none") -> Any:
+        return x * torch.sigmoid(x * 1.702)
+
+    class Gelu(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            with tng.scope.npu_stream_switch("1"):
+                y = torch.nn.functional.gelu(x)
+            return y
+
+    torch._dynamo.reset()
+    backend = tng.get_npu_backend(
+        custom_decompositions={torch.ops.aten.gelu.default: gelu_as_sigmoid}
+    )
+    x = torch.randn(8, 8)
+    out = torch.compile(Gelu(), backend=backend, fullgraph=True, dynamic=False)(x)
+    assert torch.allclose(out, gelu_as_sigmoid(x), atol=1e-6)
+    names = [op.name for op in backend.imported[-1].walk()]
+    assert "npu.gelu" not in names and "npu.sigmoid" in names
+    assert [n for n in _summary(backend.modules[-1]) if n[0] == "npu.sigmoid"] == [
+        ("npu.sigmoid", "1")  # the decomposed ops stay in the user's scope
+    ]
