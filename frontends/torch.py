@@ -1,5 +1,10 @@
 """`torch.export` programs in: an `ExportedProgram` (or a `.pt2`) to an npuir module.
 
+One converter for both torch routes: `torch.export` / `.pt2` files come here
+directly, and `torch.compile(backend=npuir.torchair.get_npu_backend())`
+(`npuir.driver.torch_backend`) re-traces dynamo's graph with `torch.export`
+and imports it here too, so both routes give the same IR for the same model.
+
 The optional extra `npuir[torch]`.  The importer walks the FX graph once and
 builds every op through `npuir.torchair` — the same builder the Python API
 uses, so shapes are inferred by the dialect and scopes are made the same way:

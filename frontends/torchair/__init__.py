@@ -24,6 +24,14 @@ module = g.module                                  # an xDSL ModuleOp, verified
   `ge_config.enable_single_stream`, `inference_config.dynamic_gears_merge_policy`).
 - `ops`: torch-named functions for every `npu` op.
 
+For torch users, `import npuir.torchair as tng` is what `import torchair`
+is: the same `scope` functions act on torch tensors (TorchAir's `air::` ops,
+eager, `torch.compile`, `torch.export`), `inference.set_dim_gears` takes torch
+tensors, and `get_npu_backend(compiler_config=...)` is a `torch.compile`
+backend whose compiled model runs npuir's lowered program (`reports(model)`
+gives each compile's schedule report); `configs.compiler_config.CompilerConfig`
+and `core.utils.logger` are at TorchAir's import paths.
+
 IR objects are built directly (no text, no parser); each op carries the
 location of the user's Python line that created it, and mistakes raise
 `TorchairError` located there.

@@ -236,13 +236,15 @@ def test_info_log_has_the_options_and_the_report(caplog: pytest.LogCaptureFixtur
     try:
         with caplog.at_level(logging.INFO, logger="npuir.torchair"):
             backend = tng.get_npu_backend()
-            torch.compile(Seed(), backend=backend, fullgraph=True, dynamic=False)(*_inputs())
+            compiled = torch.compile(Seed(), backend=backend, fullgraph=True, dynamic=False)
+            compiled(*_inputs())
     finally:
         logger.propagate = False
         logger.setLevel(logging.ERROR)
     text = caplog.text
     assert "Compiling concrete graph" in text and "schedule of concrete graph" in text
     report = tng.reports(backend)[0]
+    assert tng.reports(compiled) == [report]  # found from the compiled model too
     assert set(report.makespans_ns) == {"as annotated", "one stream", "ge (GE default)", "auto"}
     assert report.lower_bound_ns is not None
     assert all(ns is None or ns >= report.lower_bound_ns for ns in report.makespans_ns.values())
