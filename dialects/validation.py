@@ -106,24 +106,47 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+Problem = tuple[Kind, dict[str, Any]]
+"""A rule's verdict without an exception: the kind and its arguments (what code that
+must not raise -- a torch model under dynamo's trace -- asks for)."""
+
+
+def stream_tag_problem(value: object) -> Problem | None:
+    """What is wrong with a user's stream tag, or None (see `stream_tag`)."""
+    if not isinstance(value, str):
+        return TAG_TYPE, {"value": repr(value)}
+    if not value:
+        return TAG_EMPTY, {}
+    if value == MAIN_STREAM:
+        return TAG_RESERVED, {"value": repr(value)}
+    return None
+
+
+def stream_priority_problem(value: object) -> Problem | None:
+    """What is wrong with a stream priority, or None (see `stream_priority`)."""
+    if not _is_int(value):
+        return PRIORITY_TYPE, {"value": repr(value)}
+    if value < 0:  # type: ignore[operator]
+        return PRIORITY_NEGATIVE, {"value": value}
+    return None
+
+
+def _raise(problem: Problem | None) -> None:
+    if problem is not None:
+        raise ValidationError(problem[0], **problem[1])
+
+
 def stream_tag(value: object) -> str:
     """A user's stream tag: a non-empty string that is not the main stream's label."""
-    if not isinstance(value, str):
-        raise ValidationError(TAG_TYPE, value=repr(value))
-    if not value:
-        raise ValidationError(TAG_EMPTY)
-    if value == MAIN_STREAM:
-        raise ValidationError(TAG_RESERVED, value=repr(value))
+    _raise(stream_tag_problem(value))
+    assert isinstance(value, str)
     return value
 
 
 def stream_priority(value: object) -> int:
     """A stream priority: a whole number >= 0."""
-    if not _is_int(value):
-        raise ValidationError(PRIORITY_TYPE, value=repr(value))
+    _raise(stream_priority_problem(value))
     assert isinstance(value, int)
-    if value < 0:
-        raise ValidationError(PRIORITY_NEGATIVE, value=value)
     return value
 
 
@@ -139,19 +162,35 @@ def core_count(
     """A core count `what` (e.g. "op_aicore_num"): a whole number >= 1, at most `most`
     (the device's cores of `engine`) when given; with `no_limit`, -1 means unlimited
     (returned as None)."""
+    _raise(
+        core_count_problem(what, value, engine=engine, most=most, device=device, no_limit=no_limit)
+    )
+    assert isinstance(value, int)
+    return None if no_limit and value == -1 else value
+
+
+def core_count_problem(
+    what: str,
+    value: object,
+    *,
+    engine: str = "",
+    most: int | None = None,
+    device: str = "",
+    no_limit: bool = False,
+) -> Problem | None:
+    """What is wrong with a core count, or None (see `core_count`)."""
     if not _is_int(value):
-        raise ValidationError(CORE_COUNT_TYPE, subject=what, value=repr(value))
+        return CORE_COUNT_TYPE, {"subject": what, "value": repr(value)}
     assert isinstance(value, int)
     if no_limit and value == -1:
         return None
     if value < 1:
         allowed = ", or -1 for no limit" if no_limit else ""
-        raise ValidationError(CORE_COUNT_LOW, subject=what, value=value, allowed=allowed)
+        return CORE_COUNT_LOW, {"subject": what, "value": value, "allowed": allowed}
     if most is not None and value > most:
-        raise ValidationError(
-            CORE_COUNT_HIGH, subject=what, value=value, most=most, engine=engine, device=device
-        )
-    return value
+        args = {"subject": what, "value": value, "most": most, "engine": engine, "device": device}
+        return CORE_COUNT_HIGH, args
+    return None
 
 
 def gear_list(dim: int, values: Sequence[object]) -> list[int]:

@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
+from npuir.analysis.manager import LoweredFunction, analyses
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
 from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
 from npuir.backends.npu.explain import compare, explain
@@ -46,14 +47,13 @@ from npuir.backends.npu.report import build_report, memory_warning
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, UsageError, error
-from npuir.dialects import gear, npu, stream, sync
+from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
-from npuir.frontends.ge import parse_path, parse_source
+from npuir.frontends.load import Source, load_source, read, source_of_text
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
 from npuir.schedule.device import UNKNOWN_DEVICE, device_spec
 from npuir.transforms.pipelines import PIPELINES
-from npuir.verifier import verify
 
 INPUT_SHAPE = Kind("input.shape-mismatch")
 """An input array whose shape the argument does not take."""
@@ -98,9 +98,10 @@ class RunConfig:
     """What `npuir-run` was asked to do."""
 
     path: str
-    source: str | None = None
-    """The program's text when the caller has read it already (`path` then only names it,
-    e.g. `<stdin>`); otherwise it is read from `path`."""
+    source: str | Source | None = None
+    """The program when the caller has read it already (`npuir.frontends.load.read`, or
+    MLIR text; `path` then only names it, e.g. `<stdin>`); otherwise it is read from
+    `path` by the one loader, whatever its format."""
     pipeline: str | None = None
     entry: str | None = None
     entries: list[str] | None = None
@@ -458,10 +459,16 @@ def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[Partial
 
 
 def _programs(
-    module: ModuleOp, names: Sequence[str], shapes: Sequence[Sequence[tuple[int, ...]]]
+    ctx: NpuirContext,
+    module: ModuleOp,
+    names: Sequence[str],
+    shapes: Sequence[Sequence[tuple[int, ...]]],
 ) -> tuple[list[Program], list[FuncOp], list[str | None]]:
     """Each rank's program (shared between ranks running the same function on the same
-    shapes), the function it runs (a gear version for a dispatcher) and which gear."""
+    shapes), the function it runs (a gear version for a dispatcher) and which gear.
+
+    A function with static shapes is the one the passes lowered: its program graph comes
+    from `ctx`'s analysis cache, where `coreset-check` and `sync-verify` left it."""
     funcs = _functions(module)
     streams = module_streams(module)
     programs: list[Program] = []
@@ -478,12 +485,18 @@ def _programs(
         key = (func.sym_name.data, tuple(rank_shapes))
         prog = cache.get(key)
         if prog is None:
-            prog = cache[key] = build_program(timing_function(func, rank_shapes), streams)
+            timed = timing_function(func, rank_shapes)
+            prog = cache[key] = (
+                analyses(ctx).get(LoweredFunction, func, tuple(streams)).prog
+                if timed is func
+                else build_program(timed, streams)
+            )
         programs.append(prog)
     return programs, actual, gears
 
 
 def _simulate(
+    ctx: NpuirContext,
     module: ModuleOp,
     names: Sequence[str],
     shapes: Sequence[Sequence[tuple[int, ...]]],
@@ -491,7 +504,7 @@ def _simulate(
     mirror_peers: bool,
     profile: Profile | None,
 ) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None], list[PartialGroup]]:
-    programs, actual, gears = _programs(module, names, shapes)
+    programs, actual, gears = _programs(ctx, module, names, shapes)
     partial = _partial_groups(actual, mirror_peers)
     progress.phase(f"simulate {sum(len(p) for p in programs)} nodes")
     try:
@@ -502,22 +515,9 @@ def _simulate(
 
 
 def unlowered(module: ModuleOp) -> ModuleOp:
-    """`module` with what `stream-partition` and `insert-events` added taken out, in place:
-    `stream.on`, events and `stream.decl`s.  Each op's `coreset.cores` (the effective
-    limits of its source) stays, and unlowered functions are left as they are."""
-    lowered = [f for f in module.ops if isinstance(f, FuncOp) and is_lowered(f)]
-    for func in lowered:
-        # Waits before records: a record's event may only go once nothing waits on it.
-        for op in reversed(list(func.body.walk())):
-            if isinstance(op, sync.WaitOp | sync.RecordOp):
-                parent = op.parent_block()
-                assert parent is not None
-                parent.erase_op(op)
-            else:
-                op.attributes.pop(stream.STREAM_ON, None)
-    if lowered:
-        for decl in [op for op in module.ops if isinstance(op, stream.DeclOp)]:
-            module.body.block.erase_op(decl)
+    """`module` with what `stream-partition` and `insert-events` added taken out, in place
+    (the `stream-unlower` pass), ready to be lowered another way."""
+    run_passes(make_context(), module, build_pipeline("stream-unlower"))
     return module
 
 
@@ -549,12 +549,13 @@ _Loaded = tuple[
 def _load(config: RunConfig) -> _Loaded:
     """Parse the input; its device, entries, given inputs and argument shapes."""
     ctx = make_context(collect_diagnostics=True)
-    if config.source is not None:
-        ctx.diagnostics.sources.add(config.path, config.source)
-        module = parse_source(ctx, config.source, config.path)
-        verify(module)
+    if isinstance(config.source, Source):
+        source = config.source
+    elif config.source is not None:
+        source = source_of_text(config.path, config.source)
     else:
-        module = parse_path(ctx, config.path)
+        source = read(config.path)
+    module = load_source(source, ctx)
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)
@@ -585,7 +586,7 @@ def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnos
     ctx, module, _, hw, names, _, _, shapes = _load(config)
     profile = read_profile(profile_path)
     warnings = _lower_reporting(ctx, module, config)
-    programs, _, _ = _programs(module, names, shapes)
+    programs, _, _ = _programs(ctx, module, names, shapes)
     try:
         return fit_hardware(programs, profile, hw), warnings
     except FitError as exc:
@@ -601,7 +602,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     profile = read_profile(config.profile) if config.profile else None
     warnings = _lower_reporting(ctx, module, config)
     result, programs, actual, gears, partial = _simulate(
-        module, names, shapes, hw, config.mirror_peers, profile
+        ctx, module, names, shapes, hw, config.mirror_peers, profile
     )
 
     baseline = unlowered(original.clone())
@@ -609,7 +610,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
     single, single_programs, _, _, _ = _simulate(
-        baseline, names, shapes, hw, config.mirror_peers, profile
+        base_ctx, baseline, names, shapes, hw, config.mirror_peers, profile
     )
 
     check: dict[str, Any] | None = None
@@ -688,9 +689,12 @@ def _why(
     if result.makespan_ns <= base.makespan_ns or "mode=auto" in (config.pipeline or ""):
         return lines, None
     candidate = unlowered(original.clone())
+    auto_ctx = make_context(collect_diagnostics=True)
     try:
-        _lower(make_context(collect_diagnostics=True), candidate, AUTO_PIPELINE, config.hw)
-        auto, _, _, _, _ = _simulate(candidate, names, shapes, hw, config.mirror_peers, profile)
+        _lower(auto_ctx, candidate, AUTO_PIPELINE, config.hw)
+        auto, _, _, _, _ = _simulate(
+            auto_ctx, candidate, names, shapes, hw, config.mirror_peers, profile
+        )
     except DiagnosticError:
         return lines, None
     if auto.deadlock is not None or auto.makespan_ns >= result.makespan_ns:

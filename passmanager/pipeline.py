@@ -78,7 +78,7 @@ def _instantiate(pass_cls: type[ModulePass], pass_spec: ArgSpec) -> ModulePass:
             if opt.field not in values and opt.default is dataclasses.MISSING:
                 raise ValueError(f"option '{opt.name}' is required")
         return pass_cls(**values)
-    except (ValueError, TypeError) as exc:
+    except ValueError as exc:
         raise UsageError(
             f"bad option for pass '{pass_spec.name}': {exc} (options: {listed})"
         ) from None

@@ -33,7 +33,6 @@ from typing import Any
 
 from npuir import __version__
 from npuir.deep_stack import on_deep_stack
-from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, SourceManager
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -44,7 +43,6 @@ __all__ = [
     "EXIT_USAGE",
     "add_common_arguments",
     "exit_codes_epilog",
-    "read_input",
     "run_tool",
 ]
 
@@ -90,29 +88,6 @@ def add_common_arguments(ap: argparse.ArgumentParser) -> None:
         action="store_true",
         help="on an internal error, print the Python traceback instead of saving it to a file",
     )
-
-
-def read_input(path: str, sources: SourceManager) -> tuple[str, str]:
-    """The text of the tool's input file (`-`: standard input) and the name diagnostics give
-    it; `sources` learns it.  Unreadable files and bad UTF-8 raise `DiagnosticError`."""
-    from npuir.parsing import decode_source
-
-    if path == "-":
-        filename, data = "<stdin>", sys.stdin.buffer.read()
-    else:
-        filename = path
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            raise DiagnosticError(
-                Diagnostic(
-                    "error", f"cannot read '{path}': {exc.strerror or exc}", kind=INPUT_ERROR.code
-                )
-            ) from None
-    text = decode_source(data, filename, sources)
-    sources.add(filename, text)
-    return text, filename
 
 
 def run_tool(prog: str, run: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:

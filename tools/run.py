@@ -35,13 +35,13 @@ from npuir.driver.run import (
     run_program,
     save_arrays,
 )
+from npuir.frontends.load import Format, read
 from npuir.progress import progress
 from npuir.registry import load_passes
 from npuir.tools.cli import (
     add_common_arguments,
     exit_codes_epilog,
     print_json,
-    read_input,
     run_tool,
 )
 from npuir.tools.output import write_bytes, write_output, write_text
@@ -230,10 +230,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 
             if importlib.util.find_spec("matplotlib") is None:
                 raise UsageError("--plot needs matplotlib: pip install 'npuir[plot]'")
-        text, filename = read_input(args.input, sources)
+        source = read(args.input)
+        if source.format is not Format.PT2:
+            sources.add(source.filename, source.data.decode("utf-8", errors="backslashreplace"))
         config = RunConfig(
-            path=filename,
-            source=text,
+            path=source.filename,
+            source=source,
             pipeline=args.pipeline,
             entry=args.entry,
             entries=args.entries.split(",") if args.entries else None,

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from types import CodeType, FrameType
 
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.diagnostics import UNCLASSIFIED, Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.dialects.validation import ValidationError
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
@@ -21,9 +21,7 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 class TorchairError(DiagnosticError):
     """A mistake in code written against `npuir.torchair`, located at the user's line.
 
-    A `DiagnosticError`: `.diagnostic` carries the kind (the same kind the text, torch
-    and GE-dump routes give the same mistake), the arguments and the location; `str()`
-    reads like every npuir diagnostic, `file:line:col: error: ...`.
+    Its message reads like every npuir diagnostic, `file:line:col: error: ...`.
     """
 
     def __str__(self) -> str:
@@ -66,9 +64,13 @@ def user_location() -> SourceLocation | None:
     return SourceLocation(code.co_filename, line, column)
 
 
-def fail(message: str, where: SourceLocation | None = None) -> TorchairError:
-    """Build (not raise) an error at `where`, or at the user's current line."""
-    return TorchairError(Diagnostic("error", message, where or user_location()))
+def fail(
+    message: str, where: SourceLocation | None = None, kind: Kind | None = None
+) -> TorchairError:
+    """Build (not raise) an error at `where`, or at the user's current line (of `kind`,
+    a kind whose template is `{message}`)."""
+    code = kind.code if kind is not None else UNCLASSIFIED.code
+    return TorchairError(Diagnostic("error", message, where or user_location(), code))
 
 
 def refused(exc: ValidationError, where: SourceLocation | None = None) -> TorchairError:

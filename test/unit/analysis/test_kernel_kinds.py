@@ -9,7 +9,7 @@ import npuir
 from npuir.analysis.core_limits import limit_has_no_effect
 from npuir.dialects import coreset
 from npuir.dialects.npu import KERNEL, CollectiveOp, Engine, NpuOp
-from npuir.frontends.ge import parse_source
+from npuir.frontends.load import load_source, source_of_text
 from npuir.transforms.coreset_lower import LIMIT_NO_EFFECT
 
 T = "tensor<64x64xf16>"
@@ -53,7 +53,9 @@ def test_an_unknown_kernel_kind_is_refused() -> None:
 
 def _warnings(text: str, parse: bool = True) -> tuple[list[npuir.Diagnostic], object]:
     ctx = npuir.make_context()
-    module = npuir.parse_text(ctx, text) if parse else parse_source(ctx, text, "dump.txt")
+    module = (
+        npuir.parse_text(ctx, text) if parse else load_source(source_of_text("dump.txt", text), ctx)
+    )
     with ctx.diagnostics.collect() as found:
         npuir.run_passes(ctx, module, npuir.build_pipeline("npu-default"))
     return found, module

@@ -61,6 +61,8 @@ def _from_builder(tmp_path: Path) -> Path:
 def _from_torch(tmp_path: Path) -> Path:
     torch = pytest.importorskip("torch")
     from npuir.frontends import torch_scope as scope
+
+    scope.register()  # torch came after npuir.torchair here; a trace cannot register ops
     from npuir.frontends.torch import import_exported_program
 
     class Seed(torch.nn.Module):  # type: ignore[misc, name-defined]
@@ -95,9 +97,9 @@ ROUTES: dict[str, Callable[[Path], Path]] = {
 
 
 def _load(path: Path) -> ModuleOp:
-    from npuir.frontends.ge import parse_path
+    from npuir.frontends.load import load
 
-    return parse_path(npuir.make_context(), path)
+    return load(path, npuir.make_context())
 
 
 def _function(module: ModuleOp) -> FuncOp:

@@ -22,7 +22,7 @@ import npuir
 from npuir import torchair
 from npuir.diagnostics import DiagnosticError, Kind
 from npuir.dialects import validation as v
-from npuir.frontends.ge import parse_source
+from npuir.frontends.load import load_source, source_of_text
 
 HERE = str(Path(__file__).resolve())
 
@@ -163,6 +163,8 @@ TORCH_ARGS: dict[str, tuple[str, tuple[Any, ...]]] = {
 def _torch_error(mistake: str) -> tuple[DiagnosticError, int]:
     torch = pytest.importorskip("torch")
     from npuir.frontends import torch_scope as scope
+
+    scope.register()  # torch came after npuir.torchair here; a trace cannot register ops
     from npuir.frontends.torch import import_exported_program
 
     which, args = TORCH_ARGS[mistake]
@@ -194,7 +196,7 @@ def _error(route: str, mistake: str) -> tuple[DiagnosticError, str, int]:
         return err, "model.mlir", line
     if route == "ge-dump":
         dump, line = _dump(mistake)
-        err = _lowered_error(lambda ctx: parse_source(ctx, dump, "dump.txt"))
+        err = _lowered_error(lambda ctx: load_source(source_of_text("dump.txt", dump), ctx))
         return err, "dump.txt", line
     if route == "builder":
         call, line = _builder(mistake)
