@@ -16,7 +16,8 @@ that leaves a scope is traced to the op that really produced it.
 every node that uses `self` after the wait in program order -- through the
 wait's result or `self` itself, anywhere in the function: in the wait's scope,
 nested, or after the scope closes on any stream -- gains a *control*
-dependency on the producer of its `dep` (the seed's meaning, DESIGN §2.2:
+dependency on the producer of its `dep` (in a lowered function, which the
+lowering made use the wait's result, through that result) (the seed's meaning, DESIGN §2.2:
 "all nodes that use self" wait for `dep`).  `self` is traced through scopes
 and earlier waits, so a value that leaves a scope is the value it was inside.
 A dependency on a function argument is dropped: arguments are ready at the
@@ -260,7 +261,10 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
     program.index = {op: i for i, op in enumerate(flat)}
 
     resolver = _Resolver(program)
-    waits = _later_waits(program) if program.wait_tensors else {}
+    # Before lowering a later use is ordered by its place; a lowered function carries the
+    # ordering in its data (`stream.bind_later_uses`), so a reissue cannot move a use from
+    # before a wait to after it and give it an ordering the program never asked for.
+    waits = _later_waits(program) if program.wait_tensors and streams is None else {}
     for n, op in enumerate(flat):
         if isinstance(op, NpuOp):
             kind = NodeKind.COMPUTE

@@ -249,6 +249,38 @@ def parse_priority(parser: Parser) -> int:
     return parser.parse_integer(allow_boolean=False)
 
 
+def bind_later_uses(func: Operation) -> None:
+    """Spell out every `stream.wait_tensor`'s seed meaning in the flattened function:
+    each later use of its tensor in program order (the same block, or nested in a
+    later op) uses the wait's result instead, so that the ordering survives a reissue.
+
+    The unlowered program graph orders those uses after the wait's `dep` by their
+    place (`npuir.analysis.program`); a lowered function keeps the ordering in its
+    data: `stream-partition` calls this once it has flattened the stream scopes and
+    `coreset-lower` once more after inlining the limit scopes, so then every later
+    use reads the wait's result."""
+    ops = list(func.regions[0].walk())
+    waits = [op for op in ops if isinstance(op, WaitTensorOp)]
+    if not waits:
+        return
+    # Pre-order positions: the ops nested in `parent` are exactly those positioned in
+    # (pos[parent], end[parent]], so a use is later than a wait in the wait's block (or
+    # nested in a later op of it) when pos[wait] < pos[use] <= end[wait's parent].
+    pos = {op: i for i, op in enumerate(ops)}
+    end = list(range(len(ops)))
+    for i in reversed(range(len(ops))):
+        parent = ops[i].parent_op()
+        if parent is not None and parent in pos:
+            end[pos[parent]] = max(end[pos[parent]], end[i])
+    for wait in waits:
+        parent = wait.parent_op()
+        limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
+        for use in list(wait.tensor.uses):
+            at = pos.get(use.operation, -1)
+            if pos[wait] < at <= limit:
+                use.operation.operands[use.index] = wait.result
+
+
 def stream_of(op: Operation) -> str | None:
     """The symbol an op's `stream.on` names, or None before partitioning."""
     ref = op.attributes.get(STREAM_ON)

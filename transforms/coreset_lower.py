@@ -55,7 +55,9 @@ def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
 
 
 def inline_limits(module: ModuleOp) -> None:
-    """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s."""
+    """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s; then point
+    the later uses of each waited tensor at the wait's result (`stream.bind_later_uses`),
+    which the scopes hid."""
     for op in reversed(list(module.walk())):
         if isinstance(op, coreset.StreamLimitOp):
             block = op.parent_block()
@@ -63,6 +65,9 @@ def inline_limits(module: ModuleOp) -> None:
             block.erase_op(op)
         elif isinstance(op, coreset.LimitOp):
             scope.inline_scope(op)
+    for func in module.ops:
+        if isinstance(func, FuncOp):
+            stream.bind_later_uses(func)
 
 
 def _tags_used(root: Operation, decls: dict[str, str]) -> set[str]:

@@ -112,38 +112,6 @@ def _has_dynamic_args(func: FuncOp) -> bool:
     )
 
 
-def bind_later_uses(func: FuncOp) -> None:
-    """Spell out every `stream.wait_tensor`'s seed meaning in the flattened function:
-    each later use of its tensor in program order (the same block, or nested in a
-    later op) uses the wait's result instead, so that the ordering survives a reissue.
-
-    The program graph orders those uses after the wait's `dep` already, wherever
-    they stand (`npuir.analysis.program`); run after `flatten_switches`, this
-    reaches every later use but those outside a `coreset.limit` scope holding the
-    wait, where its result is not visible (the wait's place in issue order, which
-    no reissue changes in a function with such scopes, orders those)."""
-    ops = list(func.body.walk())
-    waits = [op for op in ops if isinstance(op, stream.WaitTensorOp)]
-    if not waits:
-        return
-    # Pre-order positions: the ops nested in `parent` are exactly those positioned in
-    # (pos[parent], end[parent]], so a use is later than a wait in the wait's block (or
-    # nested in a later op of it) when pos[wait] < pos[use] <= end[wait's parent].
-    pos = {op: i for i, op in enumerate(ops)}
-    end = list(range(len(ops)))
-    for i in reversed(range(len(ops))):
-        parent = ops[i].parent_op()
-        if parent is not None and parent in pos:
-            end[pos[parent]] = max(end[pos[parent]], end[i])
-    for wait in waits:
-        parent = wait.parent_op()
-        limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
-        for use in list(wait.tensor.uses):
-            at = pos.get(use.operation, -1)
-            if pos[wait] < at <= limit:
-                use.operation.operands[use.index] = wait.result
-
-
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
     """Issue the ops of a flat function in `order` (node indices of `prog`).
 
@@ -376,7 +344,7 @@ class StreamPartitionPass(ModulePass):
             s = _wait_tensor_stream(prog, wait, tag, result, by_tag, mode)
             wait.attributes[stream.STREAM_ON] = refs[s]
         flatten_switches(func)
-        bind_later_uses(func)
+        stream.bind_later_uses(func)
         if result.order is not None:
             reissue(func, prog, result.order)
 

@@ -155,9 +155,8 @@ func.func @dropped_wait(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
 
 // -----
 
-// Tests that a later use of the waited tensor itself, outside the wait's scope
-// and on a third stream, is ordered after the dependency too (DESIGN §2.2):
-// without an event from the add's stream, the relu on @s2 is a race.
+// Tests that a use of the waited tensor after the wait's scope, on a third stream,
+// reads the wait's result once lowered (DESIGN §2.2), so dropping its event is a race.
 
 !t = tensor<8x8xf16>
 stream.decl @s0 "<main>" priority 0
@@ -169,7 +168,7 @@ func.func @late_use(%in1: !t, %in4: !t) -> (!t, !t, !t) {
   %w = stream.wait_tensor %in4 after %add {stream.on = @s1} : !t, !t
   sync.wait %e0 on @s1
   %m = npu.exp %w {stream.on = @s1} : (!t) -> !t
-  %r = npu.relu %in4 {stream.on = @s2} : (!t) -> !t
+  %r = npu.relu %w {stream.on = @s2} : (!t) -> !t
   %e1 = sync.record on @s1 {event_id = 1 : i64}
   %e2 = sync.record on @s2 {event_id = 2 : i64}
   sync.wait %e1 on @s0
