@@ -36,6 +36,7 @@ def test_registry_names() -> None:
     expected = {
         "seed",
         "moe_decode",
+        "moe_decoder",
         "tp_decoder_decode",
         "tp_decoder_prefill",
         "multi_branch",
@@ -49,7 +50,13 @@ def test_registry_names() -> None:
 
 def test_annotations() -> None:
     annotated = {n for n, g in workloads.WORKLOADS.items() if workloads.is_annotated(g())}
-    assert annotated == {"seed", "moe_decode", "tp_decoder_decode", "tp_decoder_prefill"}
+    assert annotated == {
+        "seed",
+        "moe_decode",
+        "moe_decoder",
+        "tp_decoder_decode",
+        "tp_decoder_prefill",
+    }
 
 
 def test_random_dag_is_seeded() -> None:
