@@ -48,7 +48,9 @@ __all__ = [
     "CoreLimitFn",
     "NodeCosts",
     "SimCache",
+    "UnloweredScopes",
     "coreset_limit",
+    "refuse_unlowered_scopes",
 ]
 
 CoreLimitFn = Callable[[Program, int, str], int | None]
@@ -75,6 +77,23 @@ _CORE_KEY = 1 << 20
 # ---------------------------------------------------------------------------------------------
 # Per-op inputs
 # ---------------------------------------------------------------------------------------------
+
+
+class UnloweredScopes(ValueError):
+    """The simulator was asked to read lowered core limits from IR that still has scopes."""
+
+
+def refuse_unlowered_scopes(program: Program) -> None:
+    """Raise `UnloweredScopes` if an op of `program` still stands in a `coreset.limit` or
+    `stream.switch` scope (`coreset_limit` would ignore its limit)."""
+    for op in program.ops:
+        parent = op.parent_op()
+        if isinstance(parent, coreset.LimitOp | stream.SwitchOp):
+            raise UnloweredScopes(
+                f"'{op.name}' still stands in a '{parent.name}' scope: lower the program "
+                "(coreset-lower) before simulating it with the lowered core limits, or pass "
+                "limits= that resolves scopes"
+            )
 
 
 def coreset_limit(program: Program, node: int, engine: str) -> int | None:

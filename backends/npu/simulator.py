@@ -107,9 +107,11 @@ from .sim_inputs import (
     CoreLimitFn,
     NodeCosts,
     SimCache,
+    UnloweredScopes,
     _Prepared,
     _task_ns,
     coreset_limit,
+    refuse_unlowered_scopes,
 )
 from .sim_results import BlockedOp, Deadlock, OpRecord, Race, SimResult, collect
 
@@ -123,6 +125,7 @@ __all__ = [
     "Race",
     "SimCache",
     "SimResult",
+    "UnloweredScopes",
     "coreset_limit",
     "simulate",
 ]
@@ -672,7 +675,10 @@ def simulate(
 
     Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), a
     group is partial without `mirror_peers` (see `npuir.backends.npu.groups`), or
-    `cache` was made for another device.  A deadlock is not an exception: it is
+    `cache` was made for another device; `UnloweredScopes` when `limits` is the default
+    but an op still stands in a `coreset.limit` or `stream.switch` scope (its limit would be
+    ignored: run `coreset-lower`, or pass `limits=npuir.analysis.core_limits.limit_fn(...)`,
+    which resolves scopes).  A deadlock is not an exception: it is
     `SimResult.deadlock`.
     """
     if not programs:
@@ -690,6 +696,9 @@ def simulate(
             raise ValueError(
                 partial[0].describe() + "; simulate every rank, or pass mirror_peers=True"
             )
+    if limits is None:
+        for prog in {id(p): p for p in programs}.values():
+            refuse_unlowered_scopes(prog)
     limit_fn = limits if limits is not None else coreset_limit
     # The run allocates many small objects and frees none of them in cycles; a collection
     # would walk the whole IR each time, so the collector is paused for the run.
