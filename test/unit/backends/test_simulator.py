@@ -364,6 +364,47 @@ def test_an_op_spreads_onto_cores_that_free_up_mid_run() -> None:
     )
 
 
+def test_a_started_op_whose_cores_are_taken_is_blocked_in_a_deadlock() -> None:
+    """A freed core goes to the higher-priority request, even against an op that has
+    started: here an aiv collective collects every core, then waits for a peer that never
+    issues it, and the started add is left with blocks and no core."""
+    small, big = 1536, 4096
+    p0, p1 = programs(
+        f"""module {{
+{decls(0, 1, 2, 0)}
+  func.func @rank0(%a: tensor<{small}xf16>, %b: tensor<{big}xf16>, %c: tensor<512xf16>) {{
+    %y = npu.add %a, %a {{stream.on = @s0}} : (tensor<{small}xf16>, tensor<{small}xf16>) -> tensor<{small}xf16>
+    %v = npu.reshape %c {{stream.on = @s3}} : (tensor<512xf16>) -> tensor<2x256xf16>
+    %e = sync.record on @s3
+    sync.wait %e on @s1
+    %r = npu.all_reduce %c {{group_size = 2 : i64, mode = "aiv", group = "tp", stream.on = @s1}} : (tensor<512xf16>) -> tensor<512xf16>
+    %x = npu.add %b, %b {{stream.on = @s2}} : (tensor<{big}xf16>, tensor<{big}xf16>) -> tensor<{big}xf16>
+    func.return
+  }}
+  func.func @rank1(%a: tensor<{small}xf16>, %b: tensor<{big}xf16>, %c: tensor<512xf16>) {{
+    func.return
+  }}
+}}"""
+    )
+    result = simulate([p0, p1], SPREAD_HW)
+    _, y_block = _add_blocks(small)
+    x_blocks, x_block = _add_blocks(big)
+    # %x starts at 0 on the core %y leaves; the all_reduce queues at record + wait (the
+    # reshape before the record takes no time); %y's 3 cores and then %x's first go to it
+    # (priority 1 before 2), and it holds all 4 from %x's first block's end on.
+    assert TINY.event_record_ns + TINY.event_wait_ns < SPREAD_LAUNCH + y_block
+    first_end = SPREAD_LAUNCH + x_block
+    assert SPREAD_LAUNCH + y_block < first_end
+    dl = result.deadlock
+    assert dl is not None and dl.time_ns == first_end
+    x = {(b.rank, b.node): b for b in dl.blocked}[(0, 5)]
+    assert (x.reason, x.holds, x.core_holders) == ("cores", 0, ((0, 4, SPREAD_CORES),))
+    assert f"has run 1 of its {x_blocks} blocks" in x.detail
+    rec = record(result, 5)
+    assert (rec.start, rec.end) == (0, first_end)
+    assert rec.core_steps == ((0, 1), (first_end, 0))
+
+
 def test_a_core_limit_caps_the_blocks_and_how_many_run_at_once() -> None:
     big = 4096
     prog = program(
