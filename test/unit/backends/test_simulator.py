@@ -437,6 +437,25 @@ def test_metadata_only_ops_cost_no_launch_and_no_core() -> None:
     assert result.makespan_ns == 0
 
 
+@pytest.mark.parametrize(
+    ("ge_type", "free"), [("Squeeze", True), ("ExpandDims", True), ("Cast", False)]
+)
+def test_opaque_ops_of_ges_no_task_types_are_free(ge_type: str, free: bool) -> None:
+    prog = program(
+        f"""module {{
+{decls(0)}
+  func.func @f(%a: {T}) -> tensor<1x1024xf16> {{
+    %r = npu.opaque %a {{ge_type = "{ge_type}", engine = "vector", stream.on = @s0}} : ({T}) -> tensor<1x1024xf16>
+    func.return %r : tensor<1x1024xf16>
+  }}
+}}"""
+    )
+    r = record(simulate([prog], TINY), 0)
+    assert (r.end - r.start == 0) == free and (r.cores == 0) == free
+    if not free:
+        assert r.end - r.start > TINY.launch_ns
+
+
 # -- collectives --------------------------------------------------------------------------------
 
 RENDEZVOUS = f"""module {{
