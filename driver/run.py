@@ -167,6 +167,16 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
     return names
 
 
+def entries_and_shapes(
+    config: RunConfig, module: ModuleOp
+) -> tuple[list[str], list[list[tuple[int, ...]]]]:
+    """Each rank's entry function name and argument shapes, as a run would take them."""
+    names = entry_names(config, module)
+    funcs = _functions(module)
+    check_shape_names(config, [funcs[n] for n in names])
+    return names, [_arg_shapes(funcs[n], config, None) for n in names]
+
+
 def _argument_keys(func: FuncOp) -> list[tuple[str, ...]]:
     """The names `--shape` may give each argument of `func`: its index, `x` and `%x`."""
     keys: list[tuple[str, ...]] = []
@@ -488,10 +498,13 @@ _Loaded = tuple[
 ]
 
 
-def _load(config: RunConfig) -> _Loaded:
-    """Parse the input; its device, entries, given inputs and argument shapes."""
+def _load(config: RunConfig, parsed: ModuleOp | None = None) -> _Loaded:
+    """Parse the input (or take `parsed`, already parsed and verified); its device,
+    entries, given inputs and argument shapes."""
     ctx = make_context(collect_diagnostics=True)
-    if config.source is not None:
+    if parsed is not None:
+        module = parsed
+    elif config.source is not None:
         ctx.diagnostics.sources.add(config.path, config.source)
         module = parse_source(ctx, config.source, config.path)
         verify(module)
@@ -532,6 +545,29 @@ def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnos
         return fit_hardware(programs, profile, hw), warnings
     except FitError as exc:
         raise DiagnosticError(Diagnostic("error", f"--fit-hw {profile_path}: {exc}")) from None
+
+
+@dataclass
+class Timed:
+    """A run's lowering and simulation only: no one-stream baseline, explanation or
+    numerics (what `npuir-advise` needs of each variant it times)."""
+
+    result: SimResult
+    programs: list[Program]
+    gears: list[str | None]
+    warnings: list[Diagnostic]
+
+
+def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
+    """Lower and simulate `config`'s program as `run_program` does, and nothing else.
+    `parsed` is the program already parsed (it is lowered in place)."""
+    ctx, module, _, hw, names, _, _, shapes = _load(config, parsed)
+    profile = read_profile(config.profile) if config.profile else None
+    warnings = _lower_reporting(ctx, module, config)
+    result, programs, _, gears, _ = _simulate(
+        module, names, shapes, hw, config.mirror_peers, profile
+    )
+    return Timed(result, programs, gears, warnings + memory_warning(result, hw))
 
 
 def run_program(config: RunConfig) -> RunOutcome:
