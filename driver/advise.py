@@ -77,7 +77,7 @@ from npuir.driver.run import (
     timing_function,
 )
 from npuir.frontends.ge import parse_path, parse_source
-from npuir.pipeline import build_pipeline, run_passes
+from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.auto import Judge, cost_strategies
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
@@ -1269,9 +1269,12 @@ def _advise(config: AdviseConfig, module: ModuleOp, text: str | None, write: Any
         source=source_text,
     )
     if config.emit_mlir is not None:
+        text = print_ir(annotated)
         if write is None:
-            from npuir.output import write_text as write
-        write(config.emit_mlir, print_ir(annotated))
+            with open(config.emit_mlir, "w", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            write(config.emit_mlir, text)
         advice.emitted = config.emit_mlir
     return advice
 

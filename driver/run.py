@@ -6,7 +6,8 @@ This is the library behind `npuir-run` (the tool only parses arguments):
     outcome.status        # 0 ok, 3 deadlock, 4 check failed (bad input raises)
     outcome.report        # the JSON-able report (see `npuir.backends.npu.report`)
     outcome.outputs       # each rank's outputs (and `outcome.inputs` what they came from)
-    save_arrays("out.npz", output_arrays(outcome))   # what `--outputs` writes
+    with open("out.npz", "wb") as f:
+        save_arrays(f, output_arrays(outcome))         # what `--outputs` writes
 
 Steps: parse; apply the pipeline (`npu-default` when the input is not
 lowered yet; `--hw` overrides the module's `npu.target` for the passes too);
@@ -48,8 +49,7 @@ from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
 from npuir.dialects import gear, npu, stream, sync
 from npuir.dialects.shapes import RetypeError, specialise
 from npuir.frontends.ge import parse_path, parse_source
-from npuir.output import write_output
-from npuir.pipeline import build_pipeline, run_passes
+from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
 from npuir.schedule.device import device_spec
 from npuir.verifier import verify
@@ -718,12 +718,8 @@ def _keyed(per_rank: Sequence[Sequence[Array]], stem: str) -> dict[str, Array]:
     }
 
 
-def save_arrays(path: str, arrays: dict[str, Array]) -> None:
-    """Write `arrays` as an uncompressed `.npz` (`npuir.output.write_output`; raises
-    `OutputError` when it cannot).  bfloat16 is saved as its 2-byte bits, which
-    `load_inputs` reads back as bfloat16."""
-
-    def write(out: BinaryIO) -> None:
-        np.savez(out, **arrays)  # type: ignore[arg-type]
-
-    write_output(path, write)
+def save_arrays(out: BinaryIO, arrays: dict[str, Array]) -> None:
+    """Write `arrays` to the binary stream `out` as an uncompressed `.npz` (what `--outputs`
+    and `--save-inputs` write).  bfloat16 is saved as its 2-byte bits, which `load_inputs`
+    reads back as bfloat16."""
+    np.savez(out, **arrays)  # type: ignore[arg-type]

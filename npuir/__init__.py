@@ -32,8 +32,8 @@ _EXPORTS: dict[str, str] = {
     "parse_text": "npuir.api",
     "print_ir": "npuir.api",
     "verify": "npuir.verifier",
-    "build_pipeline": "npuir.pipeline",
-    "run_passes": "npuir.pipeline",
+    "build_pipeline": "npuir.passmanager.pipeline",
+    "run_passes": "npuir.passmanager.pipeline",
 }
 
 __all__ = [
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from npuir.api import parse_file, parse_text, print_ir
     from npuir.context import NpuirContext, make_context
     from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
-    from npuir.pipeline import build_pipeline, run_passes
+    from npuir.passmanager.pipeline import build_pipeline, run_passes
     from npuir.verifier import verify
 
 

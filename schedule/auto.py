@@ -63,6 +63,7 @@ import random
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from npuir.analysis.events import lowered_program
 from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
@@ -70,7 +71,6 @@ from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache, simulate
 from npuir.dialects.npu import NpuOp
 from npuir.progress import progress
-from npuir.schedule.events import lowered_program
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara
 

@@ -9,7 +9,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from npuir.cli import (
+from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
+from npuir.driver.advise import AdviseConfig, advise
+from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,
     EXIT_USAGE,
@@ -17,8 +19,7 @@ from npuir.cli import (
     exit_codes_epilog,
     run_tool,
 )
-from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
-from npuir.driver.advise import AdviseConfig, advise
+from npuir.tools.output import write_text
 
 EXIT_CODES = (
     (EXIT_OK, "ok: the advice is printed"),
@@ -70,7 +71,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except OSError:
         pass  # advise reports the unreadable file
     try:
-        advice = advise(config)
+        advice = advise(config, write=write_text)
     except UsageError as exc:
         print(f"npuir-advise: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

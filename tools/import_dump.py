@@ -3,7 +3,7 @@
 Prints the IR (or writes it to `-o FILE`, atomically), the warnings, and the
 import summary (ops per GE type and what each became) on stderr; with `--json`
 the summary goes to stdout as one JSON object instead, and the IR only to `-o`.
-Exit codes: `EXIT_CODES` below, and those `npuir.cli` gives every tool.
+Exit codes: `EXIT_CODES` below, and those `npuir.tools.cli` gives every tool.
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from npuir.api import print_ir, read_source
-from npuir.cli import (
+from npuir.context import make_context
+from npuir.diagnostics import DiagnosticError, UsageError
+from npuir.frontends.ge import import_text
+from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,
     EXIT_USAGE,
@@ -23,10 +26,7 @@ from npuir.cli import (
     exit_codes_epilog,
     run_tool,
 )
-from npuir.context import make_context
-from npuir.diagnostics import DiagnosticError, UsageError
-from npuir.frontends.ge import import_text
-from npuir.output import write_text
+from npuir.tools.output import write_text
 
 EXIT_CODES = (
     (EXIT_OK, "ok"),

@@ -1,8 +1,8 @@
 """`npuir-opt`: parse, verify, run passes and print, with xdsl-opt's conventions.
 
-Exit codes: `EXIT_CODES` below (and `npuir.cli` for the ones every tool shares).
+Exit codes: `EXIT_CODES` below (and `npuir.tools.cli` for the ones every tool shares).
 Output goes to stdout or `-o FILE` only when every chunk succeeded, through
-`npuir.output.write_output`: a failing run never leaves a half-written or
+`npuir.tools.output.write_output`: a failing run never leaves a half-written or
 truncated output behind.
 """
 
@@ -14,7 +14,13 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from npuir.api import print_ir
-from npuir.cli import (
+from npuir.context import NpuirContext, make_context
+from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
+from npuir.frontends.ge import parse_source
+from npuir.parsing import SPLIT_MARKER, split_input
+from npuir.passmanager.pipeline import build_pipeline, run_passes
+from npuir.registry import describe_passes, load_passes
+from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,
     EXIT_USAGE,
@@ -23,13 +29,7 @@ from npuir.cli import (
     read_input,
     run_tool,
 )
-from npuir.context import NpuirContext, make_context
-from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
-from npuir.frontends.ge import parse_source
-from npuir.output import write_text
-from npuir.parsing import SPLIT_MARKER, split_input
-from npuir.pipeline import build_pipeline, run_passes
-from npuir.registry import describe_passes, load_passes
+from npuir.tools.output import write_text
 from npuir.verifier import verify
 
 EXIT_CODES = (

@@ -39,6 +39,7 @@ from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used, limit_fn
+from npuir.analysis.events import lowered_program
 from npuir.analysis.partition import Assignment
 from npuir.analysis.program import (
     NodeKind,
@@ -57,7 +58,6 @@ from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.core_check import CoreChecker, OverriddenLimits
 from npuir.schedule.device import device_of
-from npuir.schedule.events import lowered_program
 
 
 @dataclass(frozen=True)

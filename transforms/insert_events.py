@@ -17,7 +17,7 @@ implement it.
 Physical event ids: first fit, reused only when every wait on the id's
 previous event is ordered before the new record.  The cap is the device's
 (GE's runtime event allocator holds 4096), or `max-events`.  The planning
-itself is `npuir.schedule.events.plan_events`, which the searches share.
+itself is `npuir.analysis.events.plan_events`, which the searches share.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from npuir.analysis.events import EventPlan, plan_events
 from npuir.analysis.program import (
     Program,
     build_program,
@@ -43,7 +44,6 @@ from npuir.dialects import sync
 from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.device import device_of
-from npuir.schedule.events import EventPlan, plan_events
 
 
 def _rewrite(prog: Program, plan: EventPlan) -> None:

@@ -24,9 +24,9 @@ dim is its core demand; granted fewer cores than that (a core limit, or cores ta
 others), it runs proportionally longer -- an assumption: kernels scale linearly in their
 block dim.  Ops no row covers keep the cost model.
 
-`write_profile` writes the same format from a simulation (`npuir-run --emit-profile`), so
+`profile_csv` writes the same format from a simulation (`npuir-run --emit-profile`), so
 a profile round-trips and users can see the format; it raises `OutputError` when it cannot
-write (`npuir.output`).
+write (`npuir.tools.output`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from xdsl.dialects.builtin import StringAttr, TensorType
 from npuir.analysis.program import NodeKind, Program
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
 from npuir.dialects.npu import OP_NAME, NpuOp, shape_of
-from npuir.output import write_text
 
 if TYPE_CHECKING:
     from .simulator import SimResult
@@ -55,9 +54,9 @@ __all__ = [
     "Profile",
     "ProfiledCost",
     "kind_of",
+    "profile_csv",
     "read_profile",
     "shapes_of",
-    "write_profile",
 ]
 
 COLUMNS: tuple[str, ...] = (
@@ -78,7 +77,7 @@ TASK_TYPES: dict[str, str] = {
     "aicpu": "AI_CPU",
     "comm": "HCCL",
 }
-"""The task type `write_profile` gives each engine's ops (msprof's names)."""
+"""The task type `profile_csv` gives each engine's ops (msprof's names)."""
 
 _KNOWN_TASK_TYPES = frozenset({*TASK_TYPES.values(), "MIX_AIC", "MIX_AIV", "COMMUNICATION"})
 
@@ -245,9 +244,9 @@ def read_profile(path: str) -> Profile:
     )
 
 
-def write_profile(result: SimResult, programs: Sequence[Program], path: str) -> None:
-    """Write `result`'s compute ops as an op summary `read_profile` reads back: one row per
-    op per rank (`Device_id`), durations as the simulator ran them (launch included)."""
+def profile_csv(result: SimResult, programs: Sequence[Program]) -> str:
+    """`result`'s compute ops as an op summary `read_profile` reads back: one row per op per
+    rank (`Device_id`), durations as the simulator ran them (launch included)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
@@ -287,4 +286,4 @@ def write_profile(result: SimResult, programs: Sequence[Program], path: str) -> 
                 shapes_of(op.results),
             ]
         )
-    write_text(path, out.getvalue())
+    return out.getvalue()

@@ -1,4 +1,4 @@
-"""Output files handled as a Unix tool handles them (`npuir.output.write_output`).
+"""Output files handled as a Unix tool handles them (`npuir.tools.output.write_output`).
 
 The cases go through `npuir-opt -o` (and `npuir-run --trace` for one), the way a
 user meets them: regular files are replaced atomically keeping their mode, new
@@ -17,8 +17,8 @@ from typing import BinaryIO
 
 import pytest
 
-from npuir.output import OutputError, write_output
 from npuir.tools import opt, run
+from npuir.tools.output import OutputError, write_output
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = ROOT / "examples" / "seed_multistream.mlir"

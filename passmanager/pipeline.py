@@ -24,7 +24,7 @@ from npuir.analysis.manager import analyses, preserved_by
 from npuir.deep_stack import deep_stack
 from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
 from npuir.gc_pause import collector_paused
-from npuir.passes import options_of
+from npuir.passmanager.options import options_of
 from npuir.progress import progress
 from npuir.registry import PassRegistry, default_registry
 from npuir.verifier import verify
