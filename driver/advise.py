@@ -527,7 +527,9 @@ class Search:
         scopes: dict[tuple[str, int, str], Scope],
         infos: dict[Operation, OpInfo],
         granularity: str,
+        calls: set[Site] | None = None,
     ) -> None:
+        self.calls = calls or set()
         self.targets = targets
         self.scopes = scopes
         self.infos = infos
@@ -538,7 +540,10 @@ class Search:
             for u in t.units:
                 if u is not None:
                     units[u] = None
-        self.units = list(units)
+        self.units = [
+            u for u in units if not (u[0] == "line" and u[1] in self.calls)
+        ]
+        self.pinned = {u: str(u[2]) for u in units if u[0] == "line" and u[1] in self.calls}
         self.priorities: dict[str, int] = {s.tag: s.priority for s in scopes.values()}
         user = set(self.priorities)
         self.fresh = [f"s{i}" for i in range(1, 64) if f"s{i}" not in user][: MAX_STREAMS]
@@ -571,13 +576,18 @@ class Search:
         return Assignment(streams, stream_of)
 
     def cost(self, tags: dict[Unit, str]) -> tuple[float, list[list[int]]]:
-        """The weighted makespan of `tags` and each target's critical nodes."""
+        """The weighted makespan of `tags` and each target's critical nodes (`with` blocks
+        that cannot say `tags` cost infinitely much)."""
+        tags = {**tags, **self.pinned}
         key = tuple(sorted(((u, t) for u, t in tags.items()), key=repr))
         hit = self.cache.get(key)
         if hit is not None:
             return hit
         total = 0.0
         critical: list[list[int]] = []
+        if _plan(tags, self) is None:
+            self.cache[key] = (float(1 << 62), [[] for _ in self.targets])
+            return self.cache[key]
         for target in self.targets:
             assignment = self._assignment(target, tags)
             if assignment is None:
@@ -742,6 +752,7 @@ class Plan:
 
 def _plan(tags: dict[Unit, str], search: Search) -> Plan | None:
     """The scopes that give every op its unit's tag, or None when `with` blocks cannot."""
+    tags = {**tags, **search.pinned}
     op_tag: dict[Operation, str] = {}
     for op, info in search.infos.items():
         unit = _unit(info, search.granularity)
@@ -775,6 +786,8 @@ def _plan(tags: dict[Unit, str], search: Search) -> Plan | None:
     for site, pairs in by_site.items():
         if all(t == i for t, i in pairs):
             continue
+        if site in search.calls:
+            return None
         wanted = {t for t, _ in pairs}
         if len(wanted) != 1 or stream.DEFAULT_TAG in wanted:
             return None
@@ -1117,13 +1130,15 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _load(config: AdviseConfig) -> tuple[ModuleOp, str | None]:
-    """The program, and its text when it is not the file itself (a `.pt2` import)."""
+def _load(config: AdviseConfig) -> tuple[ModuleOp, str | None, set[Site]]:
+    """The program, its text when it is not the file itself (a `.pt2` import), and the
+    call sites: source lines that call code creating ops elsewhere (a `with` there would
+    move the callee's ops too, so the advice never wraps them)."""
     if config.path.endswith(".pt2"):
-        module = _import_pt2(config.path)
+        module, calls = _import_pt2(config.path)
         text = print_ir(module, debuginfo=True)
-        return module, text
-    return parse_path(make_context(), config.path), None
+        return module, text, calls
+    return parse_path(make_context(), config.path), None, set()
 
 
 def advise(config: AdviseConfig, write: Any = None) -> Advice:
@@ -1133,11 +1148,13 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
         raise UsageError(
             f"--granularity {config.granularity} is not one of: {', '.join(GRANULARITIES)}"
         )
-    module, text = _load(config)
-    return on_deep_stack(_advise, config, module, text, write)
+    module, text, calls = _load(config)
+    return on_deep_stack(_advise, config, module, text, calls, write)
 
 
-def _advise(config: AdviseConfig, module: ModuleOp, text: str | None, write: Any) -> Advice:
+def _advise(
+    config: AdviseConfig, module: ModuleOp, text: str | None, calls: set[Site], write: Any
+) -> Advice:
     hw = device_of(module, config.hw)
     cases = _cases(config, module)
     variants: list[Variant] = []
@@ -1190,7 +1207,7 @@ def _advise(config: AdviseConfig, module: ModuleOp, text: str | None, write: Any
         search = None
     else:
         targets, scopes, infos = _targets(config, module, cases, hw, granularity)
-        search = Search(targets, scopes, infos, granularity)
+        search = Search(targets, scopes, infos, granularity, calls)
         written_tags = search.written()
         starts = [written_tags, {u: stream.DEFAULT_TAG for u in search.units}]
         if targets:
@@ -1450,14 +1467,16 @@ def _reason(
         )
 
 
-def _import_pt2(path: str) -> ModuleOp:
+def _import_pt2(path: str) -> tuple[ModuleOp, set[Site]]:
     try:
-        from npuir.frontends.torch import import_pt2
+        from npuir.frontends.torch import call_sites, import_pt2
     except ImportError:
         raise UsageError(
             f"'{path}' is a torch.export archive: pip install 'npuir[torch]'"
         ) from None
-    return import_pt2(path)
+    calls: set[Site] = set()
+    module = import_pt2(path, exported=lambda ep: calls.update(call_sites(ep)))
+    return module, calls
 
 
 def _lower_bound(config: AdviseConfig, module: ModuleOp, case: Case, hw: Hardware) -> int | None:

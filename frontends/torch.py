@@ -80,6 +80,21 @@ def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
     return frames[-1] if frames else None
 
 
+def call_sites(ep: torch.export.ExportedProgram) -> set[tuple[str, int]]:
+    """The model's lines that call code whose ops are located elsewhere (every frame of a
+    node's stack trace outside torch but the innermost): a `with` there covers the
+    callee's ops too."""
+    sites: set[tuple[str, int]] = set()
+    for node in ep.graph.nodes:
+        trace = node.meta.get("stack_trace")
+        if trace:
+            frames = [
+                (f, int(n)) for f, n in _FRAME.findall(trace) if not f.startswith(_TORCH_DIR)
+            ]
+            sites.update(frames[:-1])
+    return sites
+
+
 class _Importer:
     """One walk over an exported graph, building into one `Graph`."""
 
@@ -480,11 +495,15 @@ def import_pt2(
     target: str = "910b2",
     strict: bool = False,
     diagnostics: DiagnosticEngine | None = None,
+    exported: Callable[[torch.export.ExportedProgram], None] | None = None,
 ) -> ModuleOp:
-    """The module of a `torch.export.save` archive (registers the `air::` ops first)."""
+    """The module of a `torch.export.save` archive (registers the `air::` ops first);
+    `exported` is shown the loaded program first."""
     torch_scope.register()
     try:
         ep = torch.export.load(str(path))
     except (OSError, RuntimeError, ValueError) as exc:
         raise DiagnosticError(Diagnostic("error", f"cannot load '{path}': {exc}")) from None
+    if exported is not None:
+        exported(ep)
     return import_exported_program(ep, target=target, strict=strict, diagnostics=diagnostics)
