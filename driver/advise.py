@@ -88,6 +88,8 @@ TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
 GRANULARITIES = ("line", "scope", "op")
 KEEP_WITHIN = 0.02
 """The advice keeps the user's annotation when its best variant is within this fraction."""
+EDIT_COST = 1e-3
+"""What one edit weighs in the search's objective (ns): only a tie-breaker."""
 MAX_STREAMS = 8
 """Streams the structured search may use, the default one included (stream-partition's cap)."""
 
@@ -179,25 +181,49 @@ class Variant:
 
 @dataclass(frozen=True)
 class Edit:
-    """One change to the user's source, in its own terms.
+    """One change to the user's source, in its own terms (`source`: "python", "mlir" or
+    "dump").
 
-    `kind` is `remove-scope` (delete the `with` on `first_line` and dedent its body, up to
-    `last_line`), `retag-scope` (change that `with`'s tag to `tag`), `add-stream-scope` or
-    `add-limit-scope` (put `write` around lines `first_line`-`last_line`), or, for a GE
-    dump, the same on the named ops' attributes."""
+    `kind` is `remove-scope` (the scope whose `with` / `stream.switch` is on `first_line`
+    goes, its body stays, dedented, up to `last_line`), `retag-scope` (that scope's tag
+    becomes `tag`), `add-stream-scope` or `add-limit-scope` (a new scope around lines
+    `first_line`-`last_line`); for a GE dump, the same said of the named ops' attributes.
+    `write` is the text to write (the removed one for `remove-scope`), `torchair` the
+    TorchAir statement it stands for."""
 
     kind: str
     file: str
     first_line: int
     last_line: int
-    write: str
-    ops: tuple[str, ...] = ()
+    source: str = "python"
     tag: str | None = None
     counts: tuple[int, int] | None = None
+    ops: tuple[str, ...] = ()
+
+    @property
+    def torchair(self) -> str:
+        if self.kind == "add-limit-scope":
+            assert self.counts is not None
+            return f"with torchair.scope.limit_core_num({self.counts[0]}, {self.counts[1]}):"
+        return f'with torchair.scope.npu_stream_switch("{self.tag}"):'
+
+    @property
+    def write(self) -> str:
+        if self.source == "python":
+            return self.torchair
+        if self.source == "dump":
+            if self.kind == "add-limit-scope":
+                assert self.counts is not None
+                return f'_op_aicore_num = "{self.counts[0]}", _op_vectorcore_num = "{self.counts[1]}"'
+            return f'_user_stream_label = "{self.tag}"'
+        if self.kind == "add-limit-scope":
+            assert self.counts is not None
+            return f"coreset.limit cube {self.counts[0]} vector {self.counts[1]}"
+        return f'stream.switch "{self.tag}"'
 
     @property
     def where(self) -> str:
-        if self.ops:
+        if self.source == "dump" and self.ops:
             names = self.ops
             return (
                 ", ".join(names)
@@ -213,11 +239,21 @@ class Edit:
 
     @property
     def action(self) -> str:
+        if self.source == "python":
+            if self.kind == "remove-scope":
+                return f"remove `{self.write}` (and dedent its body)"
+            if self.kind == "retag-scope":
+                return f"change it to `{self.write}`"
+            return f"wrap in `{self.write}`"
+        if self.source == "dump":
+            if self.kind == "remove-scope":
+                return f"delete {self.write} (TorchAir: remove `{self.torchair}`)"
+            return f"set {self.write} (TorchAir: `{self.torchair}`)"
         if self.kind == "remove-scope":
-            return f"remove `{self.write}` (and dedent its body)"
+            return f"remove the `{self.write}` scope, keeping its ops (TorchAir: remove `{self.torchair}`)"
         if self.kind == "retag-scope":
-            return f'change the tag to "{self.tag}": `{self.write}`'
-        return f"wrap in `{self.write}`"
+            return f'give the scope the tag "{self.tag}" (TorchAir: `{self.torchair}`)'
+        return f"wrap in `{self.write}` (TorchAir: `{self.torchair}`)"
 
     def __str__(self) -> str:
         return f"{self.where}: {self.action}"
@@ -225,10 +261,12 @@ class Edit:
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
+            "source": self.source,
             "file": self.file,
             "first_line": self.first_line,
             "last_line": self.last_line,
             "write": self.write,
+            "torchair": self.torchair,
             "ops": list(self.ops),
             "tag": self.tag,
             "counts": list(self.counts) if self.counts else None,
@@ -505,17 +543,101 @@ def _unit(info: OpInfo, granularity: str) -> Unit | None:
     return ("line", info.site, written)
 
 
-@dataclass
 class Target:
-    """A program the search judges: one function of one case."""
+    """A program the search judges: one function of one case.
 
-    prog: Program
-    judge: Judge
-    units: list[Unit | None]
-    """Per node (None: not a unit, runs on the default stream)."""
-    weight: float
-    solo: list[int]
-    """Per node, a rough cost (the simulator's solo duration is not exposed: flops+bytes)."""
+    Removing a user scope that holds an `npu_wait_tensor` widens what the wait orders
+    (every later use of its tensor in the enclosing block, not only those in the scope), so
+    an assignment that removes such scopes is judged on the function with them inlined
+    (`variant`)."""
+
+    def __init__(
+        self,
+        func: FuncOp,
+        hw: Hardware,
+        counts: CoreLimits,
+        infos: dict[Operation, OpInfo],
+        granularity: str,
+        weight: float,
+    ) -> None:
+        self.base = func.clone()
+        """The function as written, its waits not yet bound (for variants)."""
+        self.hw = hw
+        self.counts = counts
+        self.infos = infos
+        self.granularity = granularity
+        self.weight = weight
+        self.ops = [op for op in _walk(func) if isinstance(op, NpuOp)]
+        bind_later_uses(func)
+        self.prog = build_program(func)
+        self.units = [
+            _unit(infos[op], granularity) if op in infos else None for op in self.prog.ops
+        ]
+        self.solo = [_work(op) for op in self.prog.ops]
+        """Per node, a rough cost (work in flops and bytes) to rank units by."""
+        self.judge = Judge(self.prog, hw, limit_fn(counts))
+        self.wait_scopes = {
+            _scope_key(op)
+            for op in _walk(func)
+            if isinstance(op, stream.SwitchOp)
+            and any(isinstance(o, stream.WaitTensorOp) for o in _walk(op))
+        }
+        """The user scopes holding a wait."""
+        self._variants: dict[frozenset[tuple[str, int, str]], tuple[Program, list[Unit | None], Judge]] = {}
+
+    def variant(
+        self, removed: frozenset[tuple[str, int, str]]
+    ) -> tuple[Program, list[Unit | None], Judge]:
+        """The program, units and judge with the scopes `removed` (holding waits) inlined."""
+        removed = removed & self.wait_scopes
+        if not removed:
+            return self.prog, self.units, self.judge
+        hit = self._variants.get(removed)
+        if hit is not None:
+            return hit
+        from npuir.dialects import scope as scope_utils
+
+        func = self.base.clone()
+        copies = [op for op in _walk(func) if isinstance(op, NpuOp)]
+        original = dict(zip(copies, self.ops))
+        for op in reversed([o for o in _walk(func) if isinstance(o, stream.SwitchOp)]):
+            if _scope_key(op) in removed:
+                scope_utils.inline_scope(op)
+        bind_later_uses(func)
+        prog = build_program(func)
+        units = [
+            _unit(self.infos[original[op]], self.granularity) if op in original else None
+            for op in prog.ops
+        ]
+        counts = self.counts
+
+        def limit(p: Program, node: int, engine: str) -> int | None:
+            op = p.ops[node]
+            return counts.of(original[op]).get(engine) if op in original else None  # type: ignore[index]
+
+        hit = (prog, units, Judge(prog, self.hw, limit))
+        self._variants[removed] = hit
+        return hit
+
+
+def _walk(op: Operation) -> Iterator[Operation]:
+    """`op` and everything nested in it, in order, without recursion."""
+    yield op
+    stack: list[Iterator[Operation]] = [
+        iter(b.ops) for r in reversed(op.regions) for b in reversed(r.blocks)
+    ]
+    while stack:
+        nxt = next(stack[-1], None)
+        if nxt is None:
+            stack.pop()
+            continue
+        yield nxt
+        stack.extend(iter(b.ops) for r in reversed(nxt.regions) for b in reversed(r.blocks))
+
+
+def _scope_key(op: stream.SwitchOp) -> tuple[str, int, str]:
+    file, line = _site(op, 0)
+    return (file, line, op.tag_name)
 
 
 class Search:
@@ -534,7 +656,7 @@ class Search:
         self.scopes = scopes
         self.infos = infos
         self.granularity = granularity
-        self.cache: dict[tuple[tuple[Unit, str], ...], tuple[float, list[list[int]]]] = {}
+        self.cache: dict[tuple[tuple[Unit, str], ...], tuple[float, list[list[tuple[Unit, float]]]]] = {}
         units: dict[Unit, None] = {}
         for t in targets:
             for u in t.units:
@@ -544,6 +666,21 @@ class Search:
             u for u in units if not (u[0] == "line" and u[1] in self.calls)
         ]
         self.pinned = {u: str(u[2]) for u in units if u[0] == "line" and u[1] in self.calls}
+        # Line units also move with the other units of each user scope around them.
+        movable = set(self.units)
+        self.groups: dict[Unit, list[list[Unit]]] = {}
+        if granularity == "line":
+            for scope in scopes.values():
+                group = list(
+                    dict.fromkeys(
+                        u
+                        for op in scope.ops
+                        if (u := _unit(infos[op], granularity)) is not None and u in movable
+                    )
+                )
+                if len(group) > 1:
+                    for u in group:
+                        self.groups.setdefault(u, []).append(group)
         self.priorities: dict[str, int] = {s.tag: s.priority for s in scopes.values()}
         user = set(self.priorities)
         self.fresh = [f"s{i}" for i in range(1, 64) if f"s{i}" not in user][: MAX_STREAMS]
@@ -558,13 +695,15 @@ class Search:
                 out[u] = u[2]  # type: ignore[assignment]
         return out
 
-    def _assignment(self, target: Target, tags: dict[Unit, str]) -> Assignment | None:
+    def _assignment(
+        self, prog: Program, units: list[Unit | None], tags: dict[Unit, str]
+    ) -> Assignment | None:
         streams = [StreamInfo("s0", stream.DEFAULT_TAG, 0)]
         index = {stream.DEFAULT_TAG: 0}
         stream_of: list[int] = []
-        for n, unit in enumerate(target.units):
+        for n, unit in enumerate(units):
             tag = stream.DEFAULT_TAG if unit is None else tags.get(unit, stream.DEFAULT_TAG)
-            if target.prog.kind[n] is not NodeKind.COMPUTE:
+            if prog.kind[n] is not NodeKind.COMPUTE:
                 tag = stream.DEFAULT_TAG
             s = index.get(tag)
             if s is None:
@@ -575,7 +714,7 @@ class Search:
             return None
         return Assignment(streams, stream_of)
 
-    def cost(self, tags: dict[Unit, str]) -> tuple[float, list[list[int]]]:
+    def cost(self, tags: dict[Unit, str]) -> tuple[float, list[list[tuple[Unit, float]]]]:
         """The weighted makespan of `tags` and each target's critical nodes (`with` blocks
         that cannot say `tags` cost infinitely much)."""
         tags = {**tags, **self.pinned}
@@ -584,20 +723,27 @@ class Search:
         if hit is not None:
             return hit
         total = 0.0
-        critical: list[list[int]] = []
-        if _plan(tags, self) is None:
+        critical: list[list[tuple[Unit, float]]] = []
+        plan = _plan(tags, self)
+        if plan is None:
             self.cache[key] = (float(1 << 62), [[] for _ in self.targets])
             return self.cache[key]
+        removed = frozenset(k for k, d in plan.decisions.items() if d == "remove")
+        # Of two equally fast annotations, the one with fewer edits.
+        total += EDIT_COST * (sum(d != "keep" for d in plan.decisions.values()) + len(plan.wraps))
         for target in self.targets:
-            assignment = self._assignment(target, tags)
+            prog, units, judge = target.variant(removed)
+            assignment = self._assignment(prog, units, tags)
             if assignment is None:
                 total = float(1 << 62)
                 critical.append([])
                 continue
             self.trials += 1
-            judged = target.judge("structured", assignment)
+            judged = judge("structured", assignment)
             total += target.weight * judged.makespan
-            critical.append(judged.critical)
+            critical.append(
+                [(u, target.weight * (1 + _work(prog.ops[n]))) for n in judged.critical if (u := units[n]) is not None]
+            )
         self.cache[key] = (total, critical)
         return total, critical
 
@@ -613,30 +759,46 @@ class Search:
         return {u: max(box.items(), key=lambda kv: (kv[1], kv[0]))[0] for u, box in votes.items()}
 
     def run(self, starts: list[dict[Unit, str]], budget: int) -> tuple[dict[Unit, str], float]:
-        """The best of `starts`, improved by single-unit moves along the critical path."""
-        scored = [(self.cost(s)[0], i, s) for i, s in enumerate(starts)]
-        best_cost, _, best = min(scored, key=lambda x: (x[0], x[1]))
-        best = dict(best)
+        """The best of `starts`, each improved (best first, while the budget lasts) by
+        moving a unit, or the units of a user scope, along the critical path."""
+        scored = sorted(
+            ((self.cost(s)[0], i, s) for i, s in enumerate(starts)), key=lambda x: (x[0], x[1])
+        )
+        best_cost, _, best = scored[0]
+        for cost, _, start in scored:
+            if self.trials >= budget:
+                break
+            tags, c = self._climb(dict(start), cost, budget)
+            if c < best_cost:
+                best, best_cost = tags, c
+        return dict(best), best_cost
+
+    def _climb(
+        self, best: dict[Unit, str], best_cost: float, budget: int
+    ) -> tuple[dict[Unit, str], float]:
         improved = True
         while improved and self.trials < budget:
             improved = False
             _, critical = self.cost(best)
             order: dict[Unit, float] = {}
-            for target, nodes in zip(self.targets, critical):
-                for n in nodes:
-                    u = target.units[n]
-                    if u is not None:
-                        order[u] = order.get(u, 0.0) + target.solo[n]
+            for nodes in critical:
+                for u, work in nodes:
+                    order[u] = order.get(u, 0.0) + work
             candidates = sorted(order, key=lambda u: -order[u])
             used = sorted(set(best.values()) - {stream.DEFAULT_TAG})
             new = next((t for t in self.fresh if t not in used), None)
             options = [stream.DEFAULT_TAG, *used] + ([new] if new is not None else [])
-            for unit in candidates:
+            moves = [
+                [unit] if i < 0 else self.groups[unit][i]
+                for unit in candidates
+                for i in range(-1, len(self.groups.get(unit, ())))
+            ]
+            for group in moves:
                 for tag in options:
-                    if tag == best.get(unit) or self.trials >= budget:
+                    if all(best.get(u) == tag for u in group) or self.trials >= budget:
                         continue
                     trial = dict(best)
-                    trial[unit] = tag
+                    trial.update((u, tag) for u in group)
                     c, _ = self.cost(trial)
                     if c < best_cost:
                         best, best_cost, improved = trial, c, True
@@ -688,16 +850,10 @@ def _targets(
     infos: dict[Operation, OpInfo] = {}
     for func, _ in chosen:
         _read_sites(func, scopes, infos)
-        bind_later_uses(func)
-    limits = limit_fn(CoreLimits(scratch, hw).run())
-    targets: list[Target] = []
-    for func, weight in chosen:
-        prog = build_program(func)
-        units = [
-            _unit(infos[op], granularity) if op in infos else None for op in prog.ops
-        ]
-        solo = [_work(op) for op in prog.ops]
-        targets.append(Target(prog, Judge(prog, hw, limits), units, weight, solo))
+    counts = CoreLimits(scratch, hw).run()
+    targets = [
+        Target(func, hw, counts, infos, granularity, weight) for func, weight in chosen
+    ]
     return targets, scopes, infos
 
 
@@ -971,14 +1127,6 @@ def _python(file: str) -> bool:
     return file.endswith(".py") and os.path.isfile(file)
 
 
-def _stream_with(tag: str) -> str:
-    return f'with torchair.scope.npu_stream_switch("{tag}"):'
-
-
-def _limit_with(cube: int, vector: int) -> str:
-    return f"with torchair.scope.limit_core_num({cube}, {vector}):"
-
-
 def _line_ranges(
     file: str, lines: list[int], sources: dict[str, _Source]
 ) -> list[tuple[int, int]]:
@@ -1008,13 +1156,16 @@ def _line_ranges(
 def _edits(
     plan: Plan,
     search: Search,
-    hw: Hardware,
     limits: dict[Site, tuple[int, int]],
 ) -> list[Edit]:
-    """The plan as edits: scopes removed or retagged, then new `with` blocks by line."""
+    """The plan as edits: scopes removed or retagged, then new scopes by line."""
     sources: dict[str, _Source] = {}
-    dump = _is_dump(search)
+    kind = "dump" if _is_dump(search) else "mlir"
     out: list[Edit] = []
+
+    def source_of(file: str) -> str:
+        return "python" if _python(file) else kind
+
     for key, decision in plan.decisions.items():
         if decision == "keep":
             continue
@@ -1025,14 +1176,10 @@ def _edits(
         if _python(file):
             last = sources.setdefault(file, _Source(file)).withs.get(line, (line, line))[1]
         if decision == "remove":
-            out.append(
-                Edit("remove-scope", file, line, last, _stream_with(tag), names if dump else (), tag)
-            )
+            out.append(Edit("remove-scope", file, line, last, source_of(file), tag, ops=names))
         else:
             new = decision[len("retag:") :]
-            out.append(
-                Edit("retag-scope", file, line, last, _stream_with(new), names if dump else (), new)
-            )
+            out.append(Edit("retag-scope", file, line, last, source_of(file), new, ops=names))
     by_tag: dict[tuple[str, str], list[int]] = {}
     for (file, line), tag in plan.wraps.items():
         by_tag.setdefault((file, tag), []).append(line)
@@ -1040,28 +1187,31 @@ def _edits(
     for info in search.infos.values():
         if info.name:
             names_at.setdefault(info.site, []).append(info.name)
+
+    def names_in(file: str, a: int, b: int) -> tuple[str, ...]:
+        return tuple(
+            dict.fromkeys(n for ln in range(a, b + 1) for n in names_at.get((file, ln), []))
+        )
+
     for (file, tag), lines in sorted(by_tag.items()):
         for a, b in _line_ranges(file, lines, sources):
-            names = tuple(n for ln in range(a, b + 1) for n in names_at.get((file, ln), []))
             out.append(
-                Edit("add-stream-scope", file, a, b, _stream_with(tag), names if dump else (), tag)
+                Edit("add-stream-scope", file, a, b, source_of(file), tag, ops=names_in(file, a, b))
             )
     by_counts: dict[tuple[str, tuple[int, int]], list[int]] = {}
     for (file, line), counts in limits.items():
         by_counts.setdefault((file, counts), []).append(line)
     for (file, counts), lines in sorted(by_counts.items()):
         for a, b in _line_ranges(file, lines, sources):
-            names = tuple(n for ln in range(a, b + 1) for n in names_at.get((file, ln), []))
             out.append(
                 Edit(
                     "add-limit-scope",
                     file,
                     a,
                     b,
-                    _limit_with(*counts),
-                    names if dump else (),
-                    None,
-                    counts,
+                    source_of(file),
+                    counts=counts,
+                    ops=names_in(file, a, b),
                 )
             )
     return out
@@ -1100,11 +1250,11 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
                 delta[n] -= shift
     for e in edits:
         if e.kind == "retag-scope":
-            replace[e.first_line] = " " * indent[e.first_line - 1] + e.write
+            replace[e.first_line] = " " * indent[e.first_line - 1] + e.torchair
         elif e.kind in ("add-stream-scope", "add-limit-scope"):
             # Stream scopes outside limit scopes on the same lines.
             order = 0 if e.kind == "add-stream-scope" else 1
-            before.setdefault(e.first_line, []).append((order, e.write))
+            before.setdefault(e.first_line, []).append((order, e.torchair))
             for n in range(e.first_line, e.last_line + 1):
                 delta[n] += 4
     out: list[str] = []
@@ -1268,9 +1418,9 @@ def _advise(
         add(advice_base, case, timed, False)
         add(AUTO, case, auto_timed[case.label], False)
     if search is not None and plan is not None and not keep:
-        edits = _edits(plan, search, hw, limits)
+        edits = _edits(plan, search, limits)
     elif search is None:
-        edits = _auto_edits(module, annotated, hw)
+        edits = _auto_edits(module, annotated)
     variants = _ordered(variants, cases)
     _reason(reasons, by, cases, best_name, keep)
     bounds = {case.label: _lower_bound(config, module, case, hw) for case in cases}
@@ -1399,28 +1549,24 @@ def _source_form_lowered(module: ModuleOp) -> None:
             op.detach()
 
 
-def _auto_edits(original: ModuleOp, annotated: ModuleOp, hw: Hardware) -> list[Edit]:
+def _auto_edits(original: ModuleOp, annotated: ModuleOp) -> list[Edit]:
     """Edits for the `op` granularity: every user scope removed, each run of ops `auto`
     put on a stream wrapped (by the ops' lines; they need not be whole statements)."""
     out: list[Edit] = []
     for op in original.walk():
         if isinstance(op, stream.SwitchOp) and op.tag_name != stream.DEFAULT_TAG:
             file, line = _site(op, 0)
-            out.append(Edit("remove-scope", file, line, line, _stream_with(op.tag_name)))
+            source = "python" if _python(file) else "mlir"
+            out.append(Edit("remove-scope", file, line, line, source, op.tag_name))
     for op in annotated.walk():
         if isinstance(op, stream.SwitchOp):
             sites = [_site(o, 0) for o in op.body.block.ops if isinstance(o, NpuOp)]
             if sites:
                 lines = sorted(s[1] for s in sites)
+                file = sites[0][0]
+                source = "python" if _python(file) else "mlir"
                 out.append(
-                    Edit(
-                        "add-stream-scope",
-                        sites[0][0],
-                        lines[0],
-                        lines[-1],
-                        _stream_with(op.tag_name),
-                        tag=op.tag_name,
-                    )
+                    Edit("add-stream-scope", file, lines[0], lines[-1], source, op.tag_name)
                 )
     return out
 
