@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
@@ -68,7 +68,6 @@ from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.driver.run import (
-    EXIT_DEADLOCK,
     RunConfig,
     Timed,
     entries_and_shapes,
@@ -214,7 +213,9 @@ class Edit:
         if self.source == "dump":
             if self.kind == "add-limit-scope":
                 assert self.counts is not None
-                return f'_op_aicore_num = "{self.counts[0]}", _op_vectorcore_num = "{self.counts[1]}"'
+                return (
+                    f'_op_aicore_num = "{self.counts[0]}", _op_vectorcore_num = "{self.counts[1]}"'
+                )
             return f'_user_stream_label = "{self.tag}"'
         if self.kind == "add-limit-scope":
             assert self.counts is not None
@@ -323,14 +324,14 @@ class Advice:
             if case is not None:
                 weight = self.weights.get(case, 1.0)
                 lines.append(f"{case} (weight {weight:g}):")
-            lines.append("variant                  makespan (µs)  waits  streams  in TorchAir terms")
+            lines.append(
+                "variant                  makespan (µs)  waits  streams  in TorchAir terms"
+            )
             for v in self.variants:
                 if v.case != case:
                     continue
                 span = "deadlock" if v.deadlock else f"{(v.makespan_ns or 0) / 1000:.1f}"
-                lines.append(
-                    f"{v.name:<24} {span:>13}  {v.waits:>5}  {v.streams:>7}  {v.torchair}"
-                )
+                lines.append(f"{v.name:<24} {span:>13}  {v.waits:>5}  {v.streams:>7}  {v.torchair}")
             bound = self.lower_bounds.get(case)
             if bound is not None:
                 lines.append(f"{'lower bound':<24} {bound / 1000:>13.1f}")
@@ -383,7 +384,7 @@ def _cases(config: AdviseConfig, module: ModuleOp) -> list[Case]:
         shapes: dict[str, tuple[int, ...]] = {}
         for ((arg, dim), _), value in zip(dims, values):
             ty = func.function_type.inputs.data[arg]
-            base = list(shapes.get(str(arg), ty.get_shape()))  # type: ignore[attr-defined]
+            base = list(shapes.get(str(arg), ty.get_shape()))
             base[dim] = value
             shapes[str(arg)] = tuple(base)
         label = "gear " + ", ".join(
@@ -419,9 +420,7 @@ def _run_config(
 # ---------------------------------------------------------------------------------------------
 
 
-def _variant(
-    base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why: bool
-) -> Variant:
+def _variant(base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why: bool) -> Variant:
     if timed is None:
         return Variant(
             base.name, base.torchair, base.pipeline, case.label, None, False, 0, 0, None, 0
@@ -583,7 +582,9 @@ class Target:
             and any(isinstance(o, stream.WaitTensorOp) for o in _walk(op))
         }
         """The user scopes holding a wait."""
-        self._variants: dict[frozenset[tuple[str, int, str]], tuple[Program, list[Unit | None], Judge]] = {}
+        self._variants: dict[
+            frozenset[tuple[str, int, str]], tuple[Program, list[Unit | None], Judge]
+        ] = {}
 
     def variant(
         self, removed: frozenset[tuple[str, int, str]]
@@ -613,7 +614,11 @@ class Target:
 
         def limit(p: Program, node: int, engine: str) -> int | None:
             op = p.ops[node]
-            return counts.of(original[op]).get(engine) if op in original else None  # type: ignore[index]
+            return (
+                counts.of(original[op]).get(engine)
+                if isinstance(op, NpuOp) and op in original
+                else None
+            )
 
         hit = (prog, units, Judge(prog, self.hw, limit))
         self._variants[removed] = hit
@@ -656,15 +661,15 @@ class Search:
         self.scopes = scopes
         self.infos = infos
         self.granularity = granularity
-        self.cache: dict[tuple[tuple[Unit, str], ...], tuple[float, list[list[tuple[Unit, float]]]]] = {}
+        self.cache: dict[
+            tuple[tuple[Unit, str], ...], tuple[float, list[list[tuple[Unit, float]]]]
+        ] = {}
         units: dict[Unit, None] = {}
         for t in targets:
             for u in t.units:
                 if u is not None:
                     units[u] = None
-        self.units = [
-            u for u in units if not (u[0] == "line" and u[1] in self.calls)
-        ]
+        self.units = [u for u in units if not (u[0] == "line" and u[1] in self.calls)]
         self.pinned = {u: str(u[2]) for u in units if u[0] == "line" and u[1] in self.calls}
         # Line units also move with the other units of each user scope around them.
         movable = set(self.units)
@@ -683,7 +688,7 @@ class Search:
                         self.groups.setdefault(u, []).append(group)
         self.priorities: dict[str, int] = {s.tag: s.priority for s in scopes.values()}
         user = set(self.priorities)
-        self.fresh = [f"s{i}" for i in range(1, 64) if f"s{i}" not in user][: MAX_STREAMS]
+        self.fresh = [f"s{i}" for i in range(1, 64) if f"s{i}" not in user][:MAX_STREAMS]
         self.trials = 0
 
     def written(self) -> dict[Unit, str]:
@@ -742,7 +747,11 @@ class Search:
             judged = judge("structured", assignment)
             total += target.weight * judged.makespan
             critical.append(
-                [(u, target.weight * (1 + _work(prog.ops[n]))) for n in judged.critical if (u := units[n]) is not None]
+                [
+                    (u, target.weight * (1 + _work(prog.ops[n])))
+                    for n in judged.critical
+                    if (u := units[n]) is not None
+                ]
             )
         self.cache[key] = (total, critical)
         return total, critical
@@ -812,7 +821,7 @@ def _work(op: Operation) -> int:
     if isinstance(op, NpuOp):
         try:
             return int(op.flops() // 1000 + op.bytes_moved() // 1000)
-        except Exception:  # noqa: BLE001 - a dynamic op has no static size: count it once
+        except Exception:
             return 1
     return 0
 
@@ -851,9 +860,7 @@ def _targets(
     for func, _ in chosen:
         _read_sites(func, scopes, infos)
     counts = CoreLimits(scratch, hw).run()
-    targets = [
-        Target(func, hw, counts, infos, granularity, weight) for func, weight in chosen
-    ]
+    targets = [Target(func, hw, counts, infos, granularity, weight) for func, weight in chosen]
     return targets, scopes, infos
 
 
@@ -999,7 +1006,9 @@ def _wrap(ops: list[Operation], make: Callable[[Region, list[Any]], Operation]) 
         op.detach()
         body.add_op(op)
     yield_op = (
-        coreset.YieldOp(*escaping) if isinstance(scope, coreset.LimitOp) else stream.YieldOp(*escaping)
+        coreset.YieldOp(*escaping)
+        if isinstance(scope, coreset.LimitOp)
+        else stream.YieldOp(*escaping)
     )
     body.add_op(yield_op)
     return scope
@@ -1053,12 +1062,14 @@ def _source_form(module: ModuleOp, plan: Plan, priorities: dict[str, int]) -> No
 
     for block in blocks:
         for run in _runs(list(block.ops), wrap_tag):
-            tag = wrap_tag(run[0])
-            assert isinstance(tag, str)
-            _wrap(run, _switch(tag, priorities.get(tag, 0)))
+            wrapped = wrap_tag(run[0])
+            assert isinstance(wrapped, str)
+            _wrap(run, _switch(wrapped, priorities.get(wrapped, 0)))
 
 
-def _limit_ops(module: ModuleOp, limits: dict[str, tuple[int | None, int | None]]) -> list[Operation]:
+def _limit_ops(
+    module: ModuleOp, limits: dict[str, tuple[int | None, int | None]]
+) -> list[Operation]:
     """Wrap every npu op that runs on a stream `limits` names in a `coreset.limit` with its
     counts (what `set_stream_limit` said, as `limit_core_num` at each op's line)."""
     wrapped: list[Operation] = []
@@ -1073,11 +1084,12 @@ def _limit_ops(module: ModuleOp, limits: dict[str, tuple[int | None, int | None]
         counts = limits.get(tag)
         if counts is None:
             continue
-        cube, vector = counts
-        wrapped.append(
-            _wrap([op], lambda region, types, c=cube, v=vector: coreset.LimitOp(c, v, region, types))
-        )
+        wrapped.append(_wrap([op], _limit(*counts)))
     return wrapped
+
+
+def _limit(cube: int | None, vector: int | None) -> Callable[[Region, list[Any]], Operation]:
+    return lambda region, types: coreset.LimitOp(cube, vector, region, types)
 
 
 def _stream_limits(module: ModuleOp) -> dict[str, tuple[int | None, int | None]]:
@@ -1127,9 +1139,7 @@ def _python(file: str) -> bool:
     return file.endswith(".py") and os.path.isfile(file)
 
 
-def _line_ranges(
-    file: str, lines: list[int], sources: dict[str, _Source]
-) -> list[tuple[int, int]]:
+def _line_ranges(file: str, lines: list[int], sources: dict[str, _Source]) -> list[tuple[int, int]]:
     """`lines` of `file` as ranges of whole statements that one `with` can wrap: for a
     Python file, the statements holding them, consecutive ones of one body merged."""
     if not _python(file):
@@ -1219,8 +1229,10 @@ def _edits(
 
 def _is_dump(search: Search) -> bool:
     files = {info.site[0] for info in search.infos.values()}
-    return bool(files) and all(f.endswith((".txt", ".pbtxt")) for f in files) and all(
-        info.name for info in search.infos.values()
+    return (
+        bool(files)
+        and all(f.endswith((".txt", ".pbtxt")) for f in files)
+        and all(info.name for info in search.infos.values())
     )
 
 
@@ -1238,11 +1250,7 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
         if e.kind == "remove-scope":
             drop.add(e.first_line)
             body = next(
-                (
-                    n
-                    for n in range(e.first_line + 1, e.last_line + 1)
-                    if lines[n - 1].strip()
-                ),
+                (n for n in range(e.first_line + 1, e.last_line + 1) if lines[n - 1].strip()),
                 e.first_line,
             )
             shift = indent[body - 1] - indent[e.first_line - 1]
@@ -1285,10 +1293,11 @@ def _load(config: AdviseConfig) -> tuple[ModuleOp, str | None, set[Site]]:
     call sites: source lines that call code creating ops elsewhere (a `with` there would
     move the callee's ops too, so the advice never wraps them)."""
     if config.path.endswith(".pt2"):
-        module, calls = _import_pt2(config.path)
+        module = _import_pt2(config.path)
         text = print_ir(module, debuginfo=True)
-        return module, text, calls
-    return parse_path(make_context(), config.path), None, set()
+        return module, text, _call_sites(module)
+    module = parse_path(make_context(), config.path)
+    return module, None, _call_sites(module)
 
 
 def advise(config: AdviseConfig, write: Any = None) -> Advice:
@@ -1490,7 +1499,9 @@ def _with_limits(
     trial = annotated.clone()
     ctx = make_context(collect_diagnostics=True)
     try:
-        run_passes(ctx, trial, build_pipeline("gear-multiversion,stream-partition,coreset-partition"))
+        run_passes(
+            ctx, trial, build_pipeline("gear-multiversion,stream-partition,coreset-partition")
+        )
     except DiagnosticError:
         return None
     limits = _stream_limits(trial)
@@ -1565,9 +1576,7 @@ def _auto_edits(original: ModuleOp, annotated: ModuleOp) -> list[Edit]:
                 lines = sorted(s[1] for s in sites)
                 file = sites[0][0]
                 source = "python" if _python(file) else "mlir"
-                out.append(
-                    Edit("add-stream-scope", file, lines[0], lines[-1], source, op.tag_name)
-                )
+                out.append(Edit("add-stream-scope", file, lines[0], lines[-1], source, op.tag_name))
     return out
 
 
@@ -1613,23 +1622,40 @@ def _reason(
         )
 
 
-def _import_pt2(path: str) -> tuple[ModuleOp, set[Site]]:
+def _import_pt2(path: str) -> ModuleOp:
     try:
-        from npuir.frontends.torch import call_sites, import_pt2
+        from npuir.frontends.torch import import_pt2
     except ImportError:
         raise UsageError(
             f"'{path}' is a torch.export archive: pip install 'npuir[torch]'"
         ) from None
-    calls: set[Site] = set()
-    module = import_pt2(path, exported=lambda ep: calls.update(call_sites(ep)))
-    return module, calls
+    return import_pt2(path)
+
+
+CALL_SITES = "torch.call_sites"
+"""The module attribute the torch importer lists the model's call sites in
+(`npuir.frontends.torch.CALL_SITES`; named here too, torch being optional)."""
+
+
+def _call_sites(module: ModuleOp) -> set[Site]:
+    listed = module.attributes.get(CALL_SITES)
+    out: set[Site] = set()
+    if isinstance(listed, ArrayAttr):
+        for entry in listed.data:
+            if isinstance(entry, StringAttr):
+                file, _, line = entry.data.rpartition(":")
+                if file and line.isdigit():
+                    out.add((file, int(line)))
+    return out
 
 
 def _lower_bound(config: AdviseConfig, module: ModuleOp, case: Case, hw: Hardware) -> int | None:
     """`npuir.schedule.bounds.lower_bound_ns` of the entry function (rank 0's) in `case`."""
     try:
         scratch = module.clone()
-        run_passes(make_context(collect_diagnostics=True), scratch, build_pipeline("gear-multiversion"))
+        run_passes(
+            make_context(collect_diagnostics=True), scratch, build_pipeline("gear-multiversion")
+        )
         funcs = {f.sym_name.data: f for f in scratch.ops if isinstance(f, FuncOp)}
         names, shapes = entries_and_shapes(_run_config(config, None, None, case.shapes), module)
         func, _ = resolve_entry(scratch, funcs[names[0]], shapes[0])
@@ -1639,8 +1665,8 @@ def _lower_bound(config: AdviseConfig, module: ModuleOp, case: Case, hw: Hardwar
 
 
 __all__ = [
-    "AdviseConfig",
     "Advice",
+    "AdviseConfig",
     "Edit",
     "Variant",
     "advise",

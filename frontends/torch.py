@@ -60,6 +60,10 @@ SYM_DIMS = "torch.sym_dims"
 DIM_RANGES = "torch.dim_ranges"
 """Function attribute: each symbol's `torch.export.Dim` range, `array<i64: lo, hi>`."""
 
+CALL_SITES = "torch.call_sites"
+"""Module attribute: the model's lines that call code whose ops are located elsewhere
+(`call_sites`), as `"file:line"` strings; `npuir-advise` never wraps them in a scope."""
+
 CONST = "torch.const"
 """Argument attribute: the value of a scalar the program used as a constant."""
 
@@ -88,9 +92,7 @@ def call_sites(ep: torch.export.ExportedProgram) -> set[tuple[str, int]]:
     for node in ep.graph.nodes:
         trace = node.meta.get("stack_trace")
         if trace:
-            frames = [
-                (f, int(n)) for f, n in _FRAME.findall(trace) if not f.startswith(_TORCH_DIR)
-            ]
+            frames = [(f, int(n)) for f, n in _FRAME.findall(trace) if not f.startswith(_TORCH_DIR)]
             sites.update(frames[:-1])
     return sites
 
@@ -481,6 +483,9 @@ def import_exported_program(
         module = importer.run()
     except TorchairError as exc:
         raise DiagnosticError(exc.diagnostic) from None
+    calls = sorted(call_sites(ep))
+    if calls:
+        module.attributes[CALL_SITES] = ArrayAttr([StringAttr(f"{f}:{n}") for f, n in calls])
     if diagnostics is not None:
         diagnostics.emitted.extend(importer.warnings)
     else:
@@ -495,15 +500,11 @@ def import_pt2(
     target: str = "910b2",
     strict: bool = False,
     diagnostics: DiagnosticEngine | None = None,
-    exported: Callable[[torch.export.ExportedProgram], None] | None = None,
 ) -> ModuleOp:
-    """The module of a `torch.export.save` archive (registers the `air::` ops first);
-    `exported` is shown the loaded program first."""
+    """The module of a `torch.export.save` archive (registers the `air::` ops first)."""
     torch_scope.register()
     try:
         ep = torch.export.load(str(path))
     except (OSError, RuntimeError, ValueError) as exc:
         raise DiagnosticError(Diagnostic("error", f"cannot load '{path}': {exc}")) from None
-    if exported is not None:
-        exported(ep)
     return import_exported_program(ep, target=target, strict=strict, diagnostics=diagnostics)

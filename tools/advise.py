@@ -33,7 +33,9 @@ def _weights(text: str) -> list[float]:
     try:
         weights = [float(w) for w in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of numbers")
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a comma-separated list of numbers"
+        ) from None
     if any(not w >= 0 or w == float("inf") for w in weights) or not any(weights):
         raise argparse.ArgumentTypeError(
             f"'{text}': weights are finite, not negative, and not all zero"

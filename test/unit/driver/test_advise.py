@@ -104,7 +104,9 @@ def test_tool_json_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert all(v["torchair"] for v in report["variants"])
     assert report["lower_bound_ns"] is not None
     assert report["edits"] and report["why"]
-    assert all({"kind", "file", "first_line", "last_line", "torchair"} <= set(e) for e in report["edits"])
+    assert all(
+        {"kind", "file", "first_line", "last_line", "torchair"} <= set(e) for e in report["edits"]
+    )
     bad = tmp_path / "bad.mlir"
     bad.write_text("func.func @f( {\n")
     assert advise_tool([str(bad)]) == 1

@@ -68,3 +68,18 @@ def test_a_removed_scope_names_its_with_line(tmp_path: Path) -> None:
     for edit in advice.edits:
         if edit.kind in ("remove-scope", "retag-scope"):
             assert lines[edit.first_line - 1].strip().startswith("with torchair.scope")
+
+
+def test_an_archive_and_its_imported_ir_get_the_same_advice(tmp_path: Path) -> None:
+    from npuir.tools.import_dump import run as import_tool
+
+    copy = tmp_path / "moe_decoder.py"
+    shutil.copy(ROOT / "examples" / "moe_decoder.py", copy)
+    archive = tmp_path / "model.pt2"
+    torch.export.save(_module(copy).export(), str(archive))
+    imported = tmp_path / "model.mlir"
+    assert import_tool([str(archive), "-o", str(imported)]) == 0
+    from_archive = advise(AdviseConfig(path=str(archive)))
+    from_ir = advise(AdviseConfig(path=str(imported)))
+    assert from_ir.advised_ns == from_archive.advised_ns
+    assert [str(e) for e in from_ir.edits] == [str(e) for e in from_archive.edits]
