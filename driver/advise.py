@@ -87,6 +87,9 @@ TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
 GRANULARITIES = ("line", "scope", "op")
 KEEP_WITHIN = 0.02
 """The advice keeps the user's annotation when its best variant is within this fraction."""
+SEARCH_OPS, SEARCH_MIN, SEARCH_MAX = 30_000, 16, 120
+"""The structured search's trials: about SEARCH_OPS simulated ops, within these bounds
+(a fixed count, not a clock, so that the advice is deterministic)."""
 EDIT_COST = 1e-3
 """What one edit weighs in the search's objective (ns): only a tie-breaker."""
 MAX_STREAMS = 8
@@ -559,7 +562,17 @@ class Target:
         granularity: str,
         weight: float,
     ) -> None:
-        self.base = func.clone()
+        self.wait_scopes: set[tuple[str, int, str]] = set()
+        """The user scopes holding a wait."""
+        for op in _walk(func):
+            if isinstance(op, stream.WaitTensorOp):
+                parent = op.parent_op()
+                while parent is not None and parent is not func:
+                    if isinstance(parent, stream.SwitchOp):
+                        self.wait_scopes.add(_scope_key(parent))
+                    parent = parent.parent_op()
+        self.name = func.sym_name.data
+        self.base = func.clone() if self.wait_scopes else func
         """The function as written, its waits not yet bound (for variants)."""
         self.hw = hw
         self.counts = counts
@@ -574,17 +587,16 @@ class Target:
         ]
         self.solo = [_work(op) for op in self.prog.ops]
         """Per node, a rough cost (work in flops and bytes) to rank units by."""
+        self._work = dict(zip(self.prog.ops, self.solo))
+        self._origin: dict[Operation, Operation] = {}
         self.judge = Judge(self.prog, hw, limit_fn(counts))
-        self.wait_scopes = {
-            _scope_key(op)
-            for op in _walk(func)
-            if isinstance(op, stream.SwitchOp)
-            and any(isinstance(o, stream.WaitTensorOp) for o in _walk(op))
-        }
-        """The user scopes holding a wait."""
         self._variants: dict[
             frozenset[tuple[str, int, str]], tuple[Program, list[Unit | None], Judge]
         ] = {}
+
+    def work(self, op: Operation) -> int:
+        """`_work` of an op of the program or of one of its variants."""
+        return self._work.get(self._origin.get(op, op), 0)
 
     def variant(
         self, removed: frozenset[tuple[str, int, str]]
@@ -620,6 +632,7 @@ class Target:
                 else None
             )
 
+        self._origin.update(original)
         hit = (prog, units, Judge(prog, self.hw, limit))
         self._variants[removed] = hit
         return hit
@@ -748,7 +761,7 @@ class Search:
             total += target.weight * judged.makespan
             critical.append(
                 [
-                    (u, target.weight * (1 + _work(prog.ops[n])))
+                    (u, target.weight * (1 + target.work(prog.ops[n])))
                     for n in judged.critical
                     if (u := units[n]) is not None
                 ]
@@ -864,11 +877,42 @@ def _targets(
     return targets, scopes, infos
 
 
+def _auto_tags(search: Search, auto_ops: dict[str, list[Operation]]) -> list[dict[Unit, str]]:
+    """The projection of the streams `auto` gave (in its own row's run: `auto_ops`, each
+    function's npu ops in written order, now partitioned) onto the units."""
+    fresh: dict[str, str] = {}
+    per_target: list[list[str]] = []
+    for target in search.targets:
+        ops = auto_ops.get(target.name)
+        if ops is None or len(ops) != len(target.ops):
+            return []
+        index = {op: i for i, op in enumerate(target.ops)}
+        module = ops[0].get_toplevel_object() if ops else None
+        decls = (
+            {d.symbol: d.tag.data for d in module.ops if isinstance(d, stream.DeclOp)}
+            if isinstance(module, ModuleOp)
+            else {}
+        )
+        tags: list[str] = []
+        for op in target.prog.ops:
+            i = index.get(op)
+            ref = ops[i].attributes.get(stream.STREAM_ON) if i is not None else None
+            tag = decls.get(ref.root_reference.data) if isinstance(ref, SymbolRefAttr) else None
+            if tag is None or tag == stream.DEFAULT_TAG:
+                tags.append(stream.DEFAULT_TAG)
+                continue
+            if tag not in fresh:
+                fresh[tag] = search.fresh[len(fresh) % len(search.fresh)]
+            tags.append(fresh[tag])
+        per_target.append(tags)
+    return [search.project(per_target)]
+
+
 def _baseline_tags(search: Search, hw: Hardware, limits_of: Judge) -> list[dict[Unit, str]]:
-    """The projections of GE's, Nimble's, minidag's and auto's streams onto the units."""
+    """The projections of GE's, Nimble's and minidag's streams onto the units."""
     strategies = {**STRATEGIES, **cost_strategies(hw, limits_of.limits, None)}
     starts: list[dict[Unit, str]] = []
-    for mode in (Mode.GE, Mode.NIMBLE, Mode.MINIDAG, Mode.AUTO):
+    for mode in (Mode.GE, Mode.NIMBLE, Mode.MINIDAG):
         per_target: list[list[str]] = []
         for target in search.targets:
             prog = target.prog
@@ -988,7 +1032,7 @@ def _wrap(ops: list[Operation], make: Callable[[Region, list[Any]], Operation]) 
     through its yield."""
     block = ops[0].parent_block()
     assert block is not None
-    inside_all = {inner for op in ops for inner in op.walk()}
+    inside_all = {inner for op in ops for inner in _walk(op)}
     escaping: list[SSAValue] = []
     for op in ops:
         for result in op.results:
@@ -1037,7 +1081,7 @@ def _source_form(module: ModuleOp, plan: Plan, priorities: dict[str, int]) -> No
     scopes it removes, and wrap each op whose line gets a new `with`."""
     from npuir.dialects import scope as scope_utils
 
-    switches = [op for op in module.walk() if isinstance(op, stream.SwitchOp)]
+    switches = [op for op in _walk(module) if isinstance(op, stream.SwitchOp)]
     for op in reversed(switches):
         if op.tag_name == stream.DEFAULT_TAG:
             continue
@@ -1051,7 +1095,7 @@ def _source_form(module: ModuleOp, plan: Plan, priorities: dict[str, int]) -> No
     if not plan.wraps:
         return
     blocks: dict[Block, None] = {}
-    for op in module.walk():
+    for op in _walk(module):
         if isinstance(op, NpuOp | stream.WaitTensorOp) and (block := op.parent_block()):
             blocks[block] = None
 
@@ -1073,7 +1117,7 @@ def _limit_ops(
     """Wrap every npu op that runs on a stream `limits` names in a `coreset.limit` with its
     counts (what `set_stream_limit` said, as `limit_core_num` at each op's line)."""
     wrapped: list[Operation] = []
-    for op in [o for o in module.walk() if isinstance(o, NpuOp)]:
+    for op in [o for o in _walk(module) if isinstance(o, NpuOp)]:
         tag = stream.DEFAULT_TAG
         parent = op.parent_op()
         while parent is not None and not isinstance(parent, FuncOp):
@@ -1095,7 +1139,7 @@ def _limit(cube: int | None, vector: int | None) -> Callable[[Region, list[Any]]
 def _stream_limits(module: ModuleOp) -> dict[str, tuple[int | None, int | None]]:
     return {
         op.tag.data: (op.count("cube"), op.count("vector"))
-        for op in module.walk()
+        for op in _walk(module)
         if isinstance(op, coreset.StreamLimitOp)
     }
 
@@ -1356,10 +1400,17 @@ def _advise(
     source_text: str
     edits: list[Edit] = []
     auto_timed: dict[str | None, Timed | None] = {}
+    auto_ops: dict[str, list[Operation]] = {}
     for case in cases:
-        auto_timed[case.label] = _time(
-            config, case, AUTO.pipeline, (unannotated or _without_scopes(module)).clone(), None
-        )
+        auto_module = (unannotated or _without_scopes(module)).clone()
+        if case.label is None:
+            # Which op is which, before auto may reissue them (for its projection below).
+            auto_ops = {
+                f.sym_name.data: [o for o in _walk(f) if isinstance(o, NpuOp)]
+                for f in auto_module.ops
+                if isinstance(f, FuncOp)
+            }
+        auto_timed[case.label] = _time(config, case, AUTO.pipeline, auto_module, None)
     if granularity == "op":
         annotated = _annotated_auto(module, config)
         plan = None
@@ -1371,7 +1422,11 @@ def _advise(
         starts = [written_tags, {u: stream.DEFAULT_TAG for u in search.units}]
         if targets:
             starts += _baseline_tags(search, hw, targets[0].judge)
-        budget = max(40, min(400, 150_000 // max(1, sum(len(t.prog) for t in targets))))
+            if auto_ops:
+                starts += _auto_tags(search, auto_ops)
+        budget = max(
+            SEARCH_MIN, min(SEARCH_MAX, SEARCH_OPS // max(1, sum(len(t.prog) for t in targets)))
+        )
         tags, best_cost = search.run(starts, search.trials + budget)
         tags = _rename(tags, search)
         written_cost = search.cost(written_tags)[0]
@@ -1432,7 +1487,8 @@ def _advise(
         edits = _auto_edits(module, annotated)
     variants = _ordered(variants, cases)
     _reason(reasons, by, cases, best_name, keep)
-    bounds = {case.label: _lower_bound(config, module, case, hw) for case in cases}
+    flat = unannotated or _without_scopes(module)
+    bounds = {case.label: _lower_bound(config, flat, case, hw) for case in cases}
     advice = Advice(
         variants,
         bounds,
@@ -1485,7 +1541,7 @@ def _without_scopes(module: ModuleOp) -> ModuleOp:
     from npuir.dialects import scope as scope_utils
 
     out = module.clone()
-    for op in reversed([o for o in out.walk() if isinstance(o, stream.SwitchOp)]):
+    for op in reversed([o for o in _walk(out) if isinstance(o, stream.SwitchOp)]):
         scope_utils.inline_scope(op)
     return out
 
@@ -1546,7 +1602,7 @@ def _source_form_lowered(module: ModuleOp) -> None:
         return None
 
     blocks: dict[Block, None] = {}
-    for op in module.walk():
+    for op in _walk(module):
         if isinstance(op, NpuOp | stream.WaitTensorOp) and (block := op.parent_block()):
             blocks[block] = None
     for block in blocks:
@@ -1554,7 +1610,7 @@ def _source_form_lowered(module: ModuleOp) -> None:
             tag = tag_of(run[0])
             assert isinstance(tag, str)
             _wrap(run, _switch(tag))
-    for op in list(module.walk()):
+    for op in list(_walk(module)):
         op.attributes.pop(stream.STREAM_ON, None)
         if isinstance(op, stream.DeclOp):
             op.detach()
@@ -1564,12 +1620,12 @@ def _auto_edits(original: ModuleOp, annotated: ModuleOp) -> list[Edit]:
     """Edits for the `op` granularity: every user scope removed, each run of ops `auto`
     put on a stream wrapped (by the ops' lines; they need not be whole statements)."""
     out: list[Edit] = []
-    for op in original.walk():
+    for op in _walk(original):
         if isinstance(op, stream.SwitchOp) and op.tag_name != stream.DEFAULT_TAG:
             file, line = _site(op, 0)
             source = "python" if _python(file) else "mlir"
             out.append(Edit("remove-scope", file, line, line, source, op.tag_name))
-    for op in annotated.walk():
+    for op in _walk(annotated):
         if isinstance(op, stream.SwitchOp):
             sites = [_site(o, 0) for o in op.body.block.ops if isinstance(o, NpuOp)]
             if sites:

@@ -498,9 +498,10 @@ _Loaded = tuple[
 ]
 
 
-def _load(config: RunConfig, parsed: ModuleOp | None = None) -> _Loaded:
+def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) -> _Loaded:
     """Parse the input (or take `parsed`, already parsed and verified); its device,
-    entries, given inputs and argument shapes."""
+    entries, given inputs and argument shapes.  Without `keep`, the module as written is
+    not copied before lowering (the caller needs only the lowered one)."""
     ctx = make_context(collect_diagnostics=True)
     if parsed is not None:
         module = parsed
@@ -510,7 +511,7 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None) -> _Loaded:
         verify(module)
     else:
         module = parse_path(ctx, config.path)
-    original = module.clone()
+    original = module.clone() if keep else module
     hw = _hardware(config, module)
     names = entry_names(config, module)
     # The functions as written: lowering rewrites `module`'s in place (a gear dispatcher keeps
@@ -561,7 +562,7 @@ class Timed:
 def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
     """Lower and simulate `config`'s program as `run_program` does, and nothing else.
     `parsed` is the program already parsed (it is lowered in place)."""
-    ctx, module, _, hw, names, _, _, shapes = _load(config, parsed)
+    ctx, module, _, hw, names, _, _, shapes = _load(config, parsed, keep=False)
     profile = read_profile(config.profile) if config.profile else None
     warnings = _lower_reporting(ctx, module, config)
     result, programs, _, gears, _ = _simulate(
