@@ -1187,7 +1187,14 @@ def _line_ranges(file: str, lines: list[int], sources: dict[str, _Source]) -> li
     """`lines` of `file` as ranges of whole statements that one `with` can wrap: for a
     Python file, the statements holding them, consecutive ones of one body merged."""
     if not _python(file):
-        return [(n, n) for n in sorted(set(lines))]
+        # IR lines: consecutive ones (consecutive ops) share one scope.
+        out: list[tuple[int, int]] = []
+        for n in sorted(set(lines)):
+            if out and out[-1][1] + 1 == n:
+                out[-1] = (out[-1][0], n)
+            else:
+                out.append((n, n))
+        return out
     source = sources.setdefault(file, _Source(file))
     stmts = sorted({source.statement(n) or (n, n, -n) for n in lines})
     ranges: list[tuple[int, int, int]] = []
