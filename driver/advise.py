@@ -64,10 +64,11 @@ from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.numerics import NumericsError, resolve_entry
 from npuir.context import make_context
 from npuir.deep_stack import on_deep_stack
-from npuir.diagnostics import DiagnosticError, UsageError
+from npuir.diagnostics import DiagnosticError, UsageError, error
 from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.driver.run import (
+    NO_GEAR,
     RunConfig,
     Timed,
     entries_and_shapes,
@@ -75,11 +76,12 @@ from npuir.driver.run import (
     time_program,
     timing_function,
 )
-from npuir.frontends.ge import parse_path, parse_source
+from npuir.frontends.load import Format, load_source, read, source_of_text
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.auto import Judge, cost_strategies
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
+from npuir.transforms.coreset_check import HOLD_AND_WAIT
 from npuir.transforms.gear_multiversion import annotated_dims, combine
 from npuir.transforms.stream_partition import bind_later_uses
 
@@ -430,7 +432,7 @@ def _variant(base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why:
         )
     result = timed.result
     deadlock = result.deadlock is not None
-    hazards = sum(1 for w in timed.warnings if "hold-and-wait" in w.message)
+    hazards = sum(1 for w in timed.warnings if w.kind == HOLD_AND_WAIT.code)
     streams = len({(r, s) for (r, s) in result.stream_busy_ns if r == 0})
     explanation = explain(result, timed.programs, hw) if why and not deadlock else None
     return Variant(
@@ -859,7 +861,7 @@ def _targets(
             try:
                 func, _ = resolve_entry(scratch, funcs[name], rank_shapes)
             except NumericsError as exc:
-                raise UsageError(str(exc)) from None
+                raise error(exc.op or scratch, str(exc), NO_GEAR) from None
             key = (func.sym_name.data, tuple(rank_shapes))
             if key in seen:
                 continue
@@ -1340,15 +1342,15 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
 
 
 def _load(config: AdviseConfig) -> tuple[ModuleOp, str | None, set[Site]]:
-    """The program, its text when it is not the file itself (a `.pt2` import), and the
-    call sites: source lines that call code creating ops elsewhere (a `with` there would
-    move the callee's ops too, so the advice never wraps them)."""
-    if config.path.endswith(".pt2"):
-        module = _import_pt2(config.path)
-        text = print_ir(module, debuginfo=True)
-        return module, text, _call_sites(module)
-    module = parse_path(make_context(), config.path)
-    return module, None, _call_sites(module)
+    """The program (by the one loader, whatever its format), its IR text when the file is
+    not IR (a `.pt2` or a GE dump, imported once, every op keeping its location in the model
+    or the dump), and the call sites: the model's lines that call code creating ops
+    elsewhere (a `with` there would move the callee's ops too, so the advice never wraps
+    them)."""
+    source = read(config.path)
+    module = load_source(source, make_context())
+    text = None if source.format is Format.MLIR else print_ir(module, debuginfo=True)
+    return module, text, _call_sites(module)
 
 
 def advise(config: AdviseConfig, write: Any = None) -> Advice:
@@ -1534,12 +1536,12 @@ def _bad(timed: Timed | None) -> bool:
     return (
         timed is None
         or timed.result.deadlock is not None
-        or any("hold-and-wait" in w.message for w in timed.warnings)
+        or any(w.kind == HOLD_AND_WAIT.code for w in timed.warnings)
     )
 
 
 def _parse_text(config: AdviseConfig, text: str) -> ModuleOp:
-    return parse_source(make_context(), text, config.path)
+    return load_source(source_of_text(config.path, text), make_context())
 
 
 def _without_scopes(module: ModuleOp) -> ModuleOp:
@@ -1683,16 +1685,6 @@ def _reason(
             f"keep your annotation: the best structured variant is within {KEEP_WITHIN:.0%} of "
             "it, or gains less than the launches of the streams it would add"
         )
-
-
-def _import_pt2(path: str) -> ModuleOp:
-    try:
-        from npuir.frontends.torch import import_pt2
-    except ImportError:
-        raise UsageError(
-            f"'{path}' is a torch.export archive: pip install 'npuir[torch]'"
-        ) from None
-    return import_pt2(path)
 
 
 CALL_SITES = "torch.call_sites"
