@@ -266,6 +266,8 @@ class Edit:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "where": self.where,
+            "action": self.action,
             "kind": self.kind,
             "source": self.source,
             "file": self.file,
