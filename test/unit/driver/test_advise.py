@@ -206,3 +206,95 @@ def test_hazards_are_counted_by_kind_not_by_wording(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(coreset_check.CoresetCheckPass, "_report", reworded)
     assert hazards() == before
     assert any(before.values())
+
+
+SEED_SCRIPT = '''\
+import sys
+
+import npuir
+from npuir import torchair
+from npuir.torchair import ops
+
+g = torchair.Graph("forward")
+in1, in2, in3, in4 = (g.input((1000, 1000), "f16") for _ in range(4))
+add_result = ops.add(in1, in2)
+with torchair.scope.npu_stream_switch("1"):
+    torchair.scope.npu_wait_tensor(in4, add_result)
+    mm_result = ops.mm(in3, in4)
+mm1 = ops.mm(in3, in4)
+with torchair.scope.npu_stream_switch("2"):
+    torchair.scope.npu_wait_tensor(in4, mm_result)
+    add2 = ops.add(in3, in4)
+g.output(add_result, mm_result, mm1, add2)
+with open(sys.argv[1], "w") as out:
+    out.write(npuir.print_ir(g.module, debuginfo=True))
+'''
+
+GEARS_SCRIPT = '''\
+import sys
+
+import npuir
+from npuir import torchair
+from npuir.torchair import ops
+
+g = torchair.Graph("forward")
+x1 = g.input((None, 2), "f32")
+x2 = g.input((None, 2), "f32")
+torchair.inference.set_dim_gears(x1, {0: [2, 4]})
+torchair.inference.set_dim_gears(x2, {0: [2, 4]})
+g.output(ops.add(x1, x2))
+with open(sys.argv[1], "w") as out:
+    out.write(npuir.print_ir(g.module, debuginfo=True))
+'''
+
+
+def _build(script: Path, out: Path) -> None:
+    import runpy
+    import sys
+
+    saved = sys.argv
+    sys.argv = [str(script), str(out)]
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv = saved
+
+
+def test_a_builder_scripts_edits_apply_and_reproduce(tmp_path: Path) -> None:
+    from npuir.driver.advise import apply_edits
+
+    script = tmp_path / "seed.py"
+    script.write_text(SEED_SCRIPT)
+    built = tmp_path / "seed.mlir"
+    _build(script, built)
+    advice = advise(AdviseConfig(path=str(built)))
+    assert not advice.keep and advice.edits
+    # The builder locates each scope at its `with` line, and the edits name the script.
+    lines = SEED_SCRIPT.splitlines()
+    for edit in advice.edits:
+        assert edit.file == str(script) and edit.source == "python"
+        if edit.kind in ("remove-scope", "retag-scope"):
+            assert lines[edit.first_line - 1].startswith("with torchair.scope.npu_stream_switch")
+    edited = tmp_path / "edited" / "seed.py"
+    edited.parent.mkdir()
+    edited.write_text(apply_edits(SEED_SCRIPT, advice.edits))
+    rebuilt = tmp_path / "edited.mlir"
+    _build(edited, rebuilt)
+    rerun = run_program(RunConfig(path=str(rebuilt), check=True))
+    assert rerun.status == 0 and rerun.result is not None
+    assert rerun.result.makespan_ns == advice.advised_ns[None]
+
+
+def test_seed_004s_script_is_advised_per_gear(tmp_path: Path) -> None:
+    script = tmp_path / "gears.py"
+    script.write_text(GEARS_SCRIPT)
+    built = tmp_path / "gears.mlir"
+    _build(script, built)
+    advice = advise(AdviseConfig(path=str(built)))
+    assert len(advice.cases) == 2
+    for case in advice.cases:
+        rows = {v.name: v.makespan_ns for v in advice.variants if v.case == case}
+        assert set(rows) == ROWS and all(s is not None for s in rows.values())
+        assert advice.lower_bounds[case] is not None
+    # One add: nothing to gain from a second stream in either gear.
+    assert advice.keep
