@@ -1665,9 +1665,12 @@ def _reason(
                 "for waits for cores a collective holds while that collective waits for its peer "
                 "(npuir-run shows the cycle)"
             )
-        if single is None or single.explanation is None:
-            continue
-        if written is not None and written.explanation is not None:
+        if (
+            single is not None
+            and single.explanation is not None
+            and written is not None
+            and written.explanation is not None
+        ):
             reasons.append(
                 prefix
                 + compare(written.explanation, single.explanation, "your annotation", "one stream")
@@ -1681,7 +1684,10 @@ def _reason(
                     "your annotation"
                 )
             elif advised.makespan_ns is not None:
-                reasons.append(prefix + "the advice removes the deadlock")
+                reasons.append(
+                    prefix + f"the advice runs without the deadlock, in "
+                    f"{advised.makespan_ns / 1000:.1f} µs"
+                )
     if keep:
         reasons.append(
             f"keep your annotation: the best structured variant is within {KEEP_WITHIN:.0%} of "
