@@ -208,7 +208,7 @@ def test_hazards_are_counted_by_kind_not_by_wording(monkeypatch: pytest.MonkeyPa
     assert any(before.values())
 
 
-SEED_SCRIPT = '''\
+SEED_SCRIPT = """\
 import sys
 
 import npuir
@@ -228,9 +228,9 @@ with torchair.scope.npu_stream_switch("2"):
 g.output(add_result, mm_result, mm1, add2)
 with open(sys.argv[1], "w") as out:
     out.write(npuir.print_ir(g.module, debuginfo=True))
-'''
+"""
 
-GEARS_SCRIPT = '''\
+GEARS_SCRIPT = """\
 import sys
 
 import npuir
@@ -245,7 +245,7 @@ torchair.inference.set_dim_gears(x2, {0: [2, 4]})
 g.output(ops.add(x1, x2))
 with open(sys.argv[1], "w") as out:
     out.write(npuir.print_ir(g.module, debuginfo=True))
-'''
+"""
 
 
 def _build(script: Path, out: Path) -> None:
@@ -298,3 +298,39 @@ def test_seed_004s_script_is_advised_per_gear(tmp_path: Path) -> None:
         assert advice.lower_bounds[case] is not None
     # One add: nothing to gain from a second stream in either gear.
     assert advice.keep
+
+
+def test_apply_edits_writes_what_a_user_would() -> None:
+    from npuir.driver.advise import Edit, apply_edits
+
+    source = (
+        "def forward(x):\n"
+        "    a = f(x)\n"
+        '    with torchair.scope.npu_stream_switch("1"):\n'
+        "        b = g(a)\n"
+        "\n"
+        "        c = h(b)\n"
+        '    with torchair.scope.npu_stream_switch("2"):\n'
+        "        d = k(a)\n"
+        "    return c + d\n"
+    )
+    edits = [
+        Edit("remove-scope", "m.py", 3, 6, "python", "1"),
+        Edit("add-stream-scope", "m.py", 6, 6, "python", "s1"),
+        Edit("add-limit-scope", "m.py", 6, 6, "python", counts=(24, 6)),
+        Edit("retag-scope", "m.py", 7, 8, "python", "s1"),
+        Edit("add-stream-scope", "m.py", 2, 2, "python", "s2"),
+    ]
+    assert apply_edits(source, edits) == (
+        "def forward(x):\n"
+        '    with torchair.scope.npu_stream_switch("s2"):\n'
+        "        a = f(x)\n"
+        "    b = g(a)\n"
+        "\n"
+        '    with torchair.scope.npu_stream_switch("s1"):\n'
+        "        with torchair.scope.limit_core_num(24, 6):\n"
+        "            c = h(b)\n"
+        '    with torchair.scope.npu_stream_switch("s1"):\n'
+        "        d = k(a)\n"
+        "    return c + d\n"
+    )
