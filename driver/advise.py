@@ -1184,12 +1184,16 @@ class _Source:
 
 
 def _python(file: str) -> bool:
-    return file.endswith(".py") and os.path.isfile(file)
+    """Whether `file` is Python source (its statements are read when it is on disk)."""
+    return file.endswith(".py")
 
 
 def _line_ranges(file: str, lines: list[int], sources: dict[str, _Source]) -> list[tuple[int, int]]:
     """`lines` of `file` as ranges of whole statements that one `with` can wrap: for a
-    Python file, the statements holding them, consecutive ones of one body merged."""
+    Python file, the statements holding them, consecutive ones of one body merged (a file
+    not on disk: each line alone)."""
+    if _python(file) and not os.path.isfile(file):
+        return [(n, n) for n in sorted(set(lines))]
     if not _python(file):
         # IR lines: consecutive ones (consecutive ops) share one scope.
         out: list[tuple[int, int]] = []
