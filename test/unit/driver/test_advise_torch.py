@@ -83,3 +83,24 @@ def test_an_archive_and_its_imported_ir_get_the_same_advice(tmp_path: Path) -> N
     from_ir = advise(AdviseConfig(path=str(imported)))
     assert from_ir.advised_ns == from_archive.advised_ns
     assert [str(e) for e in from_ir.edits] == [str(e) for e in from_archive.edits]
+
+
+def test_the_seeds_archive_dump_and_ir_get_the_same_advice(tmp_path: Path) -> None:
+    copy = tmp_path / "seed_multistream.py"
+    shutil.copy(ROOT / "examples" / "seed_multistream.py", copy)
+    archive = tmp_path / "seed.pt2"
+    torch.export.save(_module(copy).export(), str(archive))
+    answers = [
+        advise(AdviseConfig(path=path))
+        for path in (
+            str(archive),
+            str(ROOT / "examples" / "seed_multistream.mlir"),
+            str(ROOT / "test" / "frontends" / "Inputs" / "seed_multistream.pbtxt"),
+        )
+    ]
+    rows = [{v.name: v.makespan_ns for v in a.variants} for a in answers]
+    assert rows[0] == rows[1] == rows[2]
+    # The same changes, each said in its source's terms.
+    kinds = [sorted((e.kind, e.tag) for e in a.edits) for a in answers]
+    assert kinds[0] == kinds[1] == kinds[2]
+    assert [{e.source for e in a.edits} for a in answers] == [{"python"}, {"mlir"}, {"dump"}]
