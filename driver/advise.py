@@ -37,7 +37,11 @@ as `limit_core_num` around the lines of the ops it limits.
 node's stack trace and the builder from its Python line), so "remove" and "change the tag"
 name that line; new scopes name the statements to wrap (for a Python file, whole statements
 found with `ast`); a GE dump's edits name its op names and attributes.  `apply_edits`
-applies the edits to a Python source, as a user would by hand.
+applies the edits to a Python source, as a user would by hand.  No edit adds an
+`npu_wait_tensor`: every cross-stream data dependency gets its event without one, and the
+user's waits stay where they are -- a wait in a removed scope then orders every later use of
+its tensor in the enclosing block, which the search judges (`Target.variant`), so the
+advised makespan is the edited program's.
 
 `--emit-mlir` writes the advised annotation back in source form (`stream.switch`,
 `coreset.limit`); the advice's own row is `npuir-run` on exactly that text.
@@ -206,6 +210,7 @@ class Edit:
 
     @property
     def torchair(self) -> str:
+        """The TorchAir statement the edit writes (or removes)."""
         if self.kind == "add-limit-scope":
             assert self.counts is not None
             return f"with torchair.scope.limit_core_num({self.counts[0]}, {self.counts[1]}):"
@@ -213,6 +218,7 @@ class Edit:
 
     @property
     def write(self) -> str:
+        """The text to write, in the source's own terms."""
         if self.source == "python":
             return self.torchair
         if self.source == "dump":
@@ -229,6 +235,7 @@ class Edit:
 
     @property
     def where(self) -> str:
+        """`file:line[-line]`, or a dump's op names."""
         if self.source == "dump" and self.ops:
             names = self.ops
             return (
@@ -245,6 +252,7 @@ class Edit:
 
     @property
     def action(self) -> str:
+        """What to do there, in words."""
         if self.source == "python":
             if self.kind == "remove-scope":
                 return f"remove `{self.write}` (and dedent its body)"
@@ -489,6 +497,8 @@ class Scope:
 
 @dataclass
 class OpInfo:
+    """Where an npu op comes from: its source line, its innermost user scope, its name."""
+
     site: Site
     scope: Scope | None
     """The innermost user scope around the op as written (None: the default stream)."""
@@ -709,6 +719,7 @@ class Search:
         self.trials = 0
 
     def written(self) -> dict[Unit, str]:
+        """Each unit's tag as the user wrote it."""
         out: dict[Unit, str] = {}
         for u in self.units:
             if u[0] == "scope":
