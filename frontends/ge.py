@@ -68,6 +68,7 @@ from npuir.context import NpuirContext
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
 from npuir.dialects import coreset, npu, stream
 from npuir.frontends.protobuf_text import Ident, Message, parse
+from npuir.gc_pause import without_collector
 from npuir.parsing import parse_module
 from npuir.verifier import verify
 
@@ -1226,6 +1227,7 @@ class _Importer:
         return results
 
 
+@without_collector  # the messages and the IR live on: collections would walk them again
 def import_text(
     ctx: NpuirContext,
     text: str,

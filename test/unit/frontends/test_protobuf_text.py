@@ -58,3 +58,38 @@ def test_syntax_errors_are_located(text: str, where: str, message: str) -> None:
     rendered = info.value.diagnostic.render()
     assert rendered.startswith(f"{where}: error: "), rendered
     assert message in rendered
+
+
+def test_where_an_identifier_stands_says_what_it_is() -> None:
+    # A field name may be followed by its ':' after a comment or a line break; `[x]`
+    # after ':' is a one-value list, before it an extension's field name; a value may
+    # be named like a field.
+    msg = parse("a # c\n : 1\nb: [x]\n[ext.f]: 2\nc: op\nop { d: [e, -f] }", "x")
+    assert msg.get("a") == 1 and msg.entries("a")[0].line == 1
+    assert msg.all("b") == ["x"] and isinstance(msg.get("b"), Ident)
+    assert msg.get("[ext.f]") == 2
+    assert msg.get("c") == "op"
+    inner = msg.get("op")
+    assert isinstance(inner, Message) and inner.all("d") == ["e", "-f"]
+
+
+def test_separators_end_fields_once() -> None:
+    assert parse("a: 1, b: 2; c { }, d: [1, 2];", "x").get("d") is not None
+    for text, where in (("a: 1,, b: 2", "d.txt:1:6"), (", a: 1", "d.txt:1:1")):
+        with pytest.raises(DiagnosticError) as info:
+            parse(text, "d.txt")
+        assert info.value.diagnostic.render().startswith(f"{where}: error: unexpected ','")
+
+
+def test_adjacent_strings_across_lines_and_comments_keep_later_locations() -> None:
+    msg = parse('s: "a" # "not a string\n  "b"\nt: 1', "x")
+    assert msg.get("s") == "ab"
+    assert msg.entries("t")[0].line == 3
+
+
+def test_a_long_string_and_deep_indentation_read_whole() -> None:
+    # Every token's pattern runs without backtracking: a 1 MB string and a 10k-space
+    # indent read in time and memory linear in them.
+    long = "x" * 1_000_000
+    msg = parse(f'{" " * 10_000}s: "{long}"\n{" " * 10_000}t: 2', "x")
+    assert msg.get("s") == long and msg.entries("t")[0].column == 10_001
