@@ -41,7 +41,7 @@ def outcome(text: str, kind: str, name: str = "input.mlir") -> Outcome:
     try:
         module = parse_module(ctx, text, name, sources, parser_kind=kind)
     except DiagnosticError as exc:
-        return ("error", exc.diagnostic.render())
+        return ("error", exc.diagnostic.render(), str(exc.diagnostic.kind))
     try:
         return (
             "ok",

@@ -53,9 +53,12 @@ from xdsl.utils.lexer import Input, Span, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
 from npuir.deep_stack import MAX_NESTING, deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
+from npuir.diagnostics import PARSE_ERROR, Diagnostic, DiagnosticError, Kind, SourceManager
 from npuir.fastparse import OpLineReader
 from npuir.gc_pause import collector_paused
+
+NOT_UTF8 = Kind("input.not-utf8")
+"""Input that is not valid UTF-8."""
 
 SPLIT_MARKER = "// -----"
 
@@ -473,7 +476,12 @@ def decode_source(data: bytes, filename: str, sources: SourceManager | None = No
         sources.add(filename, data.decode("utf-8", errors="backslashreplace"))
         loc = sources.location_of_offset(filename, len(good))
         raise DiagnosticError(
-            Diagnostic("error", f"input is not valid UTF-8 (byte 0x{data[exc.start]:02x})", loc)
+            Diagnostic(
+                "error",
+                f"input is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
+                loc,
+                kind=NOT_UTF8.code,
+            )
         ) from None
 
 
@@ -492,17 +500,17 @@ def parse_module(
     alone, the reference); by default the context's `parser` field says, else "fast".
     The cyclic garbage collector is paused meanwhile: everything built lives on.
     """
-    kind = parser_kind or getattr(ctx, "parser", "fast")
+    which = parser_kind or getattr(ctx, "parser", "fast")
     try:
         # Building the parser lexes the first token, which can fail too.
         with collector_paused():
-            parser = LocatingParser(ctx, text, filename, sources, base_offset, kind != "xdsl")
+            parser = LocatingParser(ctx, text, filename, sources, base_offset, which != "xdsl")
             return parser.parse_module()
     except ParseError as exc:
         loc = sources.location_of_offset(filename, base_offset + exc.span.start)
-        raise DiagnosticError(Diagnostic("error", exc.msg, loc)) from None
+        raise DiagnosticError(Diagnostic("error", exc.msg, loc, kind=PARSE_ERROR.code)) from None
     except VerifyException as exc:
         # Attributes verify as they are built, so a bad attribute surfaces here.
         offset = parser.pos if parser.pos < len(text) else len(text)
         loc = sources.location_of_offset(filename, base_offset + offset)
-        raise DiagnosticError(Diagnostic("error", str(exc), loc)) from None
+        raise DiagnosticError(Diagnostic("error", str(exc), loc, kind=PARSE_ERROR.code)) from None

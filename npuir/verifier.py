@@ -24,7 +24,7 @@ from xdsl.ir import Attribute, ErasedSSAValue, Operation
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.deep_stack import deep_stack
-from npuir.diagnostics import error
+from npuir.diagnostics import VERIFY_ERROR, Kind, error
 from npuir.dialects.attributes import (
     VerifiesDialectAttributes,
     enclosing_ops_verified,
@@ -91,6 +91,10 @@ class _SignatureMemo:
         self._by_value.add(value_key)
 
 
+USE_BEFORE_DEF = Kind("verify.use-before-def")
+"""A value used before it is defined."""
+
+
 @deep_stack
 def verify(root: Operation) -> None:
     """Verify `root` and everything nested in it; raise a located `DiagnosticError`."""
@@ -120,7 +124,7 @@ def verify(root: Operation) -> None:
                 if isinstance(op, FuncOp):
                     _verify_single_block(op)
             except (VerifyException, ValueError) as exc:
-                raise error(op, f"'{op.name}' op {exc}") from None
+                raise error(op, f"'{op.name}' op {exc}", VERIFY_ERROR, op_name=op.name) from None
 
 
 def _ends_block(op: Operation) -> bool:
@@ -149,4 +153,5 @@ def _check_defined_before_use(op: Operation, seen: set[Operation]) -> None:
                 op,
                 f"'{op.name}' op uses {name} before it is defined (a value must be "
                 "computed before its uses; a wait_tensor cycle looks like this)",
+                USE_BEFORE_DEF,
             )
