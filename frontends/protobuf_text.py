@@ -5,7 +5,7 @@ grammar is `protobuf_text.lark`, run by lark's LALR parser with the messages
 built as it reduces, no parse tree, and the garbage collector paused) and
 returns the top-level `Message`.  A message keeps its fields in file order, repeated
 fields as lists, and the line and column of every field, so that the second
-stage (`npuir.frontends.ge`) can point a diagnostic at the `op {` block or the
+stage (`npuir.frontends.ge_graph`) can point a diagnostic at the `op {` block or the
 `input:` string it is about.  Nothing here knows GE's schema.
 
 Scalars become `str` (strings, unescaped), `int` / `float` (numbers) and
