@@ -68,6 +68,9 @@ _VALUES = re.compile(
 )
 """`values : types` (a terminator such as stream.yield or func.return)."""
 
+_PROPERTIES = re.compile(rf"<{_WS}(?P<attrs>{_ATTRS}){_WS}>")
+"""A generic op's properties (`<{tag = "1", priority = 0 : i64}>`), flat as above."""
+
 _SPLIT_IDS = re.compile(_ID)
 _SPLIT_TYPES = re.compile(_TYPE)
 _VALUE_NAME = re.compile(r"[A-Za-z_$.-][\w$.-]*")
@@ -275,6 +278,26 @@ class OpLineReader:
         return cls
 
     # -- reading -----------------------------------------------------------------------
+
+    def properties(self, parser: LocatingParser, start: int) -> dict[str, Attribute] | None:
+        """The properties dictionary whose `<` is the parser's current token (at
+        `start`), read from the cache and the parser moved past it; or None, with
+        nothing consumed (a generic op with regions, such as `stream.switch`, is read by
+        xDSL, but its properties need not be)."""
+        if parser.nesting + NESTING_MARGIN > parser.max_nesting:
+            return None
+        match = _PROPERTIES.match(parser.lexer.input.content, start)
+        if match is None:
+            return None
+        attributes = self._attr_dict(match.group("attrs"))
+        if attributes is None:
+            return None
+        try:
+            parser.resume_at(match.end())
+        except ParseError:
+            parser.resume_at(start)
+            return None
+        return attributes
 
     def read(self, parser: LocatingParser, start: int) -> Operation | None:
         """The op whose text starts at `start` (the parser's current token), read and

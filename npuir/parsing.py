@@ -413,6 +413,14 @@ class LocatingParser(Parser):
             self._type_cache[key] = parsed
         return parsed
 
+    def parse_optional_properties_dict(self) -> dict[str, Attribute]:
+        token = self._current_token
+        if self._fast is not None and token.kind is MLIRTokenKind.LESS:
+            props = self._fast.properties(self, token.span.start)
+            if props is not None:
+                return props
+        return super().parse_optional_properties_dict()
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         if self._fast is not None and (op := self._fast.read(self, start)) is not None:

@@ -91,3 +91,31 @@ def test_parser_xdsl_selects_the_reference_path(
     assert opt.run([str(path)]) == 0
     assert capsys.readouterr().out == reference
     assert calls
+
+
+def test_fast_path_reads_generic_properties(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A generic op with regions is read by xDSL, its properties by the fast path.
+    from generate import transformer_layers
+
+    from npuir import make_context, print_ir
+    from npuir.fastparse import OpLineReader
+    from npuir.parsing import parse_module
+
+    ctx = make_context()
+    ctx.diagnostics.sources.add("t.mlir", transformer_layers(30))
+    module = parse_module(ctx, transformer_layers(30), "t.mlir", ctx.diagnostics.sources)
+    generic = print_ir(module, generic=True)
+    read: list[object] = []
+    original = OpLineReader.properties
+
+    def counting(self: OpLineReader, parser: object, start: int) -> object:
+        got = original(self, parser, start)  # type: ignore[arg-type]
+        read.append(got)
+        return got
+
+    monkeypatch.setattr(OpLineReader, "properties", counting)
+    ctx = make_context()
+    ctx.diagnostics.sources.add("g.mlir", generic)
+    parse_module(ctx, generic, "g.mlir", ctx.diagnostics.sources)
+    assert read and all(got is not None for got in read)
+    assert len(read) == generic.count("<{")
