@@ -82,6 +82,7 @@ def child(phase: str, shape: str, n: int) -> dict[str, Any]:
     elif phase == "run":
         import tempfile
 
+        from npuir.tools.cli import run_tool
         from npuir.tools.run import run
 
         with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
@@ -91,7 +92,7 @@ def child(phase: str, shape: str, n: int) -> dict[str, Any]:
 
         t0 = time.process_time()
         with contextlib.redirect_stdout(io.StringIO()):
-            status = run([f.name, "--timing-only", "--mirror-peers"])
+            status = run_tool("npuir-run", run, [f.name, "--timing-only", "--mirror-peers"])
         seconds = time.process_time() - t0
         Path(f.name).unlink()
         if status != 0:

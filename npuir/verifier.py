@@ -24,6 +24,7 @@ from xdsl.ir import Attribute, ErasedSSAValue, Operation
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.deep_stack import deep_stack
+from npuir.gc_pause import without_collector
 from npuir.diagnostics import VERIFY_ERROR, Kind, error
 from npuir.dialects.attributes import (
     VerifiesDialectAttributes,
@@ -96,6 +97,7 @@ USE_BEFORE_DEF = Kind("verify.use-before-def")
 
 
 @deep_stack
+@without_collector  # it allocates while the whole module is alive: collections would walk it
 def verify(root: Operation) -> None:
     """Verify `root` and everything nested in it; raise a located `DiagnosticError`."""
     seen: set[Operation] = set()
