@@ -24,7 +24,6 @@ from xdsl.ir import Attribute, ErasedSSAValue, Operation
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.deep_stack import deep_stack
-from npuir.gc_pause import without_collector
 from npuir.diagnostics import VERIFY_ERROR, Kind, error
 from npuir.dialects.attributes import (
     VerifiesDialectAttributes,
@@ -32,6 +31,7 @@ from npuir.dialects.attributes import (
     verify_op_attributes,
 )
 from npuir.dialects.npu import NpuOp
+from npuir.gc_pause import without_collector
 
 
 class _SignatureMemo:
