@@ -33,6 +33,7 @@ from typing import Any
 
 from npuir import __version__
 from npuir.deep_stack import on_deep_stack
+from npuir.gc_pause import collector_paused
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -94,8 +95,12 @@ def run_tool(prog: str, run: Callable[[list[str]], int], argv: Sequence[str] | N
     """Call `run(argv)` under the crash contract and return the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        # Deeply nested input recurses deeply in every phase (npuir.deep_stack).
-        return on_deep_stack(run, args)
+        # Deeply nested input recurses deeply in every phase (npuir.deep_stack).  The
+        # cyclic collector is off for the run: the IR lives until the tool exits, and each
+        # full collection would walk all of it again (30% of `npuir-run` on a 30k-op
+        # chain, growing with the program), for 3% less peak memory.
+        with collector_paused():
+            return on_deep_stack(run, args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
