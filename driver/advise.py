@@ -508,13 +508,16 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
 
 
 def _import_pt2(path: str) -> ModuleOp:
+    from npuir.frontends.pt2 import read_pt2
+
+    archive = read_pt2(path)  # checked as data first: a refused archive needs no torch
     try:
         from npuir.frontends.torch import import_pt2
     except ImportError:
         raise UsageError(
             f"'{path}' is a torch.export archive: pip install 'npuir[torch]'"
         ) from None
-    return import_pt2(path)
+    return import_pt2(archive)
 
 
 def _lower_bound(config: AdviseConfig, hw: Hardware) -> int | None:

@@ -51,6 +51,7 @@ from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Sou
 from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
+from npuir.frontends.pt2 import Pt2Archive, exported_program, read_pt2
 from npuir.torchair import Graph, Tensor, TorchairError, ops
 from npuir.torchair._graph import element_type, tensor_type
 
@@ -475,16 +476,18 @@ def import_exported_program(
 
 
 def import_pt2(
-    path: str | Path,
+    path: str | Path | Pt2Archive,
     *,
     target: str = "910b2",
     strict: bool = False,
     diagnostics: DiagnosticEngine | None = None,
 ) -> ModuleOp:
-    """The module of a `torch.export.save` archive (registers the `air::` ops first)."""
+    """The module of a `torch.export.save` archive (registers the `air::` ops first).
+
+    The archive is read as data by `npuir.frontends.pt2` (never unpickled, never
+    evaluated; `torch.export.load` would do both); a refused archive raises a located
+    `DiagnosticError`."""
     torch_scope.register()
-    try:
-        ep = torch.export.load(str(path))
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise DiagnosticError(Diagnostic("error", f"cannot load '{path}': {exc}")) from None
+    archive = path if isinstance(path, Pt2Archive) else read_pt2(path)
+    ep = exported_program(archive)
     return import_exported_program(ep, target=target, strict=strict, diagnostics=diagnostics)

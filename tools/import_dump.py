@@ -26,6 +26,7 @@ from npuir.cli import (
 from npuir.context import make_context
 from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.frontends.ge import import_text
+from npuir.frontends.pt2 import read_pt2
 from npuir.output import write_text
 
 EXIT_CODES = (
@@ -56,7 +57,16 @@ def _arg_parser() -> argparse.ArgumentParser:
 
 
 def _run_pt2(args: argparse.Namespace) -> int:
-    """A `torch.export.save` archive (needs the optional extra `npuir[torch]`)."""
+    """A `torch.export.save` archive (needs the optional extra `npuir[torch]`).
+
+    The archive is read and checked as data first (`npuir.frontends.pt2`), so a
+    refused archive (a pickle, a zip bomb) is an input error even without torch."""
+    ctx = make_context(collect_diagnostics=True)
+    try:
+        archive = read_pt2(args.input)
+    except DiagnosticError as exc:
+        print(ctx.diagnostics.render(exc.diagnostic), file=sys.stderr)
+        return EXIT_INPUT
     try:
         from npuir.frontends.torch import import_pt2
     except ImportError:
@@ -65,9 +75,8 @@ def _run_pt2(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    ctx = make_context(collect_diagnostics=True)
     try:
-        module = import_pt2(args.input, strict=args.strict, diagnostics=ctx.diagnostics)
+        module = import_pt2(archive, strict=args.strict, diagnostics=ctx.diagnostics)
     except DiagnosticError as exc:
         print(ctx.diagnostics.render(exc.diagnostic), file=sys.stderr)
         return EXIT_INPUT
