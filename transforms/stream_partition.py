@@ -4,7 +4,11 @@ The user-level program says where work runs with scopes (TorchAir's
 `npu_stream_switch`); the lowered program declares each stream once at module
 level (`stream.decl`) and tags every `npu` op and `stream.wait_tensor` with
 `stream.on = @sym`.  The order of the ops is kept exactly: it is the issue
-order the host enqueues them in.
+order the host enqueues them in -- except that a mode which places ops itself
+may issue them in another order, and then orders each collective after the
+previous one of its group (`chain_collectives`) and keeps the collectives'
+written order (`npuir.analysis.partition.keep_collective_order`), so that every
+rank still pairs them as written.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from npuir.backends.npu.profile import read_profile
 from npuir.context import remark
 from npuir.diagnostics import error
 from npuir.dialects import scope, stream
-from npuir.dialects.npu import DYN
+from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
@@ -115,6 +119,37 @@ def bind_later_uses(func: FuncOp) -> None:
             at = pos.get(use.operation, -1)
             if pos[wait] < at <= limit:
                 use.operation.operands[use.index] = wait.result
+
+
+def chain_collectives(func: FuncOp) -> int:
+    """Order each collective after the previous one of its group (in program order) with a
+    `stream.wait_tensor` on its input, unless it already uses that collective's result;
+    return how many waits were added.
+
+    Collectives of a group pair up across ranks by issue order, and the ranks' functions
+    are partitioned one by one; a mode that put a group's later collective on another
+    stream than an earlier one would let it start first -- holding cores, for an aiv
+    collective, that its rank's earlier work needs -- while its peers wait for the
+    earlier one: a deadlock the written program did not have.  The wait makes every
+    mode run a group's collectives in their written order, as one HCCL communicator does.
+    """
+    last: dict[str, Operation] = {}
+    added = 0
+    for op in list(func.body.walk()):
+        if not isinstance(op, CollectiveOp):
+            continue
+        previous = last.get(op.group)
+        last[op.group] = op
+        if previous is None or any(v.owner is previous for v in op.operands):
+            continue
+        parent = op.parent_block()
+        assert parent is not None
+        wait = stream.WaitTensorOp(op.operands[0], previous.results[0])
+        wait.location = op.location
+        parent.insert_op_before(wait, op)
+        op.operands[0] = wait.result
+        added += 1
+    return added
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -300,6 +335,8 @@ class StreamPartitionPass(ModulePass):
                         "is not applied (dynamic-multi-stream=true applies it)",
                     )
                 mode, use_tags = Mode.SINGLE, False
+            if mode.places_ops and chain_collectives(func):
+                prog = build_program(func)
             self._partition(func, prog, mode, use_tags, table, reserved, strategies)
         self._declare(op, table)
 
