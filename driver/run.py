@@ -36,7 +36,12 @@ from xdsl.ir import BlockArgument, OpResult, SSAValue
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
 from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
 from npuir.backends.npu.explain import compare, explain
-from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
+from npuir.backends.npu.groups import (
+    PartialGroup,
+    collectives,
+    mismatched_pairs,
+    partial_groups,
+)
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
@@ -385,7 +390,11 @@ def _lower(ctx: NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: s
 
 
 def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[PartialGroup]:
-    """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`."""
+    """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`.
+    Collectives that pair up across ranks but differ are an error at the later rank's."""
+    mismatched = mismatched_pairs([collectives(f) for f in funcs], len(funcs))
+    if mismatched:
+        raise error(mismatched[0].op, mismatched[0].describe())
     partial = partial_groups([collectives(f) for f in funcs], len(funcs))
     if partial and not mirror_peers:
         first = partial[0]

@@ -19,7 +19,7 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
@@ -122,9 +122,12 @@ def bind_later_uses(func: FuncOp) -> None:
 
 
 def chain_collectives(func: FuncOp) -> int:
-    """Order each collective after the previous one of its group (in program order) with a
-    `stream.wait_tensor` on its input, unless it already uses that collective's result;
-    return how many waits were added.
+    """Order each collective after the previous one of its group (in issue order) with a
+    `stream.wait_tensor` on its input, on its own stream, unless it already uses that
+    collective's result; return how many waits were added.  Runs on a partitioned
+    function whose `stream.switch` scopes are flattened; a previous collective inside a
+    `coreset.limit` scope that does not hold the later one is not visible there, and
+    such a pair is left as it is.
 
     Collectives of a group pair up across ranks by issue order, and the ranks' functions
     are partitioned one by one; a mode that put a group's later collective on another
@@ -143,13 +146,29 @@ def chain_collectives(func: FuncOp) -> int:
         if previous is None or any(v.owner is previous for v in op.operands):
             continue
         parent = op.parent_block()
-        assert parent is not None
+        home = previous.parent_block()
+        assert parent is not None and home is not None
+        if not _encloses(home, op):
+            continue
         wait = stream.WaitTensorOp(op.operands[0], previous.results[0])
         wait.location = op.location
+        on = op.attributes.get(stream.STREAM_ON)
+        if on is not None:
+            wait.attributes[stream.STREAM_ON] = on
         parent.insert_op_before(wait, op)
         op.operands[0] = wait.result
         added += 1
     return added
+
+
+def _encloses(block: Block, op: Operation) -> bool:
+    """Whether `op` sits in `block` or in an op nested in it."""
+    current: Operation | None = op
+    while current is not None:
+        if current.parent_block() is block:
+            return True
+        current = current.parent_op()
+    return False
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -335,8 +354,6 @@ class StreamPartitionPass(ModulePass):
                         "is not applied (dynamic-multi-stream=true applies it)",
                     )
                 mode, use_tags = Mode.SINGLE, False
-            if mode.places_ops and chain_collectives(func):
-                prog = build_program(func)
             self._partition(func, prog, mode, use_tags, table, reserved, strategies)
         self._declare(op, table)
 
@@ -386,6 +403,8 @@ class StreamPartitionPass(ModulePass):
         flatten_switches(func)
         if result.order is not None:
             reissue(func, prog, result.order)
+        if mode.places_ops:
+            chain_collectives(func)
 
     @staticmethod
     def _declare(module: ModuleOp, table: StreamTable) -> None:
