@@ -49,6 +49,8 @@ import ml_dtypes
 import numpy as np
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.host import available_bytes, gib
+from npuir.nesting import MAX_DATA_DEPTH, bracket_depth
 
 if TYPE_CHECKING:
     import torch
@@ -60,7 +62,6 @@ __all__ = [
     "MAX_RATIO",
     "Pt2Archive",
     "exported_program",
-    "json_depth",
     "read_pt2",
 ]
 
@@ -70,10 +71,9 @@ MAX_ENTRIES = 100_000
 MAX_JSON_BYTES = 256 * 1024 * 1024
 """The largest JSON entry read (a 100k-node program serializes to about 60 MB)."""
 
-MAX_JSON_DEPTH = 256
-"""How deeply brackets may nest in a JSON entry.  torch's own JSON nests about 12
-levels (a few more per nested subgraph); Python's JSON parser recurses in C once per
-level, and at 100k levels it overflows even the deep-stack thread's stack."""
+MAX_JSON_DEPTH = MAX_DATA_DEPTH
+"""How deeply brackets may nest in a JSON entry (`npuir.nesting`): torch's own JSON nests
+about 12 levels; at 100k levels Python's JSON parser overflows the C stack."""
 
 MAX_RATIO = 100
 """The most a compressed entry may expand (torch stores its entries uncompressed)."""
@@ -219,7 +219,7 @@ class _Reader:
             raise self.fail(
                 f"the entry is not UTF-8 ({exc.reason} at byte {exc.start})", entry
             ) from None
-        depth, where = json_depth(text, MAX_JSON_DEPTH)
+        depth, where = bracket_depth(text, MAX_JSON_DEPTH)
         if depth > MAX_JSON_DEPTH:
             line = text.count("\n", 0, where) + 1
             column = where - (text.rfind("\n", 0, where) + 1) + 1
@@ -235,26 +235,6 @@ class _Reader:
             return json.loads(text)
         except (ValueError, RecursionError) as exc:
             raise self.fail(f"invalid JSON: {exc}", entry) from None
-
-
-def json_depth(text: str, limit: int | None = None) -> tuple[int, int]:
-    """The deepest nesting of `[`/`{` in `text` and the offset where it is first reached;
-    with `limit`, the first depth over it and its offset (the scan stops there).
-
-    Brackets inside strings count too: torch keeps JSON inside some strings (tree
-    specs, custom metadata) and parses it later, so this bounds those as well."""
-    depth = deepest = 0
-    where = 0
-    for match in re.finditer(r"[\[\]{}]", text):
-        if match.group() in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest, where = depth, match.start()
-                if limit is not None and depth > limit:
-                    break
-        else:
-            depth = max(0, depth - 1)
-    return deepest, where
 
 
 def _check_expr(expr: str) -> str | None:
@@ -288,18 +268,6 @@ def _walk(value: Any) -> Iterator[tuple[str, Any]]:
                     stack.append(v)
         elif isinstance(item, list):
             stack.extend(v for v in item if isinstance(v, dict | list))
-
-
-def _available_bytes() -> int | None:
-    """The host's available memory (`MemAvailable`), or None where it is not known."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def _int(value: Any) -> int | None:
@@ -337,11 +305,11 @@ class _Tensors:
             if name not in self.payloads:
                 self.payloads[name] = b""
                 total += r.names[r.root + self.directory + name].file_size
-        available = _available_bytes()
+        available = available_bytes()
         if available is not None and total > available:
             raise r.fail(
-                f"the {self.kind}s take {total / 2**30:.1f} GiB, more than the "
-                f"{available / 2**30:.1f} GiB this host has available; refused before reading",
+                f"the {self.kind}s take {gib(total)}, more than the {gib(available)} "
+                "this host has available; refused before reading",
                 self.entry,
             )
         for name in self.payloads:

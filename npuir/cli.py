@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 from npuir import __version__
 from npuir.deep_stack import on_deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
+from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, printable_name
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -128,7 +128,9 @@ def _summary(exc: BaseException) -> str:
 
 
 def _report_crash(prog: str, args: list[str], exc: BaseException) -> int:
-    command = shlex.join([prog, *args])
+    # Arguments that are not UTF-8 (a file name) are shown as `\xNN`: the report must
+    # never fail itself.
+    command = printable_name(shlex.join([prog, *args]))
     details = "".join(traceback.format_exception(exc))
     if "--debug" in args:
         sys.stderr.write(details)
@@ -147,12 +149,12 @@ def _save_crash_report(prog: str, command: str, details: str) -> str:
     """Write what a bug report needs to a new file; say where, or how to get it instead."""
     try:
         fd, path = tempfile.mkstemp(prefix=f"{prog}-crash-", suffix=".txt")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(
                 f"command: {command}\n"
                 f"npuir {__version__}, Python {platform.python_version()}, {platform.platform()}\n"
                 f"\n{details}"
             )
-    except OSError:
+    except (OSError, ValueError):
         return "the traceback that --debug prints"
     return f"the traceback saved in {path} (or rerun with --debug)"

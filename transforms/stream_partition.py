@@ -230,7 +230,9 @@ def _wait_tensor_stream(
     `by_tag` is given); outside any scope on its first user's stream if the
     mode places ops itself, else on the default stream.  insert-events erases
     it, so the choice only makes the IR read well."""
-    if tag is not None and by_tag is not None:
+    if tag is not None and by_tag is not None and tag in by_tag:
+        # (A mode that makes streams only for the tags of compute ops has none for a
+        # scope that holds nothing but waits: such a wait goes where an unscoped one goes.)
         return by_tag[tag]
     users = [prog.index[u.operation] for u in wait.result.uses if u.operation in prog.index]
     return result.stream_of[min(users)] if users and mode.places_ops else DEFAULT_STREAM

@@ -31,6 +31,7 @@ from npuir.diagnostics import op_location
 from npuir.dialects.npu import CollectiveOp
 
 __all__ = [
+    "MAX_MIRRORED",
     "Mismatch",
     "PartialGroup",
     "collectives",
@@ -39,6 +40,13 @@ __all__ = [
     "partial_groups",
     "ranks_text",
 ]
+
+
+MAX_MIRRORED = 4096
+"""The most missing ranks a mirrored run takes as copies of one group's present ones.
+Each copy is a real input to the numeric collective (`numerics` stacks them), so the
+bound keeps a huge `group_size` from turning into that many tensors; it is npuir's
+limit, not the hardware's."""
 
 
 def group_range(rank: int, group_size: int) -> range:
@@ -73,8 +81,9 @@ class PartialGroup:
     group_size: int
     present: tuple[int, ...]
     """Ranks of the group that run."""
-    missing: tuple[int, ...]
-    """Ranks of the group that do not: the peers a mirrored run takes as copies."""
+    missing: range
+    """Ranks of the group that do not: the peers a mirrored run takes as copies (a range,
+    never a list: `group_size = 1000000000` must not become a billion integers)."""
 
     @property
     def op_text(self) -> str:
@@ -94,7 +103,7 @@ class PartialGroup:
             "group": self.op.group,
             "group_size": self.group_size,
             "ranks_present": list(self.present),
-            "mirrored_ranks": list(self.missing),
+            "mirrored_ranks": list(self.missing[:MAX_MIRRORED]),
         }
 
 
@@ -110,8 +119,8 @@ def partial_groups(per_rank: Sequence[Iterable[CollectiveOp]], ranks: int) -> li
             if members.stop <= ranks or key in seen:
                 continue
             seen.add(key)
-            present = tuple(r for r in members if r < ranks)
-            missing = tuple(r for r in members if r >= ranks)
+            present = tuple(range(members.start, min(members.stop, ranks)))
+            missing = range(max(members.start, ranks), members.stop)
             out.append(PartialGroup(op, op.group_size, present, missing))
     return out
 

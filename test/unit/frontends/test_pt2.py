@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from npuir.diagnostics import DiagnosticError
-from npuir.frontends.pt2 import MAX_JSON_DEPTH, json_depth, read_pt2
+from npuir.frontends.pt2 import MAX_JSON_DEPTH, read_pt2
+from npuir.nesting import bracket_depth
 
 BIN = Path(sys.executable).parent
 
@@ -193,8 +194,8 @@ def test_deep_json_is_refused_before_parsing(tmp_path: Path) -> None:
 
 
 def test_json_depth_counts_brackets_inside_strings_too() -> None:
-    assert json_depth('{"a": [1, {"b": "[[["}]}') == (6, 19)
-    assert json_depth("[]]][") == (1, 0)
+    assert bracket_depth('{"a": [1, {"b": "[[["}]}') == (6, 19)
+    assert bracket_depth("[]]][") == (1, 0)
 
 
 @pytest.mark.parametrize(
