@@ -58,7 +58,7 @@ from npuir.deep_stack import on_deep_stack
 from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.dialects.npu import NpuOp
 from npuir.driver import run as driver
-from npuir.frontends.ge import parse_source
+from npuir.frontends.load import load_source, source_of_text
 from npuir.schedule.core_check import function_checkers, holds_while_waiting
 
 LOWER = (
@@ -151,7 +151,7 @@ class _Parsed:
 def _parse(gen: Generated) -> _Parsed:
     config = _config(gen, "npu-default")
     ctx = make_context(collect_diagnostics=True)
-    module = parse_source(ctx, gen.text, config.path)
+    module = load_source(source_of_text(config.path, gen.text), ctx)
     names = driver.entry_names(config, module)
     funcs = driver._functions(module)
     shapes = [driver._arg_shapes(funcs[n], config, None) for n in names]
@@ -169,7 +169,9 @@ def _run(parsed: _Parsed, pipeline: str) -> _Run:
     hw = driver._hardware(config, module)
     warnings = driver._lower_reporting(ctx, module, config)
     hazard = any(HAZARD in w.message for w in warnings) or _holders_overlap(module, hw)
-    result, _, actual, _, _ = driver._simulate(module, parsed.names, parsed.shapes, hw, False, None)
+    result, _, actual, _, _ = driver._simulate(
+        ctx, module, parsed.names, parsed.shapes, hw, False, None
+    )
     try:
         outputs = run_ranks(module, actual, parsed.inputs)
     except NumericsError as exc:
@@ -213,7 +215,7 @@ def _same(a: list[list[Any]], b: list[list[Any]]) -> bool:
 
 def _round_trip(text: str) -> bool:
     ctx = make_context(collect_diagnostics=True)
-    return print_ir(parse_source(ctx, text, "<printed>")) == text
+    return print_ir(load_source(source_of_text("<printed>", text), ctx)) == text
 
 
 def check_program(gen: Generated, report: Report, advise: bool = False) -> None:

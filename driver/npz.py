@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from npuir.diagnostics import Diagnostic, DiagnosticError
+from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError
 
 __all__ = ["member_names", "read_arrays"]
 
@@ -28,7 +28,9 @@ _HEADER_BYTES = 1 << 16
 
 
 def _fail(path: str, message: str) -> DiagnosticError:
-    return DiagnosticError(Diagnostic("error", f"cannot read inputs '{path}': {message}"))
+    return DiagnosticError(
+        Diagnostic("error", f"cannot read inputs '{path}': {message}", kind=INPUT_ERROR.code)
+    )
 
 
 def member_names(path: str) -> list[str]:

@@ -37,6 +37,7 @@ anything of the archive.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import zipfile
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import ml_dtypes
 import numpy as np
 
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.host import available_bytes, gib
 from npuir.nesting import MAX_DATA_DEPTH, bracket_depth
 
@@ -64,6 +65,15 @@ __all__ = [
     "exported_program",
     "read_pt2",
 ]
+
+PT2_INVALID = Kind("pt2.invalid")
+"""An archive whose layout or JSON is not what torch.export.save writes."""
+PT2_UNSAFE = Kind("pt2.unsafe-entry")
+"""A pickled entry, or a string torch would evaluate: refused, never read."""
+INPUT_TOO_LARGE = Kind("input.too-large")
+"""An input that would take more than it may (a zip bomb, more than the host's memory)."""
+INPUT_TOO_DEEP = Kind("input.too-deep")
+"""Data nested deeper than `npuir.nesting.MAX_DATA_DEPTH`."""
 
 MAX_ENTRIES = 100_000
 """Entries an archive may hold (torch writes a dozen plus one per weight)."""
@@ -132,24 +142,30 @@ class Pt2Archive:
 
 
 class _Reader:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, data: bytes | None = None) -> None:
         self.path = path
+        self.data = data
         self.root = ""
         self.names: dict[str, zipfile.ZipInfo] = {}
 
     # -- errors -----------------------------------------------------------
 
     def fail(
-        self, message: str, entry: str | None = None, key: str | None = None
+        self,
+        message: str,
+        entry: str | None = None,
+        key: str | None = None,
+        kind: Kind = PT2_INVALID,
     ) -> DiagnosticError:
         """An error located at `entry` (at the first occurrence of `key` in it, if given)."""
         if entry is None:
-            return DiagnosticError(Diagnostic("error", message, SourceLocation(self.path, 1, 0)))
+            where = SourceLocation(self.path, 1, 0)
+            return DiagnosticError(Diagnostic("error", message, where, kind=kind.code))
         line, column = 1, 0
         if key is not None:
             line, column = self._position(entry, json.dumps(key))
         where = SourceLocation(f"{self.path}/{self.root}{entry}", line, column)
-        return DiagnosticError(Diagnostic("error", message, where))
+        return DiagnosticError(Diagnostic("error", message, where, kind=kind.code))
 
     def _position(self, entry: str, needle: str) -> tuple[int, int]:
         try:
@@ -166,23 +182,29 @@ class _Reader:
 
     def open(self) -> None:
         try:
-            self.zip: zipfile.ZipFile = zipfile.ZipFile(self.path)
+            source = io.BytesIO(self.data) if self.data is not None else self.path
+            self.zip: zipfile.ZipFile = zipfile.ZipFile(source)
             infos = self.zip.infolist()
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            raise self.fail(f"cannot load '{self.path}': {reason}") from None
+            raise self.fail(f"cannot load '{self.path}': {reason}", kind=INPUT_ERROR) from None
         except (zipfile.BadZipFile, ValueError, EOFError, RuntimeError) as exc:
             raise self.fail(
-                f"cannot load '{self.path}': not a torch.export archive (a zip file): {exc}"
+                f"cannot load '{self.path}': not a torch.export archive (a zip file): {exc}",
+                kind=INPUT_ERROR,
             ) from None
         if len(infos) > MAX_ENTRIES:
-            raise self.fail(f"the archive has {len(infos)} entries, more than {MAX_ENTRIES}")
+            raise self.fail(
+                f"the archive has {len(infos)} entries, more than {MAX_ENTRIES}",
+                kind=INPUT_TOO_LARGE,
+            )
         for info in infos:
             expanded = info.file_size > MAX_RATIO * max(info.compress_size, 1) + 65536
             if info.compress_type != zipfile.ZIP_STORED and expanded:
                 raise self.fail(
                     f"entry '{info.filename}' expands from {info.compress_size} to "
-                    f"{info.file_size} bytes (over {MAX_RATIO}x: a zip bomb); refused unread"
+                    f"{info.file_size} bytes (over {MAX_RATIO}x: a zip bomb); refused unread",
+                    kind=INPUT_TOO_LARGE,
                 )
             self.names[info.filename] = info
         formats = [n for n in self.names if n == "archive_format" or n.endswith("/archive_format")]
@@ -205,7 +227,9 @@ class _Reader:
         if info is None:
             raise self.fail(f"the archive has no entry '{self.root + entry}'")
         if info.file_size > limit:
-            raise self.fail(f"entry is {info.file_size} bytes, more than {limit}", entry)
+            raise self.fail(
+                f"entry is {info.file_size} bytes, more than {limit}", entry, kind=INPUT_TOO_LARGE
+            )
         try:
             return self.zip.read(info)
         except (OSError, zipfile.BadZipFile, ValueError, EOFError, RuntimeError) as exc:
@@ -229,6 +253,7 @@ class _Reader:
                     "error",
                     f"JSON nested more than {MAX_JSON_DEPTH} levels deep (torch writes about 12)",
                     location,
+                    kind=INPUT_TOO_DEEP.code,
                 )
             )
         try:
@@ -311,6 +336,7 @@ class _Tensors:
                 f"the {self.kind}s take {gib(total)}, more than the {gib(available)} "
                 "this host has available; refused before reading",
                 self.entry,
+                kind=INPUT_TOO_LARGE,
             )
         for name in self.payloads:
             self.payloads[name] = r.read_bytes(self.directory + name, 1 << 62)
@@ -331,6 +357,7 @@ class _Tensors:
                 "(re-export the model with plain tensors)",
                 self.entry,
                 fqn,
+                PT2_UNSAFE,
             )
         if name.startswith(("custom_obj_", "opaque_obj_")):
             raise self.reader.fail(
@@ -338,6 +365,7 @@ class _Tensors:
                 "loaded; npuir reads only raw tensor payloads from a .pt2 and refuses it",
                 self.entry,
                 fqn,
+                PT2_UNSAFE,
             )
 
     def _array(self, fqn: str, meta: dict[str, Any]) -> np.ndarray[Any, Any]:
@@ -397,6 +425,7 @@ def _check_program(reader: _Reader, entry: str, program: Any) -> None:
                     f"{why}; refused (torch would evaluate it)",
                     entry,
                     value if isinstance(value, str) else None,
+                    PT2_UNSAFE,
                 )
         elif key == "target" and isinstance(value, str):
             if not _TARGET.fullmatch(value) or "__" in value:
@@ -404,20 +433,24 @@ def _check_program(reader: _Reader, entry: str, program: Any) -> None:
                     f"node target '{value[:80]}' is not an operator name (torch.ops.*, _operator.*)",
                     entry,
                     value,
+                    PT2_UNSAFE,
                 )
     constraints = program.get("range_constraints", {})
     if not isinstance(constraints, dict):
         raise reader.fail("range_constraints is not an object", entry)
     for name in constraints:
         if not _SYMBOL.fullmatch(name):
-            raise reader.fail(f"range constraint '{name[:80]}' is not a shape symbol", entry, name)
+            raise reader.fail(
+                f"range constraint '{name[:80]}' is not a shape symbol", entry, name, PT2_UNSAFE
+            )
     program["guards_code"] = []
 
 
-def read_pt2(path: str | Path) -> Pt2Archive:
-    """Read `path` as described in the module docstring; raise a located
-    `DiagnosticError` for an archive npuir refuses.  Needs no torch."""
-    reader = _Reader(str(path))
+def read_pt2(path: str | Path, data: bytes | None = None) -> Pt2Archive:
+    """Read `path` (or the archive's bytes `data`, named `path`) as described in the
+    module docstring; raise a located `DiagnosticError` for an archive npuir refuses.
+    Needs no torch."""
+    reader = _Reader(str(path), data)
     try:
         reader.open()
         models = sorted(
@@ -438,6 +471,7 @@ def read_pt2(path: str | Path) -> Pt2Archive:
                     "the weights or constants are one pickle (the legacy format), which can run "
                     "code when loaded; npuir refuses it (re-save with a current torch.export.save)",
                     legacy,
+                    kind=PT2_UNSAFE,
                 )
         entry = f"models/{model}.json"
         program = reader.read_json(entry)
@@ -492,7 +526,12 @@ def exported_program(archive: Pt2Archive) -> torch.export.ExportedProgram:
     ) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DiagnosticError(
-            Diagnostic("error", f"torch cannot rebuild the program: {message[:300]}", where)
+            Diagnostic(
+                "error",
+                f"torch cannot rebuild the program: {message[:300]}",
+                where,
+                kind=PT2_INVALID.code,
+            )
         ) from None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from xdsl.passes import ModulePass
 
-from npuir.cli import run_tool
+from npuir.tools.cli import run_tool
 from npuir.tools import opt
 from npuir.transforms import PASSES
 
