@@ -21,6 +21,7 @@ its exit codes in its `--help` (`exit_codes_epilog`).
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import platform
@@ -92,23 +93,61 @@ def add_common_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run_tool(prog: str, run: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:
-    """Call `run(argv)` under the crash contract and return the exit status."""
+    """Call `run(argv)` under the crash contract and return the exit status.
+
+    Standard output is flushed before the status is returned, so that a write that
+    fails (a full disk, `> /dev/full`) is reported -- exit 2, one line -- instead of
+    being lost in the interpreter's last flush; a reader that went away is exit 141."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        # Deeply nested input recurses deeply in every phase (npuir.deep_stack).
-        return on_deep_stack(run, args)
+        try:
+            # Deeply nested input recurses deeply in every phase (npuir.deep_stack).
+            code = on_deep_stack(run, args)
+        except SystemExit:
+            sys.stdout.flush()  # `--help` on a full disk fails too
+            raise
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`npuir-opt big.mlir | head`): not a bug, and nothing left to
         # say.  Point stdout at /dev/null so the interpreter's final flush does not fail too.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            return _report_crash(prog, args, exc)
+        # Every output file goes through `npuir.tools.output`, which reports its own
+        # failures; what is left failing to write with these errors is standard output.
+        _silence_stdout()
+        print(
+            f"{prog}: error: cannot write standard output: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except Exception as exc:
+        return _report_crash(prog, args, exc)
+
+
+_OUTPUT_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO", "EROFS", "EBADF")
+    if hasattr(errno, name)
+)
+"""Errors of a write that failed for want of room or a writable device, not of a bug."""
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, dropping what is buffered, so that the
+    interpreter's final flush neither fails nor writes half a line more."""
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-        return EXIT_BROKEN_PIPE
-    except Exception as exc:
-        return _report_crash(prog, args, exc)
+    except (OSError, ValueError):
+        pass
 
 
 def _summary(exc: BaseException) -> str:
