@@ -295,6 +295,7 @@ def run(
     advise_every: int = 0,
     max_ops: int = 14,
     seeds: list[int] | None = None,
+    progress_every: int = 0,
 ) -> Report:
     """Check `programs` programs from `seed` on (or exactly `seeds`)."""
     report = Report()
@@ -302,6 +303,13 @@ def run(
     chosen = seeds if seeds is not None else [seed + i for i in range(programs)]
     for i, s in enumerate(chosen):
         gen = program(s, max_ops)
+        if progress_every and i and i % progress_every == 0:
+            print(
+                f"[{i} programs, {time.perf_counter() - start:.0f} s] "
+                + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())),
+                file=sys.stderr,
+                flush=True,
+            )
         # One deep-stack thread for the whole program, not one per parse, pass run and print.
         on_deep_stack(check_program, gen, report, bool(advise_every) and i % advise_every == 0)
     report.seconds = time.perf_counter() - start
@@ -316,9 +324,10 @@ def main() -> int:
     ap.add_argument("--advise-every", type=int, default=0, help="run npuir-advise on every Nth")
     ap.add_argument("--seeds", help="comma-separated seeds to check (instead of a range)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--progress", type=int, default=0, help="a status line every N programs")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
-    report = run(args.programs, args.seed, args.advise_every, args.max_ops, seeds)
+    report = run(args.programs, args.seed, args.advise_every, args.max_ops, seeds, args.progress)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
