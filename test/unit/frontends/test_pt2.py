@@ -331,3 +331,30 @@ def test_an_expression_payload_would_run_under_torch(tmp_path: Path) -> None:
     except Exception as exc:
         buffer.write(str(exc))
     assert marker.exists(), "the planted expression is not live: this test would prove nothing"
+
+
+def test_mutated_archives_give_a_located_error_or_an_archive(tmp_path: Path) -> None:
+    """A small fuzz run of the reader: byte flips, truncation and entry swaps of a valid
+    archive end in a `DiagnosticError` with a location, or read -- never another
+    exception (a traceback)."""
+    import random
+
+    good = build(tmp_path / "good.pt2", {}).read_bytes()
+    rng = random.Random(23)
+    for case in range(300):
+        data = bytearray(good)
+        how = case % 3
+        if how == 0:
+            for _ in range(rng.randint(1, 8)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        elif how == 1:
+            del data[rng.randrange(len(data)) :]
+        else:
+            at = rng.randrange(len(data))
+            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
+        path = tmp_path / f"m{case}.pt2"
+        path.write_bytes(bytes(data))
+        try:
+            read_pt2(path)
+        except DiagnosticError as exc:
+            assert exc.diagnostic.location is not None, (case, exc.diagnostic.message)
