@@ -206,17 +206,13 @@ class Request:
 
 
 def issue_order_fixed(prog: Program) -> bool:
-    """Whether `prog`'s nodes must keep their written issue order: when any sits in a
+    """Whether `prog`'s nodes must keep their written issue order: when the function has a
     `coreset.limit` scope.  A scope is lexical -- its ops are one region, and its limit
     covers exactly them -- so a new order could only be realised by splitting scopes,
-    which the stream-partition pass does not do (it reissues the ops of a flat function)."""
-    for op in prog.ops:
-        parent = op.parent_op()
-        while parent is not None and parent is not prog.func:
-            if isinstance(parent, coreset.LimitOp):
-                return True
-            parent = parent.parent_op()
-    return False
+    which the stream-partition pass does not do (it reissues the ops of a flat function).
+    A scope that holds no compute op (only a `stream.wait_tensor`) counts too: reissuing
+    around it would leave it in front of the values its wait uses."""
+    return any(isinstance(op, coreset.LimitOp) for op in prog.func.body.walk())
 
 
 Strategy = Callable[[Request], Assignment]

@@ -11,7 +11,7 @@ Every program is well formed and, as written, computes a defined result; it mixe
   requires), and sometimes two collectives of different groups back to back;
 - `stream.switch` scopes (tags with fixed priorities), nested scopes, `coreset.limit`
   scopes inside and outside them, `coreset.stream_limit`, and `stream.wait_tensor`
-  on earlier values, inside scopes and outside;
+  on earlier values, inside scopes and outside, and scopes holding only a wait;
 - gear programs: a function whose dim 0 takes gears (`#gear.dims`), run on a gear shape.
 
 What it does not promise: that the written program is free of a hold-and-wait
@@ -72,6 +72,8 @@ class _Function:
         cores: tuple[int, int],
     ) -> None:
         self.rng = rng
+        # Its own stream of numbers, so that adding it kept every seed's other choices.
+        self.extra = random.Random(rng.random())
         self.name = name
         self.dynamic = dynamic
         self.t = f"tensor<?x{COLS}xf32>" if dynamic else T
@@ -147,9 +149,32 @@ class _Function:
 
     # -- scopes ---------------------------------------------------------------
 
+    def wait_only_scope(self) -> None:
+        """A scope that holds nothing but a `stream.wait_tensor` (TorchAir allows it)."""
+        rng = self.extra
+        tensor, dep = rng.choice(self.values), rng.choice(self.values)
+        w, out = self.fresh("w"), self.fresh("s")
+        if rng.random() < 0.5:
+            tag = rng.choice(TAGS)
+            prio = self.priorities[tag]
+            head = f'{out} = stream.switch "{tag}"' + (f" priority {prio}" if prio else "")
+            tail = f"stream.yield {w} : {self.t}"
+        else:
+            head = f"{out} = coreset.limit vector {rng.randint(1, self.cores[1])}"
+            tail = f"coreset.yield {w} : {self.t}"
+        self.lines += [
+            f"  {head} -> {self.t} {{",
+            f"    {w} = stream.wait_tensor {tensor} after {dep} : {self.t}, {self.t}",
+            f"    {tail}",
+            "  }",
+        ]
+        self.values.append(out)
+
     def statement(self, coll: _Collective | None, depth: int = 0) -> None:
         """One op (a collective when given), maybe wrapped in scopes, appended to the body."""
         rng = self.rng
+        if depth == 0 and len(self.values) > 3 and self.extra.random() < 0.05:
+            self.wait_only_scope()
         shape = rng.random()
         if depth >= 3 or shape < 0.4:
             out: list[str] = []
