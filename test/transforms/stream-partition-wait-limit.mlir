@@ -19,6 +19,5 @@ func.func @f(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
 }
 // CHECK: %v1 = npu.exp
 // CHECK: %v2 = npu.relu
-// CHECK: coreset.limit
 // CHECK: stream.wait_tensor %v1 after %v2
 // RAN: check{{ +}}passed
