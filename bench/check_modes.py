@@ -16,9 +16,10 @@ Outcomes, per program and mode:
 
 - `wrong`: an output differs from the unscheduled program (`--check` would exit 4);
 - `deadlock`: the mode's run deadlocks where the program as written runs and has no
-  hold-and-wait hazard (two ops that hold cores while they wait -- aiv collectives,
-  full_core_sync ops -- on unordered streams of one rank, together over the device's
-  cores) -- a deadlock the compiler made;
+  hold-and-wait hazard (an op that holds cores while it waits -- an aiv collective, a
+  full_core_sync op -- unordered with another op of its engine on another stream of
+  its rank, the two over the device's cores: `_holders_overlap`) -- a deadlock the
+  compiler made;
 - `exposed`: the mode's run deadlocks, and the written program already had a
   hold-and-wait hazard that the mode's different timing exposed (reported, not a
   compiler fault: the written program can deadlock on another timing);
@@ -97,6 +98,8 @@ class Report:
     seconds: float = 0.0
     ranks: Counter[int] = field(default_factory=Counter)
     collectives: int = 0
+    verbose: bool = False
+    """Print each fault as it is found (on stderr)."""
 
     @property
     def faults(self) -> int:
@@ -180,26 +183,30 @@ def _run(parsed: _Parsed, pipeline: str) -> _Run:
 
 
 def _holders_overlap(module: Any, hw: Any) -> bool:
-    """Whether two ops that hold cores while they wait (aiv collectives, full_core_sync ops)
-    sit on two streams of one function, unordered, and together ask for more cores than the
-    device has: a hold-and-wait hazard (`coreset-check` warns only when one of them is a
-    full_core_sync op; two aiv collectives can deadlock across ranks just the same)."""
+    """Whether an op that holds cores while it waits (an aiv collective, a full_core_sync
+    op) can run, unordered, beside another op of its engine on another stream of its
+    rank, the two asking for more cores than the device has: a hold-and-wait hazard.
+
+    `coreset-check` warns when the holder meets another holder.  Across ranks one holder
+    is enough: an aiv collective that took the cores waits for its peers, whose progress
+    may need the op it starved on its own rank -- the written program can deadlock on
+    another timing, and a mode's different timing only exposes that."""
     for _, checker in function_checkers(module, hw):
         prog = checker.prog
-        holders = [
+        ops = [
             n
             for n in range(len(prog))
-            if prog.kind[n] is NodeKind.COMPUTE
-            and isinstance(prog.ops[n], NpuOp)
-            and holds_while_waiting(prog.ops[n])  # type: ignore[arg-type]
+            if prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
         ]
-        for i, n in enumerate(holders):
-            for m in holders[i + 1 :]:
-                if prog.stream[n] == prog.stream[m] or checker.hb.ordered(n, m):
+        holders = [n for n in ops if holds_while_waiting(prog.ops[n])]  # type: ignore[arg-type]
+        for n in holders:
+            engines = set(engines_used(prog.ops[n]))  # type: ignore[arg-type]
+            for m in ops:
+                if m == n or prog.stream[n] == prog.stream[m]:
                     continue
-                if checker.hb.ordered(m, n):
+                if checker.hb.ordered(n, m) or checker.hb.ordered(m, n):
                     continue
-                for engine in set(engines_used(prog.ops[n])) & set(engines_used(prog.ops[m])):  # type: ignore[arg-type]
+                for engine in engines & set(engines_used(prog.ops[m])):  # type: ignore[arg-type]
                     if checker.demand(n, engine) + checker.demand(m, engine) > hw.cores(engine):
                         return True
     return False
@@ -228,6 +235,8 @@ def check_program(gen: Generated, report: Report, advise: bool = False) -> None:
         report.outcomes[outcome] += 1
         if outcome in FAULTS or outcome == "exposed":
             report.findings.append(Finding(gen.seed, mode, outcome, detail[:2000]))
+        if outcome in FAULTS and report.verbose:
+            print(f"seed {gen.seed} {mode}: {outcome}", file=sys.stderr, flush=True)
 
     try:
         parsed = _parse(gen)
@@ -298,7 +307,7 @@ def run(
     progress_every: int = 0,
 ) -> Report:
     """Check `programs` programs from `seed` on (or exactly `seeds`)."""
-    report = Report()
+    report = Report(verbose=bool(progress_every))
     start = time.perf_counter()
     chosen = seeds if seeds is not None else [seed + i for i in range(programs)]
     for i, s in enumerate(chosen):
