@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from xdsl.passes import ModulePass
 
-from npuir.tools.cli import run_tool
 from npuir.tools import opt
+from npuir.tools.cli import run_tool
 from npuir.transforms import PASSES
 
 ROOT = Path(__file__).resolve().parents[3]
