@@ -53,7 +53,14 @@ from xdsl.utils.lexer import Input, Span, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
 from npuir.deep_stack import MAX_NESTING, deep_stack
-from npuir.diagnostics import PARSE_ERROR, Diagnostic, DiagnosticError, Kind, SourceManager
+from npuir.diagnostics import (
+    PARSE_ERROR,
+    Diagnostic,
+    DiagnosticError,
+    Kind,
+    SourceManager,
+    printable_name,
+)
 from npuir.fastparse import OpLineReader
 from npuir.gc_pause import collector_paused
 
@@ -132,7 +139,12 @@ class LocatingParser(Parser):
         self.forward_block_references = defaultdict(list)
         self.forward_ssa_references = {}
         self._filename = filename
-        self._file_attr = StringAttr(filename)
+        # A name that is not UTF-8 is kept printable in the IR (its locations print, and
+        # the diagnostics of later passes still show the source line).
+        printable = printable_name(filename)
+        if printable != filename:
+            sources.add(printable, text)
+        self._file_attr = StringAttr(printable)
         self._sources = sources
         self._base_offset = base_offset
         # Names of the ops being parsed, innermost last, to name one in an error.

@@ -69,7 +69,15 @@ from xdsl.dialects.builtin import ModuleOp
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.events import lowered_program
-from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign, permuted
+from npuir.analysis.partition import (
+    Assignment,
+    Mode,
+    Request,
+    Strategy,
+    assign,
+    keep_collective_order,
+    permuted,
+)
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
@@ -473,6 +481,14 @@ def has_parallelism(prog: Program) -> bool:
     return False
 
 
+def _keeping_collectives(prog: Program, result: Assignment) -> Assignment:
+    """`result` with its issue order made to keep the collectives' written order."""
+    if result.order is None:
+        return result
+    order = keep_collective_order(prog, result.order)
+    return dataclasses.replace(result, order=None if order == list(range(len(prog))) else order)
+
+
 def _in_order(result: Assignment, order: list[int] | None) -> Assignment:
     """`result`'s streams indexed by position in `order` (the nodes of a permuted program)."""
     if order is None:
@@ -518,9 +534,11 @@ def assign_auto(
     costed += _list_schedules(
         prog, costs, solo, pinned, priorities, max_streams, hw, reserved, reorder
     )
+    # Every order judged keeps the collectives' written order, as `assign` will.
+    costed = [(name, _keeping_collectives(prog, result)) for name, result in costed]
     orders: list[list[int] | None] = [None]
     if reorder:
-        ranked = upward_rank_order(prog, solo.duration)
+        ranked = keep_collective_order(prog, upward_rank_order(prog, solo.duration))
         if ranked != list(range(len(prog))):
             orders.append(ranked)
     listed = len(orders)  # the orders every baseline is tried in
