@@ -59,10 +59,10 @@ from xdsl.irdl import (
     var_result_def,
 )
 from xdsl.irdl.constraints import VerificationContext
-from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+from npuir.dialects.effects import PureUntilScheduled
 
 DYN = DYNAMIC_INDEX
 """A dynamic dim in a shape tuple."""
@@ -308,7 +308,7 @@ class BinaryOp(NpuOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue) -> None:
         (ty,) = BinaryOp.infer_for(lhs.type, rhs.type)
@@ -337,7 +337,7 @@ class UnaryOp(NpuOp):
     FLOPS_PER_ELEMENT: ClassVar[int] = 1
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def __init__(self, input: SSAValue) -> None:
         super().__init__(operands=[input], result_types=[input.type])
@@ -442,7 +442,7 @@ class MatmulOp(NpuOp):
     result = result_def(TensorType)
     transpose_a = opt_attr_def(UnitAttr)
     transpose_b = opt_attr_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         a, b = operand_types
@@ -488,7 +488,7 @@ class BatchMatmulOp(NpuOp):
     result = result_def(TensorType)
     transpose_a = opt_attr_def(UnitAttr)
     transpose_b = opt_attr_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         a, b = operand_types
@@ -699,7 +699,7 @@ class CastOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         declared = self.result.type
@@ -729,7 +729,7 @@ class SwigluOp(NpuOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
@@ -760,7 +760,7 @@ class SoftmaxOp(NpuOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         normalize_axis(_int_attr(self, "axis", -1), len(shape_of(operand_types[0])))
@@ -785,7 +785,7 @@ class RmsNormOp(NpuOp):
     gamma = operand_def(TensorType)
     result = result_def(TensorType)
     epsilon = opt_attr_def(_f32("epsilon"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def verify_(self) -> None:
         if self.epsilon is not None and self.epsilon.value.data <= 0:
@@ -819,7 +819,7 @@ class ReduceOp(NpuOp):
     result = result_def(TensorType)
     axes = opt_attr_def(_i64_array("axes"))
     keepdims = opt_attr_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def reduced_axes(self, rank: int) -> set[int]:
         if self.axes is None:
@@ -886,7 +886,7 @@ class TransposeOp(NpuOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     perm = attr_def(_i64_array("perm"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
@@ -916,7 +916,7 @@ class ReshapeOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty, declared = operand_types[0], self.result.type
@@ -963,7 +963,7 @@ class ConcatOp(NpuOp):
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         if not operand_types:
@@ -1007,7 +1007,7 @@ class SliceOp(NpuOp):
     offsets = attr_def(_i64_array("offsets"))
     sizes = attr_def(_i64_array("sizes"))
     strides = opt_attr_def(_i64_array("strides"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def _strides(self, rank: int) -> tuple[int, ...]:
         return (1,) * rank if self.strides is None else _ints(self.strides)
@@ -1052,7 +1052,7 @@ class GatherOp(NpuOp):
     indices = operand_def(TensorType)
     result = result_def(TensorType)
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         data, idx = operand_types
@@ -1080,7 +1080,7 @@ class TopkOp(NpuOp):
     indices = result_def(TensorType)
     k = attr_def(_i64("k"))
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
@@ -1274,7 +1274,7 @@ class Conv2dOp(NpuOp):
     pads = opt_attr_def(DenseArrayBase)
     dilations = opt_attr_def(DenseArrayBase)
     groups = opt_attr_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def window(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int]:
         """`(strides, pads, dilations, groups)` with their defaults."""
@@ -1356,7 +1356,7 @@ class Pool2dOp(NpuOp):
     strides = opt_attr_def(DenseArrayBase)
     pads = opt_attr_def(DenseArrayBase)
     ceil_mode = opt_attr_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     @property
     def pool_kind(self) -> PoolKind:
@@ -1412,7 +1412,7 @@ class LayoutTransformOp(NpuOp):
     result = result_def(TensorType)
     src_format = opt_attr_def(StringAttr)
     dst_format = opt_attr_def(StringAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         if self.src_format is None or self.dst_format is None:

@@ -39,13 +39,13 @@ from xdsl.printer import Printer
 from xdsl.traits import SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.dialects import scope
+from npuir.dialects import effects, scope
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
 
 DEFAULT_TAG = "default"
 """The tag of the stream that ops outside any `stream.switch` run on."""
 
-STREAM_ON = "stream.on"
+STREAM_ON = effects.STREAM_ON
 """The attribute naming an op's stream (a `@symbol` of a `stream.decl`) once lowered."""
 
 
@@ -157,7 +157,8 @@ class WaitTensorOp(IRDLOperation):
 
     name = "stream.wait_tensor"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    # It orders the later uses of `tensor`, not only of its result: never dead.
+    traits = traits_def(VerifiesDialectAttributes(), effects.OrdersStream())
 
     T: ClassVar = VarConstraint("T", base(TensorType))
 
