@@ -11,23 +11,21 @@ cores carries its effective `coreset.cores`.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    lazy_traits_def,
     opt_prop_def,
     param_def,
     prop_def,
-    region_def,
     traits_def,
-    var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.traits import HasParent, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import scope
@@ -147,11 +145,12 @@ class YieldOp(scope.ScopeYieldOp):
     """
 
     name = "coreset.yield"
-    PARENT: ClassVar[str] = "coreset.limit"
+
+    traits = lazy_traits_def(lambda: (HasParent(LimitOp),))
 
 
 @irdl_op_definition
-class LimitOp(IRDLOperation):
+class LimitOp(scope.ScopeOp):
     """Bounds the cores each op in its body may take (TorchAir's `limit_core_num`).
 
     Limits are lexical: a `stream.switch` nested inside keeps the limit.
@@ -166,12 +165,10 @@ class LimitOp(IRDLOperation):
 
     name = "coreset.limit"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    traits = traits_def(VerifiesDialectAttributes(), SingleBlockImplicitTerminator(YieldOp))
 
     cube = opt_prop_def(IntegerAttr[I64])
     vector = opt_prop_def(IntegerAttr[I64])
-    outputs = var_result_def()
-    body = region_def("single_block")
 
     def __init__(
         self,
@@ -210,7 +207,7 @@ class LimitOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_counts({e: self.count(e) for e in ENGINES})
-        scope.verify_scope(self, self.body, YieldOp)
+        scope.verify_scope(self)
 
 
 @irdl_op_definition

@@ -27,16 +27,15 @@ from xdsl.irdl import (
     VarConstraint,
     base,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
-    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import SymbolOpInterface
+from xdsl.traits import HasParent, SingleBlockImplicitTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import effects, scope
@@ -59,11 +58,12 @@ class YieldOp(scope.ScopeYieldOp):
     """
 
     name = "stream.yield"
-    PARENT: ClassVar[str] = "stream.switch"
+
+    traits = lazy_traits_def(lambda: (HasParent(SwitchOp),))
 
 
 @irdl_op_definition
-class SwitchOp(IRDLOperation):
+class SwitchOp(scope.ScopeOp):
     """Runs the ops of its body on the stream named by its tag.
 
     Mirrors TorchAir's `npu_stream_switch(tag, priority)`: the same tag is the
@@ -80,12 +80,10 @@ class SwitchOp(IRDLOperation):
 
     name = "stream.switch"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    traits = traits_def(VerifiesDialectAttributes(), SingleBlockImplicitTerminator(YieldOp))
 
     tag = prop_def(StringAttr)
     priority = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
-    outputs = var_result_def()
-    body = region_def("single_block")
 
     def __init__(
         self,
@@ -132,7 +130,7 @@ class SwitchOp(IRDLOperation):
     def verify_(self) -> None:
         if self.priority_value < 0:
             raise VerifyException(f"priority must be >= 0, got {self.priority_value}")
-        scope.verify_scope(self, self.body, YieldOp)
+        scope.verify_scope(self)
 
 
 @irdl_op_definition

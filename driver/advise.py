@@ -40,6 +40,7 @@ from npuir.context import make_context
 from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
+from npuir.dialects.scope import ScopeOp
 from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
 from npuir.frontends.ge import parse_path
 from npuir.passmanager.pipeline import build_pipeline, run_passes
@@ -370,7 +371,7 @@ def _scopes(
     out: dict[tuple[object, ...], tuple[str, list[Operation]]] = {}
     for func in scheduled_functions(module):
         for op in func.body.walk():
-            if isinstance(op, stream.SwitchOp | coreset.LimitOp):
+            if isinstance(op, ScopeOp):
                 body = [o for o in op.body.walk() if isinstance(o, NpuOp)]
                 if not body:
                     continue

@@ -99,7 +99,7 @@ func.func @case(%x: tensor<8xf16>) {
 
 // Tests that stream.yield does not end a coreset.limit.
 func.func @case(%x: tensor<8xf16>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'coreset.limit' op body must end with 'coreset.yield'
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'coreset.limit' op terminates with operation stream.yield instead of coreset.yield
   coreset.limit cube 2 {
     stream.yield
   }
@@ -110,7 +110,7 @@ func.func @case(%x: tensor<8xf16>) {
 
 // Tests that the generic form's body ends with the yield.
 func.func @case(%x: tensor<8xf16>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.switch' op body must end with 'stream.yield'
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.switch' op terminates with operation npu.relu instead of stream.yield
   "stream.switch"() <{tag = "1", priority = 0 : i64}> ({
     %0 = npu.relu %x : (tensor<8xf16>) -> tensor<8xf16>
   }) : () -> ()
