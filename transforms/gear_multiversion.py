@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -113,15 +113,19 @@ def ge_options(func: FuncOp, dims: list[Dim], gears: list[tuple[int, ...]]) -> d
     }
 
 
+Fallback = Literal["none", "dynamic"]
+"""The `fallback` option's choices."""
+
+
 @dataclass(frozen=True)
 class GearMultiversionPass(ModulePass):
     """Clone each function with gears into static versions behind a gear.dispatch."""
 
     name = "gear-multiversion"
 
-    FALLBACKS: ClassVar[tuple[str, ...]] = ("none", "dynamic")
+    FALLBACKS: ClassVar[tuple[str, ...]] = get_args(Fallback)
 
-    fallback: str = option(
+    fallback: Fallback = option(
         "none",
         "what a shape that matches no gear does: 'none' makes it a runtime error; "
         "'dynamic' keeps the generic body as @NAME_dynamic for such shapes",
