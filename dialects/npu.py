@@ -61,7 +61,7 @@ from xdsl.irdl import (
 from xdsl.irdl.constraints import VerificationContext
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+from npuir.dialects.attributes import AttributeVerifier, SpelledEnum, VerifiesDialectAttributes
 from npuir.dialects.effects import PureUntilScheduled
 
 DYN = DYNAMIC_INDEX
@@ -100,6 +100,15 @@ the links, or in `aiv` mode borrow vector cores."""
 LIMITED_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value)
 """The AI Core's engines, whose core counts `coreset` limits (TorchAir's
 `limit_core_num` takes cube and vector counts)."""
+
+
+class CommMode(StrEnum):
+    """How a collective moves its data (its `mode` attribute)."""
+
+    SDMA = "sdma"
+    """With the DMA engines, holding no compute cores (the default)."""
+    AIV = "aiv"
+    """Driven from vector cores, which it holds for its whole run."""
 
 
 # --------------------------------------------------------------------------
@@ -360,18 +369,17 @@ class CollectiveOp(NpuOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     group_size_attr = attr_def(_i64("group_size"), attr_name="group_size")
-    mode_attr = opt_attr_def(StringAttr, attr_name="mode")
+    MODE: ClassVar[SpelledEnum[CommMode]] = SpelledEnum.of("mode", CommMode)
+    mode_attr = opt_attr_def(MODE, attr_name="mode")
     group_attr = opt_attr_def(StringAttr, attr_name="group")
-
-    MODES: ClassVar[tuple[str, ...]] = ("sdma", "aiv")
 
     @property
     def group_size(self) -> int:
         return self.group_size_attr.value.data
 
     @property
-    def mode(self) -> str:
-        return _str_attr(self, "mode", "sdma")
+    def mode(self) -> CommMode:
+        return self.MODE.member(self.mode_attr) or CommMode.SDMA
 
     @property
     def group(self) -> str:
@@ -380,8 +388,6 @@ class CollectiveOp(NpuOp):
     def verify_(self) -> None:
         if self.group_size < 1:
             raise VerifyException(f"group_size must be >= 1, got {self.group_size}")
-        if self.mode not in self.MODES:
-            raise VerifyException(f'mode must be "sdma" or "aiv", got "{self.mode}"')
         super().verify_()
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -405,7 +411,7 @@ class CollectiveOp(NpuOp):
 
     @property
     def uses_vector_cores(self) -> bool:
-        return self.mode == "aiv"
+        return self.mode is CommMode.AIV
 
 
 # --------------------------------------------------------------------------
@@ -1459,10 +1465,11 @@ class OpaqueOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    ge_type = attr_def(StringAttr)
-    engine_name = attr_def(StringAttr, attr_name=ENGINE_ATTR)
-
     ENGINES: ClassVar[tuple[Engine, ...]] = (Engine.CUBE, Engine.VECTOR, Engine.AICPU)
+    ENGINE_NAME: ClassVar[SpelledEnum[Engine]] = SpelledEnum.of("engine", Engine, ENGINES)
+
+    ge_type = attr_def(StringAttr)
+    engine_name = attr_def(ENGINE_NAME, attr_name=ENGINE_ATTR)
 
     def __init__(
         self,
@@ -1479,15 +1486,13 @@ class OpaqueOp(NpuOp):
 
     @property
     def engine(self) -> Engine:
-        text = self.engine_name.data
-        for engine in self.ENGINES:
-            if engine.value == text:
-                return engine
-        names = ", ".join(f'"{e.value}"' for e in self.ENGINES)
-        raise VerifyException(f'engine must be one of {names}, got "{text}"')
+        engine = self.ENGINE_NAME.member(self.engine_name)
+        if engine is None:  # only before verification
+            self.ENGINE_NAME.verify(self.engine_name, VerificationContext())
+        assert engine is not None
+        return engine
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
-        _ = self.engine  # checks the attribute
         if not self.ge_type.data:
             raise VerifyException("ge_type must name the original operator type")
         if not operand_types and not self.results:

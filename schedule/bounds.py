@@ -104,7 +104,7 @@ from npuir.backends.npu.cost import (
     static_hbm_share,
 )
 from npuir.backends.npu.hardware import Hardware
-from npuir.dialects.npu import CORE_ENGINES, NpuOp
+from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
 
 __all__ = [
     "ENERGETIC_BUDGET",
@@ -197,7 +197,11 @@ def _options(work: OpWork, full_core_sync: bool, hw: Hardware) -> _Options:
         assert work.collective is not None  # guaranteed by OpWork validation
         ns = hw.launch_ns + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
         # Cores do not change a collective's duration, so one core dominates for aiv.
-        return _Options("vector", ((1, ns),)) if work.mode == "aiv" else _Options(None, ((0, ns),))
+        return (
+            _Options("vector", ((1, ns),))
+            if work.mode == CommMode.AIV
+            else _Options(None, ((0, ns),))
+        )
     par = max(1, parallelism(hw, work))
     total = hw.cores(work.engine)
     kept: list[tuple[int, int]] = []

@@ -67,11 +67,11 @@ def annotated_dims(func: FuncOp) -> list[tuple[Dim, tuple[int, ...]]]:
 
 
 def combine(
-    func: FuncOp, dims: list[tuple[Dim, tuple[int, ...]]], policy: str
+    func: FuncOp, dims: list[tuple[Dim, tuple[int, ...]]], policy: gear.Policy
 ) -> list[tuple[int, ...]]:
     """The gears, one value per annotated dim each, validated and deduplicated."""
     lists = [values for _, values in dims]
-    if policy == "zip":
+    if policy is gear.Policy.ZIP:
         lengths = {len(v) for v in lists}
         if len(lengths) > 1:
             described = ", ".join(f"arg{a} dim {d}: {len(v)}" for (a, d), v in dims)
@@ -146,7 +146,7 @@ class GearMultiversionPass(ModulePass):
     def _multiversion(
         self, ctx: Context, module: ModuleOp, func: FuncOp, dims: list[tuple[Dim, tuple[int, ...]]]
     ) -> None:
-        policy = gear.policy_of(dict(func.attributes)) or "zip"
+        policy = gear.policy_of(dict(func.attributes)) or gear.Policy.ZIP
         gears = combine(func, dims, policy)
         base = func.sym_name.data
         keys = [d for d, _ in dims]
@@ -162,7 +162,7 @@ class GearMultiversionPass(ModulePass):
             except RetypeError as exc:
                 where = self._original_of(func, exc.op)
                 failure = error(where, f"gear ({described}) does not type-check: {exc}")
-                if policy == "zip":
+                if policy is gear.Policy.ZIP:
                     raise failure from None
                 failures.append((values, failure))
                 warn(ctx, where, f"dropping gear ({described}): it does not type-check ({exc})")

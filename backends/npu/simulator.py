@@ -74,6 +74,7 @@ from npuir.dialects.coreset import CoresAttr
 from npuir.dialects.npu import (
     CORE_ENGINES,
     CollectiveOp,
+    CommMode,
     NpuOp,
     tensor_bytes,
 )
@@ -218,7 +219,7 @@ class _OpInfo:
             fixed = hw.launch_ns + collective_ns(
                 hw, work.collective or "", work.group_size, work.comm_bytes
             )
-            aiv = work.mode == "aiv"
+            aiv = work.mode == CommMode.AIV
             return _OpInfo(
                 work,
                 wid,

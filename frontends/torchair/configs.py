@@ -17,11 +17,12 @@ set, as TorchAir's option values are:
 
 from __future__ import annotations
 
+from npuir.dialects.gear import Policy
 from npuir.transforms.pipelines import PIPELINES
 
 from ._errors import fail
 
-POLICIES = ("zip", "product")
+POLICIES: tuple[str, ...] = tuple(Policy)
 
 
 class _GEConfig:
@@ -67,7 +68,7 @@ class _InferenceConfig:
     """`config.inference_config`: the gear options."""
 
     def __init__(self) -> None:
-        self.dynamic_gears_merge_policy = "zip"
+        self.dynamic_gears_merge_policy = Policy.ZIP.value
 
     def __setattr__(self, name: str, value: object) -> None:
         if name != "dynamic_gears_merge_policy":
