@@ -63,6 +63,9 @@ import random
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import ModuleOp
+
+from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.events import lowered_program
 from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
@@ -110,6 +113,17 @@ class Judged:
         return (self.makespan, self.waits, len(self.assignment.streams))
 
 
+def _written_limits(prog: Program, hw: Hardware) -> LimitFn | None:
+    """The core limits `prog`'s module writes (scopes, stream limits, the module's global),
+    as `coreset-lower` would resolve them; None for a program without ops."""
+    if not prog.ops:
+        return None
+    module = prog.ops[0].get_toplevel_object()
+    if not isinstance(module, ModuleOp):
+        return None
+    return limit_fn(CoreLimits(module, hw).run())
+
+
 class Judge:
     """Simulates assignments of one program on one device, sharing the IR reads."""
 
@@ -125,7 +139,8 @@ class Judge:
         self.hw = hw
         self.profile = profile
         self.cache = cache if cache is not None else SimCache(hw)
-        self.limits = limits
+        # No limits given: the program's own (its scopes and stream limits), never none.
+        self.limits = limits if limits is not None else _written_limits(prog, hw)
         self.trials = 0
 
     def __call__(self, name: str, assignment: Assignment) -> Judged:

@@ -4,7 +4,6 @@ and the recommended annotation as TorchAir edits (`npuir.driver.advise` does the
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -17,6 +16,7 @@ from npuir.tools.cli import (
     EXIT_USAGE,
     add_common_arguments,
     exit_codes_epilog,
+    print_json,
     run_tool,
 )
 from npuir.tools.output import write_text
@@ -80,7 +80,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             print(diagnostic.render(sources), file=sys.stderr)
         return EXIT_INPUT
     if args.json:
-        print(json.dumps(advice.to_json(), indent=2))
+        print_json(advice.to_json())
     else:
         sys.stdout.write(advice.render())
     return EXIT_OK

@@ -9,7 +9,6 @@ with the exit code the error has without `--json`; nothing goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -17,6 +16,7 @@ from typing import Any, NoReturn
 from npuir.diagnostics import (
     Diagnostic,
     DiagnosticError,
+    Kind,
     SourceManager,
     UsageError,
     diagnostic_json,
@@ -35,10 +35,19 @@ from npuir.driver.run import (
     run_program,
     save_arrays,
 )
+from npuir.frontends.load import Format, read
 from npuir.progress import progress
 from npuir.registry import load_passes
-from npuir.tools.cli import add_common_arguments, exit_codes_epilog, read_input, run_tool
+from npuir.tools.cli import (
+    add_common_arguments,
+    exit_codes_epilog,
+    print_json,
+    run_tool,
+)
 from npuir.tools.output import write_bytes, write_output, write_text
+
+USAGE = Kind("usage.invalid")
+"""A tool invoked the wrong way."""
 
 EXIT_CODES = (
     (EXIT_OK, "ok"),
@@ -164,7 +173,7 @@ def _fail(
             },
             "warnings": [diagnostic_json(n) for n in notes if n.severity != "note"],
         }
-        print(json.dumps(report, indent=2))
+        print_json(report)
     elif error.location is None and code == EXIT_USAGE:
         print(f"npuir-run: error: {error.message}", file=sys.stderr)
     else:
@@ -221,10 +230,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 
             if importlib.util.find_spec("matplotlib") is None:
                 raise UsageError("--plot needs matplotlib: pip install 'npuir[plot]'")
-        text, filename = read_input(args.input, sources)
+        source = read(args.input)
+        if source.format is not Format.PT2:
+            sources.add(source.filename, source.data.decode("utf-8", errors="backslashreplace"))
         config = RunConfig(
-            path=filename,
-            source=text,
+            path=source.filename,
+            source=source,
             pipeline=args.pipeline,
             entry=args.entry,
             entries=args.entries.split(",") if args.entries else None,
@@ -249,11 +260,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         outcome = run_program(config)
         _write_files(args, outcome)
     except UsageError as exc:
-        return _fail(args, EXIT_USAGE, Diagnostic("error", str(exc)), (), sources)
+        return _fail(args, EXIT_USAGE, Diagnostic("error", str(exc), kind=USAGE.code), (), sources)
     except DiagnosticError as exc:
         return _fail(args, EXIT_INPUT, exc.diagnostic, exc.notes, sources)
     if args.json:
-        print(json.dumps(outcome.report, indent=2))
+        print_json(outcome.report)
     else:
         from npuir.backends.npu.report import render_report
 

@@ -42,8 +42,11 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import StringAttr, TensorType
 
 from npuir.analysis.program import NodeKind, Program
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.dialects.npu import OP_NAME, NpuOp, shape_of
+
+PROFILE_UNREADABLE = Kind("profile.unreadable")
+"""A profile that cannot be read."""
 
 if TYPE_CHECKING:
     from .simulator import SimResult
@@ -160,7 +163,9 @@ class Profile:
 
 
 def _error(path: str, line: int, message: str) -> DiagnosticError:
-    return DiagnosticError(Diagnostic("error", message, SourceLocation(path, line, 0)))
+    return DiagnosticError(
+        Diagnostic("error", message, SourceLocation(path, line, 0), kind=PROFILE_UNREADABLE.code)
+    )
 
 
 def _number(path: str, line: int, column: str, text: str, integer: bool) -> float:
@@ -184,7 +189,9 @@ def read_profile(path: str) -> Profile:
     except (OSError, UnicodeDecodeError) as exc:
         message = getattr(exc, "strerror", None) or str(exc)
         raise DiagnosticError(
-            Diagnostic("error", f"cannot read profile '{path}': {message}")
+            Diagnostic(
+                "error", f"cannot read profile '{path}': {message}", kind=PROFILE_UNREADABLE.code
+            )
         ) from None
     reader = csv.reader(io.StringIO(text))
     try:

@@ -35,8 +35,9 @@ def npuir_opt(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[in
 @pytest.fixture(scope="module")
 def expected() -> str:
     """What `npuir-opt SEED` prints on stdout."""
-    from npuir.api import parse_file, print_ir
+    from npuir.api import print_ir
     from npuir.context import make_context
+    from npuir.frontends.load import parse_file
 
     return print_ir(parse_file(make_context(), SEED))
 
