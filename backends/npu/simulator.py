@@ -78,6 +78,7 @@ from npuir.dialects.npu import (
     NpuOp,
     tensor_bytes,
 )
+from npuir.dialects.scope import ScopeOp
 from npuir.gc_pause import collector_paused
 
 from .cost import (
@@ -147,7 +148,7 @@ class UnloweredScopes(ValueError):
 def _refuse_unlowered_scopes(program: Program) -> None:
     for op in program.ops:
         parent = op.parent_op()
-        if isinstance(parent, coreset.LimitOp | stream.SwitchOp):
+        if isinstance(parent, ScopeOp):
             raise UnloweredScopes(
                 f"'{op.name}' still stands in a '{parent.name}' scope: lower the program "
                 "(coreset-lower) before simulating it with the lowered core limits, or pass "
