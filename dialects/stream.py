@@ -190,7 +190,8 @@ class DeclOp(IRDLOperation):
     # format would leave a default value out of the printed text.
     priority = prop_def(IntegerAttr[I64])
 
-    traits = traits_def(SymbolOpInterface(), VerifiesDialectAttributes())
+    # Streams are module-level resources (`stream.on` resolves against the module).
+    traits = traits_def(HasParent(ModuleOp), SymbolOpInterface(), VerifiesDialectAttributes())
 
     assembly_format = "$sym_name $tag `priority` $priority attr-dict"
 

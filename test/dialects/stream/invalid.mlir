@@ -271,3 +271,12 @@ func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
 // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'func.return' op names stream @s1, which no 'stream.decl' declares
   func.return {stream.on = @s1} %x : tensor<8xf16>
 }
+
+// -----
+
+// Tests that streams are declared at module level, where `stream.on` looks for them.
+func.func @case() {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.decl' op expects parent op 'builtin.module'
+  stream.decl @s0 "default" priority 0
+  func.return
+}
