@@ -152,15 +152,16 @@ class CoreLimits:
         # The innermost scope's (tag, limits) on top; a limit scope keeps its stream's tag.
         context: list[tuple[str, dict[str, Limit]]] = [(stream.DEFAULT_TAG, {})]
         for visit, op in issue_order(block):
-            tag, scope = context[-1]
-            if visit is Visit.EXIT:
+            if isinstance(op, NpuOp):
+                tag, scope = context[-1]
+                self._limits[op] = self._resolve(op, tag, scope, streams, base)
+            elif visit is Visit.EXIT:
                 context.pop()
             elif isinstance(op, coreset.LimitOp):
+                tag, scope = context[-1]
                 context.append((tag, {**scope, **_given(op)}))
             elif isinstance(op, stream.SwitchOp):
-                context.append((op.tag_name, scope))
-            elif isinstance(op, NpuOp):
-                self._limits[op] = self._resolve(op, tag, scope, streams, base)
+                context.append((op.tag_name, context[-1][1]))
 
     def _resolve(
         self,
