@@ -30,7 +30,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import scope
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
-from npuir.dialects.npu import LIMITED_ENGINES
+from npuir.dialects.npu import LIMITED_ENGINES, Engine
 
 GLOBAL = "coreset.global"
 """Module attribute holding the global limit, a `#coreset.cores`."""
@@ -100,7 +100,7 @@ class CoresAttr(ParametrizedAttribute):
         return None if value == _UNSET else value
 
     def count(self, engine: str) -> int | None:
-        return self.cube_count if engine == "cube" else self.vector_count
+        return self.cube_count if engine == Engine.CUBE else self.vector_count
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
@@ -185,7 +185,7 @@ class LimitOp(scope.ScopeOp):
         super().__init__(properties=props, result_types=[result_types or []], regions=[body])
 
     def count(self, engine: str) -> int | None:
-        attr = self.cube if engine == "cube" else self.vector
+        attr = self.cube if engine == Engine.CUBE else self.vector
         return None if attr is None else attr.value.data
 
     @classmethod
@@ -243,7 +243,7 @@ class StreamLimitOp(IRDLOperation):
 
     def count(self, engine: str) -> int | None:
         """The count as written (-1 for no limit), None when omitted."""
-        attr = self.cube if engine == "cube" else self.vector
+        attr = self.cube if engine == Engine.CUBE else self.vector
         return None if attr is None else attr.value.data
 
     def limit(self, engine: str) -> int | None:

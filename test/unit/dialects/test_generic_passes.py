@@ -28,7 +28,7 @@ from npuir.schedule.device import device_of
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
-LIT_INPUTS = sorted((ROOT / "test").rglob("*.mlir"))
+LIT_INPUTS = sorted([*(ROOT / "test").rglob("*.mlir"), *(ROOT / "docs").rglob("*.mlir")])
 STOCK: tuple[ModulePass, ...] = (
     CanonicalizePass(),
     CommonSubexpressionElimination(),
