@@ -645,6 +645,14 @@ class ReluOp(UnaryOp):
     name = "npu.relu"
 
 
+class GeluApproximation(StrEnum):
+    """How `npu.gelu` computes (its `approximate` attribute)."""
+
+    TANH = "tanh"
+    NONE = "none"
+    """The exact (erf) form, also what an absent attribute means."""
+
+
 @irdl_op_definition
 class GeluOp(UnaryOp):
     """Elementwise GELU: exact (erf) unless `approximate = "tanh"`.
@@ -656,14 +664,10 @@ class GeluOp(UnaryOp):
 
     name = "npu.gelu"
     FLOPS_PER_ELEMENT: ClassVar[int] = 8
-    approximate = opt_attr_def(StringAttr)
-
-    def verify_(self) -> None:
-        if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
-            raise VerifyException(
-                f'approximate must be "tanh" or "none", got "{self.approximate.data}"'
-            )
-        super().verify_()
+    APPROXIMATE: ClassVar[SpelledEnum[GeluApproximation]] = SpelledEnum.of(
+        "approximate", GeluApproximation
+    )
+    approximate = opt_attr_def(APPROXIMATE)
 
 
 @irdl_op_definition
@@ -1357,7 +1361,8 @@ class Pool2dOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    kind = opt_attr_def(StringAttr)
+    KIND: ClassVar[SpelledEnum[PoolKind]] = SpelledEnum.of("kind", PoolKind)
+    kind = opt_attr_def(KIND)
     window = opt_attr_def(DenseArrayBase)
     strides = opt_attr_def(DenseArrayBase)
     pads = opt_attr_def(DenseArrayBase)
@@ -1366,10 +1371,11 @@ class Pool2dOp(NpuOp):
 
     @property
     def pool_kind(self) -> PoolKind:
-        text = _str_attr(self, "kind", "")
-        if text not in tuple(PoolKind):
-            raise VerifyException(f'kind must be "max" or "avg", got "{text}"')
-        return PoolKind(text)
+        kind = self.KIND.member(self.kind)
+        if kind is None:  # absent (a present one is checked by the constraint)
+            self.KIND.verify(self.kind or StringAttr(""), VerificationContext())
+        assert kind is not None
+        return kind
 
     def window_size(self) -> tuple[int, ...]:
         if self.window is None:

@@ -720,7 +720,7 @@ func.func @case(%a: tensor<4x8xf16>, %g: tensor<8xf16>) {
 
 // Tests that gelu's approximate is a string.
 func.func @case(%a: tensor<4x8xf16>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.gelu' op unit should be of base attribute string
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.gelu' op approximate must be "tanh" or "none", got unit
   %0 = npu.gelu %a {approximate} : (tensor<4x8xf16>) -> tensor<4x8xf16>
   func.return
 }
