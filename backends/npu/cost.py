@@ -83,6 +83,8 @@ from npuir.dialects.npu import (
     CommMode,
     Conv2dOp,
     NpuOp,
+    OpaqueOp,
+    ReshapeOp,
     dtype_name,
     shape_of,
     tensor_bytes,
@@ -93,6 +95,7 @@ from .hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 __all__ = [
     "COLLECTIVES",
     "COMM_MODES",
+    "NO_TASK_GE_TYPES",
     "WORK_ENGINES",
     "OpWork",
     "collective_ns",
@@ -100,6 +103,7 @@ __all__ = [
     "matmul_tiles",
     "op_work",
     "parallelism",
+    "runs_without_task",
     "solo_duration_ns",
     "static_hbm_share",
     "vector_tiles",
@@ -290,6 +294,39 @@ def solo_duration_ns(hw: Hardware, work: OpWork) -> int:
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+NO_TASK_GE_TYPES: frozenset[str] = frozenset(
+    {
+        "Reshape",
+        "Bitcast",
+        "Flatten",
+        "FlattenV2",
+        "ExpandDims",
+        "ReFormat",
+        "Squeeze",
+        "SqueezeV2",
+        "SqueezeV3",
+        "Unsqueeze",
+        "UnsqueezeV2",
+        "UnsqueezeV3",
+        "PhonyConcat",
+        "PhonySplit",
+    }
+)
+"""GE operator types that run without a device task: GE's local engine registers them with
+its ``NoOp`` creator, whose task generation emits nothing (hicann/ge,
+``engines/local_engine/ops_kernel_store/op/no_op.cc``; control-flow and data ops of that
+list are left out, npuir has no such ops).  They only change a tensor's metadata."""
+
+
+def runs_without_task(op: NpuOp) -> bool:
+    """Whether GE runs `op` without a device task (a metadata-only view): `npu.reshape`, or
+    an `npu.opaque` of a type in `NO_TASK_GE_TYPES`.  Such an op costs no launch, holds no
+    core and takes no time; the simulator and the bound both use this test."""
+    if isinstance(op, ReshapeOp):
+        return True
+    return isinstance(op, OpaqueOp) and op.ge_type.data in NO_TASK_GE_TYPES
 
 
 # ---------------------------------------------------------------------------------------------
