@@ -14,7 +14,7 @@ rank still pairs them as written.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
@@ -50,7 +50,6 @@ from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
-from npuir.schedule.minidag import Variant
 
 PARTITION_FAILED = Kind("stream.partition-failed")
 """The partition cannot be built."""
@@ -271,6 +270,14 @@ def _strategies(
     return {**STRATEGIES, **cost_strategies(hardware, limit_fn(limits), costs)}
 
 
+ModeName = Literal["user", "single", "ge", "engine", "nimble", "minidag", "opara", "auto"]
+"""The `mode` option's choices: `Mode`'s values, spelled where xDSL's option parser and
+`--list-passes` can read them (a test keeps the two equal)."""
+
+VariantName = Literal["loadbalance", "mainstream", "weighted"]
+"""The `variant` option's choices: `Variant`'s values (a test keeps the two equal)."""
+
+
 @dataclass(frozen=True)
 class StreamPartitionPass(ModulePass):
     """Assign every op a stream and flatten stream.switch scopes (TorchAir's npu_stream_switch).
@@ -286,10 +293,10 @@ class StreamPartitionPass(ModulePass):
 
     name = "stream-partition"
 
-    MODES: ClassVar[tuple[str, ...]] = tuple(Mode)
-    VARIANTS: ClassVar[tuple[str, ...]] = tuple(Variant)
+    MODES: ClassVar[tuple[str, ...]] = get_args(ModeName)
+    VARIANTS: ClassVar[tuple[str, ...]] = get_args(VariantName)
 
-    mode: str = option(
+    mode: ModeName = option(
         "user",
         "'user' puts each op on the stream of its innermost scope (the same tag, the same "
         "stream) and the rest on the default stream; 'single' puts everything on the default "
@@ -300,7 +307,7 @@ class StreamPartitionPass(ModulePass):
         "score) and 'opara' (Nimble's streams, issued alternating compute- and memory-bound "
         "ops); 'auto' searches with the cost model and is never slower than any of them",
     )
-    variant: str = option(
+    variant: VariantName = option(
         "loadbalance",
         "how 'minidag' merges its logical streams, as GE's ge.autoMultistreamParallelMode: "
         "'loadbalance', 'mainstream' or 'weighted' (durations, with a makespan re-check)",

@@ -29,7 +29,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.interpreter import Interpreter
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from npuir.backends.npu.groups import (
     collectives,
@@ -40,8 +40,9 @@ from npuir.backends.npu.groups import (
 from npuir.backends.npu.interpreters import npu_functions
 from npuir.backends.npu.interpreters.gear import NoGearMatch, choose_version
 from npuir.backends.npu.kernels import KernelError, MissingKernelError
-from npuir.dialects import coreset, gear, stream
+from npuir.dialects import coreset, gear
 from npuir.dialects.npu import CollectiveOp
+from npuir.dialects.scope import ScopeOp, Visit, issue_order
 
 Array = np.ndarray[Any, Any]
 
@@ -60,13 +61,13 @@ class _Step:
     closes_scope: bool = False
 
 
-def _flatten(ops: Sequence[Operation], out: list[_Step]) -> None:
-    for op in ops:
-        if isinstance(op, stream.SwitchOp | coreset.LimitOp):
-            _flatten(list(op.body.block.ops), out)
-            out.append(_Step(op, closes_scope=True))
-        elif not isinstance(op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp):
-            out.append(_Step(op))
+def _flatten(block: Block) -> list[_Step]:
+    """The function's ops in issue order; a scope's results are set when it closes."""
+    return [
+        _Step(op, closes_scope=visit is Visit.EXIT)
+        for visit, op in issue_order(block)
+        if visit is not Visit.ENTER and not isinstance(op, coreset.StreamLimitOp)
+    ]
 
 
 def resolve_entry(
@@ -111,8 +112,7 @@ def _make_rank(index: int, module: ModuleOp, func: FuncOp, inputs: Sequence[Arra
     interpreter = Interpreter(module)
     for functions in npu_functions():
         interpreter.register_implementations(functions)
-    steps: list[_Step] = []
-    _flatten(list(func.body.block.ops), steps)
+    steps = _flatten(func.body.block)
     rank = _Rank(index, func, interpreter, steps)
     args = func.body.block.args
     if len(inputs) != len(args):
@@ -129,19 +129,15 @@ def _make_rank(index: int, module: ModuleOp, func: FuncOp, inputs: Sequence[Arra
 
 
 def _ready(rank: _Rank, step: _Step) -> bool:
-    if step.closes_scope:
-        term = step.op.regions[0].block.last_op
-        assert term is not None
-        return all(v in rank.values for v in term.operands)
+    if isinstance(step.op, ScopeOp) and step.closes_scope:
+        return all(v in rank.values for v in step.op.yielded())
     return all(v in rank.values for v in step.op.operands)
 
 
 def _execute(rank: _Rank, step: _Step) -> None:
     op = step.op
-    if step.closes_scope:
-        term = op.regions[0].block.last_op
-        assert term is not None
-        rank.values.update(zip(op.results, (rank.values[v] for v in term.operands)))
+    if isinstance(op, ScopeOp) and step.closes_scope:
+        rank.values.update(zip(op.results, (rank.values[v] for v in op.yielded())))
         return
     args = tuple(rank.values[v] for v in op.operands)
     if isinstance(op, ReturnOp):
