@@ -1,0 +1,143 @@
+"""`mem-plan`: a place in device memory for every tensor a lowered function writes.
+
+Each scheduled function (every gear version on its own) gets one HBM pool; every
+buffer (`npuir.analysis.memory`: a tensor a device op writes, views sharing
+their source's, arguments and results left to the caller) gets an offset and a
+size there, 512-byte aligned, written as `mem.offset` / `mem.size` on its
+writer and `mem.pool` on the function (`npuir.dialects.mem`).  Two buffers share
+addresses only when one's last access happens before the other's write --
+stream order and events, never one serial order -- so a plan stays safe however
+the streams interleave.  The planners are `npuir.analysis.mem_planners`'s
+(`algo=best-of` by default: all of them, the smallest plan kept).
+
+A function whose buffers have dynamic shapes (a `fallback=dynamic` version) is
+left unplanned: its sizes are only known at run time.  With `budget=` a plan
+larger than the budget is an error at the function naming the buffers that are
+live together at the peak.  `stats=true` prints one remark per function in the
+spirit of GE's `[IMAS]AfterAssignMemory` log line (theory minimum, total, no
+reuse, streams).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.passes import ModulePass
+
+from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
+from npuir.analysis.mem_planners import Algo, FunctionPlan, parse_budget, plan_program
+from npuir.analysis.memory import antichain_bound
+from npuir.analysis.program import module_streams, scheduled_functions
+from npuir.context import remark
+from npuir.diagnostics import error
+from npuir.dialects import mem
+from npuir.dialects.npu import DYN, NpuOp, tensor_bytes
+from npuir.passes import option
+from npuir.schedule.device import device_of
+
+
+def argument_bytes(func: FuncOp) -> int:
+    """What `func`'s static arguments (inputs, weights) take in device memory."""
+    return sum(
+        tensor_bytes(ty)
+        for ty in func.function_type.inputs
+        if isinstance(ty, TensorType) and DYN not in ty.get_shape()
+    )
+
+
+def write_plan(func: FuncOp, fp: FunctionPlan) -> None:
+    """Put `fp` on `func` and its ops (an earlier plan is replaced)."""
+    mem.clear_plan(func)
+    bufs = fp.buffers
+    offsets = fp.plan.offsets
+    for op in bufs.prog.ops:
+        if not isinstance(op, NpuOp) or op.name in mem.NOT_DEVICE_BUFFERS:
+            continue
+        places = []
+        for res in op.results:
+            b = bufs.of_value.get(res)
+            places.append((mem.UNPLANNED, 0) if b is None else (offsets[b], bufs.size[b]))
+        if any(o != mem.UNPLANNED for o, _ in places):
+            mem.set_placement(op, places)
+    mem.set_pool_size(func, fp.peak)
+
+
+def imas_line(func: FuncOp, fp: FunctionPlan, theory_min: int, streams: int) -> str:
+    """One line as GE's memory assigner logs its result (`[IMAS]AfterAssignMemory`)."""
+    return (
+        f"[IMAS]AfterAssignMemory : @{func.sym_name.data} memoffset[{fp.peak}], memtype[HBM], "
+        f"theory_min[{theory_min}], zero_copy[0], total_size[{fp.peak}], "
+        f"no_reuse[{fp.no_reuse}], streams[{streams}] algo[{fp.plan.algo.value}]"
+    )
+
+
+def over_budget(func: FuncOp, fp: FunctionPlan, budget: int) -> str:
+    """Why `fp` does not fit `budget`: the buffers that must be live together, largest first."""
+    chain = antichain_bound(fp.lifetimes)
+    bufs = fp.buffers
+    largest = sorted(chain.buffers, key=lambda b: (-bufs.size[b], b))[:4]
+    named = ", ".join(f"{bufs.describe(b)} {bufs.size[b]} bytes" for b in largest)
+    what = (
+        "no plan can fit: these buffers are live together"
+        if chain.bytes > budget
+        else "the buffers live together need only "
+        f"{chain.bytes} bytes, but no planner fitted them"
+    )
+    return (
+        f"@{func.sym_name.data} needs {fp.peak} bytes of device memory, over the budget of "
+        f"{budget} bytes; at its peak {chain.bytes} bytes are live at once ({what}; largest: "
+        f"{named})"
+    )
+
+
+@dataclass(frozen=True)
+class MemPlanPass(ModulePass):
+    """Give every tensor a lowered function writes an offset in its rank's HBM pool."""
+
+    name = "mem-plan"
+
+    PRESERVES: ClassVar[Preserved] = ALL  # attributes only: the program graphs stay valid
+
+    algo: Literal["best-of", "greedy-by-size", "greedy-by-conflicts", "greedy-by-order"] = option(
+        "best-of", "the planner; best-of runs every planner and keeps the smallest plan"
+    )
+    budget: str | None = option(
+        None,
+        "the most bytes a plan may take: a byte count (64MiB, 2GiB) or hbm (the device's HBM "
+        "less the function's arguments); default: no limit",
+    )
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
+    stats: bool = option(
+        False, "one [IMAS]AfterAssignMemory remark per function: theory minimum, total, no reuse"
+    )
+
+    def __post_init__(self) -> None:
+        if self.budget is not None:
+            parse_budget(self.budget, 0, 0)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        streams = tuple(module_streams(op))
+        algo = Algo(self.algo)
+        for func in scheduled_functions(op):
+            if not streams:
+                raise error(func, "mem-plan needs a partitioned module; run stream-partition first")
+            lowered = analyses(ctx).get(LoweredFunction, func, streams)
+            fp = plan_program(lowered.prog, lowered.happens_before, algo)
+            if fp.buffers.dynamic is not None:
+                mem.clear_plan(func)
+                continue
+            if self.budget is not None:
+                hbm = device_of(op, self.hw).hbm_bytes
+                budget = parse_budget(self.budget, hbm, argument_bytes(func))
+                if fp.peak > budget:
+                    raise error(func, over_budget(func, fp, budget))
+            write_plan(func, fp)
+            if self.stats:
+                bound = antichain_bound(fp.lifetimes).bytes
+                remark(ctx, func, imas_line(func, fp, bound, len(streams)))
