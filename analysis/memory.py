@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
@@ -178,9 +179,7 @@ class Lifetimes:
             w = bufs.writer[b]
             s = prog.stream[w]
             clock = start_clock[w]
-            kept = [
-                x for x in live[s] if any(clock[t] <= p for t, p in last[x].items())
-            ]
+            kept = [x for x in live[s] if any(clock[t] <= p for t, p in last[x].items())]
             live[s] = kept
             first = b
             while b < n_bufs and bufs.writer[b] == w:
@@ -222,7 +221,7 @@ def antichain_bound(lt: Lifetimes) -> Antichain:
     for n in range(n_nodes):
         on_stream[prog.stream[n]].append(n)
     for nodes in on_stream:
-        for a, b in zip(nodes, nodes[1:]):
+        for a, b in pairwise(nodes):
             graph.add(a, b, inf)
     for wait, record in hb.bound_record.items():
         graph.add(record, wait, inf)
@@ -250,9 +249,7 @@ def antichain_bound(lt: Lifetimes) -> Antichain:
         graph.add(w, source, weight)
     returned = graph.max_flow(sink, source)
     reach = graph.reachable(sink)
-    chosen = tuple(
-        b for b in range(n_bufs) if reach[n_nodes + b] and not reach[bufs.writer[b]]
-    )
+    chosen = tuple(b for b in range(n_bufs) if reach[n_nodes + b] and not reach[bufs.writer[b]])
     return Antichain(sum(bufs.size) - returned, chosen)
 
 
@@ -352,4 +349,3 @@ __all__ = [
     "antichain_bound",
     "find_buffers",
 ]
-

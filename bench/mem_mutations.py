@@ -55,7 +55,9 @@ def random_program(seed: int, num_ops: int, num_tags: int = 3) -> str:
         b = rng.choice(pool[-4:] if rng.random() < 0.7 else pool)
         if rng.random() < 0.25:
             dep = rng.choice(every)[0]
-            body.append(f"%w{i} = stream.wait_tensor {a} after {dep} : {ty}, tensor<{_shape_of(every, dep)}xf16>")
+            body.append(
+                f"%w{i} = stream.wait_tensor {a} after {dep} : {ty}, tensor<{_shape_of(every, dep)}xf16>"
+            )
             a = f"%w{i}"
         r = rng.random()
         results = [f"%v{i}"]

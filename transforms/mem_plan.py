@@ -84,8 +84,7 @@ def over_budget(func: FuncOp, fp: FunctionPlan, budget: int) -> str:
     what = (
         "no plan can fit: these buffers are live together"
         if chain.bytes > budget
-        else "the buffers live together need only "
-        f"{chain.bytes} bytes, but no planner fitted them"
+        else f"the buffers live together need only {chain.bytes} bytes, but no planner fitted them"
     )
     return (
         f"@{func.sym_name.data} needs {fp.peak} bytes of device memory, over the budget of "

@@ -105,8 +105,11 @@ def _buffers(prog: Program, pool: int | None) -> list[_Placed]:
             place = None if places is None else places[i]
             if returned:
                 if place is not None and place[0] != mem.UNPLANNED:
-                    raise _bad(op, f"result {i} is returned, so it lives in the caller's "
-                               "memory, yet it has a place in the pool")
+                    raise _bad(
+                        op,
+                        f"result {i} is returned, so it lives in the caller's "
+                        "memory, yet it has a place in the pool",
+                    )
                 for v in views:
                     _check_view(v, None)
                 continue
@@ -127,20 +130,27 @@ def _buffers(prog: Program, pool: int | None) -> list[_Placed]:
             if offset % mem.ALIGN or size % mem.ALIGN:
                 raise _bad(op, f"result {i}'s place is not {mem.ALIGN}-byte aligned")
             if pool is not None and offset + size > pool:
-                raise _bad(op, f"result {i} at [{offset}, {offset + size}) lies beyond the "
-                           f"pool of {pool} bytes")
+                raise _bad(
+                    op,
+                    f"result {i} at [{offset}, {offset + size}) lies beyond the "
+                    f"pool of {pool} bytes",
+                )
             for v in views:
                 _check_view(v, place)
             nodes = sorted({prog.index[r] for r in readers if r in prog.index})
             placed.append(_Placed(n, res, offset, size, nodes))
     if dynamic is not None:
         if planned_anything:
-            raise _bad(dynamic, "a buffer of dynamic shape cannot be planned statically, yet "
-                       "the function carries a plan")
+            raise _bad(
+                dynamic,
+                "a buffer of dynamic shape cannot be planned statically, yet "
+                "the function carries a plan",
+            )
         return []
     if not planned_anything and expected:
-        raise error(func, f"mem-verify: @{func.sym_name.data} has no memory plan; run "
-                    "mem-plan first")
+        raise error(
+            func, f"mem-verify: @{func.sym_name.data} has no memory plan; run mem-plan first"
+        )
     return placed
 
 
@@ -154,8 +164,11 @@ def _check_view(view: SSAValue, place: tuple[int, int] | None) -> None:
             raise _bad(op, "a view of a tensor the pool does not hold has a place in the pool")
         return
     if got is None or got[0] != place:
-        raise _bad(op, f"a view shares its source's buffer, at {place}, but its place is "
-                   f"{None if got is None else got[0]}")
+        raise _bad(
+            op,
+            f"a view shares its source's buffer, at {place}, but its place is "
+            f"{None if got is None else got[0]}",
+        )
 
 
 def _ordered_before(b: _Placed, c: _Placed, hb: HappensBefore) -> int | None:
@@ -218,8 +231,9 @@ def _collision(prog: Program, b: _Placed, c: _Placed, access: int) -> Diagnostic
         "the write (no stream order or event puts it first)"
     )
     diag = error(second, message).diagnostic
-    note = Diagnostic("note", f"the buffer of {prog.describe(b.writer)} is written here",
-                      op_location(first))
+    note = Diagnostic(
+        "note", f"the buffer of {prog.describe(b.writer)} is written here", op_location(first)
+    )
     return DiagnosticError(diag, (note,))
 
 
@@ -242,8 +256,9 @@ class MemVerifyPass(ModulePass):
         streams = tuple(module_streams(op))
         for func in scheduled_functions(op):
             if not streams:
-                raise error(func, "mem-verify needs a partitioned module; run stream-partition "
-                            "first")
+                raise error(
+                    func, "mem-verify needs a partitioned module; run stream-partition first"
+                )
             lowered = analyses(ctx).get(LoweredFunction, func, streams)
             check_function(lowered.prog, lowered.happens_before)
 
