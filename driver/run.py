@@ -40,7 +40,9 @@ from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
+from npuir.backends.npu.pools import Layout, LayoutError, Pool, host_bytes_available
 from npuir.backends.npu.profile import Profile, read_profile
+from npuir.backends.npu.memory import imas_line, memory_report
 from npuir.backends.npu.report import build_report, memory_warning
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.context import NpuirContext, make_context
@@ -87,6 +89,8 @@ class RunConfig:
     inputs: str | None = None
     seed: int = 0
     check: bool = False
+    check_memory: bool = False
+    """Run the numerics on the memory plan's layout (`npuir.backends.npu.pools`)."""
     timing_only: bool = False
     profile: str | None = None
     """An op-summary CSV whose durations and block dims replace the cost model's for the
@@ -559,8 +563,11 @@ def run_program(config: RunConfig) -> RunOutcome:
         inputs = given or [
             make_inputs(funcs[n], s, config.seed, r) for r, (n, s) in enumerate(zip(names, shapes))
         ]
+        pools = _pools(module, actual) if config.check_memory else None
         try:
-            outputs = run_ranks(module, actual, inputs, mirror_peers=config.mirror_peers)
+            outputs = run_ranks(
+                module, actual, inputs, mirror_peers=config.mirror_peers, pools=pools
+            )
         except NumericsError as exc:
             raise error(exc.op or module, str(exc)) from None
         if config.check:
@@ -587,6 +594,11 @@ def run_program(config: RunConfig) -> RunOutcome:
         ),
         warnings=warnings,
     )
+    if result.deadlock is None:
+        report["memory"] = memory_report(result, programs, single_programs)
+        report["memory"]["log"] = imas_line("@" + names[0], report["memory"])
+    else:
+        report["memory"] = None
     report["why"], report["auto"] = _why(
         config, original, names, shapes, hw, profile, (result, programs), (single, single_programs)
     )
@@ -597,6 +609,26 @@ def run_program(config: RunConfig) -> RunOutcome:
     elif check is not None and not check["passed"]:
         status = EXIT_CHECK
     return RunOutcome(status, report, result, programs, warnings, inputs, outputs)
+
+
+def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
+    """One pool per rank laid out by its function's plan; refused before anything is
+    allocated when the host cannot hold them all."""
+    layouts: list[Layout] = []
+    for func in funcs:
+        try:
+            layouts.append(Layout.of(module, func))
+        except LayoutError as exc:
+            raise error(exc.op, f"--check-memory: {exc}") from None
+    total = sum(layout.pool_bytes for layout in layouts)
+    available = host_bytes_available()
+    if available is not None and total > available:
+        raise error(
+            funcs[0],
+            f"--check-memory: the planned pools take {total} bytes over {len(funcs)} rank(s), "
+            f"more than the {available} bytes this host has free; run without --check-memory",
+        )
+    return [Pool(layout) for layout in layouts]
 
 
 AUTO_PIPELINE = (
