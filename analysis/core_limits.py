@@ -30,9 +30,14 @@ from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.ir import Operation
 
 from npuir.analysis.program import Program, defined_functions
-from npuir.diagnostics import error, op_location
+from npuir.diagnostics import Kind, error, op_location
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
+
+STREAM_LIMIT_TWICE = Kind("core.stream-limit-twice")
+"""A stream has two `coreset.stream_limit`s."""
+CORE_COUNT_RANGE = Kind("core.count-out-of-range")
+"""A core count outside [1, the device's count]."""
 
 ENGINES = coreset.ENGINES
 
@@ -88,6 +93,7 @@ def _once(seen: dict[str, coreset.StreamLimitOp], op: coreset.StreamLimitOp, whe
             op,
             f'stream "{op.tag.data}" already has a coreset.stream_limit in {where}{at}; '
             "give each stream one limit, with both counts in it",
+            STREAM_LIMIT_TWICE,
         )
 
 
@@ -214,6 +220,7 @@ class CoreLimits:
                     f"{what}: {engine} core count {count} is out of range for "
                     f"{self.hw.name}; the valid range is [1, {top}]"
                     + (", or -1 for no limit" if isinstance(where, coreset.StreamLimitOp) else ""),
+                    CORE_COUNT_RANGE,
                 )
 
 

@@ -127,9 +127,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
-from npuir.diagnostics import error
+from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import Engine, NpuOp
+
+PRIORITY_CONFLICT = Kind("stream.priority-conflict")
+"""One stream tag given two priorities."""
 
 
 class Mode(StrEnum):
@@ -249,6 +252,7 @@ def pinned_tags(prog: Program) -> tuple[list[str | None], dict[str, int]]:
             clash,
             f'stream "{name}" is given priority {clash.priority_value} here but '
             f"{prog.priorities[name]} elsewhere; one stream has one priority",
+            PRIORITY_CONFLICT,
         )
     return list(prog.pinned), dict(prog.priorities)
 

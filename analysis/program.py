@@ -27,11 +27,24 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
-from npuir.diagnostics import error
+from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, gear, stream, sync
 from npuir.dialects.npu import NpuOp
 from npuir.dialects.stream import SwitchOp, WaitTensorOp
 from npuir.gc_pause import without_collector
+
+UNSCHEDULABLE_VALUE = Kind("schedule.unschedulable-value")
+"""A value the schedule uses comes from an op it cannot run."""
+UNKNOWN_OP = Kind("schedule.unknown-op")
+"""An op the npu schedule does not know."""
+WAIT_BEFORE_RECORD = Kind("sync.wait-before-record")
+"""A `sync.wait` issued before its `sync.record`."""
+USE_BEFORE_COMPUTE = Kind("schedule.use-before-compute")
+"""An operand used before it is computed (a cycle)."""
+NOT_PARTITIONED = Kind("stream.not-partitioned")
+"""An analysis of lowered IR met an op without `stream.on`."""
+UNDECLARED_STREAM = Kind("stream.undeclared")
+"""`stream.on` names a stream no `stream.decl` declares."""
 
 DEFAULT_STREAM = 0
 """Index of the default stream in `Program.streams`."""
@@ -151,7 +164,11 @@ class _Resolver:
             return self.resolve(term.operands[value.index])
         node = self.program.index.get(owner)
         if node is None:
-            raise error(owner, f"'{owner.name}' cannot produce a value used by the schedule")
+            raise error(
+                owner,
+                f"'{owner.name}' cannot produce a value used by the schedule",
+                UNSCHEDULABLE_VALUE,
+            )
         return node, ()
 
 
@@ -217,7 +234,7 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
         elif isinstance(op, ReturnOp):
             kind = NodeKind.RETURN
         else:
-            raise error(op, f"'{op.name}' is not an op the npu schedule knows")
+            raise error(op, f"'{op.name}' is not an op the npu schedule knows", UNKNOWN_OP)
         program.kind.append(kind)
         program.stream.append(_stream_index(op, kind, sym_index, streams is not None))
         program.event_id.append(-1)
@@ -230,7 +247,11 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
             owner = op.event.owner
             record = program.index.get(owner) if isinstance(owner, Operation) else None
             if record is None or record >= n:
-                raise error(op, "'sync.wait' is issued before the 'sync.record' it waits on")
+                raise error(
+                    op,
+                    "'sync.wait' is issued before the 'sync.record' it waits on",
+                    WAIT_BEFORE_RECORD,
+                )
             program.event_of[n] = record
         elif kind is NodeKind.RECORD:
             assert isinstance(op, sync.RecordOp)
@@ -247,6 +268,7 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
                             op,
                             f"operand produced by {program.describe(p)} is used before it is "
                             "computed (a cycle, or a use before its definition)",
+                            USE_BEFORE_COMPUTE,
                         )
                     seen.add(p)
                     deps.append((p, k))
@@ -264,11 +286,19 @@ def _stream_index(op: Operation, kind: NodeKind, sym_index: dict[str, int], lowe
     else:
         name_or_none = stream.stream_of(op)
         if name_or_none is None:
-            raise error(op, f"'{op.name}' has no '{stream.STREAM_ON}'; run stream-partition first")
+            raise error(
+                op,
+                f"'{op.name}' has no '{stream.STREAM_ON}'; run stream-partition first",
+                NOT_PARTITIONED,
+            )
         name = name_or_none
     s = sym_index.get(name)
     if s is None:
-        raise error(op, f"'{op.name}' names stream @{name}, which no 'stream.decl' declares")
+        raise error(
+            op,
+            f"'{op.name}' names stream @{name}, which no 'stream.decl' declares",
+            UNDECLARED_STREAM,
+        )
     return s
 
 

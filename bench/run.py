@@ -102,6 +102,8 @@ def main() -> None:
     i.add_argument("--repeats", type=int, default=3)
     b = sub.add_parser("build", help="npuir.torchair building against parsing")
     b.add_argument("--sizes", default="1000,10000,100000")
+    st = sub.add_parser("startup", help="tool start-up against importing xDSL")
+    st.add_argument("--repeats", type=int, default=5)
     e = sub.add_parser("examples", help="rewrite examples/*.mlir from the generators")
     e.add_argument("--check", action="store_true", help="only report stale files")
     for p in (c, sc):
@@ -110,7 +112,7 @@ def main() -> None:
             default="parse,print,npu-default,auto,nimble",
             help="which phases to run (parse always runs: the ratios are to it)",
         )
-    for p in (c, sc, s, m, g, i, b, e):
+    for p in (c, sc, s, m, g, i, b, st, e):
         p.add_argument("--json", action="store_true")
         p.add_argument("--quick", action="store_true", help="a small smoke run")
     args = ap.parse_args()
@@ -159,6 +161,11 @@ def main() -> None:
         sizes = "200,1000" if args.quick else args.sizes
         result = run_build([int(n) for n in sizes.split(",")])
         printer = print_build
+    elif args.command == "startup":
+        from startup import print_startup, run_startup
+
+        result = run_startup(2 if args.quick else args.repeats)
+        printer = print_startup
     else:
         result = run_examples(args.check)
 

@@ -37,14 +37,15 @@ from npuir.api import print_ir
 from npuir.backends.npu.explain import Explanation, compare, explain
 from npuir.backends.npu.hardware import Hardware
 from npuir.context import make_context
-from npuir.diagnostics import DiagnosticError, UsageError
+from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
-from npuir.frontends.ge import parse_path
-from npuir.pipeline import build_pipeline, run_passes
+from npuir.frontends.load import Format, load, load_source, read
+from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
+from npuir.transforms.coreset_check import HOLD_AND_WAIT
 
 _TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
 PIPELINES: dict[str, str] = {
@@ -202,7 +203,7 @@ def _run(config: AdviseConfig, pipeline: str | None, source: str | None = None) 
 def _variant(name: str, pipeline: str | None, outcome: RunOutcome, hw: Hardware) -> Variant:
     result = outcome.result
     deadlock = outcome.status == EXIT_DEADLOCK
-    hazards = sum(1 for w in outcome.warnings if "hold-and-wait" in w.message)
+    hazards = sum(1 for w in outcome.warnings if w.kind == HOLD_AND_WAIT.code)
     if result is None:
         return Variant(name, pipeline, None, deadlock, 0, 0, None, hazards)
     streams = len({(r, s) for (r, s) in result.stream_busy_ns if r == 0})
@@ -421,7 +422,7 @@ def edits_of(annotated: ModuleOp, original: ModuleOp, hw: Hardware) -> list[Edit
 def _annotated(config: AdviseConfig, name: str) -> ModuleOp:
     # Remarks from lowering a variant are not advice: kept (and dropped) with the context.
     ctx = make_context(collect_diagnostics=True)
-    module = parse_path(ctx, config.path)
+    module = load(config.path, ctx)
     spec = _ANNOTATE[name]
     if spec:
         run_passes(ctx, module, build_pipeline(spec))
@@ -440,12 +441,15 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
     `write(path, text)` writes `--emit-mlir` (default: the shared output writer).  A
     `torch.export` archive (`.pt2`, needs `npuir[torch]`) is imported first, keeping each
     op's model line, so the edits name the model's own source lines."""
-    if config.path.endswith(".pt2"):
+    source = read(config.path)
+    if source.format is not Format.MLIR:
+        # Imported once, keeping every op's location in the model or the dump; the
+        # variants then re-read the IR.
         with tempfile.TemporaryDirectory(prefix="npuir-advise-") as scratch:
             imported = Path(scratch) / (Path(config.path).stem + ".mlir")
-            imported.write_text(print_ir(_import_pt2(config.path), debuginfo=True))
+            imported.write_text(print_ir(load_source(source), debuginfo=True))
             return advise(dataclasses.replace(config, path=str(imported)), write)
-    module = parse_path(make_context(), config.path)
+    module = load(config.path)
     hw = device_of(module, config.hw)
     variants: list[Variant] = []
     written = _variant("as written", None, _run(config, None), hw)
@@ -499,27 +503,18 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
     if config.emit_mlir is not None:
         text = print_ir(annotated)
         if write is None:
-            from npuir.output import write_text as write
-        write(config.emit_mlir, text)
+            Path(config.emit_mlir).write_text(text, encoding="utf-8")
+        else:
+            write(config.emit_mlir, text)
         advice.emitted = config.emit_mlir
         rerun = _run(config, None, source=text)
         advice.reproduced_ns = None if rerun.result is None else rerun.result.makespan_ns
     return advice
 
 
-def _import_pt2(path: str) -> ModuleOp:
-    try:
-        from npuir.frontends.torch import import_pt2
-    except ImportError:
-        raise UsageError(
-            f"'{path}' is a torch.export archive: pip install 'npuir[torch]'"
-        ) from None
-    return import_pt2(path)
-
-
 def _lower_bound(config: AdviseConfig, hw: Hardware) -> int | None:
     """`npuir.schedule.bounds.lower_bound_ns` of the entry function (rank 0's)."""
-    module = parse_path(make_context(), config.path)
+    module = load(config.path)
     funcs = [f for f in module.ops if isinstance(f, FuncOp) and not is_dispatcher(f)]
     if not funcs:
         return None

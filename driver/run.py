@@ -6,7 +6,8 @@ This is the library behind `npuir-run` (the tool only parses arguments):
     outcome.status        # 0 ok, 3 deadlock, 4 check failed (bad input raises)
     outcome.report        # the JSON-able report (see `npuir.backends.npu.report`)
     outcome.outputs       # each rank's outputs (and `outcome.inputs` what they came from)
-    save_arrays("out.npz", output_arrays(outcome))   # what `--outputs` writes
+    with open("out.npz", "wb") as f:
+        save_arrays(f, output_arrays(outcome))         # what `--outputs` writes
 
 Steps: parse; apply the pipeline (`npu-default` when the input is not
 lowered yet; `--hw` overrides the module's `npu.target` for the passes too);
@@ -33,28 +34,57 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
+from npuir.analysis.manager import LoweredFunction, analyses
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
 from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
 from npuir.backends.npu.explain import compare, explain
 from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
+from npuir.backends.npu.memory import imas_line, memory_report
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.pools import Layout, LayoutError, Pool, host_bytes_available
-from npuir.backends.npu.profile import Profile, read_profile
-from npuir.backends.npu.memory import imas_line, memory_report
+from npuir.backends.npu.profile import PROFILE_UNREADABLE, Profile, read_profile
 from npuir.backends.npu.report import build_report, memory_warning
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.context import NpuirContext, make_context
-from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, error
-from npuir.dialects import gear, npu, stream, sync
+from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, UsageError, error
+from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
-from npuir.frontends.ge import parse_path, parse_source
-from npuir.output import write_output
-from npuir.pipeline import build_pipeline, run_passes
+from npuir.frontends.load import Source, load_source, read, source_of_text
+from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
-from npuir.schedule.device import device_spec
-from npuir.verifier import verify
+from npuir.schedule.device import UNKNOWN_DEVICE, device_spec
+
+INPUT_SHAPE = Kind("input.shape-mismatch")
+"""An input array whose shape the argument does not take."""
+INPUT_DTYPE = Kind("input.dtype-mismatch")
+"""An input array whose dtype the argument does not take."""
+INPUT_MISSING = Kind("input.missing-array")
+"""An inputs file without an array the program needs."""
+EMPTY_AXIS = Kind("input.empty-axis")
+"""An argument that indexes an empty axis."""
+HW_INVALID = Kind("hw.invalid")
+"""A hardware description that cannot be used."""
+
+REFERENCE_FAILS = Kind("check.reference-fails")
+"""The unscheduled program fails to run."""
+NUMERICS_ERROR = Kind("run.numerics")
+"""The numeric run refuses the program."""
+NO_MEMORY_PLAN = Kind("run.no-memory-plan")
+"""`--check-memory` on a function that has no memory plan."""
+HOST_MEMORY = Kind("run.host-memory")
+"""`--check-memory`: the planned pools do not fit the host's free memory."""
+NO_GEAR = Kind("gear.no-match")
+"""No gear matches the input shapes."""
+MISSING_RANKS = Kind("collective.missing-ranks")
+"""A collective's group reaches past the ranks run."""
+SHAPES_ILL_TYPED = Kind("input.shape-ill-typed")
+"""The shapes given do not type-check."""
+EXTERNAL_ENTRY = Kind("run.external-function")
+"""The entry is an external declaration."""
+NO_FUNCTION = Kind("run.no-function")
+"""The module has no function to run."""
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
 
@@ -73,9 +103,10 @@ class RunConfig:
     """What `npuir-run` was asked to do."""
 
     path: str
-    source: str | None = None
-    """The program's text when the caller has read it already (`path` then only names it,
-    e.g. `<stdin>`); otherwise it is read from `path`."""
+    source: str | Source | None = None
+    """The program when the caller has read it already (`npuir.frontends.load.read`, or
+    MLIR text; `path` then only names it, e.g. `<stdin>`); otherwise it is read from
+    `path` by the one loader, whatever its format."""
     pipeline: str | None = None
     entry: str | None = None
     entries: list[str] | None = None
@@ -119,12 +150,12 @@ def _hardware(config: RunConfig, module: ModuleOp) -> Hardware:
         return load_hardware(spec)
     except HardwareError as exc:
         if config.hw is None:
-            raise error(module, str(exc)) from None
+            raise error(module, str(exc), UNKNOWN_DEVICE) from None
         # A preset that does not exist or a file that cannot be read is a bad flag value; a
         # file that can be read but is wrong is bad input (its message names file and line).
         if not Path(config.hw).is_file():
             raise UsageError(f"--hw: {exc}") from None
-        raise DiagnosticError(Diagnostic("error", f"--hw: {exc}")) from None
+        raise DiagnosticError(Diagnostic("error", f"--hw: {exc}", kind=HW_INVALID.code)) from None
 
 
 def _functions(module: ModuleOp) -> dict[str, FuncOp]:
@@ -141,7 +172,7 @@ def _default_entry(module: ModuleOp) -> str:
                 called.add(op.fallback_name)
     candidates = [name for name, f in funcs.items() if name not in called and not f.is_declaration]
     if not candidates:
-        raise error(module, "the module has no function to run")
+        raise error(module, "the module has no function to run", NO_FUNCTION)
     if len(candidates) > 1 and "main" in candidates:
         return "main"
     return candidates[0]
@@ -167,7 +198,11 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
                 + ")"
             )
         if funcs[name].is_declaration:
-            raise error(funcs[name], f"@{name} is an external declaration: it has no body to run")
+            raise error(
+                funcs[name],
+                f"@{name} is an external declaration: it has no body to run",
+                EXTERNAL_ENTRY,
+            )
     return names
 
 
@@ -283,6 +318,7 @@ def _index_bound(func: FuncOp, index: int, shapes: Sequence[tuple[int, ...]]) ->
                 "error",
                 f"argument {index} of @{func.sym_name.data} indexes an empty axis; "
                 "give inputs with --inputs",
+                kind=EMPTY_AXIS.code,
             )
         )
     return bound
@@ -310,7 +346,9 @@ def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError) as exc:
-        raise DiagnosticError(Diagnostic("error", f"cannot read inputs '{path}': {exc}")) from None
+        raise DiagnosticError(
+            Diagnostic("error", f"cannot read inputs '{path}': {exc}", kind=INPUT_ERROR.code)
+        ) from None
     per_rank: list[list[Array]] = []
     for rank, func in enumerate(funcs):
         values: list[Array] = []
@@ -318,7 +356,11 @@ def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
             key = next((k for k in (f"rank{rank}/arg{index}", f"arg{index}") if k in arrays), None)
             if key is None:
                 raise DiagnosticError(
-                    Diagnostic("error", f"'{path}' has no array 'arg{index}' for rank {rank}")
+                    Diagnostic(
+                        "error",
+                        f"'{path}' has no array 'arg{index}' for rank {rank}",
+                        kind=INPUT_MISSING.code,
+                    )
                 )
             assert isinstance(ty, TensorType)
             values.append(_given_input(path, key, arrays[key], func, index, ty))
@@ -341,6 +383,7 @@ def _given_input(
                 "error",
                 f"{where} has dtype {array.dtype}, but argument {index} of "
                 f"@{func.sym_name.data} is {ty}: save it as {dtype}",
+                kind=INPUT_DTYPE.code,
             )
         )
     shape = tuple(ty.get_shape())
@@ -350,6 +393,7 @@ def _given_input(
                 "error",
                 f"{where} has shape {'x'.join(map(str, array.shape)) or 'scalar'}, which does "
                 f"not fit argument {index} of @{func.sym_name.data}, {ty}",
+                kind=INPUT_SHAPE.code,
             )
         )
     return array
@@ -374,7 +418,9 @@ def timing_function(func: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:
     try:
         return specialise(func, func.sym_name.data, fixed, upper_bound_data_dependent=True)
     except RetypeError as exc:
-        raise error(exc.op, f"the shapes given do not type-check: {exc}") from None
+        raise error(
+            exc.op, f"the shapes given do not type-check: {exc}", SHAPES_ILL_TYPED
+        ) from None
 
 
 def _lower(ctx: NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: str | None) -> None:
@@ -399,15 +445,22 @@ def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[Partial
             f"{first.describe()}: run all {needed} ranks (--ranks {needed}, or one --entries "
             "function per rank), or pass --mirror-peers to take the missing ranks as copies "
             "of those present",
+            MISSING_RANKS,
         )
     return partial
 
 
 def _programs(
-    module: ModuleOp, names: Sequence[str], shapes: Sequence[Sequence[tuple[int, ...]]]
+    ctx: NpuirContext,
+    module: ModuleOp,
+    names: Sequence[str],
+    shapes: Sequence[Sequence[tuple[int, ...]]],
 ) -> tuple[list[Program], list[FuncOp], list[str | None]]:
     """Each rank's program (shared between ranks running the same function on the same
-    shapes), the function it runs (a gear version for a dispatcher) and which gear."""
+    shapes), the function it runs (a gear version for a dispatcher) and which gear.
+
+    A function with static shapes is the one the passes lowered: its program graph comes
+    from `ctx`'s analysis cache, where `coreset-check` and `sync-verify` left it."""
     funcs = _functions(module)
     streams = module_streams(module)
     programs: list[Program] = []
@@ -418,18 +471,24 @@ def _programs(
         try:
             func, label = resolve_entry(module, funcs[name], rank_shapes)
         except NumericsError as exc:
-            raise error(exc.op, str(exc)) from None
+            raise error(exc.op, str(exc), NO_GEAR) from None
         actual.append(func)
         gears.append(label)
         key = (func.sym_name.data, tuple(rank_shapes))
         prog = cache.get(key)
         if prog is None:
-            prog = cache[key] = build_program(timing_function(func, rank_shapes), streams)
+            timed = timing_function(func, rank_shapes)
+            prog = cache[key] = (
+                analyses(ctx).get(LoweredFunction, func, tuple(streams)).prog
+                if timed is func
+                else build_program(timed, streams)
+            )
         programs.append(prog)
     return programs, actual, gears
 
 
 def _simulate(
+    ctx: NpuirContext,
     module: ModuleOp,
     names: Sequence[str],
     shapes: Sequence[Sequence[tuple[int, ...]]],
@@ -437,7 +496,7 @@ def _simulate(
     mirror_peers: bool,
     profile: Profile | None,
 ) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None], list[PartialGroup]]:
-    programs, actual, gears = _programs(module, names, shapes)
+    programs, actual, gears = _programs(ctx, module, names, shapes)
     partial = _partial_groups(actual, mirror_peers)
     progress.phase(f"simulate {sum(len(p) for p in programs)} nodes")
     try:
@@ -448,22 +507,9 @@ def _simulate(
 
 
 def unlowered(module: ModuleOp) -> ModuleOp:
-    """`module` with what `stream-partition` and `insert-events` added taken out, in place:
-    `stream.on`, events and `stream.decl`s.  Each op's `coreset.cores` (the effective
-    limits of its source) stays, and unlowered functions are left as they are."""
-    lowered = [f for f in module.ops if isinstance(f, FuncOp) and is_lowered(f)]
-    for func in lowered:
-        # Waits before records: a record's event may only go once nothing waits on it.
-        for op in reversed(list(func.body.walk())):
-            if isinstance(op, sync.WaitOp | sync.RecordOp):
-                parent = op.parent_block()
-                assert parent is not None
-                parent.erase_op(op)
-            else:
-                op.attributes.pop(stream.STREAM_ON, None)
-    if lowered:
-        for decl in [op for op in module.ops if isinstance(op, stream.DeclOp)]:
-            module.body.block.erase_op(decl)
+    """`module` with what `stream-partition` and `insert-events` added taken out, in place
+    (the `stream-unlower` pass), ready to be lowered another way."""
+    run_passes(make_context(), module, build_pipeline("stream-unlower"))
     return module
 
 
@@ -495,12 +541,13 @@ _Loaded = tuple[
 def _load(config: RunConfig) -> _Loaded:
     """Parse the input; its device, entries, given inputs and argument shapes."""
     ctx = make_context(collect_diagnostics=True)
-    if config.source is not None:
-        ctx.diagnostics.sources.add(config.path, config.source)
-        module = parse_source(ctx, config.source, config.path)
-        verify(module)
+    if isinstance(config.source, Source):
+        source = config.source
+    elif config.source is not None:
+        source = source_of_text(config.path, config.source)
     else:
-        module = parse_path(ctx, config.path)
+        source = read(config.path)
+    module = load_source(source, ctx)
     original = module.clone()
     hw = _hardware(config, module)
     names = entry_names(config, module)
@@ -531,11 +578,13 @@ def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnos
     ctx, module, _, hw, names, _, _, shapes = _load(config)
     profile = read_profile(profile_path)
     warnings = _lower_reporting(ctx, module, config)
-    programs, _, _ = _programs(module, names, shapes)
+    programs, _, _ = _programs(ctx, module, names, shapes)
     try:
         return fit_hardware(programs, profile, hw), warnings
     except FitError as exc:
-        raise DiagnosticError(Diagnostic("error", f"--fit-hw {profile_path}: {exc}")) from None
+        raise DiagnosticError(
+            Diagnostic("error", f"--fit-hw {profile_path}: {exc}", kind=PROFILE_UNREADABLE.code)
+        ) from None
 
 
 def run_program(config: RunConfig) -> RunOutcome:
@@ -545,7 +594,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     profile = read_profile(config.profile) if config.profile else None
     warnings = _lower_reporting(ctx, module, config)
     result, programs, actual, gears, partial = _simulate(
-        module, names, shapes, hw, config.mirror_peers, profile
+        ctx, module, names, shapes, hw, config.mirror_peers, profile
     )
 
     baseline = unlowered(original.clone())
@@ -553,7 +602,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
     single, single_programs, _, _, _ = _simulate(
-        baseline, names, shapes, hw, config.mirror_peers, profile
+        base_ctx, baseline, names, shapes, hw, config.mirror_peers, profile
     )
 
     check: dict[str, Any] | None = None
@@ -569,7 +618,7 @@ def run_program(config: RunConfig) -> RunOutcome:
                 module, actual, inputs, mirror_peers=config.mirror_peers, pools=pools
             )
         except NumericsError as exc:
-            raise error(exc.op or module, str(exc)) from None
+            raise error(exc.op or module, str(exc), NUMERICS_ERROR) from None
         if config.check:
             check = _check(original, names, inputs, outputs, config.mirror_peers)
     report = build_report(
@@ -619,7 +668,7 @@ def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
         try:
             layouts.append(Layout.of(module, func))
         except LayoutError as exc:
-            raise error(exc.op, f"--check-memory: {exc}") from None
+            raise error(exc.op, f"--check-memory: {exc}", NO_MEMORY_PLAN) from None
     total = sum(layout.pool_bytes for layout in layouts)
     available = host_bytes_available()
     if available is not None and total > available:
@@ -627,6 +676,7 @@ def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
             funcs[0],
             f"--check-memory: the planned pools take {total} bytes over {len(funcs)} rank(s), "
             f"more than the {available} bytes this host has free; run without --check-memory",
+            HOST_MEMORY,
         )
     return [Pool(layout) for layout in layouts]
 
@@ -660,9 +710,12 @@ def _why(
     if result.makespan_ns <= base.makespan_ns or "mode=auto" in (config.pipeline or ""):
         return lines, None
     candidate = unlowered(original.clone())
+    auto_ctx = make_context(collect_diagnostics=True)
     try:
-        _lower(make_context(collect_diagnostics=True), candidate, AUTO_PIPELINE, config.hw)
-        auto, _, _, _, _ = _simulate(candidate, names, shapes, hw, config.mirror_peers, profile)
+        _lower(auto_ctx, candidate, AUTO_PIPELINE, config.hw)
+        auto, _, _, _, _ = _simulate(
+            auto_ctx, candidate, names, shapes, hw, config.mirror_peers, profile
+        )
     except DiagnosticError:
         return lines, None
     if auto.deadlock is not None or auto.makespan_ns >= result.makespan_ns:
@@ -686,7 +739,9 @@ def _check(
     try:
         reference = run_ranks(original, reference_funcs, inputs, mirror_peers=mirror_peers)
     except NumericsError as exc:
-        raise error(exc.op or original, f"the unscheduled program fails: {exc}") from None
+        raise error(
+            exc.op or original, f"the unscheduled program fails: {exc}", REFERENCE_FAILS
+        ) from None
     mismatches: list[str] = []
     for rank, (got, want) in enumerate(zip(outputs, reference)):
         for index, (a, b) in enumerate(zip(got, want)):
@@ -714,12 +769,8 @@ def _keyed(per_rank: Sequence[Sequence[Array]], stem: str) -> dict[str, Array]:
     }
 
 
-def save_arrays(path: str, arrays: dict[str, Array]) -> None:
-    """Write `arrays` as an uncompressed `.npz` (`npuir.output.write_output`; raises
-    `OutputError` when it cannot).  bfloat16 is saved as its 2-byte bits, which
-    `load_inputs` reads back as bfloat16."""
-
-    def write(out: BinaryIO) -> None:
-        np.savez(out, **arrays)  # type: ignore[arg-type]
-
-    write_output(path, write)
+def save_arrays(out: BinaryIO, arrays: dict[str, Array]) -> None:
+    """Write `arrays` to the binary stream `out` as an uncompressed `.npz` (what `--outputs`
+    and `--save-inputs` write).  bfloat16 is saved as its 2-byte bits, which `load_inputs`
+    reads back as bfloat16."""
+    np.savez(out, **arrays)  # type: ignore[arg-type]

@@ -65,11 +65,15 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuir.api import read_source
 from npuir.context import NpuirContext
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.dialects import coreset, npu, stream
 from npuir.frontends.protobuf_text import Ident, Message, parse
-from npuir.parsing import parse_module
 from npuir.verifier import verify
+
+GE_IMPORT_WARNING = Kind("ge.import-warning")
+"""Something the GE importer could not keep (an unknown op type, an ignored attribute)."""
+GE_INVALID = Kind("ge.invalid-dump")
+"""A GE dump the importer refuses."""
 
 CONST_ATTR = "ge.const"
 """Argument attribute marking a function argument that was a GE constant."""
@@ -244,7 +248,7 @@ def _loc(filename: str, line: int, column: int) -> SourceLocation:
 
 
 def _fail(location: SourceLocation | None, message: str) -> DiagnosticError:
-    return DiagnosticError(Diagnostic("error", message, location))
+    return DiagnosticError(Diagnostic("error", message, location, kind=GE_INVALID.code))
 
 
 def _edge(text: str, location: SourceLocation) -> Edge | None:
@@ -351,17 +355,6 @@ def read_graphs(text: str, filename: str) -> list[Graph]:
         _loc(filename, 1, 1),
         "not a GE or TorchAir graph dump: no 'graph', 'op' or 'node' blocks at the top level",
     )
-
-
-# Dumps start with one of these at the top level (after comments); .mlir cannot.
-_DUMP_START = re.compile(
-    r"\A(?:\s|#[^\n]*\n)*(?:(?:graph|op|node|attr)\s*:?\s*[{<]|(?:name|version)\s*:)"
-)
-
-
-def looks_like_dump(text: str) -> bool:
-    """Whether `text` is a GE / TorchAir text dump rather than MLIR (judged by content)."""
-    return _DUMP_START.match(text[:4096]) is not None
 
 
 # --------------------------------------------------------------------------
@@ -916,7 +909,7 @@ class _Importer:
         return self.infos[key]
 
     def warn(self, location: SourceLocation | None, message: str) -> None:
-        self.warnings.append(Diagnostic("warning", message, location))
+        self.warnings.append(Diagnostic("warning", message, location, kind=GE_IMPORT_WARNING.code))
 
     # -- scopes ----------------------------------------------------------------
 
@@ -1213,7 +1206,7 @@ class _Importer:
             reason = str(exc)
         except VerifyException as exc:
             reason = str(exc).splitlines()[0]
-        except (ValueError, IndexError, AssertionError) as exc:
+        except (ValueError, IndexError) as exc:
             reason = f"{type(exc).__name__}: {exc}"
         if reason:
             for op in reversed(made):
@@ -1261,29 +1254,6 @@ def import_text(
         )
     verify(module)
     return ImportResult(module, importer.summary, warnings)
-
-
-def parse_source(ctx: NpuirContext, text: str, filename: str, base_offset: int = 0) -> ModuleOp:
-    """A module from `text`: MLIR, or a GE / TorchAir dump recognised by content.
-
-    What `npuir-opt` and `npuir-run` call on their input, so that both accept a dump
-    directly.  MLIR is only parsed (the caller verifies, as after `parse_module`); a dump
-    is imported, which verifies, and its warnings go to `ctx.diagnostics`.
-    """
-    if not looks_like_dump(text):
-        return parse_module(ctx, text, filename, ctx.diagnostics.sources, base_offset)
-    result = import_text(ctx, text, filename)
-    ctx.diagnostics.emitted.extend(result.warnings)
-    return result.module
-
-
-def parse_path(ctx: NpuirContext, path: str | Path) -> ModuleOp:
-    """`parse_source` on the file at `path`, verified: `npuir.parse_file` that takes dumps too."""
-    text = read_source(ctx, path)
-    ctx.diagnostics.sources.add(str(path), text)
-    module = parse_source(ctx, text, str(path))
-    verify(module)
-    return module
 
 
 def import_dump(

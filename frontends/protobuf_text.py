@@ -23,7 +23,10 @@ from typing import Any
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.diagnostics import PARSE_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
+
+TOO_DEEP = Kind("parse.too-deep")
+"""Input nested deeper than the parser's bound."""
 
 
 class Ident(str):
@@ -254,11 +257,21 @@ def parse(text: str, filename: str, line_offset: int = 0) -> Message:
         if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
             line, column = _end_of(text, line_offset)
         raise DiagnosticError(
-            Diagnostic("error", _describe(exc), SourceLocation(filename, line, column))
+            Diagnostic(
+                "error",
+                _describe(exc),
+                SourceLocation(filename, line, column),
+                kind=PARSE_ERROR.code,
+            )
         ) from None
     except RecursionError:
         raise DiagnosticError(
-            Diagnostic("error", "messages are nested too deeply", SourceLocation(filename, 1, 1))
+            Diagnostic(
+                "error",
+                "messages are nested too deeply",
+                SourceLocation(filename, 1, 1),
+                kind=TOO_DEEP.code,
+            )
         ) from None
 
 

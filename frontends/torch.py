@@ -47,12 +47,21 @@ from xdsl.dialects.builtin import (
     i64,
 )
 
-from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, SourceLocation
+from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Kind, SourceLocation
 from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
 from npuir.torchair import Graph, Tensor, TorchairError, ops
 from npuir.torchair._graph import element_type, tensor_type
+
+PT2_UNREADABLE = Kind("input.unreadable")
+"""An input file that cannot be read."""
+TORCH_IMPORT_WARNING = Kind("torch.import-warning")
+"""Something the torch importer could not keep."""
+UNBALANCED_SCOPE = Kind("torch.unbalanced-scope")
+"""An `air::scope_enter` without its `scope_exit`."""
+UNSUPPORTED_NODE = Kind("torch.unsupported-node")
+"""An FX node the importer cannot map."""
 
 SYM_DIMS = "torch.sym_dims"
 """Argument attribute: the symbol of each dim ("" for a static one)."""
@@ -207,16 +216,27 @@ class _Importer:
             except UnsupportedOp as exc:
                 loc = SourceLocation(where[0], where[1], 0) if where else None
                 raise DiagnosticError(
-                    Diagnostic("error", f"cannot import '{node.name}' ({node.target}): {exc}", loc)
+                    Diagnostic(
+                        "error",
+                        f"cannot import '{node.name}' ({node.target}): {exc}",
+                        loc,
+                        kind=UNSUPPORTED_NODE.code,
+                    )
                 ) from None
         if self.scopes:
-            raise DiagnosticError(Diagnostic("error", "air::scope_enter without a scope_exit"))
+            raise DiagnosticError(
+                Diagnostic(
+                    "error", "air::scope_enter without a scope_exit", kind=UNBALANCED_SCOPE.code
+                )
+            )
         for kind, places in self.opaque.items():
             message = (
                 f"aten op '{kind}' has no npu op: {len(places)} op(s) imported as npu.opaque "
                 "(engine vector, costed from its tensor sizes; no numeric kernel)"
             )
-            self.warnings.append(Diagnostic("warning", message, places[0]))
+            self.warnings.append(
+                Diagnostic("warning", message, places[0], kind=TORCH_IMPORT_WARNING.code)
+            )
         self.dim_ranges()
         return self.graph.module
 
@@ -486,5 +506,7 @@ def import_pt2(
     try:
         ep = torch.export.load(str(path))
     except (OSError, RuntimeError, ValueError) as exc:
-        raise DiagnosticError(Diagnostic("error", f"cannot load '{path}': {exc}")) from None
+        raise DiagnosticError(
+            Diagnostic("error", f"cannot load '{path}': {exc}", kind=PT2_UNREADABLE.code)
+        ) from None
     return import_exported_program(ep, target=target, strict=strict, diagnostics=diagnostics)

@@ -3,8 +3,10 @@
 The library API in one place:
 
 - `make_context()`: an xDSL `Context` with every npuir dialect loaded;
-- `parse_file(ctx, path)` / `parse_text(ctx, text, filename)`: IR with a
-  source location on every op, located errors on bad input;
+- `load(path_or_stream)`: the one input loader -- MLIR, a GE / TorchAir dump or a
+  `torch.export` archive, recognised by content -- as a verified module;
+  `parse_file(ctx, path)` is `load(path, ctx)`; `parse_text(ctx, text, filename)` parses
+  MLIR text; every op carries its source location, bad input is a located error;
 - `verify(op)`: op-by-op verification with located errors;
 - `build_pipeline(spec)` / `run_passes(ctx, module, passes)`: run passes by
   name, e.g. `"stream-partition,insert-events{max-events=8}"` or `"npu-default"`;
@@ -28,12 +30,13 @@ _EXPORTS: dict[str, str] = {
     "UsageError": "npuir.diagnostics",
     "NpuirContext": "npuir.context",
     "make_context": "npuir.context",
-    "parse_file": "npuir.api",
+    "load": "npuir.frontends.load",
+    "parse_file": "npuir.frontends.load",
     "parse_text": "npuir.api",
     "print_ir": "npuir.api",
     "verify": "npuir.verifier",
-    "build_pipeline": "npuir.pipeline",
-    "run_passes": "npuir.pipeline",
+    "build_pipeline": "npuir.passmanager.pipeline",
+    "run_passes": "npuir.passmanager.pipeline",
 }
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "build_pipeline",
+    "load",
     "make_context",
     "parse_file",
     "parse_text",
@@ -52,10 +56,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from npuir.api import parse_file, parse_text, print_ir
+    from npuir.api import parse_text, print_ir
     from npuir.context import NpuirContext, make_context
     from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
-    from npuir.pipeline import build_pipeline, run_passes
+    from npuir.frontends.load import load, parse_file
+    from npuir.passmanager.pipeline import build_pipeline, run_passes
     from npuir.verifier import verify
 
 

@@ -1,6 +1,6 @@
-"""Reading and printing IR: parse a file or text into a verified module, print it back.
+"""Parsing MLIR text and printing IR (`npuir.load` reads files of every format).
 
-`npuir.parse_file`, `npuir.parse_text` and `npuir.print_ir` are these functions.
+`npuir.parse_text` and `npuir.print_ir` are these functions.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from xdsl.printer import Printer
 
 from npuir.context import NpuirContext
 from npuir.deep_stack import deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError
+from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError
 from npuir.parsing import decode_source, parse_module
 from npuir.verifier import verify
 
-__all__ = ["parse_file", "parse_text", "print_ir", "read_source"]
+__all__ = ["parse_text", "print_ir", "read_source"]
 
 
 def parse_text(ctx: NpuirContext, text: str, filename: str = "<input>") -> ModuleOp:
@@ -36,14 +36,9 @@ def read_source(ctx: NpuirContext, path: str | Path) -> str:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise DiagnosticError(
-            Diagnostic("error", f"cannot read '{name}': {exc.strerror}")
+            Diagnostic("error", f"cannot read '{name}': {exc.strerror}", kind=INPUT_ERROR.code)
         ) from None
     return decode_source(data, name, ctx.diagnostics.sources)
-
-
-def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
-    """Parse and verify the module in the file at `path`."""
-    return parse_text(ctx, read_source(ctx, path), str(path))
 
 
 @deep_stack

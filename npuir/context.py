@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith
@@ -11,7 +13,13 @@ from xdsl.dialects.func import Func
 from xdsl.ir import Operation
 
 from npuir.analysis.manager import AnalysisManager
-from npuir.diagnostics import DiagnosticEngine
+from npuir.diagnostics import (
+    DiagnosticEngine,
+    Kind,
+    Severity,
+    make_diagnostic,
+    op_location,
+)
 from npuir.dialects import DIALECTS
 
 
@@ -42,22 +50,39 @@ def make_context(
     return ctx
 
 
-def warn(ctx: Context, op: Operation | None, message: str) -> None:
-    """Emit a warning through npuir's engine, or to stderr under a plain xDSL context."""
-    _emit(ctx, "warning", op, message)
+def warn(
+    ctx: Context,
+    op: Operation | None,
+    what: str | Kind,
+    kind: Kind | str | None = None,
+    **args: Any,
+) -> None:
+    """Emit a warning through npuir's engine, or to stderr under a plain xDSL context:
+    `warn(ctx, op, KIND, name=...)`, or `warn(ctx, op, "message", KIND)`."""
+    _emit(ctx, "warning", op, what, kind, args)
 
 
-def remark(ctx: Context, op: Operation | None, message: str) -> None:
+def remark(
+    ctx: Context,
+    op: Operation | None,
+    what: str | Kind,
+    kind: Kind | str | None = None,
+    **args: Any,
+) -> None:
     """Emit a remark (information a user may want, not a problem)."""
-    _emit(ctx, "remark", op, message)
+    _emit(ctx, "remark", op, what, kind, args)
 
 
-def _emit(ctx: Context, severity: str, op: Operation | None, message: str) -> None:
+def _emit(
+    ctx: Context,
+    severity: Severity,
+    op: Operation | None,
+    what: str | Kind,
+    kind: Kind | str | None,
+    args: dict[str, Any],
+) -> None:
+    diagnostic = make_diagnostic(severity, op_location(op), what, kind, args)
     if isinstance(ctx, NpuirContext):
-        ctx.diagnostics.emit(severity, op, message)  # type: ignore[arg-type]
-        return
-    import sys
-
-    from npuir.diagnostics import Diagnostic, op_location
-
-    print(Diagnostic(severity, message, op_location(op)).render(), file=sys.stderr)  # type: ignore[arg-type]
+        ctx.diagnostics.add(diagnostic)
+    else:
+        print(diagnostic.render(), file=sys.stderr)

@@ -7,7 +7,14 @@ warnings — is rendered here as
     <the offending source line>
         ^
 
-so that all tools look the same and lit tests can match on them.  Operations
+so that all tools look the same and lit tests can match on them.
+
+Every diagnostic is data first: a stable `kind` (a dotted code such as
+`core.hold-and-wait`, declared once with `Kind(code, template)` next to the code that
+emits it), its location, and its arguments; the message is rendered from the kind's
+template and the arguments.  Code that reacts to a diagnostic -- `npuir-advise`, the tools'
+`--json`, tests -- compares kinds (`diagnostic.kind == HOLD_AND_WAIT.code`), never text.
+`kinds()` lists every kind declared so far.  Operations
 get their location from the parser (see `npuir.parsing`), which stores a
 `FileLineColLoc` on every op it reads; ops created by passes inherit the
 location of the op they replace, or fall back to their nearest located parent.
@@ -16,10 +23,13 @@ location of the op they replace, or fall back to their nearest located parent.
 from __future__ import annotations
 
 import bisect
+import re
+import string
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from xdsl.dialects.builtin import FileLineColLoc
@@ -84,13 +94,74 @@ class SourceManager:
         return text[begin : end if end != -1 else len(text)]
 
 
+_CODE = re.compile(r"[a-z][a-z0-9]*(\.[a-z0-9]+(-[a-z0-9]+)*)+")
+_KINDS: dict[str, Kind] = {}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A stable kind of diagnostic: a dotted code (`area.what-happened`, the key consumers
+    match) and the template its message is rendered from (`str.format` fields named by the
+    diagnostic's arguments).  Declaring the same code twice with another template is a bug
+    (ValueError): a code means one thing."""
+
+    code: str
+    template: str = "{message}"
+
+    def __post_init__(self) -> None:
+        if not _CODE.fullmatch(self.code):
+            raise ValueError(f"diagnostic kind '{self.code}' is not a dotted lower-case code")
+        known = _KINDS.setdefault(self.code, self)
+        if known.template != self.template:
+            raise ValueError(f"diagnostic kind '{self.code}' declared twice, differently")
+
+    @property
+    def fields(self) -> frozenset[str]:
+        """The argument names the template needs."""
+        return frozenset(f for _, f, _, _ in string.Formatter().parse(self.template) if f)
+
+    def render(self, args: Mapping[str, Any]) -> str:
+        return self.template.format_map(args)
+
+
+def kinds() -> dict[str, Kind]:
+    """Every kind declared so far, by code (kinds are declared where they are emitted, so
+    a module's kinds are known once it is imported)."""
+    return dict(_KINDS)
+
+
+UNCLASSIFIED = Kind("npuir.unclassified")
+"""The kind of a diagnostic made from a bare message (an out-of-tree pass that names none)."""
+PARSE_ERROR = Kind("parse.syntax")
+"""The input does not parse (xDSL's parser or npuir's own)."""
+VERIFY_ERROR = Kind("verify.op", "{message}")
+"""An op's verifier refused it; `op` names the op."""
+INPUT_ERROR = Kind("input.unreadable")
+"""An input file cannot be read or decoded."""
+
+
 @dataclass(frozen=True)
 class Diagnostic:
-    """One message about one place in the input."""
+    """One message about one place in the input: its kind, severity, location and
+    arguments, with the message rendered from them."""
 
     severity: Severity
     message: str
     location: SourceLocation | None = None
+    kind: str = UNCLASSIFIED.code
+    args: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @staticmethod
+    def of(
+        severity: Severity,
+        kind: Kind,
+        location: SourceLocation | None = None,
+        **args: Any,
+    ) -> Diagnostic:
+        """The diagnostic of `kind` with `args`, its message rendered from the template."""
+        return Diagnostic(
+            severity, kind.render(args), location, kind.code, MappingProxyType(dict(args))
+        )
 
     def render(self, sources: SourceManager | None = None) -> str:
         where = f"{self.location}: " if self.location is not None else ""
@@ -148,9 +219,32 @@ def op_location(op: Operation | None) -> SourceLocation | None:
     return None
 
 
-def error(op: Operation | None, message: str) -> DiagnosticError:
-    """Build (not raise) a located error at `op`: `raise error(op, "...")`."""
-    return DiagnosticError(Diagnostic("error", message, op_location(op)))
+def make_diagnostic(
+    severity: Severity,
+    location: SourceLocation | None,
+    what: str | Kind,
+    kind: Kind | str | None = None,
+    args: Mapping[str, Any] | None = None,
+) -> Diagnostic:
+    """A diagnostic from a kind and its arguments (`what` a `Kind`), or from a message and
+    an optional kind (`what` a string: the kind's template is then `{message}`-like and the
+    message is its argument)."""
+    if isinstance(what, Kind):
+        return Diagnostic.of(severity, what, location, **(args or {}))
+    if isinstance(kind, str):
+        kind = _KINDS.get(kind) or Kind(kind)
+    chosen = kind or UNCLASSIFIED
+    return Diagnostic(
+        severity, what, location, chosen.code, MappingProxyType({"message": what, **(args or {})})
+    )
+
+
+def error(
+    op: Operation | None, what: str | Kind, kind: Kind | str | None = None, **args: Any
+) -> DiagnosticError:
+    """Build (not raise) a located error at `op`: `raise error(op, KIND, name=...)`, or
+    `raise error(op, "message", KIND)` for a kind whose template is `{message}`."""
+    return DiagnosticError(make_diagnostic("error", op_location(op), what, kind, args))
 
 
 @dataclass
@@ -171,18 +265,32 @@ class DiagnosticEngine:
     """Whether `emit` records into `emitted` (else it prints to stderr)."""
     emitted: list[Diagnostic] = field(default_factory=list[Diagnostic])
 
-    def emit(self, severity: Severity, op: Operation | None, message: str) -> None:
-        diagnostic = Diagnostic(severity, message, op_location(op))
+    def emit(
+        self,
+        severity: Severity,
+        op: Operation | None,
+        what: str | Kind,
+        kind: Kind | str | None = None,
+        **args: Any,
+    ) -> None:
+        self.add(make_diagnostic(severity, op_location(op), what, kind, args))
+
+    def add(self, diagnostic: Diagnostic) -> None:
+        """Record `diagnostic` (collecting) or print it to stderr."""
         if self.collecting:
             self.emitted.append(diagnostic)
         else:
             print(self.render(diagnostic), file=sys.stderr)
 
-    def warning(self, op: Operation | None, message: str) -> None:
-        self.emit("warning", op, message)
+    def warning(
+        self, op: Operation | None, what: str | Kind, kind: Kind | str | None = None, **args: Any
+    ) -> None:
+        self.emit("warning", op, what, kind, **args)
 
-    def remark(self, op: Operation | None, message: str) -> None:
-        self.emit("remark", op, message)
+    def remark(
+        self, op: Operation | None, what: str | Kind, kind: Kind | str | None = None, **args: Any
+    ) -> None:
+        self.emit("remark", op, what, kind, **args)
 
     @contextmanager
     def collect(self) -> Iterator[list[Diagnostic]]:
@@ -205,12 +313,25 @@ class DiagnosticEngine:
 
 
 def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
-    """A diagnostic as the tools' `--json` reports it: message, severity, location (or null)."""
+    """A diagnostic as the tools' `--json` reports it: kind, message, severity, arguments,
+    location (or null)."""
     loc = diagnostic.location
     return {
+        "kind": diagnostic.kind,
         "message": diagnostic.message,
         "severity": diagnostic.severity,
+        "args": {k: _json_value(v) for k, v in diagnostic.args.items()},
         "location": None
         if loc is None
         else {"file": loc.filename, "line": loc.line, "column": loc.column},
     }
+
+
+def _json_value(value: Any) -> Any:
+    """`value` as JSON can hold it: numbers, strings, booleans, None, lists of them; anything
+    else as its `str`."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    return str(value)

@@ -52,7 +52,10 @@ from xdsl.utils.lexer import Input, Span, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
 from npuir.deep_stack import MAX_NESTING, deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
+from npuir.diagnostics import PARSE_ERROR, Diagnostic, DiagnosticError, Kind, SourceManager
+
+NOT_UTF8 = Kind("input.not-utf8")
+"""Input that is not valid UTF-8."""
 
 SPLIT_MARKER = "// -----"
 
@@ -404,7 +407,12 @@ def decode_source(data: bytes, filename: str, sources: SourceManager | None = No
         sources.add(filename, data.decode("utf-8", errors="backslashreplace"))
         loc = sources.location_of_offset(filename, len(good))
         raise DiagnosticError(
-            Diagnostic("error", f"input is not valid UTF-8 (byte 0x{data[exc.start]:02x})", loc)
+            Diagnostic(
+                "error",
+                f"input is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
+                loc,
+                kind=NOT_UTF8.code,
+            )
         ) from None
 
 
@@ -423,9 +431,9 @@ def parse_module(
         return parser.parse_module()
     except ParseError as exc:
         loc = sources.location_of_offset(filename, base_offset + exc.span.start)
-        raise DiagnosticError(Diagnostic("error", exc.msg, loc)) from None
+        raise DiagnosticError(Diagnostic("error", exc.msg, loc, kind=PARSE_ERROR.code)) from None
     except VerifyException as exc:
         # Attributes verify as they are built, so a bad attribute surfaces here.
         offset = parser.pos if parser.pos < len(text) else len(text)
         loc = sources.location_of_offset(filename, base_offset + offset)
-        raise DiagnosticError(Diagnostic("error", str(exc), loc)) from None
+        raise DiagnosticError(Diagnostic("error", str(exc), loc, kind=PARSE_ERROR.code)) from None

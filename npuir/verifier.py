@@ -17,12 +17,15 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.deep_stack import deep_stack
-from npuir.diagnostics import error
+from npuir.diagnostics import VERIFY_ERROR, Kind, error
 from npuir.dialects.attributes import (
     VerifiesDialectAttributes,
     enclosing_ops_verified,
     verify_op_attributes,
 )
+
+USE_BEFORE_DEF = Kind("verify.use-before-def")
+"""A value used before it is defined."""
 
 
 @deep_stack
@@ -42,7 +45,7 @@ def verify(root: Operation) -> None:
                 if isinstance(op, FuncOp):
                     _verify_single_block(op)
             except (VerifyException, ValueError) as exc:
-                raise error(op, f"'{op.name}' op {exc}") from None
+                raise error(op, f"'{op.name}' op {exc}", VERIFY_ERROR, op_name=op.name) from None
 
 
 def _verify_single_block(func: FuncOp) -> None:
@@ -65,4 +68,5 @@ def _check_defined_before_use(op: Operation, seen: set[Operation]) -> None:
                 op,
                 f"'{op.name}' op uses {name} before it is defined (a value must be "
                 "computed before its uses; a wait_tensor cycle looks like this)",
+                USE_BEFORE_DEF,
             )

@@ -63,6 +63,10 @@ import random
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import ModuleOp
+
+from npuir.analysis.core_limits import CoreLimits, limit_fn
+from npuir.analysis.events import lowered_program
 from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
@@ -70,7 +74,6 @@ from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache, simulate
 from npuir.dialects.npu import NpuOp
 from npuir.progress import progress
-from npuir.schedule.events import lowered_program
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara
 
@@ -110,6 +113,17 @@ class Judged:
         return (self.makespan, self.waits, len(self.assignment.streams))
 
 
+def _written_limits(prog: Program, hw: Hardware) -> LimitFn | None:
+    """The core limits `prog`'s module writes (scopes, stream limits, the module's global),
+    as `coreset-lower` would resolve them; None for a program without ops."""
+    if not prog.ops:
+        return None
+    module = prog.ops[0].get_toplevel_object()
+    if not isinstance(module, ModuleOp):
+        return None
+    return limit_fn(CoreLimits(module, hw).run())
+
+
 class Judge:
     """Simulates assignments of one program on one device, sharing the IR reads."""
 
@@ -125,7 +139,8 @@ class Judge:
         self.hw = hw
         self.profile = profile
         self.cache = cache if cache is not None else SimCache(hw)
-        self.limits = limits
+        # No limits given: the program's own (its scopes and stream limits), never none.
+        self.limits = limits if limits is not None else _written_limits(prog, hw)
         self.trials = 0
 
     def __call__(self, name: str, assignment: Assignment) -> Judged:

@@ -19,6 +19,7 @@ from npuir.analysis.core_limits import ENGINES, CoreLimits, engines_used
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.manager import AnalysisManager, LoweredFunction
 from npuir.analysis.program import (
+    NOT_PARTITIONED,
     NodeKind,
     Program,
     module_streams,
@@ -202,7 +203,9 @@ def function_checkers(
     for func in scheduled_functions(module):
         if not streams:
             raise error(
-                func, "coreset-check needs a partitioned module; run stream-partition first"
+                func,
+                "coreset-check needs a partitioned module; run stream-partition first",
+                NOT_PARTITIONED,
             )
         lowered = manager.get(LoweredFunction, func, streams)
         yield func, CoreChecker(lowered.prog, limits, hw, lowered.happens_before)

@@ -10,8 +10,11 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from npuir.backends.npu.hardware import DEFAULT_HARDWARE, Hardware, HardwareError, load_hardware
-from npuir.diagnostics import error
+from npuir.diagnostics import Kind, error
 from npuir.dialects.npu import target_of
+
+UNKNOWN_DEVICE = Kind("device.unknown")
+"""The module's target device is not a known preset."""
 
 __all__ = ["device_of", "device_spec"]
 
@@ -26,4 +29,4 @@ def device_of(module: ModuleOp, hw: str | None) -> Hardware:
     try:
         return load_hardware(device_spec(module, hw))
     except HardwareError as exc:
-        raise error(module, str(exc)) from None
+        raise error(module, str(exc), UNKNOWN_DEVICE) from None

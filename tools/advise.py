@@ -4,21 +4,22 @@ and the recommended annotation as TorchAir edits (`npuir.driver.advise` does the
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from npuir.cli import (
+from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
+from npuir.driver.advise import AdviseConfig, advise
+from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,
     EXIT_USAGE,
     add_common_arguments,
     exit_codes_epilog,
+    print_json,
     run_tool,
 )
-from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
-from npuir.driver.advise import AdviseConfig, advise
+from npuir.tools.output import write_text
 
 EXIT_CODES = (
     (EXIT_OK, "ok: the advice is printed"),
@@ -70,7 +71,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except OSError:
         pass  # advise reports the unreadable file
     try:
-        advice = advise(config)
+        advice = advise(config, write=write_text)
     except UsageError as exc:
         print(f"npuir-advise: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -79,7 +80,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             print(diagnostic.render(sources), file=sys.stderr)
         return EXIT_INPUT
     if args.json:
-        print(json.dumps(advice.to_json(), indent=2))
+        print_json(advice.to_json())
     else:
         sys.stdout.write(advice.render())
     return EXIT_OK

@@ -3,36 +3,41 @@
 Prints the IR (or writes it to `-o FILE`, atomically), the warnings, and the
 import summary (ops per GE type and what each became) on stderr; with `--json`
 the summary goes to stdout as one JSON object instead, and the IR only to `-o`.
-Exit codes: `EXIT_CODES` below, and those `npuir.cli` gives every tool.
+Exit codes: `EXIT_CODES` below, and those `npuir.tools.cli` gives every tool.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from npuir.api import print_ir, read_source
-from npuir.cli import (
+from npuir.api import print_ir
+from npuir.context import make_context
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation, UsageError
+from npuir.frontends.ge import import_text
+from npuir.frontends.load import Format, Source, load_source, read
+from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,
     EXIT_USAGE,
     add_common_arguments,
     exit_codes_epilog,
+    print_json,
     run_tool,
 )
-from npuir.context import make_context
-from npuir.diagnostics import DiagnosticError, UsageError
-from npuir.frontends.ge import import_text
-from npuir.output import write_text
+from npuir.tools.output import write_text
 
 EXIT_CODES = (
     (EXIT_OK, "ok"),
     (EXIT_INPUT, "an error in the dump (or an unknown GE type under --strict)"),
     (EXIT_USAGE, "usage (bad flag, an output that cannot be written)"),
 )
+
+
+ALREADY_MLIR = Kind("input.already-mlir")
+"""npuir-import given MLIR, which needs no import."""
 
 
 def _arg_parser() -> argparse.ArgumentParser:
@@ -55,22 +60,17 @@ def _arg_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _run_pt2(args: argparse.Namespace) -> int:
-    """A `torch.export.save` archive (needs the optional extra `npuir[torch]`)."""
-    try:
-        from npuir.frontends.torch import import_pt2
-    except ImportError:
-        print(
-            "npuir-import: error: a .pt2 archive needs PyTorch: pip install 'npuir[torch]'",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+def _run_archive(args: argparse.Namespace, source: Source) -> int:
+    """A `torch.export.save` archive: the module, with its warnings on stderr."""
     ctx = make_context(collect_diagnostics=True)
     try:
-        module = import_pt2(args.input, strict=args.strict, diagnostics=ctx.diagnostics)
+        module = load_source(source, ctx, strict=args.strict)
     except DiagnosticError as exc:
         print(ctx.diagnostics.render(exc.diagnostic), file=sys.stderr)
         return EXIT_INPUT
+    except UsageError as exc:
+        print(f"npuir-import: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     for warning in ctx.diagnostics.drain():
         print(ctx.diagnostics.render(warning), file=sys.stderr)
     try:
@@ -83,11 +83,22 @@ def _run_pt2(args: argparse.Namespace) -> int:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
-    if args.input.endswith(".pt2"):
-        return _run_pt2(args)
     ctx = make_context()
     try:
-        result = import_text(ctx, read_source(ctx, args.input), args.input, args.graph, args.strict)
+        source = read(args.input)
+        if source.format is Format.PT2:
+            return _run_archive(args, source)
+        if source.format is Format.MLIR:
+            raise DiagnosticError(
+                Diagnostic.of(
+                    "error",
+                    ALREADY_MLIR,
+                    SourceLocation(source.filename, 1, 0),
+                    message=f"'{source.filename}' is MLIR already, not a graph dump or a "
+                    "torch.export archive (npuir-opt and npuir-run read it as it is)",
+                )
+            )
+        result = import_text(ctx, source.text(ctx), source.filename, args.graph, args.strict)
     except DiagnosticError as exc:
         for diagnostic in (exc.diagnostic, *exc.notes):
             print(ctx.diagnostics.render(diagnostic), file=sys.stderr)
@@ -104,7 +115,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     elif not args.json:
         sys.stdout.write(text)
     if args.json:
-        print(json.dumps(result.summary.to_json(), indent=2))
+        print_json(result.summary.to_json())
     else:
         sys.stderr.write(result.summary.render())
     return EXIT_OK

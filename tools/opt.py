@@ -1,35 +1,37 @@
 """`npuir-opt`: parse, verify, run passes and print, with xdsl-opt's conventions.
 
-Exit codes: `EXIT_CODES` below (and `npuir.cli` for the ones every tool shares).
+Exit codes: `EXIT_CODES` below (and `npuir.tools.cli` for the ones every tool shares).
 Output goes to stdout or `-o FILE` only when every chunk succeeded, through
-`npuir.output.write_output`: a failing run never leaves a half-written or
+`npuir.tools.output.write_output`: a failing run never leaves a half-written or
 truncated output behind.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from xdsl.dialects.builtin import ModuleOp
+
 from npuir.api import print_ir
-from npuir.cli import (
+from npuir.context import NpuirContext, make_context
+from npuir.diagnostics import DiagnosticError, UsageError
+from npuir.frontends.load import Format, load_source, read
+from npuir.parsing import SPLIT_MARKER, Chunk, parse_module, split_input
+from npuir.passmanager.pipeline import build_pipeline, run_passes
+from npuir.registry import describe_passes, load_passes
+from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,
     EXIT_USAGE,
     add_common_arguments,
     exit_codes_epilog,
-    read_input,
     run_tool,
 )
-from npuir.context import NpuirContext, make_context
-from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
-from npuir.frontends.ge import parse_source
-from npuir.output import write_text
-from npuir.parsing import SPLIT_MARKER, split_input
-from npuir.pipeline import build_pipeline, run_passes
-from npuir.registry import describe_passes, load_passes
+from npuir.tools.output import write_text
 from npuir.verifier import verify
 
 EXIT_CODES = (
@@ -97,7 +99,7 @@ def _flush_warnings(ctx: NpuirContext, as_errors: bool) -> bool:
     failed = False
     for diag in ctx.diagnostics.drain():
         if as_errors and diag.severity == "warning":
-            diag = Diagnostic("error", diag.message, diag.location)
+            diag = dataclasses.replace(diag, severity="error")
             failed = True
         print(ctx.diagnostics.render(diag), file=sys.stderr)
     return failed
@@ -118,17 +120,30 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     ctx = make_context(allow_unregistered=args.allow_unregistered_dialect, collect_diagnostics=True)
     try:
-        text, filename = read_input(args.input, ctx.diagnostics.sources)
+        source = read(args.input)
+        # MLIR may be split into cases; a dump or an archive is one program.
+        chunks: list[Chunk | ModuleOp] = (
+            list(split_input(source.text(ctx), args.split_input_file))
+            if source.format is Format.MLIR
+            else [load_source(source, ctx)]
+        )
     except DiagnosticError as exc:
         print(ctx.diagnostics.render(exc.diagnostic), file=sys.stderr)
         return EXIT_INPUT
+    except UsageError as exc:
+        print(f"npuir-opt: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
     outputs: list[str] = []
     failed = False
-    for chunk in split_input(text, args.split_input_file):
+    for chunk in chunks:
         phase = "parse"
         try:
-            module = parse_source(ctx, chunk.text, filename, chunk.offset)
+            if isinstance(chunk, ModuleOp):
+                module = chunk
+            else:
+                sources = ctx.diagnostics.sources
+                module = parse_module(ctx, chunk.text, source.filename, sources, chunk.offset)
             phase = "verify"
             verify(module)
             run_passes(ctx, module, passes, verify_each=args.verify_each or None)

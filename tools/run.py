@@ -1,6 +1,6 @@
 """`npuir-run`: interpret and simulate an npuir program, and report.
 
-Exit codes: `EXIT_CODES` below (and `npuir.cli` for the ones every tool shares).
+Exit codes: `EXIT_CODES` below (and `npuir.tools.cli` for the ones every tool shares).
 With `--json`, stdout is one JSON object whatever happens after the arguments
 parsed: the report (with every warning), or `{"error": {...}, "warnings": [...]}`
 with the exit code the error has without `--json`; nothing goes to stderr.
@@ -9,15 +9,14 @@ with the exit code the error has without `--json`; nothing goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from npuir.cli import add_common_arguments, exit_codes_epilog, read_input, run_tool
 from npuir.diagnostics import (
     Diagnostic,
     DiagnosticError,
+    Kind,
     SourceManager,
     UsageError,
     diagnostic_json,
@@ -36,9 +35,19 @@ from npuir.driver.run import (
     run_program,
     save_arrays,
 )
-from npuir.output import write_text
+from npuir.frontends.load import Format, read
 from npuir.progress import progress
 from npuir.registry import load_passes
+from npuir.tools.cli import (
+    add_common_arguments,
+    exit_codes_epilog,
+    print_json,
+    run_tool,
+)
+from npuir.tools.output import write_bytes, write_output, write_text
+
+USAGE = Kind("usage.invalid")
+"""A tool invoked the wrong way."""
 
 EXIT_CODES = (
     (EXIT_OK, "ok"),
@@ -170,7 +179,7 @@ def _fail(
             },
             "warnings": [diagnostic_json(n) for n in notes if n.severity != "note"],
         }
-        print(json.dumps(report, indent=2))
+        print_json(report)
     elif error.location is None and code == EXIT_USAGE:
         print(f"npuir-run: error: {error.message}", file=sys.stderr)
     else:
@@ -183,19 +192,22 @@ def _write_files(args: argparse.Namespace, outcome: RunOutcome) -> None:
     """Every output file asked for; raises `OutputError` (a `UsageError`) on the first that
     cannot be written."""
     if outcome.result is not None and (args.trace or args.plot or args.emit_profile):
-        from npuir.backends.npu.profile import write_profile
-        from npuir.backends.npu.trace import plot_timeline, write_trace
+        from npuir.backends.npu.profile import profile_csv
+        from npuir.backends.npu.trace import plot_timeline, trace_json
 
+        result, programs = outcome.result, outcome.programs
         if args.trace:
-            write_trace(outcome.result, outcome.programs, args.trace)
+            write_bytes(args.trace, trace_json(result, programs))
         if args.plot:
-            plot_timeline(outcome.result, outcome.programs, args.plot)
+            write_output(args.plot, lambda out: plot_timeline(result, programs, out))
         if args.emit_profile:
-            write_profile(outcome.result, outcome.programs, args.emit_profile)
+            write_text(args.emit_profile, profile_csv(result, programs))
     if args.outputs:
-        save_arrays(args.outputs, output_arrays(outcome))
+        arrays = output_arrays(outcome)
+        write_output(args.outputs, lambda out: save_arrays(out, arrays))
     if args.save_inputs:
-        save_arrays(args.save_inputs, input_arrays(outcome))
+        inputs = input_arrays(outcome)
+        write_output(args.save_inputs, lambda out: save_arrays(out, inputs))
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -225,10 +237,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 
             if importlib.util.find_spec("matplotlib") is None:
                 raise UsageError("--plot needs matplotlib: pip install 'npuir[plot]'")
-        text, filename = read_input(args.input, sources)
+        source = read(args.input)
+        if source.format is not Format.PT2:
+            sources.add(source.filename, source.data.decode("utf-8", errors="backslashreplace"))
         config = RunConfig(
-            path=filename,
-            source=text,
+            path=source.filename,
+            source=source,
             pipeline=args.pipeline,
             entry=args.entry,
             entries=args.entries.split(",") if args.entries else None,
@@ -254,11 +268,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         outcome = run_program(config)
         _write_files(args, outcome)
     except UsageError as exc:
-        return _fail(args, EXIT_USAGE, Diagnostic("error", str(exc)), (), sources)
+        return _fail(args, EXIT_USAGE, Diagnostic("error", str(exc), kind=USAGE.code), (), sources)
     except DiagnosticError as exc:
         return _fail(args, EXIT_INPUT, exc.diagnostic, exc.notes, sources)
     if args.json:
-        print(json.dumps(outcome.report, indent=2))
+        print_json(outcome.report)
     else:
         from npuir.backends.npu.report import render_report
 

@@ -42,6 +42,12 @@ def _stream_partition() -> type[ModulePass]:
     return StreamPartitionPass
 
 
+def _stream_unlower() -> type[ModulePass]:
+    from npuir.transforms.stream_unlower import StreamUnlowerPass
+
+    return StreamUnlowerPass
+
+
 def _insert_events() -> type[ModulePass]:
     from npuir.transforms.insert_events import InsertEventsPass
 
@@ -81,6 +87,7 @@ def _test_happens_before() -> type[ModulePass]:
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "gear-multiversion": _gear_multiversion,
     "stream-partition": _stream_partition,
+    "stream-unlower": _stream_unlower,
     "coreset-check": _coreset_check,
     "coreset-lower": _coreset_lower,
     "coreset-partition": _coreset_partition,

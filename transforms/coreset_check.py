@@ -37,10 +37,17 @@ from xdsl.passes import ModulePass
 
 from npuir.analysis.manager import ALL, Preserved, analyses
 from npuir.context import warn
-from npuir.diagnostics import error, op_location
+from npuir.diagnostics import Kind, error, op_location
 from npuir.passes import option
 from npuir.schedule.core_check import function_checkers
 from npuir.schedule.device import device_of
+
+PAIR_EXCEEDS_DEVICE = Kind("core.pair-exceeds-device")
+"""Two streams that can overlap have core limits that together exceed the device (seed 003);
+arguments: `first`, `second` (stream names), `engine`, `limits`, `device_cores`."""
+HOLD_AND_WAIT = Kind("core.hold-and-wait")
+"""A `full_core_sync` op can hold cores while another op that can overlap it holds the rest;
+arguments: `holder`, `other`, `engine`, `demand`, `other_demand`, `device_cores`."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,12 @@ class CoresetCheckPass(ModulePass):
                     f"{sum(v.limits)}, more than the {total} {v.engine} cores of {hw.name}; "
                     "the cores of any two streams together must fit the device"
                     + (f" (limits: {'; '.join(where)})" if where else ""),
+                    PAIR_EXCEEDS_DEVICE,
+                    first=names[0],
+                    second=names[1],
+                    engine=v.engine,
+                    limits=list(v.limits),
+                    device_cores=total,
                 )
             for h in checker.hazards():
                 total = hw.cores(h.engine)
@@ -102,9 +115,18 @@ class CoresetCheckPass(ModulePass):
                     f"{prog.stream_name(prog.stream[h.other])}, which can run at the same time, "
                     f"holds up to {h.other_demand}: {h.demand + h.other_demand} > {total} on "
                     f"{hw.name}; {fix}",
+                    HOLD_AND_WAIT,
+                    holder=prog.describe(h.holder),
+                    other=prog.describe(h.other),
+                    engine=h.engine,
+                    demand=h.demand,
+                    other_demand=h.other_demand,
+                    device_cores=total,
                 )
 
-    def _report(self, ctx: Context, at: Operation, message: str) -> None:
+    def _report(
+        self, ctx: Context, at: Operation, message: str, kind: Kind, **args: object
+    ) -> None:
         if self.strict:
-            raise error(at, message)
-        warn(ctx, at, message)
+            raise error(at, message, kind, **args)
+        warn(ctx, at, message, kind, **args)

@@ -20,10 +20,14 @@ from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used
 from npuir.context import warn
+from npuir.diagnostics import Kind
 from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.device import device_of
+
+STREAM_LIMIT_UNUSED = Kind("core.stream-limit-unused")
+"""A stream limit that names no stream in use."""
 
 
 def inline_limits(module: ModuleOp) -> None:
@@ -64,6 +68,7 @@ def _warn_unused_stream_limits(ctx: Context, module: ModuleOp) -> None:
                 limit,
                 f'coreset.stream_limit names stream "{limit.tag.data}", which no scope in '
                 f"{where} uses; it limits nothing",
+                STREAM_LIMIT_UNUSED,
             )
 
 

@@ -39,8 +39,10 @@ from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used, limit_fn
+from npuir.analysis.events import lowered_program
 from npuir.analysis.partition import Assignment
 from npuir.analysis.program import (
+    NOT_PARTITIONED,
     NodeKind,
     Program,
     build_program,
@@ -51,13 +53,19 @@ from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile, read_profile
 from npuir.backends.npu.simulator import SimCache, simulate
 from npuir.context import remark, warn
-from npuir.diagnostics import error
+from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.core_check import CoreChecker, OverriddenLimits
 from npuir.schedule.device import device_of
-from npuir.schedule.events import lowered_program
+
+LIMITS_CHOSEN = Kind("core.limits-chosen")
+"""The limits coreset-partition chose."""
+NO_HAZARD_FREE_LIMITS = Kind("core.no-hazard-free-limits")
+"""No hazard-free limits within the budget."""
+HAZARD_UNFIXABLE = Kind("core.hazard-unfixable")
+"""A hazard whose ops all carry user limits."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +210,9 @@ class CoresetPartitionPass(ModulePass):
         if not module_streams(op):
             where = next(iter(scheduled_functions(op)), op)
             raise error(
-                where, "coreset-partition needs a partitioned module; run stream-partition first"
+                where,
+                "coreset-partition needs a partitioned module; run stream-partition first",
+                NOT_PARTITIONED,
             )
         hw = device_of(op, self.hw)
         search = _Search(op, hw, read_profile(self.profile) if self.profile else None)
@@ -225,6 +235,7 @@ class CoresetPartitionPass(ModulePass):
                 stuck[0],
                 "coreset-partition cannot remove this hazard: every op involved has a limit the "
                 "user set; lower one of them",
+                HAZARD_UNFIXABLE,
             )
         keys = sorted(rooms, key=lambda k: (order[k[0]], k[1]))
         best: tuple[int, list[int], list[Choice]] | None = None
@@ -240,7 +251,12 @@ class CoresetPartitionPass(ModulePass):
             if best is None or rank[:2] < best[:2]:
                 best = rank
         if best is None:
-            warn(ctx, op, "coreset-partition found no hazard-free limits within its budget")
+            warn(
+                ctx,
+                op,
+                "coreset-partition found no hazard-free limits within its budget",
+                NO_HAZARD_FREE_LIMITS,
+            )
             return
         for c in best[2]:
             name = c.op.results[0].name_hint if c.op.results else None
@@ -251,6 +267,7 @@ class CoresetPartitionPass(ModulePass):
                 f"coreset-partition limits {what} in @{_function_of(c.op).sym_name.data} to "
                 f"{c.count} {c.engine} cores (simulated makespans of the module's functions "
                 f"sum to {best[0]} ns)",
+                LIMITS_CHOSEN,
             )
         self._write(op, best[2])
 

@@ -43,11 +43,22 @@ from xdsl.passes import ModulePass
 
 from npuir.analysis.program import defined_functions
 from npuir.context import warn
-from npuir.diagnostics import DiagnosticError, error
+from npuir.diagnostics import DiagnosticError, Kind, error
 from npuir.dialects import gear
 from npuir.dialects.npu import DYN
 from npuir.dialects.shapes import Dim, RetypeError, specialise
 from npuir.passes import option
+
+GEAR_DROPPED = Kind("gear.dropped")
+"""A `product` gear that does not type-check is dropped."""
+GEAR_ILL_TYPED = Kind("gear.ill-typed")
+"""A gear whose shapes do not type-check."""
+TOO_FEW_GEARS = Kind("gear.too-few")
+"""Fewer than two gears after merging."""
+TOO_MANY_GEARS = Kind("gear.too-many")
+"""More gears than allowed after merging."""
+ZIP_LENGTHS = Kind("gear.zip-lengths")
+"""`zip` gear lists of different lengths."""
 
 MAX_GEARS = 100
 """The most gears one function may have (the gear seed document's limit)."""
@@ -79,6 +90,7 @@ def combine(
                 func,
                 f'gear.policy "zip" pairs the i-th values of every annotated dim, so all '
                 f"lists need the same length; got {described}",
+                ZIP_LENGTHS,
             )
         gears = list(zip(*lists))
     else:
@@ -86,16 +98,25 @@ def combine(
         for values in lists:
             count *= len(set(values))
         if count > MAX_GEARS:
-            raise error(func, f"{count} gears after merging; at most {MAX_GEARS} are allowed")
+            raise error(
+                func,
+                f"{count} gears after merging; at most {MAX_GEARS} are allowed",
+                TOO_MANY_GEARS,
+            )
         gears = list(itertools.product(*lists))
     unique = list(dict.fromkeys(gears))
     if len(unique) > MAX_GEARS:
-        raise error(func, f"{len(unique)} gears after merging; at most {MAX_GEARS} are allowed")
+        raise error(
+            func,
+            f"{len(unique)} gears after merging; at most {MAX_GEARS} are allowed",
+            TOO_MANY_GEARS,
+        )
     if len(unique) < 2:
         raise error(
             func,
             f"{len(unique)} gear after merging; a gear set needs at least 2 (GE's rule: "
             "with one shape, make the dims static instead)",
+            TOO_FEW_GEARS,
         )
     return unique
 
@@ -157,11 +178,18 @@ class GearMultiversionPass(ModulePass):
                 cases.append((values, name))
             except RetypeError as exc:
                 where = self._original_of(func, exc.op)
-                failure = error(where, f"gear ({described}) does not type-check: {exc}")
+                failure = error(
+                    where, f"gear ({described}) does not type-check: {exc}", GEAR_ILL_TYPED
+                )
                 if policy == "zip":
                     raise failure from None
                 failures.append((values, failure))
-                warn(ctx, where, f"dropping gear ({described}): it does not type-check ({exc})")
+                warn(
+                    ctx,
+                    where,
+                    f"dropping gear ({described}): it does not type-check ({exc})",
+                    GEAR_DROPPED,
+                )
         if not versions:
             raise failures[0][1]
         fallback_name = None

@@ -17,7 +17,7 @@ implement it.
 Physical event ids: first fit, reused only when every wait on the id's
 previous event is ordered before the new record.  The cap is the device's
 (GE's runtime event allocator holds 4096), or `max-events`.  The planning
-itself is `npuir.schedule.events.plan_events`, which the searches share.
+itself is `npuir.analysis.events.plan_events`, which the searches share.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from npuir.analysis.events import EventPlan, plan_events
 from npuir.analysis.program import (
+    NOT_PARTITIONED,
     Program,
     build_program,
     is_lowered,
@@ -38,12 +40,16 @@ from npuir.analysis.program import (
     scheduled_functions,
 )
 from npuir.context import remark
-from npuir.diagnostics import error
+from npuir.diagnostics import Kind, error
 from npuir.dialects import sync
 from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.device import device_of
-from npuir.schedule.events import EventPlan, plan_events
+
+EVENTS_SUMMARY = Kind("sync.events-summary")
+"""How many events insert-events placed."""
+EVENT_LIMIT = Kind("sync.event-limit")
+"""More event ids needed at once than the limit."""
 
 
 def _rewrite(prog: Program, plan: EventPlan) -> None:
@@ -125,7 +131,9 @@ class InsertEventsPass(ModulePass):
         for func in scheduled_functions(op):
             if not is_lowered(func) and _has_work(func):
                 raise error(
-                    func, "insert-events needs a partitioned function; run stream-partition first"
+                    func,
+                    "insert-events needs a partitioned function; run stream-partition first",
+                    NOT_PARTITIONED,
                 )
             if not streams:
                 continue  # no work and no streams: nothing to order
@@ -138,6 +146,7 @@ class InsertEventsPass(ModulePass):
                     worst,
                     f"the program needs {used} event ids at once but the limit is {limit} "
                     "(max-events, or the device's event limit)",
+                    EVENT_LIMIT,
                 )
             _rewrite(prog, plan)
             if self.stats:
@@ -148,4 +157,5 @@ class InsertEventsPass(ModulePass):
                     f"insert-events on @{func.sym_name.data}: {plan.cross_deps} cross-stream orderings "
                     f"(data, wait_tensor and joins), {waits} waits, {len(plan.recorded)} records, "
                     f"{used} event ids",
+                    EVENTS_SUMMARY,
                 )

@@ -31,13 +31,18 @@ from xdsl.passes import ModulePass
 from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
 from npuir.analysis.mem_planners import Algo, FunctionPlan, parse_budget, plan_program
 from npuir.analysis.memory import antichain_bound
-from npuir.analysis.program import module_streams, scheduled_functions
+from npuir.analysis.program import NOT_PARTITIONED, module_streams, scheduled_functions
 from npuir.context import remark
-from npuir.diagnostics import error
+from npuir.diagnostics import Kind, error
 from npuir.dialects import mem
 from npuir.dialects.npu import DYN, NpuOp, tensor_bytes
 from npuir.passes import option
 from npuir.schedule.device import device_of
+
+OVER_BUDGET = Kind("mem.over-budget")
+"""A function's plan needs more device memory than the budget allows."""
+PLAN_SUMMARY = Kind("mem.plan-summary")
+"""`stats=true`: the plan in GE's `[IMAS]AfterAssignMemory` terms."""
 
 
 def argument_bytes(func: FuncOp) -> int:
@@ -125,7 +130,11 @@ class MemPlanPass(ModulePass):
         algo = Algo(self.algo)
         for func in scheduled_functions(op):
             if not streams:
-                raise error(func, "mem-plan needs a partitioned module; run stream-partition first")
+                raise error(
+                    func,
+                    "mem-plan needs a partitioned module; run stream-partition first",
+                    NOT_PARTITIONED,
+                )
             lowered = analyses(ctx).get(LoweredFunction, func, streams)
             fp = plan_program(lowered.prog, lowered.happens_before, algo)
             if fp.buffers.dynamic is not None:
@@ -135,8 +144,8 @@ class MemPlanPass(ModulePass):
                 hbm = device_of(op, self.hw).hbm_bytes
                 budget = parse_budget(self.budget, hbm, argument_bytes(func))
                 if fp.peak > budget:
-                    raise error(func, over_budget(func, fp, budget))
+                    raise error(func, over_budget(func, fp, budget), OVER_BUDGET)
             write_plan(func, fp)
             if self.stats:
                 bound = antichain_bound(fp.lifetimes).bytes
-                remark(ctx, func, imas_line(func, fp, bound, len(streams)))
+                remark(ctx, func, imas_line(func, fp, bound, len(streams)), PLAN_SUMMARY)

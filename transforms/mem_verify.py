@@ -35,9 +35,17 @@ from xdsl.passes import ModulePass
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
 from npuir.analysis.program import Program, module_streams, scheduled_functions
-from npuir.diagnostics import Diagnostic, DiagnosticError, error, op_location
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, error, op_location
 from npuir.dialects import mem, stream
 from npuir.dialects.npu import DYN, NpuOp, tensor_bytes
+
+OVERLAP = Kind("mem.unordered-overlap")
+"""Two buffers share addresses but happens-before does not order them."""
+BAD_PLACE = Kind("mem.bad-place")
+"""A place that cannot hold its tensor: too small, unaligned, beyond the pool, a returned
+tensor in the pool, a view elsewhere than its source."""
+NO_PLAN = Kind("mem.no-plan")
+"""A lowered function without a memory plan."""
 
 
 @dataclass
@@ -73,7 +81,7 @@ def _uses(value: SSAValue) -> tuple[list[Operation], bool, list[SSAValue]]:
 
 
 def _bad(op: Operation, message: str) -> DiagnosticError:
-    return error(op, f"mem-verify: {message}")
+    return error(op, f"mem-verify: {message}", BAD_PLACE)
 
 
 def _buffers(prog: Program, pool: int | None) -> list[_Placed]:
@@ -230,9 +238,12 @@ def _collision(prog: Program, b: _Placed, c: _Placed, access: int) -> Diagnostic
         f"{prog.stream_name(prog.stream[access])} {how} that buffer and is not ordered before "
         "the write (no stream order or event puts it first)"
     )
-    diag = error(second, message).diagnostic
+    diag = error(second, message, OVERLAP).diagnostic
     note = Diagnostic(
-        "note", f"the buffer of {prog.describe(b.writer)} is written here", op_location(first)
+        "note",
+        f"the buffer of {prog.describe(b.writer)} is written here",
+        op_location(first),
+        OVERLAP.code,
     )
     return DiagnosticError(diag, (note,))
 

@@ -19,7 +19,15 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
-from npuir.analysis.partition import STRATEGIES, Assignment, Mode, Strategy, assign, pinned_tags
+from npuir.analysis.partition import (
+    PRIORITY_CONFLICT,
+    STRATEGIES,
+    Assignment,
+    Mode,
+    Strategy,
+    assign,
+    pinned_tags,
+)
 from npuir.analysis.program import (
     DEFAULT_STREAM,
     NodeKind,
@@ -32,13 +40,24 @@ from npuir.analysis.program import (
 )
 from npuir.backends.npu.profile import read_profile
 from npuir.context import remark
-from npuir.diagnostics import error
+from npuir.diagnostics import Kind, error
 from npuir.dialects import scope, stream
 from npuir.dialects.npu import DYN
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
 from npuir.schedule.minidag import Variant
+
+PARTITION_FAILED = Kind("stream.partition-failed")
+"""The partition cannot be built."""
+MAX_STREAMS = Kind("stream.max-streams")
+"""A user label needs a stream beyond max-streams."""
+DYNAMIC_SINGLE = Kind("stream.dynamic-single-stream")
+"""A dynamic-shape function runs on one stream."""
+SINGLE_STREAM_CONFLICT = Kind("stream.single-stream-conflict")
+"""Single-stream mode meets a user stream label."""
+DEFAULT_PRIORITY = Kind("stream.default-priority")
+"""The default stream given a priority other than its fixed one."""
 
 
 class StreamTable:
@@ -73,11 +92,13 @@ class StreamTable:
                     f'stream "{tag}" is given priority {priority} here, but the default '
                     f"stream's priority is fixed at {info.priority}; drop the priority or "
                     "use another tag",
+                    DEFAULT_PRIORITY,
                 )
             raise error(
                 where,
                 f'stream "{tag}" is given priority {priority} here but {info.priority} '
                 "elsewhere; one stream has one priority",
+                PRIORITY_CONFLICT,
             )
         ref = self._refs.get(info.symbol)
         if ref is None:
@@ -276,6 +297,7 @@ class StreamPartitionPass(ModulePass):
                     first,
                     f'single-stream mode conflicts with the stream label "{first.tag_name}" '
                     "(remove the scope, or pass ignore-tags=true)",
+                    SINGLE_STREAM_CONFLICT,
                 )
             mode = requested
             use_tags = mode.uses_tags and not self.ignore_tags
@@ -291,6 +313,7 @@ class StreamPartitionPass(ModulePass):
                         func,
                         f"@{name} has dynamic-shape arguments and runs on one stream; its stream "
                         "labels are ignored (dynamic-multi-stream=true honours them)",
+                        DYNAMIC_SINGLE,
                     )
                 elif mode is not Mode.USER:
                     remark(
@@ -298,6 +321,7 @@ class StreamPartitionPass(ModulePass):
                         func,
                         f"@{name} has dynamic-shape arguments and runs on one stream; mode={mode} "
                         "is not applied (dynamic-multi-stream=true applies it)",
+                        DYNAMIC_SINGLE,
                     )
                 mode, use_tags = Mode.SINGLE, False
             self._partition(func, prog, mode, use_tags, table, reserved, strategies)
@@ -323,6 +347,7 @@ class StreamPartitionPass(ModulePass):
                     over,
                     f'the stream label "{over.tag_name}" needs a stream beyond max-streams='
                     f"{self.max_streams} (the default stream counts)",
+                    MAX_STREAMS,
                 )
         try:
             result = assign(
@@ -336,7 +361,7 @@ class StreamPartitionPass(ModulePass):
                 strategies=strategies,
             )
         except ValueError as exc:
-            raise error(func, str(exc)) from None
+            raise error(func, str(exc), PARTITION_FAILED) from None
         scopes = prog.scopes if use_tags else {}
         refs = [table.get(info.tag, info.priority, scopes.get(info.tag)) for info in result.streams]
         for n, kind in enumerate(prog.kind):

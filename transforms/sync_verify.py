@@ -21,12 +21,18 @@ from xdsl.passes import ModulePass
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
 from npuir.analysis.program import (
+    NOT_PARTITIONED,
     DepKind,
     Program,
     module_streams,
     scheduled_functions,
 )
-from npuir.diagnostics import DiagnosticError, error
+from npuir.diagnostics import DiagnosticError, Kind, error
+
+RACE = Kind("sync.race")
+"""A cross-stream use that no event orders after its producer."""
+UNJOINED = Kind("sync.unjoined-stream")
+"""A stream not joined before the function returns."""
 
 
 def find_race(prog: Program, hb: HappensBefore | None = None) -> DiagnosticError | None:
@@ -42,12 +48,14 @@ def find_race(prog: Program, hb: HappensBefore | None = None) -> DiagnosticError
                 f"race: {prog.describe(n)} on stream {prog.stream_name(prog.stream[n])} "
                 f"{how} {prog.describe(p)} on stream {prog.stream_name(prog.stream[p])}, "
                 "but no event orders it after its producer",
+                RACE,
             )
     for ret, s in hb.unjoined():
         return error(
             prog.ops[ret],
             f"race: stream {prog.stream_name(s)} is not joined into "
             f"{prog.stream_name(prog.stream[ret])} before the function returns",
+            UNJOINED,
         )
     return None
 
@@ -65,7 +73,9 @@ class SyncVerifyPass(ModulePass):
         for func in scheduled_functions(op):
             if not streams:
                 raise error(
-                    func, "sync-verify needs a partitioned module; run stream-partition first"
+                    func,
+                    "sync-verify needs a partitioned module; run stream-partition first",
+                    NOT_PARTITIONED,
                 )
             lowered = analyses(ctx).get(LoweredFunction, func, streams)
             race = find_race(lowered.prog, lowered.happens_before)

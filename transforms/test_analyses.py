@@ -19,6 +19,10 @@ from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import NodeKind, build_program, module_streams, scheduled_functions
 from npuir.context import remark
+from npuir.diagnostics import Kind
+
+ANALYSIS_DUMP = Kind("test.analysis")
+"""What the analyses found (for lit tests)."""
 
 
 def _funcs(module: ModuleOp) -> list[FuncOp]:
@@ -39,7 +43,7 @@ class TestDependenceGraphPass(ModulePass):
                 preds = ", ".join(
                     f"{k.name.lower()} {prog.describe(p)}" for p, k in graph.predecessors(n)
                 )
-                remark(ctx, prog.ops[n], f"#{n} {prog.describe(n)} <- [{preds}]")
+                remark(ctx, prog.ops[n], f"#{n} {prog.describe(n)} <- [{preds}]", ANALYSIS_DUMP)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,9 @@ class TestHappensBeforePass(ModulePass):
                         prog.ops[n],
                         f"{prog.describe(p)} on {prog.stream_name(prog.stream[p])} -> "
                         f"{prog.describe(n)} on {prog.stream_name(prog.stream[n])}: {verdict}",
+                        ANALYSIS_DUMP,
                     )
             for ret, s in hb.unjoined():
-                remark(ctx, prog.ops[ret], f"stream {prog.stream_name(s)} is not joined")
+                remark(
+                    ctx, prog.ops[ret], f"stream {prog.stream_name(s)} is not joined", ANALYSIS_DUMP
+                )

@@ -337,7 +337,7 @@ def _register(name: str, arity: int | None) -> Callable[[_Impl], _Impl]:
                 # inf/NaN are legitimate results (e.g. x/0); warnings would only be noise.
                 with np.errstate(all="ignore"):
                     return fn(arrays, attrs)
-            except (ValueError, IndexError, TypeError) as e:
+            except (ValueError, IndexError) as e:
                 # One error type for the interpreter to report, always naming the op.
                 raise KernelError(f"{name}: {e}") from e
 

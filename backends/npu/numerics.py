@@ -172,9 +172,6 @@ def _candidates(rank: _Rank) -> list[int]:
         if all(p in done for p in preds.get(op, ())) and _ready(rank, rank.steps[i]):
             return [i]
     return []
-    if mode == "early":
-        return [ready[-1]]
-    return [ready[0]]
 
 
 def _collective_input(member: tuple[_Rank, int]) -> Array:

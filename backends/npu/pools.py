@@ -49,7 +49,9 @@ class Layout:
 
     pool_bytes: int
     places: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])
-    preds: dict[Operation, list[Operation]] = field(default_factory=dict[Operation, list[Operation]])
+    preds: dict[Operation, list[Operation]] = field(
+        default_factory=dict[Operation, list[Operation]]
+    )
 
     @staticmethod
     def of(module: ModuleOp, func: FuncOp) -> Layout:

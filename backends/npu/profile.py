@@ -24,9 +24,9 @@ dim is its core demand; granted fewer cores than that (a core limit, or cores ta
 others), it runs proportionally longer -- an assumption: kernels scale linearly in their
 block dim.  Ops no row covers keep the cost model.
 
-`write_profile` writes the same format from a simulation (`npuir-run --emit-profile`), so
+`profile_csv` writes the same format from a simulation (`npuir-run --emit-profile`), so
 a profile round-trips and users can see the format; it raises `OutputError` when it cannot
-write (`npuir.output`).
+write (`npuir.tools.output`).
 """
 
 from __future__ import annotations
@@ -42,9 +42,11 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import StringAttr, TensorType
 
 from npuir.analysis.program import NodeKind, Program
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.dialects.npu import OP_NAME, NpuOp, shape_of
-from npuir.output import write_text
+
+PROFILE_UNREADABLE = Kind("profile.unreadable")
+"""A profile that cannot be read."""
 
 if TYPE_CHECKING:
     from .simulator import SimResult
@@ -55,9 +57,9 @@ __all__ = [
     "Profile",
     "ProfiledCost",
     "kind_of",
+    "profile_csv",
     "read_profile",
     "shapes_of",
-    "write_profile",
 ]
 
 COLUMNS: tuple[str, ...] = (
@@ -78,7 +80,7 @@ TASK_TYPES: dict[str, str] = {
     "aicpu": "AI_CPU",
     "comm": "HCCL",
 }
-"""The task type `write_profile` gives each engine's ops (msprof's names)."""
+"""The task type `profile_csv` gives each engine's ops (msprof's names)."""
 
 _KNOWN_TASK_TYPES = frozenset({*TASK_TYPES.values(), "MIX_AIC", "MIX_AIV", "COMMUNICATION"})
 
@@ -161,7 +163,9 @@ class Profile:
 
 
 def _error(path: str, line: int, message: str) -> DiagnosticError:
-    return DiagnosticError(Diagnostic("error", message, SourceLocation(path, line, 0)))
+    return DiagnosticError(
+        Diagnostic("error", message, SourceLocation(path, line, 0), kind=PROFILE_UNREADABLE.code)
+    )
 
 
 def _number(path: str, line: int, column: str, text: str, integer: bool) -> float:
@@ -185,7 +189,9 @@ def read_profile(path: str) -> Profile:
     except (OSError, UnicodeDecodeError) as exc:
         message = getattr(exc, "strerror", None) or str(exc)
         raise DiagnosticError(
-            Diagnostic("error", f"cannot read profile '{path}': {message}")
+            Diagnostic(
+                "error", f"cannot read profile '{path}': {message}", kind=PROFILE_UNREADABLE.code
+            )
         ) from None
     reader = csv.reader(io.StringIO(text))
     try:
@@ -245,9 +251,9 @@ def read_profile(path: str) -> Profile:
     )
 
 
-def write_profile(result: SimResult, programs: Sequence[Program], path: str) -> None:
-    """Write `result`'s compute ops as an op summary `read_profile` reads back: one row per
-    op per rank (`Device_id`), durations as the simulator ran them (launch included)."""
+def profile_csv(result: SimResult, programs: Sequence[Program]) -> str:
+    """`result`'s compute ops as an op summary `read_profile` reads back: one row per op per
+    rank (`Device_id`), durations as the simulator ran them (launch included)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
@@ -287,4 +293,4 @@ def write_profile(result: SimResult, programs: Sequence[Program], path: str) -> 
                 shapes_of(op.results),
             ]
         )
-    write_text(path, out.getvalue())
+    return out.getvalue()

@@ -16,7 +16,10 @@ from npuir.analysis.program import Program
 from npuir.backends.npu.groups import ranks_text
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import SimResult
-from npuir.diagnostics import Diagnostic, diagnostic_json
+from npuir.diagnostics import Diagnostic, Kind, diagnostic_json
+
+MEMORY_EXCEEDS_HBM = Kind("run.memory-exceeds-hbm")
+"""The run's peak live memory does not fit the device's HBM."""
 
 
 def _where(programs: Sequence[Program], rank: int, stream: int) -> dict[str, Any]:
@@ -57,7 +60,7 @@ def memory_warning(result: SimResult, hw: Hardware) -> list[Diagnostic]:
     if peak <= hw.hbm_bytes:
         return []
     message = f"peak live memory {peak} bytes exceeds {hw.name}'s HBM ({hw.hbm_bytes} bytes)"
-    return [Diagnostic("warning", message)]
+    return [Diagnostic("warning", message, kind=MEMORY_EXCEEDS_HBM.code)]
 
 
 def build_report(

@@ -139,6 +139,21 @@ _CORE_KEY = 1 << 20
 # ---------------------------------------------------------------------------------------------
 
 
+class UnloweredScopes(ValueError):
+    """The simulator was asked to read lowered core limits from IR that still has scopes."""
+
+
+def _refuse_unlowered_scopes(program: Program) -> None:
+    for op in program.ops:
+        parent = op.parent_op()
+        if isinstance(parent, coreset.LimitOp | stream.SwitchOp):
+            raise UnloweredScopes(
+                f"'{op.name}' still stands in a '{parent.name}' scope: lower the program "
+                "(coreset-lower) before simulating it with the lowered core limits, or pass "
+                "limits= that resolves scopes"
+            )
+
+
 def coreset_limit(program: Program, node: int, engine: str) -> int | None:
     """The node's `coreset.cores` count for `engine` (written by `coreset-lower`), else None."""
     attr = program.ops[node].attributes.get(coreset.CORES)
@@ -1284,7 +1299,10 @@ def simulate(
 
     Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), a
     group is partial without `mirror_peers` (see `npuir.backends.npu.groups`), or
-    `cache` was made for another device.  A deadlock is not an exception: it is
+    `cache` was made for another device; `UnloweredScopes` when `limits` is the default
+    but an op still stands in a `coreset.limit` or `stream.switch` scope (its limit would be
+    ignored: run `coreset-lower`, or pass `limits=npuir.analysis.core_limits.limit_fn(...)`,
+    which resolves scopes).  A deadlock is not an exception: it is
     `SimResult.deadlock`.
     """
     if not programs:
@@ -1302,6 +1320,9 @@ def simulate(
             raise ValueError(
                 partial[0].describe() + "; simulate every rank, or pass mirror_peers=True"
             )
+    if limits is None:
+        for prog in {id(p): p for p in programs}.values():
+            _refuse_unlowered_scopes(prog)
     limit_fn = limits if limits is not None else coreset_limit
     # The run allocates many small objects and frees none of them in cycles; a collection
     # would walk the whole IR each time, so the collector is paused for the run.

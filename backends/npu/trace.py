@@ -23,13 +23,11 @@ matplotlib, which is optional and imported only when called.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any, BinaryIO, NamedTuple
 
 from npuir.analysis.program import NodeKind, Program
 from npuir.dialects.npu import LIMITED_ENGINES, NpuOp
-from npuir.output import write_bytes, write_output
 
 from .memory import live_bytes
 from .simulator import SimResult
@@ -41,7 +39,7 @@ __all__ = [
     "plot_timeline",
     "timeline_figure",
     "trace_events",
-    "write_trace",
+    "trace_json",
 ]
 
 # The AI Core's pools get counter tracks: those are what core limits are about.
@@ -222,13 +220,10 @@ def _core_counters(
     return out
 
 
-def write_trace(
-    result: SimResult, programs: Sequence[Program], path: str | os.PathLike[str]
-) -> None:
-    """Write `result` as Chrome/Perfetto trace JSON to `path` (`npuir.output.write_output`:
-    raises `OutputError` when it cannot)."""
+def trace_json(result: SimResult, programs: Sequence[Program]) -> bytes:
+    """`result` as Chrome/Perfetto trace JSON (what `npuir-run --trace` writes)."""
     data = trace_events(result, programs)
-    write_bytes(os.fspath(path), json.dumps(data, separators=(",", ":")).encode("utf-8"))
+    return json.dumps(data, separators=(",", ":")).encode("utf-8")
 
 
 _COLOURS = {
@@ -290,19 +285,13 @@ def merge_thin_spans(spans: Sequence[tuple[int, int, str]], pixel_ns: float) -> 
     return out
 
 
-def plot_timeline(
-    result: SimResult, programs: Sequence[Program], path: str | os.PathLike[str]
-) -> None:
-    """Write `timeline_figure` as a PNG to `path` (through `npuir.output.write_output`).
+def plot_timeline(result: SimResult, programs: Sequence[Program], out: BinaryIO) -> None:
+    """Write `timeline_figure` as a PNG to the binary stream `out` (what `npuir-run --plot`
+    writes).
 
     Raises `PlotUnavailable` (an `ImportError`) when matplotlib is not installed.
     """
-    fig = timeline_figure(result, programs)
-
-    def save(out: BinaryIO) -> None:
-        fig.savefig(out, format="png", dpi=_DPI)
-
-    write_output(os.fspath(path), save)
+    timeline_figure(result, programs).savefig(out, format="png", dpi=_DPI)
 
 
 def timeline_figure(result: SimResult, programs: Sequence[Program]) -> Any:

@@ -265,7 +265,7 @@ class _Built(ABC):
 
     def text(self) -> str:
         """The module as `.mlir` text."""
-        from npuir import print_ir
+        from npuir.api import print_ir
 
         return print_ir(self.module)
 

@@ -103,8 +103,10 @@
 // AUTO:      "ranks": 2,
 // AUTO:      "warnings": [
 // AUTO-NEXT:   {
+// AUTO-NEXT:     "kind": "core.limits-chosen",
 // AUTO-NEXT:     "message": "coreset-partition limits 'npu.nonzero' (%n) in @rank0 to {{[0-9]+}} vector cores
 // AUTO-NEXT:     "severity": "remark",
-// AUTO:          "message": "coreset-partition limits 'npu.nonzero' (%n) in @rank1 to {{[0-9]+}} vector cores
+// AUTO:          "kind": "core.limits-chosen",
+// AUTO-NEXT:     "message": "coreset-partition limits 'npu.nonzero' (%n) in @rank1 to {{[0-9]+}} vector cores
 // AUTO-NEXT:     "severity": "remark",
 // AUTO:      "deadlock": null

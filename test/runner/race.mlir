@@ -28,8 +28,11 @@ module attributes {npu.target = "tiny"} {
 // STDOUT-NOT: {{.}}
 
 // JSON:      "error": {
+// JSON-NEXT:   "kind": "sync.race",
 // JSON-NEXT:   "message": "race: 'npu.exp' (%b) on stream @s1 (\"1\") uses the result of 'npu.relu' (%a)
 // JSON-NEXT:   "severity": "error",
+// JSON-NEXT:   "args": {
+// JSON:        },
 // JSON-NEXT:   "location": {
 // JSON-NEXT:     "file": "{{.*}}race.mlir",
 // JSON-NEXT:     "line": 16,

@@ -68,3 +68,47 @@ def test_a_plain_xdsl_context_prints_them(capsys: pytest.CaptureFixture[str]) ->
     module = npuir.parse_text(npuir.make_context(), SOURCE, "model.mlir")
     warn(Context(), module.body.block.first_op, "plain")
     assert capsys.readouterr().err.startswith("model.mlir:1:1: warning: plain")
+
+
+def test_every_declared_kind_is_a_dotted_code_with_one_meaning() -> None:
+    """Kinds are declared where they are emitted; once every layer is imported, each code is
+    well-formed and means one thing (`Kind` refuses a second, different template)."""
+    import importlib
+    import pkgutil
+
+    import npuir
+    from npuir.diagnostics import Kind, kinds
+
+    for package in (
+        "dialects",
+        "analysis",
+        "schedule",
+        "transforms",
+        "backends",
+        "driver",
+        "tools",
+    ):
+        pkg = importlib.import_module(f"npuir.{package}")
+        for info in pkgutil.walk_packages(pkg.__path__, f"npuir.{package}."):
+            importlib.import_module(info.name)
+    declared = kinds()
+    assert {
+        "core.hold-and-wait",
+        "core.pair-exceeds-device",
+        "stream.single-stream-conflict",
+    } <= set(declared)
+    assert npuir  # the package imports
+    with pytest.raises(ValueError, match="declared twice"):
+        Kind("core.hold-and-wait", "another {template}")
+    with pytest.raises(ValueError, match="dotted"):
+        Kind("Not A Code")
+
+
+def test_a_kind_renders_its_message_from_the_arguments() -> None:
+    from npuir.diagnostics import Diagnostic, Kind, diagnostic_json
+
+    kind = Kind("test.rendered", "stream {name} needs {count} cores")
+    d = Diagnostic.of("error", kind, None, name="s1", count=3)
+    assert d.message == "stream s1 needs 3 cores" and d.kind == "test.rendered"
+    assert diagnostic_json(d)["args"] == {"name": "s1", "count": 3}
+    assert kind.fields == {"name", "count"}

@@ -24,7 +24,7 @@ def test_importing_a_low_layer_loads_nothing_above_it(module: str) -> None:
         "npuir.transforms",
         "npuir.backends",
         "npuir.schedule",
-        "npuir.pipeline",
+        "npuir.passmanager.pipeline",
         "npuir.driver",
         "npuir.tools",
         "npuir.frontends",
@@ -34,8 +34,8 @@ def test_importing_a_low_layer_loads_nothing_above_it(module: str) -> None:
 
 def test_the_package_names_load_on_first_use() -> None:
     code = (
-        "import sys, npuir; before = 'npuir.pipeline' in sys.modules; "
-        "npuir.build_pipeline('sync-verify'); print(before, 'npuir.pipeline' in sys.modules)"
+        "import sys, npuir; before = 'npuir.passmanager.pipeline' in sys.modules; "
+        "npuir.build_pipeline('sync-verify'); print(before, 'npuir.passmanager.pipeline' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from npuir.diagnostics import UsageError
-from npuir.pipeline import build_pipeline
+from npuir.passmanager.pipeline import build_pipeline
 from npuir.registry import PassRegistry
 
 GOOD = """func.func @f(%a: tensor<4x8xf16>) -> tensor<4x8xf16> {

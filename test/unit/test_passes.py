@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from npuir.diagnostics import UsageError
 from npuir.passes import ModulePass, option, options_of
-from npuir.pipeline import build_pipeline
+from npuir.passmanager.pipeline import build_pipeline
 from npuir.registry import PassRegistry, describe_passes
 from npuir.transforms import PASSES
 

@@ -25,3 +25,22 @@ def test_pyproject_takes_its_version_from_the_package() -> None:
 
 def test_the_installed_distribution_has_the_packages_version() -> None:
     assert importlib.metadata.version("npuir") == npuir.__version__
+
+
+def test_version_is_answered_without_importing_the_compiler() -> None:
+    """`--version` must not pay for xDSL and every pass (the entry point answers it)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "sys.argv = ['npuir-opt', '--version']\n"
+        "import npuir.tools.entry as entry\n"
+        "try:\n"
+        "    entry.opt()\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'xdsl'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [f"npuir-opt {npuir.__version__}", "[]"]

@@ -15,7 +15,7 @@ import npuir
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.manager import ALL, AnalysisManager, LoweredFunction, analyses
 from npuir.analysis.program import module_streams
-from npuir.pipeline import build_pipeline, run_passes
+from npuir.passmanager.pipeline import build_pipeline, run_passes
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = ROOT / "examples" / "seed_multistream.mlir"

@@ -20,7 +20,7 @@ import npuir
 from npuir.analysis.program import Program, build_program, module_streams
 from npuir.backends.npu.calibrate import FitError, fit_hardware
 from npuir.backends.npu.hardware import PRESETS, load_hardware
-from npuir.backends.npu.profile import COLUMNS, read_profile, write_profile
+from npuir.backends.npu.profile import COLUMNS, profile_csv, read_profile
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.diagnostics import DiagnosticError
 
@@ -139,7 +139,7 @@ def test_emitted_profile_round_trips(tmp_path: Path) -> None:
     prog = program(text)
     plain = simulate([prog], TINY)
     path = str(tmp_path / "out.csv")
-    write_profile(plain, [prog], path)
+    Path(path).write_text(profile_csv(plain, [prog]))
     with open(path, newline="") as f:
         header = next(csv.reader(f))
     assert set(COLUMNS) <= set(header)
@@ -196,7 +196,7 @@ def test_fit_recovers_the_device_a_noisy_profile_came_from(tmp_path: Path) -> No
     )
     prog = _layer_program()
     path = str(tmp_path / "truth.csv")
-    write_profile(simulate([prog], truth), [prog], path)
+    Path(path).write_text(profile_csv(simulate([prog], truth), [prog]))
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
     column = rows[0].index("Task Duration(us)")

@@ -513,3 +513,34 @@ def test_a_cache_reuses_what_was_read_from_the_ir() -> None:
     assert again.ops == first.ops
     with pytest.raises(ValueError, match="made for tiny, not 910b2"):
         simulate([prog], PRESETS["910b2"], cache=cache)
+
+
+def test_the_simulator_refuses_unlowered_core_limits_instead_of_ignoring_them() -> None:
+    """A `coreset.limit` scope that `coreset-lower` has not resolved would silently be no
+    limit at all; the simulator refuses it unless the caller resolves limits itself."""
+    from npuir.analysis.core_limits import CoreLimits, limit_fn
+    from npuir.backends.npu.simulator import UnloweredScopes
+
+    text = f"""
+    stream.decl @s0 "default" priority 0
+    func.func @f(%a: {T}) -> {T} {{
+      %r = coreset.limit vector 1 -> {T} {{
+        %x = npu.exp %a {{stream.on = @s0}} : ({T}) -> {T}
+        coreset.yield %x : {T}
+      }}
+      func.return %r : {T}
+    }}
+    """
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, text)
+    (func,) = [f for f in module.ops if isinstance(f, FuncOp)]
+    prog = build_program(func, module_streams(module))
+    with pytest.raises(UnloweredScopes, match="coreset-lower"):
+        simulate([prog], TINY)
+    # Resolved by the caller, the limit acts: one vector core is slower than all of them.
+    limited = simulate([prog], TINY, limits=limit_fn(CoreLimits(module, TINY).run()))
+    unlimited = simulate([prog], TINY, limits=lambda p, n, e: None)
+    assert limited.makespan_ns > unlimited.makespan_ns
+    npuir.run_passes(ctx, module, npuir.build_pipeline("coreset-lower"))
+    lowered = simulate([build_program(func, module_streams(module))], TINY)
+    assert limited.makespan_ns == lowered.makespan_ns

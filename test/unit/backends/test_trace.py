@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ from npuir.backends.npu.trace import (
     plot_timeline,
     timeline_figure,
     trace_events,
-    write_trace,
+    trace_json,
 )
 
 TINY = PRESETS["tiny"]
@@ -99,13 +100,11 @@ def test_trace_marks_races_and_deadlocks() -> None:
     assert [i["name"] for i in instants] == ["race"]
 
 
-def test_write_trace_writes_json(tmp_path: Path) -> None:
+def test_trace_json_is_the_trace() -> None:
     result, progs = run()
-    path = tmp_path / "trace.json"
-    write_trace(result, progs, path)
-    data = json.loads(path.read_text())
-    assert data["displayTimeUnit"] == "ns" and data["otherData"]["makespan_ns"] == 24836
-    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+    data = json.loads(trace_json(result, progs))
+    assert data["displayTimeUnit"] == "ns"
+    assert data["otherData"]["makespan_ns"] == result.makespan_ns
 
 
 def test_trace_needs_one_program_per_rank() -> None:
@@ -119,18 +118,19 @@ def test_plot_timeline_without_matplotlib(monkeypatch: pytest.MonkeyPatch, tmp_p
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out = io.BytesIO()
     with pytest.raises(PlotUnavailable, match="pip install matplotlib"):
-        plot_timeline(result, progs, tmp_path / "t.png")
+        plot_timeline(result, progs, out)
     assert issubclass(PlotUnavailable, ImportError)
-    assert not (tmp_path / "t.png").exists()
+    assert out.getvalue() == b""
 
 
 def test_plot_timeline_writes_a_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     result, progs = run(ranks=2)
-    path = tmp_path / "timeline.png"
-    plot_timeline(result, progs, path)
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    out = io.BytesIO()
+    plot_timeline(result, progs, out)
+    assert out.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # --------------------------------------------------------------------------

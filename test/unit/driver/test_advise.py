@@ -95,28 +95,34 @@ def test_a_ge_dump_is_advised_by_op_name() -> None:
     ]
 
 
-def test_npuir_import_of_a_pt2_without_torch_says_what_to_install(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("tool", ["npuir-import", "npuir-opt", "npuir-run", "npuir-advise"])
+def test_every_tool_recognises_an_archive_by_content_and_says_what_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tool: str
 ) -> None:
+    """One loader: every tool takes a torch.export archive, whatever its file is called."""
+    import importlib
     import importlib.util
-
-    from npuir.tools.import_dump import run as import_tool
+    import zipfile
 
     if importlib.util.find_spec("torch") is not None:
         pytest.skip("torch is installed: the archive would be loaded")
-    archive = tmp_path / "model.pt2"
-    archive.write_bytes(b"PK")
-    assert import_tool([str(archive)]) == 2
-    assert "pip install 'npuir[torch]'" in capsys.readouterr().err
+    archive = tmp_path / "model.bin"  # judged by content, not by the name
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("model/version", "1")
+    module = {"npuir-import": "import_dump", "npuir-opt": "opt"}.get(tool, tool.split("-")[1])
+    run = importlib.import_module(f"npuir.tools.{module}").run
+    assert run([str(archive)]) == 2
+    err = capsys.readouterr().err
+    assert "is a torch.export archive" in err and "pip install 'npuir[torch]'" in err
 
 
 def test_opt_prints_locations_that_read_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from npuir.api import parse_file
     from npuir.context import make_context
     from npuir.diagnostics import op_location
     from npuir.dialects.npu import NpuOp
+    from npuir.frontends.load import parse_file
     from npuir.tools.opt import run as opt_tool
 
     assert opt_tool([SEED, "--mlir-print-debuginfo"]) == 0
@@ -127,3 +133,24 @@ def test_opt_prints_locations_that_read_back(
     module = parse_file(make_context(), again)
     lines = [op_location(op).line for op in module.walk() if isinstance(op, NpuOp)]  # type: ignore[union-attr]
     assert lines == [8, 11, 14, 17]  # the original file's lines, not the printed file's
+
+
+def test_hazards_are_counted_by_kind_not_by_wording(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rewording the hold-and-wait warning must not change what advise counts."""
+    from npuir.transforms import coreset_check
+
+    hazards = lambda: {  # noqa: E731
+        v.name: v.hazards
+        for v in advise(AdviseConfig(path=DEADLOCK, entries=["rank0", "rank1"])).variants
+    }
+    before = hazards()
+    report = coreset_check.CoresetCheckPass._report
+
+    def reworded(
+        self: object, ctx: object, at: object, message: str, kind: object, **args: object
+    ) -> None:
+        report(self, ctx, at, "something else entirely", kind, **args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(coreset_check.CoresetCheckPass, "_report", reworded)
+    assert hazards() == before
+    assert any(before.values())

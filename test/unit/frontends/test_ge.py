@@ -14,7 +14,8 @@ from npuir.api import print_ir
 from npuir.context import make_context
 from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset, npu, stream
-from npuir.frontends.ge import ImportResult, import_dump, import_text, looks_like_dump
+from npuir.frontends.ge import ImportResult, import_dump, import_text
+from npuir.frontends.load import looks_like_dump
 from npuir.tools import import_dump as tool
 
 Attr = tuple[str, str, object]  # key, kind (s, i, f, b, list_i, list_f), value
@@ -594,16 +595,22 @@ def test_an_integer_attribute_beyond_i64_is_a_located_error() -> None:
     assert f"attribute '_user_stream_priority' of 'r' is {2**70}, outside i64" in rendered
 
 
-def test_parse_path_takes_mlir_and_dumps_alike(tmp_path: object) -> None:
+def test_load_takes_mlir_and_dumps_alike(tmp_path: object) -> None:
     from pathlib import Path
 
-    from npuir.frontends.ge import parse_path
+    from npuir import load
 
     dump = Path(str(tmp_path)) / "g.mlir"  # a dump, whatever its suffix
     dump.write_text(
         graph(data("x"), op("r", "Relu", ["x:0"]), op("o", "NetOutput", ["r:0"], outs=[]))
     )
-    assert names(parse_path(make_context(), dump)) == ["npu.relu", "func.return"]
+    assert names(load(dump)) == ["npu.relu", "func.return"]
     mlir = Path(str(tmp_path)) / "f.txt"  # MLIR, whatever its suffix
     mlir.write_text("func.func @f() {\n  func.return\n}\n")
-    assert names(parse_path(make_context(), mlir)) == ["func.return"]
+    assert names(load(mlir)) == ["func.return"]
+    # The library's parse_file is the same loader: it takes the dump too.
+    import npuir
+
+    assert names(npuir.parse_file(npuir.make_context(), dump)) == ["npu.relu", "func.return"]
+    with open(dump, "rb") as stream:
+        assert names(load(stream)) == ["npu.relu", "func.return"]

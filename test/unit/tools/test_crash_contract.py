@@ -1,4 +1,4 @@
-"""The crash contract every tool keeps (`npuir.cli.run_tool`): a bug is exit 70 and one line.
+"""The crash contract every tool keeps (`npuir.tools.cli.run_tool`): a bug is exit 70 and one line.
 
 A crash is injected by making a pass (or the simulator) raise `RuntimeError`, as a bug
 would.  Without `--debug` the user sees one line naming the command to report and a
@@ -22,8 +22,8 @@ from xdsl.passes import ModulePass
 
 import npuir
 import npuir.driver.run as driver_run
-from npuir.cli import EXIT_INTERNAL, run_tool
 from npuir.tools import opt, run
+from npuir.tools.cli import EXIT_INTERNAL, run_tool
 from npuir.transforms import PASSES
 
 ROOT = Path(__file__).resolve().parents[3]

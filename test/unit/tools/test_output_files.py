@@ -1,4 +1,4 @@
-"""Output files handled as a Unix tool handles them (`npuir.output.write_output`).
+"""Output files handled as a Unix tool handles them (`npuir.tools.output.write_output`).
 
 The cases go through `npuir-opt -o` (and `npuir-run --trace` for one), the way a
 user meets them: regular files are replaced atomically keeping their mode, new
@@ -17,8 +17,8 @@ from typing import BinaryIO
 
 import pytest
 
-from npuir.output import OutputError, write_output
 from npuir.tools import opt, run
+from npuir.tools.output import OutputError, write_output
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = ROOT / "examples" / "seed_multistream.mlir"
@@ -35,8 +35,9 @@ def npuir_opt(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[in
 @pytest.fixture(scope="module")
 def expected() -> str:
     """What `npuir-opt SEED` prints on stdout."""
-    from npuir.api import parse_file, print_ir
+    from npuir.api import print_ir
     from npuir.context import make_context
+    from npuir.frontends.load import parse_file
 
     return print_ir(parse_file(make_context(), SEED))
 

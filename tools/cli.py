@@ -21,6 +21,7 @@ its exit codes in its `--help` (`exit_codes_epilog`).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shlex
@@ -28,10 +29,10 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from npuir import __version__
 from npuir.deep_stack import on_deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -42,7 +43,6 @@ __all__ = [
     "EXIT_USAGE",
     "add_common_arguments",
     "exit_codes_epilog",
-    "read_input",
     "run_tool",
 ]
 
@@ -58,6 +58,18 @@ _SHARED_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
     (EXIT_BROKEN_PIPE, "standard output closed by its reader"),
 )
+
+
+JSON_SCHEMA = 1
+"""The version of the `--json` output of every tool (the `"schema"` field of each object it
+prints).  It changes, and CHANGELOG.md says how, whenever a field is removed, renamed or
+changes meaning; new fields may appear within a version.  docs/json-schema/ holds the JSON
+Schema of each tool's output at this version."""
+
+
+def print_json(obj: dict[str, Any]) -> None:
+    """Print `obj` as a tool's `--json` answer: one JSON object, `"schema"` first."""
+    print(json.dumps({"schema": JSON_SCHEMA, **obj}, indent=2))
 
 
 def exit_codes_epilog(codes: Sequence[tuple[int, str]]) -> str:
@@ -76,27 +88,6 @@ def add_common_arguments(ap: argparse.ArgumentParser) -> None:
         action="store_true",
         help="on an internal error, print the Python traceback instead of saving it to a file",
     )
-
-
-def read_input(path: str, sources: SourceManager) -> tuple[str, str]:
-    """The text of the tool's input file (`-`: standard input) and the name diagnostics give
-    it; `sources` learns it.  Unreadable files and bad UTF-8 raise `DiagnosticError`."""
-    from npuir.parsing import decode_source
-
-    if path == "-":
-        filename, data = "<stdin>", sys.stdin.buffer.read()
-    else:
-        filename = path
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            raise DiagnosticError(
-                Diagnostic("error", f"cannot read '{path}': {exc.strerror or exc}")
-            ) from None
-    text = decode_source(data, filename, sources)
-    sources.add(filename, text)
-    return text, filename
 
 
 def run_tool(prog: str, run: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:

@@ -22,12 +22,15 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from npuir.analysis.manager import analyses, preserved_by
 from npuir.deep_stack import deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError
 from npuir.gc_pause import collector_paused
-from npuir.passes import options_of
+from npuir.passmanager.options import options_of
 from npuir.progress import progress
 from npuir.registry import PassRegistry, default_registry
 from npuir.verifier import verify
+
+PASS_FAILED = Kind("pass.failed")
+"""An xDSL-level failure inside a pass."""
 
 PassCallback = Callable[[ModulePass, ModuleOp], None]
 
@@ -75,7 +78,7 @@ def _instantiate(pass_cls: type[ModulePass], pass_spec: ArgSpec) -> ModulePass:
             if opt.field not in values and opt.default is dataclasses.MISSING:
                 raise ValueError(f"option '{opt.name}' is required")
         return pass_cls(**values)
-    except (ValueError, TypeError) as exc:
+    except ValueError as exc:
         raise UsageError(
             f"bad option for pass '{pass_spec.name}': {exc} (options: {listed})"
         ) from None
@@ -136,7 +139,9 @@ def _run_passes(
             p.apply(ctx, module)
         except DiagnosticException as exc:
             # An xDSL-level failure inside a pass carries no location of its own.
-            raise DiagnosticError(Diagnostic("error", f"{p.name}: {exc}")) from None
+            raise DiagnosticError(
+                Diagnostic("error", f"{p.name}: {exc}", kind=PASS_FAILED.code)
+            ) from None
         manager.invalidate(preserved_by(p))
         if verify_each:
             verify(module)
