@@ -27,9 +27,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.func import FuncOp
+
 from npuir.analysis.happens_before import HappensBefore
-from npuir.analysis.memory import Buffers, Lifetimes, find_buffers
+from npuir.analysis.memory import Buffers, Lifetimes, antichain_bound, find_buffers
 from npuir.analysis.program import Program
+from npuir.dialects.npu import DYN, tensor_bytes
 
 
 class Algo(Enum):
@@ -122,7 +126,16 @@ def plan(sizes: Sequence[int], adj: Sequence[Sequence[int]], algo: Algo = Algo.B
     return best
 
 
-__all__ = ["Algo", "FunctionPlan", "Plan", "parse_budget", "plan", "plan_program"]
+__all__ = [
+    "Algo",
+    "FunctionPlan",
+    "Plan",
+    "argument_bytes",
+    "over_budget",
+    "parse_budget",
+    "plan",
+    "plan_program",
+]
 
 
 @dataclass
@@ -150,6 +163,34 @@ def plan_program(prog: Program, hb: HappensBefore, algo: Algo = Algo.BEST_OF) ->
     lifetimes = Lifetimes(buffers, hb)
     conflicts = lifetimes.conflicts()
     return FunctionPlan(buffers, lifetimes, conflicts, plan(buffers.size, conflicts, algo))
+
+
+def argument_bytes(func: FuncOp) -> int:
+    """What `func`'s static arguments (inputs, weights) take in device memory."""
+    return sum(
+        tensor_bytes(ty)
+        for ty in func.function_type.inputs
+        if isinstance(ty, TensorType) and DYN not in ty.get_shape()
+    )
+
+
+def over_budget(name: str, fp: FunctionPlan, budget: int) -> str:
+    """Why `fp` does not fit `budget`: the buffers live together at the peak (the heaviest
+    antichain), largest first."""
+    chain = antichain_bound(fp.lifetimes)
+    bufs = fp.buffers
+    largest = sorted(chain.buffers, key=lambda b: (-bufs.size[b], b))[:4]
+    named = ", ".join(f"{bufs.describe(b)} {bufs.size[b]} bytes" for b in largest)
+    what = (
+        "no plan can fit: these buffers are live together"
+        if chain.bytes > budget
+        else f"the buffers live together need only {chain.bytes} bytes, but no planner fitted them"
+    )
+    return (
+        f"{name} needs {fp.peak} bytes of device memory, over the budget of "
+        f"{budget} bytes; at its peak {chain.bytes} bytes are live at once ({what}; largest: "
+        f"{named})"
+    )
 
 
 def parse_budget(spec: str, hbm_bytes: int, argument_bytes: int) -> int:

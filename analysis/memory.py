@@ -49,7 +49,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import NodeKind, Program
-from npuir.dialects import mem, stream
+from npuir.dialects import coreset, mem, stream
 from npuir.dialects.npu import DYN, tensor_bytes
 
 
@@ -79,9 +79,18 @@ class Buffers:
 
 
 def _source(value: SSAValue) -> SSAValue:
-    """The value a chain of `stream.wait_tensor` results stands for."""
-    while isinstance(value, OpResult) and isinstance(value.op, stream.WaitTensorOp):
-        value = value.op.tensor
+    """The value a chain of `stream.wait_tensor` results and scope results (before
+    partitioning) stands for."""
+    while isinstance(value, OpResult):
+        op = value.op
+        if isinstance(op, stream.WaitTensorOp):
+            value = op.tensor
+        elif isinstance(op, stream.SwitchOp | coreset.LimitOp):
+            term = op.body.block.last_op
+            assert term is not None
+            value = term.operands[value.index]
+        else:
+            break
     return value
 
 

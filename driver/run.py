@@ -122,6 +122,9 @@ class RunConfig:
     check: bool = False
     check_memory: bool = False
     """Run the numerics on the memory plan's layout (`npuir.backends.npu.pools`)."""
+    mem_budget: str | None = None
+    """Lower with `auto` under this memory budget (`budget_pipeline`) instead of
+    `npu-default`; bytes (`64MiB`) or `hbm`."""
     timing_only: bool = False
     profile: str | None = None
     """An op-summary CSV whose durations and block dims replace the cost model's for the
@@ -562,10 +565,27 @@ def _load(config: RunConfig) -> _Loaded:
     return ctx, module, original, hw, names, funcs, given, shapes
 
 
+def budget_pipeline(budget: str) -> str:
+    """`npu-default` with `auto` choosing the streams under a memory budget, and the plan
+    checked against it."""
+    return (
+        f"gear-multiversion,stream-partition{{mode=auto mem-budget={budget}}},coreset-lower,"
+        f"insert-events,coreset-check,sync-verify,mem-plan{{budget={budget}}},mem-verify"
+    )
+
+
 def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> list[Diagnostic]:
     """Lower `module` as `config` asks; the passes' warnings."""
+    pipeline = config.pipeline
+    if config.mem_budget is not None:
+        if pipeline is not None:
+            raise UsageError(
+                "--mem-budget chooses the pipeline (auto under the budget); with --pipeline, "
+                "give stream-partition{mode=auto mem-budget=...} in it instead"
+            )
+        pipeline = budget_pipeline(config.mem_budget)
     try:
-        _lower(ctx, module, config.pipeline, config.hw)
+        _lower(ctx, module, pipeline, config.hw)
     except DiagnosticError as exc:
         # Warnings the passes gave before the error still matter to the user.
         raise DiagnosticError(exc.diagnostic, (*ctx.diagnostics.drain(), *exc.notes)) from None

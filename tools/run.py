@@ -114,6 +114,12 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=_seed, default=0, help="seed for random inputs (>= 0)")
     ap.add_argument("--check", action="store_true", help="compare with the unscheduled program")
     ap.add_argument(
+        "--mem-budget",
+        metavar="BYTES|hbm",
+        help="lower with auto under this memory budget (64MiB, 2GiB, or hbm: the device's HBM "
+        "less the inputs): the fastest schedule whose memory plan fits",
+    )
+    ap.add_argument(
         "--check-memory",
         action="store_true",
         help="run the numerics on one flat buffer per rank laid out by the memory plan, in "
@@ -254,6 +260,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
             check=args.check,
             check_memory=args.check_memory,
+            mem_budget=args.mem_budget,
             timing_only=args.timing_only,
             profile=args.profile,
         )

@@ -24,18 +24,25 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
-from npuir.analysis.mem_planners import Algo, FunctionPlan, parse_budget, plan_program
+from npuir.analysis.mem_planners import (
+    Algo,
+    FunctionPlan,
+    argument_bytes,
+    over_budget,
+    parse_budget,
+    plan_program,
+)
 from npuir.analysis.memory import antichain_bound
 from npuir.analysis.program import NOT_PARTITIONED, module_streams, scheduled_functions
 from npuir.context import remark
 from npuir.diagnostics import Kind, error
 from npuir.dialects import mem
-from npuir.dialects.npu import DYN, NpuOp, tensor_bytes
+from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.device import device_of
 
@@ -43,15 +50,6 @@ OVER_BUDGET = Kind("mem.over-budget")
 """A function's plan needs more device memory than the budget allows."""
 PLAN_SUMMARY = Kind("mem.plan-summary")
 """`stats=true`: the plan in GE's `[IMAS]AfterAssignMemory` terms."""
-
-
-def argument_bytes(func: FuncOp) -> int:
-    """What `func`'s static arguments (inputs, weights) take in device memory."""
-    return sum(
-        tensor_bytes(ty)
-        for ty in func.function_type.inputs
-        if isinstance(ty, TensorType) and DYN not in ty.get_shape()
-    )
 
 
 def write_plan(func: FuncOp, fp: FunctionPlan) -> None:
@@ -77,24 +75,6 @@ def imas_line(func: FuncOp, fp: FunctionPlan, theory_min: int, streams: int) -> 
         f"[IMAS]AfterAssignMemory : @{func.sym_name.data} memoffset[{fp.peak}], memtype[HBM], "
         f"theory_min[{theory_min}], zero_copy[0], total_size[{fp.peak}], "
         f"no_reuse[{fp.no_reuse}], streams[{streams}] algo[{fp.plan.algo.value}]"
-    )
-
-
-def over_budget(func: FuncOp, fp: FunctionPlan, budget: int) -> str:
-    """Why `fp` does not fit `budget`: the buffers that must be live together, largest first."""
-    chain = antichain_bound(fp.lifetimes)
-    bufs = fp.buffers
-    largest = sorted(chain.buffers, key=lambda b: (-bufs.size[b], b))[:4]
-    named = ", ".join(f"{bufs.describe(b)} {bufs.size[b]} bytes" for b in largest)
-    what = (
-        "no plan can fit: these buffers are live together"
-        if chain.bytes > budget
-        else f"the buffers live together need only {chain.bytes} bytes, but no planner fitted them"
-    )
-    return (
-        f"@{func.sym_name.data} needs {fp.peak} bytes of device memory, over the budget of "
-        f"{budget} bytes; at its peak {chain.bytes} bytes are live at once ({what}; largest: "
-        f"{named})"
     )
 
 
@@ -144,7 +124,9 @@ class MemPlanPass(ModulePass):
                 hbm = device_of(op, self.hw).hbm_bytes
                 budget = parse_budget(self.budget, hbm, argument_bytes(func))
                 if fp.peak > budget:
-                    raise error(func, over_budget(func, fp, budget), OVER_BUDGET)
+                    raise error(
+                        func, over_budget(f"@{func.sym_name.data}", fp, budget), OVER_BUDGET
+                    )
             write_plan(func, fp)
             if self.stats:
                 bound = antichain_bound(fp.lifetimes).bytes
