@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import NodeKind, Program
@@ -78,11 +78,16 @@ class Buffers:
         return self.prog.describe(self.writer[b])
 
 
+_THROUGH = (stream.WaitTensorOp, stream.SwitchOp, coreset.LimitOp)
+
+
 def _source(value: SSAValue) -> SSAValue:
     """The value a chain of `stream.wait_tensor` results and scope results (before
     partitioning) stands for."""
     while isinstance(value, OpResult):
         op = value.op
+        if type(op) not in _THROUGH:
+            break
         if isinstance(op, stream.WaitTensorOp):
             value = op.tensor
         elif isinstance(op, stream.SwitchOp | coreset.LimitOp):
@@ -103,18 +108,19 @@ def find_buffers(prog: Program) -> Buffers:
     members: list[tuple[int, int]] = []  # class -> (writer node, result index)
     external: set[int] = set()
     readers: list[list[int]] = []
+    kinds = prog.kind
+    record, wait = NodeKind.RECORD, NodeKind.WAIT
     for n, op in enumerate(prog.ops):
-        kind = prog.kind[n]
-        if kind is NodeKind.RECORD or kind is NodeKind.WAIT:
+        kind = kinds[n]
+        if kind is record or kind is wait:
             continue
         read: list[int] = []
         for operand in op.operands:
-            value = _source(operand)
-            c = cls_of.get(value)
+            c = cls_of.get(operand)
             if c is None:
-                if isinstance(value, BlockArgument):
-                    continue
-                continue  # a constant or another unplanned value
+                c = cls_of.get(_source(operand))
+                if c is None:
+                    continue  # an argument, a constant or another unplanned value
             if kind is NodeKind.RETURN:
                 external.add(c)
             elif c not in read:
@@ -133,6 +139,7 @@ def find_buffers(prog: Program) -> Buffers:
             members.append((n, i))
             readers.append([])
     index: dict[int, int] = {}
+    sizes: dict[Attribute, int] = {}
     for c, (n, i) in enumerate(members):
         if c in external:
             continue
@@ -145,7 +152,10 @@ def find_buffers(prog: Program) -> Buffers:
         index[c] = len(out.writer)
         out.writer.append(n)
         out.result.append(i)
-        out.size.append(mem.align(tensor_bytes(ty)))
+        size = sizes.get(ty)
+        if size is None:
+            size = sizes[ty] = mem.align(tensor_bytes(ty))
+        out.size.append(size)
         out.readers.append(readers[c])
     out.of_value = {v: index[c] for v, c in cls_of.items() if c in index}
     return out
@@ -181,14 +191,19 @@ class Lifetimes:
         adj: list[list[int]] = [[] for _ in range(len(bufs))]
         live: list[list[int]] = [[] for _ in prog.streams]
         start_clock = self.hb.start_clock
-        last = self.last
+        last_items = [tuple(d.items()) for d in self.last]
         b = 0
         n_bufs = len(bufs)
         while b < n_bufs:
             w = bufs.writer[b]
             s = prog.stream[w]
             clock = start_clock[w]
-            kept = [x for x in live[s] if any(clock[t] <= p for t, p in last[x].items())]
+            kept = []
+            for x in live[s]:
+                for t, p in last_items[x]:
+                    if clock[t] <= p:
+                        kept.append(x)
+                        break
             live[s] = kept
             first = b
             while b < n_bufs and bufs.writer[b] == w:

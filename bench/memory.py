@@ -30,8 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import npuir  # noqa: E402
-from npuir.driver.run import RunConfig, run_program  # noqa: E402
+import npuir
+from npuir.driver.run import RunConfig, run_program
 
 AUTO = "gear-multiversion,stream-partition{{mode=auto ignore-tags=true{extra}}},coreset-lower,insert-events,coreset-check,sync-verify,mem-plan,mem-verify"
 SINGLE = "gear-multiversion,stream-partition{mode=single ignore-tags=true},coreset-lower,insert-events,coreset-check,sync-verify,mem-plan,mem-verify"
@@ -40,7 +40,9 @@ LOWER = "gear-multiversion,stream-partition,coreset-lower,insert-events,coreset-
 
 def _run(text: str, pipeline: str) -> dict[str, Any]:
     outcome = run_program(
-        RunConfig(path="<bench>", source=text, pipeline=pipeline, timing_only=True, mirror_peers=True)
+        RunConfig(
+            path="<bench>", source=text, pipeline=pipeline, timing_only=True, mirror_peers=True
+        )
     )
     return outcome.report
 
@@ -55,7 +57,9 @@ def workload_figures(name: str, text: str) -> dict[str, Any]:
         "workload": name,
         "peak_bytes": mem["peak_bytes"],
         "bound_bytes": mem["bound_bytes"],
-        "plan_over_bound": round(mem["peak_bytes"] / mem["bound_bytes"], 4) if mem["bound_bytes"] else 1.0,
+        "plan_over_bound": round(mem["peak_bytes"] / mem["bound_bytes"], 4)
+        if mem["bound_bytes"]
+        else 1.0,
         "timeline_peak_bytes": mem["timeline_peak_bytes"],
         "single_stream_peak_bytes": budget,
         "cost_of_parallelism": round(mem["peak_bytes"] / budget, 4) if budget else None,
@@ -82,7 +86,14 @@ def scale_figures(n_ops: int) -> list[dict[str, Any]]:
         began = time.process_time()
         npuir.run_passes(ctx, module, npuir.build_pipeline("mem-verify"))
         verify_s = time.process_time() - began
-        out.append({"shape": shape, "ops": n_ops, "mem_plan_cpu_s": round(plan_s, 2), "mem_verify_cpu_s": round(verify_s, 2)})
+        out.append(
+            {
+                "shape": shape,
+                "ops": n_ops,
+                "mem_plan_cpu_s": round(plan_s, 2),
+                "mem_verify_cpu_s": round(verify_s, 2),
+            }
+        )
     return out
 
 
@@ -101,8 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.scale:
         rows = scale_figures(args.scale)
-        print(json.dumps(rows) if args.json else "\n".join(
-            f"{r['shape']:<12} {r['ops']} ops: mem-plan {r['mem_plan_cpu_s']} s CPU, mem-verify {r['mem_verify_cpu_s']} s CPU" for r in rows))
+        print(
+            json.dumps(rows)
+            if args.json
+            else "\n".join(
+                f"{r['shape']:<12} {r['ops']} ops: mem-plan {r['mem_plan_cpu_s']} s CPU, mem-verify {r['mem_verify_cpu_s']} s CPU"
+                for r in rows
+            )
+        )
         return 0
     table = QUICK_WORKLOADS if args.quick else WORKLOADS
     names = args.workloads.split(",") if args.workloads else list(table)
@@ -119,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"workloads": rows, "summary": summary}, indent=1))
         return 0
-    print(f"{'workload':<22} {'plan':>12} {'bound':>12} {'p/b':>6} {'timeline':>12} {'1-stream':>12} {'cost':>6} {'auto µs':>9} {'1s µs':>9} {'budget µs':>9}")
+    print(
+        f"{'workload':<22} {'plan':>12} {'bound':>12} {'p/b':>6} {'timeline':>12} {'1-stream':>12} {'cost':>6} {'auto µs':>9} {'1s µs':>9} {'budget µs':>9}"
+    )
     for r in rows:
         print(
             f"{r['workload']:<22} {r['peak_bytes']:>12} {r['bound_bytes']:>12} {r['plan_over_bound']:>6.3f} "

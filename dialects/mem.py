@@ -76,11 +76,23 @@ def placement(op: Operation) -> list[tuple[int, int]] | None:
     return list(zip(offs, sz, strict=False))
 
 
+_I64: dict[int, IntegerAttr[IntegerType]] = {}
+
+
+def _i64(value: int) -> IntegerAttr[IntegerType]:
+    """A shared `value : i64` (attributes are immutable; building one costs more than a plan
+    step, and a plan repeats few distinct offsets and sizes)."""
+    attr = _I64.get(value)
+    if attr is None:
+        attr = _I64[value] = IntegerAttr(value, i64)
+    return attr
+
+
 def set_placement(op: Operation, places: Sequence[tuple[int, int]]) -> None:
     """Write `places` (one `(offset, size)` per result) onto `op`."""
     if len(places) == 1:
-        op.attributes[OFFSET] = IntegerAttr(places[0][0], i64)
-        op.attributes[SIZE] = IntegerAttr(places[0][1], i64)
+        op.attributes[OFFSET] = _i64(places[0][0])
+        op.attributes[SIZE] = _i64(places[0][1])
     else:
         op.attributes[OFFSET] = DenseArrayBase.from_list(i64, [p[0] for p in places])
         op.attributes[SIZE] = DenseArrayBase.from_list(i64, [p[1] for p in places])

@@ -9,11 +9,12 @@ its simulated makespan:
 
 1. the assignment itself, in its issue order and (when auto reordered) in the
    written one, since another order can need more memory on the same streams;
-2. then, from each, repeatedly, the two streams that hold the most bytes of the peak (the
-   heaviest antichain of buffers, i.e. what is live together) are merged, the
-   one with fewer ops into the other -- the op order stays, so the merged
-   stream runs them first-in first-out and the buffers of the peak become
-   ordered -- down to one stream.
+2. then, from each, repeatedly: every merge of two of the four streams that
+   hold the most bytes of the peak (the heaviest antichain of buffers, i.e.
+   what is live together), the one with fewer ops into the other -- the op
+   order stays, so the merged stream runs them first-in first-out and the
+   buffers of the peak become ordered -- is judged, and the search goes on
+   from the one whose plan is smallest, down to one stream.
 
 Merging keeps the issue order, so every rank keeps each group's collectives in
 the order it had.  Pinned ops (user tags, when they are honoured) never move: a
@@ -76,13 +77,17 @@ def planned(prog: Program, assignment: Assignment) -> FunctionPlan:
     return plan_program(lowered, HappensBefore(lowered).run())
 
 
-def _merge(
+_PAIRS_FROM = 4
+"""Merges are tried between the streams holding the most bytes of the peak, this many."""
+
+
+def _merges(
     prog: Program, assignment: Assignment, fp: FunctionPlan, pinned: Sequence[str | None]
-) -> Assignment | None:
-    """`assignment` with the two streams heaviest at the peak merged, or None."""
+) -> list[Assignment]:
+    """`assignment` with two of the streams heaviest at the peak merged, every such pair."""
     used = sorted(set(assignment.stream_of[n] for n in range(len(prog))))
     if len(used) < 2:
-        return None
+        return []
     chain = antichain_bound(fp.lifetimes)
     lowered = fp.buffers.prog
     weight = {s: 0 for s in used}
@@ -94,7 +99,8 @@ def _merge(
         size[s] += 1
         if pinned[n] is not None:
             fixed.add(s)
-    by_weight = sorted(used, key=lambda s: (-weight[s], -size[s], s))
+    by_weight = sorted(used, key=lambda s: (-weight[s], -size[s], s))[:_PAIRS_FROM]
+    out = []
     for i, a in enumerate(by_weight):
         for b in by_weight[i + 1 :]:
             keep, away = (a, b) if (size[a], -a) >= (size[b], -b) else (b, a)
@@ -103,8 +109,8 @@ def _merge(
             if away == 0 or away in fixed:
                 continue
             stream_of = [keep if s == away else s for s in assignment.stream_of]
-            return Assignment(assignment.streams, stream_of, assignment.order)
-    return None
+            out.append(Assignment(assignment.streams, stream_of, assignment.order))
+    return out
 
 
 def fit_budget(
@@ -127,17 +133,22 @@ def fit_budget(
     for start in starts:
         ordered, _ = _in_issue_order(prog, start)
         judge = Judge(ordered, hw, limits)
-        current: Assignment | None = start
-        while current is not None:
-            fp = planned(prog, current)
-            last_plan = fp
-            _, local = _in_issue_order(prog, current)
-            span = judge("budget", local).makespan
-            streams = len({current.stream_of[n] for n in range(len(prog))})
-            tried.append(Fitted(current, fp.peak, span, streams))
-            if fp.peak <= budget and favor is Favor.MAX_CONCURRENCY:
+        step = [start]
+        while step:
+            judged = []
+            for candidate in step:
+                fp = planned(prog, candidate)
+                _, local = _in_issue_order(prog, candidate)
+                span = judge("budget", local).makespan
+                streams = len({candidate.stream_of[n] for n in range(len(prog))})
+                fitted = Fitted(candidate, fp.peak, span, streams)
+                tried.append(fitted)
+                judged.append((fitted, fp))
+            if favor is Favor.MAX_CONCURRENCY and any(f.peak <= budget for f, _ in judged):
                 break
-            current = _merge(prog, current, fp, pinned)
+            # Go on from the merge that shrank the plan most (the fastest among equals).
+            chosen, last_plan = min(judged, key=lambda j: (j[0].peak, j[0].makespan))
+            step = _merges(prog, chosen.assignment, last_plan, pinned)
     fitting = [f for f in tried if f.peak <= budget]
     if not fitting:
         assert last_plan is not None

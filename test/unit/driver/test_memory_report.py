@@ -97,3 +97,28 @@ def test_check_memory_needs_a_plan() -> None:
     with pytest.raises(DiagnosticError) as info:
         run_program(RunConfig(path="x.mlir", source=text, check_memory=True))
     assert info.value.diagnostic.kind == "run.no-memory-plan"
+
+
+def test_mem_budget_picks_a_schedule_that_fits_or_names_the_peak() -> None:
+    path = str(EXAMPLES / "multi_branch.mlir")
+    free = run_program(RunConfig(path=path, timing_only=True, mem_budget="hbm"))
+    assert free.status == EXIT_OK
+    fitted = run_program(RunConfig(path=path, timing_only=True, mem_budget="9MiB"))
+    assert fitted.report["memory"]["peak_bytes"] <= 9 << 20
+    with pytest.raises(DiagnosticError) as info:
+        run_program(RunConfig(path=path, timing_only=True, mem_budget="1MiB"))
+    assert info.value.diagnostic.kind == "stream.over-memory-budget"
+
+
+def test_mem_budget_does_not_go_with_a_pipeline() -> None:
+    from npuir.diagnostics import UsageError
+
+    with pytest.raises(UsageError, match="--mem-budget"):
+        run_program(
+            RunConfig(
+                path=str(EXAMPLES / "multi_branch.mlir"),
+                timing_only=True,
+                mem_budget="1GiB",
+                pipeline="npu-default",
+            )
+        )
