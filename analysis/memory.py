@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import cast
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
@@ -84,19 +85,20 @@ _THROUGH = (stream.WaitTensorOp, stream.SwitchOp, coreset.LimitOp)
 def _source(value: SSAValue) -> SSAValue:
     """The value a chain of `stream.wait_tensor` results and scope results (before
     partitioning) stands for."""
-    while isinstance(value, OpResult):
-        op = value.op
+    while True:
+        # `owner` is a Block for an argument; an isinstance check against xDSL's abstract
+        # SSAValue classes costs more than the rest of a buffer walk.
+        op = value.owner
         if type(op) not in _THROUGH:
-            break
+            return value
         if isinstance(op, stream.WaitTensorOp):
             value = op.tensor
-        elif isinstance(op, stream.SwitchOp | coreset.LimitOp):
+        else:
+            assert isinstance(op, stream.SwitchOp | coreset.LimitOp)
+            assert isinstance(value, OpResult)
             term = op.body.block.last_op
             assert term is not None
             value = term.operands[value.index]
-        else:
-            break
-    return value
 
 
 def find_buffers(prog: Program) -> Buffers:
@@ -143,8 +145,9 @@ def find_buffers(prog: Program) -> Buffers:
     for c, (n, i) in enumerate(members):
         if c in external:
             continue
-        ty = prog.ops[n].results[i].type
-        assert isinstance(ty, TensorType)
+        # Results of npu ops are tensors (their verifiers say so); an isinstance check on
+        # the generic TensorType costs more than the rest of this loop.
+        ty = cast(TensorType[Attribute], prog.ops[n].results[i].type)
         if DYN in ty.get_shape():
             if out.dynamic is None:
                 out.dynamic = prog.ops[n]

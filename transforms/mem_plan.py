@@ -38,11 +38,16 @@ from npuir.analysis.mem_planners import (
     plan_program,
 )
 from npuir.analysis.memory import antichain_bound
-from npuir.analysis.program import NOT_PARTITIONED, module_streams, scheduled_functions
+from npuir.analysis.program import (
+    NOT_PARTITIONED,
+    NodeKind,
+    module_streams,
+    scheduled_functions,
+)
 from npuir.context import remark
 from npuir.diagnostics import Kind, error
 from npuir.dialects import mem
-from npuir.dialects.npu import NpuOp
+from npuir.gc_pause import without_collector
 from npuir.passes import option
 from npuir.schedule.device import device_of
 
@@ -57,8 +62,9 @@ def write_plan(func: FuncOp, fp: FunctionPlan) -> None:
     mem.clear_plan(func)
     bufs = fp.buffers
     offsets = fp.plan.offsets
-    for op in bufs.prog.ops:
-        if not isinstance(op, NpuOp) or op.name in mem.NOT_DEVICE_BUFFERS:
+    prog = bufs.prog
+    for n, op in enumerate(prog.ops):
+        if prog.kind[n] is not NodeKind.COMPUTE or op.name in mem.NOT_DEVICE_BUFFERS:
             continue
         places = []
         for res in op.results:
@@ -105,6 +111,7 @@ class MemPlanPass(ModulePass):
         if self.budget is not None:
             parse_budget(self.budget, 0, 0)
 
+    @without_collector
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         streams = tuple(module_streams(op))
         algo = Algo(self.algo)

@@ -38,6 +38,7 @@ from npuir.analysis.program import Program, module_streams, scheduled_functions
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, error, op_location
 from npuir.dialects import mem, stream
 from npuir.dialects.npu import DYN, NpuOp, tensor_bytes
+from npuir.gc_pause import without_collector
 
 OVERLAP = Kind("mem.unordered-overlap")
 """Two buffers share addresses but happens-before does not order them."""
@@ -263,6 +264,7 @@ class MemVerifyPass(ModulePass):
 
     PRESERVES: ClassVar[Preserved] = ALL
 
+    @without_collector
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         streams = tuple(module_streams(op))
         for func in scheduled_functions(op):
