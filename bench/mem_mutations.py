@@ -12,6 +12,7 @@ refuse exactly those (a *false accept* is an unsafe plan it passes, a *false
 refusal* a safe one it refuses).
 
     python bench/mem_mutations.py --cases 5000 [--seed 0] [--ops 24]
+    python bench/mem_mutations.py --cases 20 --interpreter examples/multi_branch.mlir
 """
 
 from __future__ import annotations
@@ -312,12 +313,56 @@ def run(cases: int, seed: int = 0, ops: int = 24) -> Tally:
     return tally
 
 
+def interpreter_catches(path: str, cases: int, seed: int = 0) -> tuple[int, int, int]:
+    """Of `cases` unsafe mutated plans of the example at `path` (shrinks left out: those
+    overflow rather than overlap): how many `npuir-run --check --check-memory` fails with
+    a corrupted output, how many its `sync-verify` refuses first (a dropped wait that also
+    races), and how many were tried."""
+    from npuir.driver.run import EXIT_CHECK, RunConfig, run_program
+
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, open(path).read())
+    npuir.run_passes(ctx, module, npuir.build_pipeline("npu-default"))
+    rng = random.Random(seed)
+    caught = refused = tried = 0
+    while tried < cases:
+        copy = module.clone()
+        func = next(op for op in copy.ops if isinstance(op, FuncOp) and _planned(op))
+        if mutate(func, rng) == "shrink" or not oracle_unsafe(func):
+            continue
+        tried += 1
+        config = RunConfig(
+            path=path, source=npuir.print_ir(copy), check=True, check_memory=True, mirror_peers=True
+        )
+        try:
+            caught += run_program(config).status == EXIT_CHECK
+        except DiagnosticError:
+            refused += 1
+    return caught, refused, tried
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ops", type=int, default=24)
+    parser.add_argument(
+        "--interpreter",
+        metavar="EXAMPLE.mlir",
+        action="append",
+        help="instead: run --cases unsafe mutated plans of this example with "
+        "npuir-run --check --check-memory and count the corrupted outputs caught",
+    )
     args = parser.parse_args(argv)
+    if args.interpreter:
+        for path in args.interpreter:
+            caught, refused, tried = interpreter_catches(path, args.cases, args.seed)
+            print(
+                f"{path}: of {tried} unsafe plans, --check-memory caught {caught} corrupted "
+                f"outputs, sync-verify refused {refused} (races), {tried - caught - refused} "
+                "passed"
+            )
+        return 0
     began = time.process_time()
     tally = run(args.cases, args.seed, args.ops)
     print(
