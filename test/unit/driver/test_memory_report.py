@@ -122,3 +122,24 @@ def test_mem_budget_does_not_go_with_a_pipeline() -> None:
                 pipeline="npu-default",
             )
         )
+
+
+def test_check_memory_is_refused_when_the_host_cannot_hold_the_pools(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import npuir.driver.run as runner
+
+    monkeypatch.setattr(runner, "host_bytes_available", lambda: 1024)
+    with pytest.raises(DiagnosticError) as info:
+        run_program(RunConfig(path=str(EXAMPLES / "multi_branch.mlir"), check_memory=True))
+    assert info.value.diagnostic.kind == "run.host-memory"
+
+
+@pytest.mark.parametrize(
+    "spec", ["mem-plan{budget=lots}", "stream-partition{mode=auto mem-budget=-1}"]
+)
+def test_a_bad_budget_is_a_usage_error(spec: str) -> None:
+    from npuir.diagnostics import UsageError
+
+    with pytest.raises(UsageError, match="memory budget"):
+        npuir.build_pipeline(spec)
