@@ -90,7 +90,11 @@ def test_every_declared_kind_is_a_dotted_code_with_one_meaning() -> None:
     ):
         pkg = importlib.import_module(f"npuir.{package}")
         for info in pkgutil.walk_packages(pkg.__path__, f"npuir.{package}."):
-            importlib.import_module(info.name)
+            try:
+                importlib.import_module(info.name)
+            except ModuleNotFoundError as exc:
+                if exc.name != "torch":  # the optional extra (npuir[torch]) may be absent
+                    raise
     declared = kinds()
     assert {
         "core.hold-and-wait",
