@@ -27,26 +27,25 @@ from xdsl.irdl import (
     VarConstraint,
     base,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
-    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import SymbolOpInterface
+from xdsl.traits import HasParent, SingleBlockImplicitTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.dialects import scope, validation
+from npuir.dialects import effects, scope, validation
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
 
 MAIN_TAG = validation.MAIN_STREAM
 """The label of the stream that ops outside any `stream.switch` run on (the main stream):
 reserved, so that no user tag -- "default" included -- can name it."""
 
-STREAM_ON = "stream.on"
+STREAM_ON = effects.STREAM_ON
 """The attribute naming an op's stream (a `@symbol` of a `stream.decl`) once lowered."""
 
 
@@ -60,11 +59,12 @@ class YieldOp(scope.ScopeYieldOp):
     """
 
     name = "stream.yield"
-    PARENT: ClassVar[str] = "stream.switch"
+
+    traits = lazy_traits_def(lambda: (HasParent(SwitchOp),))
 
 
 @irdl_op_definition
-class SwitchOp(IRDLOperation):
+class SwitchOp(scope.ScopeOp):
     """Runs the ops of its body on the stream named by its tag.
 
     Mirrors TorchAir's `npu_stream_switch(tag, priority)`: the same tag is the
@@ -81,12 +81,10 @@ class SwitchOp(IRDLOperation):
 
     name = "stream.switch"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    traits = traits_def(VerifiesDialectAttributes(), SingleBlockImplicitTerminator(YieldOp))
 
     tag = prop_def(StringAttr)
     priority = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
-    outputs = var_result_def()
-    body = region_def("single_block")
 
     def __init__(
         self,
@@ -133,7 +131,7 @@ class SwitchOp(IRDLOperation):
     def verify_(self) -> None:
         validation.stream_tag(self.tag_name)
         validation.stream_priority(self.priority_value)
-        scope.verify_scope(self, self.body, YieldOp)
+        scope.verify_scope(self)
 
 
 @irdl_op_definition
@@ -158,7 +156,8 @@ class WaitTensorOp(IRDLOperation):
 
     name = "stream.wait_tensor"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    # It orders the later uses of `tensor`, not only of its result: never dead.
+    traits = traits_def(VerifiesDialectAttributes(), effects.OrdersStream())
 
     T: ClassVar = VarConstraint("T", base(TensorType))
 
@@ -192,7 +191,8 @@ class DeclOp(IRDLOperation):
     # format would leave a default value out of the printed text.
     priority = prop_def(IntegerAttr[I64])
 
-    traits = traits_def(SymbolOpInterface(), VerifiesDialectAttributes())
+    # Streams are module-level resources (`stream.on` resolves against the module).
+    traits = traits_def(HasParent(ModuleOp), SymbolOpInterface(), VerifiesDialectAttributes())
 
     assembly_format = "$sym_name $tag `priority` $priority attr-dict"
 

@@ -32,24 +32,34 @@ from typing import Any, BinaryIO
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import BlockArgument, OpResult, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from npuir.analysis.manager import LoweredFunction, analyses
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
 from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
 from npuir.backends.npu.explain import compare, explain
-from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
+from npuir.backends.npu.groups import (
+    MAX_MIRRORED,
+    PartialGroup,
+    collectives,
+    mismatched_pairs,
+    partial_groups,
+)
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
+from npuir.backends.npu.memory import imas_line, memory_report
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
+from npuir.backends.npu.pools import Layout, LayoutError, Pool, host_bytes_available
 from npuir.backends.npu.profile import PROFILE_UNREADABLE, Profile, read_profile
 from npuir.backends.npu.report import build_report, memory_warning
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.context import NpuirContext, make_context
-from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, UsageError, error
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError, error
 from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
+from npuir.driver.npz import read_arrays
 from npuir.frontends.load import Source, load_source, read, source_of_text
+from npuir.host import available_bytes, gib
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
 from npuir.schedule.device import UNKNOWN_DEVICE, device_spec
@@ -70,6 +80,10 @@ REFERENCE_FAILS = Kind("check.reference-fails")
 """The unscheduled program fails to run."""
 NUMERICS_ERROR = Kind("run.numerics")
 """The numeric run refuses the program."""
+NO_MEMORY_PLAN = Kind("run.no-memory-plan")
+"""`--check-memory` on a function that has no memory plan."""
+HOST_MEMORY = Kind("run.host-memory")
+"""`--check-memory`: the planned pools do not fit the host's free memory."""
 NO_GEAR = Kind("gear.no-match")
 """No gear matches the input shapes."""
 MISSING_RANKS = Kind("collective.missing-ranks")
@@ -81,7 +95,16 @@ EXTERNAL_ENTRY = Kind("run.external-function")
 NO_FUNCTION = Kind("run.no-function")
 """The module has no function to run."""
 
+COLLECTIVE_MISMATCH = Kind("collective.mismatch")
+"""Collectives that pair up across ranks but differ (op, group size, mode, shape, dtype)."""
+BEYOND_HOST = Kind("run.beyond-host-memory")
+"""Computing the values would need more memory than the host has available."""
+
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
+
+MAX_RANKS = 4096
+"""The most ranks a run takes (`--ranks`, `--entries`): npuir's bound, so that a typo
+cannot ask for a billion simulated ranks; real jobs of 4096 cards fit."""
 
 # The baseline keeps the generic version for shapes no gear matches: the run itself only
 # gets that far with such a shape when its own pipeline kept one (`fallback=dynamic`).
@@ -115,6 +138,11 @@ class RunConfig:
     inputs: str | None = None
     seed: int = 0
     check: bool = False
+    check_memory: bool = False
+    """Run the numerics on the memory plan's layout (`npuir.backends.npu.pools`)."""
+    mem_budget: str | None = None
+    """Lower with `auto` under this memory budget (`budget_pipeline`) instead of
+    `npu-default`; bytes (`64MiB`) or `hbm`."""
     timing_only: bool = False
     profile: str | None = None
     """An op-summary CSV whose durations and block dims replace the cost model's for the
@@ -176,12 +204,19 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
     funcs = _functions(module)
     if config.entries:
         names = config.entries
+        if len(names) > MAX_RANKS:
+            raise UsageError(f"--entries names {len(names)} ranks; npuir runs at most {MAX_RANKS}")
         if config.ranks is not None and config.ranks != len(names):
             raise UsageError(
                 f"--entries names {len(names)} function(s), one per rank, but --ranks is "
                 f"{config.ranks}"
             )
     else:
+        if config.ranks is not None and not 1 <= config.ranks <= MAX_RANKS:
+            raise UsageError(
+                f"--ranks {config.ranks}: npuir runs 1 to {MAX_RANKS} ranks (each rank's "
+                "state is simulated and, unless --timing-only, computed)"
+            )
         names = [config.entry or _default_entry(module)] * (config.ranks or 1)
     for name in names:
         if name not in funcs:
@@ -197,6 +232,16 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
                 EXTERNAL_ENTRY,
             )
     return names
+
+
+def entries_and_shapes(
+    config: RunConfig, module: ModuleOp
+) -> tuple[list[str], list[list[tuple[int, ...]]]]:
+    """Each rank's entry function name and argument shapes, as a run would take them."""
+    names = entry_names(config, module)
+    funcs = _functions(module)
+    check_shape_names(config, [funcs[n] for n in names])
+    return names, [_arg_shapes(funcs[n], config, None) for n in names]
 
 
 def _argument_keys(func: FuncOp) -> list[tuple[str, ...]]:
@@ -338,13 +383,21 @@ def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
     by its name (the `%name` it is printed with; a torch program's input names, as
     `npuir.frontends.torch.example_inputs` keys them), or `rankR/argN` / `rankR/NAME`
     per rank.  Constants (`npu.constant`) are not arguments and are never asked for."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError) as exc:
-        raise DiagnosticError(
-            Diagnostic("error", f"cannot read inputs '{path}': {exc}", kind=INPUT_ERROR.code)
-        ) from None
+    # Only the arrays the run uses are read, each bounded by its argument's size
+    # (`npuir.driver.npz`): an unused or oversized member is never decompressed.
+    wanted: dict[str, int | None] = {}
+    for rank, func in enumerate(funcs):
+        for index, ty in enumerate(func.function_type.inputs):
+            assert isinstance(ty, TensorType)
+            most = None if npu.DYN in ty.get_shape() else npu.tensor_bytes(ty)
+            hint = func.body.block.args[index].name_hint
+            names = [f"rank{rank}/arg{index}", f"arg{index}"]
+            if hint:
+                names += [f"rank{rank}/{hint}", hint]
+            for name in names:
+                before = wanted.get(name, 0)
+                wanted[name] = None if most is None or before is None else max(before, most)
+    arrays = read_arrays(path, wanted, wanted.__getitem__)
     per_rank: list[list[Array]] = []
     for rank, func in enumerate(funcs):
         values: list[Array] = []
@@ -442,9 +495,78 @@ def _lower(ctx: NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: s
     run_passes(ctx, module, build_pipeline(pipeline))
 
 
+def _value_bytes(value: SSAValue) -> int:
+    ty = value.type
+    if not isinstance(ty, TensorType) or npu.DYN in ty.get_shape():
+        return 0
+    return npu.tensor_bytes(ty)
+
+
+def numerics_bytes(
+    programs: Sequence[Program], partial: Sequence[PartialGroup], check: bool
+) -> tuple[int, SSAValue | None]:
+    """Host memory the numeric run of `programs` (one per rank, shapes specialised) needs
+    at most, and its largest tensor.  The interpreter keeps every value a rank computes,
+    so each rank needs its arguments and all its results; `--check` runs the unscheduled
+    program too; a mirrored collective stacks one input per member of its group."""
+    total = 0
+    largest: tuple[int, SSAValue | None] = (0, None)
+    for prog in programs:
+        values: list[SSAValue] = list(prog.func.body.block.args)
+        values += [r for op in prog.func.body.walk() for r in op.results]
+        for value in values:
+            size = _value_bytes(value)
+            total += size
+            if size > largest[0]:
+                largest = (size, value)
+    if check:
+        total *= 2
+    for group in partial:
+        total += len(group.missing) * sum(_value_bytes(v) for v in group.op.operands)
+    return total, largest[1]
+
+
+def _refuse_beyond_host(
+    programs: Sequence[Program], partial: Sequence[PartialGroup], config: RunConfig
+) -> None:
+    """A located error when the numeric run would need more memory than the host has."""
+    available = available_bytes()
+    if available is None:
+        return
+    need, largest = numerics_bytes(programs, partial, config.check)
+    if need <= available:
+        return
+    what = ""
+    where: Operation | None = None
+    if largest is not None:
+        name = f"%{largest.name_hint}" if largest.name_hint else "a value"
+        what = f"; the largest tensor, {name}: {largest.type}, takes {gib(_value_bytes(largest))}"
+        where = largest.owner if isinstance(largest, OpResult) else largest.owner.parent_op()
+    checked = " with --check (which also runs the unscheduled program)" if config.check else ""
+    raise error(
+        where or programs[0].func,
+        f"computing this program's values{checked} needs about {gib(need)} of host memory, "
+        f"more than the {gib(available)} available{what}; --timing-only simulates the "
+        "schedule without computing them",
+        BEYOND_HOST,
+    )
+
+
 def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[PartialGroup]:
-    """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`."""
+    """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`.
+    Collectives that pair up across ranks but differ are an error at the later rank's."""
+    mismatched = mismatched_pairs([collectives(f) for f in funcs], len(funcs))
+    if mismatched:
+        raise error(mismatched[0].op, mismatched[0].describe(), COLLECTIVE_MISMATCH)
     partial = partial_groups([collectives(f) for f in funcs], len(funcs))
+    for group in partial if mirror_peers else ():
+        if len(group.missing) > MAX_MIRRORED:
+            raise error(
+                group.op,
+                f"{group.describe()}: --mirror-peers takes at most {MAX_MIRRORED} missing "
+                f"ranks as copies, and this group misses {len(group.missing)}",
+                MISSING_RANKS,
+            )
     if partial and not mirror_peers:
         first = partial[0]
         needed = max(p.present[0] + p.group_size for p in partial)
@@ -546,17 +668,24 @@ _Loaded = tuple[
 ]
 
 
-def _load(config: RunConfig) -> _Loaded:
-    """Parse the input; its device, entries, given inputs and argument shapes."""
+def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) -> _Loaded:
+    """Parse the input (or take `parsed`, already parsed and verified); its device,
+    entries, given inputs and argument shapes.  Without `keep`, the module as written is
+    not copied before lowering (the caller needs only the lowered one)."""
     ctx = make_context(collect_diagnostics=True)
-    if isinstance(config.source, Source):
-        source = config.source
-    elif config.source is not None:
-        source = source_of_text(config.path, config.source)
+    if parsed is not None:
+        module = parsed
+        if isinstance(config.source, str):
+            ctx.diagnostics.sources.add(config.path, config.source)
     else:
-        source = read(config.path)
-    module = load_source(source, ctx)
-    original = module.clone()
+        if isinstance(config.source, Source):
+            source = config.source
+        elif config.source is not None:
+            source = source_of_text(config.path, config.source)
+        else:
+            source = read(config.path)
+        module = load_source(source, ctx)
+    original = module.clone() if keep else module
     hw = _hardware(config, module)
     names = entry_names(config, module)
     # The functions as written: lowering rewrites `module`'s in place (a gear dispatcher keeps
@@ -570,10 +699,27 @@ def _load(config: RunConfig) -> _Loaded:
     return ctx, module, original, hw, names, funcs, given, shapes
 
 
+def budget_pipeline(budget: str) -> str:
+    """`npu-default` with `auto` choosing the streams under a memory budget, and the plan
+    checked against it."""
+    return (
+        f"gear-multiversion,stream-partition{{mode=auto mem-budget={budget}}},coreset-lower,"
+        f"insert-events,coreset-check,sync-verify,mem-plan{{budget={budget}}},mem-verify"
+    )
+
+
 def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> list[Diagnostic]:
     """Lower `module` as `config` asks; the passes' warnings."""
+    pipeline = config.pipeline
+    if config.mem_budget is not None:
+        if pipeline is not None:
+            raise UsageError(
+                "--mem-budget chooses the pipeline (auto under the budget); with --pipeline, "
+                "give stream-partition{mode=auto mem-budget=...} in it instead"
+            )
+        pipeline = budget_pipeline(config.mem_budget)
     try:
-        _lower(ctx, module, config.pipeline, config.hw)
+        _lower(ctx, module, pipeline, config.hw)
     except DiagnosticError as exc:
         # Warnings the passes gave before the error still matter to the user.
         raise DiagnosticError(exc.diagnostic, (*ctx.diagnostics.drain(), *exc.notes)) from None
@@ -593,6 +739,29 @@ def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnos
         raise DiagnosticError(
             Diagnostic("error", f"--fit-hw {profile_path}: {exc}", kind=PROFILE_UNREADABLE.code)
         ) from None
+
+
+@dataclass
+class Timed:
+    """A run's lowering and simulation only: no one-stream baseline, explanation or
+    numerics (what `npuir-advise` needs of each variant it times)."""
+
+    result: SimResult
+    programs: list[Program]
+    gears: list[str | None]
+    warnings: list[Diagnostic]
+
+
+def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
+    """Lower and simulate `config`'s program as `run_program` does, and nothing else.
+    `parsed` is the program already parsed (it is lowered in place)."""
+    ctx, module, _, hw, names, _, _, shapes = _load(config, parsed, keep=False)
+    profile = read_profile(config.profile) if config.profile else None
+    warnings = _lower_reporting(ctx, module, config)
+    result, programs, _, gears, _ = _simulate(
+        ctx, module, names, shapes, hw, config.mirror_peers, profile
+    )
+    return Timed(result, programs, gears, warnings + memory_warning(result, hw))
 
 
 def run_program(config: RunConfig) -> RunOutcome:
@@ -617,11 +786,15 @@ def run_program(config: RunConfig) -> RunOutcome:
     inputs: list[list[Array]] = []
     outputs: list[list[Array]] = []
     if not config.timing_only:
+        _refuse_beyond_host(programs, partial, config)
         inputs = given or [
             make_inputs(funcs[n], s, config.seed, r) for r, (n, s) in enumerate(zip(names, shapes))
         ]
+        pools = _pools(module, actual) if config.check_memory else None
         try:
-            outputs = run_ranks(module, actual, inputs, mirror_peers=config.mirror_peers)
+            outputs = run_ranks(
+                module, actual, inputs, mirror_peers=config.mirror_peers, pools=pools
+            )
         except NumericsError as exc:
             raise error(exc.op or module, str(exc), NUMERICS_ERROR) from None
         if config.check:
@@ -648,6 +821,11 @@ def run_program(config: RunConfig) -> RunOutcome:
         ),
         warnings=warnings,
     )
+    if result.deadlock is None:
+        report["memory"] = memory_report(result, programs, single_programs)
+        report["memory"]["log"] = imas_line("@" + names[0], report["memory"])
+    else:
+        report["memory"] = None
     report["why"], report["auto"] = _why(
         config, original, names, shapes, hw, profile, (result, programs), (single, single_programs)
     )
@@ -658,6 +836,27 @@ def run_program(config: RunConfig) -> RunOutcome:
     elif check is not None and not check["passed"]:
         status = EXIT_CHECK
     return RunOutcome(status, report, result, programs, warnings, inputs, outputs)
+
+
+def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
+    """One pool per rank laid out by its function's plan; refused before anything is
+    allocated when the host cannot hold them all."""
+    layouts: list[Layout] = []
+    for func in funcs:
+        try:
+            layouts.append(Layout.of(module, func))
+        except LayoutError as exc:
+            raise error(exc.op, f"--check-memory: {exc}", NO_MEMORY_PLAN) from None
+    total = sum(layout.pool_bytes for layout in layouts)
+    available = host_bytes_available()
+    if available is not None and total > available:
+        raise error(
+            funcs[0],
+            f"--check-memory: the planned pools take {total} bytes over {len(funcs)} rank(s), "
+            f"more than the {available} bytes this host has free; run without --check-memory",
+            HOST_MEMORY,
+        )
+    return [Pool(layout) for layout in layouts]
 
 
 AUTO_PIPELINE = (

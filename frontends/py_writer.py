@@ -147,9 +147,9 @@ class _Writer:
                 a, b = (self.ref(v) for v in op.operands)
                 name = self.fresh(op.results[0])
                 self.lines.append(f"{indent}{name} = tng.scope.npu_wait_tensor({a}, {b})")
-            elif isinstance(op, ConstantOp) and not op.result.type.get_shape():  # type: ignore[attr-defined]
+            elif isinstance(op, ConstantOp) and not op.result.type.get_shape():
                 (value,) = op.value.get_values()
-                dtype = dtype_name(op.result.type.element_type)  # type: ignore[attr-defined]
+                dtype = dtype_name(op.result.type.element_type)
                 name = self.fresh(op.result)
                 self.lines.append(f"{indent}{name} = g.constant({value!r}, {dtype!r})")
             elif isinstance(op, NpuOp) and len(op.results) == 1:

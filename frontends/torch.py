@@ -63,6 +63,7 @@ from npuir.diagnostics import (
 from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
+from npuir.frontends.pt2 import Pt2Archive, exported_program, read_pt2
 from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
 from npuir.torchair._errors import fail, refused
 from npuir.torchair._graph import detached, element_type, tensor_type
@@ -82,6 +83,9 @@ SYM_DIMS = "torch.sym_dims"
 DIM_RANGES = "torch.dim_ranges"
 """Function attribute: each symbol's `torch.export.Dim` range, `array<i64: lo, hi>`."""
 
+CALL_SITES = "torch.call_sites"
+"""Module attribute: the model's lines that call code whose ops are located elsewhere
+(`call_sites`), as `"file:line"` strings; `npuir-advise` never wraps them in a scope."""
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 _TORCHAIR_DIR = str(Path(_air.__file__).resolve().parent)
@@ -92,17 +96,30 @@ class UnsupportedOp(Exception):
     """An FX node the importer has no npu op for."""
 
 
-def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
-    """The innermost frame of the node's stack trace outside torch: the model's line."""
+def _user_frames(node: torch.fx.Node) -> list[tuple[str, int]]:
+    """The frames of the node's stack trace outside torch (and npuir.torchair), outermost
+    first: the model's lines."""
     trace = node.meta.get("stack_trace")
     if not trace:
-        return None
-    frames = [
+        return []
+    return [
         (f, int(n))
         for f, n in _FRAME.findall(trace)
         if not f.startswith(_TORCH_DIR) and not f.startswith(_TORCHAIR_DIR)
     ]
+
+
+def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
+    """The innermost frame of the node's stack trace outside torch: the model's line."""
+    frames = _user_frames(node)
     return frames[-1] if frames else None
+
+
+def call_sites(graph: torch.fx.Graph) -> set[tuple[str, int]]:
+    """The model's lines that call code whose ops are located elsewhere (every frame of a
+    node's stack trace outside torch but the innermost): a `with` there covers the
+    callee's ops too."""
+    return {site for node in graph.nodes for site in _user_frames(node)[:-1]}
 
 
 class _Importer:
@@ -652,6 +669,9 @@ def import_fx_graph(
         graph, range_constraints or {}, name, target, strict, config, gears, decompositions
     )
     module = importer.run()
+    calls = sorted(call_sites(graph))
+    if calls:
+        module.attributes[CALL_SITES] = ArrayAttr([StringAttr(f"{f}:{n}") for f, n in calls])
     if diagnostics is not None:
         diagnostics.emitted.extend(importer.warnings)
     else:
@@ -723,18 +743,18 @@ def _numpy(t: torch.Tensor) -> Any:
 
 
 def import_pt2(
-    path: str | Path,
+    path: str | Path | Pt2Archive,
     *,
     target: str = "910b2",
     strict: bool = False,
     diagnostics: DiagnosticEngine | None = None,
 ) -> ModuleOp:
-    """The module of a `torch.export.save` archive (registers the `air::` ops first)."""
+    """The module of a `torch.export.save` archive (registers the `air::` ops first).
+
+    The archive is read as data by `npuir.frontends.pt2` (never unpickled, never
+    evaluated; `torch.export.load` would do both); a refused archive raises a located
+    `DiagnosticError`."""
     torch_scope.register()
-    try:
-        ep = torch.export.load(str(path))
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise DiagnosticError(
-            Diagnostic("error", f"cannot load '{path}': {exc}", kind=PT2_UNREADABLE.code)
-        ) from None
+    archive = path if isinstance(path, Pt2Archive) else read_pt2(path)
+    ep = exported_program(archive)
     return import_exported_program(ep, target=target, strict=strict, diagnostics=diagnostics)

@@ -3,19 +3,31 @@
 No race-free schedule of a function on the simulated device
 (`npuir.backends.npu.simulator`) can finish before the largest of the bounds below, whatever
 its stream assignment, issue order, events and core limits.  They rest on what the simulator
-does with one compute op v of engine e (``C`` = e's cores, ``L`` = `hw.launch_ns`): v is
-granted some number ``g`` of e's cores, *holds exactly those* from its start to its end, and
-runs for ``d_v(g) = L + duration_ns(work, min(g, par), static_hbm_share(e, g))`` -- launch
-time is spent holding the cores.  An ordinary op gets ``1 <= g <= par`` (it asks for at most
-its parallelism); a `full_core_sync` op any ``1 <= g <= C`` (its limit or every core; beyond
-``par`` the extra cores only widen its HBM share), and holds them from before its start; an
-aiv collective holds ``1 <= g <= C`` vector cores for its fixed ring time plus ``L``; an
-sdma collective holds no cores.  Call these v's *options* ``(g, d_v(g))``; then
+does with one compute op v of engine e (``C`` = e's cores, ``L`` = `hw.launch_ns`):
 
-- ``d(v)`` = the least ``d_v(g)`` over v's options: no run of v is shorter;
-- ``a(v)`` = the least ``g * d_v(g)``: no run of v holds fewer core-nanoseconds.  Since
-  ``d_v(g) >= L + max(F/g, B*C/(bw*g))`` (F the op's FLOPs over one core's rate, B its bytes,
-  bw the HBM bandwidth), a(v) counts launch, arithmetic and memory time, usually at g = 1;
+- An *ordinary* op runs ``B`` blocks (its blockDim, ``1 <= B <= par``: its parallelism, or
+  less under a core limit), each block to completion on one core in
+  ``b(B) = duration_ns(work, B, static_hbm_share(e, B))``.  It starts at s on one core; the
+  block dispatched then holds that core over [s, s + L + b(B)] (the launch is paid once,
+  on the cores granted before it is over), and every other block holds a core for at least
+  b(B) somewhere in the op's run.  So v runs for at least ``L + b(B)`` and holds at least
+  ``L + B b(B)`` core-nanoseconds, as a 1-core piece of length L + b(B) and B - 1 pieces of
+  length b(B), all inside its run.
+- A `full_core_sync` op is granted ``g`` cores, ``1 <= g <= C`` (its limit or every core),
+  holds them from before its start to its end, and runs for
+  ``d(g) = L + duration_ns(work, min(g, par), static_hbm_share(e, g))``: one g-core piece of
+  length d(g).  An aiv collective holds ``1 <= g <= C`` vector cores for its fixed ring
+  time plus L; an sdma collective holds none; an op GE runs without a device task
+  (`cost.runs_without_task`) takes no time and no core.
+
+Call each way v may run an *option* (its blockDim or cores) with a duration ``d`` and an
+energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
+
+- ``d(v)`` = the least d over v's options: no run of v is shorter;
+- ``a(v)`` = the least E: no run of v holds fewer core-nanoseconds.  Since every option's
+  energy is at least ``L + max(F, B*C/bw)`` (F the op's FLOPs over one core's rate, B its
+  bytes, bw the HBM bandwidth), a(v) counts launch, arithmetic and memory time, usually at
+  one block;
 - ``h(v)`` = the longest d-weighted path into v (its producers, v excluded) and ``t(v)`` the
   longest out of v.  In a race-free schedule v starts no earlier than h(v) (each producer
   ends before it starts) and ends no later than M - t(v) (M the makespan).
@@ -23,7 +35,7 @@ sdma collective holds no cores.  Call these v's *options* ``(g, d_v(g))``; then
 1. **Critical path** ``max h(v) + d(v)``: a chain runs in order, each op at least d(v).
 
 2. **Engine arithmetic.**  An op's FLOPs at one core's rate is the least core-time its
-   arithmetic occupies however many cores it is granted; W_e / cores is a bound, W_e the
+   arithmetic occupies however many blocks or cores it runs on (``B b(B) >= F``); W_e / cores is a bound, W_e the
    engine's total (memory-bound ops, launch and collectives left out: the bound before 4).
 
 3. **Engine window.**  No op of e starts before H_e = min h(v) nor ends after M - T_e with
@@ -31,26 +43,26 @@ sdma collective holds no cores.  Call these v's *options* ``(g, d_v(g))``; then
 
    (1-3 are npuir's first bound, `arithmetic_ns`; the terms below tighten it.)
 
-4. **Core-time window.**  For any set S of e's ops, every op of S holds its g cores for its
-   whole run inside [min_S h, M - min_S t], and at most C cores are held at once, so
+4. **Core-time window.**  For any set S of e's ops, every op of S holds its energy's
+   core-nanoseconds inside [min_S h, M - min_S t], and at most C cores are held at once, so
    ``M >= min_S h + sum_S a(v) / C + min_S t``.  S ranges over the ops whose h is at least a
    threshold (one sweep in order of h) and those whose t is (one in order of t); the
    whole engine is the lowest threshold.  As M is an integer, ``sum_S a(v) / C`` is rounded
    up.
 
-5. **Moldable trade-off.**  Fix the cores g_v every op of a schedule got.  Both
-   ``M >= H_S + T_S + sum_{v in S} g_v d_v(g_v) / C`` (the window of 4 for a set S) and
-   ``M >= sum_{v in P} d_v(g_v)`` (any dependence path P) hold, so for every lambda in
+5. **Moldable trade-off.**  Fix the option o_v (blockDim or cores) every op of a schedule
+   got.  Both ``M >= H_S + T_S + sum_{v in S} E_v(o_v) / C`` (the window of 4 for a set S)
+   and ``M >= sum_{v in P} d_v(o_v)`` (any dependence path P) hold, so for every lambda in
    [0, 1] so does their convex combination.  Each op's share of it is bounded below by a
-   minimum over its options: ``min_g [lambda g d_v(g) / C + (1 - lambda) d_v(g)]`` for v in
+   minimum over its options: ``min_o [lambda E_v(o) / C + (1 - lambda) d_v(o)]`` for v in
    S and on P, ``lambda a(v) / C`` for v in S off P, ``(1 - lambda) d(v)`` on P outside S.
    The sum is a constant plus a sum over P of non-negative per-op weights, maximised over P
-   by one longest-path pass.  It beats 4 where an op on a long path must be granted many
-   cores to keep the path short and so pays launch on each of them.
+   by one longest-path pass.  It beats 4 where an op on a long path must run many blocks
+   to keep the path short, and so holds more core-time than on one.
 
    Several paths can need many cores at once; then any average of paths does better:
    ``M >= lambda (H_S + T_S + sum_S g d / C) + (1 - lambda) sum_i len_{P_i} / m`` for paths
-   P_1..P_m, each op on c_v of them charged ``min_g [lambda g d / C + (1 - lambda) c_v d / m]``
+   P_1..P_m, each op on c_v of them charged ``min_o [lambda E / C + (1 - lambda) c_v d / m]``
    (the same argument, with the path term an average of valid inequalities).  After the
    best single path, each further path is the heaviest under the durations of the options
    attaining those minima (a Frank-Wolfe step of 1/m towards the best average), and every
@@ -63,12 +75,15 @@ sdma collective holds no cores.  Call these v's *options* ``(g, d_v(g))``; then
 
 6. **Energetic reasoning** (cumulative scheduling, Baptiste, Le Pape & Nuijten 1999).  To
    show that no schedule has makespan M, give each op of e the release r = h(v) and the
-   deadline D = M - t(v).  An option (g, d) with ``r + d > D`` cannot be used; if no option
-   of v is left, M is impossible.  Otherwise, whatever its option and start, v holds its g
-   cores inside an interval [t1, t2] for at least ``g * max(0, min(t2 - t1, d - max(0, t1 -
-   r), d - max(0, D - t2)))`` (its overlap when pushed to the earliest or the latest start,
-   the least over its placements), and the least of that over v's usable options is v's
-   energy in [t1, t2].  If the energies of e's ops in some interval exceed ``C * (t2 - t1)``,
+   deadline D = M - t(v).  An option with ``r + d > D`` cannot be used; if no option of v
+   is left, M is impossible.  Otherwise each of the option's pieces (above: c cores held
+   without a break for at least p, inside v's run and so inside [r, D]) holds cores inside
+   an interval [t1, t2] for at least ``c * max(0, min(t2 - t1, p - max(0, t1 - r), p -
+   max(0, D - t2)))`` (its overlap when pushed to the earliest or the latest start, the
+   least over its placements; a longer piece overlaps no less), and the least over v's
+   usable options of the sum over its pieces is v's energy in [t1, t2].  (The blocks of an
+   ordinary op may sit apart in time; each is still one rigid piece, which is all the
+   argument needs.)  If the energies of e's ops in some interval exceed ``C * (t2 - t1)``,
    no schedule has makespan M -- or less, the test being made on the integer M.  The bound
    is one more than the largest M found impossible by a search upward from the other terms,
    over the intervals whose ends are releases, deadlines and r + d(v), D - d(v).  Every M
@@ -77,8 +92,8 @@ sdma collective holds no cores.  Call these v's *options* ``(g, d_v(g))``; then
    within `ENERGETIC_BUDGET` (a few dozen ops), and leaving an engine out keeps the bound
    valid, only looser.
 
-Events, launch queues, waiting for peers and cores held before a start only lengthen a
-schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
+Events, launch queues, waiting for peers or for cores, and cores held before a start only
+lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
 order.  The simulator models no link contention (a collective's duration is fixed by its
 size and collectives overlap freely), so a link term would not be a valid bound.  Profiles
 (`npuir.backends.npu.profile`) replace the cost model's durations, so the bound holds for the
@@ -101,10 +116,11 @@ from npuir.backends.npu.cost import (
     duration_ns,
     op_work,
     parallelism,
+    runs_without_task,
     static_hbm_share,
 )
 from npuir.backends.npu.hardware import Hardware
-from npuir.dialects.npu import CORE_ENGINES, NpuOp
+from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
 
 __all__ = [
     "ENERGETIC_BUDGET",
@@ -171,41 +187,75 @@ class LowerBound:
         )
 
 
+_Piece = tuple[int, int]
+"""(cores, ns): cores an op holds without a break for at least that long."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    """One way an op may run (a blockDim, or a core count): its least duration, its least
+    core-nanoseconds, and the rigid pieces those are made of (module docstring)."""
+
+    energy: int
+    duration: int
+    pieces: tuple[_Piece, ...]
+
+
 @dataclass(frozen=True, eq=False)
 class _Options:
-    """How one op may run: the engine whose cores it holds and its (cores, ns) options.
+    """How one op may run: the engine whose cores it holds and its options.
 
-    Options are reduced to those no other beats in both cores and duration (a dominated
+    Options are reduced to those no other beats in both energy and duration (a dominated
     option never attains any minimum the bounds take), fewest cores first.  Shared by the
     ops of one signature and compared by identity."""
 
     pool: str | None
-    options: tuple[tuple[int, int], ...]
+    options: tuple[_Option, ...]
     shortest: int = field(init=False)
     """d(v): the least duration."""
     least_core_time: int = field(init=False)
-    """a(v): the least cores x duration."""
+    """a(v): the least energy."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shortest", min(d for _, d in self.options))
-        object.__setattr__(self, "least_core_time", min(g * d for g, d in self.options))
+        object.__setattr__(self, "shortest", min(o.duration for o in self.options))
+        object.__setattr__(self, "least_core_time", min(o.energy for o in self.options))
 
 
-def _options(work: OpWork, full_core_sync: bool, hw: Hardware) -> _Options:
-    """Every (cores, duration) the simulator may run `work` at (module docstring)."""
+def _held(cores: int, ns: int) -> _Option:
+    """`cores` held together for `ns`: a hold-and-wait op's option."""
+    return _Option(cores * ns, ns, ((cores, ns),))
+
+
+def _options(op: NpuOp, work: OpWork, full_core_sync: bool, hw: Hardware) -> _Options:
+    """Every way the simulator may run `work` (module docstring)."""
+    if runs_without_task(op):
+        return _Options(None, (_Option(0, 0, ()),))
     if work.engine == "comm":
         assert work.collective is not None  # guaranteed by OpWork validation
         ns = hw.launch_ns + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
         # Cores do not change a collective's duration, so one core dominates for aiv.
-        return _Options("vector", ((1, ns),)) if work.mode == "aiv" else _Options(None, ((0, ns),))
+        return (
+            _Options("vector", (_held(1, ns),))
+            if work.mode == CommMode.AIV
+            else _Options(None, (_Option(0, ns, ()),))
+        )
     par = max(1, parallelism(hw, work))
     total = hw.cores(work.engine)
-    kept: list[tuple[int, int]] = []
-    for g in range(1, (total if full_core_sync else par) + 1):
-        share = static_hbm_share(hw, work.engine, g)
-        ns = hw.launch_ns + duration_ns(hw, work, min(g, par), share)
-        if not kept or ns < kept[-1][1]:
-            kept.append((g, ns))
+    launch = hw.launch_ns
+    kept: list[_Option] = []
+    if full_core_sync:
+        for g in range(1, total + 1):
+            share = static_hbm_share(hw, work.engine, g)
+            option = _held(g, launch + duration_ns(hw, work, min(g, par), share))
+            if not kept or option.duration < kept[-1].duration:
+                kept.append(option)
+    else:
+        for blocks in range(1, par + 1):
+            block = duration_ns(hw, work, blocks, static_hbm_share(hw, work.engine, blocks))
+            pieces = ((1, launch + block),) + (((blocks - 1, block),) if blocks > 1 else ())
+            option = _Option(launch + blocks * block, launch + block, pieces)
+            if not kept or option.duration < kept[-1].duration:
+                kept.append(option)
     return _Options(work.engine, tuple(kept))
 
 
@@ -225,16 +275,16 @@ class _Bounder:
         self.shortest = [0] * n_nodes
         self.core_time = [0] * n_nodes
         self.arithmetic = [0.0] * n_nodes
-        memo: dict[tuple[OpWork, bool], _Options] = {}
+        memo: dict[tuple[OpWork, bool, bool], _Options] = {}
         for n, op in enumerate(prog.ops):
             if prog.kind[n] is not NodeKind.COMPUTE or not isinstance(op, NpuOp):
                 continue
             work = op_work(op, hw)
             accum = op.full_core_sync and work.engine != "comm"
-            key = (work, accum)
+            key = (work, accum, runs_without_task(op))
             opts = memo.get(key)
             if opts is None:
-                opts = memo[key] = _options(work, accum, hw)
+                opts = memo[key] = _options(op, work, accum, hw)
             self.opts[n] = opts
             self.shortest[n] = opts.shortest
             self.core_time[n] = opts.least_core_time
@@ -316,7 +366,7 @@ class _Bounder:
                         w = pair.get(opts)
                         if w is None:
                             w = pair[opts] = (
-                                min(k * g * d + off_path * d for g, d in opts.options)
+                                min(k * o.energy + off_path * o.duration for o in opts.options)
                                 - k * self.core_time[n]
                             )
                         weight[n] = w
@@ -353,8 +403,9 @@ class _Bounder:
                 if in_set[n] and opts is not None:
                     c = count[n]
                     slope[n] = min(
-                        opts.options, key=lambda o: (k * (t - 1) * o[0] + off_path * c) * o[1]
-                    )[1]
+                        opts.options,
+                        key=lambda o: k * (t - 1) * o.energy + off_path * c * o.duration,
+                    ).duration
                 else:
                     slope[n] = self.shortest[n]
             _, path = self._heaviest_path(slope)
@@ -366,7 +417,7 @@ class _Bounder:
                 opts = self.opts[n]
                 if in_set[n] and opts is not None:
                     c = count[n]
-                    total += min((k * t * g + off_path * c) * d for g, d in opts.options)
+                    total += min(k * t * o.energy + off_path * c * o.duration for o in opts.options)
                 elif count[n]:
                     total += off_path * count[n] * self.shortest[n]
             best = max(best, _ceil_div(total, steps * cores * t))
@@ -411,7 +462,7 @@ class _Bounder:
         for n in nodes:
             opts = self.opts[n]
             assert opts is not None
-            options += len(opts.options)
+            options += sum(len(o.pieces) for o in opts.options)
         return points * points * options
 
     def impossible(self, makespan: int, engines: list[str]) -> bool:
@@ -434,15 +485,17 @@ class _Bounder:
                 assert opts is not None
                 r, dl = int(release[i]), int(deadline[i])
                 least: np.ndarray | None = None
-                for g, d in opts.options:
-                    if r + d > dl:
+                for option in opts.options:
+                    if r + option.duration > dl:
                         continue
-                    # Pushed earliest (start r) or latest (end dl), the least overlap.
-                    overlap = np.minimum(
-                        width,
-                        np.minimum(d - np.maximum(t1 - r, 0), d - np.maximum(dl - t2, 0)),
-                    )
-                    used = g * np.maximum(overlap, 0)
+                    used = np.zeros(width.shape, dtype=np.int64)
+                    for cores, d in option.pieces:
+                        # Pushed earliest (start r) or latest (end dl), the least overlap.
+                        overlap = np.minimum(
+                            width,
+                            np.minimum(d - np.maximum(t1 - r, 0), d - np.maximum(dl - t2, 0)),
+                        )
+                        used += cores * np.maximum(overlap, 0)
                     least = used if least is None else np.minimum(least, used)
                 if least is None:
                     return True

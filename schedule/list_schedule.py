@@ -8,12 +8,14 @@ and the issue order from that.  It is an event-driven list schedule that charges
 the simulator charges (`npuir.backends.npu.simulator.NodeCosts`: the same core
 requests, durations and launch overhead) and follows its rules:
 
-- **Cores.**  Each engine with cores (cube, vector, AI CPU) is a pool.  An op started
-  with ``c`` of the cores it wants runs at the speed of ``c`` cores for its whole run, as
-  the simulator grants ``min(want, free)`` and never more later.  So an op whose cores
-  are partly held does not always start on what is free: it starts now only if it would
-  finish no later than by waiting for the holders to release all it wants (the cube is
-  then not split between a saturating matmul and the fragment another op leaves).  A
+- **Cores.**  Each engine with cores (cube, vector, AI CPU) is a pool.  The plan times
+  an op started with ``c`` of the cores it wants as if it kept those ``c`` for its whole
+  run (`NodeCosts.duration_ns`: its blocks in waves of ``c``).  The simulator lets a
+  started op's blocks spread onto cores as they free up, so this is pessimistic for an op
+  started on a fragment, and the times of the plan are an estimate; `auto` judges every
+  candidate by simulating it.  So an op whose cores are partly held does not always start
+  on what is free: it starts now only if that estimate finishes no later than waiting for
+  the holders to release all it wants.  A
   hold-and-wait op (`full_core_sync`, aiv collectives) starts only when all it wants is
   free.  sdma collectives hold no cores.
 - **Choice.**  Whenever cores are freed or an op becomes ready, the ready ops of each

@@ -4,21 +4,26 @@ The user-level program says where work runs with scopes (TorchAir's
 `npu_stream_switch`); the lowered program declares each stream once at module
 level (`stream.decl`) and tags every `npu` op and `stream.wait_tensor` with
 `stream.on = @sym`.  The order of the ops is kept exactly: it is the issue
-order the host enqueues them in.
+order the host enqueues them in -- except that a mode which places ops itself
+may issue them in another order, and then orders each collective after the
+previous one of its group (`chain_collectives`) and keeps the collectives'
+written order (`npuir.analysis.partition.keep_collective_order`), so that every
+rank still pairs them as written.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
+from npuir.analysis.mem_planners import argument_bytes, parse_budget
 from npuir.analysis.partition import (
     PRIORITY_CONFLICT,
     STRATEGIES,
@@ -42,11 +47,11 @@ from npuir.backends.npu.profile import read_profile
 from npuir.context import remark
 from npuir.diagnostics import Kind, error
 from npuir.dialects import scope, stream
-from npuir.dialects.npu import DYN
+from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
-from npuir.schedule.minidag import Variant
+from npuir.schedule.mem_budget import BudgetError, Favor, fit_budget
 
 PARTITION_FAILED = Kind("stream.partition-failed")
 """The partition cannot be built."""
@@ -56,6 +61,8 @@ DYNAMIC_SINGLE = Kind("stream.dynamic-single-stream")
 """A dynamic-shape function runs on one stream."""
 SINGLE_STREAM_CONFLICT = Kind("stream.single-stream-conflict")
 """Single-stream mode meets a user stream label."""
+AUTO_OVER_BUDGET = Kind("stream.over-memory-budget")
+"""No schedule auto can find, one stream included, fits the memory budget."""
 DEFAULT_PRIORITY = Kind("stream.default-priority")
 """The default stream given a priority other than its fixed one."""
 
@@ -110,6 +117,56 @@ def _has_dynamic_args(func: FuncOp) -> bool:
     return any(
         isinstance(t, TensorType) and DYN in t.get_shape() for t in func.function_type.inputs
     )
+
+
+def chain_collectives(func: FuncOp) -> int:
+    """Order each collective after the previous one of its group (in issue order) with a
+    `stream.wait_tensor` on its input, on its own stream, unless it already uses that
+    collective's result; return how many waits were added.  Runs on a partitioned
+    function whose `stream.switch` scopes are flattened; a previous collective inside a
+    `coreset.limit` scope that does not hold the later one is not visible there, and
+    such a pair is left as it is.
+
+    Collectives of a group pair up across ranks by issue order, and the ranks' functions
+    are partitioned one by one; a mode that put a group's later collective on another
+    stream than an earlier one would let it start first -- holding cores, for an aiv
+    collective, that its rank's earlier work needs -- while its peers wait for the
+    earlier one: a deadlock the written program did not have.  The wait makes every
+    mode run a group's collectives in their written order, as one HCCL communicator does.
+    """
+    last: dict[str, Operation] = {}
+    added = 0
+    for op in list(func.body.walk()):
+        if not isinstance(op, CollectiveOp):
+            continue
+        previous = last.get(op.group)
+        last[op.group] = op
+        if previous is None or any(v.owner is previous for v in op.operands):
+            continue
+        parent = op.parent_block()
+        home = previous.parent_block()
+        assert parent is not None and home is not None
+        if not _encloses(home, op):
+            continue
+        wait = stream.WaitTensorOp(op.operands[0], previous.results[0])
+        wait.location = op.location
+        on = op.attributes.get(stream.STREAM_ON)
+        if on is not None:
+            wait.attributes[stream.STREAM_ON] = on
+        parent.insert_op_before(wait, op)
+        op.operands[0] = wait.result
+        added += 1
+    return added
+
+
+def _encloses(block: Block, op: Operation) -> bool:
+    """Whether `op` sits in `block` or in an op nested in it."""
+    current: Operation | None = op
+    while current is not None:
+        if current.parent_block() is block:
+            return True
+        current = current.parent_op()
+    return False
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -171,7 +228,9 @@ def _wait_tensor_stream(
     `by_tag` is given); outside any scope on its first user's stream if the
     mode places ops itself, else on the default stream.  insert-events erases
     it, so the choice only makes the IR read well."""
-    if tag is not None and by_tag is not None:
+    if tag is not None and by_tag is not None and tag in by_tag:
+        # (A mode that makes streams only for the tags of compute ops has none for a
+        # scope that holds nothing but waits: such a wait goes where an unscoped one goes.)
         return by_tag[tag]
     users = [prog.index[u.operation] for u in wait.result.uses if u.operation in prog.index]
     return result.stream_of[min(users)] if users and mode.places_ops else DEFAULT_STREAM
@@ -189,6 +248,14 @@ def _strategies(
     return {**STRATEGIES, **cost_strategies(hardware, limit_fn(limits), costs)}
 
 
+ModeName = Literal["user", "single", "ge", "engine", "nimble", "minidag", "opara", "auto"]
+"""The `mode` option's choices: `Mode`'s values, spelled where xDSL's option parser and
+`--list-passes` can read them (a test keeps the two equal)."""
+
+VariantName = Literal["loadbalance", "mainstream", "weighted"]
+"""The `variant` option's choices: `Variant`'s values (a test keeps the two equal)."""
+
+
 @dataclass(frozen=True)
 class StreamPartitionPass(ModulePass):
     """Assign every op a stream and flatten stream.switch scopes (TorchAir's npu_stream_switch).
@@ -204,10 +271,10 @@ class StreamPartitionPass(ModulePass):
 
     name = "stream-partition"
 
-    MODES: ClassVar[tuple[str, ...]] = tuple(Mode)
-    VARIANTS: ClassVar[tuple[str, ...]] = tuple(Variant)
+    MODES: ClassVar[tuple[str, ...]] = get_args(ModeName)
+    VARIANTS: ClassVar[tuple[str, ...]] = get_args(VariantName)
 
-    mode: str = option(
+    mode: ModeName = option(
         "user",
         "'user' puts each op on the stream of its innermost scope (the same tag, the same "
         "stream) and the rest on the default stream; 'single' puts everything on the default "
@@ -218,7 +285,7 @@ class StreamPartitionPass(ModulePass):
         "score) and 'opara' (Nimble's streams, issued alternating compute- and memory-bound "
         "ops); 'auto' searches with the cost model and is never slower than any of them",
     )
-    variant: str = option(
+    variant: VariantName = option(
         "loadbalance",
         "how 'minidag' merges its logical streams, as GE's ge.autoMultistreamParallelMode: "
         "'loadbalance', 'mainstream' or 'weighted' (durations, with a makespan re-check)",
@@ -246,8 +313,20 @@ class StreamPartitionPass(ModulePass):
         "an msprof-style op summary CSV whose task durations and block dims 'auto' uses "
         "instead of the cost model's for the ops it covers (npuir.backends.npu.profile)",
     )
+    mem_budget: str | None = option(
+        None,
+        "'auto' only: the most bytes the memory plan may take, as a byte count (64MiB, 2GiB) "
+        "or hbm (the device's HBM less the function's arguments); streams are merged at the "
+        "peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
+    )
+    favor: Literal["max-concurrency", "min-peak-memory"] = option(
+        "max-concurrency",
+        "with mem-budget: keep the fastest schedule that fits, or the smallest plan",
+    )
 
     def __post_init__(self) -> None:
+        if self.mem_budget is not None:
+            parse_budget(self.mem_budget, 0, 0)
         if self.mode not in self.MODES:
             raise ValueError(f"mode '{self.mode}' is not one of: {', '.join(self.MODES)}")
         if self.max_streams < 1:
@@ -334,6 +413,8 @@ class StreamPartitionPass(ModulePass):
             )
         except ValueError as exc:
             raise error(func, str(exc), PARTITION_FAILED) from None
+        if self.mem_budget is not None and mode is Mode.AUTO:
+            result = self._fit_budget(func, prog, result, pinned)
         scopes = prog.scopes if use_tags else {}
         refs = [table.get(info.tag, info.priority, scopes.get(info.tag)) for info in result.streams]
         for n, kind in enumerate(prog.kind):
@@ -347,6 +428,33 @@ class StreamPartitionPass(ModulePass):
         stream.bind_later_uses(func)
         if result.order is not None:
             reissue(func, prog, result.order)
+        if mode.places_ops:
+            chain_collectives(func)
+
+    def _fit_budget(
+        self, func: FuncOp, prog: Program, result: Assignment, pinned: list[str | None]
+    ) -> Assignment:
+        """`result`, or the fastest merge of its streams whose memory plan fits the budget."""
+        assert self.mem_budget is not None
+        module = func.get_toplevel_object()
+        assert isinstance(module, ModuleOp)
+        hardware = device_of(module, self.hw)
+        budget = parse_budget(self.mem_budget, hardware.hbm_bytes, argument_bytes(func))
+        limits = limit_fn(CoreLimits(module, hardware).run())
+        try:
+            fitted = fit_budget(
+                prog,
+                result,
+                pinned,
+                hardware,
+                limits,
+                budget,
+                Favor(self.favor),
+                f"@{func.sym_name.data}",
+            )
+        except BudgetError as exc:
+            raise error(func, str(exc), AUTO_OVER_BUDGET) from None
+        return fitted.assignment
 
     @staticmethod
     def _declare(module: ModuleOp, table: StreamTable) -> None:

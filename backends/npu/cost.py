@@ -80,8 +80,11 @@ from npuir.dialects.npu import (
     DYN,
     ENGINES,
     CollectiveOp,
+    CommMode,
     Conv2dOp,
     NpuOp,
+    OpaqueOp,
+    ReshapeOp,
     dtype_name,
     shape_of,
     tensor_bytes,
@@ -92,6 +95,7 @@ from .hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 __all__ = [
     "COLLECTIVES",
     "COMM_MODES",
+    "NO_TASK_GE_TYPES",
     "WORK_ENGINES",
     "OpWork",
     "collective_ns",
@@ -99,6 +103,7 @@ __all__ = [
     "matmul_tiles",
     "op_work",
     "parallelism",
+    "runs_without_task",
     "solo_duration_ns",
     "static_hbm_share",
     "vector_tiles",
@@ -109,7 +114,7 @@ NS_PER_S = 1_000_000_000
 # "comm" is an engine here but not a core pool: collectives run on the link.
 WORK_ENGINES: tuple[str, ...] = ENGINES
 COLLECTIVES: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
-COMM_MODES: tuple[str, ...] = ("sdma", "aiv")
+COMM_MODES: tuple[str, ...] = tuple(CommMode)
 
 # A bandwidth share is turned into an exact fraction so that 0.1 means 1/10, not the binary
 # float just above it, which could push a ceil up by one nanosecond.
@@ -163,7 +168,9 @@ class OpWork:
                 f"unknown dtype {self.dtype!r}; expected one of {', '.join(sorted(VECTOR_DTYPES))}"
             )
         if self.mode not in COMM_MODES:
-            raise ValueError(f"unknown comm mode {self.mode!r}; expected sdma or aiv")
+            raise ValueError(
+                f"unknown comm mode {self.mode!r}; expected one of {', '.join(COMM_MODES)}"
+            )
         if self.engine == "comm":
             if self.collective not in COLLECTIVES:
                 raise ValueError(
@@ -195,7 +202,7 @@ def parallelism(hw: Hardware, work: OpWork) -> int:
     no compute cores); every vector core in aiv mode (the caller applies any limit).
     """
     if work.engine == "comm":
-        return hw.vector_cores if work.mode == "aiv" else 0
+        return hw.vector_cores if work.mode == CommMode.AIV else 0
     return min(work.tiles, hw.cores(work.engine))
 
 
@@ -223,7 +230,7 @@ def duration_ns(hw: Hardware, work: OpWork, cores: int, hbm_share: float = 1.0) 
     its engine, if an aiv collective gets no vector core, or if `hbm_share` is not in (0, 1].
     """
     if work.engine == "comm":
-        if work.mode == "aiv" and not 1 <= cores <= hw.vector_cores:
+        if work.mode == CommMode.AIV and not 1 <= cores <= hw.vector_cores:
             raise ValueError(f"aiv collective needs 1..{hw.vector_cores} vector cores, got {cores}")
         if cores < 0:
             raise ValueError(f"core count must be non-negative, got {cores}")
@@ -287,6 +294,39 @@ def solo_duration_ns(hw: Hardware, work: OpWork) -> int:
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+NO_TASK_GE_TYPES: frozenset[str] = frozenset(
+    {
+        "Reshape",
+        "Bitcast",
+        "Flatten",
+        "FlattenV2",
+        "ExpandDims",
+        "ReFormat",
+        "Squeeze",
+        "SqueezeV2",
+        "SqueezeV3",
+        "Unsqueeze",
+        "UnsqueezeV2",
+        "UnsqueezeV3",
+        "PhonyConcat",
+        "PhonySplit",
+    }
+)
+"""GE operator types that run without a device task: GE's local engine registers them with
+its ``NoOp`` creator, whose task generation emits nothing (hicann/ge,
+``engines/local_engine/ops_kernel_store/op/no_op.cc``; control-flow and data ops of that
+list are left out, npuir has no such ops).  They only change a tensor's metadata."""
+
+
+def runs_without_task(op: NpuOp) -> bool:
+    """Whether GE runs `op` without a device task (a metadata-only view): `npu.reshape`, or
+    an `npu.opaque` of a type in `NO_TASK_GE_TYPES`.  Such an op costs no launch, holds no
+    core and takes no time; the simulator and the bound both use this test."""
+    if isinstance(op, ReshapeOp):
+        return True
+    return isinstance(op, OpaqueOp) and op.ge_type.data in NO_TASK_GE_TYPES
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,10 @@ Perfetto (ui.perfetto.dev) and chrome://tracing open:
 - counter tracks (``"C"``) for the cube and vector cores in use, counting the
   cores a hold-and-wait op holds before it starts -- and, in a deadlock, the
   cores the blocked ops hold for ever, so the tracks show what the report lists;
+  and a memory track per rank, the planned bytes live over time
+  (`npuir.backends.npu.memory.live_bytes`);
+- a counter track per stream of the cores its op holds: an ordinary op's blocks
+  go to cores as they free up, so the count moves during the op's run;
 - instant events (``"i"``) for races and for each op a deadlock blocks.
 
 Trace timestamps are microseconds (the format's unit); the simulator's
@@ -27,6 +31,7 @@ from typing import Any, BinaryIO, NamedTuple
 from npuir.analysis.program import NodeKind, Program
 from npuir.dialects.npu import LIMITED_ENGINES, NpuOp
 
+from .memory import live_bytes
 from .simulator import SimResult
 
 __all__ = [
@@ -131,16 +136,43 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
         events.append({**common, "ph": "s", "tid": src.stream, "ts": _us(src.start)})
         events.append({**common, "ph": "f", "bp": "e", "tid": dst.stream, "ts": _us(dst.start)})
 
-    by_rank: list[list[tuple[str, int, int, int | None]]] = [[] for _ in range(result.ranks)]
+    by_rank: list[list[tuple[str, tuple[tuple[int, int], ...]]]] = [[] for _ in range(result.ranks)]
+    held_on: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for o in result.ops:
-        if o.cores:
-            by_rank[o.rank].append((o.pool, o.cores, o.held_from, o.end))
+        if o.core_steps:
+            by_rank[o.rank].append((o.pool, o.core_steps))
+            held_on.setdefault((o.rank, o.stream), []).extend(o.core_steps)
     if result.deadlock is not None:
         for b in result.deadlock.blocked:
-            if b.holds:
-                by_rank[b.rank].append((b.pool, b.holds, b.held_from, None))
+            if b.holds and result.op(b.rank, b.node) is None:
+                by_rank[b.rank].append((b.pool, ((b.held_from, b.holds),)))
+                held_on.setdefault((b.rank, b.stream), []).append((b.held_from, b.holds))
     for r, holdings in enumerate(by_rank):
         events.extend(_core_counters(r, holdings))
+    for (r, s), steps in sorted(held_on.items()):
+        label = _stream_label(programs[r], s)
+        for t, cores in steps:
+            events.append(
+                {
+                    "ph": "C",
+                    "name": f"cores held on {label}",
+                    "pid": r,
+                    "ts": _us(t),
+                    "args": {"cores": cores},
+                }
+            )
+    if result.deadlock is None:
+        for r, steps in enumerate(live_bytes(result, programs)):
+            events.extend(
+                {
+                    "ph": "C",
+                    "name": "planned bytes live",
+                    "pid": r,
+                    "ts": _us(t),
+                    "args": {"bytes": level},
+                }
+                for t, level in steps
+            )
 
     for race in result.races:
         prog = programs[race.rank]
@@ -178,18 +210,19 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
 
 
 def _core_counters(
-    rank: int, holdings: list[tuple[str, int, int, int | None]]
+    rank: int, holdings: list[tuple[str, tuple[tuple[int, int], ...]]]
 ) -> list[dict[str, Any]]:
-    """One counter track per pool: (pool, cores, from, until) held, until None = never
-    released (an op a deadlock blocks)."""
+    """One counter track per pool, from each op's (pool, steps): (time, cores held from
+    then on); a last step above 0 is never released (an op a deadlock blocks)."""
     out: list[dict[str, Any]] = []
     for pool in _COUNTED_POOLS:
         deltas: dict[int, int] = {0: 0}
-        for held_pool, cores, start, end in holdings:
+        for held_pool, steps in holdings:
             if held_pool == pool:
-                deltas[start] = deltas.get(start, 0) + cores
-                if end is not None:
-                    deltas[end] = deltas.get(end, 0) - cores
+                level = 0
+                for t, cores in steps:
+                    deltas[t] = deltas.get(t, 0) + cores - level
+                    level = cores
         level = 0
         for t in sorted(deltas):
             level += deltas[t]

@@ -10,6 +10,7 @@ was scaled).  `python bench/run.py examples` rewrites those files from the gener
 |---|---|---|
 | `seed` | examples/seed_multistream.mlir, the multi-stream seed's model | the seed document |
 | `moe_decode` | DeepSeek-V3 MoE layer, one decode step, EP 8, shared expert on its own stream | DeepSeek-V3 config.json |
+| `moe_decoder` | 2 Llama-style decoder layers with a shared + routed MoE FFN (expert weights gathered by id), decode, one device | Qwen1.5-MoE-A2.7B config.json |
 | `tp_decoder_decode` | Llama-2-70B layer, TP 8, batch 16 x 1 token, k/v on their own stream | Llama-2-70B config.json |
 | `tp_decoder_prefill` | the same layer, 1 x 2048 tokens with a causal mask | Llama-2-70B config.json |
 | `multi_branch` | four unequal branches joining at the end, unannotated | none (a scheduling test) |
@@ -24,6 +25,7 @@ from functools import partial
 from pathlib import Path
 
 from .moe import MoeConfig, moe_decode
+from .moe_decoder import MoeDecoderConfig, moe_decoder
 from .multi_branch import BranchConfig, multi_branch
 from .random_dag import DagConfig, random_dag
 from .tp_decoder import DecoderConfig, tp_decoder, tp_decoder_decode, tp_decoder_prefill
@@ -38,9 +40,11 @@ __all__ = [
     "DagConfig",
     "DecoderConfig",
     "MoeConfig",
+    "MoeDecoderConfig",
     "example_text",
     "is_annotated",
     "moe_decode",
+    "moe_decoder",
     "multi_branch",
     "random_dag",
     "seed",
@@ -73,11 +77,15 @@ BRANCH_EXAMPLE = BranchConfig()
 # Quick (smoke-test) sizes: every op tiny, same structure.
 _MOE_QUICK = MoeConfig(hidden=256, expert_inter=64, experts=16, tokens=16)
 _DECODER_QUICK = DecoderConfig(hidden=512, heads=8, kv_heads=8, inter=1024)
+_MOE_DECODER_QUICK = MoeDecoderConfig(
+    hidden=256, heads=4, kv_heads=4, expert_inter=64, shared_inter=256, experts=8, context=64
+)
 _DAG_QUICK = DagConfig(ops=40, rows=128, cols=256)
 
 WORKLOADS: dict[str, Callable[[], str]] = {
     "seed": seed,
     "moe_decode": moe_decode,
+    "moe_decoder": moe_decoder,
     "tp_decoder_decode": tp_decoder_decode,
     "tp_decoder_prefill": tp_decoder_prefill,
     "multi_branch": multi_branch,
@@ -88,6 +96,7 @@ WORKLOADS: dict[str, Callable[[], str]] = {
 QUICK_WORKLOADS: dict[str, Callable[[], str]] = {
     "seed": seed,
     "moe_decode": partial(moe_decode, _MOE_QUICK),
+    "moe_decoder": partial(moe_decoder, _MOE_DECODER_QUICK),
     "tp_decoder_decode": partial(tp_decoder, replace(_DECODER_QUICK, context=64)),
     "tp_decoder_prefill": partial(tp_decoder, replace(_DECODER_QUICK, batch=1, seq=64)),
     "multi_branch": partial(multi_branch, BranchConfig(tokens=32, hidden=256, rank=16)),

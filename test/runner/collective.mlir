@@ -1,11 +1,11 @@
-// RUN: npuir-run %s --hw tiny --json --entry spmd --ranks 2 | filecheck %s --check-prefix=SPMD
-// RUN: npuir-run %s --hw tiny --json --entries late,early | filecheck %s --check-prefix=MPMD
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json --entry spmd --ranks 2 | filecheck %s --check-prefix=SPMD
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json --entries late,early | filecheck %s --check-prefix=MPMD
 
 // Tests that a two-rank collective starts on both ranks at once, when the
 // last member arrives: SPMD (the same function on 2 ranks) and MPMD (rank 1
 // reaches the all_reduce at once, rank 0 only after a relu, and rank 1 waits).
 //
-// By hand on `tiny` (vector f16 1 op/ns per core, 4 cores, HBM and link
+// By hand on the device of Inputs/tiny.toml (vector f16 1 op/ns per core, 4 cores, HBM and link
 // 1 byte/ns, 100 ns per link step, launch 100 ns):
 //   relu of 512 f16: flops 512, bytes 2 * 1024 = 2048, vector_tiles(1024) = 1,
 //   so 1 core with HBM share 1/4: max(512, 2048 * 4) = 8192, + 100 = 8292 ns.

@@ -1,12 +1,12 @@
-// RUN: npuir-run %s --hw tiny --json --entry unlimited | filecheck %s --check-prefix=FULL
-// RUN: npuir-run %s --hw tiny --json --entry two | filecheck %s --check-prefix=TWO
-// RUN: npuir-run %s --hw tiny --json --entry one | filecheck %s --check-prefix=ONE
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json --entry unlimited | filecheck %s --check-prefix=FULL
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json --entry two | filecheck %s --check-prefix=TWO
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json --entry one | filecheck %s --check-prefix=ONE
 
 // Tests that coreset.limit around a vector op changes its duration: fewer
 // cores do its arithmetic and, with the static HBM split, get a smaller share
 // of the bandwidth.
 //
-// By hand on `tiny` (4 vector cores, 1 op/ns per core for f16, HBM 1 byte/ns,
+// By hand on the device of Inputs/tiny.toml (4 vector cores, 1 op/ns per core for f16, HBM 1 byte/ns,
 // launch 100 ns): the add is 64x32 f16 = 2048 elements, flops 2048, bytes
 // 3 * 4096 = 12288, vector_tiles(4096) = 4, so it can use all 4 cores.
 //   unlimited, 4 cores, share 4/4: max(2048 / 4, 12288 / 1)   = 12288 -> 12388 ns

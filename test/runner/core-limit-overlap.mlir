@@ -1,11 +1,11 @@
-// RUN: npuir-run %s --hw tiny --json --entry unlimited | filecheck %s --check-prefix=SERIAL
-// RUN: npuir-run %s --hw tiny --json --entry limited | filecheck %s --check-prefix=OVERLAP
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json --entry unlimited | filecheck %s --check-prefix=SERIAL
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json --entry limited | filecheck %s --check-prefix=OVERLAP
 
 // Tests that core limits let two full_core_sync ops overlap: unlimited, each
 // nonzero needs all 4 vector cores of `tiny` at once, so the two run one after
 // the other; limited to 2 vector cores each, they fit side by side.
 //
-// By hand on `tiny` (4 vector cores, f16 1 op/ns per core, HBM 1 byte/ns;
+// By hand on the device of Inputs/tiny.toml (4 vector cores, f16 1 op/ns per core, HBM 1 byte/ns;
 // launch 100, record 10, wait 20 ns): a nonzero of a 16x16 f16 mask has
 // flops 256 and bytes 512 + 256 * 2 * 8 = 4608 (input plus the i64 index rows
 // at their upper bound); its largest tensor (256x2xi64) is 4 tiles.

@@ -1,5 +1,5 @@
-// RUN: not npuir-run %s --hw tiny --json --entries ab,ba | filecheck %s
-// RUN: not npuir-run %s --hw tiny --entries ab,ba | filecheck %s --check-prefix=TEXT
+// RUN: not npuir-run %s --hw %S/Inputs/tiny.toml --json --entries ab,ba | filecheck %s
+// RUN: not npuir-run %s --hw %S/Inputs/tiny.toml --entries ab,ba | filecheck %s --check-prefix=TEXT
 
 // Tests that two ranks issuing two collectives in opposite order on one
 // stream deadlock (exit 3), and that the report names every blocked op, what

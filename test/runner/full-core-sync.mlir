@@ -1,11 +1,11 @@
-// RUN: npuir-run %s --hw tiny --json | filecheck %s
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json | filecheck %s
 
 // Tests that a full_core_sync op (npu.nonzero) holds the cores it has while
 // it waits for the rest, so an ordinary op issued after it cannot use them:
 // %z could run at t = 0 on the 2 cores %x leaves free, but the nonzero takes
 // those 2 first, holds them until %x ends, and %z runs last.
 //
-// By hand on `tiny` (4 vector cores; launch 100, record 10, wait 20 ns):
+// By hand on the device of Inputs/tiny.toml (4 vector cores; launch 100, record 10, wait 20 ns):
 //   adds (32x32 f16): 2 tiles, 2 cores, 12288 + 100 = 12388 ns (overlap.mlir).
 //   nonzero of a 16x16 f16 mask: flops 256; bytes = 512 in + 256 * 2 * 8
 //   (upper bound of the i64 index rows) = 4608; its largest tensor (256x2xi64,

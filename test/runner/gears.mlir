@@ -1,6 +1,6 @@
-// RUN: npuir-run %S/../../examples/gears.mlir --hw tiny --shape 0=4x2 --shape 1=4x2 --check --json | filecheck %s --check-prefix=G1
-// RUN: not npuir-run %S/../../examples/gears.mlir --hw tiny --shape 0=3x2 --shape 1=3x2 2>&1 | filecheck %s --check-prefix=NOGEAR
-// RUN: npuir-run %S/../../examples/gears.mlir --hw tiny --shape 0=3x2 --shape 1=3x2 --check --json \
+// RUN: npuir-run %S/../../examples/gears.mlir --hw %S/Inputs/tiny.toml --shape 0=4x2 --shape 1=4x2 --check --json | filecheck %s --check-prefix=G1
+// RUN: not npuir-run %S/../../examples/gears.mlir --hw %S/Inputs/tiny.toml --shape 0=3x2 --shape 1=3x2 2>&1 | filecheck %s --check-prefix=NOGEAR
+// RUN: npuir-run %S/../../examples/gears.mlir --hw %S/Inputs/tiny.toml --shape 0=3x2 --shape 1=3x2 --check --json \
 // RUN:   --pipeline 'gear-multiversion{fallback=dynamic},stream-partition,coreset-lower,insert-events,sync-verify' \
 // RUN:   | filecheck %s --check-prefix=DYN
 
@@ -10,7 +10,7 @@
 // matches no gear, an error (exit 1) listing the gears there are; with
 // `fallback=dynamic` the same input runs the generic @forward_dynamic.
 //
-// By hand on `tiny` (vector f32: 1 op per 2 ns per core; HBM 1 byte/ns;
+// By hand on the device of Inputs/tiny.toml (vector f32: 1 op per 2 ns per core; HBM 1 byte/ns;
 // launch 100 ns): the add of two 4x2 f32 tensors has flops 8, bytes
 // 3 * 32 = 96, one vector tile, so 1 core with HBM share 1/4:
 // max(8 * 2, 96 * 4) = 384, + 100 = 484 ns.  At 3x2 (the dynamic version,

@@ -1,9 +1,9 @@
-// RUN: npuir-run %s --hw tiny --json | filecheck %s
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json | filecheck %s
 
 // Tests that two independent ops on two streams run at the same time: the
 // makespan is the longer op plus the join's event overheads, not the sum.
 //
-// By hand on `tiny` (4 vector cores, 1 op/ns per core for f16, HBM 1 byte/ns,
+// By hand on the device of Inputs/tiny.toml (4 vector cores, 1 op/ns per core for f16, HBM 1 byte/ns,
 // 1 KiB vector tiles; launch 100, record 10, wait 20 ns):
 //   %x, add of 32x32 f16: flops 1024, bytes 3 * 2048 = 6144;
 //     vector_tiles(2048 bytes) = 2, so 2 of the 4 cores, HBM share 2/4:

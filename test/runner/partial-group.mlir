@@ -1,9 +1,9 @@
-// RUN: not npuir-run %s --hw tiny --ranks 3 2>&1 | filecheck %s --check-prefix=THREE
-// RUN: not npuir-run %s --hw tiny 2>&1 | filecheck %s --check-prefix=ONE
-// RUN: npuir-run %s --hw tiny --ranks 3 --mirror-peers | filecheck %s --check-prefix=TEXT
-// RUN: npuir-run %s --hw tiny --ranks 3 --mirror-peers --json | filecheck %s --check-prefix=JSON
-// RUN: npuir-run %s --hw tiny --ranks 4 --json | filecheck %s --check-prefix=WHOLE
-// RUN: not npuir-run %s --hw tiny --entries spmd,spmd --ranks 4 2>&1 | filecheck %s --check-prefix=USAGE
+// RUN: not npuir-run %s --hw %S/Inputs/tiny.toml --ranks 3 2>&1 | filecheck %s --check-prefix=THREE
+// RUN: not npuir-run %s --hw %S/Inputs/tiny.toml 2>&1 | filecheck %s --check-prefix=ONE
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --ranks 3 --mirror-peers | filecheck %s --check-prefix=TEXT
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --ranks 3 --mirror-peers --json | filecheck %s --check-prefix=JSON
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --ranks 4 --json | filecheck %s --check-prefix=WHOLE
+// RUN: not npuir-run %s --hw %S/Inputs/tiny.toml --entries spmd,spmd --ranks 4 2>&1 | filecheck %s --check-prefix=USAGE
 
 // Tests that a collective whose group reaches past the ranks that run is a
 // located error naming the op, its group_size and the ranks present -- never

@@ -1,12 +1,12 @@
-// RUN: npuir-run %s --hw tiny --json --entry contended | filecheck %s
-// RUN: npuir-run %s --hw tiny --json --entry same_priority | filecheck %s --check-prefix=FIFO
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json --entry contended | filecheck %s
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json --entry same_priority | filecheck %s --check-prefix=FIFO
 
 // Tests that stream priority decides who gets contended cores: the add on
 // "hi" (priority 1) is issued after the add on "lo" (priority 5) but gets the
 // vector cores first.  With equal priorities (@same_priority) issue order
 // decides, and the first-issued add runs first.
 //
-// By hand on `tiny`: each add is 64x32 f16 = 2048 elements, flops 2048,
+// By hand on the device of Inputs/tiny.toml: each add is 64x32 f16 = 2048 elements, flops 2048,
 // bytes 3 * 4096 = 12288; vector_tiles(4096 bytes) = 4, so it wants all 4
 // vector cores, HBM share 1: max(2048 / 4, 12288) = 12288, + launch 100 =
 // 12388 ns.  At t = 0 both request 4 cores; free cores go by priority:

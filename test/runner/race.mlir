@@ -1,6 +1,6 @@
-// RUN: not npuir-run %s --hw tiny 2>&1 >/dev/null | filecheck %s
-// RUN: not npuir-run %s --hw tiny 2>/dev/null | filecheck %s --check-prefix=STDOUT --allow-empty
-// RUN: not npuir-run %s --hw tiny --json 2>/dev/null | filecheck %s --check-prefix=JSON
+// RUN: not npuir-run %s --hw %S/Inputs/tiny.toml 2>&1 >/dev/null | filecheck %s
+// RUN: not npuir-run %s --hw %S/Inputs/tiny.toml 2>/dev/null | filecheck %s --check-prefix=STDOUT --allow-empty
+// RUN: not npuir-run %s --hw %S/Inputs/tiny.toml --json 2>/dev/null | filecheck %s --check-prefix=JSON
 
 // Tests that a hand-lowered program missing a wait is refused before it is
 // run (exit 1): the runner applies sync-verify to lowered input and reports

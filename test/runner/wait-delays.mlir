@@ -1,11 +1,11 @@
-// RUN: npuir-run %s --hw tiny --json | filecheck %s
+// RUN: npuir-run %s --hw %S/Inputs/tiny.toml --json | filecheck %s
 
 // Tests that a wait delays its stream: the add on stream "1" waits for the add
 // on the default stream, so the two no longer overlap (without the
 // wait_tensor both would run [0, 12388] and the program end at
 // 12388 + 10 + 20 = 12418 ns).
 //
-// By hand on `tiny`: each 32x32 f16 add takes 2 of the 4 vector cores and
+// By hand on the device of Inputs/tiny.toml: each 32x32 f16 add takes 2 of the 4 vector cores and
 // 12288 + launch 100 = 12388 ns (see overlap.mlir).  insert-events turns the
 // wait_tensor into record-on-@s0 / wait-on-@s1 and joins @s1 before return:
 //   @s0: %x [0, 12388], record [12388, 12398]

@@ -79,8 +79,10 @@ def test_profile_replaces_the_costs_of_the_ops_it_names(tmp_path: Path) -> None:
     assert profile.rows == 3
     plain = simulate([program()], TINY)
     result = simulate([program()], TINY, profile=profile)
-    assert durations(plain) == [(12388, 2), (262244, 2), (16484, 1)]
-    assert durations(result) == [(5000, 1), (100250, 2), (16484, 1)]
+    # The profiled ops take the profile's times on its block dims; the relu keeps the
+    # cost model's (whatever it is: the simulator's tests pin that).
+    assert durations(result)[:2] == [(5000, 1), (100250, 2)]
+    assert durations(result)[2] == durations(plain)[2]
     assert (result.profiled_ops, result.compute_ops) == (2, 3)
 
 

@@ -19,6 +19,8 @@ launch 100 ns, record 10 ns, wait 20 ns, 100 ns per link step.  The ops used bel
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from xdsl.dialects.func import FuncOp
 
@@ -295,6 +297,164 @@ def test_node_costs_charge_what_the_simulator_charges() -> None:
     mm_costs = NodeCosts(mm, TINY)
     assert (mm_costs.pool[0], mm_costs.want[0]) == (POOL_ENGINES.index("cube"), 2)
     assert (mm_costs.duration_ns(0, 2), mm_costs.duration_ns(0, 1)) == (MM, 524288 + 100)
+
+
+# -- block dispatch -----------------------------------------------------------------------------
+
+# A device declared here so the timeline below follows from its numbers alone: 4 vector
+# cores at 1 FLOP/ns for f16, 1 KiB vector tiles, launch 100 ns, and HBM so fast that every
+# block is compute-bound.
+SPREAD_CORES = 4
+SPREAD_LAUNCH = 100
+SPREAD_FLOP_PER_NS = 1
+SPREAD_TILE = 1024
+SPREAD_HW = dataclasses.replace(
+    TINY,
+    name="spread",
+    vector_cores=SPREAD_CORES,
+    vector_flops={**TINY.vector_flops, "f16": SPREAD_FLOP_PER_NS * 10**9},
+    vector_tile_bytes=SPREAD_TILE,
+    hbm_bandwidth=10**18,
+    launch_ns=SPREAD_LAUNCH,
+)
+
+
+def _add_blocks(elements: int) -> tuple[int, int]:
+    """(blockDim, one block's ns) of an f16 add of `elements` on `SPREAD_HW`: one FLOP per
+    element, one block per 1 KiB tile of the output, at most one block per core."""
+    blocks = min(-(-elements * 2 // SPREAD_TILE), SPREAD_CORES)
+    return blocks, -(-elements // blocks) // SPREAD_FLOP_PER_NS
+
+
+def test_an_op_spreads_onto_cores_that_free_up_mid_run() -> None:
+    """CANN's common scheduling mode: an op starts on one free core and its remaining
+    blocks take cores as they free up, rather than running on that one core to the end."""
+    small, big = 1536, 4096
+    prog = program(
+        f"""module {{
+{decls(1, 0)}
+  func.func @f(%a: tensor<{small}xf16>, %b: tensor<{big}xf16>) {{
+    %y = npu.add %a, %a {{stream.on = @s1}} : (tensor<{small}xf16>, tensor<{small}xf16>) -> tensor<{small}xf16>
+    %x = npu.add %b, %b {{stream.on = @s0}} : (tensor<{big}xf16>, tensor<{big}xf16>) -> tensor<{big}xf16>
+    func.return
+  }}
+}}"""
+    )
+    result = simulate([prog], SPREAD_HW)
+    y_blocks, y_block = _add_blocks(small)
+    x_blocks, x_block = _add_blocks(big)
+    assert (y_blocks, x_blocks) == (3, 4)
+    # t=0: %y (priority 0) takes 3 cores for its 3 blocks, %x starts on the 4th core.
+    y = record(result, 0)
+    assert (y.start, y.end, y.cores) == (0, SPREAD_LAUNCH + y_block, y_blocks)
+    x = record(result, 1)
+    assert x.start == 0
+    # %x's first block waits out the launch and runs to its end; when %y's cores free up,
+    # its 3 other blocks take them at once (the launch is paid once, at the start).
+    y_end = SPREAD_LAUNCH + y_block
+    first_end = SPREAD_LAUNCH + x_block
+    assert y_end < first_end
+    rest_end = y_end + x_block
+    assert x.end == max(first_end, rest_end) == result.makespan_ns
+    assert x.core_steps == ((0, 1), (y_end, 4), (first_end, 3), (rest_end, 0))
+    assert x.cores == SPREAD_CORES
+    # On the core it started on alone, it would have run its 4 blocks one after another.
+    assert x.end < SPREAD_LAUNCH + x_blocks * x_block
+    assert result.utilisation["vector"] == pytest.approx(
+        (y_blocks * y_end + first_end + 3 * x_block) / (SPREAD_CORES * x.end)
+    )
+
+
+def test_a_started_op_whose_cores_are_taken_is_blocked_in_a_deadlock() -> None:
+    """A freed core goes to the higher-priority request, even against an op that has
+    started: here an aiv collective collects every core, then waits for a peer that never
+    issues it, and the started add is left with blocks and no core."""
+    small, big = 1536, 4096
+    p0, p1 = programs(
+        f"""module {{
+{decls(0, 1, 2, 0)}
+  func.func @rank0(%a: tensor<{small}xf16>, %b: tensor<{big}xf16>, %c: tensor<512xf16>) {{
+    %y = npu.add %a, %a {{stream.on = @s0}} : (tensor<{small}xf16>, tensor<{small}xf16>) -> tensor<{small}xf16>
+    %v = npu.reshape %c {{stream.on = @s3}} : (tensor<512xf16>) -> tensor<2x256xf16>
+    %e = sync.record on @s3
+    sync.wait %e on @s1
+    %r = npu.all_reduce %c {{group_size = 2 : i64, mode = "aiv", group = "tp", stream.on = @s1}} : (tensor<512xf16>) -> tensor<512xf16>
+    %x = npu.add %b, %b {{stream.on = @s2}} : (tensor<{big}xf16>, tensor<{big}xf16>) -> tensor<{big}xf16>
+    func.return
+  }}
+  func.func @rank1(%a: tensor<{small}xf16>, %b: tensor<{big}xf16>, %c: tensor<512xf16>) {{
+    func.return
+  }}
+}}"""
+    )
+    result = simulate([p0, p1], SPREAD_HW)
+    _, y_block = _add_blocks(small)
+    x_blocks, x_block = _add_blocks(big)
+    # %x starts at 0 on the core %y leaves; the all_reduce queues at record + wait (the
+    # reshape before the record takes no time); %y's 3 cores and then %x's first go to it
+    # (priority 1 before 2), and it holds all 4 from %x's first block's end on.
+    assert TINY.event_record_ns + TINY.event_wait_ns < SPREAD_LAUNCH + y_block
+    first_end = SPREAD_LAUNCH + x_block
+    assert SPREAD_LAUNCH + y_block < first_end
+    dl = result.deadlock
+    assert dl is not None and dl.time_ns == first_end
+    x = {(b.rank, b.node): b for b in dl.blocked}[(0, 5)]
+    assert (x.reason, x.holds, x.core_holders) == ("cores", 0, ((0, 4, SPREAD_CORES),))
+    assert f"has run 1 of its {x_blocks} blocks" in x.detail
+    rec = record(result, 5)
+    assert (rec.start, rec.end) == (0, first_end)
+    assert rec.core_steps == ((0, 1), (first_end, 0))
+
+
+def test_a_core_limit_caps_the_blocks_and_how_many_run_at_once() -> None:
+    big = 4096
+    prog = program(
+        f"""module {{
+{decls(0)}
+  func.func @f(%b: tensor<{big}xf16>) {{
+    %x = npu.add %b, %b {{stream.on = @s0, coreset.cores = #coreset.cores<vector 2>}} : (tensor<{big}xf16>, tensor<{big}xf16>) -> tensor<{big}xf16>
+    func.return
+  }}
+}}"""
+    )
+    x = record(simulate([prog], SPREAD_HW), 0)
+    # blockDim = min(parallelism, limit) = 2, each block half the op's FLOPs.
+    assert (x.start, x.end, x.cores) == (0, SPREAD_LAUNCH + big // 2, 2)
+
+
+def test_metadata_only_ops_cost_no_launch_and_no_core() -> None:
+    prog = program(
+        f"""module {{
+{decls(0)}
+  func.func @f(%a: {T}) -> tensor<32x32xf16> {{
+    %r = npu.reshape %a {{stream.on = @s0}} : ({T}) -> tensor<32x32xf16>
+    func.return %r : tensor<32x32xf16>
+  }}
+}}"""
+    )
+    result = simulate([prog], TINY)
+    r = record(result, 0)
+    assert (r.start, r.end, r.cores, r.pool) == (0, 0, 0, "")
+    assert result.makespan_ns == 0
+
+
+@pytest.mark.parametrize(
+    ("ge_type", "free"), [("Squeeze", True), ("ExpandDims", True), ("Cast", False)]
+)
+def test_opaque_ops_of_ges_no_task_types_are_free(ge_type: str, free: bool) -> None:
+    prog = program(
+        f"""module {{
+{decls(0)}
+  func.func @f(%a: {T}) -> tensor<1x1024xf16> {{
+    %r = npu.opaque %a {{ge_type = "{ge_type}", engine = "vector", stream.on = @s0}} : ({T}) -> tensor<1x1024xf16>
+    func.return %r : tensor<1x1024xf16>
+  }}
+}}"""
+    )
+    r = record(simulate([prog], TINY), 0)
+    assert (r.end - r.start == 0) == free and (r.cores == 0) == free
+    if not free:
+        assert r.end - r.start > TINY.launch_ns
 
 
 # -- collectives --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import sys
@@ -29,8 +30,9 @@ TINY = PRESETS["tiny"]
 T = "tensor<1024xf16>"
 BIN = f"({T}, {T}) -> {T}"
 
-# Same program as test_simulator's "a wait delays its stream": two adds of 12388 ns on 2
-# vector cores each, joined by two record/wait pairs.
+# Same program as test_simulator's "a wait delays its stream": two adds on 2 vector cores
+# each, joined by two record/wait pairs.  The times the trace shows are the simulator's
+# (its own tests pin them), so these tests compare the trace with the `SimResult`.
 TEXT = f"""module {{
   stream.decl @s0 "<main>" priority 0
   stream.decl @s1 "side" priority 0
@@ -75,18 +77,59 @@ def test_trace_slices_flows_and_counters() -> None:
     slices = of(events, "X")
     assert len(slices) == len(result.ops) == 7
     y = next(e for e in slices if e["name"] == "npu.add %y")
-    assert (y["pid"], y["tid"], y["ts"], y["dur"]) == (0, 1, 12.418, 12.388)
+    rec = {n: result.op(0, n) for n in range(7)}
+    y_rec = rec[3]
+    assert y_rec is not None
+    assert (y["pid"], y["tid"], y["ts"], y["dur"]) == (
+        0,
+        1,
+        y_rec.start / 1000,
+        (y_rec.end - y_rec.start) / 1000,
+    )
     assert y["args"] == {"node": 3, "engine": "vector", "cores": 2, "flops": 1024, "bytes": 6144}
     # One flow per executed wait, from the record's slice to the wait's.
     starts, finishes = of(events, "s"), of(events, "f")
-    assert [(s["tid"], s["ts"]) for s in starts] == [(0, 12.388), (1, 24.806)]
-    assert [(f["tid"], f["ts"], f["bp"]) for f in finishes] == [(1, 12.398, "e"), (0, 24.816, "e")]
+    at = {n: r.start / 1000 for n, r in rec.items() if r is not None}
+    assert [(s["tid"], s["ts"]) for s in starts] == [(0, at[1]), (1, at[4])]
+    assert [(f["tid"], f["ts"], f["bp"]) for f in finishes] == [(1, at[2], "e"), (0, at[5], "e")]
     assert [s["id"] for s in starts] == [f["id"] for f in finishes]
     # Vector cores in use: 2 during each add, none in between.
+    x_rec = rec[0]
+    assert x_rec is not None
     vector = [
         (c["ts"], c["args"]["cores"]) for c in of(events, "C") if c["name"].startswith("vector")
     ]
-    assert vector == [(0.0, 2), (12.388, 0), (12.418, 2), (24.806, 0)]
+    assert vector == [(0.0, 2), (x_rec.end / 1000, 0), (at[3], 2), (y_rec.end / 1000, 0)]
+
+
+def test_a_stream_counter_shows_the_cores_an_op_holds_as_they_free_up() -> None:
+    """An op that starts on one core and spreads onto three more when another stream's op
+    frees them: its stream's counter steps 1 -> 4 -> 3 -> 0 at the simulator's times."""
+    text = """module {
+  stream.decl @s0 "default" priority 1
+  stream.decl @s1 "side" priority 0
+  func.func @f(%a: tensor<1536xf16>, %b: tensor<4096xf16>) {
+    %y = npu.add %a, %a {stream.on = @s1} : (tensor<1536xf16>, tensor<1536xf16>) -> tensor<1536xf16>
+    %x = npu.add %b, %b {stream.on = @s0} : (tensor<4096xf16>, tensor<4096xf16>) -> tensor<4096xf16>
+    func.return
+  }
+}"""
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, text)
+    func = next(op for op in module.ops if isinstance(op, FuncOp))
+    prog = build_program(func, module_streams(module))
+    hw = dataclasses.replace(TINY, hbm_bandwidth=10**18)  # compute-bound blocks
+    result = simulate([prog], hw)
+    x = result.op(0, 1)
+    assert x is not None
+    assert [c for _, c in x.core_steps] == [1, 4, 3, 0]
+    events = trace_events(result, [prog])["traceEvents"]
+    held = [
+        (c["ts"], c["args"]["cores"])
+        for c in of(events, "C")
+        if c["name"] == "cores held on default"
+    ]
+    assert held == [(t / 1000, c) for t, c in x.core_steps]
 
 
 def test_trace_marks_races_and_deadlocks() -> None:

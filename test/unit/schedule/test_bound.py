@@ -212,6 +212,12 @@ def _outer_product_ns(hw: Hardware, cores: int) -> int:
 
 OUTER = "(tensor<32x1xf16>, tensor<1x64xf16>) -> tensor<32x64xf16>"
 
+HELD = "{full_core_sync}"
+"""Outer products in the moldable and energetic tests hold their cores for their whole run
+(batch mode): an ordinary op pays its launch once whatever its blocks, and its blocks are
+separate pieces, so these terms' arguments are shown on ops whose cores form one rectangle
+(`test_the_moldable_term_counts_launch_once_for_an_ordinary_op` covers the other kind)."""
+
 
 def test_the_core_time_window_charges_launch_and_memory_on_one_core() -> None:
     """A small exp, then four memory-bound outer products of its result: each holds at
@@ -242,26 +248,48 @@ def test_the_core_time_window_charges_launch_and_memory_on_one_core() -> None:
     assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
 
 
+def _moldable_text(attr: str) -> str:
+    return "\n".join(
+        [
+            "func.func @f(%x: tensor<32x1xf16>, %w: tensor<1x64xf16>) "
+            "-> (tensor<32x64xf16>, tensor<32x64xf16>) {",
+            f"  %a = npu.matmul %x, %w {attr} : {OUTER}",
+            f"  %z = npu.matmul %x, %w {attr} : {OUTER}",
+            "  %xa = stream.wait_tensor %x after %a : tensor<32x1xf16>, tensor<32x64xf16>",
+            f"  %b = npu.matmul %xa, %w {attr} : {OUTER}",
+            "  func.return %b, %z : tensor<32x64xf16>, tensor<32x64xf16>",
+            "}",
+        ]
+    )
+
+
+def test_the_moldable_term_counts_launch_once_for_an_ordinary_op() -> None:
+    """The graph of the next test with ordinary outer products: on 2 blocks one holds a core
+    for launch + a block and another for a block, ``2 * d2 - L`` core-ns in all, not
+    ``2 * d2`` (the launch is paid once), so each path op is charged
+    ``min(d1 (1 - lambda/2), d2 - lambda L / 2)``."""
+    hw = SLOW_LAUNCH
+    d1, d2 = _outer_product_ns(hw, 1), _outer_product_ns(hw, 2)
+    launch, cores = hw.launch_ns, hw.cube_cores
+    expected = max(
+        math.ceil(lam * d1 / cores + 2 * min(d1 * (1 - lam / cores), d2 - lam * launch / cores))
+        for lam in (Fraction(k, 16) for k in range(1, 16))
+    )
+    text = _moldable_text("")
+    bound = _bound(text, hw)
+    assert bound.moldable_ns["cube"] == expected
+    assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
+
+
 def test_the_moldable_term_charges_launch_on_every_core_a_short_path_needs() -> None:
-    """Outer products A -> B (B waits for A) and an independent Z on `tiny` with a 2 us
-    launch.  Run on 2 cores an outer product takes d2 = 6288 ns and holds 2 * d2; on 1 core
+    """Outer products A -> B (B waits for A) and an independent Z, each holding its cores
+    for its whole run (full_core_sync), on `tiny` with a 2 us launch.  Run on 2 cores an outer product takes d2 = 6288 ns and holds 2 * d2; on 1 core
     d1 = 10576 ns.  The best schedule runs A and Z side by side on one core each, then B on
     both: d1 + d2 = 16864.  Core time alone gives 3 * d1 / 2 and the path 2 * d2; their
     lambda-combination charges each path op min(d1 (1 - lambda/2), d2), and Z lambda d1 / 2,
     which at lambda = 13/16 gives 16856."""
     hw = SLOW_LAUNCH
-    text = "\n".join(
-        [
-            "func.func @f(%x: tensor<32x1xf16>, %w: tensor<1x64xf16>) "
-            "-> (tensor<32x64xf16>, tensor<32x64xf16>) {",
-            f"  %a = npu.matmul %x, %w : {OUTER}",
-            f"  %z = npu.matmul %x, %w : {OUTER}",
-            "  %xa = stream.wait_tensor %x after %a : tensor<32x1xf16>, tensor<32x64xf16>",
-            f"  %b = npu.matmul %xa, %w : {OUTER}",
-            "  func.return %b, %z : tensor<32x64xf16>, tensor<32x64xf16>",
-            "}",
-        ]
-    )
+    text = _moldable_text(HELD)
     d1, d2 = _outer_product_ns(hw, 1), _outer_product_ns(hw, 2)
     cores = hw.cube_cores
     expected = max(
@@ -276,8 +304,8 @@ def test_the_moldable_term_charges_launch_on_every_core_a_short_path_needs() -> 
 
 
 def test_the_energetic_term_proves_the_cube_cannot_overlap_a_late_op_with_an_early_one() -> None:
-    """A short exp p, an outer product A that waits for it, an independent outer product Z,
-    on `tiny` with a 2 us launch.  The best schedule runs Z then A, each on both cores:
+    """A short exp p, an outer product A that waits for it, an independent outer product Z
+    (both holding their cores for their whole run), on `tiny` with a 2 us launch.  The best schedule runs Z then A, each on both cores:
     2 * d2.  Below that, A cannot fit on one core between the end of p and the makespan, so
     it holds 2 * d2 of core time there, and Z, however placed, still overlaps that interval
     by at least (d2 - p) on two cores: more than the two cores hold."""
@@ -288,9 +316,9 @@ def test_the_energetic_term_proves_the_cube_cannot_overlap_a_late_op_with_an_ear
             f"func.func @f(%s: {x}, %x: tensor<32x1xf16>, %w: tensor<1x64xf16>) "
             f"-> ({x}, tensor<32x64xf16>, tensor<32x64xf16>) {{",
             f"  %p = npu.exp %s : ({x}) -> {x}",
-            f"  %z = npu.matmul %x, %w : {OUTER}",
+            f"  %z = npu.matmul %x, %w {HELD} : {OUTER}",
             f"  %xp = stream.wait_tensor %x after %p : tensor<32x1xf16>, {x}",
-            f"  %a = npu.matmul %xp, %w : {OUTER}",
+            f"  %a = npu.matmul %xp, %w {HELD} : {OUTER}",
             f"  func.return %p, %a, %z : {x}, tensor<32x64xf16>, tensor<32x64xf16>",
             "}",
         ]
@@ -330,7 +358,7 @@ def test_a_full_core_sync_op_may_run_faster_than_alone_on_its_parallelism() -> N
 
 
 def test_the_moldable_term_mixes_paths_that_all_need_many_cores() -> None:
-    """Three chains of two outer products on a `tiny` with 4 cube cores and a 2 us launch.
+    """Three chains of two outer products (holding their cores) on a `tiny` with 4 cube cores and a 2 us launch.
     Each op runs on 1 core in d1 or on 2 in d2 (its HBM share is its cores over 4).  Any one
     chain is short even at d1 against the cube's work, so no single path helps; averaging
     the three paths charges each op a third of its duration: for every lambda,
@@ -341,9 +369,9 @@ def test_the_moldable_term_mixes_paths_that_all_need_many_cores() -> None:
     outs: list[str] = []
     for i in range(3):
         body += [
-            f"  %a{i} = npu.matmul %x, %w : {OUTER}",
+            f"  %a{i} = npu.matmul %x, %w {HELD} : {OUTER}",
             f"  %x{i} = stream.wait_tensor %y{i} after %a{i} : tensor<32x1xf16>, tensor<32x64xf16>",
-            f"  %b{i} = npu.matmul %x{i}, %w : {OUTER}",
+            f"  %b{i} = npu.matmul %x{i}, %w {HELD} : {OUTER}",
         ]
         outs.append(f"%b{i}")
     types = ", ".join(["tensor<32x64xf16>"] * 3)

@@ -3,13 +3,15 @@
 Most cases call the tool in-process (`npuir.tools.run.run(argv)`), which is what
 the console script calls, with stdout and stderr captured; one runs the real
 executable in a subprocess.  Every case checks that no Python traceback reaches
-the user.  Hand-computed timings on `tiny` are explained in test/runner/*.mlir;
-the ones used here come from test/runner/overlap.mlir.
+the user.  The timings themselves are the simulator's (its tests and
+test/runner/*.mlir compute them by hand); these cases check that the tool reports
+them consistently, not what they are.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +27,7 @@ from npuir.tools.run import run
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 RUNNER_TESTS = ROOT / "test" / "runner"
-OVERLAP = RUNNER_TESTS / "overlap.mlir"  # an add and a relu on two streams, tiny: 12408 ns
+OVERLAP = RUNNER_TESTS / "overlap.mlir"  # an add and a relu on two streams
 DEADLOCK = RUNNER_TESTS / "deadlock.mlir"  # @ab / @ba: collectives in opposite order
 GEARS = EXAMPLES / "gears.mlir"
 # The line of race.mlir's unordered consumer, where the race is reported.
@@ -102,11 +104,19 @@ def test_example_checks(capsys: pytest.CaptureFixture[str], name: str) -> None:
 # --------------------------------------------------------------------------
 
 
+def makespan_line(out: str) -> int:
+    """The makespan the text report gives, in ns."""
+    match = re.search(r"^makespan +(\d+) ns", out, re.MULTILINE)
+    assert match is not None, out
+    return int(match.group(1))
+
+
 def test_exit_0_ok(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = npuir_run(capsys, OVERLAP, "--hw", "tiny")
     assert code == 0
-    assert "makespan         12408 ns" in out
     assert err == ""
+    _, report = run_json(capsys, OVERLAP, "--hw", "tiny")
+    assert makespan_line(out) == report["makespan_ns"] > 0
 
 
 def test_exit_1_bad_input_is_located(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -185,14 +195,16 @@ def test_exit_4_check_failed(
     assert "check            FAILED: rank 0 output 0" in out
 
 
-def test_exit_codes_of_the_real_executable() -> None:
+def test_exit_codes_of_the_real_executable(capsys: pytest.CaptureFixture[str]) -> None:
     """The console script maps outcomes to exit codes the same way (0 and 3 here)."""
     tool = Path(sys.executable).with_name("npuir-run")
     ok = subprocess.run(
         [str(tool), str(OVERLAP), "--hw", "tiny", "--json"], capture_output=True, text=True
     )
     assert ok.returncode == 0, ok.stderr
-    assert json.loads(ok.stdout)["makespan_ns"] == 12408
+    # The executable reports what the tool in-process does.
+    _, report = run_json(capsys, OVERLAP, "--hw", "tiny")
+    assert json.loads(ok.stdout)["makespan_ns"] == report["makespan_ns"] > 0
     dead = subprocess.run(
         [str(tool), str(DEADLOCK), "--hw", "tiny", "--entries", "ab,ba", "--timing-only"],
         capture_output=True,
@@ -234,8 +246,16 @@ def test_trace_is_chrome_trace_json(capsys: pytest.CaptureFixture[str], tmp_path
     slices = [e for e in events if e["ph"] == "X"]
     assert {e["pid"] for e in slices} == {0, 1}
     assert all(isinstance(e["ts"], int | float) and e["dur"] >= 0 for e in slices)
-    adds = sorted((e["pid"], e["ts"], e["dur"]) for e in slices if e["name"] == "npu.add %y0")
-    assert adds == [(0, 12.418, 12.388), (1, 12.418, 12.388)]  # wait-delays.mlir, in us
+
+    def timed(name: str) -> list[tuple[int, float, float]]:
+        return sorted((e["pid"], e["ts"], e["dur"]) for e in slices if e["name"] == name)
+
+    adds, firsts = timed("npu.add %y0"), timed("npu.add %x")
+    # SPMD: both ranks run the same timeline; the waiting add starts after the first ends.
+    assert [a[1:] for a in adds] == [adds[0][1:]] * 2 and [f[1:] for f in firsts] == [
+        firsts[0][1:]
+    ] * 2
+    assert adds[0][1] >= firsts[0][1] + firsts[0][2] and adds[0][2] > 0
     starts = {(e["pid"], e["id"]) for e in events if e["ph"] == "s"}
     finishes = {(e["pid"], e["id"]) for e in events if e["ph"] == "f"}
     assert starts and starts == finishes  # one record -> wait flow per executed wait

@@ -227,9 +227,11 @@ def test_auto_is_deterministic() -> None:
     assert results[0] == results[1]
 
 
-def test_auto_does_not_split_the_cube_when_running_in_turn_is_faster() -> None:
-    """On `tiny` (2 cube cores), a one-core matmul beside a two-core one would leave the
-    second a single core for its whole run (524 us); in turn it gets both (262 us)."""
+def test_auto_is_no_slower_than_running_two_matmuls_in_turn() -> None:
+    """On `tiny` (2 cube cores), a one-block matmul and a two-block one: in turn they take
+    their two launches plus each one's run on its blocks' cores.  Side by side the second
+    starts on the free core and takes the other when the first ends, so auto's schedule,
+    whichever it picks, is no slower than in turn, and the second gets both cores."""
     from npuir.analysis.partition import permuted
     from npuir.schedule.auto import assign_auto
 
@@ -248,7 +250,9 @@ def test_auto_does_not_split_the_cube_when_running_in_turn_is_faster() -> None:
     run = simulate([lowered], tiny)
     sq = run.op(0, next(n for n, o in enumerate(origin) if o == order.index(1)))
     assert sq is not None and sq.cores == 2
-    assert run.makespan_ns == (tiny.launch_ns + 2 * 32 * 64 * 32) + (tiny.launch_ns + 262144)
+    # thin: 2*32*64*32 FLOPs on one core at 1 FLOP/ns; sq: 2*64^3 over its 2 blocks.
+    in_turn = (tiny.launch_ns + 2 * 32 * 64 * 32) + (tiny.launch_ns + 2 * 64**3 // 2)
+    assert run.makespan_ns <= in_turn
 
 
 def test_auto_keeps_the_written_order_when_told_to() -> None:

@@ -1,0 +1,501 @@
+"""What the simulator reads from the IR: per-node arrays, computed once per program.
+
+`npuir.backends.npu.simulator` runs programs; this module turns one `Program` into the
+integer arrays its event loop touches (`_Prepared`): stream order, dependences, the record
+each wait is bound to, and for each compute op its engine's core pool, its `blockDim` (how
+many blocks its work is split into), how many of them may run at once, its launch cost and
+one block's duration.  Ops of the same signature share one reading (`SimCache`), and
+`NodeCosts` gives planners the same numbers.
+
+Block durations come from the roofline (`cost.duration_ns`): an op of ``B`` blocks runs
+each block on one core with ``1/C`` of HBM (``C`` = its engine's cores), which is exactly
+``duration_ns(work, B, static_hbm_share(engine, B))`` -- so an op granted all its blocks'
+cores at once takes what the cost model says for it on ``B`` cores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from npuir.analysis.program import NodeKind, Program, StreamInfo
+from npuir.dialects import coreset, stream
+from npuir.dialects.coreset import CoresAttr
+from npuir.dialects.npu import (
+    CORE_ENGINES,
+    CollectiveOp,
+    CommMode,
+    NpuOp,
+    tensor_bytes,
+)
+from npuir.dialects.scope import ScopeOp
+
+from .cost import (
+    OpWork,
+    collective_ns,
+    duration_ns,
+    op_work,
+    parallelism,
+    runs_without_task,
+    static_hbm_share,
+)
+from .hardware import Hardware
+from .profile import Profile, ProfiledCost
+
+__all__ = [
+    "POOL_ENGINES",
+    "CoreLimitFn",
+    "NodeCosts",
+    "SimCache",
+    "UnloweredScopes",
+    "coreset_limit",
+    "refuse_unlowered_scopes",
+]
+
+CoreLimitFn = Callable[[Program, int, str], int | None]
+"""``limit(program, node, engine)``: the most cores of `engine` the node may take, or None
+for unlimited (the device maximum).  `coreset_limit` is the default; a core-limit analysis
+can pass its own."""
+
+POOL_ENGINES: tuple[str, ...] = CORE_ENGINES
+"""Engines with a pool of cores per rank, in pool-index order."""
+
+_NPOOLS = len(POOL_ENGINES)
+_POOL_INDEX = {e: i for i, e in enumerate(POOL_ENGINES)}
+_VECTOR_POOL = _POOL_INDEX["vector"]
+
+_COMPUTE = int(NodeKind.COMPUTE)
+_RECORD = int(NodeKind.RECORD)
+_WAIT = int(NodeKind.WAIT)
+_RETURN = int(NodeKind.RETURN)
+
+# Memo keys pack (work id, cores granted) into one int.
+_CORE_KEY = 1 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-op inputs
+# ---------------------------------------------------------------------------------------------
+
+
+class UnloweredScopes(ValueError):
+    """The simulator was asked to read lowered core limits from IR that still has scopes."""
+
+
+def refuse_unlowered_scopes(program: Program) -> None:
+    """Raise `UnloweredScopes` if an op of `program` still stands in a `coreset.limit` or
+    `stream.switch` scope (`coreset_limit` would ignore its limit)."""
+    for op in program.ops:
+        parent = op.parent_op()
+        if isinstance(parent, ScopeOp):
+            raise UnloweredScopes(
+                f"'{op.name}' still stands in a '{parent.name}' scope: lower the program "
+                "(coreset-lower) before simulating it with the lowered core limits, or pass "
+                "limits= that resolves scopes"
+            )
+
+
+def coreset_limit(program: Program, node: int, engine: str) -> int | None:
+    """The node's `coreset.cores` count for `engine` (written by `coreset-lower`), else None."""
+    attr = program.ops[node].attributes.get(coreset.CORES)
+    if isinstance(attr, CoresAttr):
+        count: int | None = attr.count(engine)
+        return count
+    return None
+
+
+def _bound_records(prog: Program) -> list[int]:
+    """For each wait, the record releasing it; -1 elsewhere.
+
+    The rule of `HappensBefore.bound_record`: with a physical id, the latest record of that
+    id issued before the wait; without, the record the wait names.  Computed here directly so
+    the simulator does not pay for the vector clocks.
+    """
+    latest: dict[int, int] = {}
+    bound = [-1] * len(prog)
+    kinds, event_of, event_id = prog.kind, prog.event_of, prog.event_id
+    for n in range(len(prog)):
+        kind = kinds[n]
+        if kind is NodeKind.WAIT:
+            record = event_of[n]
+            eid = event_id[record]
+            bound[n] = latest.get(eid, record) if eid >= 0 else record
+        elif kind is NodeKind.RECORD and event_id[n] >= 0:
+            latest[event_id[n]] = n
+    return bound
+
+
+def _value_users(prog: Program, value: SSAValue) -> list[int]:
+    """Nodes that read `value`, through `stream.wait_tensor` results and scope yields."""
+    out: list[int] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        for use in v.uses:
+            user = use.operation
+            node = prog.index.get(user)
+            if node is not None:
+                out.append(node)
+            elif isinstance(user, stream.WaitTensorOp):
+                if use.index == 0:  # the tensor, not the `after` dependency
+                    stack.append(user.result)
+            elif isinstance(user, stream.YieldOp | coreset.YieldOp):
+                parent = user.parent_op()
+                if parent is not None:
+                    stack.append(parent.results[use.index])
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _OpInfo:
+    """What the simulator needs of one op, shared by every op of the same signature."""
+
+    work: OpWork
+    work_id: int
+    engine: str
+    result_bytes: int
+    pool: int
+    """Pool index of the cores the op takes, -1 for none (sdma collectives)."""
+    total: int
+    """Cores in that pool."""
+    par: int
+    accum: bool
+    """Hold-and-wait: full_core_sync ops and aiv collectives."""
+    collective: bool
+    fixed: int
+    """Duration of a collective (launch included); 0 for ops costed by the cores granted
+    and for ops that run without a device task."""
+
+    @staticmethod
+    def of(op: NpuOp, hw: Hardware, works: dict[OpWork, int]) -> _OpInfo:
+        work = op_work(op, hw)
+        wid = works.setdefault(work, len(works))
+        out = sum(tensor_bytes(r.type) for r in op.results if isinstance(r.type, TensorType))
+        if work.engine == "comm":
+            fixed = hw.launch_ns + collective_ns(
+                hw, work.collective or "", work.group_size, work.comm_bytes
+            )
+            aiv = work.mode == CommMode.AIV
+            return _OpInfo(
+                work,
+                wid,
+                "comm",
+                out,
+                _VECTOR_POOL if aiv else -1,
+                hw.vector_cores,
+                0,
+                aiv,
+                True,
+                fixed,
+            )
+        if runs_without_task(op):
+            # GE gives it no device task: no launch, no cores, no time (`runs_without_task`).
+            return _OpInfo(work, wid, work.engine, out, -1, 0, 0, False, False, 0)
+        total = hw.cores(work.engine)
+        return _OpInfo(
+            work,
+            wid,
+            work.engine,
+            out,
+            _POOL_INDEX[work.engine],
+            total,
+            max(1, parallelism(hw, work)),
+            op.full_core_sync,
+            False,
+            0,
+        )
+
+
+class SimCache:
+    """What the simulator learned from the IR, for reuse across `simulate` calls on one `hw`.
+
+    A search that simulates many schedules of the same ops (other stream assignments, other
+    events, other core limits) passes one cache to every call, so each op is read from the
+    IR once.  Keyed by op identity: valid while the ops it has seen are not modified in
+    place (replacing ops is fine).  Core limits are not cached.
+    """
+
+    def __init__(self, hw: Hardware) -> None:
+        self.hw = hw
+        self.works: dict[OpWork, int] = {}
+        self.ops: dict[Operation, _OpInfo] = {}
+        self.signatures: dict[object, _OpInfo] = {}
+        self.types: dict[Attribute, int] = {}
+        self.type_by_id: dict[int, tuple[Attribute, int]] = {}
+        self.profiled: dict[Profile, dict[Operation, ProfiledCost | None]] = {}
+        self.block_ns: dict[int, int] = {}
+        """One block's duration by (work id, blockDim) packed as in `_CORE_KEY`."""
+
+
+class _Prepared:
+    """One program's per-node arrays, computed once from the IR."""
+
+    def __init__(
+        self,
+        prog: Program,
+        hw: Hardware,
+        limits: CoreLimitFn,
+        cache: SimCache,
+        profile: Profile | None = None,
+    ) -> None:
+        n_nodes = len(prog)
+        self.prog = prog
+        # Profiled ops: task duration (-1: costed by the model) and block dim.
+        self.prof_ns = [-1] * n_nodes
+        self.profiled = 0
+        self.compute_ops = 0
+        costs = cache.profiled.setdefault(profile, {}) if profile is not None else None
+        self.kind = list(map(int, prog.kind))
+        self.stream = list(prog.stream)
+        if n_nodes and not (0 <= min(self.stream) and max(self.stream) < len(prog.streams)):
+            n = next(n for n, s in enumerate(self.stream) if not 0 <= s < len(prog.streams))
+            raise ValueError(
+                f"node {n} ({prog.describe(n)}) has no stream; "
+                "the simulator needs a lowered function (run stream-partition first)"
+            )
+        self.num_streams = len(prog.streams)
+        self.priority = [info.priority for info in prog.streams]
+        self.stream_nodes: list[list[int]] = [[] for _ in prog.streams]
+        self.prev_on_stream = prev = [-1] * n_nodes
+        last = [-1] * self.num_streams
+        for n, s in enumerate(self.stream):
+            prev[n] = last[s]
+            last[s] = n
+            self.stream_nodes[s].append(n)
+        self.deps = [[p for p, _ in deps] if deps else [] for deps in prog.deps]
+        self.bound = _bound_records(prog)
+
+        # Cores: pool index (-1: none), cores asked for, hold-and-wait flag.
+        self.pool = [-1] * n_nodes
+        self.want = [0] * n_nodes
+        self.accum = [False] * n_nodes
+        self.par = [0] * n_nodes
+        # Work: id into the shared `works` table; a fixed duration where cores do not matter.
+        self.work_id = [-1] * n_nodes
+        self.fixed = [0] * n_nodes
+        self.engine = [""] * n_nodes
+        self.coll: list[tuple[str, int, int] | None] = [None] * n_nodes
+        # Block dispatch (ordinary compute ops): blockDim, launch cost and one block's
+        # duration; blocks 0 marks every other node.
+        self.blocks = [0] * n_nodes
+        self.launch = [0] * n_nodes
+        self.block_ns = [0] * n_nodes
+        block_memo = cache.block_ns
+        self.coll_by_key: dict[tuple[str, int], int] = {}
+        coll_count: dict[str, int] = {}
+        self.result_bytes = [0] * n_nodes
+
+        # Types interned to small ints; an operand's type object is its producer's result
+        # type, so keying on object identity first hashes each type object once.  The object
+        # is kept with its key so that its id cannot be reused while the cache lives.
+        by_id = cache.type_by_id
+        interned = cache.types
+        works = cache.works
+        signatures = cache.signatures
+        by_op = cache.ops
+
+        def type_key(ty: Attribute) -> int:
+            known = by_id.get(id(ty))
+            if known is None:
+                known = by_id[id(ty)] = (ty, interned.setdefault(ty, len(interned)))
+            return known[1]
+
+        kinds, ops, fixed = self.kind, prog.ops, self.fixed
+        work_id, engine, pool, par = self.work_id, self.engine, self.pool, self.par
+        want, accum, result_bytes = self.want, self.accum, self.result_bytes
+        on = stream.STREAM_ON
+        for n in range(n_nodes):
+            kind = kinds[n]
+            if kind != _COMPUTE:
+                if kind == _RECORD:
+                    fixed[n] = hw.event_record_ns
+                elif kind == _WAIT:
+                    fixed[n] = hw.event_wait_ns
+                continue
+            op = ops[n]
+            assert isinstance(op, NpuOp)
+            info = by_op.get(op)
+            if info is None:
+                # Ops with the same class, types and attributes (but for their stream) cost
+                # the same; programs repeat a few shapes many times, so key the IR queries on
+                # that.
+                attrs = op.attributes
+                signature = (
+                    type(op),
+                    *[type_key(v.type) for v in op.operands],
+                    -1,
+                    *[type_key(r.type) for r in op.results],
+                    tuple(sorted((k, v) for k, v in attrs.items() if k != on))
+                    if len(attrs) > 1 or on not in attrs
+                    else (),
+                )
+                info = signatures.get(signature)
+                if info is None:
+                    info = signatures[signature] = _OpInfo.of(op, hw, works)
+                by_op[op] = info
+            work_id[n] = info.work_id
+            engine[n] = info.engine
+            result_bytes[n] = info.result_bytes
+            pool[n] = info.pool
+            par[n] = info.par
+            fixed[n] = info.fixed
+            if info.accum:
+                want[n] = _clamp(limits(prog, n, POOL_ENGINES[info.pool]), info.total)
+                accum[n] = True
+            elif info.pool >= 0:
+                limit = limits(prog, n, info.engine)
+                want[n] = info.par if limit is None else max(1, min(limit, info.par))
+            self.compute_ops += 1
+            if costs is not None and profile is not None:
+                cost = costs.get(op, _UNSEEN)
+                if cost is _UNSEEN:
+                    cost = costs[op] = profile.lookup(op)
+                if isinstance(cost, ProfiledCost):
+                    self._use_profile(n, info, cost, limits)
+            if not info.accum and info.pool >= 0:
+                if self.prof_ns[n] >= 0:
+                    # A profiled task time is one block's time on its block dim, launch
+                    # included.
+                    self.blocks[n] = par[n]
+                    self.block_ns[n] = self.prof_ns[n]
+                else:
+                    b = self.blocks[n] = want[n]
+                    key = info.work_id * _CORE_KEY + b
+                    ns = block_memo.get(key)
+                    if ns is None:
+                        ns = block_memo[key] = duration_ns(
+                            hw, info.work, b, static_hbm_share(hw, info.engine, b)
+                        )
+                    self.block_ns[n] = ns
+                    self.launch[n] = hw.launch_ns
+            if info.collective:
+                assert isinstance(op, CollectiveOp)
+                group = op.group
+                k = coll_count.get(group, 0)
+                coll_count[group] = k + 1
+                self.coll[n] = (group, op.group_size, k)
+                self.coll_by_key[(group, k)] = n
+
+        # Memory: argument sizes and their readers (node results' readers are data deps).
+        self.arg_bytes: list[int] = []
+        self.arg_users: list[list[int]] = []
+        for arg in prog.func.body.block.args:
+            self.arg_bytes.append(tensor_bytes(arg.type) if isinstance(arg.type, TensorType) else 0)
+            self.arg_users.append(_value_users(prog, arg))
+
+    def _use_profile(self, n: int, info: _OpInfo, cost: ProfiledCost, limits: CoreLimitFn) -> None:
+        """Node `n` costs what the profile says: its task duration, on its block dim."""
+        self.profiled += 1
+        self.prof_ns[n] = cost.duration_ns
+        if info.collective:
+            self.fixed[n] = cost.duration_ns
+        elif not info.accum and info.pool >= 0:
+            demand = max(1, min(cost.block_dim or info.par, info.total))
+            self.par[n] = demand
+            limit = limits(self.prog, n, info.engine)
+            self.want[n] = demand if limit is None else max(1, min(limit, demand))
+
+
+_UNSEEN = object()
+
+
+def _clamp(limit: int | None, total: int) -> int:
+    return total if limit is None else max(1, min(limit, total))
+
+
+def _task_ns(
+    prep: _Prepared, n: int, granted: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
+) -> int:
+    """How long node `n` runs once started with `granted` cores (launch included), for
+    every node but ordinary compute ops (see `_run_ns`): a hold-and-wait op runs all its
+    cores for its whole run.
+
+    `memo` keeps the durations of modelled ops by work and cores, for one `works` table."""
+    wid = prep.work_id[n]
+    if wid < 0 or prep.pool[n] < 0 or prep.coll[n] is not None:
+        return prep.fixed[n]
+    if prep.prof_ns[n] >= 0:
+        # Fewer cores than the profiled block dim: proportionally longer (assumption:
+        # kernels scale linearly in their block dim).
+        dur = prep.prof_ns[n]
+        dim = prep.par[n]
+        return -(-dur * dim // granted) if granted < dim else dur
+    key = wid * _CORE_KEY + granted
+    dur = memo.get(key, -1)
+    if dur < 0:
+        work = works[wid]
+        par = prep.par[n]
+        used = min(granted, par) if par else granted
+        share = static_hbm_share(hw, work.engine, granted)
+        dur = memo[key] = hw.launch_ns + duration_ns(hw, work, used, share)
+    return dur
+
+
+def _run_ns(
+    prep: _Prepared, n: int, cores: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
+) -> int:
+    """How long node `n` runs if it holds `cores` cores from its start to its end.
+
+    An ordinary compute op runs its blocks in waves of ``min(cores, want)``: its launch,
+    then ``ceil(blocks / wave)`` block durations.  Other nodes: `_task_ns`."""
+    blocks = prep.blocks[n]
+    if not blocks:
+        return _task_ns(prep, n, cores, hw, works, memo)
+    wave = min(cores, prep.want[n])
+    return prep.launch[n] + -(-blocks // wave) * prep.block_ns[n]
+
+
+class NodeCosts:
+    """What the simulator would charge each node of one program, for planners that time a
+    schedule themselves (the list scheduler behind `stream-partition{mode=auto}`).
+
+    The same reading of the IR as `simulate` (and the same `limits`, `cache` and
+    `profile`), so a planner and the simulator agree on every op's engine, core request
+    and duration.  The program need not be partitioned: its streams are not looked at.
+    """
+
+    def __init__(
+        self,
+        prog: Program,
+        hw: Hardware,
+        *,
+        limits: CoreLimitFn | None = None,
+        cache: SimCache | None = None,
+        profile: Profile | None = None,
+    ) -> None:
+        if cache is None:
+            cache = SimCache(hw)
+        one_stream = Program(
+            prog.func,
+            ops=prog.ops,
+            kind=prog.kind,
+            stream=[0] * len(prog),
+            deps=prog.deps,
+            event_of=prog.event_of,
+            event_id=prog.event_id,
+            streams=[StreamInfo("s0", stream.MAIN_TAG, 0)],
+            index=prog.index,
+        )
+        limit_fn = limits if limits is not None else coreset_limit
+
+        def limit_of(_: Program, n: int, engine: str) -> int | None:
+            return limit_fn(prog, n, engine)
+
+        self._hw = hw
+        self._prep = _Prepared(one_stream, hw, limit_of, cache, profile)
+        self._works = list(cache.works)
+        self._memo: dict[int, int] = {}
+        self.pool: list[int] = self._prep.pool
+        """Per node, the index in `POOL_ENGINES` of the cores it takes (-1: none)."""
+        self.want: list[int] = self._prep.want
+        """Per node, the cores it asks for (0 for none)."""
+        self.holds_and_waits: list[bool] = self._prep.accum
+        """Per node, whether it collects cores until it has all it wants before starting."""
+
+    def duration_ns(self, n: int, cores: int) -> int:
+        """Node `n`'s run time (launch included) when it holds `cores` cores throughout
+        (an ordinary op would spread onto more as they free up; see the simulator)."""
+        return _run_ns(self._prep, n, max(1, cores), self._hw, self._works, self._memo)
