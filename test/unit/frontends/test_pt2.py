@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pt2archive import PROGRAM, build, tensor_meta
 
 from npuir.diagnostics import DiagnosticError
 from npuir.frontends.pt2 import MAX_JSON_DEPTH, read_pt2
@@ -32,66 +33,9 @@ def evil_pickle(marker: Path) -> bytes:
     return f"cposix\nsystem\n(S'touch {marker}'\ntR.".encode()
 
 
-def _tensor_meta() -> dict[str, object]:
-    return {
-        "dtype": 7,
-        "sizes": [{"as_int": 2}],
-        "requires_grad": False,
-        "device": {"type": "cpu", "index": None},
-        "strides": [{"as_int": 1}],
-        "storage_offset": {"as_int": 0},
-        "layout": 7,
-    }
-
-
-PROGRAM = {
-    "graph_module": {
-        "graph": {"inputs": [], "outputs": [], "nodes": [], "tensor_values": {}},
-        "signature": {"input_specs": [], "output_specs": []},
-        "module_call_graph": [],
-        "metadata": {},
-    },
-    "opset_version": {"aten": 10},
-    "range_constraints": {},
-    "schema_version": {"major": 8, "minor": 20},
-    "verifiers": [],
-    "torch_version": "2.13.0",
-    "guards_code": [],
-}
-
-
-def build(path: Path, entries: dict[str, bytes], root: str = "m/") -> Path:
-    """A zip archive as torch.export.save lays it out, with `entries` added or replaced."""
-    files: dict[str, bytes] = {
-        "archive_format": b"pt2",
-        "archive_version": b"0",
-        "byteorder": b"little",
-        "models/model.json": json.dumps(PROGRAM).encode(),
-        "data/weights/model_weights_config.json": json.dumps(
-            {
-                "config": {
-                    "w": {
-                        "path_name": "weight_0",
-                        "is_param": True,
-                        "use_pickle": False,
-                        "tensor_meta": _tensor_meta(),
-                    }
-                }
-            }
-        ).encode(),
-        "data/weights/weight_0": np.array([1.5, -2.0], np.float32).tobytes(),
-        "data/constants/model_constants_config.json": b'{"config": {}}',
-    }
-    files.update(entries)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
-        for name, data in files.items():
-            z.writestr(root + name, data)
-    return path
-
-
 def _config(kind: str, name: str, path_name: str, use_pickle: bool) -> bytes:
     meta = {"path_name": path_name, "is_param": False, "use_pickle": use_pickle}
-    meta["tensor_meta"] = None if use_pickle else _tensor_meta()  # type: ignore[assignment]
+    meta["tensor_meta"] = None if use_pickle else tensor_meta()  # type: ignore[assignment]
     return json.dumps({"config": {name: meta}}).encode()
 
 
@@ -106,7 +50,7 @@ def malicious(marker: Path) -> dict[str, dict[str, bytes]]:
     }
     program["graph_module"]["graph"]["tensor_values"] = {
         "x": {
-            **_tensor_meta(),
+            **tensor_meta(),
             "sizes": [
                 {
                     "as_expr": {
