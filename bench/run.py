@@ -15,6 +15,8 @@ Subcommands:
             (interp_overhead.py).
   build     building a program with npuir.torchair against parsing it as text
             (torchair_build.py).
+  torch     the torch.compile backend's compile overhead on a decoder layer, as a
+            ratio to torch.compile(backend="eager") (torch_compile.py; needs torch).
   examples  rewrite examples/*.mlir from the workload generators
             (`--check`: only say whether they are up to date).
 
@@ -102,6 +104,8 @@ def main() -> None:
     i.add_argument("--repeats", type=int, default=3)
     b = sub.add_parser("build", help="npuir.torchair building against parsing")
     b.add_argument("--sizes", default="1000,10000,100000")
+    t = sub.add_parser("torch", help="the torch.compile backend's overhead (needs torch)")
+    t.add_argument("--repeats", type=int, default=5)
     st = sub.add_parser("startup", help="tool start-up against importing xDSL")
     st.add_argument("--repeats", type=int, default=5)
     e = sub.add_parser("examples", help="rewrite examples/*.mlir from the generators")
@@ -112,7 +116,7 @@ def main() -> None:
             default="parse,print,npu-default,auto,nimble",
             help="which phases to run (parse always runs: the ratios are to it)",
         )
-    for p in (c, sc, s, m, g, i, b, st, e):
+    for p in (c, sc, s, m, g, i, b, t, st, e):
         p.add_argument("--json", action="store_true")
         p.add_argument("--quick", action="store_true", help="a small smoke run")
     args = ap.parse_args()
@@ -161,6 +165,11 @@ def main() -> None:
         sizes = "200,1000" if args.quick else args.sizes
         result = run_build([int(n) for n in sizes.split(",")])
         printer = print_build
+    elif args.command == "torch":
+        from torch_compile import print_torch, run_torch
+
+        result = run_torch(1 if args.quick else args.repeats)
+        printer = print_torch
     elif args.command == "startup":
         from startup import print_startup, run_startup
 

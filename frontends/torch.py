@@ -1,5 +1,10 @@
 """`torch.export` programs in: an `ExportedProgram` (or a `.pt2`) to an npuir module.
 
+One converter for both torch routes: `torch.export` / `.pt2` files come here
+directly, and `torch.compile(backend=npuir.torchair.get_npu_backend())`
+(`npuir.driver.torch_backend`) re-traces dynamo's graph with `torch.export`
+and imports it here too, so both routes give the same IR for the same model.
+
 The optional extra `npuir[torch]`.  The importer walks the FX graph once and
 builds every op through `npuir.torchair` — the same builder the Python API
 uses, so shapes are inferred by the dialect and scopes are made the same way:
@@ -31,7 +36,7 @@ from __future__ import annotations
 import operator
 import re
 import warnings as pywarnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +56,9 @@ from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Kin
 from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
-from npuir.torchair import Graph, Tensor, TorchairError, ops
-from npuir.torchair._graph import element_type, tensor_type
+from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
+from npuir.torchair._errors import fail
+from npuir.torchair._graph import detached, element_type, tensor_type
 
 PT2_UNREADABLE = Kind("input.unreadable")
 """An input file that cannot be read."""
@@ -73,6 +79,7 @@ CONST = "torch.const"
 """Argument attribute: the value of a scalar the program used as a constant."""
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+_TORCHAIR_DIR = str(Path(_air.__file__).resolve().parent)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
@@ -85,7 +92,11 @@ def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
     trace = node.meta.get("stack_trace")
     if not trace:
         return None
-    frames = [(f, int(n)) for f, n in _FRAME.findall(trace) if not f.startswith(_TORCH_DIR)]
+    frames = [
+        (f, int(n))
+        for f, n in _FRAME.findall(trace)
+        if not f.startswith(_TORCH_DIR) and not f.startswith(_TORCHAIR_DIR)
+    ]
     return frames[-1] if frames else None
 
 
@@ -93,13 +104,26 @@ class _Importer:
     """One walk over an exported graph, building into one `Graph`."""
 
     def __init__(
-        self, ep: torch.export.ExportedProgram, name: str, target: str, strict: bool
+        self,
+        fx_graph: torch.fx.Graph,
+        range_constraints: Mapping[Any, Any],
+        name: str,
+        target: str,
+        strict: bool,
+        config: CompilerConfig | None = None,
+        gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
+        decompositions: Mapping[Any, Callable[..., Any]] | None = None,
     ) -> None:
-        self.ep = ep
+        self.fx_graph = fx_graph
+        self.decompositions = dict(decompositions or {})
+        self.range_constraints = range_constraints
         self.strict = strict
+        self.gears = dict(gears or {})
         self.opaque: dict[str, list[SourceLocation | None]] = {}
         self.warnings: list[Diagnostic] = []
-        self.graph = Graph(name, target)
+        with detached():
+            self.graph = Graph(name, target, config)
+        self.inputs = 0  # tensor placeholders seen (function arguments made)
         self.env: dict[torch.fx.Node, Any] = {}
         self.consts: dict[tuple[float, str], Tensor] = {}
         self.scopes: list[int] = []  # scopes each open scope_enter opened
@@ -140,8 +164,10 @@ class _Importer:
 
     # -- placeholders ---------------------------------------------------
 
-    def placeholder(self, node: torch.fx.Node) -> Tensor:
+    def placeholder(self, node: torch.fx.Node) -> Tensor | None:
         val = node.meta.get("val")
+        if isinstance(val, torch.SymInt | int) and not isinstance(val, bool):
+            return None  # a size dynamo passes as an input; the tensors carry it
         if not isinstance(val, torch.Tensor):
             raise UnsupportedOp(f"input '{node.name}' is not a tensor ({type(val).__name__})")
         shape: list[int | None] = []
@@ -156,11 +182,16 @@ class _Importer:
         attrs = {}
         if any(syms):
             attrs[SYM_DIMS] = ArrayAttr([StringAttr(s) for s in syms])
-        return self.graph.input(shape, val.dtype, node.name, attrs)
+        tensor = self.graph.input(shape, val.dtype, node.name, attrs)
+        gears = self.gears.get(self.inputs)
+        self.inputs += 1
+        if gears:
+            self.graph.set_gears(tensor, {d: list(g) for d, g in gears.items()})
+        return tensor
 
     def dim_ranges(self) -> None:
         ranges = {}
-        for sym, vr in self.ep.range_constraints.items():
+        for sym, vr in self.range_constraints.items():
             try:
                 top = int(vr.upper)
             except (TypeError, OverflowError, ValueError):
@@ -173,17 +204,23 @@ class _Importer:
 
     def scope_enter(self, keys: Sequence[str], values: Sequence[str], *_: Any) -> None:
         attrs = dict(zip(keys, values))
+        if _air.ERROR in attrs:
+            # a mistake the trace carried (see torchair.scope)
+            raise fail(attrs[_air.ERROR], kind=scope.BAD_SCOPE)
         opened = 0
-        if torch_scope.STREAM_LABEL in attrs:
-            priority = int(attrs.get(torch_scope.STREAM_PRIORITY, "0"))
-            self.graph.open_scope(tag=attrs[torch_scope.STREAM_LABEL], priority=priority)
+        if _air.STREAM_LABEL in attrs:
+            priority = _count(attrs.get(_air.STREAM_PRIORITY, "0"), "stream_priority", 0)
+            message = scope.stream_switch_error(attrs[_air.STREAM_LABEL], priority, True)
+            if message is not None:
+                raise fail(message, kind=scope.BAD_SCOPE)
+            self.graph.open_scope(tag=attrs[_air.STREAM_LABEL], priority=priority)
             opened += 1
-        if torch_scope.AICORE_NUM in attrs or torch_scope.VECTORCORE_NUM in attrs:
+        if _air.AICORE_NUM in attrs or _air.VECTORCORE_NUM in attrs:
+            cube = attrs.get(_air.AICORE_NUM)
+            vector = attrs.get(_air.VECTORCORE_NUM)
             counts = (
-                int(attrs[torch_scope.AICORE_NUM]) if torch_scope.AICORE_NUM in attrs else None,
-                int(attrs[torch_scope.VECTORCORE_NUM])
-                if torch_scope.VECTORCORE_NUM in attrs
-                else None,
+                None if cube is None else _count(cube, "op_aicore_num", 1),
+                None if vector is None else _count(vector, "op_vectorcore_num", 1),
             )
             self.graph.open_scope(counts=counts)
             opened += 1
@@ -198,12 +235,12 @@ class _Importer:
     # -- the walk -------------------------------------------------------
 
     def run(self) -> ModuleOp:
-        with self.graph:
+        with detached(), self.graph:
             return self._run()
 
     def _run(self) -> ModuleOp:
         handlers = self.handlers()
-        for node in self.ep.graph.nodes:
+        for node in self.fx_graph.nodes:
             self.node = node
             where = _user_line(node)
             location = self.graph.source(where[0], where[1], 0, node.name) if where else None
@@ -215,7 +252,7 @@ class _Importer:
                     self.visit(node, handlers)
             except UnsupportedOp as exc:
                 loc = SourceLocation(where[0], where[1], 0) if where else None
-                raise DiagnosticError(
+                raise TorchairError(
                     Diagnostic(
                         "error",
                         f"cannot import '{node.name}' ({node.target}): {exc}",
@@ -224,7 +261,7 @@ class _Importer:
                     )
                 ) from None
         if self.scopes:
-            raise DiagnosticError(
+            raise TorchairError(
                 Diagnostic(
                     "error", "air::scope_enter without a scope_exit", kind=UNBALANCED_SCOPE.code
                 )
@@ -244,11 +281,15 @@ class _Importer:
         if node.op == "placeholder":
             self.env[node] = self.placeholder(node)
         elif node.op == "output":
-            results = [r for r in self.arg(node.args[0]) if r is not None]
+            outs = node.args[0]
+            results = [r for r in self.arg(outs if isinstance(outs, list | tuple) else [outs])]
+            results = [r for r in results if isinstance(r, Tensor)]
             self.graph.output(*results)
         elif node.op == "call_function":
             handler = handlers.get(node.target)
-            if handler is None:
+            if node.target in self.decompositions:
+                self.env[node] = self.decompose(node, handlers)
+            elif handler is None:
                 self.env[node] = self.opaque_op(node)
             else:
                 self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
@@ -262,7 +303,7 @@ class _Importer:
         table: dict[Any, Callable[..., Any]] = {
             air.scope_enter.default: self.scope_enter,
             air.scope_exit.default: self.scope_exit,
-            air.wait_tensor.default: self.graph.wait_tensor,
+            air.wait_tensor.default: self.wait_tensor,
             aten.add.Tensor: self.binary(ops.add),
             aten.add.Scalar: self.binary(ops.add),
             aten.sub.Tensor: self.binary(ops.sub),
@@ -366,6 +407,67 @@ class _Importer:
         return results if isinstance(val, list | tuple) else results[0]
 
     # -- aten ops that take more than one npu op or a check -------------
+
+    def decompose(self, node: torch.fx.Node, handlers: dict[Any, Callable[..., Any]]) -> Any:
+        """A user decomposition (`get_npu_backend(custom_decompositions=...)`): traced to
+        ATen on meta tensors of the node's operand shapes, each ATen op imported in place."""
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        operands: list[torch.fx.Node] = []
+
+        def to_meta(value: Any) -> Any:
+            if isinstance(value, torch.fx.Node):
+                val = value.meta.get("val")
+                if not isinstance(val, torch.Tensor) or not all(
+                    isinstance(d, int) for d in val.shape
+                ):
+                    raise UnsupportedOp("a decomposition needs tensor operands of static shape")
+                operands.append(value)
+                return torch.empty(val.shape, dtype=val.dtype, device="meta")
+            if isinstance(value, list | tuple):
+                return type(value)(to_meta(v) for v in value)
+            return value
+
+        args, kwargs = to_meta(node.args), to_meta(node.kwargs)
+        metas = [m for m in _flatten_tensors((args, kwargs))]
+
+        def call(*tensors: torch.Tensor) -> Any:
+            it = iter(tensors)
+
+            def put(value: Any) -> Any:
+                if isinstance(value, torch.Tensor):
+                    return next(it)
+                if isinstance(value, list | tuple):
+                    return type(value)(put(v) for v in value)
+                return value
+
+            return self.decompositions[node.target](*put(args), **put(kwargs))
+
+        try:
+            traced = make_fx(call)(*metas)
+        except Exception as exc:  # the user's decomposition failed: say so, at the node
+            raise UnsupportedOp(f"the custom decomposition failed: {exc}") from None
+        inputs = iter(operands)
+        result: Any = None
+        for sub in traced.graph.nodes:
+            if sub.op == "placeholder":
+                self.env[sub] = self.env[next(inputs)]
+            elif sub.op == "output":
+                result = self.arg(sub.args[0])
+            else:
+                self.visit(sub, handlers)
+        if (
+            isinstance(result, list | tuple)
+            and len(result) == 1
+            and not isinstance(node.meta.get("val"), list | tuple)
+        ):
+            return result[0]
+        return result
+
+    def wait_tensor(self, tensor: Any, dependency: Any) -> Tensor:
+        if not isinstance(tensor, Tensor) or not isinstance(dependency, Tensor):
+            raise UnsupportedOp("npu_wait_tensor(self, dependency) takes two tensors")
+        return self.graph.wait_tensor(tensor, dependency)
 
     def cast(self, x: Tensor, dtype: Any) -> Tensor:
         if dtype is None or dtype_name(element_type(dtype)) == x.dtype:
@@ -471,6 +573,9 @@ def import_exported_program(
     name: str = "forward",
     strict: bool = False,
     diagnostics: DiagnosticEngine | None = None,
+    config: CompilerConfig | None = None,
+    gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
+    decompositions: Mapping[Any, Callable[..., Any]] | None = None,
 ) -> ModuleOp:
     """The module of one `ExportedProgram`: one function `name` (see the module docstring).
 
@@ -480,18 +585,77 @@ def import_exported_program(
     ATen op kind imported as `npu.opaque`) go to `diagnostics`, or through
     Python's `warnings` when none is given.
     """
-    torch_scope.register()
-    importer = _Importer(ep, name, target, strict)
     try:
-        module = importer.run()
+        return import_fx_graph(
+            ep.graph,
+            range_constraints=ep.range_constraints,
+            target=target,
+            name=name,
+            strict=strict,
+            diagnostics=diagnostics,
+            config=config,
+            gears=gears,
+            decompositions=decompositions,
+        )
     except TorchairError as exc:
         raise DiagnosticError(exc.diagnostic) from None
+
+
+def import_fx_graph(
+    graph: torch.fx.Graph,
+    *,
+    range_constraints: Mapping[Any, Any] | None = None,
+    target: str = "910b2",
+    name: str = "forward",
+    strict: bool = False,
+    config: CompilerConfig | None = None,
+    gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
+    diagnostics: DiagnosticEngine | None = None,
+    decompositions: Mapping[Any, Callable[..., Any]] | None = None,
+) -> ModuleOp:
+    """The module of one ATen-level FX graph: the converter both routes share.
+
+    `torch.export` gives it the exported program's graph (`import_exported_program`);
+    `torch.compile` with `npuir.torchair.get_npu_backend` gives it the forward graph AOT
+    autograd traced.  Size placeholders (dynamo's `s0` inputs) are skipped: the
+    tensors' shapes carry them.  `gears` puts `set_dim_gears` on the n-th tensor input;
+    `config` gives the graph its gear policy and global core limit.  A mistake raises
+    a `TorchairError` located at the model's line.  `decompositions` maps ATen ops to
+    functions that compute them from other ATen ops (a decomposition table): such an
+    op is traced through its function and imported op by op.
+    """
+    torch_scope.register()
+    importer = _Importer(
+        graph, range_constraints or {}, name, target, strict, config, gears, decompositions
+    )
+    module = importer.run()
     if diagnostics is not None:
         diagnostics.emitted.extend(importer.warnings)
     else:
         for warning in importer.warnings:
-            pywarnings.warn(warning.render(), stacklevel=2)
+            pywarnings.warn(warning.render(), stacklevel=3)
     return module
+
+
+def _flatten_tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _flatten_tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _flatten_tensors(v)]
+    return []
+
+
+def _count(text: str, what: str, least: int) -> int:
+    """An integer from a scope attribute's text, at least `least` (else a located error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise fail(f"{what} must be an integer, got {text!r}", kind=scope.BAD_SCOPE) from None
+    if value < least:
+        raise fail(f"{what} must be >= {least}, got {value}", kind=scope.BAD_SCOPE)
+    return value
 
 
 def import_pt2(

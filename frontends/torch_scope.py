@@ -1,119 +1,38 @@
-"""TorchAir's `air::` scope ops for torch, so a TorchAir model runs without TorchAir.
+"""TorchAir's scopes for torch models, as `npuir.frontends.torch_scope` (kept for old imports).
 
-TorchAir registers three ops in the `air` namespace and its `torchair.scope`
-context managers call them (the schemas below are TorchAir's):
+The implementation is `npuir.torchair.scope` (one set of functions for torch
+models and for the builder, one validation) over the `air::` ops of
+`npuir.torchair._air`; this module re-exports them:
 
-    air::scope_enter(str[] keys, str[] values, bool need_execute=False) -> None
-    air::scope_exit(bool need_execute=False) -> None
-    air::wait_tensor(Tensor self, Tensor dependency) -> Tensor
-
-`register()` defines them when they are not defined yet (TorchAir itself,
-when installed, defines them first and is left alone), with meta and CPU
-kernels that do nothing but return `self`.  All three are marked
-side-effecting (`torch.fx.node.has_side_effect`): otherwise `torch.export`
-removes a `wait_tensor` whose result is unused, which is exactly how the seed
-model writes it, and the scope markers, which have no result at all.
-
-`npu_stream_switch`, `npu_wait_tensor` and `limit_core_num` have TorchAir's
-signatures and attribute keys, so a model written for TorchAir runs here with
-one changed import: `from npuir.frontends import torch_scope as scope`.
+```python
+from npuir.frontends import torch_scope as scope   # same as: from npuir.torchair import scope
+with scope.npu_stream_switch("1"):
+    scope.npu_wait_tensor(in4, add_result)
+```
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from types import TracebackType
+from npuir.torchair._air import (
+    AICORE_NUM,
+    ERROR,
+    INNER_PARALLEL,
+    STREAM_LABEL,
+    STREAM_PRIORITY,
+    VECTORCORE_NUM,
+    register,
+)
+from npuir.torchair.scope import limit_core_num, npu_stream_switch, npu_wait_tensor
 
-import torch
-from torch.fx.node import has_side_effect
-
-STREAM_LABEL = "_user_stream_label"
-STREAM_PRIORITY = "_user_stream_priority"
-INNER_PARALLEL = "_enable_inner_parallel"
-AICORE_NUM = "_op_aicore_num"
-VECTORCORE_NUM = "_op_vectorcore_num"
-
-_LIBRARY: list[torch.library.Library] = []
-
-
-def _scope_enter(keys: Sequence[str], values: Sequence[str], need_execute: bool = False) -> None:
-    return None
-
-
-def _scope_exit(need_execute: bool = False) -> None:
-    return None
-
-
-def _wait_tensor(self: torch.Tensor, dependency: torch.Tensor) -> torch.Tensor:
-    return self
-
-
-def register() -> None:
-    """Define `air::scope_enter`, `air::scope_exit` and `air::wait_tensor` if
-    nobody has (idempotent; TorchAir's own definitions win)."""
-    namespace = torch.ops.air
-    missing = [
-        name
-        for name in ("scope_enter", "scope_exit", "wait_tensor")
-        if not hasattr(namespace, name)
-    ]
-    if not missing:
-        return
-    lib = torch.library.Library("air", "FRAGMENT")
-    _LIBRARY.append(lib)  # a Library unregisters its ops when collected
-    schemas = {
-        "scope_enter": (
-            "scope_enter(str[] keys, str[] values, bool need_execute=False) -> None",
-            _scope_enter,
-        ),
-        "scope_exit": ("scope_exit(bool need_execute=False) -> None", _scope_exit),
-        "wait_tensor": ("wait_tensor(Tensor self, Tensor dependency) -> Tensor", _wait_tensor),
-    }
-    for name in missing:
-        schema, kernel = schemas[name]
-        lib.define(schema)
-        for key in ("Meta", "CPU"):
-            lib.impl(name, kernel, key)
-        has_side_effect(getattr(namespace, name).default)
-
-
-class _Scope:
-    """A `with` block that calls `air::scope_enter` and `air::scope_exit`."""
-
-    def __init__(self, attrs: list[tuple[str, str]]) -> None:
-        self.keys = [k for k, _ in attrs]
-        self.values = [v for _, v in attrs]
-
-    def __enter__(self) -> None:
-        register()
-        torch.ops.air.scope_enter(self.keys, self.values)
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        torch.ops.air.scope_exit()
-
-
-def npu_stream_switch(
-    stream_tag: str, stream_priority: int = 0, enable_inner_parallel: bool = True
-) -> _Scope:
-    """Ops of the block run on the stream `stream_tag` (TorchAir's signature)."""
-    return _Scope(
-        [
-            (STREAM_LABEL, stream_tag),
-            (STREAM_PRIORITY, str(stream_priority)),
-            (INNER_PARALLEL, str(enable_inner_parallel)),
-        ]
-    )
-
-
-def limit_core_num(op_aicore_num: int, op_vectorcore_num: int) -> _Scope:
-    """Ops of the block take at most these cube / vector cores (TorchAir's signature)."""
-    return _Scope([(AICORE_NUM, str(op_aicore_num)), (VECTORCORE_NUM, str(op_vectorcore_num))])
-
-
-def npu_wait_tensor(self: torch.Tensor, dependency: torch.Tensor) -> torch.Tensor:
-    """Later users of `self` start after `dependency` is computed (TorchAir's signature)."""
-    register()
-    result: torch.Tensor = torch.ops.air.wait_tensor(self, dependency)
-    return result
+__all__ = [
+    "AICORE_NUM",
+    "ERROR",
+    "INNER_PARALLEL",
+    "STREAM_LABEL",
+    "STREAM_PRIORITY",
+    "VECTORCORE_NUM",
+    "limit_core_num",
+    "npu_stream_switch",
+    "npu_wait_tensor",
+    "register",
+]

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from types import CodeType, FrameType
 
-from npuir.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npuir.diagnostics import UNCLASSIFIED, Diagnostic, DiagnosticError, Kind, SourceLocation
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
@@ -63,6 +63,10 @@ def user_location() -> SourceLocation | None:
     return SourceLocation(code.co_filename, line, column)
 
 
-def fail(message: str, where: SourceLocation | None = None) -> TorchairError:
-    """Build (not raise) an error at `where`, or at the user's current line."""
-    return TorchairError(Diagnostic("error", message, where or user_location()))
+def fail(
+    message: str, where: SourceLocation | None = None, kind: Kind | None = None
+) -> TorchairError:
+    """Build (not raise) an error at `where`, or at the user's current line (of `kind`,
+    a kind whose template is `{message}`)."""
+    code = kind.code if kind is not None else UNCLASSIFIED.code
+    return TorchairError(Diagnostic("error", message, where or user_location(), code))

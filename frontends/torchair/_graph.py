@@ -49,7 +49,7 @@ from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
 
 from ._errors import FORCED, TorchairError, fail, user_location
-from .configs import CompilerConfig
+from .configs.compiler_config import CompilerConfig
 
 _FILE_ATTRS: dict[str, StringAttr] = {}
 
@@ -236,6 +236,23 @@ _ENTERED: list[Graph] = []
 
 _LATEST: list[Graph] = []
 """The graph created last (at most one, so that finished graphs are not kept alive)."""
+
+
+def building() -> bool:
+    """Whether a graph is being built: one entered with `with g:`, or the one created
+    last while it is still open (the builder's scopes then build IR)."""
+    return bool(_ENTERED) or (bool(_LATEST) and _LATEST[0]._func is None)
+
+
+@contextmanager
+def detached() -> Iterator[None]:
+    """Leave the current graph as it was after the block: what an importer uses, so
+    the graphs it builds never become the user's current graph."""
+    saved = list(_LATEST)
+    try:
+        yield
+    finally:
+        _LATEST[:] = saved
 
 
 def current_graph() -> Graph:

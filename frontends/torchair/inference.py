@@ -1,25 +1,115 @@
-"""`torchair.inference`: dynamic-shape gears, as TorchAir's `set_dim_gears`."""
+"""`torchair.inference`: dynamic-shape gears, as TorchAir's `set_dim_gears`.
+
+On a builder input it puts `gear.dims` on the function argument; on a torch
+tensor it does what TorchAir's does: checks the gears, marks the geared dims
+dynamic with their range (`torch._dynamo.mark_dynamic(t, d, min, max)`) and
+the others static, and remembers the gears on the tensor, where
+`get_npu_backend` finds them when dynamo compiles the graph (one program for
+all gears; a call whose shape is no gear is a `TorchairError` naming them).
+"""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from typing import Any
+
+from npuir.diagnostics import Kind
+from npuir.dialects import gear
 
 from ._errors import fail
 from ._graph import Tensor
 
+BAD_GEARS = Kind("torchair.bad-gears")
+"""Gears `set_dim_gears` refuses (TorchAir's checks)."""
 
-def set_dim_gears(t: Tensor, dim_gears: dict[int, Sequence[int]]) -> None:
-    """Give the dims of a graph input the values (gears) they may take.
+GEARS_ATTR = "_npuir_dim_gears"
+"""Where a torch tensor keeps its gears ({dim: [values]})."""
 
-    `set_dim_gears(x, {0: [2, 4]})` puts `gear.dims = #gear.dims<0: [2, 4]>` on
-    the input; the graph's `gear.policy` comes from the config's
-    `inference_config.dynamic_gears_merge_policy`.  As TorchAir's call marks
-    the dims dynamic, a static dim becomes `?` (before the input is used).
-    TorchAir's checks apply: dims in range, 2 to 100 int gears per dim, no 0
-    (npuir also refuses 1), one annotation per tensor.
-    """
-    if not isinstance(t, Tensor):
-        raise fail(f"set_dim_gears takes a graph input, got {t!r}")
+MAX_GEARS = 100
+"""TorchAir's cap on the gears of one dim, and on the merged gears of a graph."""
+
+
+def _check(dim_gears: object, rank: int) -> dict[int, list[int]]:
+    """TorchAir's checks: dims in range, 2..100 whole-number gears >= 2 per dim."""
     if not isinstance(dim_gears, dict):
-        raise fail(f"dim_gears must be a dict {{dim: [gears]}}, got {dim_gears!r}")
-    t.graph.set_gears(t, dim_gears)
+        raise fail(f"dim_gears must be a dict {{dim: [gears]}}, got {dim_gears!r}", kind=BAD_GEARS)
+    checked: dict[int, list[int]] = {}
+    for dim, gears in dim_gears.items():
+        if not isinstance(dim, int) or isinstance(dim, bool) or not 0 <= dim < rank:
+            raise fail(f"dim index {dim!r} in dim_gears must be in [0, {rank - 1}]", kind=BAD_GEARS)
+        if not isinstance(gears, list | tuple) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in gears
+        ):
+            raise fail(
+                f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}",
+                kind=BAD_GEARS,
+            )
+        if not 2 <= len(gears) <= MAX_GEARS:
+            raise fail(
+                f"dim {dim} has {len(gears)} gears; give between 2 and {MAX_GEARS}", kind=BAD_GEARS
+            )
+        if any(v < 2 for v in gears):
+            raise fail(
+                f"gears for dim {dim} must be >= 2 (dynamo specialises sizes 0 and 1), "
+                f"got {list(gears)}",
+                kind=BAD_GEARS,
+            )
+        checked[dim] = list(gears)
+    try:
+        gear.DimsAttr(checked).verify()
+    except Exception as exc:  # the dialect's own check (e.g. more than 100 merged gears)
+        raise fail(str(exc), kind=BAD_GEARS) from None
+    return checked
+
+
+def set_dim_gears(t: Any, dim_gears: dict[int, Sequence[int]]) -> None:
+    """Give the dims of an input the values (gears) they may take.
+
+    `set_dim_gears(x, {0: [2, 4]})` on a builder input puts `gear.dims =
+    #gear.dims<0: [2, 4]>` on it (a static dim becomes `?`, before the input is
+    used); on a torch tensor it marks dim 0 dynamic in [2, 4] and the other dims
+    static, for `torch.compile(..., backend=get_npu_backend())`.  The graph's
+    `gear.policy` is the config's `inference_config.dynamic_gears_merge_policy`.
+    TorchAir's checks apply: dims in range, 2 to 100 int gears per dim, each
+    >= 2, one annotation per tensor.
+    """
+    if isinstance(t, Tensor):
+        if not isinstance(dim_gears, dict):
+            raise fail(
+                f"dim_gears must be a dict {{dim: [gears]}}, got {dim_gears!r}", kind=BAD_GEARS
+            )
+        t.graph.set_gears(t, dim_gears)
+        return
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(t, torch.Tensor):
+        raise fail(
+            f"set_dim_gears takes a torch tensor or a graph input, got {t!r}", kind=BAD_GEARS
+        )
+    checked = _check(dim_gears, t.dim())
+    previous = getattr(t, GEARS_ATTR, None)
+    if previous is not None:
+        if previous != checked:
+            raise fail(
+                f"the tensor already has dim gears {previous}; setting different ones is not "
+                "supported (as in TorchAir)",
+                kind=BAD_GEARS,
+            )
+        return
+    import torch.fx.experimental._config as fx_config
+
+    # Each geared dim needs a symbol of its own: with duck sizing, dynamo would give
+    # two dims of equal size on the first call one symbol (and refuse product gears).
+    fx_config.use_duck_shape = False
+    for d in range(t.dim()):
+        if d in checked:
+            torch._dynamo.mark_dynamic(t, d, min=min(checked[d]), max=max(checked[d]))
+        else:
+            torch._dynamo.mark_static(t, d)
+    setattr(t, GEARS_ATTR, checked)
+
+
+def gears_of(t: Any) -> dict[int, list[int]] | None:
+    """The gears `set_dim_gears` gave a torch tensor, or None."""
+    gears = getattr(t, GEARS_ATTR, None)
+    return dict(gears) if gears else None

@@ -1,6 +1,13 @@
-"""`torchair.scope`: TorchAir's stream and core-limit scopes, building IR.
+"""`torchair.scope`: TorchAir's stream and core-limit scopes, on torch and in the builder.
 
-The names and signatures are TorchAir's (`torchair/scope/__init__.py`):
+The names and signatures are TorchAir's (`torchair/scope/__init__.py`).  One
+set of functions serves two worlds:
+
+- in a torch model (eager, `torch.compile`, `torch.export`) the scopes call
+  TorchAir's `air::scope_enter` / `air::scope_exit` and `npu_wait_tensor`
+  calls `air::wait_tensor` (see `_air`), exactly as TorchAir's do, so the
+  traced graph carries them to the converter;
+- while an npuir `Graph` is being built, they build IR:
 
 ```python
 with torchair.scope.npu_stream_switch("1"):           # stream.switch "1" { ... }
@@ -11,40 +18,116 @@ with torchair.scope.limit_core_num(8, 16):            # coreset.limit cube 8 vec
 ```
 
 Scopes nest; values made inside a scope and used after it leave it through
-the scope's yield.  Each applies to the current graph.
+the scope's yield.  The arguments are checked by the same functions on both
+paths, and a mistake is a `TorchairError` at the user's line.  While dynamo
+or `torch.export` traces the model, an exception would surface as the
+tracer's own error, so the message is carried in the graph instead and the
+converter raises it, located at the same line.
 """
 
 from __future__ import annotations
 
+import sys
 from types import TracebackType
+from typing import Any
+
+from npuir.diagnostics import Kind
 
 from ._errors import fail
-from ._graph import Graph, Tensor, current_graph
+from ._graph import Graph, Tensor, building, current_graph
+
+BAD_SCOPE = Kind("torchair.bad-scope-argument")
+"""A stream tag, priority, core count or wait operand the scopes refuse."""
+
+
+def _torch_traced() -> bool:
+    """True while dynamo or `torch.export` traces a torch model (torch imported)."""
+    if "torch" not in sys.modules:
+        return False
+    from . import _air
+
+    return _air.compiling()
+
+
+def _on_torch() -> bool:
+    """Whether the scopes act on torch (the `air::` ops) rather than on a builder graph."""
+    if _torch_traced():
+        return True
+    return not building() and "torch" in sys.modules
+
+
+def _report(message: str) -> None:
+    """Raise a mistake at the user's line; while a torch trace runs, carry it in the graph."""
+    if _torch_traced():
+        from . import _air
+
+        _air.deferred_error(message)
+        return
+    raise fail(message, kind=BAD_SCOPE)
+
+
+def stream_switch_error(stream_tag: object, stream_priority: object, inner: object) -> str | None:
+    """What is wrong with `npu_stream_switch`'s arguments, or None."""
+    if not isinstance(stream_tag, str) or not stream_tag:
+        return f"stream_tag must be a non-empty string, got {stream_tag!r}"
+    if not isinstance(stream_priority, int) or isinstance(stream_priority, bool):
+        return f"stream_priority must be an int, got {stream_priority!r}"
+    if stream_priority < 0:
+        return f"stream_priority must be >= 0, got {stream_priority}"
+    if not isinstance(inner, bool):
+        return f"enable_inner_parallel must be True or False, got {inner!r}"
+    return None
+
+
+def core_num_error(op_aicore_num: object, op_vectorcore_num: object) -> str | None:
+    """What is wrong with `limit_core_num`'s arguments, or None."""
+    for name, value in (("op_aicore_num", op_aicore_num), ("op_vectorcore_num", op_vectorcore_num)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            return f"{name} must be a core count >= 1, got {value!r}"
+    return None
 
 
 class _Scope:
-    """A `with` block that opens a `stream.switch` or a `coreset.limit` scope."""
+    """A `with` block: a `stream.switch` / `coreset.limit` scope in the builder, or
+    `air::scope_enter(keys, values)` ... `air::scope_exit()` on torch."""
 
     def __init__(
         self,
+        keys: list[str],
+        values: list[str],
         tag: str | None = None,
         priority: int = 0,
         counts: tuple[int | None, int | None] | None = None,
     ) -> None:
+        self._keys = keys
+        self._values = values
         self._tag = tag
         self._priority = priority
         self._counts = counts
         self._graph: Graph | None = None
+        self._torch = False
 
     def __enter__(self) -> None:
+        if not self._keys:  # a mistake already carried into the trace
+            return
+        if _on_torch():
+            from . import _air
+
+            self._torch = True
+            _air.scope_enter(self._keys, self._values)
+            return
         self._graph = current_graph()
         self._graph.open_scope(self._tag, self._priority, self._counts)
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        assert self._graph is not None
-        self._graph.close_scope()
+        if self._torch:
+            from . import _air
+
+            _air.scope_exit()
+        elif self._graph is not None:
+            self._graph.close_scope()
 
 
 def npu_stream_switch(
@@ -55,40 +138,58 @@ def npu_stream_switch(
     The same tag is the same stream; the innermost scope wins; lower
     priority numbers are served first.  `enable_inner_parallel` is accepted
     because TorchAir's signature has it; npuir has nothing it would switch.
+    On torch the scope is `air::scope_enter` with TorchAir's keys
+    `_user_stream_label`, `_user_stream_priority`, `_enable_inner_parallel`.
     """
-    if not isinstance(stream_tag, str) or not stream_tag:
-        raise fail(f"stream_tag must be a non-empty string, got {stream_tag!r}")
-    if not isinstance(stream_priority, int) or isinstance(stream_priority, bool):
-        raise fail(f"stream_priority must be an int, got {stream_priority!r}")
-    if stream_priority < 0:
-        raise fail(f"stream_priority must be >= 0, got {stream_priority}")
-    if not isinstance(enable_inner_parallel, bool):
-        raise fail(f"enable_inner_parallel must be True or False, got {enable_inner_parallel!r}")
-    return _Scope(tag=stream_tag, priority=stream_priority)
+    message = stream_switch_error(stream_tag, stream_priority, enable_inner_parallel)
+    if message is not None:
+        _report(message)
+        return _Scope([], [])
+    return _Scope(
+        ["_user_stream_label", "_user_stream_priority", "_enable_inner_parallel"],
+        [stream_tag, str(stream_priority), str(enable_inner_parallel)],
+        tag=stream_tag,
+        priority=stream_priority,
+    )
 
 
 def limit_core_num(op_aicore_num: int, op_vectorcore_num: int) -> _Scope:
-    """Bound the cube (`op_aicore_num`) and vector cores each op of the block may take."""
-    counts: list[int] = []
-    for name, value in (("op_aicore_num", op_aicore_num), ("op_vectorcore_num", op_vectorcore_num)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise fail(f"{name} must be a core count >= 1, got {value!r}")
-        counts.append(value)
-    return _Scope(counts=(counts[0], counts[1]))
+    """Bound the cube (`op_aicore_num`) and vector cores each op of the block may take.
+
+    On torch the scope is `air::scope_enter` with TorchAir's keys
+    `_op_aicore_num` and `_op_vectorcore_num`.
+    """
+    message = core_num_error(op_aicore_num, op_vectorcore_num)
+    if message is not None:
+        _report(message)
+        return _Scope([], [])
+    return _Scope(
+        ["_op_aicore_num", "_op_vectorcore_num"],
+        [str(op_aicore_num), str(op_vectorcore_num)],
+        counts=(op_aicore_num, op_vectorcore_num),
+    )
 
 
-def npu_wait_tensor(self: Tensor, dependency: Tensor) -> Tensor:
+def npu_wait_tensor(self: Any, dependency: Any) -> Any:
     """Order every later use of `self` after `dependency` is computed.
 
-    As in TorchAir, the call is a statement: later ops in this scope (and
-    in scopes nested in it) that use `self` read the wait's result, so they
-    are ordered after `dependency`'s producer.  Uses after the scope closes
-    are not ordered.  The result is `self`, for code that uses it.
+    As in TorchAir, the call is a statement: later ops that use `self` are
+    ordered after `dependency`'s producer.  In the builder, later ops in this
+    scope (and in scopes nested in it) read the wait's result; uses after the
+    scope closes are not ordered.  On torch tensors it is `air::wait_tensor`.
+    The result is `self` (after the wait), for code that uses it.
     """
-    graph = current_graph()
+    if "torch" in sys.modules:
+        from . import _air
+
+        if _air.is_tensor(self) and _air.is_tensor(dependency):
+            return _air.wait_tensor(self, dependency)
+        if _air.is_tensor(self) or _air.is_tensor(dependency) or _torch_traced():
+            _report("npu_wait_tensor(self, dependency) takes two torch Tensors")
+            return self
     if not isinstance(self, Tensor) or not isinstance(dependency, Tensor):
-        raise fail("npu_wait_tensor(self, dependency) takes two Tensors")
-    return graph.wait_tensor(self, dependency)
+        raise fail("npu_wait_tensor(self, dependency) takes two Tensors", kind=BAD_SCOPE)
+    return current_graph().wait_tensor(self, dependency)
 
 
 def set_stream_limit(stream_tag: str, cube_num: int = -1, vector_num: int = -1) -> None:

@@ -1,0 +1,665 @@
+"""npuir as a `torch.compile` backend: what `npuir.torchair.get_npu_backend` returns.
+
+```python
+import torch
+import npuir.torchair as tng
+config = tng.CompilerConfig()
+backend = tng.get_npu_backend(compiler_config=config)
+model = torch.compile(model, backend=backend, dynamic=False, fullgraph=True)
+model(*inputs)                       # runs npuir's lowered, scheduled program
+print(tng.reports(model)[0].render())  # the schedule report of each compile
+```
+
+Per graph dynamo hands over:
+
+1. capture: dynamo's graph (the `air::` scope ops in it, in order) is traced
+   to ATen by `torch.export` (non-strict, on the example inputs dynamo
+   recorded), which is AOT autograd's tracer keeping composite ops such as
+   `linear` whole -- so the FX graph is exactly what a `.pt2` of the same
+   model holds, and `npuir.frontends.torch.import_exported_program` (the one
+   converter) builds the IR on both routes;
+2. checks: `reduce-overhead` refuses a stream scope (in-graph multi-stream is
+   max-autotune only), naming the scope's line;
+3. the graph dump the config asks for (`debug.graph_dump`);
+4. the GE options logged at INFO (`Compiling concrete graph {id} with options:`);
+5. lowering with the config's pipeline (`CompilerConfig.pipeline()`);
+6. the schedule report (`ScheduleReport`): the makespan as annotated, on one
+   stream, with GE's default allocation (`mode=ge`), with `auto`, the lower
+   bound and the simulator's "why" lines, logged at INFO and kept on the
+   backend (`npuir.torchair.reports(compiled)`).
+
+The compiled callable runs the lowered program with npuir's numpy
+interpreter and returns torch tensors of the eager dtypes and shapes.  A
+graph with an `npu.opaque` op (an ATen op without an npu kernel) runs its FX
+graph eagerly instead, with one warning naming the ops.  When inputs require
+grad, the forward numbers are npuir's and the backward runs eagerly (one
+warning).  A mistake in the model (a bad scope argument, a shape outside the
+gears) is a `TorchairError` located at the model's line, raised when the
+compiled model is called; a graph break is dynamo's own error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+
+from npuir.api import print_ir
+from npuir.backends.npu.explain import compare, explain
+from npuir.backends.npu.kernels import numpy_dtype
+from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
+from npuir.context import make_context
+from npuir.diagnostics import (
+    Diagnostic,
+    DiagnosticEngine,
+    DiagnosticError,
+    Kind,
+    SourceLocation,
+    op_location,
+)
+from npuir.dialects import gear, npu, stream
+from npuir.dialects.npu import dtype_name
+from npuir.driver.run import RunConfig, run_program
+from npuir.frontends.ge_writer import graph_text
+from npuir.frontends.py_writer import builder_script
+from npuir.frontends.torch import CONST, import_exported_program
+from npuir.passmanager.pipeline import build_pipeline, run_passes
+from npuir.schedule.bounds import lower_bound_ns
+from npuir.schedule.device import device_of
+from npuir.torchair import CompilerConfig, TorchairError, _air
+from npuir.torchair.core.utils import logger
+from npuir.torchair.inference import gears_of
+
+Array = np.ndarray[Any, Any]
+
+GEAR_MISMATCH = Kind("torchair.gear-mismatch")
+"""A call whose geared dims are no gear of `set_dim_gears`."""
+MODE_CONFLICT = Kind("torchair.mode-conflict")
+"""A stream scope in `reduce-overhead` mode (in-graph multi-stream is max-autotune only)."""
+TRACE_FAILED = Kind("torchair.trace-failed")
+"""torch.export could not re-trace dynamo's graph (its own message follows)."""
+RUN_FAILED = Kind("torchair.run-failed")
+"""The interpreter could not run the compiled program on the inputs given."""
+BAD_ARGUMENT = Kind("torchair.bad-argument")
+"""A wrong argument to `get_npu_backend` or `reports`."""
+
+_GRAPH_IDS = itertools.count()
+"""TorchAir numbers the concrete graphs of a process from 0."""
+
+_TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
+VARIANTS: dict[str, str] = {
+    "one stream": f"gear-multiversion,stream-partition{{mode=single ignore-tags=true}},{_TAIL}",
+    "ge (GE default)": f"gear-multiversion,stream-partition{{mode=ge ignore-tags=true}},{_TAIL}",
+    "auto": f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true}},{_TAIL}",
+}
+"""The report's variants besides the program as annotated (the config's own pipeline)."""
+
+_SKIP_DIRS = (
+    *(str(Path(m.__file__).resolve().parent) for m in (torch, _air) if m.__file__ is not None),
+    str(Path(__file__).resolve().parent),
+)
+
+
+def _caller() -> SourceLocation | None:
+    """The innermost frame outside torch and npuir: the user's call of the model."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIP_DIRS):
+        frame = frame.f_back  # type: ignore[assignment]
+    return None if frame is None else SourceLocation(frame.f_code.co_filename, frame.f_lineno, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The schedule report
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScheduleReport:
+    """What one compile's schedule is worth, on the simulated device."""
+
+    graph_id: int
+    options: dict[str, str]
+    """The GE options logged for the graph (`key = value`)."""
+    makespans_ns: dict[str, int | None] = field(default_factory=dict[str, int | None])
+    """Per variant ("as annotated", "one stream", "ge (GE default)", "auto"); None when the
+    variant does not apply (e.g. one stream refuses a single-stream conflict) or deadlocks."""
+    lower_bound_ns: int | None = None
+    why: list[str] = field(default_factory=list[str])
+    """The simulator's reasons, as `npuir-run` and `npuir-advise` print them."""
+    fallback_ops: list[str] = field(default_factory=list[str])
+    """ATen ops without an npu kernel (the graph then runs eagerly)."""
+    compile_seconds: float = 0.0
+    """From dynamo's graph to the lowered program: the ATen re-trace, the import, the
+    checks, the dump and the lowering (dynamo's own capture excluded)."""
+    report_seconds: float = 0.0
+    """Making this report: four timing-only simulations and the lower bound."""
+
+    def render(self) -> str:
+        """The report as the log shows it."""
+        lines = [f"schedule of concrete graph {self.graph_id} (simulated makespan, µs):"]
+        for name, ns in self.makespans_ns.items():
+            lines.append(f"  {name:<18} {'-' if ns is None else f'{ns / 1000:.1f}':>10}")
+        if self.lower_bound_ns is not None:
+            lines.append(f"  {'lower bound':<18} {self.lower_bound_ns / 1000:>10.1f}")
+        lines.extend(f"  why: {w}" for w in self.why)
+        if self.fallback_ops:
+            lines.append("  runs eagerly: no npu kernel for " + ", ".join(self.fallback_ops))
+        return "\n".join(lines)
+
+
+def _report(
+    graph_id: int,
+    options: dict[str, str],
+    text: str,
+    pipeline: str,
+    shapes: Sequence[tuple[int, ...]],
+    module: ModuleOp,
+) -> ScheduleReport:
+    """Simulate the annotated program and the baselines (timing only), on the first
+    call's shapes (a geared graph runs the gear they match)."""
+    report = ScheduleReport(graph_id, options)
+    explained = {}
+    hw = device_of(module, None)
+    for name, p in [("as annotated", pipeline), *VARIANTS.items()]:
+        try:
+            outcome = run_program(
+                RunConfig(
+                    path=f"<concrete graph {graph_id}>",
+                    source=text,
+                    pipeline=p,
+                    timing_only=True,
+                    shapes={str(i): tuple(shape) for i, shape in enumerate(shapes)},
+                )
+            )
+        except DiagnosticError:
+            report.makespans_ns[name] = None
+            continue
+        result = outcome.result
+        if result is None or outcome.status != 0:
+            report.makespans_ns[name] = None
+            continue
+        report.makespans_ns[name] = result.makespan_ns
+        explained[name] = explain(result, outcome.programs, hw)
+    funcs = [f for f in module.ops if isinstance(f, FuncOp)]
+    try:
+        report.lower_bound_ns = lower_bound_ns(funcs[0], hw)
+    except DiagnosticError:
+        report.lower_bound_ns = None
+    single = explained.get("one stream")
+    if single is not None:
+        for name in ("as annotated", "auto"):
+            if name in explained:
+                report.why.append(compare(explained[name], single, name, "one stream"))
+    if "as annotated" in explained:
+        report.why.extend(explained["as annotated"].lines())
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# GE options, as TorchAir logs them
+# ---------------------------------------------------------------------------------------------
+
+
+def ge_options(
+    config: CompilerConfig,
+    names: Sequence[str],
+    gears: dict[int, dict[int, list[int]]],
+    shapes: Sequence[Sequence[int]],
+) -> dict[str, str]:
+    """The GE options of one graph (sorted by key when logged).
+
+    `ge.inputShape` / `ge.dynamicDims` / `ge.dynamicNodeType` are GE's gear options
+    (`name:-1,2;...`, one `;`-separated gear of every geared dim's value), present when
+    an input has gears; `ge.aicoreNum` and `ge.enableSingleStream` mirror `ge_config`.
+    """
+    options: dict[str, str] = {}
+    if config.ge_config.aicore_num is not None:
+        options["ge.aicoreNum"] = str(config.ge_config.aicore_num)
+    if config.ge_config.enable_single_stream:
+        options["ge.enableSingleStream"] = "true"
+    if gears:
+        parts = []
+        for i, name in enumerate(names):
+            dims = gears.get(i, {})
+            shape = ",".join("-1" if d in dims else str(s) for d, s in enumerate(shapes[i]))
+            parts.append(f"{name}:{shape}")
+        options["ge.inputShape"] = ";".join(parts)
+        columns = [g for i in sorted(gears) for _, g in sorted(gears[i].items())]
+        if config.inference_config.dynamic_gears_merge_policy == "zip":
+            combos = list(zip(*columns))
+        else:
+            combos = list(itertools.product(*columns))
+        options["ge.dynamicDims"] = ";".join(",".join(map(str, c)) for c in combos)
+        options["ge.dynamicNodeType"] = "1"
+    return options
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the program
+# ---------------------------------------------------------------------------------------------
+
+
+def _to_numpy(t: torch.Tensor) -> Array:
+    array: Array = t.detach().cpu().contiguous().numpy()
+    return array
+
+
+def _gear_check(
+    args: Sequence[Any], names: Sequence[str], gears: dict[int, dict[int, list[int]]], policy: str
+) -> None:
+    """Refuse inputs whose geared dims are no gear (TorchAir's guards refuse them)."""
+    if not gears:
+        return
+    values = []
+    columns = []
+    for i in sorted(gears):
+        for d, g in sorted(gears[i].items()):
+            values.append(int(args[i].shape[d]))
+            columns.append(g)
+    ok = (
+        any(list(c) == values for c in zip(*columns))
+        if policy == "zip"
+        else all(v in g for v, g in zip(values, columns))
+    )
+    if not ok:
+        named = "; ".join(f"{names[i]}: {gears[i]}" for i in sorted(gears))
+        shapes = "; ".join(f"{names[i]}: {tuple(args[i].shape)}" for i in sorted(gears))
+        raise TorchairError(
+            Diagnostic(
+                "error",
+                f"input shapes ({shapes}) match no gear of set_dim_gears ({named}, "
+                f"policy {policy})",
+                _caller(),
+                GEAR_MISMATCH.code,
+            )
+        )
+
+
+def _constants(module: ModuleOp) -> list[Array | None]:
+    """Per argument of the imported function: its `torch.const` value (a scalar the
+    program used, as the importer passes it), or None for an input the caller gives."""
+    func = next(op for op in module.ops if isinstance(op, FuncOp))
+    out: list[Array | None] = []
+    for i, arg in enumerate(func.body.block.args):
+        attrs = func.arg_attrs.data[i].data if func.arg_attrs is not None else {}
+        const = attrs.get(CONST)
+        if isinstance(const, FloatAttr):
+            assert isinstance(arg.type, TensorType)
+            dtype = numpy_dtype(dtype_name(arg.type.element_type))
+            out.append(np.asarray(const.value.data, dtype=dtype))
+        else:
+            out.append(None)
+    return out
+
+
+class _Compiled:
+    """The callable `torch.compile` runs for one graph."""
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        module: ModuleOp | None,
+        outputs: list[tuple[torch.dtype, bool]] | None,
+        names: list[str],
+        gears: dict[int, dict[int, list[int]]],
+        policy: str,
+        error: TorchairError | None = None,
+        constants: list[Array | None] | None = None,
+    ) -> None:
+        self.gm = gm
+        self.module = module
+        self.outputs = outputs
+        self.names = names
+        self.gears = gears
+        self.policy = policy
+        self.error = error
+        self.entry = None
+        self.constants = constants or []
+        """Per function argument: the value of a `torch.const` scalar, or None for an input."""
+        if module is not None:
+            funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+            self.entry = funcs.get("forward")
+
+    def __call__(self, *args: Any) -> Any:
+        if self.error is not None:
+            raise TorchairError(self.error.diagnostic)
+        _gear_check(args, self.names, self.gears, self.policy)
+        if self.module is None or self.entry is None or self.outputs is None:
+            return self.gm(*args)
+        if torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args
+        ):
+            return _WithEagerBackward.apply(self, *args)
+        return self.run(args)
+
+    def run(self, args: Sequence[Any]) -> tuple[torch.Tensor, ...]:
+        assert self.module is not None and self.entry is not None and self.outputs is not None
+        given = iter([_to_numpy(a) for a in args if isinstance(a, torch.Tensor)])
+        arrays = [next(given) if c is None else c for c in self.constants]
+        func, _ = resolve_entry(self.module, self.entry, [a.shape for a in arrays])
+        try:
+            results = run_ranks(self.module, [func], [arrays])[0]
+        except NumericsError as exc:
+            raise TorchairError(
+                Diagnostic("error", f"the compiled program failed: {exc}", None, RUN_FAILED.code)
+            ) from None
+        out = []
+        for array, (dtype, _) in zip(results, self.outputs):
+            out.append(torch.from_numpy(np.ascontiguousarray(array)).to(dtype))
+        return tuple(out)
+
+
+class _WithEagerBackward(torch.autograd.Function):
+    """npuir's forward numbers; the backward recomputes the graph eagerly for its gradients."""
+
+    @staticmethod
+    def forward(ctx: Any, compiled: _Compiled, *args: Any) -> Any:
+        ctx.compiled = compiled
+        ctx.save_for_backward(*[a for a in args if isinstance(a, torch.Tensor)])
+        ctx.args = args
+        return compiled.run(args)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        args = [
+            a.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+            for a in ctx.args
+        ]
+        with torch.enable_grad():
+            outs = ctx.compiled.gm(*args)
+        outs = outs if isinstance(outs, tuple | list) else (outs,)
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        wanted = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        got = torch.autograd.grad(
+            [o for o, _ in pairs], wanted, [g for _, g in pairs], allow_unused=True
+        )
+        it = iter(got)
+        return (
+            None,
+            *[next(it) if isinstance(a, torch.Tensor) and a.requires_grad else None for a in args],
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# The backend
+# ---------------------------------------------------------------------------------------------
+
+
+class NpuBackend:
+    """The `torch.compile` backend of `get_npu_backend` (see the module docstring)."""
+
+    def __init__(
+        self,
+        compiler_config: CompilerConfig | None = None,
+        custom_decompositions: dict[Any, Callable[..., Any]] | None = None,
+    ) -> None:
+        if compiler_config is not None and not isinstance(compiler_config, CompilerConfig):
+            raise TorchairError(
+                Diagnostic(
+                    "error",
+                    f"compiler_config must be a CompilerConfig, got {type(compiler_config).__name__}",
+                    _caller(),
+                    BAD_ARGUMENT.code,
+                )
+            )
+        self.config = compiler_config if compiler_config is not None else CompilerConfig()
+        self.decompositions = dict(custom_decompositions or {})
+        self.reports: list[ScheduleReport] = []
+        self.modules: list[ModuleOp] = []
+        """Each compile's lowered program (what the compiled callable runs)."""
+        self.imported: list[ModuleOp] = []
+        """Each compile's program as imported (before lowering; what the dumps hold)."""
+        self.compiles = 0
+        """Graphs compiled (a gear-multiversioned graph compiles once for all gears)."""
+        self._warned: set[str] = set()
+        self._gears: dict[str, dict[int, list[int]]] = {}
+        """The gears of each input seen (by dynamo's source name, e.g. `L['x']`)."""
+        _air.register()
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, UserWarning, stacklevel=2)
+
+    def __call__(
+        self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]
+    ) -> Callable[..., Any]:
+        start = time.perf_counter()
+        self.compiles += 1
+        graph_id = next(_GRAPH_IDS)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        examples = [self._example(n, x) for n, x in zip(placeholders, example_inputs)]
+        tensor_pos = [i for i, x in enumerate(examples) if isinstance(x, torch.Tensor)]
+        names = [f"arg{i}_1" for i in range(len(examples))]
+        gears = {i: g for i in tensor_pos if (g := gears_of(examples[i]))}
+        policy = self.config.inference_config.dynamic_gears_merge_policy
+        sources = [self._source(n) for n in placeholders]
+        remembered = {
+            i: self._gears[sources[i]]
+            for i in tensor_pos
+            if i not in gears and sources[i] in self._gears
+        }
+        for i, g in gears.items():
+            self._gears[sources[i]] = g
+        if remembered:
+            # dynamo recompiles when a geared dim leaves its range (its guard fails), with
+            # the new tensors, which carry no gears: check them against the first ones.
+            gears.update(remembered)
+            try:
+                _gear_check(examples, names, gears, policy)
+            except TorchairError as exc:
+                return _Compiled(gm, None, None, names, gears, policy, exc)
+        tensor_names = [names[i] for i in tensor_pos]
+        tensor_gears = {tensor_pos.index(i): g for i, g in gears.items()}
+        if torch.is_grad_enabled() and any(
+            isinstance(x, torch.Tensor) and x.requires_grad for x in examples
+        ):
+            self._warn_once(
+                "grad",
+                "inputs or parameters require grad: npuir computes the forward graph, the "
+                "backward runs eagerly (wrap inference in torch.no_grad() to avoid it)",
+            )
+        try:
+            ep = self._export(gm, examples, gears)
+            outputs = [
+                (n.meta["val"].dtype, True)
+                for n in ep.graph.output_node().args[0]
+                if isinstance(n, torch.fx.Node) and isinstance(n.meta.get("val"), torch.Tensor)
+            ]
+            diagnostics = DiagnosticEngine()
+            module = import_exported_program(
+                ep,
+                diagnostics=diagnostics,
+                config=self.config,
+                gears=tensor_gears,
+                decompositions=self.decompositions,
+            )
+        except (TorchairError, DiagnosticError) as exc:
+            logger.error("%s", exc.diagnostic.render())
+            return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))
+        output_node = ep.graph.output_node()
+        if len(outputs) != len(output_node.args[0]):
+            module = None  # an output that is not a tensor: the FX graph runs it
+        try:
+            self._check_mode(module)
+        except TorchairError as exc:
+            return _Compiled(gm, None, None, names, gears, policy, exc)
+        opaque = (
+            sorted({op.ge_type.data for op in module.walk() if isinstance(op, npu.OpaqueOp)})
+            if module
+            else []
+        )
+        shapes = [tuple(int(d) for d in examples[i].shape) for i in tensor_pos]
+        options = ge_options(self.config, tensor_names, tensor_gears, shapes)
+        logger.info("Compiling concrete graph %d with options:", graph_id)
+        for key in sorted(options):
+            logger.info("    %s = %s", key, options[key])
+        text = print_ir(module, debuginfo=True) if module is not None else ""
+        if module is not None and self.config.debug.graph_dump.type is not None:
+            self._dump(graph_id, module, text)
+        constants = _constants(module) if module is not None else []
+        if module is None or opaque:
+            if opaque:
+                self._warn_once(
+                    "opaque:" + ",".join(opaque),
+                    "no npu kernel for " + ", ".join(opaque) + ": this graph runs eagerly",
+                )
+            report = ScheduleReport(graph_id, options, fallback_ops=opaque)
+            report.compile_seconds = time.perf_counter() - start
+            self.reports.append(report)
+            return _Compiled(gm, None, None, names, gears, policy)
+        pipeline = self.config.pipeline()
+        self.imported.append(module.clone())
+        try:
+            run_passes(make_context(), module, build_pipeline(pipeline))
+        except DiagnosticError as exc:
+            return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))
+        seconds = time.perf_counter() - start
+        self.modules.append(module)
+        report = _report(graph_id, options, text, pipeline, shapes, self.imported[-1])
+        report.compile_seconds = seconds
+        report.report_seconds = time.perf_counter() - start - seconds
+        self.reports.append(report)
+        logger.info("%s", report.render())
+        return _Compiled(gm, module, outputs, names, gears, policy, None, constants)
+
+    @staticmethod
+    def _source(node: torch.fx.Node) -> str:
+        """The Python expression dynamo read a placeholder from (`L['x']`), or its name."""
+        arg = node.meta.get("grapharg")
+        source = getattr(arg, "source", None)
+        name = getattr(source, "name", None)
+        if callable(name):
+            name = name()
+        return str(name) if name is not None else node.name
+
+    @staticmethod
+    def _example(node: torch.fx.Node, fake: Any) -> Any:
+        """The real value dynamo recorded for a placeholder (its fake one if none)."""
+        arg = node.meta.get("grapharg")
+        example = getattr(arg, "example", None) if arg is not None else None
+        if isinstance(example, torch.SymInt):
+            return example.node.hint  # a size input: its value on this call
+        return example if example is not None else fake
+
+    def _export(
+        self, gm: torch.fx.GraphModule, examples: list[Any], gears: dict[int, dict[int, list[int]]]
+    ) -> torch.export.ExportedProgram:
+        """Trace dynamo's graph to ATen with torch.export (see the module docstring)."""
+        dynamic: list[Any] | None = None
+        if gears:
+            dims: dict[tuple[int, ...], Any] = {}
+            dynamic = []
+            for i, x in enumerate(examples):
+                if not isinstance(x, torch.Tensor):
+                    dynamic.append(None)
+                    continue
+                spec = {}
+                for d, g in gears.get(i, {}).items():
+                    key = (min(g), max(g))
+                    if key not in dims:
+                        dims[key] = torch.export.Dim(f"g{len(dims)}", min=key[0], max=key[1])
+                    spec[d] = dims[key]
+                dynamic.append(spec or None)
+        try:
+            with warnings.catch_warnings(), torch._guards.tracing(None):
+                warnings.simplefilter("ignore")
+                # Copies: export marks its inputs' dims, and dynamo guards on the real ones.
+                copies = [
+                    x.detach().clone() if isinstance(x, torch.Tensor) else x for x in examples
+                ]
+                return torch.export.export(gm, tuple(copies), dynamic_shapes=None, strict=False)
+        except Exception as exc:  # torch's own error, e.g. gears that the graph cannot honour
+            raise TorchairError(
+                Diagnostic(
+                    "error",
+                    f"torch.export could not trace the graph: {str(exc).splitlines()[0]}",
+                    _caller(),
+                    TRACE_FAILED.code,
+                )
+            ) from None
+
+    def _check_mode(self, module: ModuleOp | None) -> None:
+        if module is None or self.config.mode != "reduce-overhead":
+            return
+        for op in module.walk():
+            if isinstance(op, stream.SwitchOp):
+                raise TorchairError(
+                    Diagnostic(
+                        "error",
+                        f'stream scope "{op.tag.data}": in-graph multi-stream '
+                        '(npu_stream_switch) needs mode "max-autotune"; config.mode is '
+                        '"reduce-overhead"',
+                        op_location(op),
+                        MODE_CONFLICT.code,
+                    )
+                )
+
+    def _dump(self, graph_id: int, module: ModuleOp, text: str) -> None:
+        dump = self.config.debug.graph_dump
+        name = (
+            f"dynamo_original_graph_{graph_id}_rank_{int(os.environ.get('RANK', '0'))}"
+            f"_pid_{os.getpid()}_ts_{time.strftime('%Y%m%d%H%M%S')}{time.time_ns() % 10**6:06d}"
+            f".{dump.type}"
+        )
+        path = Path(dump.path)
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            text = (
+                builder_script(module, f"concrete graph {graph_id}")
+                if dump.type == "py"
+                else graph_text(module, dump.type, f"graph_{graph_id}")
+            )
+        except DiagnosticError as exc:  # a debugging aid: say what it cannot write, go on
+            logger.warning("graph %d not dumped: %s", graph_id, exc.diagnostic.render())
+            return
+        (path / name).write_text(text)
+        logger.info("graph %d dumped to %s", graph_id, path / name)
+
+
+def reports(compiled: Any) -> list[ScheduleReport]:
+    """The schedule reports of a model compiled with `get_npu_backend` (or of the backend)."""
+    backend = compiled
+    if not isinstance(backend, NpuBackend):
+        ctx = getattr(compiled, "dynamo_ctx", None)
+        fn = getattr(ctx, "callback", None)
+        from torch._dynamo.eval_frame import innermost_backend
+
+        if fn is not None:
+            fn = innermost_backend(fn)
+            fn = getattr(fn, "compiler_fn", fn)
+        backend = fn
+    if not isinstance(backend, NpuBackend):
+        raise TorchairError(
+            Diagnostic(
+                "error",
+                "reports() takes a model compiled with get_npu_backend",
+                _caller(),
+                BAD_ARGUMENT.code,
+            )
+        )
+    return list(backend.reports)
+
+
+def get_npu_backend(
+    *,
+    compiler_config: CompilerConfig | None = None,
+    custom_decompositions: dict[Any, Callable[..., Any]] | None = None,
+) -> NpuBackend:
+    """TorchAir's `get_npu_backend`: a backend for `torch.compile(model, backend=...)`."""
+    return NpuBackend(compiler_config, custom_decompositions)
+
+
+__all__ = ["NpuBackend", "ScheduleReport", "gear", "get_npu_backend", "reports"]

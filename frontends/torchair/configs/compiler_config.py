@@ -1,0 +1,269 @@
+"""`CompilerConfig`: TorchAir's compile options, at TorchAir's attribute paths and defaults.
+
+Each option is checked when it is set, as TorchAir's option values are; a bad
+value, or an option TorchAir does not have, is a `TorchairError` at the
+user's line naming it.  Options TorchAir has that npuir gives no meaning
+(the whole `experimental_config` section, and a few GE tuning switches) are
+accepted with one warning that they do not change the model.
+
+- `config.mode`: `"max-autotune"` (default, GE graph mode) or
+  `"reduce-overhead"` (aclgraph capture and replay).  In-graph multi-stream
+  is max-autotune only (seed 000): in reduce-overhead a stream scope is an
+  error naming the mode and the scope's line; `limit_core_num` works in both
+  (seed 003).  The cost model treats both modes alike: npuir simulates the
+  issued task graph, and replaying a captured graph changes how the host
+  issues it (one launch instead of one per op), not the device-side task
+  durations or stream order that npuir's makespan is made of.
+- `config.debug.graph_dump.type` (`None`, `"txt"`, `"pbtxt"`, `"py"`: GE text that
+  `npuir-import` reads, or an `npuir.torchair` builder script) and
+  `.path` (default `"."`): each compiled graph is written as
+  `dynamo_original_graph_{id}_rank_{rank}_pid_{pid}_ts_{ts}.{type}`, TorchAir's
+  file name.
+- `config.ge_config.aicore_num = "A|V"` (GE's `ge.aicoreNum`): the module's
+  global core limit, `coreset.global = #coreset.cores<cube A, vector V>`;
+  either side may be empty (unlimited).
+- `config.ge_config.enable_single_stream` (GE's `ge.enableSingleStream`): the
+  lowering partitions with `stream-partition{mode=single}`, which puts
+  everything on one stream and refuses user stream scopes.
+- `config.inference_config.dynamic_gears_merge_policy` ("zip" or "product"):
+  the function's `gear.policy` when any input has gears.
+
+`ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1` in the environment (the CANN variable
+seed 000 names) lets a graph with dynamic-shape inputs use several streams:
+the pipeline's `stream-partition` gets `dynamic-multi-stream=true`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import ClassVar
+
+from npuir.diagnostics import Kind
+from npuir.transforms.pipelines import PIPELINES
+
+from .._errors import fail
+
+BAD_OPTION = Kind("torchair.bad-option")
+"""A CompilerConfig option TorchAir does not have, or a bad value of one."""
+
+POLICIES = ("zip", "product")
+MODES = ("max-autotune", "reduce-overhead")
+DUMP_TYPES = ("txt", "pbtxt", "py")
+DYNAMIC_MULTI_STREAM_ENV = "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM"
+
+_WARNED: set[str] = set()
+
+
+def _meaningless(path: str) -> None:
+    """One warning per option that TorchAir has and npuir gives no meaning."""
+    if path in _WARNED:
+        return
+    _WARNED.add(path)
+    warnings.warn(
+        f"CompilerConfig option '{path}' is accepted for TorchAir compatibility; it does not "
+        "change the model npuir compiles",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+class _Section:
+    """One attribute group of the config; setting an option checks it."""
+
+    _PATH: ClassVar[str] = ""
+    _OPTIONS: ClassVar[tuple[str, ...]] = ()
+    _ACCEPTED: ClassVar[tuple[str, ...]] = ()
+    """TorchAir options without a meaning in npuir (accepted with a warning)."""
+    _ANY_ACCEPTED: ClassVar[bool] = False
+
+    def __setattr__(self, name: str, value: object) -> None:
+        path = f"{self._PATH}.{name}" if self._PATH else name
+        if name.startswith("_"):
+            super().__setattr__(name, value)
+            return
+        if name in self._OPTIONS:
+            self._check(name, value)
+        elif name in self._ACCEPTED or self._ANY_ACCEPTED:
+            _meaningless(path)
+        else:
+            known = ", ".join(sorted(self._OPTIONS + self._ACCEPTED)) or "none"
+            raise fail(
+                f"CompilerConfig has no option '{path}' (options here: {known})", kind=BAD_OPTION
+            )
+        super().__setattr__(name, value)
+
+    def _check(self, name: str, value: object) -> None:
+        """Refuse a bad value of a known option (each section overrides it)."""
+
+
+class _GraphDump(_Section):
+    """`config.debug.graph_dump`: where and how each compiled graph is written."""
+
+    _PATH = "debug.graph_dump"
+    _OPTIONS = ("type", "path")
+
+    def __init__(self) -> None:
+        self.type: str | None = None
+        self.path = "."
+
+    def _check(self, name: str, value: object) -> None:
+        if name == "type" and value is not None and value not in DUMP_TYPES:
+            raise fail(
+                f'debug.graph_dump.type must be "txt", "pbtxt" or "py", got {value!r}',
+                kind=BAD_OPTION,
+            )
+        if name == "path" and (not isinstance(value, str) or not value):
+            raise fail(
+                f"debug.graph_dump.path must be a directory name, got {value!r}", kind=BAD_OPTION
+            )
+
+
+class _Debug(_Section):
+    """`config.debug`."""
+
+    _PATH = "debug"
+    _OPTIONS = ("graph_dump",)
+    _ACCEPTED = ("data_dump", "fx_summary", "run_eagerly", "aclgraph")
+
+    def __init__(self) -> None:
+        self.graph_dump = _GraphDump()
+
+    def _check(self, name: str, value: object) -> None:
+        if not isinstance(value, _GraphDump):
+            raise fail(
+                "debug.graph_dump is a section; set debug.graph_dump.type / .path", kind=BAD_OPTION
+            )
+
+
+class _GEConfig(_Section):
+    """`config.ge_config`: the GE options npuir understands."""
+
+    _PATH = "ge_config"
+    _OPTIONS = ("enable_single_stream", "aicore_num")
+    _ACCEPTED = (
+        "oo_level",
+        "oo_constant_folding",
+        "oo_dead_code_elimination",
+        "export_compile_stat",
+        "optimization_switch",
+        "disable_reuse_memory",
+        "topo_sorting_mode",
+    )
+
+    def __init__(self) -> None:
+        self.enable_single_stream = False
+        self.aicore_num: str | None = None
+
+    def _check(self, name: str, value: object) -> None:
+        if name == "enable_single_stream" and not isinstance(value, bool):
+            raise fail(
+                f"ge_config.enable_single_stream must be True or False, got {value!r}",
+                kind=BAD_OPTION,
+            )
+        if name == "aicore_num" and value is not None:
+            _parse_aicore_num(value)
+
+    def global_cores(self) -> tuple[int | None, int | None] | None:
+        """(cube, vector) of `aicore_num`, or None when it is not set."""
+        return None if self.aicore_num is None else _parse_aicore_num(self.aicore_num)
+
+
+def _parse_aicore_num(value: object) -> tuple[int | None, int | None]:
+    """GE's "A|V" spelling: aicore (cube) count, then vector-core count."""
+    parts = value.split("|") if isinstance(value, str) else []
+    counts: list[int | None] = []
+    for part in parts:
+        part = part.strip()
+        counts.append(int(part) if part.isdigit() and int(part) >= 1 else None)
+        if part and counts[-1] is None:
+            break
+    else:
+        if len(counts) == 2 and counts != [None, None]:
+            return counts[0], counts[1]
+    raise fail(
+        f'ge_config.aicore_num must be "A|V" (cube and vector core counts >= 1, '
+        f"either may be empty), got {value!r}",
+        kind=BAD_OPTION,
+    )
+
+
+class _InferenceConfig(_Section):
+    """`config.inference_config`: the gear options."""
+
+    _PATH = "inference_config"
+    _OPTIONS = ("dynamic_gears_merge_policy",)
+
+    def __init__(self) -> None:
+        self.dynamic_gears_merge_policy = "zip"
+
+    def _check(self, name: str, value: object) -> None:
+        if value not in POLICIES:
+            raise fail(
+                f'dynamic_gears_merge_policy must be "zip" or "product", got {value!r}',
+                kind=BAD_OPTION,
+            )
+
+
+class _ExperimentalConfig(_Section):
+    """`config.experimental_config`: TorchAir's experimental switches, none of which
+    changes the model npuir compiles (each is accepted with one warning)."""
+
+    _PATH = "experimental_config"
+    _ANY_ACCEPTED = True
+
+
+class CompilerConfig(_Section):
+    """TorchAir's `CompilerConfig`, with the options npuir gives a meaning.
+
+    ```python
+    config = torchair.CompilerConfig()
+    config.ge_config.aicore_num = "20|40"
+    config.inference_config.dynamic_gears_merge_policy = "product"
+    config.debug.graph_dump.type = "pbtxt"
+    g = torchair.Graph("forward", config=config)        # the builder, or
+    backend = torchair.get_npu_backend(compiler_config=config)   # torch.compile
+    ```
+    """
+
+    _OPTIONS = ("mode", "debug", "ge_config", "inference_config", "experimental_config")
+    _ACCEPTED = ("aoe_config", "export", "dump_config", "fusion_config", "ascend_config")
+
+    def __init__(self) -> None:
+        self.mode = "max-autotune"
+        self.debug = _Debug()
+        self.ge_config = _GEConfig()
+        self.inference_config = _InferenceConfig()
+        self.experimental_config = _ExperimentalConfig()
+
+    def _check(self, name: str, value: object) -> None:
+        if name == "mode" and value not in MODES:
+            raise fail(
+                f'mode must be "max-autotune" or "reduce-overhead", got {value!r}', kind=BAD_OPTION
+            )
+        sections = {
+            "debug": _Debug,
+            "ge_config": _GEConfig,
+            "inference_config": _InferenceConfig,
+            "experimental_config": _ExperimentalConfig,
+        }
+        if name in sections and not isinstance(value, sections[name]):
+            raise fail(
+                f"{name} is a section of CompilerConfig; set its options instead", kind=BAD_OPTION
+            )
+
+    def dynamic_multi_stream(self) -> bool:
+        """Whether graphs with dynamic-shape inputs may use several streams
+        (`ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1`, read when the pipeline is made)."""
+        return os.environ.get(DYNAMIC_MULTI_STREAM_ENV, "").strip() == "1"
+
+    def pipeline(self) -> str:
+        """The `npuir-opt -p` pipeline that lowers a graph built with this config."""
+        options = []
+        if self.ge_config.enable_single_stream:
+            options.append("mode=single")
+        if self.dynamic_multi_stream():
+            options.append("dynamic-multi-stream=true")
+        partition = "stream-partition" + ("{" + " ".join(options) + "}" if options else "")
+        passes = PIPELINES["npu-default"].split(",")
+        return ",".join(partition if p == "stream-partition" else p for p in passes)

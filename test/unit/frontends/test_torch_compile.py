@@ -1,0 +1,555 @@
+"""`npuir.torchair.get_npu_backend`: the seed scripts through `torch.compile`.
+
+Needs the `npuir[torch]` extra; without torch every case here is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import runpy
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import numpy as np  # noqa: E402
+from xdsl.dialects.builtin import ModuleOp  # noqa: E402
+
+import npuir  # noqa: E402
+import npuir.torchair as tng  # noqa: E402
+from npuir.dialects import stream  # noqa: E402
+from npuir.dialects.npu import NpuOp  # noqa: E402
+from npuir.frontends.torch import import_exported_program  # noqa: E402
+from npuir.torchair import TorchairError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = sorted((ROOT / "examples" / "torchair").glob("*.py"))
+HERE = str(Path(__file__).resolve())
+
+
+class Seed(torch.nn.Module):
+    """Seed 000's model, with the seed's statement idiom for npu_wait_tensor."""
+
+    def forward(self, in1: Any, in2: Any, in3: Any, in4: Any) -> Any:
+        add_result = torch.add(in1, in2)
+        with tng.scope.npu_stream_switch("1"):
+            tng.scope.npu_wait_tensor(in4, add_result)
+            mm_result = torch.mm(in3, in4)
+        mm1 = torch.mm(in3, in4)
+        with tng.scope.npu_stream_switch("2"):
+            tng.scope.npu_wait_tensor(in4, mm_result)
+            add2 = torch.add(in3, in4)
+        return add_result, mm_result, mm1, add2
+
+
+_SCOPE_LINE = Seed.forward.__code__.co_firstlineno + 2
+
+
+def _inputs(n: int = 4, size: int = 64) -> list[Any]:
+    torch.manual_seed(0)
+    return [torch.randn(size, size, dtype=torch.float16) for _ in range(n)]
+
+
+def _air_sequence(graph: Any) -> list[str]:
+    return [
+        str(n.target).split(".")[1]
+        for n in graph.nodes
+        if n.op == "call_function" and str(n.target).startswith("air.")
+    ]
+
+
+def _close(got: Any, want: Any) -> None:
+    """Equal within one fp16 ulp of the element, plus, where a sum cancels, the fp32
+    accumulation-order error of a 1000-term dot product (1000 * 2**-24 of the output's
+    largest magnitude): torch and the interpreter both accumulate fp16 products in
+    fp32, in different orders."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    got, want = got.float().numpy(), want.float().numpy()
+    top = np.maximum(np.abs(got), np.abs(want)).astype(np.float16)
+    ulp = np.spacing(top).astype(np.float32)
+    order = 1000 * 2.0**-24 * float(np.abs(want).max(initial=0.0))
+    assert np.all(np.abs(got - want) <= ulp + order)
+
+
+def test_scope_ops_survive_dynamo_aot_and_export_in_order() -> None:
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    seen: dict[str, list[str]] = {}
+
+    def backend(gm: Any, inputs: Any) -> Any:
+        seen["dynamo"] = _air_sequence(gm.graph)
+
+        def forward(g: Any, _: Any) -> Any:
+            seen["aot"] = _air_sequence(g.graph)
+            return g
+
+        return aot_module_simplified(gm, inputs, fw_compiler=forward)
+
+    xs = _inputs()
+    torch.compile(Seed(), backend=backend, fullgraph=True, dynamic=False)(*xs)
+    seen["export"] = _air_sequence(torch.export.export(Seed(), tuple(xs)).graph)
+    order = ["scope_enter", "wait_tensor", "scope_exit"] * 2
+    assert seen == {"dynamo": order, "aot": order, "export": order}
+
+
+def test_an_annotated_model_runs_eagerly() -> None:
+    xs = _inputs()
+    for got, want in zip(Seed()(*xs), (xs[0] + xs[1], xs[2] @ xs[3], xs[2] @ xs[3])):
+        assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_seed_script_prints_the_uncompiled_models_results(
+    script: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # graph dumps land here
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    scope = runpy.run_path(str(script), run_name="__main__")
+    model = scope.get("model") if "opt_model" not in scope else scope["opt_model"]
+    eager = model._orig_mod
+    if "result" in scope:
+        args = [scope[k] for k in ("in1", "in2", "in3", "in4")]
+        for got, want in zip(scope["result"], eager(*args)):
+            _close(got, want)
+    elif "x" in scope:  # seed 003 calls the uncompiled model; call the compiled one too
+        for got, want in zip(model(scope["x"]), eager(scope["x"])):
+            _close(got, want)
+    else:  # seed 004: the last call's inputs
+        _close(
+            model(scope["npu_input0"], scope["npu_input1"]),
+            eager(scope["npu_input0"], scope["npu_input1"]),
+        )
+
+
+def test_seed_004_compiles_once_for_both_gears() -> None:
+    torch._dynamo.reset()
+    backend = tng.get_npu_backend(compiler_config=tng.CompilerConfig())
+
+    class Add(torch.nn.Module):
+        def forward(self, x1: Any, x2: Any) -> Any:
+            return x1 + x2
+
+    model = torch.compile(Add(), fullgraph=True, backend=backend)
+    a, b = torch.ones([2, 2]), torch.ones([2, 2])
+    tng.inference.set_dim_gears(a, {0: [2, 4]})
+    tng.inference.set_dim_gears(b, {0: [2, 4]})
+    assert torch.equal(model(a, b), a + b)
+    c, d = torch.ones([4, 2]), torch.ones([4, 2])
+    assert torch.equal(model(c, d), c + d)
+    assert backend.compiles == 1
+    with pytest.raises(TorchairError, match=r"\[2, 4\]") as caught:  # the gears are named
+        model(torch.ones([3, 2]), torch.ones([3, 2]))
+    assert caught.value.diagnostic.kind == "torchair.gear-mismatch"
+
+
+def test_a_bad_scope_argument_under_compile_is_located_at_the_users_line() -> None:
+    torch._dynamo.reset()
+
+    class Bad(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            with tng.scope.npu_stream_switch(1):  # type: ignore[arg-type]
+                y = x + x
+            return y
+
+    line = Bad.forward.__code__.co_firstlineno + 1
+    model = torch.compile(Bad(), backend=tng.get_npu_backend(), fullgraph=True, dynamic=False)
+    for run in (model, Bad()):
+        with pytest.raises(TorchairError, match=rf"^{HERE}:{line}(:\d+)?: error") as caught:
+            run(torch.ones(4, 4))
+        assert caught.value.diagnostic.kind == "torchair.bad-scope-argument"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: tng.scope.npu_stream_switch(""),
+        lambda: tng.scope.npu_stream_switch("1", "hi"),  # type: ignore[arg-type]
+        lambda: tng.scope.limit_core_num(6.5, 12),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_scope_arguments_on_torch_are_torchair_errors(call: Any) -> None:
+    with pytest.raises(TorchairError, match=rf"^{HERE}:\d+:\d+: error") as caught:
+        call()
+    assert caught.value.diagnostic.kind == "torchair.bad-scope-argument"
+
+
+def test_reduce_overhead_refuses_a_stream_scope_and_keeps_core_limits() -> None:
+    torch._dynamo.reset()
+    config = tng.CompilerConfig()
+    config.mode = "reduce-overhead"
+    model = torch.compile(
+        Seed(), backend=tng.get_npu_backend(compiler_config=config), fullgraph=True, dynamic=False
+    )
+    with pytest.raises(TorchairError, match=rf"^{HERE}:{_SCOPE_LINE}:") as caught:
+        model(*_inputs())  # located at the seed model's first stream scope
+    assert caught.value.diagnostic.kind == "torchair.mode-conflict"
+
+    class Limited(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            with tng.scope.limit_core_num(6, 12):
+                y = torch.add(x, x)
+            return y
+
+    torch._dynamo.reset()
+    x = _inputs(1)[0]
+    limited = torch.compile(
+        Limited(), backend=tng.get_npu_backend(compiler_config=config), fullgraph=True
+    )
+    assert torch.equal(limited(x), x + x)
+
+
+def test_config_options_are_checked_at_torchairs_paths() -> None:
+    config = tng.CompilerConfig()
+    assert config.mode == "max-autotune" and config.debug.graph_dump.path == "."
+    with pytest.raises(TorchairError, match=r"'ge_config\.no_such_option'") as caught:
+        config.ge_config.no_such_option = 1  # the option is named
+    assert caught.value.diagnostic.kind == "torchair.bad-option"
+    with pytest.raises(TorchairError) as caught:
+        config.mode = "fast"
+    assert caught.value.diagnostic.kind == "torchair.bad-option"
+    with pytest.warns(UserWarning, match="experimental_config.frozen_parameter"):
+        config.experimental_config.frozen_parameter = True
+    from npuir.torchair.configs.compiler_config import CompilerConfig
+
+    assert CompilerConfig is tng.CompilerConfig
+
+
+def test_dynamic_multi_stream_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "1")
+    assert "dynamic-multi-stream=true" in tng.CompilerConfig().pipeline()
+    monkeypatch.setenv("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "0")
+    assert "dynamic-multi-stream" not in tng.CompilerConfig().pipeline()
+
+
+def test_info_log_has_the_options_and_the_report(caplog: pytest.LogCaptureFixture) -> None:
+    from npuir.torchair.core.utils import logger
+
+    torch._dynamo.reset()
+    logger.propagate = True
+    logger.setLevel(logging.INFO)
+    try:
+        with caplog.at_level(logging.INFO, logger="npuir.torchair"):
+            backend = tng.get_npu_backend()
+            compiled = torch.compile(Seed(), backend=backend, fullgraph=True, dynamic=False)
+            compiled(*_inputs())
+    finally:
+        logger.propagate = False
+        logger.setLevel(logging.ERROR)
+    text = caplog.text
+    assert "Compiling concrete graph" in text and "schedule of concrete graph" in text
+    report = tng.reports(backend)[0]
+    assert tng.reports(compiled) == [report]  # found from the compiled model too
+    assert set(report.makespans_ns) == {"as annotated", "one stream", "ge (GE default)", "auto"}
+    assert report.lower_bound_ns is not None
+    assert all(ns is None or ns >= report.lower_bound_ns for ns in report.makespans_ns.values())
+
+
+def test_tng_log_level_sets_the_logger() -> None:
+    code = "from npuir.torchair.core.utils import logger; print(logger.level)"
+    for value, level in (("0", logging.DEBUG), ("3", logging.ERROR)):
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env={"TNG_LOG_LEVEL": value, "PATH": ""},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert int(out.stdout) == level
+
+
+def _summary(module: ModuleOp) -> list[tuple[str, str]]:
+    """Each op in program order with its stream tag: what two routes must agree on."""
+    tags = {op.symbol: op.tag.data for op in module.ops if isinstance(op, stream.DeclOp)}
+    return [
+        (op.name, tags.get(stream.stream_of(op) or "", "default"))
+        for op in module.walk()
+        if isinstance(op, NpuOp | stream.WaitTensorOp) or op.name.startswith("sync.")
+    ]
+
+
+def _lowered(module: ModuleOp) -> ModuleOp:
+    npuir.run_passes(npuir.make_context(), module, npuir.build_pipeline("npu-default"))
+    return module
+
+
+def _compiled_module(model: Any, xs: list[Any]) -> ModuleOp:
+    torch._dynamo.reset()
+    backend = tng.get_npu_backend()
+    compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=False)
+    compiled(*xs)
+    return backend.modules[-1]  # type: ignore[no-any-return]
+
+
+def test_graph_dump_round_trips_through_npuir_import(tmp_path: Path) -> None:
+    for kind in ("txt", "pbtxt"):
+        torch._dynamo.reset()
+        config = tng.CompilerConfig()
+        config.debug.graph_dump.type = kind
+        config.debug.graph_dump.path = str(tmp_path / kind)
+        backend = tng.get_npu_backend(compiler_config=config)
+        xs = _inputs()
+        torch.compile(Seed(), backend=backend, fullgraph=True, dynamic=False)(*xs)
+        (dump,) = (tmp_path / kind).glob(f"dynamo_original_graph_*_rank_0_pid_*_ts_*.{kind}")
+        imported = npuir.load(str(dump)) if hasattr(npuir, "load") else None
+        if imported is None:
+            from npuir.frontends.ge import parse_path
+
+            imported = parse_path(npuir.make_context(), str(dump))
+        assert _summary(_lowered(imported)) == _summary(backend.modules[-1])
+
+
+def _plain(module: ModuleOp) -> str:
+    """The module's text without locations or op names: what a rebuild must reproduce."""
+    for op in module.walk():
+        op.attributes.pop("npu.op_name", None)
+    return npuir.print_ir(module)
+
+
+def test_py_graph_dump_rebuilds_the_graph(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    layer, xs = torch_decoder.DecoderLayer(), torch_decoder.inputs()
+    config = tng.CompilerConfig()
+    config.debug.graph_dump.type = "py"
+    config.debug.graph_dump.path = str(tmp_path)
+    backend = tng.get_npu_backend(compiler_config=config)
+    with torch.no_grad():
+        torch._dynamo.reset()
+        torch.compile(layer, backend=backend, fullgraph=True)(*xs)
+    (script,) = tmp_path.glob("dynamo_original_graph_*_rank_0_pid_*_ts_*.py")
+    rebuilt = runpy.run_path(str(script))["module"]
+    assert _plain(rebuilt) == _plain(backend.imported[-1])
+
+
+def test_routes_agree_on_the_seed_model() -> None:
+    xs = _inputs()
+    compiled = _compiled_module(Seed(), xs)
+    exported = _lowered(import_exported_program(torch.export.export(Seed(), tuple(xs))))
+    g = tng.Graph("forward")
+    a, b, c, d = (g.input((64, 64), "f16") for _ in range(4))
+    s = tng.ops.add(a, b)
+    with tng.scope.npu_stream_switch("1"):
+        tng.scope.npu_wait_tensor(d, s)
+        m = tng.ops.mm(c, d)
+    m1 = tng.ops.mm(c, d)
+    with tng.scope.npu_stream_switch("2"):
+        tng.scope.npu_wait_tensor(d, m)
+        a2 = tng.ops.add(c, d)
+    g.output(s, m, m1, a2)
+    built = _lowered(g.module)
+    assert _summary(compiled) == _summary(exported) == _summary(built)
+
+
+sys.path.insert(0, str(ROOT / "bench"))
+from workloads import torch_decoder  # noqa: E402
+
+
+def _makespan(module: ModuleOp) -> int:
+    """The simulated makespan of an unlowered module through npuir-run's default pipeline."""
+    from npuir.driver.run import RunConfig, run_program
+
+    outcome = run_program(RunConfig("<route>", source=npuir.print_ir(module), timing_only=True))
+    assert outcome.result is not None
+    return outcome.result.makespan_ns
+
+
+def test_routes_agree_on_a_decoder_layer_with_a_kv_cache() -> None:
+    torch.manual_seed(0)
+    layer, xs = torch_decoder.DecoderLayer(), torch_decoder.inputs()
+    with torch.no_grad():
+        torch._dynamo.reset()
+        backend = tng.get_npu_backend()
+        out = torch.compile(layer, backend=backend, fullgraph=True, dynamic=False)(*xs)
+        for got, want in zip(out, layer(*xs)):
+            _close(got, want)
+        exported = import_exported_program(torch.export.export(layer, xs))
+    g = tng.Graph("forward")
+    torch_decoder.build(g)
+    compiled_ns = backend.reports[-1].makespans_ns["as annotated"]
+    assert compiled_ns == _makespan(exported) == _makespan(g.module)
+    summaries = [_summary(backend.modules[-1]), _summary(_lowered(exported))]
+    summaries.append(_summary(_lowered(g.module)))
+    assert summaries[0] == summaries[1] == summaries[2]
+    assert ("npu.matmul", "1") in summaries[0]  # k/v projections on the user's stream
+
+
+def test_parameters_that_require_grad_run_the_backward_eagerly() -> None:
+    torch.manual_seed(0)
+    layer = torch_decoder.DecoderLayer().float()
+    xs = [x.float() for x in torch_decoder.inputs()]
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend=tng.get_npu_backend(), fullgraph=True, dynamic=False)
+    with pytest.warns(UserWarning, match="backward runs eagerly"):
+        out = compiled(*xs)
+    out[0].sum().backward()
+    got = layer.wq.grad.clone()  # type: ignore[union-attr]
+    layer.zero_grad()
+    want = layer(*xs)
+    want[0].sum().backward()
+    assert torch.allclose(out[0], want[0], atol=1e-4)
+    assert torch.allclose(got, layer.wq.grad, atol=1e-4)  # type: ignore[arg-type]
+
+
+def test_an_op_without_an_npu_kernel_runs_the_graph_eagerly_with_one_warning() -> None:
+    class Cumsum(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return torch.cumsum(x, 0) + 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(Cumsum(), backend=tng.get_npu_backend(), fullgraph=True)
+    x = torch.randn(4, 4)
+    with pytest.warns(UserWarning, match=r"no npu kernel for aten\.cumsum\.default") as caught:
+        assert torch.equal(compiled(x), Cumsum()(x))
+    assert len([w for w in caught if "npu kernel" in str(w.message)]) == 1
+
+
+def test_a_graph_break_is_dynamos_own_error() -> None:
+    class Break(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            torch._dynamo.graph_break()
+            return x + 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(Break(), backend=tng.get_npu_backend(), fullgraph=True)
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        compiled(torch.ones(2))
+
+
+def test_gear_options_are_logged_as_seed_004_shows_them(caplog: pytest.LogCaptureFixture) -> None:
+    from npuir.torchair.core.utils import logger
+
+    class Add(torch.nn.Module):
+        def forward(self, x1: Any, x2: Any) -> Any:
+            return x1 + x2
+
+    torch._dynamo.reset()
+    a, b = torch.ones([2, 2]), torch.ones([2, 2])
+    tng.inference.set_dim_gears(a, {0: [2, 4]})
+    tng.inference.set_dim_gears(b, {0: [2, 4]})
+    logger.propagate = True
+    try:
+        with caplog.at_level(logging.INFO, logger="npuir.torchair"):
+            torch.compile(Add(), backend=tng.get_npu_backend(), fullgraph=True)(a, b)
+    finally:
+        logger.propagate = False
+    # caplog sees each record through the package logger and the root (dropped here).
+    lines = list(dict.fromkeys(r.getMessage() for r in caplog.records))
+    start = next(i for i, m in enumerate(lines) if m.startswith("Compiling concrete graph"))
+    options = [m.strip() for m in lines[start + 1 : start + 4]]
+    assert options == [
+        "ge.dynamicDims = 2,2;4,4",
+        "ge.dynamicNodeType = 1",
+        "ge.inputShape = arg1_1:-1,2;arg2_1:-1,2",
+    ]
+
+
+def test_product_gears_with_equal_sizes_on_two_dims_compile_once() -> None:
+    class Scale(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return x * 2
+
+    torch._dynamo.reset()
+    config = tng.CompilerConfig()
+    config.inference_config.dynamic_gears_merge_policy = "product"
+    backend = tng.get_npu_backend(compiler_config=config)
+    compiled = torch.compile(Scale(), backend=backend, fullgraph=True, dynamic=True)
+    x = torch.ones([4, 4, 3])  # both geared dims are 4 on the first call
+    tng.inference.set_dim_gears(x, {0: [2, 4], 1: [4, 8]})
+    assert torch.equal(compiled(x), x * 2)
+    for shape in ([2, 8, 3], [4, 8, 3], [2, 4, 3]):
+        y = torch.ones(shape)
+        assert torch.equal(compiled(y), y * 2)
+    assert backend.compiles == 1
+    with pytest.raises(TorchairError, match=r"\{0: \[2, 4\], 1: \[4, 8\]\}") as caught:
+        compiled(torch.ones([8, 8, 3]))  # the first call's gears are named
+    assert caught.value.diagnostic.kind == "torchair.gear-mismatch"
+
+
+@pytest.mark.parametrize(
+    ("gears", "match"),
+    [
+        ({0: [2]}, "between 2 and 100"),
+        ({0: [1, 4]}, "must be >= 2"),
+        ({3: [2, 4]}, r"must be in \[0, 1\]"),
+        ({0: [2.0, 4]}, "list or tuple of ints"),
+        ([2, 4], "must be a dict"),
+    ],
+)
+def test_bad_gears_on_torch_tensors_are_located_errors(gears: Any, match: str) -> None:
+    with pytest.raises(TorchairError, match=rf"^{HERE}:\d+:\d+: error: .*{match}") as caught:
+        tng.inference.set_dim_gears(torch.ones(2, 2), gears)
+    assert caught.value.diagnostic.kind == "torchair.bad-gears"
+
+
+def test_a_tensor_gets_one_set_of_gears() -> None:
+    t = torch.ones(2, 2)
+    tng.inference.set_dim_gears(t, {0: [2, 4]})
+    tng.inference.set_dim_gears(t, {0: [2, 4]})  # the same again is fine
+    with pytest.raises(TorchairError) as caught:
+        tng.inference.set_dim_gears(t, {0: [2, 8]})
+    assert caught.value.diagnostic.kind == "torchair.bad-gears"
+
+
+_ODD = [None, -1, 0, 1, 2, 1.5, "", "x", "1|2", "|", "3|", [], {}, True, 10**30, float("nan")]
+
+
+@pytest.mark.parametrize("value", _ODD, ids=repr)
+def test_odd_values_are_accepted_or_located_errors(value: Any) -> None:
+    """Every option and scope argument: success or a located TorchairError, nothing else."""
+    setters = [
+        lambda c: setattr(c, "mode", value),
+        lambda c: setattr(c.debug.graph_dump, "type", value),
+        lambda c: setattr(c.debug.graph_dump, "path", value),
+        lambda c: setattr(c.ge_config, "enable_single_stream", value),
+        lambda c: setattr(c.ge_config, "aicore_num", value),
+        lambda c: setattr(c.inference_config, "dynamic_gears_merge_policy", value),
+        lambda c: setattr(c.debug, "graph_dump", value),
+        lambda c: setattr(c, "ge_config", value),
+    ]
+    calls = [
+        lambda: tng.scope.npu_stream_switch(value),
+        lambda: tng.scope.npu_stream_switch("1", value),
+        lambda: tng.scope.npu_stream_switch("1", 0, value),
+        lambda: tng.scope.limit_core_num(value, 4),
+        lambda: tng.scope.limit_core_num(4, value),
+        lambda: tng.scope.npu_wait_tensor(torch.ones(2), value),
+        lambda: tng.inference.set_dim_gears(torch.ones(4, 4), value),
+        lambda: tng.inference.set_dim_gears(torch.ones(4, 4), {0: value}),
+        lambda: tng.get_npu_backend(compiler_config=value),
+    ]
+    actions = [partial(s, tng.CompilerConfig()) for s in setters] + calls
+    for action in actions:
+        try:
+            action()
+        except TorchairError as exc:
+            assert exc.diagnostic.location is not None
+            assert exc.diagnostic.location.filename == HERE
+
+
+def test_custom_decompositions_replace_an_op_before_it_is_imported() -> None:
+    def gelu_as_sigmoid(x: Any, approximate: str = "none") -> Any:
+        return x * torch.sigmoid(x * 1.702)
+
+    class Gelu(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            with tng.scope.npu_stream_switch("1"):
+                y = torch.nn.functional.gelu(x)
+            return y
+
+    torch._dynamo.reset()
+    backend = tng.get_npu_backend(
+        custom_decompositions={torch.ops.aten.gelu.default: gelu_as_sigmoid}
+    )
+    x = torch.randn(8, 8)
+    out = torch.compile(Gelu(), backend=backend, fullgraph=True, dynamic=False)(x)
+    assert torch.allclose(out, gelu_as_sigmoid(x), atol=1e-6)
+    names = [op.name for op in backend.imported[-1].walk()]
+    assert "npu.gelu" not in names and "npu.sigmoid" in names
+    assert [n for n in _summary(backend.modules[-1]) if n[0] == "npu.sigmoid"] == [
+        ("npu.sigmoid", "1")  # the decomposed ops stay in the user's scope
+    ]
