@@ -14,6 +14,7 @@ from npuir.analysis.partition import Assignment, assign, permuted
 from npuir.analysis.program import NodeKind, Program, build_program
 from npuir.backends.npu.hardware import load_hardware
 from npuir.schedule.auto import BASELINES, Judge, assign_auto
+from npuir.schedule.bounds import program_bound
 from npuir.schedule.oracle import _labellings, exact_schedule, topological_orders
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
@@ -89,3 +90,10 @@ def test_auto_is_optimal_on_small_graphs_and_no_mode_beats_the_optimum(ops: int,
     for mode in BASELINES:
         assert exact.makespan <= _span(prog, assign(mode, prog, pinned, {}, 8))
     assert _span(prog, assign_auto(prog, pinned, {}, 8, HW)) == exact.makespan
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_lower_bound_never_exceeds_the_optimum(seed: int) -> None:
+    # The optimum is the least makespan over every order and assignment: the bound's claim.
+    prog = _prog(random_dag(seed, DagConfig(ops=4, rows=256, cols=512)))
+    assert program_bound(prog, HW).ns <= exact_schedule(prog, HW).makespan
