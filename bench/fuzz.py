@@ -1,7 +1,7 @@
 """Fuzzing the tools with mutations of the valid test inputs.
 
-`python bench/fuzz.py --cases N [--tool opt|run] [--seed S]` runs N mutated
-files through `npuir-opt` (or `npuir-run`) in this process and
+`python bench/fuzz.py --cases N [--tool opt|run|advise] [--seed S]` runs N mutated
+files through `npuir-opt` (or `npuir-run`, `npuir-advise`) in this process and
 prints what it found; `make test` runs a small seeded batch of the same
 (`test/unit/bench/test_fuzz.py`).
 
@@ -50,7 +50,7 @@ TOKEN = re.compile(
 )
 NUMBER = re.compile(r"\b\d+\b")
 LOCATED = re.compile(r"^.+:\d+:\d+: (error|warning|remark|note): ")
-USAGE = re.compile(r"^npuir-(opt|run): error: ")
+USAGE = re.compile(r"^npuir-(opt|run|advise): error: ")
 SPLIT = re.compile(r"^// -----\s*$", re.MULTILINE)
 
 OUTCOMES = ("ok", "located", "unlocated", "traceback", "hang")
@@ -269,6 +269,10 @@ def run_case(
         from npuir.tools.opt import run
 
         argv = [str(path), "-p", pipeline, "-o", str(workdir / "out.mlir")]
+    elif tool == "advise":
+        from npuir.tools.advise import run  # type: ignore[assignment]
+
+        argv = [str(path)]
     else:
         from npuir.tools.run import run  # type: ignore[assignment]
 
@@ -350,7 +354,7 @@ def replay(case_seed: int) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=1000)
-    ap.add_argument("--tool", choices=["opt", "run"], default="opt")
+    ap.add_argument("--tool", choices=["opt", "run", "advise"], default="opt")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds per case")
     ap.add_argument("--save", type=Path, help="keep each failing input in this directory")

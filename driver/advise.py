@@ -5,71 +5,141 @@ The library behind the tool:
     advice = advise(AdviseConfig(path="examples/seed_multistream.mlir"))
     print(advice.render())        # or advice.to_json()
 
-It runs the program as the user annotated it, on one stream, and with `auto` (the user's
-scopes ignored) -- each through the same runner `npuir-run` uses, simulated on the device --
-and, when a variant deadlocks or `coreset-check` finds a hold-and-wait hazard, the same with
-`coreset-partition` choosing core limits.  It reports each makespan next to the lower bound,
-says why the user's version is slower or faster than one stream from the simulator's own
-records (`npuir.backends.npu.explain`), and gives the fastest variant's annotation as edits
-in TorchAir's terms, grouped by source location (a line range of the `.mlir` or Python file
-an op came from, or the GE op names of a dump).
+**Rows.**  For each case -- the program's input shapes, or each gear of a geared program --
+the program is lowered and simulated as `npuir-run` would, in the variants a TorchAir user
+knows: as written; without the scopes (what GE does with an unannotated graph, `mode=ge`);
+without the scopes and with `config.ge_config.enable_single_stream = True`; GE's automatic
+multi-stream (`ge.autoMultistreamParallelMode`, `mode=minidag`); npuir's advice; npuir's
+unconstrained `auto`; and the lower bound (`npuir.schedule.bounds`).
 
-`--emit-mlir` writes that annotation back in source form -- `stream.switch` and
-`coreset.limit` scopes, not the lowered IR -- so it can be read, edited and run: `npuir-run`
-on the file reproduces the advised makespan (the advice checks that it does).
+**The advice is structured.**  A user writes `with` blocks, so the advice's assignment is
+one that `with` blocks can say (`--granularity`):
+
+- `line` (default): the ops one source line creates stay on one stream, and so do the ops
+  the same line creates in repeated calls (the layers of a model), unless the user's own
+  scopes already put them on different streams;
+- `scope`: only the user's own `with` blocks move (each kept, removed, or given another tag);
+- `op`: no constraint -- the advice is `auto`'s.
+
+The structured search judges assignments with the simulator the `auto` search uses
+(`npuir.schedule.auto.Judge`): it starts from the user's annotation, one stream, and the
+streams of `ge`, `nimble`, `minidag` and `auto` projected onto the units above (each unit
+takes the stream most of its work is on), then moves one unit at a time along the critical
+path while the makespan drops.  A geared program gets one annotation for all its gears, the
+one with the least weighted sum of the gears' makespans (`gear_weights`, equal by default).
+When the best structured variant is within 2% of the user's annotation, or gains less than
+the launches of the streams it adds, the advice is to keep the annotation.  A variant that
+deadlocks or has a hold-and-wait hazard gets its core limits from `coreset-partition`, said
+as `limit_core_num` around the lines of the ops it limits.
+
+**Edits** are in the source's own terms: each scope remembers where its `with` is (the
+`stream.switch` op's location, which the torch route takes from the `air::scope_enter`
+node's stack trace and the builder from its Python line), so "remove" and "change the tag"
+name that line; new scopes name the statements to wrap (for a Python file, whole statements
+found with `ast`); a GE dump's edits name its op names and attributes.  `apply_edits`
+applies the edits to a Python source, as a user would by hand.  No edit adds an
+`npu_wait_tensor`: every cross-stream data dependency gets its event without one, and the
+user's waits stay where they are -- a wait in a removed scope then orders every later use of
+its tensor in the enclosing block, which the search judges (`Target.variant`), so the
+advised makespan is the edited program's.
+
+`--emit-mlir` writes the advised annotation back in source form (`stream.switch`,
+`coreset.limit`); the advice's own row is `npuir-run` on exactly that text.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import tempfile
-from collections.abc import Sequence
+import ast
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from npuir.analysis.program import is_dispatcher, scheduled_functions
+from npuir.analysis.core_limits import CoreLimits, limit_fn
+from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign
+from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo, build_program
 from npuir.api import print_ir
 from npuir.backends.npu.explain import Explanation, compare, explain
 from npuir.backends.npu.hardware import Hardware
+from npuir.backends.npu.numerics import NumericsError, resolve_entry
 from npuir.context import make_context
-from npuir.diagnostics import DiagnosticError
-from npuir.dialects import coreset, stream
+from npuir.deep_stack import on_deep_stack
+from npuir.diagnostics import DiagnosticError, UsageError, error
+from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
-from npuir.driver.run import EXIT_DEADLOCK, RunConfig, RunOutcome, run_program
-from npuir.frontends.load import Format, load, load_source, read
+from npuir.driver.run import (
+    NO_GEAR,
+    RunConfig,
+    Timed,
+    entries_and_shapes,
+    entry_names,
+    time_program,
+    timing_function,
+)
+from npuir.frontends.load import Format, load_source, read, source_of_text
 from npuir.passmanager.pipeline import build_pipeline, run_passes
+from npuir.schedule.auto import Judge, cost_strategies
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 from npuir.transforms.coreset_check import HOLD_AND_WAIT
+from npuir.transforms.gear_multiversion import annotated_dims, combine
+from npuir.transforms.stream_partition import bind_later_uses
 
-_TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
-PIPELINES: dict[str, str] = {
-    "one stream": f"gear-multiversion,stream-partition{{mode=single ignore-tags=true}},{_TAIL}",
-    "auto": f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true}},{_TAIL}",
-}
-"""The variants besides the user's own annotation (which runs `npuir-run`'s default)."""
+TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
+GRANULARITIES = ("line", "scope", "op")
+KEEP_WITHIN = 0.02
+"""The advice keeps the user's annotation when its best variant is within this fraction."""
+SEARCH_OPS, SEARCH_MIN, SEARCH_MAX = 30_000, 16, 120
+"""The structured search's trials: about SEARCH_OPS simulated ops, within these bounds
+(a fixed count, not a clock, so that the advice is deterministic)."""
+EDIT_COST = 1e-3
+"""What one edit weighs in the search's objective (ns): only a tie-breaker."""
+MAX_STREAMS = 8
+"""Streams the structured search may use, the default one included (stream-partition's cap)."""
 
-WITH_LIMITS = {
-    "as written + core limits": "gear-multiversion,stream-partition,coreset-partition," + _TAIL,
-    "auto + core limits": (
-        "gear-multiversion,stream-partition{mode=auto ignore-tags=true},coreset-partition," + _TAIL
+
+def _ignoring(mode: str) -> str:
+    return f"gear-multiversion,stream-partition{{mode={mode} ignore-tags=true}},{TAIL}"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A variant npuir-advise times, in npuir's and in TorchAir's terms."""
+
+    name: str
+    torchair: str
+    pipeline: str | None
+
+
+AS_WRITTEN = Baseline("as written", "your script as it is", None)
+BEFORE = (
+    AS_WRITTEN,
+    Baseline(
+        "no annotation",
+        "your npu_stream_switch scopes removed: GE's own streams",
+        _ignoring("ge"),
     ),
-}
-"""Tried when a variant deadlocks or has a hold-and-wait hazard."""
-
-# The part of each pipeline that decides the annotation (no lowering), for the source form.
-_ANNOTATE = {
-    "as written": "",
-    "one stream": "stream-partition{mode=single ignore-tags=true}",
-    "auto": "stream-partition{mode=auto ignore-tags=true}",
-    "as written + core limits": "stream-partition,coreset-partition",
-    "auto + core limits": "stream-partition{mode=auto ignore-tags=true},coreset-partition",
-}
+    Baseline(
+        "single stream",
+        "your scopes removed and config.ge_config.enable_single_stream = True",
+        _ignoring("single"),
+    ),
+    Baseline(
+        "GE auto multi-stream",
+        "your scopes removed and GE's automatic multi-stream (ge.autoMultistreamParallelMode)",
+        _ignoring("minidag"),
+    ),
+)
+AUTO = Baseline(
+    "auto (per op)",
+    "npuir's unconstrained auto: a stream per op, not always writable as with blocks",
+    _ignoring("auto"),
+)
+LIMITS_PIPELINE = f"gear-multiversion,stream-partition,coreset-partition,{TAIL}"
 
 
 @dataclass
@@ -83,14 +153,18 @@ class AdviseConfig:
     ranks: int | None = None
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict[str, tuple[int, ...]])
     emit_mlir: str | None = None
+    granularity: str = "line"
+    gear_weights: list[float] | None = None
 
 
 @dataclass
 class Variant:
-    """One way to run the program, and what the simulator said of it."""
+    """One way to run the program in one case, and what the simulator said of it."""
 
     name: str
+    torchair: str
     pipeline: str | None
+    case: str | None
     makespan_ns: int | None
     deadlock: bool
     waits: int
@@ -101,7 +175,9 @@ class Variant:
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "torchair": self.torchair,
             "pipeline": self.pipeline,
+            "case": self.case,
             "makespan_ns": self.makespan_ns,
             "deadlock": self.deadlock,
             "waits": self.waits,
@@ -113,14 +189,105 @@ class Variant:
 
 @dataclass(frozen=True)
 class Edit:
-    """One change to the user's source, in TorchAir's terms."""
+    """One change to the user's source, in its own terms (`source`: "python", "mlir" or
+    "dump").
 
-    where: str
-    """`file:line-line`, or GE op names."""
-    action: str
+    `kind` is `remove-scope` (the scope whose `with` / `stream.switch` is on `first_line`
+    goes, its body stays, dedented, up to `last_line`), `retag-scope` (that scope's tag
+    becomes `tag`), `add-stream-scope` or `add-limit-scope` (a new scope around lines
+    `first_line`-`last_line`); for a GE dump, the same said of the named ops' attributes.
+    `write` is the text to write (the removed one for `remove-scope`), `torchair` the
+    TorchAir statement it stands for."""
+
+    kind: str
+    file: str
+    first_line: int
+    last_line: int
+    source: str = "python"
+    tag: str | None = None
+    counts: tuple[int, int] | None = None
+    ops: tuple[str, ...] = ()
+
+    @property
+    def torchair(self) -> str:
+        """The TorchAir statement the edit writes (or removes)."""
+        if self.kind == "add-limit-scope":
+            assert self.counts is not None
+            return f"with torchair.scope.limit_core_num({self.counts[0]}, {self.counts[1]}):"
+        return f'with torchair.scope.npu_stream_switch("{self.tag}"):'
+
+    @property
+    def write(self) -> str:
+        """The text to write, in the source's own terms."""
+        if self.source == "python":
+            return self.torchair
+        if self.source == "dump":
+            if self.kind == "add-limit-scope":
+                assert self.counts is not None
+                return (
+                    f'_op_aicore_num = "{self.counts[0]}", _op_vectorcore_num = "{self.counts[1]}"'
+                )
+            return f'_user_stream_label = "{self.tag}"'
+        if self.kind == "add-limit-scope":
+            assert self.counts is not None
+            return f"coreset.limit cube {self.counts[0]} vector {self.counts[1]}"
+        return f'stream.switch "{self.tag}"'
+
+    @property
+    def where(self) -> str:
+        """`file:line[-line]`, or a dump's op names."""
+        if self.source == "dump" and self.ops:
+            names = self.ops
+            return (
+                ", ".join(names)
+                if len(names) <= 4
+                else f"{names[0]} ... {names[-1]} ({len(names)} ops)"
+            )
+        span = (
+            f"{self.first_line}"
+            if self.first_line == self.last_line
+            else f"{self.first_line}-{self.last_line}"
+        )
+        return f"{self.file}:{span}"
+
+    @property
+    def action(self) -> str:
+        """What to do there, in words."""
+        if self.source == "python":
+            if self.kind == "remove-scope":
+                return f"remove `{self.write}` (and dedent its body)"
+            if self.kind == "retag-scope":
+                return f"change it to `{self.write}`"
+            return f"wrap in `{self.write}`"
+        if self.source == "dump":
+            if self.kind == "remove-scope":
+                return f"delete {self.write} (TorchAir: remove `{self.torchair}`)"
+            return f"set {self.write} (TorchAir: `{self.torchair}`)"
+        if self.kind == "remove-scope":
+            return f"remove the `{self.write}` scope, keeping its ops (TorchAir: remove `{self.torchair}`)"
+        if self.kind == "retag-scope":
+            return f'give the scope the tag "{self.tag}" (TorchAir: `{self.torchair}`)'
+        return f"wrap in `{self.write}` (TorchAir: `{self.torchair}`)"
 
     def __str__(self) -> str:
         return f"{self.where}: {self.action}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "where": self.where,
+            "action": self.action,
+            "kind": self.kind,
+            "source": self.source,
+            "file": self.file,
+            "first_line": self.first_line,
+            "last_line": self.last_line,
+            "write": self.write,
+            "torchair": self.torchair,
+            "ops": list(self.ops),
+            "tag": self.tag,
+            "counts": list(self.counts) if self.counts else None,
+            "text": str(self),
+        }
 
 
 @dataclass
@@ -128,89 +295,161 @@ class Advice:
     """Everything `npuir-advise` says."""
 
     variants: list[Variant]
-    lower_bound_ns: int | None
+    lower_bounds: dict[str | None, int | None]
     reasons: list[str]
     best: str
     edits: list[Edit]
-    pipeline: str | None
+    keep: bool
+    granularity: str
+    weights: dict[str | None, float]
     emitted: str | None = None
-    reproduced_ns: int | None = None
+    source: str = ""
+    """The advised annotation in source form (what `--emit-mlir` writes)."""
+
+    @property
+    def lower_bound_ns(self) -> int | None:
+        return next(iter(self.lower_bounds.values()), None)
+
+    @property
+    def advised_ns(self) -> dict[str | None, int | None]:
+        """Each case's makespan under the advice."""
+        return {v.case: v.makespan_ns for v in self.variants if v.name == self.best}
+
+    @property
+    def cases(self) -> list[str | None]:
+        return list(dict.fromkeys(v.case for v in self.variants))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "variants": [v.to_json() for v in self.variants],
+            "lower_bounds": [{"case": c, "ns": n} for c, n in self.lower_bounds.items()],
             "lower_bound_ns": self.lower_bound_ns,
+            "gear_weights": [{"case": c, "weight": w} for c, w in self.weights.items()],
             "why": self.reasons,
             "best": self.best,
-            "edits": [{"where": e.where, "action": e.action} for e in self.edits],
-            "npuir_run_pipeline": self.pipeline,
+            "granularity": self.granularity,
+            "keep_annotation": self.keep,
+            "edits": [e.to_json() for e in self.edits],
             "emitted_mlir": self.emitted,
-            "emitted_makespan_ns": self.reproduced_ns,
         }
 
     def render(self) -> str:
-        lines = ["variant                    makespan (µs)  waits  streams"]
-        for v in self.variants:
-            span = "deadlock" if v.deadlock else f"{(v.makespan_ns or 0) / 1000:.1f}"
-            lines.append(f"{v.name:<26} {span:>13}  {v.waits:>5}  {v.streams:>7}")
-        if self.lower_bound_ns is not None:
-            lines.append(f"{'lower bound':<26} {self.lower_bound_ns / 1000:>13.1f}")
-        lines.append("")
+        lines: list[str] = []
+        for case in self.cases:
+            if case is not None:
+                weight = self.weights.get(case, 1.0)
+                lines.append(f"{case} (weight {weight:g}):")
+            lines.append(
+                "variant                  makespan (µs)  waits  streams  in TorchAir terms"
+            )
+            for v in self.variants:
+                if v.case != case:
+                    continue
+                span = "deadlock" if v.deadlock else f"{(v.makespan_ns or 0) / 1000:.1f}"
+                lines.append(f"{v.name:<24} {span:>13}  {v.waits:>5}  {v.streams:>7}  {v.torchair}")
+            bound = self.lower_bounds.get(case)
+            if bound is not None:
+                lines.append(f"{'lower bound':<24} {bound / 1000:>13.1f}")
+            lines.append("")
         lines.extend(f"why: {r}" for r in self.reasons)
-        for v in self.variants:
-            if v.explanation is not None and v.name in ("as written", self.best):
-                lines.extend(f"  {v.name}: {line}" for line in v.explanation.lines())
         lines.append("")
-        if self.edits:
+        if self.keep or not self.edits:
+            lines.append("recommended: keep your annotation")
+        else:
             lines.append(f"recommended ({self.best}):")
             lines.extend(f"  {e}" for e in self.edits)
-        else:
-            lines.append(f"recommended: keep the program as it is ({self.best} is the fastest)")
-        if self.pipeline:
-            lines.append(f"or run it as: npuir-run FILE --pipeline '{self.pipeline}'")
         if self.emitted:
-            reproduced = (
-                f" (npuir-run on it: {self.reproduced_ns / 1000:.1f} µs)"
-                if self.reproduced_ns is not None
-                else ""
-            )
-            lines.append(f"annotated source written to {self.emitted}{reproduced}")
+            lines.append(f"annotated source written to {self.emitted}")
         return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------
-# Running the variants
+# Cases: the shapes given, or each gear
 # ---------------------------------------------------------------------------------------------
 
 
-def _run(config: AdviseConfig, pipeline: str | None, source: str | None = None) -> RunOutcome:
-    return run_program(
-        RunConfig(
-            path=config.path,
-            source=source,
-            pipeline=pipeline,
-            entry=config.entry,
-            entries=config.entries,
-            # With --entries the rank count is theirs (npuir-run refuses a disagreeing --ranks).
-            ranks=None if config.entries else config.ranks,
-            hw=config.hw,
-            shapes=dict(config.shapes),
-            timing_only=True,
+@dataclass
+class Case:
+    """One set of input shapes the program is advised for."""
+
+    label: str | None
+    shapes: dict[str, tuple[int, ...]]
+    weight: float
+
+
+def _cases(config: AdviseConfig, module: ModuleOp) -> list[Case]:
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    names = entry_names(_run_config(config, None, None, config.shapes), module)
+    func = funcs[names[0]]
+    dims = annotated_dims(func)
+    if config.shapes or not dims:
+        if config.gear_weights:
+            raise UsageError("--gear-weights needs a geared program advised for all its gears")
+        return [Case(None, dict(config.shapes), 1.0)]
+    policy = gear.policy_of(func.attributes) or "zip"
+    gears = combine(func, dims, policy)
+    weights = config.gear_weights or [1.0] * len(gears)
+    if len(weights) != len(gears):
+        raise UsageError(
+            f"--gear-weights gives {len(weights)} weight(s) for the {len(gears)} gears of "
+            f"@{names[0]}"
         )
+    cases: list[Case] = []
+    for values, weight in zip(gears, weights):
+        shapes: dict[str, tuple[int, ...]] = {}
+        for ((arg, dim), _), value in zip(dims, values):
+            ty = func.function_type.inputs.data[arg]
+            base = list(shapes.get(str(arg), ty.get_shape()))
+            base[dim] = value
+            shapes[str(arg)] = tuple(base)
+        label = "gear " + ", ".join(
+            f"arg{a}={'x'.join(str(d) if d >= 0 else '?' for d in s)}"
+            for a, s in ((int(k), v) for k, v in shapes.items())
+        )
+        cases.append(Case(label, shapes, weight))
+    return cases
+
+
+def _run_config(
+    config: AdviseConfig,
+    pipeline: str | None,
+    source: str | None,
+    shapes: dict[str, tuple[int, ...]],
+) -> RunConfig:
+    return RunConfig(
+        path=config.path,
+        source=source,
+        pipeline=pipeline,
+        entry=config.entry,
+        entries=config.entries,
+        # With --entries the rank count is theirs (npuir-run refuses a disagreeing --ranks).
+        ranks=None if config.entries else config.ranks,
+        hw=config.hw,
+        shapes=dict(shapes),
+        timing_only=True,
     )
 
 
-def _variant(name: str, pipeline: str | None, outcome: RunOutcome, hw: Hardware) -> Variant:
-    result = outcome.result
-    deadlock = outcome.status == EXIT_DEADLOCK
-    hazards = sum(1 for w in outcome.warnings if w.kind == HOLD_AND_WAIT.code)
-    if result is None:
-        return Variant(name, pipeline, None, deadlock, 0, 0, None, hazards)
+# ---------------------------------------------------------------------------------------------
+# Timing the variants
+# ---------------------------------------------------------------------------------------------
+
+
+def _variant(base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why: bool) -> Variant:
+    if timed is None:
+        return Variant(
+            base.name, base.torchair, base.pipeline, case.label, None, False, 0, 0, None, 0
+        )
+    result = timed.result
+    deadlock = result.deadlock is not None
+    hazards = sum(1 for w in timed.warnings if w.kind == HOLD_AND_WAIT.code)
     streams = len({(r, s) for (r, s) in result.stream_busy_ns if r == 0})
-    explanation = None if deadlock else explain(result, outcome.programs, hw)
+    explanation = explain(result, timed.programs, hw) if why and not deadlock else None
     return Variant(
-        name,
-        pipeline,
+        base.name,
+        base.torchair,
+        base.pipeline,
+        case.label,
         None if deadlock else result.makespan_ns,
         deadlock,
         result.waits_executed,
@@ -220,47 +459,602 @@ def _variant(name: str, pipeline: str | None, outcome: RunOutcome, hw: Hardware)
     )
 
 
-def _try(config: AdviseConfig, name: str, pipeline: str | None, hw: Hardware) -> Variant | None:
-    """A variant, or None when its pipeline refuses the program (e.g. no hazard to fix)."""
+def _time(
+    config: AdviseConfig, case: Case, pipeline: str | None, module: ModuleOp, source: str | None
+) -> Timed | None:
+    """`npuir-run --timing-only` of `module` (a fresh copy, lowered in place) under
+    `pipeline`; None when the pipeline refuses the program."""
     try:
-        return _variant(name, pipeline, _run(config, pipeline), hw)
+        return time_program(_run_config(config, pipeline, source, case.shapes), module)
     except DiagnosticError:
         return None
 
 
-def _key(v: Variant) -> tuple[bool, int, int]:
-    return (v.deadlock, v.makespan_ns if v.makespan_ns is not None else 1 << 62, v.waits)
+def _span(v: Variant) -> int:
+    return v.makespan_ns if v.makespan_ns is not None else 1 << 62
 
 
 # ---------------------------------------------------------------------------------------------
-# The annotation in source form, and as edits
+# The units of the structured search
+# ---------------------------------------------------------------------------------------------
+
+Site = tuple[str, int]
+"""A source place: a file and a line (a GE dump's op block)."""
+
+
+@dataclass(eq=False)
+class Scope:
+    """One user scope (`with npu_stream_switch`) as written: every copy the program has of
+    it (each layer calling the same module code) shares one `Scope`."""
+
+    key: tuple[str, int, str]
+    tag: str
+    priority: int
+    parent: Scope | None
+    ops: list[Operation] = field(default_factory=list[Operation])
+    """Every op under it, nested scopes included, in every copy."""
+
+
+@dataclass
+class OpInfo:
+    """Where an npu op comes from: its source line, its innermost user scope, its name."""
+
+    site: Site
+    scope: Scope | None
+    """The innermost user scope around the op as written (None: the default stream)."""
+    name: str | None
+
+
+def _site(op: Operation, fallback: int) -> Site:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return (loc.filename.data, loc.line.data)
+    return ("<unknown>", -1 - fallback)
+
+
+def _op_name(op: Operation) -> str | None:
+    name = op.attributes.get(OP_NAME)
+    return name.data if isinstance(name, StringAttr) else None
+
+
+def _read_sites(
+    func: FuncOp, scopes: dict[tuple[str, int, str], Scope], infos: dict[Operation, OpInfo]
+) -> None:
+    """Each npu op's site and innermost user scope, in one walk without recursion (a
+    program may nest thousands of scopes)."""
+    stack: list[tuple[Iterator[Operation], Scope | None]] = [(iter(func.body.block.ops), None)]
+    while stack:
+        ops, scope = stack[-1]
+        op = next(ops, None)
+        if op is None:
+            stack.pop()
+            continue
+        if isinstance(op, stream.SwitchOp) and op.tag_name != stream.DEFAULT_TAG:
+            file, line = _site(op, len(infos))
+            key = (file, line, op.tag_name)
+            inner = scopes.get(key)
+            if inner is None:
+                inner = scopes[key] = Scope(key, op.tag_name, op.priority_value, scope)
+            stack.append((iter(op.body.block.ops), inner))
+            continue
+        if isinstance(op, NpuOp):
+            infos[op] = OpInfo(_site(op, len(infos)), scope, _op_name(op))
+            s = scope
+            while s is not None:
+                s.ops.append(op)
+                s = s.parent
+        for region in op.regions:
+            for block in region.blocks:
+                stack.append((iter(block.ops), scope))
+
+
+Unit = tuple[object, ...]
+
+
+def _unit(info: OpInfo, granularity: str) -> Unit | None:
+    """What moves together (None: the op stays on the default stream)."""
+    if granularity == "scope":
+        return None if info.scope is None else ("scope", info.scope.key)
+    written = info.scope.tag if info.scope is not None else stream.DEFAULT_TAG
+    return ("line", info.site, written)
+
+
+class Target:
+    """A program the search judges: one function of one case.
+
+    Removing a user scope that holds an `npu_wait_tensor` widens what the wait orders
+    (every later use of its tensor in the enclosing block, not only those in the scope), so
+    an assignment that removes such scopes is judged on the function with them inlined
+    (`variant`)."""
+
+    def __init__(
+        self,
+        func: FuncOp,
+        hw: Hardware,
+        counts: CoreLimits,
+        infos: dict[Operation, OpInfo],
+        granularity: str,
+        weight: float,
+    ) -> None:
+        self.wait_scopes: set[tuple[str, int, str]] = set()
+        """The user scopes holding a wait."""
+        for op in _walk(func):
+            if isinstance(op, stream.WaitTensorOp):
+                parent = op.parent_op()
+                while parent is not None and parent is not func:
+                    if isinstance(parent, stream.SwitchOp):
+                        self.wait_scopes.add(_scope_key(parent))
+                    parent = parent.parent_op()
+        self.name = func.sym_name.data
+        self.base = func.clone() if self.wait_scopes else func
+        """The function as written, its waits not yet bound (for variants)."""
+        self.hw = hw
+        self.counts = counts
+        self.infos = infos
+        self.granularity = granularity
+        self.weight = weight
+        self.ops = [op for op in _walk(func) if isinstance(op, NpuOp)]
+        bind_later_uses(func)
+        self.prog = build_program(func)
+        self.units = [
+            _unit(infos[op], granularity) if op in infos else None for op in self.prog.ops
+        ]
+        self.solo = [_work(op) for op in self.prog.ops]
+        """Per node, a rough cost (work in flops and bytes) to rank units by."""
+        self._work = dict(zip(self.prog.ops, self.solo))
+        self._origin: dict[Operation, Operation] = {}
+        self.judge = Judge(self.prog, hw, limit_fn(counts))
+        self._variants: dict[
+            frozenset[tuple[str, int, str]], tuple[Program, list[Unit | None], Judge]
+        ] = {}
+
+    def work(self, op: Operation) -> int:
+        """`_work` of an op of the program or of one of its variants."""
+        return self._work.get(self._origin.get(op, op), 0)
+
+    def variant(
+        self, removed: frozenset[tuple[str, int, str]]
+    ) -> tuple[Program, list[Unit | None], Judge]:
+        """The program, units and judge with the scopes `removed` (holding waits) inlined."""
+        removed = removed & self.wait_scopes
+        if not removed:
+            return self.prog, self.units, self.judge
+        hit = self._variants.get(removed)
+        if hit is not None:
+            return hit
+        from npuir.dialects import scope as scope_utils
+
+        func = self.base.clone()
+        copies = [op for op in _walk(func) if isinstance(op, NpuOp)]
+        original = dict(zip(copies, self.ops))
+        for op in reversed([o for o in _walk(func) if isinstance(o, stream.SwitchOp)]):
+            if _scope_key(op) in removed:
+                scope_utils.inline_scope(op)
+        bind_later_uses(func)
+        prog = build_program(func)
+        units = [
+            _unit(self.infos[original[op]], self.granularity) if op in original else None
+            for op in prog.ops
+        ]
+        counts = self.counts
+
+        def limit(p: Program, node: int, engine: str) -> int | None:
+            op = p.ops[node]
+            return (
+                counts.of(original[op]).get(engine)
+                if isinstance(op, NpuOp) and op in original
+                else None
+            )
+
+        self._origin.update(original)
+        hit = (prog, units, Judge(prog, self.hw, limit))
+        self._variants[removed] = hit
+        return hit
+
+
+def _walk(op: Operation) -> Iterator[Operation]:
+    """`op` and everything nested in it, in order, without recursion."""
+    yield op
+    stack: list[Iterator[Operation]] = [
+        iter(b.ops) for r in reversed(op.regions) for b in reversed(r.blocks)
+    ]
+    while stack:
+        nxt = next(stack[-1], None)
+        if nxt is None:
+            stack.pop()
+            continue
+        yield nxt
+        stack.extend(iter(b.ops) for r in reversed(nxt.regions) for b in reversed(r.blocks))
+
+
+def _scope_key(op: stream.SwitchOp) -> tuple[str, int, str]:
+    file, line = _site(op, 0)
+    return (file, line, op.tag_name)
+
+
+class Search:
+    """The structured search (see the module docstring)."""
+
+    def __init__(
+        self,
+        targets: list[Target],
+        scopes: dict[tuple[str, int, str], Scope],
+        infos: dict[Operation, OpInfo],
+        granularity: str,
+        calls: set[Site] | None = None,
+    ) -> None:
+        self.calls = calls or set()
+        self.targets = targets
+        self.scopes = scopes
+        self.infos = infos
+        self.granularity = granularity
+        self.cache: dict[
+            tuple[tuple[Unit, str], ...], tuple[float, list[list[tuple[Unit, float]]]]
+        ] = {}
+        units: dict[Unit, None] = {}
+        for t in targets:
+            for u in t.units:
+                if u is not None:
+                    units[u] = None
+        self.units = [u for u in units if not (u[0] == "line" and u[1] in self.calls)]
+        self.pinned = {u: str(u[2]) for u in units if u[0] == "line" and u[1] in self.calls}
+        # Line units also move with the other units of each user scope around them.
+        movable = set(self.units)
+        self.groups: dict[Unit, list[list[Unit]]] = {}
+        if granularity == "line":
+            for scope in scopes.values():
+                group = list(
+                    dict.fromkeys(
+                        u
+                        for op in scope.ops
+                        if (u := _unit(infos[op], granularity)) is not None and u in movable
+                    )
+                )
+                if len(group) > 1:
+                    for u in group:
+                        self.groups.setdefault(u, []).append(group)
+        self.priorities: dict[str, int] = {s.tag: s.priority for s in scopes.values()}
+        user = set(self.priorities)
+        self.fresh = [f"s{i}" for i in range(1, 64) if f"s{i}" not in user][:MAX_STREAMS]
+        self.trials = 0
+
+    def written(self) -> dict[Unit, str]:
+        """Each unit's tag as the user wrote it."""
+        out: dict[Unit, str] = {}
+        for u in self.units:
+            if u[0] == "scope":
+                out[u] = self.scopes[u[1]].tag  # type: ignore[index]
+            else:
+                out[u] = u[2]  # type: ignore[assignment]
+        return out
+
+    def _assignment(
+        self, prog: Program, units: list[Unit | None], tags: dict[Unit, str]
+    ) -> Assignment | None:
+        streams = [StreamInfo("s0", stream.DEFAULT_TAG, 0)]
+        index = {stream.DEFAULT_TAG: 0}
+        stream_of: list[int] = []
+        for n, unit in enumerate(units):
+            tag = stream.DEFAULT_TAG if unit is None else tags.get(unit, stream.DEFAULT_TAG)
+            if prog.kind[n] is not NodeKind.COMPUTE:
+                tag = stream.DEFAULT_TAG
+            s = index.get(tag)
+            if s is None:
+                s = index[tag] = len(streams)
+                streams.append(StreamInfo(f"s{s}", tag, self.priorities.get(tag, 0)))
+            stream_of.append(s)
+        if len(streams) > MAX_STREAMS:
+            return None
+        return Assignment(streams, stream_of)
+
+    def cost(self, tags: dict[Unit, str]) -> tuple[float, list[list[tuple[Unit, float]]]]:
+        """The weighted makespan of `tags` and each target's critical nodes (`with` blocks
+        that cannot say `tags` cost infinitely much)."""
+        tags = {**tags, **self.pinned}
+        key = tuple(sorted(((u, t) for u, t in tags.items()), key=repr))
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        total = 0.0
+        critical: list[list[tuple[Unit, float]]] = []
+        plan = _plan(tags, self)
+        if plan is None:
+            self.cache[key] = (float(1 << 62), [[] for _ in self.targets])
+            return self.cache[key]
+        removed = frozenset(k for k, d in plan.decisions.items() if d == "remove")
+        # Of two equally fast annotations, the one with fewer edits.
+        total += EDIT_COST * (sum(d != "keep" for d in plan.decisions.values()) + len(plan.wraps))
+        for target in self.targets:
+            prog, units, judge = target.variant(removed)
+            assignment = self._assignment(prog, units, tags)
+            if assignment is None:
+                total = float(1 << 62)
+                critical.append([])
+                continue
+            self.trials += 1
+            judged = judge("structured", assignment)
+            total += target.weight * judged.makespan
+            critical.append(
+                [
+                    (u, target.weight * (1 + target.work(prog.ops[n])))
+                    for n in judged.critical
+                    if (u := units[n]) is not None
+                ]
+            )
+        self.cache[key] = (total, critical)
+        return total, critical
+
+    def project(self, per_target: list[list[str]]) -> dict[Unit, str]:
+        """Each unit on the tag most of its work has in `per_target` (per node tags)."""
+        votes: dict[Unit, dict[str, float]] = {}
+        for target, tags in zip(self.targets, per_target):
+            for n, unit in enumerate(target.units):
+                if unit is None:
+                    continue
+                box = votes.setdefault(unit, {})
+                box[tags[n]] = box.get(tags[n], 0.0) + target.weight * (1 + target.solo[n])
+        return {u: max(box.items(), key=lambda kv: (kv[1], kv[0]))[0] for u, box in votes.items()}
+
+    def run(self, starts: list[dict[Unit, str]], budget: int) -> tuple[dict[Unit, str], float]:
+        """The best of `starts`, each improved (best first, while the budget lasts) by
+        moving a unit, or the units of a user scope, along the critical path."""
+        scored = sorted(
+            ((self.cost(s)[0], i, s) for i, s in enumerate(starts)), key=lambda x: (x[0], x[1])
+        )
+        best_cost, _, best = scored[0]
+        for cost, _, start in scored:
+            if self.trials >= budget:
+                break
+            tags, c = self._climb(dict(start), cost, budget)
+            if c < best_cost:
+                best, best_cost = tags, c
+        return dict(best), best_cost
+
+    def _climb(
+        self, best: dict[Unit, str], best_cost: float, budget: int
+    ) -> tuple[dict[Unit, str], float]:
+        improved = True
+        while improved and self.trials < budget:
+            improved = False
+            _, critical = self.cost(best)
+            order: dict[Unit, float] = {}
+            for nodes in critical:
+                for u, work in nodes:
+                    order[u] = order.get(u, 0.0) + work
+            candidates = sorted(order, key=lambda u: -order[u])
+            used = sorted(set(best.values()) - {stream.DEFAULT_TAG})
+            new = next((t for t in self.fresh if t not in used), None)
+            options = [stream.DEFAULT_TAG, *used] + ([new] if new is not None else [])
+            moves = [
+                [unit] if i < 0 else self.groups[unit][i]
+                for unit in candidates
+                for i in range(-1, len(self.groups.get(unit, ())))
+            ]
+            for group in moves:
+                for tag in options:
+                    if all(best.get(u) == tag for u in group) or self.trials >= budget:
+                        continue
+                    trial = dict(best)
+                    trial.update((u, tag) for u in group)
+                    c, _ = self.cost(trial)
+                    if c < best_cost:
+                        best, best_cost, improved = trial, c, True
+                        break
+                if improved:
+                    break
+        return best, best_cost
+
+
+def _work(op: Operation) -> int:
+    if isinstance(op, NpuOp):
+        try:
+            return int(op.flops() // 1000 + op.bytes_moved() // 1000)
+        except Exception:
+            return 1
+    return 0
+
+
+def _targets(
+    config: AdviseConfig,
+    module: ModuleOp,
+    cases: list[Case],
+    hw: Hardware,
+    granularity: str,
+) -> tuple[list[Target], dict[tuple[str, int, str], Scope], dict[Operation, OpInfo]]:
+    """The functions each case runs (a gear's version, shapes fixed), read for the search."""
+    scratch = module.clone()
+    ctx = make_context(collect_diagnostics=True)
+    run_passes(ctx, scratch, build_pipeline("gear-multiversion"))
+    funcs = {f.sym_name.data: f for f in scratch.ops if isinstance(f, FuncOp)}
+    chosen: list[tuple[FuncOp, float]] = []
+    seen: dict[tuple[str, tuple[tuple[int, ...], ...]], int] = {}
+    for case in cases:
+        names, shapes = entries_and_shapes(_run_config(config, None, None, case.shapes), module)
+        for name, rank_shapes in zip(names, shapes):
+            try:
+                func, _ = resolve_entry(scratch, funcs[name], rank_shapes)
+            except NumericsError as exc:
+                raise error(exc.op or scratch, str(exc), NO_GEAR) from None
+            key = (func.sym_name.data, tuple(rank_shapes))
+            if key in seen:
+                continue
+            seen[key] = len(chosen)
+            fixed = timing_function(func, rank_shapes)
+            if fixed is not func:
+                scratch.body.block.add_op(fixed)
+            chosen.append((fixed, case.weight))
+    scopes: dict[tuple[str, int, str], Scope] = {}
+    infos: dict[Operation, OpInfo] = {}
+    for func, _ in chosen:
+        _read_sites(func, scopes, infos)
+    counts = CoreLimits(scratch, hw).run()
+    targets = [Target(func, hw, counts, infos, granularity, weight) for func, weight in chosen]
+    return targets, scopes, infos
+
+
+def _auto_tags(search: Search, auto_ops: dict[str, list[Operation]]) -> list[dict[Unit, str]]:
+    """The projection of the streams `auto` gave (in its own row's run: `auto_ops`, each
+    function's npu ops in written order, now partitioned) onto the units."""
+    fresh: dict[str, str] = {}
+    per_target: list[list[str]] = []
+    for target in search.targets:
+        ops = auto_ops.get(target.name)
+        if ops is None or len(ops) != len(target.ops):
+            return []
+        index = {op: i for i, op in enumerate(target.ops)}
+        module = ops[0].get_toplevel_object() if ops else None
+        decls = (
+            {d.symbol: d.tag.data for d in module.ops if isinstance(d, stream.DeclOp)}
+            if isinstance(module, ModuleOp)
+            else {}
+        )
+        tags: list[str] = []
+        for op in target.prog.ops:
+            i = index.get(op)
+            ref = ops[i].attributes.get(stream.STREAM_ON) if i is not None else None
+            tag = decls.get(ref.root_reference.data) if isinstance(ref, SymbolRefAttr) else None
+            if tag is None or tag == stream.DEFAULT_TAG:
+                tags.append(stream.DEFAULT_TAG)
+                continue
+            if tag not in fresh:
+                fresh[tag] = search.fresh[len(fresh) % len(search.fresh)]
+            tags.append(fresh[tag])
+        per_target.append(tags)
+    return [search.project(per_target)]
+
+
+def _baseline_tags(search: Search, hw: Hardware, limits_of: Judge) -> list[dict[Unit, str]]:
+    """The projections of GE's, Nimble's and minidag's streams onto the units."""
+    strategies = {**STRATEGIES, **cost_strategies(hw, limits_of.limits, None)}
+    starts: list[dict[Unit, str]] = []
+    for mode in (Mode.GE, Mode.NIMBLE, Mode.MINIDAG):
+        per_target: list[list[str]] = []
+        for target in search.targets:
+            prog = target.prog
+            try:
+                result = assign(
+                    mode,
+                    prog,
+                    [None] * len(prog),
+                    {},
+                    MAX_STREAMS,
+                    reserved=set(search.priorities),
+                    strategies=strategies,
+                )
+            except (ValueError, DiagnosticError):
+                per_target = []
+                break
+            tags = [
+                stream.DEFAULT_TAG
+                if s == DEFAULT_STREAM
+                else search.fresh[(s - 1) % len(search.fresh)]
+                for s in result.stream_of
+            ]
+            per_target.append(tags)
+        if per_target:
+            starts.append(search.project(per_target))
+    return starts
+
+
+# ---------------------------------------------------------------------------------------------
+# From an assignment to scopes: which `with` to keep, remove or retag, which lines to wrap
 # ---------------------------------------------------------------------------------------------
 
 
-def _tag_of(op: Operation, tags: dict[str, str]) -> str | None:
-    """The stream tag an op runs on (None: it does not say, e.g. a scope or the return)."""
-    ref = op.attributes.get(stream.STREAM_ON)
-    if isinstance(ref, SymbolRefAttr):
-        return tags.get(ref.root_reference.data)
-    if isinstance(op, coreset.LimitOp):
-        inner = {_tag_of(o, tags) for o in op.body.block.ops if not isinstance(o, coreset.YieldOp)}
-        return inner.pop() if len(inner) == 1 else None
-    return None
+@dataclass
+class Plan:
+    """The advised annotation in the user's structure."""
+
+    op_tag: dict[Operation, str]
+    decisions: dict[tuple[str, int, str], str]
+    """Per user scope: "keep", "remove" or "retag:TAG"."""
+    wraps: dict[Site, str]
+    """Per source line: the tag of the new `with` around it."""
 
 
-def _wrap(ops: list[Operation], tag: str) -> None:
-    """Put the consecutive `ops` in one `stream.switch TAG` scope; values used after it
-    leave through `stream.yield`."""
+def _plan(tags: dict[Unit, str], search: Search) -> Plan | None:
+    """The scopes that give every op its unit's tag, or None when `with` blocks cannot."""
+    tags = {**tags, **search.pinned}
+    op_tag: dict[Operation, str] = {}
+    for op, info in search.infos.items():
+        unit = _unit(info, search.granularity)
+        op_tag[op] = stream.DEFAULT_TAG if unit is None else tags.get(unit, stream.DEFAULT_TAG)
+    decisions: dict[tuple[str, int, str], str] = {}
+    for key, scope in search.scopes.items():  # outer scopes were read before inner ones
+        wanted = {op_tag[op] for op in scope.ops}
+        if wanted == {scope.tag}:
+            decisions[key] = "keep"
+        elif len(wanted) == 1 and stream.DEFAULT_TAG not in wanted:
+            decisions[key] = "retag:" + next(iter(wanted))
+        elif stream.DEFAULT_TAG not in wanted:
+            decisions[key] = "keep"
+        else:
+            decisions[key] = "remove"
+
+    def inherited(scope: Scope | None) -> str:
+        while scope is not None:
+            d = decisions[scope.key]
+            if d == "keep":
+                return scope.tag
+            if d.startswith("retag:"):
+                return d[len("retag:") :]
+            scope = scope.parent
+        return stream.DEFAULT_TAG
+
+    by_site: dict[Site, list[tuple[str, str]]] = {}
+    for op, info in search.infos.items():
+        by_site.setdefault(info.site, []).append((op_tag[op], inherited(info.scope)))
+    wraps: dict[Site, str] = {}
+    for site, pairs in by_site.items():
+        if all(t == i for t, i in pairs):
+            continue
+        if site in search.calls:
+            return None
+        wanted = {t for t, _ in pairs}
+        if len(wanted) != 1 or stream.DEFAULT_TAG in wanted:
+            return None
+        wraps[site] = wanted.pop()
+    return Plan(op_tag, decisions, wraps)
+
+
+def _rename(tags: dict[Unit, str], search: Search) -> dict[Unit, str]:
+    """Give the advice's streams the user's tags where a user scope's ops all went to one
+    new stream (the same streams, fewer edits)."""
+    mapping: dict[str, str] = {}
+    used = set(tags.values())
+    for scope in search.scopes.values():
+        if scope.priority != 0 or scope.tag in used or scope.tag in mapping.values():
+            continue
+        unit_tags = {
+            tags.get(u, stream.DEFAULT_TAG)
+            for op in scope.ops
+            if (u := _unit(search.infos[op], search.granularity)) is not None
+        }
+        if len(unit_tags) == 1:
+            only = next(iter(unit_tags))
+            if only in search.fresh and only not in mapping:
+                mapping[only] = scope.tag
+    return {u: mapping.get(t, t) for u, t in tags.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan in source form (IR) and as edits (text)
+# ---------------------------------------------------------------------------------------------
+
+
+def _wrap(ops: list[Operation], make: Callable[[Region, list[Any]], Operation]) -> Operation:
+    """Put the consecutive `ops` in one scope built by `make`; values used after it leave
+    through its yield."""
     block = ops[0].parent_block()
     assert block is not None
-    inside_all = {inner for op in ops for inner in op.walk()}
+    inside_all = {inner for op in ops for inner in _walk(op)}
     escaping: list[SSAValue] = []
     for op in ops:
         for result in op.results:
             if any(use.operation not in inside_all for use in result.uses):
                 escaping.append(result)
     body = Block()
-    scope = stream.SwitchOp(tag, Region(body), [v.type for v in escaping])
+    scope = make(Region(body), [v.type for v in escaping])
     scope.location = ops[0].location
     block.insert_op_before(scope, ops[0])
     for value, new in zip(escaping, scope.results):
@@ -270,164 +1064,293 @@ def _wrap(ops: list[Operation], tag: str) -> None:
     for op in ops:
         op.detach()
         body.add_op(op)
-    body.add_op(stream.YieldOp(*escaping))
+    yield_op = (
+        coreset.YieldOp(*escaping)
+        if isinstance(scope, coreset.LimitOp)
+        else stream.YieldOp(*escaping)
+    )
+    body.add_op(yield_op)
+    return scope
 
 
-def _scope_block(block: Block, tags: dict[str, str]) -> None:
-    """Wrap each run of consecutive ops on one non-default stream in its scope."""
-    run: list[Operation] = []
-    run_tag: str | None = None
+def _switch(tag: str, priority: int = 0) -> Callable[[Region, list[Any]], Operation]:
+    return lambda region, types: stream.SwitchOp(tag, region, types, priority=priority)
 
-    def flush() -> None:
-        if run and run_tag is not None and run_tag != stream.DEFAULT_TAG:
-            _wrap(list(run), run_tag)
-        run.clear()
 
-    for op in list(block.ops):
-        if isinstance(op, ReturnOp | coreset.YieldOp):
-            flush()
-            run_tag = None
+def _runs(ops: list[Operation], key: Callable[[Operation], object]) -> list[list[Operation]]:
+    """Maximal runs of consecutive ops with the same non-None key."""
+    out: list[list[Operation]] = []
+    prev: object = None
+    for op in ops:
+        k = key(op)
+        if k is not None and out and k == prev:
+            out[-1].append(op)
+        elif k is not None:
+            out.append([op])
+        prev = k
+    return out
+
+
+def _source_form(module: ModuleOp, plan: Plan, priorities: dict[str, int]) -> None:
+    """Apply `plan` to the user's module (not gear-multiversioned): retag or inline the
+    scopes it removes, and wrap each op whose line gets a new `with`."""
+    from npuir.dialects import scope as scope_utils
+
+    switches = [op for op in _walk(module) if isinstance(op, stream.SwitchOp)]
+    for op in reversed(switches):
+        if op.tag_name == stream.DEFAULT_TAG:
             continue
-        tag = _tag_of(op, tags)
-        if tag is None and isinstance(op, coreset.LimitOp):
-            flush()
-            run_tag = None
-            _scope_block(op.body.block, tags)
+        site = _site(op, 0)
+        decision = plan.decisions.get((site[0], site[1], op.tag_name), "keep")
+        if decision == "remove":
+            scope_utils.inline_scope(op)
+        elif decision.startswith("retag:"):
+            tag = decision[len("retag:") :]
+            op.properties["tag"] = StringAttr(tag)
+    if not plan.wraps:
+        return
+    blocks: dict[Block, None] = {}
+    for op in _walk(module):
+        if isinstance(op, NpuOp | stream.WaitTensorOp) and (block := op.parent_block()):
+            blocks[block] = None
+
+    def wrap_tag(op: Operation) -> object:
+        if not isinstance(op, NpuOp):
+            return None
+        return plan.wraps.get(_site(op, 0))
+
+    for block in blocks:
+        for run in _runs(list(block.ops), wrap_tag):
+            wrapped = wrap_tag(run[0])
+            assert isinstance(wrapped, str)
+            _wrap(run, _switch(wrapped, priorities.get(wrapped, 0)))
+
+
+def _limit_ops(
+    module: ModuleOp, limits: dict[str, tuple[int | None, int | None]]
+) -> list[Operation]:
+    """Wrap every npu op that runs on a stream `limits` names in a `coreset.limit` with its
+    counts (what `set_stream_limit` said, as `limit_core_num` at each op's line)."""
+    wrapped: list[Operation] = []
+    for op in [o for o in _walk(module) if isinstance(o, NpuOp)]:
+        tag = stream.DEFAULT_TAG
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, FuncOp):
+            if isinstance(parent, stream.SwitchOp):
+                tag = parent.tag_name
+                break
+            parent = parent.parent_op()
+        counts = limits.get(tag)
+        if counts is None:
             continue
-        if tag != run_tag:
-            flush()
-            run_tag = tag
-        run.append(op)
-    flush()
+        wrapped.append(_wrap([op], _limit(*counts)))
+    return wrapped
 
 
-def _isolate_waits(func: FuncOp) -> None:
-    """Keep each `stream.wait_tensor` meaning only what it meant when partitioned.
-
-    Partitioning already pointed every use the wait orders at its result; in source form a
-    wait also orders the later *direct* uses of its tensor in its block.  Where such a use
-    exists (the schedule moved ops around the wait), the wait gets a scope of its own, in
-    which nothing follows it."""
-    for wait in [op for op in func.body.walk() if isinstance(op, stream.WaitTensorOp)]:
-        later: set[Operation] = set()
-        op = wait.next_op
-        while op is not None:
-            later.update(op.walk())
-            op = op.next_op
-        if any(use.operation in later for use in wait.tensor.uses):
-            parent = wait.parent_op()
-            tag = parent.tag_name if isinstance(parent, stream.SwitchOp) else stream.DEFAULT_TAG
-            _wrap([wait], tag)
+def _limit(cube: int | None, vector: int | None) -> Callable[[Region, list[Any]], Operation]:
+    return lambda region, types: coreset.LimitOp(cube, vector, region, types)
 
 
-def source_form(module: ModuleOp) -> None:
-    """Turn a partitioned (not yet lowered) module back into the user-level form: each run of
-    ops on a non-default stream in a `stream.switch` of its tag, no `stream.on`, no
-    `stream.decl`."""
-    tags = {d.symbol: d.tag.data for d in module.ops if isinstance(d, stream.DeclOp)}
-    for func in scheduled_functions(module):
-        _scope_block(func.body.block, tags)
-        _isolate_waits(func)
-    for op in list(module.walk()):
-        op.attributes.pop(stream.STREAM_ON, None)
-        if isinstance(op, stream.DeclOp):
-            op.detach()
+def _stream_limits(module: ModuleOp) -> dict[str, tuple[int | None, int | None]]:
+    return {
+        op.tag.data: (op.count("cube"), op.count("vector"))
+        for op in _walk(module)
+        if isinstance(op, coreset.StreamLimitOp)
+    }
 
 
-def _where(op: Operation) -> tuple[str, int, str | None]:
-    loc = op.location
-    name = op.attributes.get(OP_NAME)
-    ge_name = name.data if isinstance(name, StringAttr) else None
-    if isinstance(loc, FileLineColLoc):
-        return loc.filename.data, loc.line.data, ge_name
-    return "<unknown>", 0, ge_name
+class _Source:
+    """A Python file's statements, to name whole statements and blocks in edits."""
 
-
-def _span(ops: Sequence[Operation]) -> str:
-    places = [_where(o) for o in ops]
-    named = [n for _, _, n in places if n]
-    files = {f for f, _, _ in places}
-    if (
-        named
-        and len(named) == len(places)
-        and files
-        and next(iter(files)).endswith((".txt", ".pbtxt"))
-    ):
-        return (
-            ", ".join(named)
-            if len(named) <= 4
-            else f"{named[0]} ... {named[-1]} ({len(named)} ops)"
-        )
-    lines = sorted(line for _, line, _ in places)
-    file = places[0][0]
-    return f"{file}:{lines[0]}" if lines[0] == lines[-1] else f"{file}:{lines[0]}-{lines[-1]}"
-
-
-def _scopes(
-    module: ModuleOp, hw: Hardware
-) -> dict[tuple[object, ...], tuple[str, list[Operation]]]:
-    """Each scope of the module's functions as TorchAir would write it: a key that names what
-    it is and which ops (by source location) it covers, the edit's wording, and its ops."""
-    out: dict[tuple[object, ...], tuple[str, list[Operation]]] = {}
-    for func in scheduled_functions(module):
-        for op in func.body.walk():
-            if isinstance(op, stream.SwitchOp | coreset.LimitOp):
-                body = [o for o in op.body.walk() if isinstance(o, NpuOp)]
-                if not body:
+    def __init__(self, path: str) -> None:
+        self.lines: list[str] = []
+        self.statements: dict[int, tuple[int, int, int]] = {}
+        """line -> (first, last, id of the enclosing body)"""
+        self.withs: dict[int, tuple[int, int]] = {}
+        """`with` line -> (its first body line, its last line)"""
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            tree = ast.parse(text)
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            return
+        self.lines = text.splitlines()
+        for node in ast.walk(tree):
+            for attr in ("body", "orelse", "finalbody"):
+                body = getattr(node, attr, None)
+                if not isinstance(body, list):
                     continue
-                covered = tuple(sorted(_where(o) for o in body))
-                if isinstance(op, stream.SwitchOp):
-                    if op.tag_name == stream.DEFAULT_TAG:
+                for stmt in body:
+                    if not isinstance(stmt, ast.stmt):
                         continue
-                    what = f'torchair.scope.npu_stream_switch("{op.tag_name}")'
-                    key: tuple[object, ...] = ("stream", op.tag_name, covered)
-                else:
-                    cube = op.count("cube")
-                    vector = op.count("vector")
-                    what = (
-                        "torchair.scope.limit_core_num("
-                        f"{cube if cube is not None else hw.cube_cores}, "
-                        f"{vector if vector is not None else hw.vector_cores})"
-                    )
-                    key = ("limit", cube, vector, covered)
-                out[key] = (what, body)
-            elif isinstance(op, coreset.StreamLimitOp):
-                counts = ", ".join(
-                    f"{c} {e}" for e in ("cube", "vector") if (c := op.count(e)) is not None
-                )
-                what = f'a limit of {counts} cores on stream "{op.tag.data}" (set_stream_limit)'
+                    last = stmt.end_lineno or stmt.lineno
+                    for line in range(stmt.lineno, last + 1):
+                        # The innermost statement wins: ast.walk goes outer before inner.
+                        self.statements[line] = (stmt.lineno, last, id(body))
+                    if isinstance(stmt, ast.With):
+                        self.withs[stmt.lineno] = (stmt.body[0].lineno, last)
 
-                out[("stream_limit", op.tag.data, op.count("cube"), op.count("vector"))] = (
-                    what,
-                    [op],
-                )
-    return out
+    def statement(self, line: int) -> tuple[int, int, int] | None:
+        return self.statements.get(line)
 
 
-def edits_of(annotated: ModuleOp, original: ModuleOp, hw: Hardware) -> list[Edit]:
-    """What turns the original's scopes into the annotated module's, as TorchAir edits:
-    the scopes to remove, then the ones to add, each by source location."""
-    before, after = _scopes(original, hw), _scopes(annotated, hw)
-    out = [
-        Edit(_span(ops), f"remove {what}") for k, (what, ops) in before.items() if k not in after
-    ]
-    for key, (what, ops) in after.items():
-        if key in before:
+def _python(file: str) -> bool:
+    """Whether `file` is Python source (its statements are read when it is on disk)."""
+    return file.endswith(".py")
+
+
+def _line_ranges(file: str, lines: list[int], sources: dict[str, _Source]) -> list[tuple[int, int]]:
+    """`lines` of `file` as ranges of whole statements that one `with` can wrap: for a
+    Python file, the statements holding them, consecutive ones of one body merged (a file
+    not on disk: each line alone)."""
+    if _python(file) and not os.path.isfile(file):
+        return [(n, n) for n in sorted(set(lines))]
+    if not _python(file):
+        # IR lines: consecutive ones (consecutive ops) share one scope.
+        out: list[tuple[int, int]] = []
+        for n in sorted(set(lines)):
+            if out and out[-1][1] + 1 == n:
+                out[-1] = (out[-1][0], n)
+            else:
+                out.append((n, n))
+        return out
+    source = sources.setdefault(file, _Source(file))
+    stmts = sorted({source.statement(n) or (n, n, -n) for n in lines})
+    ranges: list[tuple[int, int, int]] = []
+    for first, last, body in stmts:
+        if ranges:
+            a, b, prev_body = ranges[-1]
+            between = range(b + 1, first)
+            blank = all(
+                not source.lines[i - 1].strip() or source.lines[i - 1].strip().startswith("#")
+                for i in between
+                if 0 < i <= len(source.lines)
+            )
+            if prev_body == body and blank and first > b:
+                ranges[-1] = (a, max(b, last), body)
+                continue
+        ranges.append((first, last, body))
+    return [(a, b) for a, b, _ in ranges]
+
+
+def _edits(
+    plan: Plan,
+    search: Search,
+    limits: dict[Site, tuple[int, int]],
+) -> list[Edit]:
+    """The plan as edits: scopes removed or retagged, then new scopes by line."""
+    sources: dict[str, _Source] = {}
+    kind = "dump" if _is_dump(search) else "mlir"
+    out: list[Edit] = []
+
+    def source_of(file: str) -> str:
+        return "python" if _python(file) else kind
+
+    for key, decision in plan.decisions.items():
+        if decision == "keep":
             continue
-        verb = "add" if key[0] == "stream_limit" else "wrap in"
-        out.append(Edit(_span(ops), f"{verb} {what}"))
+        file, line, tag = key
+        scope = search.scopes[key]
+        names = tuple(dict.fromkeys(n for op in scope.ops if (n := search.infos[op].name)))
+        last = line
+        if _python(file):
+            last = sources.setdefault(file, _Source(file)).withs.get(line, (line, line))[1]
+        if decision == "remove":
+            out.append(Edit("remove-scope", file, line, last, source_of(file), tag, ops=names))
+        else:
+            new = decision[len("retag:") :]
+            out.append(Edit("retag-scope", file, line, last, source_of(file), new, ops=names))
+    by_tag: dict[tuple[str, str], list[int]] = {}
+    for (file, line), tag in plan.wraps.items():
+        by_tag.setdefault((file, tag), []).append(line)
+    names_at: dict[Site, list[str]] = {}
+    for info in search.infos.values():
+        if info.name:
+            names_at.setdefault(info.site, []).append(info.name)
+
+    def names_in(file: str, a: int, b: int) -> tuple[str, ...]:
+        return tuple(
+            dict.fromkeys(n for ln in range(a, b + 1) for n in names_at.get((file, ln), []))
+        )
+
+    for (file, tag), lines in sorted(by_tag.items()):
+        for a, b in _line_ranges(file, lines, sources):
+            out.append(
+                Edit("add-stream-scope", file, a, b, source_of(file), tag, ops=names_in(file, a, b))
+            )
+    by_counts: dict[tuple[str, tuple[int, int]], list[int]] = {}
+    for (file, line), counts in limits.items():
+        by_counts.setdefault((file, counts), []).append(line)
+    for (file, counts), lines in sorted(by_counts.items()):
+        for a, b in _line_ranges(file, lines, sources):
+            out.append(
+                Edit(
+                    "add-limit-scope",
+                    file,
+                    a,
+                    b,
+                    source_of(file),
+                    counts=counts,
+                    ops=names_in(file, a, b),
+                )
+            )
     return out
 
 
-def _annotated(config: AdviseConfig, name: str) -> ModuleOp:
-    # Remarks from lowering a variant are not advice: kept (and dropped) with the context.
-    ctx = make_context(collect_diagnostics=True)
-    module = load(config.path, ctx)
-    spec = _ANNOTATE[name]
-    if spec:
-        run_passes(ctx, module, build_pipeline(spec))
-        source_form(module)
-    return module
+def _is_dump(search: Search) -> bool:
+    files = {info.site[0] for info in search.infos.values()}
+    return (
+        bool(files)
+        and all(f.endswith((".txt", ".pbtxt")) for f in files)
+        and all(info.name for info in search.infos.values())
+    )
+
+
+def apply_edits(text: str, edits: Sequence[Edit]) -> str:
+    """`text` (a Python source) with `edits` applied as a user would: a removed `with`
+    line goes and its body is dedented; a retagged one is rewritten; a new `with` goes
+    before its first line, at its indentation, and the lines it wraps are indented."""
+    lines = text.splitlines()
+    indent = [len(s) - len(s.lstrip(" ")) for s in lines]
+    delta = [0] * (len(lines) + 2)
+    drop: set[int] = set()
+    replace: dict[int, str] = {}
+    before: dict[int, list[tuple[int, str]]] = {}
+    for e in edits:
+        if e.kind == "remove-scope":
+            drop.add(e.first_line)
+            body = next(
+                (n for n in range(e.first_line + 1, e.last_line + 1) if lines[n - 1].strip()),
+                e.first_line,
+            )
+            shift = indent[body - 1] - indent[e.first_line - 1]
+            for n in range(e.first_line + 1, e.last_line + 1):
+                delta[n] -= shift
+    for e in edits:
+        if e.kind == "retag-scope":
+            replace[e.first_line] = " " * indent[e.first_line - 1] + e.torchair
+        elif e.kind in ("add-stream-scope", "add-limit-scope"):
+            # Stream scopes outside limit scopes on the same lines.
+            order = 0 if e.kind == "add-stream-scope" else 1
+            before.setdefault(e.first_line, []).append((order, e.torchair))
+            for n in range(e.first_line, e.last_line + 1):
+                delta[n] += 4
+    out: list[str] = []
+    for n, line in enumerate(lines, start=1):
+        if n in before:
+            outer = delta[n] - 4 * len(before[n])
+            for depth, (_, write) in enumerate(sorted(before[n])):
+                out.append(" " * (indent[n - 1] + outer + 4 * depth) + write)
+        if n in drop:
+            continue
+        if n in replace:
+            out.append(" " * max(0, indent[n - 1] + delta[n]) + replace[n].lstrip())
+            continue
+        if not line.strip():
+            out.append(line)
+            continue
+        out.append(" " * max(0, indent[n - 1] + delta[n]) + line.lstrip(" "))
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,92 +1358,395 @@ def _annotated(config: AdviseConfig, name: str) -> ModuleOp:
 # ---------------------------------------------------------------------------------------------
 
 
-def advise(config: AdviseConfig, write: Any = None) -> Advice:
-    """Run every variant and say which annotation to use (see the module docstring).
-
-    `write(path, text)` writes `--emit-mlir` (default: the shared output writer).  A
-    `torch.export` archive (`.pt2`, needs `npuir[torch]`) is imported first, keeping each
-    op's model line, so the edits name the model's own source lines."""
+def _load(config: AdviseConfig) -> tuple[ModuleOp, str | None, set[Site]]:
+    """The program (by the one loader, whatever its format), its IR text when the file is
+    not IR (a `.pt2` or a GE dump, imported once, every op keeping its location in the model
+    or the dump), and the call sites: the model's lines that call code creating ops
+    elsewhere (a `with` there would move the callee's ops too, so the advice never wraps
+    them)."""
     source = read(config.path)
-    if source.format is not Format.MLIR:
-        # Imported once, keeping every op's location in the model or the dump; the
-        # variants then re-read the IR.
-        with tempfile.TemporaryDirectory(prefix="npuir-advise-") as scratch:
-            imported = Path(scratch) / (Path(config.path).stem + ".mlir")
-            imported.write_text(print_ir(load_source(source), debuginfo=True))
-            return advise(dataclasses.replace(config, path=str(imported)), write)
-    module = load(config.path)
+    module = load_source(source, make_context())
+    text = None if source.format is Format.MLIR else print_ir(module, debuginfo=True)
+    return module, text, _call_sites(module)
+
+
+def advise(config: AdviseConfig, write: Any = None) -> Advice:
+    """Time every variant in every case and say which annotation to use (see the module
+    docstring).  `write(path, text)` writes `--emit-mlir` (default: the shared writer)."""
+    if config.granularity not in GRANULARITIES:
+        raise UsageError(
+            f"--granularity {config.granularity} is not one of: {', '.join(GRANULARITIES)}"
+        )
+    module, text, calls = _load(config)
+    return on_deep_stack(_advise, config, module, text, calls, write)
+
+
+def _advise(
+    config: AdviseConfig, module: ModuleOp, text: str | None, calls: set[Site], write: Any
+) -> Advice:
     hw = device_of(module, config.hw)
+    cases = _cases(config, module)
     variants: list[Variant] = []
-    written = _variant("as written", None, _run(config, None), hw)
-    variants.append(written)
-    for name, pipeline in PIPELINES.items():
-        v = _try(config, name, pipeline, hw)
-        if v is not None:
-            variants.append(v)
-    if any(v.deadlock or v.hazards for v in variants):
-        for name, pipeline in WITH_LIMITS.items():
-            v = _try(config, name, pipeline, hw)
-            if v is not None:
-                variants.append(v)
-    by_name = {v.name: v for v in variants}
-    best = min(variants, key=_key)
+    by: dict[tuple[str, str | None], Variant] = {}
+    timed_of: dict[tuple[str, str | None], Timed | None] = {}
+
+    def add(base: Baseline, case: Case, timed: Timed | None, why: bool) -> Variant:
+        v = _variant(base, case, timed, hw, why)
+        variants.append(v)
+        by[(base.name, case.label)] = v
+        timed_of[(base.name, case.label)] = timed
+        return v
+
+    unannotated: ModuleOp | None = None
+    for case in cases:
+        written = _time(config, case, None, module.clone(), text)
+        if written is None:
+            # The user's program does not lower: that is the user's error, said as npuir-run says it.
+            time_program(_run_config(config, None, text, case.shapes), module.clone())
+        add(AS_WRITTEN, case, written, True)
+        for base in BEFORE[1:]:
+            if unannotated is None:
+                unannotated = _without_scopes(module)
+            add(base, case, _time(config, case, base.pipeline, unannotated.clone(), None), True)
+
+    # The structured search.
+    granularity = config.granularity
+    best_name = f"advice ({granularity})"
+    advice_base = Baseline(
+        best_name,
+        {
+            "line": "the edits below: one stream per source line, the same in every layer",
+            "scope": "the edits below: your with blocks kept, removed or retagged",
+            "op": "the edits below (any op on any stream)",
+        }[granularity],
+        None,
+    )
     reasons: list[str] = []
-    single = by_name.get("one stream")
-    if written.deadlock:
-        reasons.append(
-            "your annotation deadlocks: an op that must hold all the cores it asks for waits "
-            "for cores a collective holds while that collective waits for its peer "
-            "(npuir-run shows the cycle)"
+    keep = False
+    source_text: str
+    edits: list[Edit] = []
+    auto_timed: dict[str | None, Timed | None] = {}
+    auto_ops: dict[str, list[Operation]] = {}
+    for case in cases:
+        auto_module = (unannotated or _without_scopes(module)).clone()
+        if case.label is None:
+            # Which op is which, before auto may reissue them (for its projection below).
+            auto_ops = {
+                f.sym_name.data: [o for o in _walk(f) if isinstance(o, NpuOp)]
+                for f in auto_module.ops
+                if isinstance(f, FuncOp)
+            }
+        auto_timed[case.label] = _time(config, case, AUTO.pipeline, auto_module, None)
+    if granularity == "op":
+        annotated = _annotated_auto(module, config)
+        plan = None
+        search = None
+    else:
+        targets, scopes, infos = _targets(config, module, cases, hw, granularity)
+        search = Search(targets, scopes, infos, granularity, calls)
+        written_tags = search.written()
+        starts = [written_tags, {u: stream.DEFAULT_TAG for u in search.units}]
+        if targets:
+            starts += _baseline_tags(search, hw, targets[0].judge)
+            if auto_ops:
+                starts += _auto_tags(search, auto_ops)
+        budget = max(
+            SEARCH_MIN, min(SEARCH_MAX, SEARCH_OPS // max(1, sum(len(t.prog) for t in targets)))
         )
-    if single is not None and single.explanation is not None:
-        if written.explanation is not None:
-            reasons.append(
-                compare(written.explanation, single.explanation, "your annotation", "one stream")
-            )
-        if best.explanation is not None and best.name != "as written":
-            reasons.append(compare(best.explanation, single.explanation, best.name, "one stream"))
-    elif single is not None and single.deadlock:
-        reasons.append(
-            "one stream deadlocks too (the ranks issue their collectives in another order)"
+        tags, best_cost = search.run(starts, search.trials + budget)
+        tags = _rename(tags, search)
+        written_cost = search.cost(written_tags)[0]
+        plan = _plan(tags, search)
+        if plan is None:
+            plan = _plan(written_tags, search)
+            tags, best_cost = written_tags, written_cost
+        assert plan is not None
+        added = len(set(tags.values()) - set(written_tags.values()) - {stream.DEFAULT_TAG})
+        gain = written_cost - best_cost
+        if gain <= KEEP_WITHIN * written_cost or gain < added * hw.launch_ns:
+            keep = True
+            plan = _plan(written_tags, search)
+            assert plan is not None
+        annotated = module.clone()
+        # The clone's ops are new objects: re-read the plan by source position.
+        _source_form(annotated, plan, search.priorities)
+    # Core limits, when a variant deadlocks or has a hold-and-wait hazard.
+    limits: dict[Site, tuple[int, int]] = {}
+
+    def time_all(m: ModuleOp) -> tuple[str, list[Timed | None]]:
+        text_ = print_ir(m, debuginfo=True)
+        return text_, [_time(config, c, None, _parse_text(config, text_), text_) for c in cases]
+
+    def weighted(timed: list[Timed | None]) -> float:
+        return sum(
+            c.weight * (1 << 62 if t is None or t.result.deadlock else t.result.makespan_ns)
+            for c, t in zip(cases, timed)
         )
-    annotated = _annotated(config, best.name)
-    edits = edits_of(annotated, module, hw)
-    if written.deadlock:
-        fixed = [v for v in variants if "core limits" in v.name and not v.deadlock]
-        if fixed:
-            limits = edits_of(_annotated(config, fixed[0].name), module, hw)
-            named = "; ".join(str(e) for e in limits if "limit" in e.action) or "its core limits"
-            reasons.append(f"'{fixed[0].name}' removes the deadlock: {named}")
+
+    source_text, timed_advice = time_all(annotated)
+    if any(_bad(t) for t in timed_advice):
+        limited = _with_limits(config, annotated)
+        if limited is not None:
+            annotated, limits = limited
+            source_text, timed_advice = time_all(annotated)
+            keep = False
+    written_bad = any(_bad(timed_of[(AS_WRITTEN.name, c.label)]) for c in cases)
+    if written_bad and search is not None:
+        # The user's own streams with core limits: fewer edits, preferred unless the
+        # structured variant is more than KEEP_WITHIN faster.
+        limited = _with_limits(config, module)
+        if limited is not None:
+            text_w, timed_w = time_all(limited[0])
+            if not any(_bad(t) for t in timed_w) and weighted(timed_w) <= (
+                1 + KEEP_WITHIN
+            ) * weighted(timed_advice):
+                annotated, limits = limited
+                source_text, timed_advice = text_w, timed_w
+                plan = _plan(search.written(), search)
+                keep = False
+    for case, timed in zip(cases, timed_advice):
+        add(advice_base, case, timed, False)
+        add(AUTO, case, auto_timed[case.label], False)
+    if search is not None and plan is not None and not keep:
+        edits = _edits(plan, search, limits)
+    elif search is None:
+        edits = _auto_edits(module, annotated)
+    variants = _ordered(variants, cases)
+    _reason(reasons, by, cases, best_name, keep)
+    flat = unannotated or _without_scopes(module)
+    bounds = {case.label: _lower_bound(config, flat, case, hw) for case in cases}
     advice = Advice(
         variants,
-        _lower_bound(config, hw),
+        bounds,
         reasons,
-        best.name,
+        best_name,
         edits,
-        best.pipeline if best.name != "as written" else None,
+        keep and not limits,
+        granularity,
+        {c.label: c.weight for c in cases},
+        source=source_text,
     )
     if config.emit_mlir is not None:
         text = print_ir(annotated)
         if write is None:
-            Path(config.emit_mlir).write_text(text, encoding="utf-8")
+            with open(config.emit_mlir, "w", encoding="utf-8") as f:
+                f.write(text)
         else:
             write(config.emit_mlir, text)
         advice.emitted = config.emit_mlir
-        rerun = _run(config, None, source=text)
-        advice.reproduced_ns = None if rerun.result is None else rerun.result.makespan_ns
     return advice
 
 
-def _lower_bound(config: AdviseConfig, hw: Hardware) -> int | None:
-    """`npuir.schedule.bounds.lower_bound_ns` of the entry function (rank 0's)."""
-    module = load(config.path)
-    funcs = [f for f in module.ops if isinstance(f, FuncOp) and not is_dispatcher(f)]
-    if not funcs:
-        return None
-    name = config.entry or (config.entries[0] if config.entries else None)
-    func = next((f for f in funcs if f.sym_name.data == name), funcs[0])
+def _ordered(variants: list[Variant], cases: list[Case]) -> list[Variant]:
+    order = [b.name for b in BEFORE]
+    rank = {c.label: i for i, c in enumerate(cases)}
+
+    def key(v: Variant) -> tuple[int, int]:
+        pos = order.index(v.name) if v.name in order else (len(order) + (v.name == AUTO.name))
+        return (rank[v.case], pos)
+
+    return sorted(variants, key=key)
+
+
+def _bad(timed: Timed | None) -> bool:
+    """Whether a variant did not run, deadlocked or has a hold-and-wait hazard."""
+    return (
+        timed is None
+        or timed.result.deadlock is not None
+        or any(w.kind == HOLD_AND_WAIT.code for w in timed.warnings)
+    )
+
+
+def _parse_text(config: AdviseConfig, text: str) -> ModuleOp:
+    return load_source(source_of_text(config.path, text), make_context())
+
+
+def _without_scopes(module: ModuleOp) -> ModuleOp:
+    """`module` with its stream scopes inlined (the `ignore-tags` variants' input: the same
+    program, without the scopes to flatten again for each)."""
+    from npuir.dialects import scope as scope_utils
+
+    out = module.clone()
+    for op in reversed([o for o in _walk(out) if isinstance(o, stream.SwitchOp)]):
+        scope_utils.inline_scope(op)
+    return out
+
+
+def _with_limits(
+    config: AdviseConfig, annotated: ModuleOp
+) -> tuple[ModuleOp, dict[Site, tuple[int, int]]] | None:
+    """The advised annotation with the core limits `coreset-partition` chooses for it,
+    written as `limit_core_num` around the ops of each limited stream."""
+    hw = device_of(annotated, config.hw)
+    trial = annotated.clone()
+    ctx = make_context(collect_diagnostics=True)
     try:
-        return lower_bound_ns(func, hw)
+        run_passes(
+            ctx, trial, build_pipeline("gear-multiversion,stream-partition,coreset-partition")
+        )
     except DiagnosticError:
         return None
+    limits = _stream_limits(trial)
+    if not limits:
+        return None
+    out = annotated.clone()
+    wrapped = _limit_ops(out, limits)
+    sites: dict[Site, tuple[int, int]] = {}
+    for scope in wrapped:
+        assert isinstance(scope, coreset.LimitOp)
+        cube = scope.count("cube")
+        vector = scope.count("vector")
+        sites[_site(scope, 0)] = (
+            cube if cube is not None else hw.cube_cores,
+            vector if vector is not None else hw.vector_cores,
+        )
+    return out, sites
+
+
+def _annotated_auto(module: ModuleOp, config: AdviseConfig) -> ModuleOp:
+    """`auto`'s assignment in source form (the `op` granularity)."""
+    out = module.clone()
+    ctx = make_context(collect_diagnostics=True)
+    spec = "stream-partition{mode=auto ignore-tags=true}"
+    if config.hw:
+        spec = f"stream-partition{{mode=auto ignore-tags=true hw={config.hw}}}"
+    run_passes(ctx, out, build_pipeline(spec))
+    _source_form_lowered(out)
+    return out
+
+
+def _source_form_lowered(module: ModuleOp) -> None:
+    """A partitioned (not lowered) module back in source form: each run of ops on a
+    non-default stream in a `stream.switch` of its tag; no `stream.on`, no decls."""
+    tags = {d.symbol: d.tag.data for d in module.ops if isinstance(d, stream.DeclOp)}
+
+    def tag_of(op: Operation) -> object:
+        ref = op.attributes.get(stream.STREAM_ON)
+        if isinstance(ref, SymbolRefAttr):
+            tag = tags.get(ref.root_reference.data)
+            return None if tag == stream.DEFAULT_TAG else tag
+        return None
+
+    blocks: dict[Block, None] = {}
+    for op in _walk(module):
+        if isinstance(op, NpuOp | stream.WaitTensorOp) and (block := op.parent_block()):
+            blocks[block] = None
+    for block in blocks:
+        for run in _runs([o for o in block.ops if not isinstance(o, ReturnOp)], tag_of):
+            tag = tag_of(run[0])
+            assert isinstance(tag, str)
+            _wrap(run, _switch(tag))
+    for op in list(_walk(module)):
+        op.attributes.pop(stream.STREAM_ON, None)
+        if isinstance(op, stream.DeclOp):
+            op.detach()
+
+
+def _auto_edits(original: ModuleOp, annotated: ModuleOp) -> list[Edit]:
+    """Edits for the `op` granularity: every user scope removed, each run of ops `auto`
+    put on a stream wrapped (by the ops' lines; they need not be whole statements)."""
+    out: list[Edit] = []
+    for op in _walk(original):
+        if isinstance(op, stream.SwitchOp) and op.tag_name != stream.DEFAULT_TAG:
+            file, line = _site(op, 0)
+            source = "python" if _python(file) else "mlir"
+            out.append(Edit("remove-scope", file, line, line, source, op.tag_name))
+    for op in _walk(annotated):
+        if isinstance(op, stream.SwitchOp):
+            sites = [_site(o, 0) for o in op.body.block.ops if isinstance(o, NpuOp)]
+            if sites:
+                lines = sorted(s[1] for s in sites)
+                file = sites[0][0]
+                source = "python" if _python(file) else "mlir"
+                out.append(Edit("add-stream-scope", file, lines[0], lines[-1], source, op.tag_name))
+    return out
+
+
+def _reason(
+    reasons: list[str],
+    by: dict[tuple[str, str | None], Variant],
+    cases: list[Case],
+    best: str,
+    keep: bool,
+) -> None:
+    for case in cases:
+        prefix = f"{case.label}: " if case.label else ""
+        written = by.get((AS_WRITTEN.name, case.label))
+        single = by.get(("single stream", case.label))
+        advised = by.get((best, case.label))
+        if written is not None and written.deadlock:
+            reasons.append(
+                prefix + "your annotation deadlocks: an op that must hold all the cores it asks "
+                "for waits for cores a collective holds while that collective waits for its peer "
+                "(npuir-run shows the cycle)"
+            )
+        if (
+            single is not None
+            and single.explanation is not None
+            and written is not None
+            and written.explanation is not None
+        ):
+            reasons.append(
+                prefix
+                + compare(written.explanation, single.explanation, "your annotation", "one stream")
+            )
+        if advised is not None and written is not None and not keep:
+            if advised.makespan_ns is not None and written.makespan_ns is not None:
+                delta = written.makespan_ns - advised.makespan_ns
+                reasons.append(
+                    prefix + f"the advice takes {advised.makespan_ns / 1000:.1f} µs, "
+                    f"{abs(delta) / 1000:.1f} µs {'less' if delta >= 0 else 'more'} than "
+                    "your annotation"
+                )
+            elif advised.makespan_ns is not None:
+                reasons.append(
+                    prefix + f"the advice runs without the deadlock, in "
+                    f"{advised.makespan_ns / 1000:.1f} µs"
+                )
+    if keep:
+        reasons.append(
+            f"keep your annotation: the best structured variant is within {KEEP_WITHIN:.0%} of "
+            "it, or gains less than the launches of the streams it would add"
+        )
+
+
+CALL_SITES = "torch.call_sites"
+"""The module attribute the torch importer lists the model's call sites in
+(`npuir.frontends.torch.CALL_SITES`; named here too, torch being optional)."""
+
+
+def _call_sites(module: ModuleOp) -> set[Site]:
+    listed = module.attributes.get(CALL_SITES)
+    out: set[Site] = set()
+    if isinstance(listed, ArrayAttr):
+        for entry in listed.data:
+            if isinstance(entry, StringAttr):
+                file, _, line = entry.data.rpartition(":")
+                if file and line.isdigit():
+                    out.add((file, int(line)))
+    return out
+
+
+def _lower_bound(config: AdviseConfig, module: ModuleOp, case: Case, hw: Hardware) -> int | None:
+    """`npuir.schedule.bounds.lower_bound_ns` of the entry function (rank 0's) in `case`."""
+    try:
+        scratch = module.clone()
+        run_passes(
+            make_context(collect_diagnostics=True), scratch, build_pipeline("gear-multiversion")
+        )
+        funcs = {f.sym_name.data: f for f in scratch.ops if isinstance(f, FuncOp)}
+        names, shapes = entries_and_shapes(_run_config(config, None, None, case.shapes), module)
+        func, _ = resolve_entry(scratch, funcs[names[0]], shapes[0])
+        return lower_bound_ns(timing_function(func, shapes[0]), hw)
+    except (DiagnosticError, UsageError, NumericsError):
+        return None
+
+
+__all__ = [
+    "Advice",
+    "AdviseConfig",
+    "Edit",
+    "Variant",
+    "advise",
+    "apply_edits",
+]

@@ -198,6 +198,16 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
     return names
 
 
+def entries_and_shapes(
+    config: RunConfig, module: ModuleOp
+) -> tuple[list[str], list[list[tuple[int, ...]]]]:
+    """Each rank's entry function name and argument shapes, as a run would take them."""
+    names = entry_names(config, module)
+    funcs = _functions(module)
+    check_shape_names(config, [funcs[n] for n in names])
+    return names, [_arg_shapes(funcs[n], config, None) for n in names]
+
+
 def _argument_keys(func: FuncOp) -> list[tuple[str, ...]]:
     """The names `--shape` may give each argument of `func`: its index, `x` and `%x`."""
     keys: list[tuple[str, ...]] = []
@@ -530,17 +540,24 @@ _Loaded = tuple[
 ]
 
 
-def _load(config: RunConfig) -> _Loaded:
-    """Parse the input; its device, entries, given inputs and argument shapes."""
+def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) -> _Loaded:
+    """Parse the input (or take `parsed`, already parsed and verified); its device,
+    entries, given inputs and argument shapes.  Without `keep`, the module as written is
+    not copied before lowering (the caller needs only the lowered one)."""
     ctx = make_context(collect_diagnostics=True)
-    if isinstance(config.source, Source):
-        source = config.source
-    elif config.source is not None:
-        source = source_of_text(config.path, config.source)
+    if parsed is not None:
+        module = parsed
+        if isinstance(config.source, str):
+            ctx.diagnostics.sources.add(config.path, config.source)
     else:
-        source = read(config.path)
-    module = load_source(source, ctx)
-    original = module.clone()
+        if isinstance(config.source, Source):
+            source = config.source
+        elif config.source is not None:
+            source = source_of_text(config.path, config.source)
+        else:
+            source = read(config.path)
+        module = load_source(source, ctx)
+    original = module.clone() if keep else module
     hw = _hardware(config, module)
     names = entry_names(config, module)
     # The functions as written: lowering rewrites `module`'s in place (a gear dispatcher keeps
@@ -577,6 +594,29 @@ def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnos
         raise DiagnosticError(
             Diagnostic("error", f"--fit-hw {profile_path}: {exc}", kind=PROFILE_UNREADABLE.code)
         ) from None
+
+
+@dataclass
+class Timed:
+    """A run's lowering and simulation only: no one-stream baseline, explanation or
+    numerics (what `npuir-advise` needs of each variant it times)."""
+
+    result: SimResult
+    programs: list[Program]
+    gears: list[str | None]
+    warnings: list[Diagnostic]
+
+
+def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
+    """Lower and simulate `config`'s program as `run_program` does, and nothing else.
+    `parsed` is the program already parsed (it is lowered in place)."""
+    ctx, module, _, hw, names, _, _, shapes = _load(config, parsed, keep=False)
+    profile = read_profile(config.profile) if config.profile else None
+    warnings = _lower_reporting(ctx, module, config)
+    result, programs, _, gears, _ = _simulate(
+        ctx, module, names, shapes, hw, config.mirror_peers, profile
+    )
+    return Timed(result, programs, gears, warnings + memory_warning(result, hw))
 
 
 def run_program(config: RunConfig) -> RunOutcome:

@@ -75,6 +75,10 @@ SYM_DIMS = "torch.sym_dims"
 DIM_RANGES = "torch.dim_ranges"
 """Function attribute: each symbol's `torch.export.Dim` range, `array<i64: lo, hi>`."""
 
+CALL_SITES = "torch.call_sites"
+"""Module attribute: the model's lines that call code whose ops are located elsewhere
+(`call_sites`), as `"file:line"` strings; `npuir-advise` never wraps them in a scope."""
+
 CONST = "torch.const"
 """Argument attribute: the value of a scalar the program used as a constant."""
 
@@ -87,17 +91,30 @@ class UnsupportedOp(Exception):
     """An FX node the importer has no npu op for."""
 
 
-def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
-    """The innermost frame of the node's stack trace outside torch: the model's line."""
+def _user_frames(node: torch.fx.Node) -> list[tuple[str, int]]:
+    """The frames of the node's stack trace outside torch (and npuir.torchair), outermost
+    first: the model's lines."""
     trace = node.meta.get("stack_trace")
     if not trace:
-        return None
-    frames = [
+        return []
+    return [
         (f, int(n))
         for f, n in _FRAME.findall(trace)
         if not f.startswith(_TORCH_DIR) and not f.startswith(_TORCHAIR_DIR)
     ]
+
+
+def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
+    """The innermost frame of the node's stack trace outside torch: the model's line."""
+    frames = _user_frames(node)
     return frames[-1] if frames else None
+
+
+def call_sites(graph: torch.fx.Graph) -> set[tuple[str, int]]:
+    """The model's lines that call code whose ops are located elsewhere (every frame of a
+    node's stack trace outside torch but the innermost): a `with` there covers the
+    callee's ops too."""
+    return {site for node in graph.nodes for site in _user_frames(node)[:-1]}
 
 
 class _Importer:
@@ -629,6 +646,9 @@ def import_fx_graph(
         graph, range_constraints or {}, name, target, strict, config, gears, decompositions
     )
     module = importer.run()
+    calls = sorted(call_sites(graph))
+    if calls:
+        module.attributes[CALL_SITES] = ArrayAttr([StringAttr(f"{f}:{n}") for f, n in calls])
     if diagnostics is not None:
         diagnostics.emitted.extend(importer.warnings)
     else:

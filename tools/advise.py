@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
-from npuir.driver.advise import AdviseConfig, advise
+from npuir.driver.advise import GRANULARITIES, AdviseConfig, advise
 from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,
@@ -20,12 +20,27 @@ from npuir.tools.cli import (
     run_tool,
 )
 from npuir.tools.output import write_text
+from npuir.tools.run import _shape
 
 EXIT_CODES = (
     (EXIT_OK, "ok: the advice is printed"),
     (EXIT_INPUT, "error in the input (syntax, verifier or pass error)"),
     (EXIT_USAGE, "usage (bad flag or value, an output that cannot be written)"),
 )
+
+
+def _weights(text: str) -> list[float]:
+    try:
+        weights = [float(w) for w in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a comma-separated list of numbers"
+        ) from None
+    if any(not w >= 0 or w == float("inf") for w in weights) or not any(weights):
+        raise argparse.ArgumentTypeError(
+            f"'{text}': weights are finite, not negative, and not all zero"
+        )
+    return weights
 
 
 def _arg_parser() -> argparse.ArgumentParser:
@@ -45,6 +60,28 @@ def _arg_parser() -> argparse.ArgumentParser:
     who.add_argument("--entries", help="one function per rank, comma-separated (MPMD)")
     ap.add_argument("--ranks", type=int, help="ranks running --entry (SPMD; default 1)")
     ap.add_argument(
+        "--shape",
+        type=_shape,
+        action="append",
+        default=[],
+        metavar="ARG=DxD",
+        help="the shape of a dynamic argument, as npuir-run takes it (default for a geared "
+        "program: every gear)",
+    )
+    ap.add_argument(
+        "--granularity",
+        choices=GRANULARITIES,
+        default="line",
+        help="what the advice may move: whole source lines, the same in every layer (line, "
+        "the default), only your own with blocks (scope), or any op (op: auto's answer)",
+    )
+    ap.add_argument(
+        "--gear-weights",
+        type=_weights,
+        metavar="W1,W2,...",
+        help="how much each gear's makespan counts, in gear order (default: equally)",
+    )
+    ap.add_argument(
         "--emit-mlir",
         metavar="OUT.mlir",
         help="write the input with the recommended scopes, in source form",
@@ -62,7 +99,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         entry=args.entry,
         entries=args.entries.split(",") if args.entries else None,
         ranks=args.ranks,
+        shapes=dict(args.shape),
         emit_mlir=args.emit_mlir,
+        granularity=args.granularity,
+        gear_weights=args.gear_weights,
     )
     sources = SourceManager()
     try:

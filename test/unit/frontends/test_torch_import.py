@@ -279,8 +279,7 @@ def test_a_saved_archive_imports(tmp_path: Path) -> None:
     from npuir.driver.advise import AdviseConfig, advise
 
     advice = advise(AdviseConfig(path=str(path)))
-    assert advice.best == "auto"
-    assert advice.edits and all(e.where.startswith(f"{HERE}:") for e in advice.edits)
+    assert advice.edits and all(e.file == HERE for e in advice.edits)
 
 
 def test_a_missing_archive_is_an_error(tmp_path: Path) -> None:
@@ -365,9 +364,9 @@ def test_advice_on_an_imported_model_reproduces_its_makespan(tmp_path: Path, nam
     best = by_name[advice.best]
     assert best.makespan_ns is not None
     assert best.makespan_ns <= (by_name["as written"].makespan_ns or 0)
-    assert advice.reproduced_ns == best.makespan_ns
     # The edits are in the user's terms: lines of the model's own source file.
-    assert advice.edits and all(e.where.startswith(f"{HERE}:") for e in advice.edits)
+    assert advice.keep or advice.edits
+    assert all(e.file == HERE for e in advice.edits)
     rerun = run_program(RunConfig(str(out), check=True))
     assert rerun.status == 0 and rerun.result is not None
     assert rerun.result.makespan_ns == best.makespan_ns
