@@ -30,6 +30,11 @@ Rules every mode keeps:
   "_" appended until it is free, so it never joins a user's stream.
 - Any assignment is valid: issue order is topological, and `insert-events`
   orders every cross-stream dependency.  The modes differ only in speed.
+- A mode that issues the nodes in a new order keeps the collectives in their
+  written order relative to each other (`keep_collective_order`): the ranks'
+  collectives pair up by issue order (HCCL requires every rank to issue them in
+  the same order), and each rank's function is partitioned on its own, so a
+  collective moved on one rank would pair with the wrong peer or deadlock.
 
 The modes:
 
@@ -122,6 +127,8 @@ them and call back into `assign` for the cost-free modes.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -129,7 +136,7 @@ from enum import StrEnum
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
-from npuir.dialects.npu import Engine, NpuOp
+from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
 
 PRIORITY_CONFLICT = Kind("stream.priority-conflict")
 """One stream tag given two priorities."""
@@ -199,17 +206,13 @@ class Request:
 
 
 def issue_order_fixed(prog: Program) -> bool:
-    """Whether `prog`'s nodes must keep their written issue order: when any sits in a
+    """Whether `prog`'s nodes must keep their written issue order: when the function has a
     `coreset.limit` scope.  A scope is lexical -- its ops are one region, and its limit
     covers exactly them -- so a new order could only be realised by splitting scopes,
-    which the stream-partition pass does not do (it reissues the ops of a flat function)."""
-    for op in prog.ops:
-        parent = op.parent_op()
-        while parent is not None and parent is not prog.func:
-            if isinstance(parent, coreset.LimitOp):
-                return True
-            parent = parent.parent_op()
-    return False
+    which the stream-partition pass does not do (it reissues the ops of a flat function).
+    A scope that holds no compute op (only a `stream.wait_tensor`) counts too: reissuing
+    around it would leave it in front of the values its wait uses."""
+    return any(isinstance(op, coreset.LimitOp) for op in prog.func.body.walk())
 
 
 Strategy = Callable[[Request], Assignment]
@@ -237,6 +240,46 @@ def permuted(prog: Program, order: Sequence[int]) -> Program:
     out.scopes, out.priorities = prog.scopes, prog.priorities
     out.priority_clash, out.wait_tensors = prog.priority_clash, prog.wait_tensors
     return out
+
+
+def keep_collective_order(prog: Program, order: Sequence[int]) -> list[int]:
+    """`order` (a topological issue order of `prog`'s nodes, the return last) changed as
+    little as possible so that the collectives keep their relative order in `prog`.
+
+    Kahn's algorithm over the data dependences plus a chain through the collectives in
+    `prog`'s order, always issuing the ready node that comes first in `order`: an order
+    that already keeps the collectives' order comes back unchanged.  `prog`'s own order
+    satisfies both, so the result always covers every node."""
+    colls = [n for n, op in enumerate(prog.ops) if isinstance(op, CollectiveOp)]
+    if len(colls) < 2:
+        return list(order)
+    position = {n: i for i, n in enumerate(order)}
+    chosen = set(colls)
+    if [n for n in order if n in chosen] == colls:
+        return list(order)
+    after: dict[int, int] = {a: b for a, b in itertools.pairwise(colls)}
+    indegree = [len({p for p, _ in deps}) for deps in prog.deps]
+    for b in colls[1:]:
+        indegree[b] += 1
+    users: list[list[int]] = [[] for _ in prog.ops]
+    for n, deps in enumerate(prog.deps):
+        for p in {p for p, _ in deps}:
+            users[p].append(n)
+    ready = [(position[n], n) for n in range(len(prog)) if indegree[n] == 0]
+    heapq.heapify(ready)
+    out: list[int] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        out.append(n)
+        released = users[n] + ([after[n]] if n in after else [])
+        for u in released:
+            indegree[u] -= 1
+            if indegree[u] == 0:
+                heapq.heappush(ready, (position[u], u))
+    if len(out) != len(prog):
+        raise AssertionError("keep_collective_order: the written order is not topological")
+    returns = [n for n in out if prog.kind[n] is NodeKind.RETURN]
+    return [n for n in out if prog.kind[n] is not NodeKind.RETURN] + returns
 
 
 def pinned_tags(prog: Program) -> tuple[list[str | None], dict[str, int]]:
@@ -296,7 +339,13 @@ def assign(
         raise ValueError(f"{len(pinned)} pins for a program of {len(prog)} nodes")
     if any(k in (NodeKind.RECORD, NodeKind.WAIT) for k in prog.kind):
         raise ValueError("stream assignment needs an un-partitioned program (it has sync nodes)")
-    return strategy(Request(prog, pinned, priorities, max_streams, reserved, max_parallel, variant))
+    result = strategy(
+        Request(prog, pinned, priorities, max_streams, reserved, max_parallel, variant)
+    )
+    if result.order is not None:
+        order = keep_collective_order(prog, result.order)
+        result.order = None if order == list(range(len(prog))) else order
+    return result
 
 
 def _assign_single(req: Request) -> Assignment:
@@ -774,6 +823,7 @@ __all__ = [
     "Strategy",
     "assign",
     "cover_paths",
+    "keep_collective_order",
     "max_matching",
     "path_cover",
     "pinned_tags",

@@ -17,6 +17,9 @@ Subcommands:
             (interp_overhead.py).
   build     building a program with npuir.torchair against parsing it as text
             (torchair_build.py).
+  roundtrip npuir-opt (fast and xDSL parser) and mlir-opt-19 reading and printing the
+            same generic file, when mlir-opt is installed (roundtrip.py).
+  geimport  importing a 1 MB GE dump (roundtrip.py).
   torch     the torch.compile backend's compile overhead on a decoder layer, as a
             ratio to torch.compile(backend="eager") (torch_compile.py; needs torch).
   examples  rewrite examples/*.mlir from the workload generators
@@ -113,6 +116,10 @@ def main() -> None:
     t.add_argument("--repeats", type=int, default=5)
     st = sub.add_parser("startup", help="tool start-up against importing xDSL")
     st.add_argument("--repeats", type=int, default=5)
+    rt = sub.add_parser("roundtrip", help="npuir-opt against mlir-opt on the same generic file")
+    rt.add_argument("--sizes", default="10000,100000")
+    rt.add_argument("--shapes", default="chain,transformer", help="any of chain, wide, transformer")
+    gi = sub.add_parser("geimport", help="import of a 1 MB GE dump")
     e = sub.add_parser("examples", help="rewrite examples/*.mlir from the generators")
     e.add_argument("--check", action="store_true", help="only report stale files")
     for p in (c, sc):
@@ -121,7 +128,7 @@ def main() -> None:
             default="parse,print,npu-default,auto,nimble",
             help="which phases to run (parse always runs: the ratios are to it)",
         )
-    for p in (c, sc, s, o, m, g, i, b, t, st, e):
+    for p in (c, sc, s, o, m, g, i, b, t, st, rt, gi, e):
         p.add_argument("--json", action="store_true")
         p.add_argument("--quick", action="store_true", help="a small smoke run")
     args = ap.parse_args()
@@ -176,6 +183,18 @@ def main() -> None:
         sizes = "200,1000" if args.quick else args.sizes
         result = run_build([int(n) for n in sizes.split(",")])
         printer = print_build
+    elif args.command == "roundtrip":
+        from roundtrip import print_roundtrip, run_roundtrip
+
+        sizes = "200,1000" if args.quick else args.sizes
+        shapes = [shape.strip() for shape in args.shapes.split(",") if shape.strip()]
+        result = run_roundtrip([int(n) for n in sizes.split(",")], shapes)
+        printer = print_roundtrip
+    elif args.command == "geimport":
+        from roundtrip import print_ge_import, run_ge_import
+
+        result = run_ge_import()
+        printer = print_ge_import
     elif args.command == "torch":
         from torch_compile import print_torch, run_torch
 

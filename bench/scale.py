@@ -35,12 +35,20 @@ from typing import Any
 HERE = Path(__file__).parent
 PHASES: dict[str, str | None] = {
     "parse": None,
+    "verify": None,
     "print": None,
     "npu-default": "npu-default",
     "auto": "stream-partition{mode=auto}",
     "nimble": "stream-partition{mode=nimble}",
+    "run": None,
 }
-"""Each phase and the pipeline it runs after parsing (None: parse or print only)."""
+"""Each phase and the pipeline it runs after parsing (None: no pipeline).
+
+`parse` is `npuir.parse_text`: parsing and the verification after it (npuir verifies
+what it reads), as every tool does; `verify` is that verification alone, timed again
+on the parsed module; `print` prints the module in the custom form; `run` is the whole
+`npuir-run --timing-only --mirror-peers` on the program's file (parse, verify, lower,
+simulate, explain), in the child."""
 SHAPES = ("chain", "wide", "transformer")
 
 
@@ -65,7 +73,31 @@ def child(phase: str, shape: str, n: int) -> dict[str, Any]:
     del text
     gc.freeze()  # the IR is long-lived: keep the cyclic collector off it
     pipeline = PHASES[phase]
-    if phase == "print":
+    if phase == "verify":
+        from npuir.verifier import verify
+
+        t0 = time.process_time()
+        verify(module)
+        seconds = time.process_time() - t0
+    elif phase == "run":
+        import tempfile
+
+        from npuir.tools.cli import run_tool
+        from npuir.tools.run import run
+
+        with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+            f.write(_text(shape, n))
+        import contextlib
+        import io
+
+        t0 = time.process_time()
+        with contextlib.redirect_stdout(io.StringIO()):
+            status = run_tool("npuir-run", run, [f.name, "--timing-only", "--mirror-peers"])
+        seconds = time.process_time() - t0
+        Path(f.name).unlink()
+        if status != 0:
+            raise SystemExit(f"npuir-run exited {status}")
+    elif phase == "print":
         t0 = time.process_time()
         npuir.print_ir(module)
         seconds = time.process_time() - t0

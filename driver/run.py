@@ -32,13 +32,19 @@ from typing import Any, BinaryIO
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import BlockArgument, OpResult, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from npuir.analysis.manager import LoweredFunction, analyses
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
 from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
 from npuir.backends.npu.explain import compare, explain
-from npuir.backends.npu.groups import PartialGroup, collectives, partial_groups
+from npuir.backends.npu.groups import (
+    MAX_MIRRORED,
+    PartialGroup,
+    collectives,
+    mismatched_pairs,
+    partial_groups,
+)
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
@@ -46,10 +52,12 @@ from npuir.backends.npu.profile import PROFILE_UNREADABLE, Profile, read_profile
 from npuir.backends.npu.report import build_report, memory_warning
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.context import NpuirContext, make_context
-from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, UsageError, error
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError, error
 from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
+from npuir.driver.npz import read_arrays
 from npuir.frontends.load import Source, load_source, read, source_of_text
+from npuir.host import available_bytes, gib
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
 from npuir.schedule.device import UNKNOWN_DEVICE, device_spec
@@ -80,7 +88,16 @@ EXTERNAL_ENTRY = Kind("run.external-function")
 NO_FUNCTION = Kind("run.no-function")
 """The module has no function to run."""
 
+COLLECTIVE_MISMATCH = Kind("collective.mismatch")
+"""Collectives that pair up across ranks but differ (op, group size, mode, shape, dtype)."""
+BEYOND_HOST = Kind("run.beyond-host-memory")
+"""Computing the values would need more memory than the host has available."""
+
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
+
+MAX_RANKS = 4096
+"""The most ranks a run takes (`--ranks`, `--entries`): npuir's bound, so that a typo
+cannot ask for a billion simulated ranks; real jobs of 4096 cards fit."""
 
 # The baseline keeps the generic version for shapes no gear matches: the run itself only
 # gets that far with such a shape when its own pipeline kept one (`fallback=dynamic`).
@@ -175,12 +192,19 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
     funcs = _functions(module)
     if config.entries:
         names = config.entries
+        if len(names) > MAX_RANKS:
+            raise UsageError(f"--entries names {len(names)} ranks; npuir runs at most {MAX_RANKS}")
         if config.ranks is not None and config.ranks != len(names):
             raise UsageError(
                 f"--entries names {len(names)} function(s), one per rank, but --ranks is "
                 f"{config.ranks}"
             )
     else:
+        if config.ranks is not None and not 1 <= config.ranks <= MAX_RANKS:
+            raise UsageError(
+                f"--ranks {config.ranks}: npuir runs 1 to {MAX_RANKS} ranks (each rank's "
+                "state is simulated and, unless --timing-only, computed)"
+            )
         names = [config.entry or _default_entry(module)] * (config.ranks or 1)
     for name in names:
         if name not in funcs:
@@ -344,13 +368,17 @@ def make_inputs(
 
 def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
     """Inputs from an `.npz` (loaded without pickle): `argN`, or `rankR/argN` per rank."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError) as exc:
-        raise DiagnosticError(
-            Diagnostic("error", f"cannot read inputs '{path}': {exc}", kind=INPUT_ERROR.code)
-        ) from None
+    # Only the arrays the run uses are read, each bounded by its argument's size
+    # (`npuir.driver.npz`): an unused or oversized member is never decompressed.
+    wanted: dict[str, int | None] = {}
+    for rank, func in enumerate(funcs):
+        for index, ty in enumerate(func.function_type.inputs):
+            assert isinstance(ty, TensorType)
+            most = None if npu.DYN in ty.get_shape() else npu.tensor_bytes(ty)
+            for name in (f"rank{rank}/arg{index}", f"arg{index}"):
+                before = wanted.get(name, 0)
+                wanted[name] = None if most is None or before is None else max(before, most)
+    arrays = read_arrays(path, wanted, wanted.__getitem__)
     per_rank: list[list[Array]] = []
     for rank, func in enumerate(funcs):
         values: list[Array] = []
@@ -436,9 +464,78 @@ def _lower(ctx: NpuirContext, module: ModuleOp, pipeline: str | None, hw_spec: s
     run_passes(ctx, module, build_pipeline(pipeline))
 
 
+def _value_bytes(value: SSAValue) -> int:
+    ty = value.type
+    if not isinstance(ty, TensorType) or npu.DYN in ty.get_shape():
+        return 0
+    return npu.tensor_bytes(ty)
+
+
+def numerics_bytes(
+    programs: Sequence[Program], partial: Sequence[PartialGroup], check: bool
+) -> tuple[int, SSAValue | None]:
+    """Host memory the numeric run of `programs` (one per rank, shapes specialised) needs
+    at most, and its largest tensor.  The interpreter keeps every value a rank computes,
+    so each rank needs its arguments and all its results; `--check` runs the unscheduled
+    program too; a mirrored collective stacks one input per member of its group."""
+    total = 0
+    largest: tuple[int, SSAValue | None] = (0, None)
+    for prog in programs:
+        values: list[SSAValue] = list(prog.func.body.block.args)
+        values += [r for op in prog.func.body.walk() for r in op.results]
+        for value in values:
+            size = _value_bytes(value)
+            total += size
+            if size > largest[0]:
+                largest = (size, value)
+    if check:
+        total *= 2
+    for group in partial:
+        total += len(group.missing) * sum(_value_bytes(v) for v in group.op.operands)
+    return total, largest[1]
+
+
+def _refuse_beyond_host(
+    programs: Sequence[Program], partial: Sequence[PartialGroup], config: RunConfig
+) -> None:
+    """A located error when the numeric run would need more memory than the host has."""
+    available = available_bytes()
+    if available is None:
+        return
+    need, largest = numerics_bytes(programs, partial, config.check)
+    if need <= available:
+        return
+    what = ""
+    where: Operation | None = None
+    if largest is not None:
+        name = f"%{largest.name_hint}" if largest.name_hint else "a value"
+        what = f"; the largest tensor, {name}: {largest.type}, takes {gib(_value_bytes(largest))}"
+        where = largest.owner if isinstance(largest, OpResult) else largest.owner.parent_op()
+    checked = " with --check (which also runs the unscheduled program)" if config.check else ""
+    raise error(
+        where or programs[0].func,
+        f"computing this program's values{checked} needs about {gib(need)} of host memory, "
+        f"more than the {gib(available)} available{what}; --timing-only simulates the "
+        "schedule without computing them",
+        BEYOND_HOST,
+    )
+
+
 def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[PartialGroup]:
-    """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`."""
+    """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`.
+    Collectives that pair up across ranks but differ are an error at the later rank's."""
+    mismatched = mismatched_pairs([collectives(f) for f in funcs], len(funcs))
+    if mismatched:
+        raise error(mismatched[0].op, mismatched[0].describe(), COLLECTIVE_MISMATCH)
     partial = partial_groups([collectives(f) for f in funcs], len(funcs))
+    for group in partial if mirror_peers else ():
+        if len(group.missing) > MAX_MIRRORED:
+            raise error(
+                group.op,
+                f"{group.describe()}: --mirror-peers takes at most {MAX_MIRRORED} missing "
+                f"ranks as copies, and this group misses {len(group.missing)}",
+                MISSING_RANKS,
+            )
     if partial and not mirror_peers:
         first = partial[0]
         needed = max(p.present[0] + p.group_size for p in partial)
@@ -641,6 +738,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     inputs: list[list[Array]] = []
     outputs: list[list[Array]] = []
     if not config.timing_only:
+        _refuse_beyond_host(programs, partial, config)
         inputs = given or [
             make_inputs(funcs[n], s, config.seed, r) for r, (n, s) in enumerate(zip(names, shapes))
         ]

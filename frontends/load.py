@@ -19,7 +19,6 @@ from __future__ import annotations
 import enum
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -167,6 +166,12 @@ def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
 
 
 def _load_pt2(source: Source, ctx: NpuirContext, strict: bool) -> ModuleOp:
+    # The archive is read and checked as data first (`npuir.frontends.pt2`: no pickle, no
+    # evaluated string, no zip bomb), so a refused archive is an input error even
+    # without torch, and torch only ever sees the checked program.
+    from npuir.frontends.pt2 import read_pt2
+
+    archive = read_pt2(source.filename, data=source.data)
     try:
         from npuir.frontends.torch import import_pt2
     except ImportError:
@@ -175,11 +180,4 @@ def _load_pt2(source: Source, ctx: NpuirContext, strict: bool) -> ModuleOp:
             "npuir-run and npuir-opt read it once PyTorch is installed "
             "(pip install 'npuir[torch]')"
         ) from None
-    path = Path(source.filename)
-    if path.is_file():
-        return import_pt2(path, strict=strict, diagnostics=ctx.diagnostics)
-    # Standard input or a stream: the archive reader wants a file.
-    with tempfile.NamedTemporaryFile(suffix=".pt2") as f:
-        f.write(source.data)
-        f.flush()
-        return import_pt2(f.name, strict=strict, diagnostics=ctx.diagnostics)
+    return import_pt2(archive, strict=strict, diagnostics=ctx.diagnostics)

@@ -1,19 +1,27 @@
 """Stage one of the GE importer: protobuf text format into located messages.
 
 `parse(text, filename)` reads text written in the protobuf text format (the
-grammar is `protobuf_text.lark`, run by lark's LALR parser) and returns the
-top-level `Message`.  A message keeps its fields in file order, repeated
+grammar is `protobuf_text.lark`, run by lark's LALR parser with the messages
+built as it reduces, no parse tree, and the garbage collector paused) and
+returns the top-level `Message`.  A message keeps its fields in file order, repeated
 fields as lists, and the line and column of every field, so that the second
-stage (`npuir.frontends.ge`) can point a diagnostic at the `op {` block or the
+stage (`npuir.frontends.ge_graph`) can point a diagnostic at the `op {` block or the
 `input:` string it is about.  Nothing here knows GE's schema.
 
 Scalars become `str` (strings, unescaped), `int` / `float` (numbers) and
 `Ident` (bare identifiers: enum values such as `DT_FLOAT16`, `true`, `false`).
 A syntax error is a `DiagnosticError` at the offending token.
+
+Tokens come from `_Lexer`, one regular expression applied once per token, which
+also skips whitespace and comments: lark's contextual lexer tried each state's
+terminals in turn and was half of the parse time.  Every pattern runs in time and
+memory linear in its match (a string is `"[^"\\\n]*(\\.[^"\\\n]*)*"`, with
+no alternation repeated per character), so a 5 MB string costs megabytes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -22,8 +30,10 @@ from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.lexer import Lexer, LexerState
 
 from npuir.diagnostics import PARSE_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
+from npuir.gc_pause import collector_paused
 
 TOO_DEEP = Kind("parse.too-deep")
 """Input nested deeper than the parser's bound."""
@@ -173,8 +183,8 @@ class _Build(Transformer[Token, Message]):
             return float(text)
         return Ident(text)
 
-    def string(self, *parts: Token) -> str:
-        return "".join(unescape(str(p)[1:-1]) for p in parts)
+    def string(self, joined: Token) -> str:
+        return joined.value  # the lexer joined and unescaped adjacent strings
 
 
 class _Repeated(list[Value]):
@@ -192,10 +202,147 @@ def _message(line: int, column: int, items: tuple[_Field, ...]) -> Message:
     return msg
 
 
+_SKIP = r"[ \t\f\r\n]*+(?:\#[^\n]*+[ \t\f\r\n]*+)*+"
+"""Whitespace and comments (the grammar's ignored text), without backtracking."""
+_STR = r""""[^"\\\n]*(?:\\.[^"\\\n]*)*"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"""
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*|\[[A-Za-z_][A-Za-z0-9_./]*\]"
+_TOKEN = re.compile(
+    _SKIP
+    + "(?:"
+    + rf"(?P<name>{_NAME})(?P<colon>{_SKIP}:)?(?P<open>{_SKIP}[{{<])?"
+    + r"|(?P<number>-?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fF]?))"
+    + r"|(?P<signed>-[A-Za-z_][A-Za-z0-9_]*)"
+    + rf"|(?P<string>{_STR})"
+    + r"|(?P<punct>[{}<>\[\]:,;])"
+    + ")"
+)
+"""Skipped text, then one token; the group that matched says which kind."""
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NEXT_STRING = re.compile(rf"{_SKIP}({_STR})")
+_SKIPPED = re.compile(_SKIP)
+_PUNCT = {
+    "{": "LBRACE",
+    "}": "RBRACE",
+    "<": "LESSTHAN",
+    ">": "MORETHAN",
+    "[": "LSQB",
+    "]": "RSQB",
+    ":": "COLON",
+    ",": "COMMA",
+    ";": "SEMICOLON",
+}
+_FIELD_ENDS = frozenset(("STRING", "NUMBER", "SIGNED_IDENT", "RBRACE", "MORETHAN", "RSQB"))
+"""Tokens after which a "," or ";" ends a field."""
+
+
+class _Lexer(Lexer):
+    """The tokens of protobuf text (see the grammar), one regular expression match each.
+
+    Where a token stands decides what it is: an identifier is a value (SIGNED_IDENT)
+    after a field's `:` and inside `[...]`, else a field name: OPEN or OPEN_ANGLE with
+    the `{` or `<` that follows it (and the `:` between, if any), KEY with its `:`, NAME
+    alone; `[x.y]` is an extension's field name only where a field name stands.
+    Adjacent strings are one STRING whose value is their joined, unescaped text.  A
+    "," or ";" that ends a field is dropped.
+    """
+
+    __future_interface__ = 2
+
+    def __init__(self, lexer_conf: object) -> None:
+        pass
+
+    def lex(self, lexer_state: LexerState, parser_state: object) -> Iterator[Token]:
+        text = lexer_state.text.text
+        assert isinstance(text, str)
+        new = Token._future_new
+        match = _TOKEN.match
+        pos, end = 0, len(text)
+        line, line_start = 1, 0
+        value_next = False  # after KEY, or after '[' or ',' in a short repeated list
+        in_list = False
+        field_end = False
+        while pos < end:
+            m = match(text, pos)
+            if m is None:
+                at = _SKIPPED.match(text, pos).end()  # type: ignore[union-attr]
+                if at == end:
+                    return
+                line += text.count("\n", pos, at)
+                raise UnexpectedCharacters(text, at, line, at - text.rfind("\n", 0, at))
+            kind = m.lastgroup or ""
+            if kind in ("colon", "open"):
+                kind = "name"
+            start = m.start(kind)
+            newlines = text.count("\n", pos, start)
+            if newlines:
+                line += newlines
+                line_start = text.rfind("\n", pos, start) + 1
+            column = start - line_start + 1
+            pos = m.end()
+            if kind == "name":
+                word = m.group("name")
+                if value_next:
+                    pos = m.end("name")
+                    if word[0] == "[":
+                        # `[` opens a short repeated list here, not an extension's name.
+                        token = new("LSQB", "[", start, line, column)
+                        pos = start + 1
+                        in_list = True
+                    else:
+                        token = new("SIGNED_IDENT", word, start, line, column)
+                        value_next = False
+                elif m.group("open") is not None:
+                    opener = m.group("open")[-1]
+                    token = new(
+                        "OPEN" if opener == "{" else "OPEN_ANGLE", word, start, line, column
+                    )
+                elif m.group("colon") is not None:
+                    token = new("KEY", word, start, line, column)
+                    value_next = True
+                else:
+                    token = new("NAME", word, start, line, column)
+            elif kind == "punct":
+                ch = m.group("punct")
+                if ch in ",;" and field_end:
+                    field_end = False  # the separator that ends a field
+                    continue
+                token = new(_PUNCT[ch], ch, start, line, column)
+                if ch == "[" and value_next:
+                    in_list = True
+                elif ch == "]":
+                    in_list = False
+                value_next = in_list and ch in "[,"
+            elif kind == "string":
+                parts = [m.group("string")]
+                while (more := _NEXT_STRING.match(text, pos)) is not None:
+                    parts.append(more.group(1))
+                    pos = more.end()
+                value = "".join([unescape(part[1:-1]) for part in parts])
+                token = new("STRING", value, start, line, column)
+                value_next = in_list
+            else:
+                token = new(
+                    "SIGNED_IDENT" if kind == "signed" else "NUMBER",
+                    m.group(kind),
+                    start,
+                    line,
+                    column,
+                )
+                value_next = in_list
+            # Text the token took after its start (a KEY's `:`, joined strings) may hold
+            # newlines.
+            tail = text.count("\n", start, pos)
+            if tail:
+                line += tail
+                line_start = text.rfind("\n", start, pos) + 1
+            field_end = not in_list and token.type in _FIELD_ENDS
+            yield token
+
+
 @cache
 def _parser() -> Lark:
     grammar = (Path(__file__).parent / "protobuf_text.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", transformer=_Build(), maybe_placeholders=True)
+    return Lark(grammar, parser="lalr", lexer=_Lexer, transformer=_Build(), maybe_placeholders=True)
 
 
 def _describe(exc: UnexpectedInput) -> str:
@@ -213,16 +360,21 @@ def _describe(exc: UnexpectedInput) -> str:
         accepted = exc.accepts or exc.expected
         if tok.type == "$END" and "RBRACE" in accepted:
             return "unexpected end of input: a message is not closed with '}'"
-        expected = sorted(_readable(t) for t in accepted)
+        expected = sorted({_readable(t) for t in accepted})
         shown = ", ".join(expected[:6]) + (", ..." if len(expected) > 6 else "")
         what = _readable(tok.type)
-        found = what if what.startswith("'") or tok.type == "$END" else f"{what} '{tok}'"
+        # A STRING token holds its unescaped text; show it quoted, as written.
+        shown_tok = f'"{tok}"' if tok.type == "STRING" else str(tok)
+        found = what if what.startswith("'") or tok.type == "$END" else f"{what} '{shown_tok}'"
         return f"unexpected {found}" + (f"; expected {shown}" if shown else "")
     return "syntax error"
 
 
 _TOKEN_NAMES = {
     "NAME": "field name",
+    "KEY": "field name",
+    "OPEN": "field name",
+    "OPEN_ANGLE": "field name",
     "SIGNED_IDENT": "identifier",
     "NUMBER": "number",
     "STRING": "string",
@@ -250,7 +402,8 @@ def parse(text: str, filename: str, line_offset: int = 0) -> Message:
     `line_offset` shifts reported lines, for text that starts inside another file.
     """
     try:
-        return _parser().parse(text)  # type: ignore[return-value]
+        with collector_paused():
+            return _parser().parse(text)  # type: ignore[return-value]
     except UnexpectedInput as exc:
         line = max(getattr(exc, "line", 1) or 1, 1) + line_offset
         column = max(getattr(exc, "column", 1) or 1, 1)

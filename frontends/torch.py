@@ -56,6 +56,7 @@ from npuir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Kin
 from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
+from npuir.frontends.pt2 import Pt2Archive, exported_program, read_pt2
 from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
 from npuir.torchair._errors import fail
 from npuir.torchair._graph import detached, element_type, tensor_type
@@ -679,18 +680,18 @@ def _count(text: str, what: str, least: int) -> int:
 
 
 def import_pt2(
-    path: str | Path,
+    path: str | Path | Pt2Archive,
     *,
     target: str = "910b2",
     strict: bool = False,
     diagnostics: DiagnosticEngine | None = None,
 ) -> ModuleOp:
-    """The module of a `torch.export.save` archive (registers the `air::` ops first)."""
+    """The module of a `torch.export.save` archive (registers the `air::` ops first).
+
+    The archive is read as data by `npuir.frontends.pt2` (never unpickled, never
+    evaluated; `torch.export.load` would do both); a refused archive raises a located
+    `DiagnosticError`."""
     torch_scope.register()
-    try:
-        ep = torch.export.load(str(path))
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise DiagnosticError(
-            Diagnostic("error", f"cannot load '{path}': {exc}", kind=PT2_UNREADABLE.code)
-        ) from None
+    archive = path if isinstance(path, Pt2Archive) else read_pt2(path)
+    ep = exported_program(archive)
     return import_exported_program(ep, target=target, strict=strict, diagnostics=diagnostics)

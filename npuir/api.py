@@ -10,12 +10,12 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.printer import Printer
 
 from npuir.context import NpuirContext
 from npuir.deep_stack import deep_stack
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError
 from npuir.parsing import decode_source, parse_module
+from npuir.printing import FastPrinter
 from npuir.verifier import verify
 
 __all__ = ["parse_text", "print_ir", "read_source"]
@@ -47,6 +47,6 @@ def print_ir(op: Operation, generic: bool = False, debuginfo: bool = False) -> s
     too (`loc("file":line:col)`, MLIR's `--mlir-print-debuginfo`), so that IR an importer
     made keeps pointing into the model or dump it came from."""
     out = StringIO()
-    Printer(stream=out, print_generic_format=generic, print_debuginfo=debuginfo).print_op(op)
+    FastPrinter(stream=out, print_generic_format=generic, print_debuginfo=debuginfo).print_op(op)
     out.write("\n")
     return out.getvalue()

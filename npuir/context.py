@@ -30,6 +30,8 @@ class NpuirContext(Context):
 
     diagnostics: DiagnosticEngine = field(default_factory=DiagnosticEngine)
     analyses: AnalysisManager = field(default_factory=AnalysisManager)
+    parser: str = "fast"
+    """Which parser reads text: "fast" (npuir.fastparse before xDSL's) or "xdsl"."""
 
 
 def make_context(

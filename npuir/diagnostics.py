@@ -48,9 +48,10 @@ class SourceLocation:
     column: int
 
     def __str__(self) -> str:
+        name = printable_name(self.filename)
         if self.column < 1:
-            return f"{self.filename}:{self.line}"
-        return f"{self.filename}:{self.line}:{self.column}"
+            return f"{name}:{self.line}"
+        return f"{name}:{self.line}:{self.column}"
 
 
 class SourceManager:
@@ -207,6 +208,17 @@ class DiagnosticError(Exception):
 
 class UsageError(Exception):
     """A mistake in how a tool or pass was invoked (exit status 2)."""
+
+
+def printable_name(filename: str) -> str:
+    """`filename` as text that encodes: bytes that are not UTF-8 (which Python keeps as
+    lone surrogates in a path) are written `\\xNN`, as `ls -b` shows them."""
+    try:
+        filename.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = filename.encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace")
+    return filename
 
 
 def op_location(op: Operation | None) -> SourceLocation | None:

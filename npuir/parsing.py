@@ -29,6 +29,7 @@ prints them.  Integer literals Python cannot convert are located errors.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -52,7 +53,16 @@ from xdsl.utils.lexer import Input, Span, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
 from npuir.deep_stack import MAX_NESTING, deep_stack
-from npuir.diagnostics import PARSE_ERROR, Diagnostic, DiagnosticError, Kind, SourceManager
+from npuir.diagnostics import (
+    PARSE_ERROR,
+    Diagnostic,
+    DiagnosticError,
+    Kind,
+    SourceManager,
+    printable_name,
+)
+from npuir.fastparse import OpLineReader
+from npuir.gc_pause import collector_paused
 
 NOT_UTF8 = Kind("input.not-utf8")
 """Input that is not valid UTF-8."""
@@ -120,6 +130,7 @@ class LocatingParser(Parser):
         filename: str,
         sources: SourceManager,
         base_offset: int = 0,
+        fast: bool = True,
     ) -> None:
         # Parser.__init__, with the linear lexer (Parser hard-codes its own).
         AttrParser.__init__(self, ParserState(_LinearLexer(Input(text, filename))), ctx)
@@ -128,7 +139,12 @@ class LocatingParser(Parser):
         self.forward_block_references = defaultdict(list)
         self.forward_ssa_references = {}
         self._filename = filename
-        self._file_attr = StringAttr(filename)
+        # A name that is not UTF-8 is kept printable in the IR (its locations print, and
+        # the diagnostics of later passes still show the source line).
+        printable = printable_name(filename)
+        if printable != filename:
+            sources.add(printable, text)
+        self._file_attr = StringAttr(printable)
         self._sources = sources
         self._base_offset = base_offset
         # Names of the ops being parsed, innermost last, to name one in an error.
@@ -142,6 +158,53 @@ class LocatingParser(Parser):
         self._nesting = 0
         # `loc(#alias)` used before the alias is defined: alias -> first use.
         self._deferred_locs: dict[str, Span[str]] = {}
+        # The fast path for one-line ops (npuir.fastparse); None: xDSL reads every op.
+        self._fast = OpLineReader(self._parse_fragment) if fast else None
+        self.max_nesting = MAX_NESTING
+        self._line_starts: Sequence[int] | None = None
+        self._ints: dict[int, IntAttr] = {}
+
+    # -- what the fast path (npuir.fastparse) reads and moves -------------------------
+
+    @property
+    def nesting(self) -> int:
+        """Regions, attributes and types open at the current position."""
+        return self._nesting
+
+    @property
+    def dialect_stack(self) -> list[str]:
+        """The dialects of the custom-form ops being parsed, innermost last."""
+        return self._parser_state.dialect_stack
+
+    @property
+    def current_token(self) -> MLIRToken:
+        """The token at the parser's position."""
+        return self._current_token
+
+    @property
+    def region_names(self) -> list[list[str]]:
+        """The value names each open region defined, innermost last."""
+        return self._region_names
+
+    def resume_at(self, offset: int) -> None:
+        """Go on parsing from `offset` in the text (the token there is lexed now)."""
+        self._resume_from(offset)
+
+    def location_of(self, offset: int) -> FileLineColLoc:
+        """The location of `offset` in this parser's text, as its ops get."""
+        return self._location_of(offset)
+
+    def _parse_fragment(self, text: str, what: str) -> object:
+        """`text` read whole as a type or an attribute dictionary by a fresh parser of
+        this kind, or None when it is not exactly one."""
+        try:
+            sub = LocatingParser(self.ctx, text, self._filename, self._sources, fast=False)
+            value: object = sub.parse_type() if what == "type" else sub.parse_optional_attr_dict()
+            if sub.current_token.kind is not MLIRTokenKind.EOF:
+                return None
+            return value
+        except Exception:
+            return None  # the reference parser reads the op and reports whatever it is
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         if not allow_implicit_module:
@@ -229,8 +292,24 @@ class LocatingParser(Parser):
                         arg.location = real(arg.location)
 
     def _location_of(self, offset: int) -> FileLineColLoc:
-        loc = self._sources.location_of_offset(self._filename, self._base_offset + offset)
-        return FileLineColLoc(self._file_attr, IntAttr(loc.line), IntAttr(loc.column))
+        # `SourceManager.location_of_offset`, building the attribute without re-verifying
+        # parts that are verified already: a program has one location per op.
+        if self._line_starts is None:
+            self._line_starts = self._sources.line_starts(self._filename)
+        starts = self._line_starts
+        at = self._base_offset + offset
+        line = bisect.bisect_right(starts, at)
+        loc = FileLineColLoc.__new__(FileLineColLoc)
+        object.__setattr__(loc, "filename", self._file_attr)
+        object.__setattr__(loc, "line", self._int_attr(line))
+        object.__setattr__(loc, "column", self._int_attr(at - starts[line - 1] + 1))
+        return loc
+
+    def _int_attr(self, value: int) -> IntAttr:
+        attr = self._ints.get(value)
+        if attr is None:
+            attr = self._ints[value] = IntAttr(value)
+        return attr
 
     def _enter_nesting(self) -> None:
         self._nesting += 1
@@ -346,8 +425,18 @@ class LocatingParser(Parser):
             self._type_cache[key] = parsed
         return parsed
 
+    def parse_optional_properties_dict(self) -> dict[str, Attribute]:
+        token = self._current_token
+        if self._fast is not None and token.kind is MLIRTokenKind.LESS:
+            props = self._fast.properties(self, token.span.start)
+            if props is not None:
+                return props
+        return super().parse_optional_properties_dict()
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
+        if self._fast is not None and (op := self._fast.read(self, start)) is not None:
+            return op
         depth = len(self._op_names)
         try:
             op = super().parse_operation()
@@ -423,12 +512,20 @@ def parse_module(
     filename: str,
     sources: SourceManager,
     base_offset: int = 0,
+    parser_kind: str | None = None,
 ) -> ModuleOp:
-    """Parse one module; a syntax error becomes a located `DiagnosticError`."""
+    """Parse one module; a syntax error becomes a located `DiagnosticError`.
+
+    `parser_kind` is "fast" (npuir.fastparse in front of xDSL's parser) or "xdsl" (xDSL's
+    alone, the reference); by default the context's `parser` field says, else "fast".
+    The cyclic garbage collector is paused meanwhile: everything built lives on.
+    """
+    which = parser_kind or getattr(ctx, "parser", "fast")
     try:
         # Building the parser lexes the first token, which can fail too.
-        parser = LocatingParser(ctx, text, filename, sources, base_offset)
-        return parser.parse_module()
+        with collector_paused():
+            parser = LocatingParser(ctx, text, filename, sources, base_offset, which != "xdsl")
+            return parser.parse_module()
     except ParseError as exc:
         loc = sources.location_of_offset(filename, base_offset + exc.span.start)
         raise DiagnosticError(Diagnostic("error", exc.msg, loc, kind=PARSE_ERROR.code)) from None

@@ -8,12 +8,19 @@ dialect attributes on ops of other dialects (a `builtin.module`, a `func.func`
 and its arguments), checked at those ops, the order of definitions and uses,
 and that a function has at most one block (npuir schedules straight-line
 dataflow; a declaration has none).
+
+An `npu` op's own checks and its IRDL constraints depend only on its class, its
+operand and result types and its attributes, and a program repeats a few such
+signatures thousands of times: they run once per signature (`_SignatureMemo`).  What
+depends on where the op stands runs at every op: the order of definitions and uses,
+the dialect attributes (`stream.on` names a stream its module declares), and xDSL's
+check that a block ends in a terminator (an op that ends its block is verified whole).
 """
 
 from __future__ import annotations
 
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, ErasedSSAValue, Operation
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.deep_stack import deep_stack
@@ -23,20 +30,94 @@ from npuir.dialects.attributes import (
     enclosing_ops_verified,
     verify_op_attributes,
 )
+from npuir.dialects.npu import NpuOp
+from npuir.gc_pause import without_collector
+
+
+class _SignatureMemo:
+    """The signatures of the ops whose own verification passed, during one walk.
+
+    Looked up first by the identity of the types and attributes (the parser shares
+    them, and the module keeps every one alive while the walk lasts, so an identity
+    cannot be reused), then by their values (IR that passes built shares fewer).
+    """
+
+    def __init__(self) -> None:
+        self._by_id: set[tuple[object, ...]] = set()
+        self._by_value: set[tuple[object, ...]] = set()
+
+    @staticmethod
+    def _parts(op: Operation) -> list[Attribute] | None:
+        parts: list[Attribute] = []
+        for operand in op.operands:
+            if isinstance(operand, ErasedSSAValue):
+                return None  # xDSL's own check reports it
+            parts.append(operand.type)
+        parts.extend(op.result_types)
+        return parts
+
+    def passed(
+        self, op: Operation
+    ) -> tuple[bool, tuple[tuple[object, ...], tuple[object, ...]] | None]:
+        """Whether `op`'s signature passed already, and its key to record it by."""
+        parts = self._parts(op)
+        if parts is None:
+            return False, None
+        attrs = tuple(op.attributes.items())
+        props = tuple(op.properties.items())
+        id_key = (
+            type(op),
+            len(op.operands),
+            *map(id, parts),
+            *(id(v) for _, v in attrs),
+            *(k for k, _ in attrs),
+            *(id(v) for _, v in props),
+            *(k for k, _ in props),
+        )
+        if id_key in self._by_id:
+            return True, None
+        try:
+            value_key = (type(op), len(op.operands), *parts, attrs, props)
+            hit = value_key in self._by_value
+        except TypeError:
+            return False, None  # an unhashable attribute: verify every time
+        if hit:
+            self._by_id.add(id_key)
+            return True, None
+        return False, (id_key, value_key)
+
+    def record(self, key: tuple[tuple[object, ...], tuple[object, ...]]) -> None:
+        id_key, value_key = key
+        self._by_id.add(id_key)
+        self._by_value.add(value_key)
+
 
 USE_BEFORE_DEF = Kind("verify.use-before-def")
 """A value used before it is defined."""
 
 
 @deep_stack
+@without_collector  # it allocates while the whole module is alive: collections would walk it
 def verify(root: Operation) -> None:
     """Verify `root` and everything nested in it; raise a located `DiagnosticError`."""
     seen: set[Operation] = set()
+    memo = _SignatureMemo()
     with enclosing_ops_verified():
         for op in root.walk():
             _check_defined_before_use(op, seen)
             seen.add(op)
             try:
+                if isinstance(op, NpuOp) and not _ends_block(op):
+                    passed, key = memo.passed(op)
+                    if passed:
+                        # Only the dialect attributes can fail where the same
+                        # signature passed: they look at the op's module.
+                        verify_op_attributes(op)
+                        continue
+                    op.verify(verify_nested_ops=False)
+                    if key is not None:
+                        memo.record(key)
+                    continue
                 # npuir's ops check their own attributes (a trait); other
                 # dialects' ops, such as the module and functions, are checked here.
                 if not op.has_trait(VerifiesDialectAttributes):
@@ -46,6 +127,12 @@ def verify(root: Operation) -> None:
                     _verify_single_block(op)
             except (VerifyException, ValueError) as exc:
                 raise error(op, f"'{op.name}' op {exc}", VERIFY_ERROR, op_name=op.name) from None
+
+
+def _ends_block(op: Operation) -> bool:
+    """Whether `op` is the last op of its block (xDSL then checks it is a terminator)."""
+    block = op.parent
+    return block is not None and block.last_op is op
 
 
 def _verify_single_block(func: FuncOp) -> None:

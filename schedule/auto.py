@@ -67,8 +67,10 @@ given (the benchmark gate checks this on every workload).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import heapq
 import random
+from array import array
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -76,7 +78,15 @@ from xdsl.dialects.builtin import ModuleOp
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.events import lowered_program
-from npuir.analysis.partition import Assignment, Mode, Request, Strategy, assign, permuted
+from npuir.analysis.partition import (
+    Assignment,
+    Mode,
+    Request,
+    Strategy,
+    assign,
+    keep_collective_order,
+    permuted,
+)
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
@@ -84,7 +94,7 @@ from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache, simu
 from npuir.dialects.npu import NpuOp
 from npuir.progress import progress
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
-from npuir.schedule.minidag import Variant, assign_minidag, assign_opara
+from npuir.schedule.minidag import Variant, assign_minidag, assign_opara, solo_durations
 
 BASELINES = (Mode.SINGLE, Mode.GE, Mode.ENGINE, Mode.NIMBLE)
 """The cost-free modes auto starts from."""
@@ -143,8 +153,14 @@ class Judge:
         limits: LimitFn | None,
         profile: Profile | None = None,
         cache: SimCache | None = None,
+        known_limits: dict[tuple[int, str], int | None] | None = None,
     ) -> None:
         self.prog = prog
+        self.known_limits = known_limits if known_limits is not None else {}
+        """(id of an op, engine) -> its core limit, shared by the judges of one search
+        (the ops outlive it)."""
+        self.judged: dict[bytes, Judged] = {}
+        """Digest of an assignment -> its judgement."""
         self.hw = hw
         self.profile = profile
         self.cache = cache if cache is not None else SimCache(hw)
@@ -155,13 +171,31 @@ class Judge:
     def __call__(self, name: str, assignment: Assignment) -> Judged:
         self.trials += 1
         progress.advance()
+        # Candidates often coincide (GE, Nimble and the minidag variants on a graph with
+        # one kind of branch; a move that undoes an earlier one): simulate each once.
+        # It still counts as a trial, so the search takes the same steps.
+        digest = _digest(assignment)
+        seen = self.judged.get(digest)
+        if seen is not None:
+            return Judged(name, assignment, seen.makespan, seen.waits, seen.critical)
+        judged = self._simulate(name, assignment)
+        self.judged[digest] = judged
+        return judged
+
+    def _simulate(self, name: str, assignment: Assignment) -> Judged:
         lowered, origin = lowered_program(self.prog, assignment)
         limit_fn: LimitFn | None = None
         if self.limits is not None:
-            base_limits = self.limits
+            base_limits, ops, known = self.limits, self.prog.ops, self.known_limits
 
             def limit_fn(p: Program, n: int, engine: str) -> int | None:
-                return base_limits(self.prog, origin[n], engine)
+                # A node's limit depends on its op alone, whatever the assignment.
+                node = origin[n]
+                key = (id(ops[node]), engine)
+                if key in known:
+                    return known[key]
+                limit = known[key] = base_limits(self.prog, node, engine)
+                return limit
 
         # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
         result = simulate(
@@ -176,6 +210,17 @@ class Judge:
         span = result.makespan_ns if result.deadlock is None else 1 << 62
         critical = [origin[n] for r, n in result.critical_path if r == 0 and origin[n] >= 0]
         return Judged(name, assignment, span, waits, critical)
+
+
+def _digest(assignment: Assignment) -> bytes:
+    """A digest of everything in `assignment` that its simulation depends on."""
+    h = hashlib.blake2b(digest_size=20)
+    h.update(array("q", assignment.stream_of).tobytes())
+    h.update(repr(assignment.streams).encode())
+    if assignment.order is not None:
+        h.update(b"order")
+        h.update(array("q", assignment.order).tobytes())
+    return h.digest()
 
 
 @dataclass(frozen=True)
@@ -492,6 +537,27 @@ def _structural_moves(
                     yield "merge", moved
 
 
+def has_parallelism(prog: Program) -> bool:
+    """Whether two of `prog`'s compute nodes could run at the same time (or be issued in
+    another order): false when each one reads the one before it, a single chain."""
+    previous = -1
+    for n, kind in enumerate(prog.kind):
+        if kind is not NodeKind.COMPUTE:
+            continue
+        if previous >= 0 and all(p != previous for p, _ in prog.deps[n]):
+            return True
+        previous = n
+    return False
+
+
+def _keeping_collectives(prog: Program, result: Assignment) -> Assignment:
+    """`result` with its issue order made to keep the collectives' written order."""
+    if result.order is None:
+        return result
+    order = keep_collective_order(prog, result.order)
+    return dataclasses.replace(result, order=None if order == list(range(len(prog))) else order)
+
+
 def _in_order(result: Assignment, order: list[int] | None) -> Assignment:
     """`result`'s streams indexed by position in `order` (the nodes of a permuted program)."""
     if order is None:
@@ -519,21 +585,29 @@ def assign_auto(
     judge's simulations.
     """
     progress.phase("stream-partition{mode=auto}: simulated candidates")
+    if all(tag is None for tag in pinned) and not has_parallelism(prog):
+        # One chain of ops: no two can overlap and the order is the only one, so every
+        # other stream would only add events.
+        return assign(Mode.SINGLE, prog, pinned, priorities, max_streams, reserved=reserved)
     # The user's own annotation is a candidate even when the pass ignores it.
     user, user_priorities = prog.pinned, prog.priorities
     request = Request(prog, pinned, priorities, max_streams, reserved)
     cache = SimCache(hw)
+    known_limits: dict[tuple[int, str], int | None] = {}
     costs = NodeCosts(prog, hw, limits=limits, cache=cache, profile=profile)
     solo = _Solo.of(costs, hw, len(prog))
     # GE's automatic multi-stream and Opara are candidates too; Opara brings its own order.
-    costed = [(f"minidag-{v}", assign_minidag(request, hw, v)) for v in Variant]
+    durations = solo_durations(prog, hw)
+    costed = [(f"minidag-{v}", assign_minidag(request, hw, v, durations)) for v in Variant]
     costed.append(("opara", assign_opara(request, hw)))
     costed += _list_schedules(
         prog, costs, solo, pinned, priorities, max_streams, hw, reserved, reorder
     )
+    # Every order judged keeps the collectives' written order, as `assign` will.
+    costed = [(name, _keeping_collectives(prog, result)) for name, result in costed]
     orders: list[list[int] | None] = [None]
     if reorder:
-        ranked = upward_rank_order(prog, solo.duration)
+        ranked = keep_collective_order(prog, upward_rank_order(prog, solo.duration))
         if ranked != list(range(len(prog))):
             orders.append(ranked)
     listed = len(orders)  # the orders every baseline is tried in
@@ -544,10 +618,10 @@ def assign_auto(
     winners: list[tuple[Judged, Judge, list[str | None], list[int] | None]] = []
     for i, order in enumerate(orders):
         if order is None:
-            judge = Judge(prog, hw, limits, profile, cache)
+            judge = Judge(prog, hw, limits, profile, cache, known_limits)
             pins, user_pins = list(pinned), list(user)
         else:
-            judge = Judge(permuted(prog, order), hw, limits, profile, cache)
+            judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits)
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
         candidates: list[Judged] = []
         if i < listed:
@@ -595,11 +669,12 @@ def _judge_in_order(
     limits: LimitFn | None,
     profile: Profile | None,
     cache: SimCache,
+    known_limits: dict[tuple[int, str], int | None],
     assignment: Assignment,
     order: list[int],
 ) -> tuple[Judged, Judge]:
     """`assignment` (indexed by `prog`'s nodes) judged when issued in `order`."""
-    judge = Judge(permuted(prog, order), hw, limits, profile, cache)
+    judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits)
     moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
     return judge("reorder", moved), judge
 
@@ -619,11 +694,14 @@ def _reorder(
     """Issue-position moves: each op of the critical path (then every other op) moved to
     another place in the issue order between its last producer and its first user, each
     followed by a stream refinement in the new order (`_refine`) and kept if the pair lowers
-    the key; a kept move restarts the scan.  At most `trials` simulations in all."""
+    the key; a kept move restarts the scan.  A move that would reorder two collectives is not
+    made (every rank issues each group's collectives in the written order).  At most
+    `trials` simulations in all."""
     order = list(result.order) if result.order is not None else list(range(len(prog)))
     if limits is None:
         limits = _written_limits(prog, hw)  # read once, not once per order tried
-    best, _ = _judge_in_order(prog, hw, limits, profile, cache, result, order)
+    known_limits: dict[tuple[int, str], int | None] = {}
+    best, _ = _judge_in_order(prog, hw, limits, profile, cache, known_limits, result, order)
     spent = 1
     users = prog.users()
     improved = True
@@ -644,8 +722,12 @@ def _reorder(
                     continue
                 moved = [n for n in order if n != node]
                 moved.insert(target, node)
+                if keep_collective_order(prog, moved) != moved:
+                    continue  # the collectives keep their written order on every rank
                 spent += 1
-                judged, judge = _judge_in_order(prog, hw, limits, profile, cache, result, moved)
+                judged, judge = _judge_in_order(
+                    prog, hw, limits, profile, cache, known_limits, result, moved
+                )
                 # The move and a stream refinement in its order together (an order can pay
                 # only once the streams follow it, e.g. with another default stream).
                 before = judge.trials

@@ -60,7 +60,7 @@ from enum import StrEnum
 
 from npuir.analysis.partition import Assignment, Mode, Request, assign, cover_paths
 from npuir.analysis.program import NodeKind, Program, StreamInfo
-from npuir.backends.npu.cost import op_work, parallelism, solo_duration_ns
+from npuir.backends.npu.cost import OpWork, op_work, parallelism, solo_duration_ns
 from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import NpuOp
 
@@ -87,12 +87,43 @@ _RESIM_OPS = 200_000
 """npuir's bound on simulated ops across all re-checks (see the module docstring)."""
 
 
+class _Works:
+    """`op_work` once per op signature (class, operand and result types, attributes):
+    programs repeat a few signatures thousands of times."""
+
+    def __init__(self, hw: Hardware) -> None:
+        self.hw = hw
+        self._by_signature: dict[object, OpWork] = {}
+
+    def __call__(self, op: NpuOp) -> OpWork:
+        try:
+            key: object = (
+                type(op),
+                *[v.type for v in op.operands],
+                None,
+                *op.result_types,
+                *op.attributes.items(),
+            )
+            work = self._by_signature.get(key)
+        except TypeError:  # an unhashable attribute
+            return op_work(op, self.hw)
+        if work is None:
+            work = self._by_signature[key] = op_work(op, self.hw)
+        return work
+
+
 def solo_durations(prog: Program, hw: Hardware) -> list[int]:
     """Per node, its launch overhead plus its duration alone on the device (0 for non-ops)."""
     out = [0] * len(prog)
+    works = _Works(hw)
+    solo: dict[OpWork, int] = {}
     for n, op in enumerate(prog.ops):
         if prog.kind[n] is NodeKind.COMPUTE and isinstance(op, NpuOp):
-            out[n] = hw.launch_ns + solo_duration_ns(hw, op_work(op, hw))
+            work = works(op)
+            ns = solo.get(work)
+            if ns is None:
+                ns = solo[work] = hw.launch_ns + solo_duration_ns(hw, work)
+            out[n] = ns
     return out
 
 
@@ -332,8 +363,11 @@ class _Merger:
             hist[lv] = hist.get(lv, 0) + c
 
 
-def assign_minidag(req: Request, hw: Hardware, variant: Variant) -> Assignment:
-    """GE's automatic multi-stream assignment (see the module docstring)."""
+def assign_minidag(
+    req: Request, hw: Hardware, variant: Variant, durations: Sequence[int] | None = None
+) -> Assignment:
+    """GE's automatic multi-stream assignment (see the module docstring).  `durations`:
+    `solo_durations(req.prog, hw)`, when the caller has it already."""
     prog, pinned = req.prog, req.pinned
     base = assign(Mode.USER, prog, pinned, req.priorities, req.max_streams, reserved=req.reserved)
     free = [k is NodeKind.COMPUTE and t is None for k, t in zip(prog.kind, pinned)]
@@ -344,7 +378,9 @@ def assign_minidag(req: Request, hw: Hardware, variant: Variant) -> Assignment:
     paths = cover_paths(nodes, edges)
     pinned_streams = len(base.streams)
     limit = 1 + req.max_streams - pinned_streams  # the default stream and what is left
-    merger = _Merger(prog, paths, edges, solo_durations(prog, hw), variant, limit)
+    if durations is None:
+        durations = solo_durations(prog, hw)
+    merger = _Merger(prog, paths, edges, list(durations), variant, limit)
     physical = merger.run()
     return _place(req, base, paths, physical, "dag")
 
@@ -376,8 +412,8 @@ def _place(
     return Assignment(streams, stream_of)
 
 
-def _compute_bound(op: NpuOp, hw: Hardware) -> bool:
-    work = op_work(op, hw)
+def _compute_bound(op: NpuOp, hw: Hardware, works: _Works) -> bool:
+    work = works(op)
     if work.engine not in ("cube", "vector"):
         return False
     rate = hw.flops_per_core(work.engine, work.dtype) * max(1, parallelism(hw, work))
@@ -387,8 +423,9 @@ def _compute_bound(op: NpuOp, hw: Hardware) -> bool:
 def opara_order(prog: Program, hw: Hardware) -> list[int]:
     """Opara's launch order: alternate compute-bound and memory-bound ready ops (see the
     module docstring); the return stays last."""
+    works = _Works(hw)
     compute = [
-        isinstance(op, NpuOp) and prog.kind[n] is NodeKind.COMPUTE and _compute_bound(op, hw)
+        isinstance(op, NpuOp) and prog.kind[n] is NodeKind.COMPUTE and _compute_bound(op, hw, works)
         for n, op in enumerate(prog.ops)
     ]
     users = prog.users()

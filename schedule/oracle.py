@@ -14,7 +14,9 @@ return last) and a stream per op; the space is enumerated without repeats:
   streams, with every choice of which part (or none) is the default stream,
   comes exactly once.  (Stream priorities are all equal, as `auto` makes
   them, so no other relabelling can change the simulation.)
-- **Orders.** Every topological order of the ops.  The simulator reads the
+- **Orders.** Every topological order of the ops that issues the collectives in their
+  written order (every rank must issue a group's collectives alike,
+  `npuir.analysis.partition.keep_collective_order`, which `auto` keeps too).  The simulator reads the
   issue order in two places only: each stream runs its ops first-in first-out,
   and free cores of a pool go to waiting requests of equal priority in issue
   order (the events `plan_events` inserts follow from the per-stream
@@ -35,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from npuir.analysis.partition import Assignment, permuted
+from npuir.analysis.partition import Assignment, keep_collective_order, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import NodeCosts, SimCache
@@ -131,6 +133,8 @@ def exact_schedule(
     best: tuple[int, Assignment] | None = None
     orders = schedules = 0
     for order in topological_orders(prog):
+        if keep_collective_order(prog, order) != order:
+            continue
         orders += 1
         judge = Judge(permuted(prog, order), hw, limits, cache=cache)
         movable = [schedulable[n] for n in order]

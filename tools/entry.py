@@ -23,7 +23,14 @@ def _start(prog: str, module: str) -> NoReturn:
     if "--version" in words:
         print(f"{prog} {__version__}")
         sys.exit(0)
-    importlib.import_module(f"npuir.tools.{module}").main()
+    try:
+        # Loading the compiler takes a while: Ctrl-C meanwhile is an interruption like
+        # any other (exit 130, one line), not a traceback from the middle of an import.
+        main = importlib.import_module(f"npuir.tools.{module}").main
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.exit(130)
+    main()
     raise AssertionError("a tool's main exits")  # pragma: no cover
 
 

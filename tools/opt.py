@@ -70,6 +70,13 @@ def _arg_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--allow-unregistered-dialect", action="store_true")
     ap.add_argument(
+        "--parser",
+        choices=("fast", "xdsl"),
+        default="fast",
+        help="fast: npuir's reader of one-line ops in front of xDSL's parser (default); "
+        "xdsl: xDSL's parser alone, the reference the fast one is tested against",
+    )
+    ap.add_argument(
         "--warnings-as-errors", action="store_true", help="treat warnings as errors (exit 1)"
     )
     ap.add_argument(
@@ -119,6 +126,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
     ctx = make_context(allow_unregistered=args.allow_unregistered_dialect, collect_diagnostics=True)
+    ctx.parser = args.parser
     try:
         source = read(args.input)
         # MLIR may be split into cases; a dump or an archive is one program.

@@ -12,6 +12,9 @@
   `-o /dev/null` must not turn `/dev/null` into a regular file;
 - a symlink is followed: its target is replaced and the link kept;
 - `-` is standard output;
+- an existing file the caller could not open for writing (read-only, another user's
+  without write permission), or one owned by another user (which a rename would take
+  over; root may replace it and gives it back), is refused as `cp` refuses it;
 - every failure (missing directory, a directory as target, no permission,
   disk full) raises `OutputError`, a `UsageError` the tools print as
   `TOOL: error: cannot write 'PATH': REASON` with exit status 2.
@@ -89,6 +92,29 @@ def _replace(path: str, target: str, existing: os.stat_result | None, write: Wri
         raise
 
 
+def _check_replaceable(path: str, existing: os.stat_result) -> None:
+    """Refuse to replace a file the caller could not overwrite in place.
+
+    A rename needs only a writable directory, so without this check `-o` would replace
+    a read-only file, or another user's, and take it over -- where `cp` and a shell
+    redirect, which open the file itself, are refused.  The file is opened for writing
+    (without truncating it) exactly as they would; and a file owned by someone else is
+    refused unless the caller may give the new file back to its owner (root)."""
+    flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except PermissionError:
+        raise OutputError(path, "Permission denied (the file is not writable by you)") from None
+    os.close(fd)
+    uid = os.geteuid()
+    if uid != 0 and existing.st_uid != uid:
+        raise OutputError(
+            path,
+            f"the file belongs to another user (uid {existing.st_uid}); replacing it would "
+            "make it yours -- write it in place with a shell redirect, or remove it first",
+        )
+
+
 def write_output(path: str, write: Writer) -> None:
     """Call `write` with a binary file open on `path` (see the module docstring)."""
     try:
@@ -109,6 +135,8 @@ def write_output(path: str, write: Writer) -> None:
             with open(path, "wb") as out:
                 write(out)
             return
+        if existing is not None:
+            _check_replaceable(path, existing)
         _replace(path, os.path.realpath(path), existing, write)
     except OutputError:
         raise

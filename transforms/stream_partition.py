@@ -4,7 +4,11 @@ The user-level program says where work runs with scopes (TorchAir's
 `npu_stream_switch`); the lowered program declares each stream once at module
 level (`stream.decl`) and tags every `npu` op and `stream.wait_tensor` with
 `stream.on = @sym`.  The order of the ops is kept exactly: it is the issue
-order the host enqueues them in.
+order the host enqueues them in -- except that a mode which places ops itself
+may issue them in another order, and then orders each collective after the
+previous one of its group (`chain_collectives`) and keeps the collectives'
+written order (`npuir.analysis.partition.keep_collective_order`), so that every
+rank still pairs them as written.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
@@ -42,7 +46,7 @@ from npuir.backends.npu.profile import read_profile
 from npuir.context import remark
 from npuir.diagnostics import Kind, error
 from npuir.dialects import scope, stream
-from npuir.dialects.npu import DYN
+from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
@@ -138,6 +142,56 @@ def bind_later_uses(func: FuncOp) -> None:
                 use.operation.operands[use.index] = wait.result
 
 
+def chain_collectives(func: FuncOp) -> int:
+    """Order each collective after the previous one of its group (in issue order) with a
+    `stream.wait_tensor` on its input, on its own stream, unless it already uses that
+    collective's result; return how many waits were added.  Runs on a partitioned
+    function whose `stream.switch` scopes are flattened; a previous collective inside a
+    `coreset.limit` scope that does not hold the later one is not visible there, and
+    such a pair is left as it is.
+
+    Collectives of a group pair up across ranks by issue order, and the ranks' functions
+    are partitioned one by one; a mode that put a group's later collective on another
+    stream than an earlier one would let it start first -- holding cores, for an aiv
+    collective, that its rank's earlier work needs -- while its peers wait for the
+    earlier one: a deadlock the written program did not have.  The wait makes every
+    mode run a group's collectives in their written order, as one HCCL communicator does.
+    """
+    last: dict[str, Operation] = {}
+    added = 0
+    for op in list(func.body.walk()):
+        if not isinstance(op, CollectiveOp):
+            continue
+        previous = last.get(op.group)
+        last[op.group] = op
+        if previous is None or any(v.owner is previous for v in op.operands):
+            continue
+        parent = op.parent_block()
+        home = previous.parent_block()
+        assert parent is not None and home is not None
+        if not _encloses(home, op):
+            continue
+        wait = stream.WaitTensorOp(op.operands[0], previous.results[0])
+        wait.location = op.location
+        on = op.attributes.get(stream.STREAM_ON)
+        if on is not None:
+            wait.attributes[stream.STREAM_ON] = on
+        parent.insert_op_before(wait, op)
+        op.operands[0] = wait.result
+        added += 1
+    return added
+
+
+def _encloses(block: Block, op: Operation) -> bool:
+    """Whether `op` sits in `block` or in an op nested in it."""
+    current: Operation | None = op
+    while current is not None:
+        if current.parent_block() is block:
+            return True
+        current = current.parent_op()
+    return False
+
+
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
     """Issue the ops of a flat function in `order` (node indices of `prog`).
 
@@ -197,7 +251,9 @@ def _wait_tensor_stream(
     `by_tag` is given); outside any scope on its first user's stream if the
     mode places ops itself, else on the default stream.  insert-events erases
     it, so the choice only makes the IR read well."""
-    if tag is not None and by_tag is not None:
+    if tag is not None and by_tag is not None and tag in by_tag:
+        # (A mode that makes streams only for the tags of compute ops has none for a
+        # scope that holds nothing but waits: such a wait goes where an unscoped one goes.)
         return by_tag[tag]
     users = [prog.index[u.operation] for u in wait.result.uses if u.operation in prog.index]
     return result.stream_of[min(users)] if users and mode.places_ops else DEFAULT_STREAM
@@ -374,6 +430,8 @@ class StreamPartitionPass(ModulePass):
         flatten_switches(func)
         if result.order is not None:
             reissue(func, prog, result.order)
+        if mode.places_ops:
+            chain_collectives(func)
 
     @staticmethod
     def _declare(module: ModuleOp, table: StreamTable) -> None:

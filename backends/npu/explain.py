@@ -20,6 +20,7 @@ The numbers are exactly the simulator's: a reader can check each against the tra
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -114,6 +115,44 @@ def _ready_times(records: Sequence[OpRecord], prog: Program) -> dict[int, int]:
     return ready
 
 
+def _holders(records: Sequence[OpRecord], waiting: Sequence[int]) -> dict[int, list[int]]:
+    """For each record index in `waiting`, the indices (ascending) of the records of
+    other streams that held cores of its pool when it started (`held_from < start <=
+    end`).
+
+    One sweep per pool over the holders sorted by `held_from`, the waiting records
+    sorted by `start`, and a heap of the open holders by `end`: at most as many are
+    open at once as the pool has cores, so this is O(n log n), not one scan of every
+    record per waiting op.
+    """
+    by_pool: dict[str, list[int]] = {}
+    for j, o in enumerate(records):
+        if o.pool:
+            by_pool.setdefault(o.pool, []).append(j)
+    queries: dict[str, list[int]] = {}
+    for i in waiting:
+        queries.setdefault(records[i].pool, []).append(i)
+    out: dict[int, list[int]] = {}
+    for pool, asked in queries.items():
+        held = sorted(by_pool[pool], key=lambda j: records[j].held_from)
+        asked.sort(key=lambda i: records[i].start)
+        open_: set[int] = set()
+        by_end: list[tuple[int, int]] = []
+        k = 0
+        for i in asked:
+            t = records[i].start
+            while k < len(held) and records[held[k]].held_from < t:
+                j = held[k]
+                open_.add(j)
+                heapq.heappush(by_end, (records[j].end, j))
+                k += 1
+            while by_end and by_end[0][0] < t:
+                open_.discard(heapq.heappop(by_end)[1])
+            stream = records[i].stream
+            out[i] = sorted(j for j in open_ if records[j].stream != stream)
+    return out
+
+
 def explain(
     result: SimResult, programs: Sequence[Program], hw: Hardware, rank: int = 0
 ) -> Explanation:
@@ -126,7 +165,8 @@ def explain(
     out.busy_ns = sum(ns for (r, _), ns in result.stream_busy_ns.items() if r == rank)
     out.waits = sum(1 for r in records if prog.kind[r.node] is NodeKind.WAIT)
     out.records = sum(1 for r in records if prog.kind[r.node] is NodeKind.RECORD)
-    for r in records:
+    waiting: list[tuple[int, str]] = []
+    for i, r in enumerate(records):
         if not r.pool or prog.kind[r.node] is not NodeKind.COMPUTE:
             continue
         waited = r.start - ready.get(r.node, r.start)
@@ -135,12 +175,21 @@ def explain(
         tag = prog.streams[r.stream].tag if prog.streams else str(r.stream)
         by_engine = out.core_wait_ns.setdefault(tag, {})
         by_engine[r.pool] = by_engine.get(r.pool, 0) + waited
-        known = out.contenders.setdefault(tag, [])
-        for o in records:
-            if o.pool == r.pool and o.stream != r.stream and o.held_from < r.start <= o.end:
-                name = _name(prog, o.node)
-                if name not in known:
-                    known.append(name)
+        out.contenders.setdefault(tag, [])
+        waiting.append((i, tag))
+    holders = _holders(records, [i for i, _ in waiting])
+    names: dict[int, str] = {}
+    seen: dict[str, set[str]] = {}
+    for i, tag in waiting:
+        known, known_set = out.contenders[tag], seen.setdefault(tag, set())
+        for j in holders[i]:
+            node = records[j].node
+            name = names.get(node)
+            if name is None:
+                name = names[node] = _name(prog, node)
+            if name not in known_set:
+                known_set.add(name)
+                known.append(name)
     # The critical path may run through every rank (collectives join them).
     by_key = {(r.rank, r.node): r for r in result.ops}
     for rk, node in result.critical_path:

@@ -45,6 +45,7 @@ from types import MappingProxyType
 from typing import Any
 
 from npuir.dialects.npu import CORE_ENGINES
+from npuir.nesting import MAX_DATA_DEPTH, bracket_depth
 
 __all__ = [
     "CUBE_DTYPES",
@@ -487,14 +488,36 @@ def load_hardware(spec: str | os.PathLike[str]) -> Hardware:
     )
 
 
+MAX_HARDWARE_FILE = 1 << 20
+"""The largest hardware TOML file read (a real one is under 2 KB)."""
+
+
 def _load_toml(path: Path) -> Hardware:
     try:
         with path.open("rb") as stream:
-            table = tomllib.load(stream)
+            data = stream.read(MAX_HARDWARE_FILE + 1)
     except OSError as err:
         raise HardwareError(
             f"cannot read hardware file {str(path)!r}: {err.strerror or err}"
         ) from err
+    if len(data) > MAX_HARDWARE_FILE:
+        raise HardwareError(f"{path}: a hardware file is at most {MAX_HARDWARE_FILE} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise HardwareError(
+            f"{path}:{line}: invalid TOML: not UTF-8 ({err.reason} at byte {err.start})"
+        ) from None
+    depth, where = bracket_depth(text, MAX_DATA_DEPTH)
+    if depth > MAX_DATA_DEPTH:
+        line = text.count("\n", 0, where) + 1
+        column = where - (text.rfind("\n", 0, where) + 1) + 1
+        raise HardwareError(
+            f"{path}:{line}:{column}: invalid TOML: nested more than {MAX_DATA_DEPTH} levels deep"
+        )
+    try:
+        table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         # tomllib's message already ends in "(at line L, column C)".
         raise HardwareError(f"{path}: invalid TOML: {err}") from err

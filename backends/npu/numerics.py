@@ -31,7 +31,12 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 
-from npuir.backends.npu.groups import collectives, group_range, partial_groups
+from npuir.backends.npu.groups import (
+    collectives,
+    group_range,
+    mismatched_pairs,
+    partial_groups,
+)
 from npuir.backends.npu.interpreters import npu_functions
 from npuir.backends.npu.interpreters.gear import NoGearMatch, choose_version
 from npuir.backends.npu.kernels import KernelError, MissingKernelError
@@ -185,9 +190,13 @@ def run_ranks(
 ) -> list[list[Array]]:
     """Run `funcs[r]` on `inputs[r]` for every rank r; return each rank's outputs.
 
-    Raises `NumericsError` at the first collective whose group is partial, unless
-    `mirror_peers` (see the module docstring).
+    Raises `NumericsError` at the first collective that differs from the one it pairs
+    with on another rank (`groups.mismatched_pairs`), and at the first whose group is
+    partial, unless `mirror_peers` (see the module docstring).
     """
+    mismatched = mismatched_pairs([collectives(f) for f in funcs], len(funcs))
+    if mismatched:
+        raise NumericsError(mismatched[0].describe(), mismatched[0].op)
     if not mirror_peers:
         partial = partial_groups([collectives(f) for f in funcs], len(funcs))
         if partial:

@@ -95,7 +95,7 @@ from npuir.dialects.npu import CollectiveOp
 from npuir.gc_pause import collector_paused
 
 from .cost import OpWork
-from .groups import partial_groups
+from .groups import mismatched_pairs, partial_groups
 from .hardware import Hardware
 from .profile import Profile
 from .sim_inputs import (
@@ -673,8 +673,9 @@ def simulate(
     `profile` replaces the cost model's durations and core demands for the ops it covers
     (see `npuir.backends.npu.profile`); `SimResult.profiled_ops` says how many.
 
-    Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), a
-    group is partial without `mirror_peers` (see `npuir.backends.npu.groups`), or
+    Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), two
+    ranks' collectives that pair up differ (`groups.mismatched_pairs`), a group is partial
+    without `mirror_peers` (see `npuir.backends.npu.groups`), or
     `cache` was made for another device; `UnloweredScopes` when `limits` is the default
     but an op still stands in a `coreset.limit` or `stream.switch` scope (its limit would be
     ignored: run `coreset-lower`, or pass `limits=npuir.analysis.core_limits.limit_fn(...)`,
@@ -687,11 +688,12 @@ def simulate(
         cache = SimCache(hw)
     elif cache.hw is not hw and cache.hw != hw:
         raise ValueError(f"the SimCache was made for {cache.hw.name}, not {hw.name}")
+    per_rank = [[op for op in prog.ops if isinstance(op, CollectiveOp)] for prog in programs]
+    mismatched = mismatched_pairs(per_rank, len(programs))
+    if mismatched:
+        raise ValueError(mismatched[0].describe())
     if not mirror_peers:
-        partial = partial_groups(
-            [[op for op in prog.ops if isinstance(op, CollectiveOp)] for prog in programs],
-            len(programs),
-        )
+        partial = partial_groups(per_rank, len(programs))
         if partial:
             raise ValueError(
                 partial[0].describe() + "; simulate every rank, or pass mirror_peers=True"

@@ -90,7 +90,13 @@ def test_every_declared_kind_is_a_dotted_code_with_one_meaning() -> None:
     ):
         pkg = importlib.import_module(f"npuir.{package}")
         for info in pkgutil.walk_packages(pkg.__path__, f"npuir.{package}."):
-            importlib.import_module(info.name)
+            try:
+                importlib.import_module(info.name)
+            except ModuleNotFoundError as exc:
+                # A module built on PyTorch (the torch backend) when it is not installed:
+                # the suite runs without torch.
+                if exc.name != "torch":
+                    raise
     declared = kinds()
     assert {
         "core.hold-and-wait",

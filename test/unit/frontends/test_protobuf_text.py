@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from npuir.diagnostics import DiagnosticError
+from npuir.diagnostics import PARSE_ERROR, DiagnosticError
 from npuir.frontends.protobuf_text import Ident, Message, parse, unescape
 
 
@@ -58,3 +58,41 @@ def test_syntax_errors_are_located(text: str, where: str, message: str) -> None:
     rendered = info.value.diagnostic.render()
     assert rendered.startswith(f"{where}: error: "), rendered
     assert message in rendered
+
+
+def test_where_an_identifier_stands_says_what_it_is() -> None:
+    # A field name may be followed by its ':' after a comment or a line break; `[x]`
+    # after ':' is a one-value list, before it an extension's field name; a value may
+    # be named like a field.
+    msg = parse("a # c\n : 1\nb: [x]\n[ext.f]: 2\nc: op\nop { d: [e, -f] }", "x")
+    assert msg.get("a") == 1 and msg.entries("a")[0].line == 1
+    assert msg.all("b") == ["x"] and isinstance(msg.get("b"), Ident)
+    assert msg.get("[ext.f]") == 2
+    assert msg.get("c") == "op"
+    inner = msg.get("op")
+    assert isinstance(inner, Message) and inner.all("d") == ["e", "-f"]
+
+
+def test_separators_end_fields_once() -> None:
+    assert parse("a: 1, b: 2; c { }, d: [1, 2];", "x").get("d") is not None
+    for text, column in (("a: 1,, b: 2", 6), (", a: 1", 1)):
+        with pytest.raises(DiagnosticError) as info:
+            parse(text, "d.txt")
+        diagnostic = info.value.diagnostic
+        assert diagnostic.kind == PARSE_ERROR.code
+        assert diagnostic.location is not None
+        assert (diagnostic.location.line, diagnostic.location.column) == (1, column)
+
+
+def test_adjacent_strings_across_lines_and_comments_keep_later_locations() -> None:
+    msg = parse('s: "a" # "not a string\n  "b"\nt: 1', "x")
+    assert msg.get("s") == "ab"
+    assert msg.entries("t")[0].line == 3
+
+
+def test_a_long_string_and_deep_indentation_read_whole() -> None:
+    # Every token's pattern runs without backtracking: a 1 MB string and a 10k-space
+    # indent read in time and memory linear in them.
+    long = "x" * 1_000_000
+    msg = parse(f'{" " * 10_000}s: "{long}"\n{" " * 10_000}t: 2', "x")
+    assert msg.get("s") == long and msg.entries("t")[0].column == 10_001

@@ -1,0 +1,216 @@
+"""Stage two of the GE importer: the graphs of a dump, from its located messages.
+
+`read_graphs(text, filename)` parses a dump (stage one, `npuir.frontends.protobuf_text`)
+and returns its graphs whichever of the three shapes it has (a GE GraphDef, a
+`DUMP_GE_GRAPH` ModelDef holding several graphs, a TorchAir pbtxt NodeDef list whose
+attribute values are GE text in one string each, parsed again): each `Node` keeps its
+GE name, type, inputs (data and control `Edge`s), attributes and output descriptors,
+and the location of its block.  Nothing here builds IR; stage three
+(`npuir.frontends.ge`) does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
+from npuir.frontends.protobuf_text import Ident, Message, parse
+
+GE_INVALID = Kind("ge.invalid-dump")
+"""A GE dump the importer refuses."""
+
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One `input:` of a node: output `index` of `source`, or a control edge."""
+
+    source: str
+    index: int
+    control: bool
+    location: SourceLocation
+
+
+@dataclass
+class Node:
+    """One GE op, whichever dump shape it came from."""
+
+    name: str
+    type: str
+    location: SourceLocation
+    order: int
+    inputs: list[Edge] = field(default_factory=list[Edge])
+    controls: list[Edge] = field(default_factory=list[Edge])
+    attrs: dict[str, Message] = field(default_factory=dict[str, Message])
+    outputs: list[Message] = field(default_factory=list[Message])
+
+    def attr(self, key: str) -> Message | None:
+        return self.attrs.get(key)
+
+    def attr_int(self, key: str) -> int | None:
+        value = self.attrs.get(key)
+        if value is None:
+            return None
+        raw = value.get("i", value.get("s"))
+        if isinstance(raw, str) and re.fullmatch(r"-?\d+", raw.strip()):
+            raw = int(raw)
+        if not isinstance(raw, int):
+            return None
+        if not I64_MIN <= raw <= I64_MAX:
+            where = loc(self.location.filename, value.line, value.column)
+            raise fail(where, f"attribute '{key}' of '{self.name}' is {raw}, outside i64")
+        return raw
+
+    def attr_float(self, key: str) -> float | None:
+        value = self.attrs.get(key)
+        raw = None if value is None else value.get("f", value.get("i"))
+        return float(raw) if isinstance(raw, int | float) else None
+
+    def attr_str(self, key: str) -> str | None:
+        value = self.attrs.get(key)
+        raw = None if value is None else value.get("s")
+        return raw if isinstance(raw, str) and not isinstance(raw, Ident) else None
+
+    def attr_bool(self, key: str) -> bool | None:
+        value = self.attrs.get(key)
+        raw = None if value is None else value.get("b")
+        if raw is None and value is not None and isinstance(value.get("s"), str):
+            raw = value.get("s").lower()
+        if raw in ("true", 1):
+            return True
+        if raw in ("false", 0):
+            return False
+        return None
+
+    def attr_list(self, key: str, kind: str) -> list[Any] | None:
+        value = self.attrs.get(key)
+        lst = None if value is None else value.get("list")
+        return lst.all(kind) if isinstance(lst, Message) else None
+
+
+@dataclass
+class Graph:
+    """The nodes of one GE graph, in file order."""
+
+    name: str
+    nodes: list[Node]
+
+
+def loc(filename: str, line: int, column: int) -> SourceLocation:
+    """A location in the dump."""
+    return SourceLocation(filename, line, column)
+
+
+def fail(location: SourceLocation | None, message: str) -> DiagnosticError:
+    """The error for a dump the importer refuses."""
+    return DiagnosticError(Diagnostic("error", message, location, kind=GE_INVALID.code))
+
+
+def _edge(text: str, location: SourceLocation) -> Edge | None:
+    """`"op:k"`, `"op"` (output 0), `"op:-1"` / `"^op"` (control), `""` (none)."""
+    text = text.strip()
+    if not text:
+        return None
+    if text.startswith("^"):
+        return Edge(text[1:], -1, True, location)
+    name, sep, index = text.rpartition(":")
+    if sep and re.fullmatch(r"-?\d+", index):
+        k = int(index)
+        if k < -1:
+            raise fail(location, f"input '{text}' names output {k}; outputs count from 0")
+        return Edge(name, k, k == -1, location)
+    return Edge(text, 0, False, location)
+
+
+def _add_inputs(node: Node, msg: Message, filename: str) -> None:
+    for entry in msg.entries("input"):
+        if not isinstance(entry.value, str):
+            raise fail(loc(filename, entry.line, entry.column), "an input must be a string")
+        edge = _edge(entry.value, loc(filename, entry.line, entry.column))
+        if edge is not None:
+            (node.controls if edge.control else node.inputs).append(edge)
+
+
+def attr_map(msg: Message) -> dict[str, Message]:
+    """`attr { key: "k" value { ... } }` entries as a dict of value messages."""
+    out: dict[str, Message] = {}
+    for a in msg.messages("attr"):
+        key, value = a.get("key"), a.get("value")
+        if isinstance(key, str) and isinstance(value, Message):
+            out[key] = value
+    return out
+
+
+def _text_of(node_msg: Message, key: str) -> str:
+    value = node_msg.get(key)
+    return value if isinstance(value, str) and not isinstance(value, Ident) else ""
+
+
+def _op_node(msg: Message, order: int, filename: str) -> Node:
+    """A GE OpDef (`op { name type input attr input_desc output_desc }`)."""
+    node = Node(
+        _text_of(msg, "name"), _text_of(msg, "type"), loc(filename, msg.line, msg.column), order
+    )
+    _add_inputs(node, msg, filename)
+    node.attrs = attr_map(msg)
+    node.outputs = list(msg.messages("output_desc"))
+    return node
+
+
+def _node_node(msg: Message, order: int, filename: str) -> Node:
+    """A TorchAir pbtxt NodeDef: every attribute value is GE text in one string."""
+    node = Node(
+        _text_of(msg, "name"), _text_of(msg, "op"), loc(filename, msg.line, msg.column), order
+    )
+    _add_inputs(node, msg, filename)
+    for a in msg.messages("attr"):
+        key, value = a.get("key"), a.get("value")
+        if not isinstance(key, str) or not isinstance(value, Message):
+            continue
+        entry = value.entries("s")
+        if not entry or not isinstance(entry[-1].value, str):
+            continue
+        where = loc(filename, entry[-1].line, entry[-1].column)
+        inner = _parse_inner(entry[-1].value, where, key)
+        if key.startswith("[o]"):
+            node.outputs.append(inner)
+        elif not key.startswith("[i]"):
+            node.attrs[key] = inner
+    return node
+
+
+def _parse_inner(text: str, where: SourceLocation, key: str) -> Message:
+    """Parse the GE text held in a pbtxt attribute string; errors point at the string."""
+    try:
+        return parse(text, "<attribute>")
+    except DiagnosticError as exc:
+        inner = exc.diagnostic.location
+        at = f" (line {inner.line}, column {inner.column} of the string)" if inner else ""
+        raise fail(where, f"attribute '{key}': {exc.diagnostic.message}{at}") from None
+
+
+def read_graphs(text: str, filename: str) -> list[Graph]:
+    """Every graph in a dump, whichever of the three shapes it has."""
+    top = parse(text, filename)
+    # pbtxt dumps carry no graph name: the file's stem names the function then.
+    stem = re.sub(r"\W", "_", Path(filename).stem) or "main"
+    if top.fields.get("graph"):
+        graphs = []
+        for g in top.messages("graph"):
+            nodes = [_op_node(m, i, filename) for i, m in enumerate(g.messages("op"))]
+            graphs.append(Graph(_text_of(g, "name") or stem, nodes))
+        return graphs
+    if top.fields.get("op"):
+        nodes = [_op_node(m, i, filename) for i, m in enumerate(top.messages("op"))]
+        return [Graph(_text_of(top, "name") or stem, nodes)]
+    if top.fields.get("node"):
+        nodes = [_node_node(m, i, filename) for i, m in enumerate(top.messages("node"))]
+        return [Graph(_text_of(top, "name") or stem, nodes)]
+    raise fail(
+        loc(filename, 1, 1),
+        "not a GE or TorchAir graph dump: no 'graph', 'op' or 'node' blocks at the top level",
+    )

@@ -1,0 +1,545 @@
+"""Reading a `torch.export` archive (`.pt2`) as data, never as code.
+
+`torch.export.load` unpickles parts of an archive with `weights_only=False`
+(weights marked `use_pickle`, tensor constants, torchbind and opaque objects,
+and a fallback when the safe load of the sample inputs fails), and torch's JSON
+deserializer hands every symbolic-shape string to `sympy.sympify`, which
+evaluates it.  A crafted `.pt2` could therefore run code on the machine of
+whoever imports it.  This module reads the archive itself:
+
+- the zip directory, checked before anything is read: at most `MAX_ENTRIES`
+  entries, a JSON entry at most `MAX_JSON_BYTES`, no compressed entry that
+  expands more than `MAX_RATIO` times (a zip bomb), and weights that fit the
+  host's available memory (refused up front, naming the size);
+- `archive_format` (must be `pt2`) and `byteorder` (must be `little`);
+- the serialized program `models/<name>.json`, parsed as JSON after a check
+  that no bracket nests deeper than `MAX_JSON_DEPTH` (deeper JSON would
+  exhaust the C stack of the JSON parser); every `expr_str` (a symbolic
+  shape) must be arithmetic over shape symbols (`s0`, `u3`, ...) and torch's
+  shape functions, every node `target` a dotted operator name under
+  `torch.ops`, `_operator` or `math`, and every range-constraint key a shape
+  symbol; `guards_code` (Python source) is dropped unread;
+- the weights and tensor constants named by `data/weights/<name>_weights_config.json`
+  and `data/constants/<name>_constants_config.json`: each a raw little-endian
+  payload with its dtype, sizes, strides and storage offset, read with numpy.
+
+Refused, each with a message naming the entry (`ARCHIVE/ENTRY:1:COL: error:`
+at the entry's key): every entry marked `use_pickle`, legacy pickled weight
+or constant files, torchbind (`custom_obj_*`) and opaque (`opaque_obj_*`)
+constants, sparse layouts, symbolic weight sizes, and payloads shorter than
+their tensor.  Never read: `data/sample_inputs/` (a pickle torch writes into
+every archive; npuir makes its own inputs), `extra/`, AOTInductor and
+ExecuTorch payloads.  Nothing here imports torch; `exported_program` (which
+needs it) rebuilds the `ExportedProgram` from the checked JSON with the weights
+as tensors and no sample inputs, so torch never unpickles or evaluates
+anything of the archive.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ml_dtypes
+import numpy as np
+
+from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
+from npuir.host import available_bytes, gib
+from npuir.nesting import MAX_DATA_DEPTH, bracket_depth
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "MAX_ENTRIES",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_RATIO",
+    "Pt2Archive",
+    "exported_program",
+    "read_pt2",
+]
+
+PT2_INVALID = Kind("pt2.invalid")
+"""An archive whose layout or JSON is not what torch.export.save writes."""
+PT2_UNSAFE = Kind("pt2.unsafe-entry")
+"""A pickled entry, or a string torch would evaluate: refused, never read."""
+INPUT_TOO_LARGE = Kind("input.too-large")
+"""An input that would take more than it may (a zip bomb, more than the host's memory)."""
+INPUT_TOO_DEEP = Kind("input.too-deep")
+"""Data nested deeper than `npuir.nesting.MAX_DATA_DEPTH`."""
+
+MAX_ENTRIES = 100_000
+"""Entries an archive may hold (torch writes a dozen plus one per weight)."""
+
+MAX_JSON_BYTES = 256 * 1024 * 1024
+"""The largest JSON entry read (a 100k-node program serializes to about 60 MB)."""
+
+MAX_JSON_DEPTH = MAX_DATA_DEPTH
+"""How deeply brackets may nest in a JSON entry (`npuir.nesting`): torch's own JSON nests
+about 12 levels; at 100k levels Python's JSON parser overflows the C stack."""
+
+MAX_RATIO = 100
+"""The most a compressed entry may expand (torch stores its entries uncompressed)."""
+
+# torch._export.serde.schema.ScalarType -> numpy dtype (complex and fp8 are not read).
+_DTYPES: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.uint8),
+    2: np.dtype(np.int8),
+    3: np.dtype(np.int16),
+    4: np.dtype(np.int32),
+    5: np.dtype(np.int64),
+    6: np.dtype(np.float16),
+    7: np.dtype(np.float32),
+    8: np.dtype(np.float64),
+    12: np.dtype(np.bool_),
+    13: np.dtype(ml_dtypes.bfloat16),
+    28: np.dtype(np.uint16),
+    34: np.dtype(np.uint32),
+    35: np.dtype(np.uint64),
+}
+_STRIDED = 7  # schema.Layout.Strided
+
+# Symbols torch's ShapeEnv makes (s0, u3, zuf0, ...) and the functions its shape
+# expressions use; nothing else may appear in an expression sympy will evaluate.
+_SYMBOL = re.compile(r"[a-z]{1,4}[0-9]{1,6}")
+_SHAPE_FUNCTIONS = frozenset(
+    """FloorDiv ModularIndexing Where PythonMod Mod CleanDiv CeilToInt FloorToInt CeilDiv
+    LShift RShift PowByNatural FloatPow TruncToFloat TruncToInt IntTrueDiv FloatTrueDiv
+    ToFloat RoundToInt RoundDecimal Identity IsNonOverlappingAndDenseIndicator
+    BitwiseFn_bitwise_and BitwiseFn_bitwise_or Max Min Eq Ne Le Lt Ge Gt And Or Not Abs
+    floor ceiling sqrt oo int_oo True False""".split()
+)
+_EXPR_TOKEN = re.compile(
+    r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|([0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?)|"
+    r"(\*\*|//|==|!=|<=|>=|[-+*/%(),<>&|~^]))"
+)
+_MAX_EXPR = 10_000
+_TARGET = re.compile(r"(torch\.ops|_operator|math)(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+@dataclass
+class Pt2Archive:
+    """What npuir reads of a `.pt2`: the checked program JSON and the tensors as numpy."""
+
+    path: str
+    model: str
+    """The model's name in the archive (`models/<model>.json`)."""
+    program: dict[str, Any]
+    """The serialized `ExportedProgram` (torch's schema), with `guards_code` dropped."""
+    weights: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    """Parameters and buffers by fully qualified name (read-only views of the payloads)."""
+    constants: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    """Lifted tensor constants by name."""
+    parameters: set[str] = field(default_factory=set)
+    """The names in `weights` that are parameters (`torch.nn.Parameter`)."""
+
+
+class _Reader:
+    def __init__(self, path: str, data: bytes | None = None) -> None:
+        self.path = path
+        self.data = data
+        self.root = ""
+        self.names: dict[str, zipfile.ZipInfo] = {}
+
+    # -- errors -----------------------------------------------------------
+
+    def fail(
+        self,
+        message: str,
+        entry: str | None = None,
+        key: str | None = None,
+        kind: Kind = PT2_INVALID,
+    ) -> DiagnosticError:
+        """An error located at `entry` (at the first occurrence of `key` in it, if given)."""
+        if entry is None:
+            where = SourceLocation(self.path, 1, 0)
+            return DiagnosticError(Diagnostic("error", message, where, kind=kind.code))
+        line, column = 1, 0
+        if key is not None:
+            line, column = self._position(entry, json.dumps(key))
+        where = SourceLocation(f"{self.path}/{self.root}{entry}", line, column)
+        return DiagnosticError(Diagnostic("error", message, where, kind=kind.code))
+
+    def _position(self, entry: str, needle: str) -> tuple[int, int]:
+        try:
+            text = self.zip.read(self.root + entry).decode("utf-8", "replace")
+        except (OSError, zipfile.BadZipFile, ValueError, EOFError):
+            return 1, 0
+        at = text.find(needle)
+        if at < 0:
+            return 1, 0
+        line = text.count("\n", 0, at) + 1
+        return line, at - (text.rfind("\n", 0, at) + 1) + 1
+
+    # -- the zip ------------------------------------------------------------
+
+    def open(self) -> None:
+        try:
+            source = io.BytesIO(self.data) if self.data is not None else self.path
+            self.zip: zipfile.ZipFile = zipfile.ZipFile(source)
+            infos = self.zip.infolist()
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise self.fail(f"cannot load '{self.path}': {reason}", kind=INPUT_ERROR) from None
+        except (zipfile.BadZipFile, ValueError, EOFError, RuntimeError) as exc:
+            raise self.fail(
+                f"cannot load '{self.path}': not a torch.export archive (a zip file): {exc}",
+                kind=INPUT_ERROR,
+            ) from None
+        if len(infos) > MAX_ENTRIES:
+            raise self.fail(
+                f"the archive has {len(infos)} entries, more than {MAX_ENTRIES}",
+                kind=INPUT_TOO_LARGE,
+            )
+        for info in infos:
+            expanded = info.file_size > MAX_RATIO * max(info.compress_size, 1) + 65536
+            if info.compress_type != zipfile.ZIP_STORED and expanded:
+                raise self.fail(
+                    f"entry '{info.filename}' expands from {info.compress_size} to "
+                    f"{info.file_size} bytes (over {MAX_RATIO}x: a zip bomb); refused unread",
+                    kind=INPUT_TOO_LARGE,
+                )
+            self.names[info.filename] = info
+        formats = [n for n in self.names if n == "archive_format" or n.endswith("/archive_format")]
+        if not formats:
+            raise self.fail("not a torch.export archive: it has no 'archive_format' entry")
+        self.root = min(formats, key=len)[: -len("archive_format")]
+        if self.read_bytes("archive_format", 64).strip() != b"pt2":
+            raise self.fail("archive_format is not 'pt2'", "archive_format")
+        if "byteorder" in self.relative() and self.read_bytes("byteorder", 64).strip() != b"little":
+            raise self.fail("only little-endian archives are read", "byteorder")
+
+    def relative(self) -> set[str]:
+        return {n[len(self.root) :] for n in self.names if n.startswith(self.root)}
+
+    def has(self, entry: str) -> bool:
+        return self.root + entry in self.names
+
+    def read_bytes(self, entry: str, limit: int) -> bytes:
+        info = self.names.get(self.root + entry)
+        if info is None:
+            raise self.fail(f"the archive has no entry '{self.root + entry}'")
+        if info.file_size > limit:
+            raise self.fail(
+                f"entry is {info.file_size} bytes, more than {limit}", entry, kind=INPUT_TOO_LARGE
+            )
+        try:
+            return self.zip.read(info)
+        except (OSError, zipfile.BadZipFile, ValueError, EOFError, RuntimeError) as exc:
+            raise self.fail(f"cannot read the entry: {exc}", entry) from None
+
+    def read_json(self, entry: str) -> Any:
+        data = self.read_bytes(entry, MAX_JSON_BYTES)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.fail(
+                f"the entry is not UTF-8 ({exc.reason} at byte {exc.start})", entry
+            ) from None
+        depth, where = bracket_depth(text, MAX_JSON_DEPTH)
+        if depth > MAX_JSON_DEPTH:
+            line = text.count("\n", 0, where) + 1
+            column = where - (text.rfind("\n", 0, where) + 1) + 1
+            location = SourceLocation(f"{self.path}/{self.root}{entry}", line, column)
+            raise DiagnosticError(
+                Diagnostic(
+                    "error",
+                    f"JSON nested more than {MAX_JSON_DEPTH} levels deep (torch writes about 12)",
+                    location,
+                    kind=INPUT_TOO_DEEP.code,
+                )
+            )
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise self.fail(f"invalid JSON: {exc}", entry) from None
+
+
+def _check_expr(expr: str) -> str | None:
+    """Why `expr` is not a plain shape expression, or None when it is."""
+    if len(expr) > _MAX_EXPR:
+        return f"a shape expression of {len(expr)} characters"
+    pos = 0
+    while pos < len(expr):
+        match = _EXPR_TOKEN.match(expr, pos)
+        if match is None or match.end() == pos:
+            rest = expr[pos:].strip()
+            if not rest:
+                return None
+            return f"shape expression {expr[:80]!r} has {rest[:20]!r}, which is not arithmetic"
+        name = match.group(1)
+        if name is not None and not (_SYMBOL.fullmatch(name) or name in _SHAPE_FUNCTIONS):
+            return f"shape expression {expr[:80]!r} names '{name}', which is no shape symbol"
+        pos = match.end()
+    return None
+
+
+def _walk(value: Any) -> Iterator[tuple[str, Any]]:
+    """Every (key, value) pair of the nested dicts in `value`, iteratively."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                yield k, v
+                if isinstance(v, dict | list):
+                    stack.append(v)
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, dict | list))
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, dict) and isinstance(value.get("as_int"), int):
+        return int(value["as_int"])
+    return None
+
+
+class _Tensors:
+    """The tensors of one payload config (weights or constants)."""
+
+    def __init__(self, reader: _Reader, config_entry: str, directory: str, kind: str) -> None:
+        self.reader = reader
+        self.entry = config_entry
+        self.directory = directory
+        self.kind = kind
+        self.payloads: dict[str, bytes] = {}
+
+    def read(self) -> tuple[dict[str, np.ndarray[Any, Any]], set[str]]:
+        r = self.reader
+        config = r.read_json(self.entry)
+        if not isinstance(config, dict) or not isinstance(config.get("config"), dict):
+            raise r.fail("the payload config has no 'config' object", self.entry)
+        items: dict[str, Any] = config["config"]
+        total = 0
+        for fqn, meta in items.items():
+            if not isinstance(meta, dict):
+                raise r.fail(f"{self.kind} '{fqn}' has no payload description", self.entry, fqn)
+            self._refuse_code(fqn, meta)
+            name = meta.get("path_name")
+            if not isinstance(name, str) or not r.has(self.directory + name) or "/" in name:
+                raise r.fail(
+                    f"{self.kind} '{fqn}' names no payload in the archive", self.entry, fqn
+                )
+            if name not in self.payloads:
+                self.payloads[name] = b""
+                total += r.names[r.root + self.directory + name].file_size
+        available = available_bytes()
+        if available is not None and total > available:
+            raise r.fail(
+                f"the {self.kind}s take {gib(total)}, more than the {gib(available)} "
+                "this host has available; refused before reading",
+                self.entry,
+                kind=INPUT_TOO_LARGE,
+            )
+        for name in self.payloads:
+            self.payloads[name] = r.read_bytes(self.directory + name, 1 << 62)
+        out: dict[str, np.ndarray[Any, Any]] = {}
+        params: set[str] = set()
+        for fqn, meta in items.items():
+            out[fqn] = self._array(fqn, meta)
+            if meta.get("is_param"):
+                params.add(fqn)
+        return out, params
+
+    def _refuse_code(self, fqn: str, meta: dict[str, Any]) -> None:
+        name = str(meta.get("path_name", ""))
+        if meta.get("use_pickle"):
+            raise self.reader.fail(
+                f"{self.kind} '{fqn}' is stored as a pickle ('{name}', use_pickle), which can run "
+                "code when loaded; npuir reads only raw tensor payloads from a .pt2 and refuses it "
+                "(re-export the model with plain tensors)",
+                self.entry,
+                fqn,
+                PT2_UNSAFE,
+            )
+        if name.startswith(("custom_obj_", "opaque_obj_")):
+            raise self.reader.fail(
+                f"{self.kind} '{fqn}' is a pickled object ('{name}'), which can run code when "
+                "loaded; npuir reads only raw tensor payloads from a .pt2 and refuses it",
+                self.entry,
+                fqn,
+                PT2_UNSAFE,
+            )
+
+    def _array(self, fqn: str, meta: dict[str, Any]) -> np.ndarray[Any, Any]:
+        r = self.reader
+        tm = meta.get("tensor_meta")
+        if not isinstance(tm, dict):
+            raise r.fail(f"{self.kind} '{fqn}' has no tensor_meta", self.entry, fqn)
+        dtype = _DTYPES.get(tm.get("dtype", -1)) if isinstance(tm.get("dtype"), int) else None
+        if dtype is None:
+            raise r.fail(
+                f"{self.kind} '{fqn}' has dtype {tm.get('dtype')!r}, which npuir does not read",
+                self.entry,
+                fqn,
+            )
+        if tm.get("layout", _STRIDED) != _STRIDED:
+            raise r.fail(f"{self.kind} '{fqn}' is not a strided (dense) tensor", self.entry, fqn)
+        sizes = [_int(s) for s in tm.get("sizes", [])]
+        strides = [_int(s) for s in tm.get("strides", [])]
+        offset = _int(tm.get("storage_offset", {"as_int": 0}))
+        if None in sizes or None in strides or offset is None or len(sizes) != len(strides):
+            raise r.fail(
+                f"{self.kind} '{fqn}' has symbolic or malformed sizes/strides", self.entry, fqn
+            )
+        shape = [int(s) for s in sizes if s is not None]
+        steps = [int(s) for s in strides if s is not None]
+        if any(s < 0 for s in shape) or any(s < 0 for s in steps) or offset < 0 or len(shape) > 64:
+            raise r.fail(
+                f"{self.kind} '{fqn}' has negative sizes, strides or offset", self.entry, fqn
+            )
+        payload = self.payloads[str(meta["path_name"])]
+        elements = len(payload) // dtype.itemsize
+        if 0 in shape:
+            return np.zeros(shape, dtype)
+        last = offset + sum((n - 1) * s for n, s in zip(shape, steps))
+        if last >= elements:
+            raise r.fail(
+                f"{self.kind} '{fqn}' needs {last + 1} elements of its payload "
+                f"'{meta['path_name']}', which holds {elements}",
+                self.entry,
+                fqn,
+            )
+        flat = np.frombuffer(payload, dtype, count=elements)
+        view = np.lib.stride_tricks.as_strided(
+            flat[offset:], shape, [s * dtype.itemsize for s in steps], writeable=False
+        )
+        return view
+
+
+def _check_program(reader: _Reader, entry: str, program: Any) -> None:
+    if not isinstance(program, dict) or not isinstance(program.get("graph_module"), dict):
+        raise reader.fail("the serialized program has no 'graph_module'", entry)
+    for key, value in _walk(program):
+        if key == "expr_str":
+            why = _check_expr(value) if isinstance(value, str) else "a shape expression is not text"
+            if why is not None:
+                raise reader.fail(
+                    f"{why}; refused (torch would evaluate it)",
+                    entry,
+                    value if isinstance(value, str) else None,
+                    PT2_UNSAFE,
+                )
+        elif key == "target" and isinstance(value, str):
+            if not _TARGET.fullmatch(value) or "__" in value:
+                raise reader.fail(
+                    f"node target '{value[:80]}' is not an operator name (torch.ops.*, _operator.*)",
+                    entry,
+                    value,
+                    PT2_UNSAFE,
+                )
+    constraints = program.get("range_constraints", {})
+    if not isinstance(constraints, dict):
+        raise reader.fail("range_constraints is not an object", entry)
+    for name in constraints:
+        if not _SYMBOL.fullmatch(name):
+            raise reader.fail(
+                f"range constraint '{name[:80]}' is not a shape symbol", entry, name, PT2_UNSAFE
+            )
+    program["guards_code"] = []
+
+
+def read_pt2(path: str | Path, data: bytes | None = None) -> Pt2Archive:
+    """Read `path` (or the archive's bytes `data`, named `path`) as described in the
+    module docstring; raise a located `DiagnosticError` for an archive npuir refuses.
+    Needs no torch."""
+    reader = _Reader(str(path), data)
+    try:
+        reader.open()
+        models = sorted(
+            n[len("models/") : -len(".json")]
+            for n in reader.relative()
+            if n.startswith("models/") and n.endswith(".json") and n.count("/") == 1
+        )
+        if not models:
+            raise reader.fail("the archive holds no program (models/*.json)")
+        if len(models) > 1 and "model" not in models:
+            raise reader.fail(
+                f"the archive holds several programs ({', '.join(models)}); npuir reads one"
+            )
+        model = "model" if "model" in models else models[0]
+        for legacy in (f"data/weights/{model}.pt", f"data/constants/{model}.pt"):
+            if reader.has(legacy):
+                raise reader.fail(
+                    "the weights or constants are one pickle (the legacy format), which can run "
+                    "code when loaded; npuir refuses it (re-save with a current torch.export.save)",
+                    legacy,
+                    kind=PT2_UNSAFE,
+                )
+        entry = f"models/{model}.json"
+        program = reader.read_json(entry)
+        _check_program(reader, entry, program)
+        archive = Pt2Archive(str(path), model, program)
+        weights_entry = f"data/weights/{model}_weights_config.json"
+        if reader.has(weights_entry):
+            archive.weights, archive.parameters = _Tensors(
+                reader, weights_entry, "data/weights/", "weight"
+            ).read()
+        constants_entry = f"data/constants/{model}_constants_config.json"
+        if reader.has(constants_entry):
+            archive.constants, _ = _Tensors(
+                reader, constants_entry, "data/constants/", "constant"
+            ).read()
+        return archive
+    finally:
+        if hasattr(reader, "zip"):
+            reader.zip.close()
+
+
+def exported_program(archive: Pt2Archive) -> torch.export.ExportedProgram:
+    """The `ExportedProgram` of a checked archive, rebuilt by torch's JSON deserializer
+    from `archive.program` with `archive`'s tensors and no sample inputs (needs torch)."""
+    import torch
+    from torch._export.serde import schema
+    from torch._export.serde.serialize import (
+        ExportedProgramDeserializer,
+        SerializeError,
+        _dict_to_dataclass,
+    )
+
+    state: dict[str, torch.Tensor] = {}
+    for fqn, array in archive.weights.items():
+        tensor = _tensor(array)
+        state[fqn] = (
+            torch.nn.Parameter(tensor, requires_grad=False) if fqn in archive.parameters else tensor
+        )
+    constants: dict[str, Any] = {fqn: _tensor(a) for fqn, a in archive.constants.items()}
+    where = SourceLocation(f"{archive.path}/models/{archive.model}.json", 1, 0)
+    try:
+        serialized = _dict_to_dataclass(schema.ExportedProgram, archive.program)
+        return ExportedProgramDeserializer(None).deserialize(serialized, state, constants, None)
+    except (
+        SerializeError,
+        KeyError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        AssertionError,
+        RuntimeError,
+    ) as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DiagnosticError(
+            Diagnostic(
+                "error",
+                f"torch cannot rebuild the program: {message[:300]}",
+                where,
+                kind=PT2_INVALID.code,
+            )
+        ) from None
+
+
+def _tensor(array: np.ndarray[Any, Any]) -> torch.Tensor:
+    import torch
+
+    if array.dtype == np.dtype(ml_dtypes.bfloat16):
+        return torch.from_numpy(np.ascontiguousarray(array).view(np.uint16).copy()).view(
+            torch.bfloat16
+        )
+    return torch.from_numpy(np.array(array, copy=True))

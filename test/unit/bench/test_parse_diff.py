@@ -1,0 +1,121 @@
+"""The fast parser reads exactly what xDSL's parser reads (bench/parse_diff.py).
+
+On every `.mlir` input of the repository, the benchmark programs, their generic and
+located re-prints and a seeded batch of fuzz mutations, `--parser=fast` and
+`--parser=xdsl` give the same IR (printed with locations, custom and generic) or the
+same diagnostic.  Longer runs: `python bench/parse_diff.py --cases 10000`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import parse_diff  # noqa: E402
+
+
+def _report(found: list[tuple[str, parse_diff.Outcome, parse_diff.Outcome]]) -> str:
+    return "\n".join(
+        f"{label}\n  fast: {fast!r:.300}\n  xdsl: {ref!r:.300}" for label, fast, ref in found
+    )
+
+
+def test_repository_inputs_read_the_same() -> None:
+    found = list(parse_diff.differences(parse_diff.repo_inputs()))
+    assert not found, _report(found)
+
+
+def test_benchmark_programs_read_the_same() -> None:
+    found = list(parse_diff.differences(parse_diff.program_inputs(200)))
+    assert not found, _report(found)
+
+
+def test_fuzzed_inputs_read_the_same() -> None:
+    found = list(parse_diff.differences(parse_diff.fuzz_inputs(150, seed=7)))
+    assert not found, _report(found)
+
+
+def test_fast_path_reads_the_benchmark_ops(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The differential tests would pass with a fast path that never fires: check that it
+    # builds the ops of a benchmark program itself.
+    from generate import transformer_layers
+
+    from npuir import make_context
+    from npuir.fastparse import OpLineReader
+    from npuir.parsing import parse_module
+
+    built: list[str] = []
+    original = OpLineReader.read
+
+    def counting(self: OpLineReader, parser: object, start: int) -> object:
+        op = original(self, parser, start)  # type: ignore[arg-type]
+        if op is not None:
+            built.append(op.name)
+        return op
+
+    text = transformer_layers(100)
+    ctx = make_context()
+    ctx.diagnostics.sources.add("t.mlir", text)
+    monkeypatch.setattr(OpLineReader, "read", counting)
+    module = parse_module(ctx, text, "t.mlir", ctx.diagnostics.sources)
+    leaf_ops = [op for op in module.walk() if not op.regions]
+    assert len(built) == len(leaf_ops)
+
+
+def test_parser_xdsl_selects_the_reference_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from generate import chain
+
+    from npuir.fastparse import OpLineReader
+    from npuir.tools import opt
+
+    calls: list[int] = []
+    original = OpLineReader.read
+
+    def counting(self: OpLineReader, parser: object, start: int) -> object:
+        calls.append(start)
+        return original(self, parser, start)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(OpLineReader, "read", counting)
+    path = tmp_path / "chain.mlir"
+    path.write_text(chain(20))
+    assert opt.run(["--parser=xdsl", str(path)]) == 0
+    reference = capsys.readouterr().out
+    assert calls == []
+    assert opt.run([str(path)]) == 0
+    assert capsys.readouterr().out == reference
+    assert calls
+
+
+def test_fast_path_reads_generic_properties(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A generic op with regions is read by xDSL, its properties by the fast path.
+    from generate import transformer_layers
+
+    from npuir import make_context, print_ir
+    from npuir.fastparse import OpLineReader
+    from npuir.parsing import parse_module
+
+    ctx = make_context()
+    ctx.diagnostics.sources.add("t.mlir", transformer_layers(30))
+    module = parse_module(ctx, transformer_layers(30), "t.mlir", ctx.diagnostics.sources)
+    generic = print_ir(module, generic=True)
+    read: list[object] = []
+    original = OpLineReader.properties
+
+    def counting(self: OpLineReader, parser: object, start: int) -> object:
+        got = original(self, parser, start)  # type: ignore[arg-type]
+        read.append(got)
+        return got
+
+    monkeypatch.setattr(OpLineReader, "properties", counting)
+    ctx = make_context()
+    ctx.diagnostics.sources.add("g.mlir", generic)
+    parse_module(ctx, generic, "g.mlir", ctx.diagnostics.sources)
+    assert read and all(got is not None for got in read)
+    assert len(read) == generic.count("<{")

@@ -1,0 +1,73 @@
+"""`auto` does work only where an assignment can change the schedule: a chain is put on
+one stream without a search, and a candidate that coincides with one judged already is
+not simulated again (but still counts as a trial, so the search takes the same steps)."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.dialects.func import FuncOp
+
+import npuir
+import npuir.schedule.auto as auto
+from npuir.analysis.partition import Assignment, Mode, assign
+from npuir.analysis.program import Program, build_program
+from npuir.backends.npu.hardware import load_hardware
+
+TINY = load_hardware("tiny")
+
+
+def _program(body: str) -> Program:
+    text = (
+        f"func.func @f(%x: tensor<64x64xf16>, %w: tensor<64x64xf16>) {{\n{body}\n  func.return\n}}"
+    )
+    module = npuir.parse_text(npuir.make_context(), text)
+    func = next(op for op in module.ops if isinstance(op, FuncOp))
+    return build_program(func)
+
+
+T = "(tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>"
+CHAIN = f"""\
+  %a = npu.matmul %x, %w : {T}
+  %b = npu.add %a, %x : {T}
+  %c = npu.matmul %b, %w : {T}"""
+BRANCHES = f"""\
+  %a = npu.matmul %x, %w : {T}
+  %b = npu.add %x, %w : {T}
+  %c = npu.add %a, %b : {T}"""
+
+
+def test_a_chain_has_no_parallelism_and_branches_have() -> None:
+    assert not auto.has_parallelism(_program(CHAIN))
+    assert auto.has_parallelism(_program(BRANCHES))
+
+
+def test_a_chain_is_put_on_one_stream_without_simulating(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a chain needs no simulated candidates")
+
+    monkeypatch.setattr(auto, "simulate", refuse)
+    prog = _program(CHAIN)
+    none: list[str | None] = [None] * len(prog)
+    result = auto.assign_auto(prog, none, {}, 8, TINY)
+    assert result == assign(Mode.SINGLE, prog, none, {}, 8)
+
+
+def test_a_repeated_candidate_is_simulated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    original = auto.simulate
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(auto, "simulate", counting)
+    prog = _program(BRANCHES)
+    judge = auto.Judge(prog, TINY, None)
+    none: list[str | None] = [None] * len(prog)
+    single = assign(Mode.SINGLE, prog, none, {}, 8)
+    first = judge("single", single)
+    again = judge("again", Assignment(list(single.streams), list(single.stream_of)))
+    assert len(calls) == 1 and judge.trials == 2
+    assert again.key() == first.key() and again.name == "again"
+    judge("nimble", assign(Mode.NIMBLE, prog, none, {}, 8))
+    assert len(calls) == 2

@@ -1,0 +1,93 @@
+"""Verification memoised by op signature (npuir.verifier) still checks what depends on
+where an op stands: a later op with a signature that passed earlier is reported when
+its module declares no such stream, when it ends its block without being a
+terminator, and when it uses a value before its definition."""
+
+from __future__ import annotations
+
+import pytest
+
+import npuir
+from npuir.diagnostics import VERIFY_ERROR, DiagnosticError
+
+TWO_MODULES = """\
+builtin.module {
+  builtin.module {
+    stream.decl @s "1" priority 0
+    func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {
+      %r = npu.relu %x {stream.on = @s} : (tensor<8xf16>) -> tensor<8xf16>
+      func.return %r : tensor<8xf16>
+    }
+  }
+  builtin.module {
+    func.func @b(%x: tensor<8xf16>) -> tensor<8xf16> {
+      %r = npu.relu %x {stream.on = @s} : (tensor<8xf16>) -> tensor<8xf16>
+      func.return %r : tensor<8xf16>
+    }
+  }
+}
+"""
+
+ENDS_BLOCK = """\
+func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {
+  %r = npu.relu %x : (tensor<8xf16>) -> tensor<8xf16>
+  %s = npu.relu %x : (tensor<8xf16>) -> tensor<8xf16>
+}
+"""
+
+SAME_SIGNATURE_TWICE_BAD_RESULT = """\
+func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {
+  %r = npu.relu %x : (tensor<8xf16>) -> tensor<8xf16>
+  %s = npu.relu %x : (tensor<8xf16>) -> tensor<4xf16>
+  func.return %r : tensor<8xf16>
+}
+"""
+
+
+def _error_at(text: str) -> tuple[int, int]:
+    """Where verifying `text` fails (a verifier error: not a parse error)."""
+    with pytest.raises(DiagnosticError) as info:
+        npuir.parse_text(npuir.make_context(), text, "m.mlir")
+    diagnostic = info.value.diagnostic
+    assert diagnostic.kind == VERIFY_ERROR.code, diagnostic.render()
+    assert diagnostic.location is not None
+    return diagnostic.location.line, diagnostic.location.column
+
+
+def test_stream_on_is_checked_against_each_ops_module() -> None:
+    # The first relu (module 1 declares @s) passes; the second has its signature.
+    assert _error_at(TWO_MODULES) == (11, 7)
+
+
+def test_an_op_ending_its_block_is_verified_whole() -> None:
+    assert _error_at(ENDS_BLOCK) == (3, 3)
+
+
+def test_a_different_signature_is_verified() -> None:
+    assert _error_at(SAME_SIGNATURE_TWICE_BAD_RESULT) == (3, 3)
+
+
+def test_a_repeated_signature_is_verified_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npuir.dialects.npu import ReluOp
+
+    text = """\
+func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {
+  %a = npu.relu %x : (tensor<8xf16>) -> tensor<8xf16>
+  %b = npu.relu %a : (tensor<8xf16>) -> tensor<8xf16>
+  %c = npu.relu %b : (tensor<8xf16>) -> tensor<8xf16>
+  func.return %c : tensor<8xf16>
+}
+"""
+    module = npuir.parse_text(npuir.make_context(), text, "m.mlir")
+    calls: list[str] = []
+    original = ReluOp.verify_
+
+    def counting(self: ReluOp) -> None:
+        calls.append(self.name)
+        original(self)
+
+    monkeypatch.setattr(ReluOp, "verify_", counting)
+    from npuir.verifier import verify
+
+    verify(module)
+    assert len(calls) == 1
