@@ -22,17 +22,18 @@ op's stream is its `stream.on` once partitioned, else its innermost
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 
 from npuir.analysis.program import Program, defined_functions
 from npuir.diagnostics import Kind, error, op_location
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
+from npuir.dialects.scope import Visit, issue_order
 
 STREAM_LIMIT_TWICE = Kind("core.stream-limit-twice")
 """A stream has two `coreset.stream_limit`s."""
@@ -135,7 +136,7 @@ class CoreLimits:
                 if isinstance(op, coreset.StreamLimitOp):
                     _once(seen, op, f"@{func.sym_name.data}")
                     self._add_stream_limit(streams, op)
-            self._walk(func.body.block.ops, stream.DEFAULT_TAG, {}, streams, base)
+            self._walk(func.body.block, streams, base)
         return self
 
     @staticmethod
@@ -144,19 +145,23 @@ class CoreLimits:
 
     def _walk(
         self,
-        ops: Iterable[Operation],
-        tag: str,
-        scope: dict[str, Limit],
+        block: Block,
         streams: dict[str, dict[str, Limit]],
         base: dict[str, Limit],
     ) -> None:
-        for op in ops:
-            if isinstance(op, coreset.LimitOp):
-                self._walk(op.body.block.ops, tag, {**scope, **_given(op)}, streams, base)
-            elif isinstance(op, stream.SwitchOp):
-                self._walk(op.body.block.ops, op.tag_name, scope, streams, base)
-            elif isinstance(op, NpuOp):
+        # The innermost scope's (tag, limits) on top; a limit scope keeps its stream's tag.
+        context: list[tuple[str, dict[str, Limit]]] = [(stream.DEFAULT_TAG, {})]
+        for visit, op in issue_order(block):
+            if isinstance(op, NpuOp):
+                tag, scope = context[-1]
                 self._limits[op] = self._resolve(op, tag, scope, streams, base)
+            elif visit is Visit.EXIT:
+                context.pop()
+            elif isinstance(op, coreset.LimitOp):
+                tag, scope = context[-1]
+                context.append((tag, {**scope, **_given(op)}))
+            elif isinstance(op, stream.SwitchOp):
+                context.append((op.tag_name, context[-1][1]))
 
     def _resolve(
         self,

@@ -30,6 +30,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, gear, stream, sync
 from npuir.dialects.npu import NpuOp
+from npuir.dialects.scope import ScopeOp, Visit, issue_order
 from npuir.dialects.stream import SwitchOp, WaitTensorOp
 from npuir.gc_pause import without_collector
 
@@ -157,11 +158,9 @@ class _Resolver:
             dep, dep_ctrl = self.resolve(owner.dep)
             extra = (dep,) if dep >= 0 else ()
             return data, ctrl + dep_ctrl + extra
-        if isinstance(owner, stream.SwitchOp | coreset.LimitOp):
-            term = owner.body.block.last_op
-            assert term is not None
+        if isinstance(owner, ScopeOp):
             assert isinstance(value, OpResult)
-            return self.resolve(term.operands[value.index])
+            return self.resolve(owner.source_of(value))
         node = self.program.index.get(owner)
         if node is None:
             raise error(
@@ -172,28 +171,31 @@ class _Resolver:
         return node, ()
 
 
-def _flatten(block: Block, tag: str | None, program: Program) -> None:
+def _flatten(block: Block, program: Program) -> None:
     """Issue order: ops in program order, scopes entered where they stand.
 
-    The one walk over scopes: it also records each node's innermost tag, each tag's first
-    scope and priority, and where the `stream.wait_tensor`s stand.
+    Built on the one walk over scopes (`issue_order`); it also records each node's
+    innermost tag, each tag's first scope and priority, and where the
+    `stream.wait_tensor`s stand.
     """
-    for op in block.ops:
-        if isinstance(op, stream.SwitchOp):
+    tags: list[str | None] = [None]
+    for visit, op in issue_order(block):
+        if visit is Visit.EXIT:
+            if isinstance(op, stream.SwitchOp):
+                tags.pop()
+        elif isinstance(op, stream.SwitchOp):
             name = op.tag_name
             if name not in program.scopes:
                 program.scopes[name] = op
                 program.priorities[name] = op.priority_value
             elif program.priorities[name] != op.priority_value and program.priority_clash is None:
                 program.priority_clash = op
-            _flatten(op.body.block, name, program)
-        elif isinstance(op, coreset.LimitOp):
-            _flatten(op.body.block, tag, program)
+            tags.append(name)
         elif isinstance(op, stream.WaitTensorOp):
-            program.wait_tensors.append((op, tag))
-        elif not isinstance(op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp):
+            program.wait_tensors.append((op, tags[-1]))
+        elif visit is Visit.OP and not isinstance(op, coreset.StreamLimitOp):
             program.ops.append(op)
-            program.pinned.append(tag)
+            program.pinned.append(tags[-1])
 
 
 def module_streams(module: ModuleOp) -> list[StreamInfo]:
@@ -219,7 +221,7 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
     if streams is not None:
         program.streams = list(streams)
     sym_index = {info.symbol: i for i, info in enumerate(program.streams)}
-    _flatten(func.body.block, None, program)
+    _flatten(func.body.block, program)
     flat = program.ops
     program.index = {op: i for i, op in enumerate(flat)}
 

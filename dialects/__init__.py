@@ -1,4 +1,4 @@
-"""npuir's dialects: `npu`, `stream`, `sync`, `coreset` and `gear` (IR only).
+"""npuir's dialects: `npu`, `stream`, `sync`, `coreset`, `gear` and `mem` (IR only).
 
 A dialect file never imports a pass or a backend.
 """
@@ -40,11 +40,18 @@ def _gear() -> Dialect:
     return Gear
 
 
+def _mem() -> Dialect:
+    from npuir.dialects.mem import Mem
+
+    return Mem
+
+
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "npu": _npu,
     "stream": _stream,
     "sync": _sync,
     "coreset": _coreset,
     "gear": _gear,
+    "mem": _mem,
 }
 """Every npuir dialect by name, loaded lazily (as xDSL's registry does)."""

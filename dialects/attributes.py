@@ -18,16 +18,24 @@ a dialect about `npu.target` on a `builtin.module` or `gear.dims` on a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
+from typing import Generic, TypeVar
 
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp
+from typing_extensions import TypeVar as ConstraintVar
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, DialectInterface, Operation
+from xdsl.irdl import AttrConstraint, IntConstraint
+from xdsl.irdl.constraints import VerificationContext
 from xdsl.traits import OpTrait
 from xdsl.utils.exceptions import VerifyException
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class AttributeVerifier(DialectInterface):
@@ -103,3 +111,53 @@ class VerifiesDialectAttributes(OpTrait):
                     where = f"@{parent.sym_name.data}" if isinstance(parent, FuncOp) else "module"
                     raise VerifyException(f"in {where}: {exc}") from None
             parent = parent.parent_op()
+
+
+@dataclass(frozen=True)
+class SpelledEnum(AttrConstraint[StringAttr], Generic[E]):
+    """A string attribute that spells one member of a closed set, a `StrEnum`.
+
+    xDSL's `EnumAttribute` ties a `StrEnum` to an attribute printed
+    `#dialect<name value>`; npuir's enums keep the spelling their IR has always had
+    (`mode = "aiv"`, `gear.policy = "zip"`, in the custom and the generic form
+    alike), so the attribute stays a string and this constraint, made from the
+    enum, is what checks it.  `member(attr)` reads it back as the enum.
+    """
+
+    subject: str
+    """How messages name the attribute (`mode`, `'gear.policy'`)."""
+    enum: type[E]
+    choices: tuple[E, ...]
+    """The members allowed here (by default every member of `enum`)."""
+
+    @staticmethod
+    def of(subject: str, enum: type[E], choices: Iterable[E] | None = None) -> SpelledEnum[E]:
+        """The constraint for `subject`, allowing `choices` (default: all of `enum`)."""
+        return SpelledEnum(subject, enum, tuple(enum if choices is None else choices))
+
+    def spelled_choices(self) -> str:
+        """`"a" or "b"`, or `one of "a", "b", "c"`."""
+        quoted = [f'"{c.value}"' for c in self.choices]
+        if len(quoted) == 2:
+            return " or ".join(quoted)
+        return "one of " + ", ".join(quoted)
+
+    def member(self, attr: Attribute | None) -> E | None:
+        """The member `attr` spells, or None when it spells none of the choices."""
+        if isinstance(attr, StringAttr):
+            for choice in self.choices:
+                if choice.value == attr.data:
+                    return choice
+        return None
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        if self.member(attr) is None:
+            raise VerifyException(f"{self.subject} must be {self.spelled_choices()}, got {attr}")
+
+    def get_bases(self) -> set[type[Attribute]] | None:
+        return {StringAttr}
+
+    def mapping_type_vars(
+        self, type_var_mapping: Mapping[ConstraintVar, AttrConstraint | IntConstraint]
+    ) -> SpelledEnum[E]:
+        return self

@@ -11,28 +11,26 @@ cores carries its effective `coreset.cores`.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    lazy_traits_def,
     opt_prop_def,
     param_def,
     prop_def,
-    region_def,
     traits_def,
-    var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.traits import HasParent, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import scope
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
-from npuir.dialects.npu import LIMITED_ENGINES
+from npuir.dialects.npu import LIMITED_ENGINES, Engine
 
 GLOBAL = "coreset.global"
 """Module attribute holding the global limit, a `#coreset.cores`."""
@@ -102,7 +100,7 @@ class CoresAttr(ParametrizedAttribute):
         return None if value == _UNSET else value
 
     def count(self, engine: str) -> int | None:
-        return self.cube_count if engine == "cube" else self.vector_count
+        return self.cube_count if engine == Engine.CUBE else self.vector_count
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
@@ -147,11 +145,12 @@ class YieldOp(scope.ScopeYieldOp):
     """
 
     name = "coreset.yield"
-    PARENT: ClassVar[str] = "coreset.limit"
+
+    traits = lazy_traits_def(lambda: (HasParent(LimitOp),))
 
 
 @irdl_op_definition
-class LimitOp(IRDLOperation):
+class LimitOp(scope.ScopeOp):
     """Bounds the cores each op in its body may take (TorchAir's `limit_core_num`).
 
     Limits are lexical: a `stream.switch` nested inside keeps the limit.
@@ -166,12 +165,10 @@ class LimitOp(IRDLOperation):
 
     name = "coreset.limit"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    traits = traits_def(VerifiesDialectAttributes(), SingleBlockImplicitTerminator(YieldOp))
 
     cube = opt_prop_def(IntegerAttr[I64])
     vector = opt_prop_def(IntegerAttr[I64])
-    outputs = var_result_def()
-    body = region_def("single_block")
 
     def __init__(
         self,
@@ -188,7 +185,7 @@ class LimitOp(IRDLOperation):
         super().__init__(properties=props, result_types=[result_types or []], regions=[body])
 
     def count(self, engine: str) -> int | None:
-        attr = self.cube if engine == "cube" else self.vector
+        attr = self.cube if engine == Engine.CUBE else self.vector
         return None if attr is None else attr.value.data
 
     @classmethod
@@ -210,7 +207,7 @@ class LimitOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_counts({e: self.count(e) for e in ENGINES})
-        scope.verify_scope(self, self.body, YieldOp)
+        scope.verify_scope(self)
 
 
 @irdl_op_definition
@@ -246,7 +243,7 @@ class StreamLimitOp(IRDLOperation):
 
     def count(self, engine: str) -> int | None:
         """The count as written (-1 for no limit), None when omitted."""
-        attr = self.cube if engine == "cube" else self.vector
+        attr = self.cube if engine == Engine.CUBE else self.vector
         return None if attr is None else attr.value.data
 
     def limit(self, engine: str) -> int | None:

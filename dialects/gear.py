@@ -11,13 +11,13 @@ clone per gear.  A shape that matches no gear is a runtime error.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
     DenseArrayBase,
     FunctionType,
-    StringAttr,
     SymbolRefAttr,
     TensorType,
     i64,
@@ -35,12 +35,13 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.irdl.constraints import VerificationContext
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import SymbolTable, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+from npuir.dialects.attributes import AttributeVerifier, SpelledEnum, VerifiesDialectAttributes
 from npuir.dialects.npu import compatible
 
 DIMS = "gear.dims"
@@ -49,7 +50,19 @@ DIMS = "gear.dims"
 POLICY = "gear.policy"
 """Function attribute: "zip" (default) or "product"."""
 
-POLICIES = ("zip", "product")
+
+class Policy(StrEnum):
+    """How a function's `gear.dims` annotations combine (its `gear.policy`)."""
+
+    ZIP = "zip"
+    """The i-th values of every annotated dim form the i-th gear (the default)."""
+    PRODUCT = "product"
+    """Every combination of the annotated dims' values is a gear."""
+
+
+POLICIES: tuple[str, ...] = tuple(Policy)
+
+_POLICY = SpelledEnum.of(f"'{POLICY}'", Policy)
 
 
 def _ints(array: DenseArrayBase) -> tuple[int, ...]:
@@ -311,10 +324,9 @@ class DispatchOp(IRDLOperation):
                 )
 
 
-def policy_of(attrs: dict[str, Attribute]) -> str | None:
-    """The `gear.policy` string in an attribute dictionary, if any."""
-    value = attrs.get(POLICY)
-    return value.data if isinstance(value, StringAttr) else None
+def policy_of(attrs: dict[str, Attribute]) -> Policy | None:
+    """The `gear.policy` in an attribute dictionary, if it names one."""
+    return _POLICY.member(attrs.get(POLICY))
 
 
 class GearAttributeVerifier(AttributeVerifier):
@@ -322,8 +334,8 @@ class GearAttributeVerifier(AttributeVerifier):
     arguments is a `#gear.dims` whose dims exist and are dynamic in that argument."""
 
     def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
-        if name == POLICY and (not isinstance(value, StringAttr) or value.data not in POLICIES):
-            raise VerifyException(f'\'{POLICY}\' must be "zip" or "product", got {value}')
+        if name == POLICY:
+            _POLICY.verify(value, VerificationContext())
 
     def verify_argument_attribute(
         self, func: FuncOp, index: int, name: str, value: Attribute

@@ -59,10 +59,10 @@ from xdsl.irdl import (
     var_result_def,
 )
 from xdsl.irdl.constraints import VerificationContext
-from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+from npuir.dialects.attributes import AttributeVerifier, SpelledEnum, VerifiesDialectAttributes
+from npuir.dialects.effects import PureUntilScheduled
 
 DYN = DYNAMIC_INDEX
 """A dynamic dim in a shape tuple."""
@@ -100,6 +100,15 @@ the links, or in `aiv` mode borrow vector cores."""
 LIMITED_ENGINES: tuple[str, ...] = (Engine.CUBE.value, Engine.VECTOR.value)
 """The AI Core's engines, whose core counts `coreset` limits (TorchAir's
 `limit_core_num` takes cube and vector counts)."""
+
+
+class CommMode(StrEnum):
+    """How a collective moves its data (its `mode` attribute)."""
+
+    SDMA = "sdma"
+    """With the DMA engines, holding no compute cores (the default)."""
+    AIV = "aiv"
+    """Driven from vector cores, which it holds for its whole run."""
 
 
 # --------------------------------------------------------------------------
@@ -308,7 +317,7 @@ class BinaryOp(NpuOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue) -> None:
         (ty,) = BinaryOp.infer_for(lhs.type, rhs.type)
@@ -337,7 +346,7 @@ class UnaryOp(NpuOp):
     FLOPS_PER_ELEMENT: ClassVar[int] = 1
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def __init__(self, input: SSAValue) -> None:
         super().__init__(operands=[input], result_types=[input.type])
@@ -360,18 +369,17 @@ class CollectiveOp(NpuOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     group_size_attr = attr_def(_i64("group_size"), attr_name="group_size")
-    mode_attr = opt_attr_def(StringAttr, attr_name="mode")
+    MODE: ClassVar[SpelledEnum[CommMode]] = SpelledEnum.of("mode", CommMode)
+    mode_attr = opt_attr_def(MODE, attr_name="mode")
     group_attr = opt_attr_def(StringAttr, attr_name="group")
-
-    MODES: ClassVar[tuple[str, ...]] = ("sdma", "aiv")
 
     @property
     def group_size(self) -> int:
         return self.group_size_attr.value.data
 
     @property
-    def mode(self) -> str:
-        return _str_attr(self, "mode", "sdma")
+    def mode(self) -> CommMode:
+        return self.MODE.member(self.mode_attr) or CommMode.SDMA
 
     @property
     def group(self) -> str:
@@ -380,8 +388,6 @@ class CollectiveOp(NpuOp):
     def verify_(self) -> None:
         if self.group_size < 1:
             raise VerifyException(f"group_size must be >= 1, got {self.group_size}")
-        if self.mode not in self.MODES:
-            raise VerifyException(f'mode must be "sdma" or "aiv", got "{self.mode}"')
         super().verify_()
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -405,7 +411,7 @@ class CollectiveOp(NpuOp):
 
     @property
     def uses_vector_cores(self) -> bool:
-        return self.mode == "aiv"
+        return self.mode is CommMode.AIV
 
 
 # --------------------------------------------------------------------------
@@ -442,7 +448,7 @@ class MatmulOp(NpuOp):
     result = result_def(TensorType)
     transpose_a = opt_attr_def(UnitAttr)
     transpose_b = opt_attr_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         a, b = operand_types
@@ -488,7 +494,7 @@ class BatchMatmulOp(NpuOp):
     result = result_def(TensorType)
     transpose_a = opt_attr_def(UnitAttr)
     transpose_b = opt_attr_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         a, b = operand_types
@@ -639,6 +645,14 @@ class ReluOp(UnaryOp):
     name = "npu.relu"
 
 
+class GeluApproximation(StrEnum):
+    """How `npu.gelu` computes (its `approximate` attribute)."""
+
+    TANH = "tanh"
+    NONE = "none"
+    """The exact (erf) form, also what an absent attribute means."""
+
+
 @irdl_op_definition
 class GeluOp(UnaryOp):
     """Elementwise GELU: exact (erf) unless `approximate = "tanh"`.
@@ -650,14 +664,10 @@ class GeluOp(UnaryOp):
 
     name = "npu.gelu"
     FLOPS_PER_ELEMENT: ClassVar[int] = 8
-    approximate = opt_attr_def(StringAttr)
-
-    def verify_(self) -> None:
-        if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
-            raise VerifyException(
-                f'approximate must be "tanh" or "none", got "{self.approximate.data}"'
-            )
-        super().verify_()
+    APPROXIMATE: ClassVar[SpelledEnum[GeluApproximation]] = SpelledEnum.of(
+        "approximate", GeluApproximation
+    )
+    approximate = opt_attr_def(APPROXIMATE)
 
 
 @irdl_op_definition
@@ -699,7 +709,7 @@ class CastOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         declared = self.result.type
@@ -729,7 +739,7 @@ class SwigluOp(NpuOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
@@ -760,7 +770,7 @@ class SoftmaxOp(NpuOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         normalize_axis(_int_attr(self, "axis", -1), len(shape_of(operand_types[0])))
@@ -785,7 +795,7 @@ class RmsNormOp(NpuOp):
     gamma = operand_def(TensorType)
     result = result_def(TensorType)
     epsilon = opt_attr_def(_f32("epsilon"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def verify_(self) -> None:
         if self.epsilon is not None and self.epsilon.value.data <= 0:
@@ -819,7 +829,7 @@ class ReduceOp(NpuOp):
     result = result_def(TensorType)
     axes = opt_attr_def(_i64_array("axes"))
     keepdims = opt_attr_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def reduced_axes(self, rank: int) -> set[int]:
         if self.axes is None:
@@ -886,7 +896,7 @@ class TransposeOp(NpuOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     perm = attr_def(_i64_array("perm"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
@@ -916,7 +926,7 @@ class ReshapeOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty, declared = operand_types[0], self.result.type
@@ -963,7 +973,7 @@ class ConcatOp(NpuOp):
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         if not operand_types:
@@ -1007,7 +1017,7 @@ class SliceOp(NpuOp):
     offsets = attr_def(_i64_array("offsets"))
     sizes = attr_def(_i64_array("sizes"))
     strides = opt_attr_def(_i64_array("strides"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def _strides(self, rank: int) -> tuple[int, ...]:
         return (1,) * rank if self.strides is None else _ints(self.strides)
@@ -1052,7 +1062,7 @@ class GatherOp(NpuOp):
     indices = operand_def(TensorType)
     result = result_def(TensorType)
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         data, idx = operand_types
@@ -1080,7 +1090,7 @@ class TopkOp(NpuOp):
     indices = result_def(TensorType)
     k = attr_def(_i64("k"))
     axis = opt_attr_def(_i64("axis"))
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         ty = operand_types[0]
@@ -1274,7 +1284,7 @@ class Conv2dOp(NpuOp):
     pads = opt_attr_def(DenseArrayBase)
     dilations = opt_attr_def(DenseArrayBase)
     groups = opt_attr_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def window(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int]:
         """`(strides, pads, dilations, groups)` with their defaults."""
@@ -1351,19 +1361,21 @@ class Pool2dOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    kind = opt_attr_def(StringAttr)
+    KIND: ClassVar[SpelledEnum[PoolKind]] = SpelledEnum.of("kind", PoolKind)
+    kind = opt_attr_def(KIND)
     window = opt_attr_def(DenseArrayBase)
     strides = opt_attr_def(DenseArrayBase)
     pads = opt_attr_def(DenseArrayBase)
     ceil_mode = opt_attr_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     @property
     def pool_kind(self) -> PoolKind:
-        text = _str_attr(self, "kind", "")
-        if text not in tuple(PoolKind):
-            raise VerifyException(f'kind must be "max" or "avg", got "{text}"')
-        return PoolKind(text)
+        kind = self.KIND.member(self.kind)
+        if kind is None:  # absent (a present one is checked by the constraint)
+            self.KIND.verify(self.kind or StringAttr(""), VerificationContext())
+        assert kind is not None
+        return kind
 
     def window_size(self) -> tuple[int, ...]:
         if self.window is None:
@@ -1412,7 +1424,7 @@ class LayoutTransformOp(NpuOp):
     result = result_def(TensorType)
     src_format = opt_attr_def(StringAttr)
     dst_format = opt_attr_def(StringAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         if self.src_format is None or self.dst_format is None:
@@ -1459,10 +1471,11 @@ class OpaqueOp(NpuOp):
     ENGINE: ClassVar[Engine] = Engine.VECTOR
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    ge_type = attr_def(StringAttr)
-    engine_name = attr_def(StringAttr, attr_name=ENGINE_ATTR)
-
     ENGINES: ClassVar[tuple[Engine, ...]] = (Engine.CUBE, Engine.VECTOR, Engine.AICPU)
+    ENGINE_NAME: ClassVar[SpelledEnum[Engine]] = SpelledEnum.of("engine", Engine, ENGINES)
+
+    ge_type = attr_def(StringAttr)
+    engine_name = attr_def(ENGINE_NAME, attr_name=ENGINE_ATTR)
 
     def __init__(
         self,
@@ -1479,15 +1492,13 @@ class OpaqueOp(NpuOp):
 
     @property
     def engine(self) -> Engine:
-        text = self.engine_name.data
-        for engine in self.ENGINES:
-            if engine.value == text:
-                return engine
-        names = ", ".join(f'"{e.value}"' for e in self.ENGINES)
-        raise VerifyException(f'engine must be one of {names}, got "{text}"')
+        engine = self.ENGINE_NAME.member(self.engine_name)
+        if engine is None:  # only before verification
+            self.ENGINE_NAME.verify(self.engine_name, VerificationContext())
+        assert engine is not None
+        return engine
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
-        _ = self.engine  # checks the attribute
         if not self.ge_type.data:
             raise VerifyException("ge_type must name the original operator type")
         if not operand_types and not self.results:

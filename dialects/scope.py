@@ -8,15 +8,22 @@ The header differs (a stream tag and priority; core counts); everything else —
 the result types, the attribute dictionary, the single-block body with an
 implicit terminator when nothing is yielded, and the check that no value
 escapes the body except through the yield — lives here once.
+
+`ScopeOp` is the interface both ops implement (as xDSL's interfaces are base
+classes whose traits the ops inherit): code that only needs "a scope" — its
+body, the value its yield passes out for a result — asks it, and
+`issue_order` is the one walk that flattens nested scopes into issue order.
+The terminator is checked by xDSL's `SingleBlockImplicitTerminator` on each
+scope op, and the yield's parent by `HasParent`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Iterator, Sequence
+from enum import Enum
 
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.irdl import IRDLOperation, traits_def, var_operand_def
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
+from xdsl.irdl import IRDLOperation, region_def, traits_def, var_operand_def, var_result_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
@@ -72,16 +79,14 @@ def print_tail(
     printer.print_region(body, print_entry_block_args=False, print_block_terminators=not implied)
 
 
-def verify_scope(op: Operation, body: Region, yield_type: type[Operation]) -> None:
-    """The block (single, as the region definition requires) ends in the yield,
-    whose operand types are the results'."""
-    block = body.block
+def verify_scope(op: ScopeOp) -> None:
+    """The block (single, with the scope's yield at its end: the op's
+    `SingleBlockImplicitTerminator` checks that) takes no arguments, and the yield's
+    operand types are the results'."""
+    block = op.body.block
     if block.args:
         raise VerifyException("body block takes no arguments")
-    term = block.last_op
-    if not isinstance(term, yield_type):
-        raise VerifyException(f"body must end with '{yield_type.name}'")
-    yielded = [v.type for v in term.operands]
+    yielded = [v.type for v in op.yielded()]
     declared = [r.type for r in op.results]
     if yielded != declared:
         raise VerifyException(
@@ -101,21 +106,31 @@ def verify_scope(op: Operation, body: Region, yield_type: type[Operation]) -> No
                         f"value defined by '{inner.name}' inside the scope is used outside "
                         "it; values leave a scope only through its yield"
                     )
-        if not _is_scope(inner):
+        if not isinstance(inner, ScopeOp):
             pending.extend(o for region in inner.regions for b in region.blocks for o in b.ops)
 
 
-def _is_scope(op: Operation) -> bool:
-    """Whether `op` is a scope op (whose own verifier checks its body)."""
-    first = op.regions[0].blocks.first if op.regions else None
-    term = first.last_op if first is not None else None
-    return isinstance(term, ScopeYieldOp) and term.PARENT == op.name
+class ScopeOp(IRDLOperation):
+    """A scope: one block whose ops run as if written where the scope stands, and
+    whose results are the values its yield passes out (subclasses add the header)."""
+
+    outputs = var_result_def()
+    body = region_def("single_block")
+
+    def yielded(self) -> Sequence[SSAValue]:
+        """The values the body's yield passes out, one per result."""
+        term = self.body.block.last_op
+        assert term is not None
+        return term.operands
+
+    def source_of(self, result: OpResult) -> SSAValue:
+        """The value inside the body that `result` (one of this scope's) stands for."""
+        return self.yielded()[result.index]
 
 
 class ScopeYieldOp(IRDLOperation):
-    """The terminator of a scope: passes values out of it (subclasses name the scope)."""
-
-    PARENT: ClassVar[str]
+    """The terminator of a scope: passes values out of it (subclasses name the scope
+    with `HasParent`)."""
 
     values = var_operand_def()
 
@@ -126,24 +141,49 @@ class ScopeYieldOp(IRDLOperation):
     def __init__(self, *values: SSAValue) -> None:
         super().__init__(operands=[list(values)])
 
-    def verify_(self) -> None:
-        parent = self.parent_op()
-        if parent is None or parent.name != self.PARENT:
-            raise VerifyException(f"expects parent op '{self.PARENT}'")
+
+class Visit(Enum):
+    """How `issue_order` gives an op."""
+
+    OP = "op"
+    """An op of a body (neither a scope nor a scope's yield)."""
+    ENTER = "enter"
+    """A scope, before its body."""
+    EXIT = "exit"
+    """The same scope, after its body."""
 
 
-def inline_scope(op: Operation) -> None:
+def issue_order(block: Block) -> Iterator[tuple[Visit, Operation]]:
+    """The ops of `block` in issue order, each scope entered where it stands: a scope
+    is given as `ENTER` before its body's ops and `EXIT` after them, its yield not at
+    all.  The one walk over nested scopes; it keeps its own stack, so a deep nest does
+    not recurse."""
+    stack: list[tuple[Operation | None, Operation | None]] = [(None, block.first_op)]
+    while stack:
+        owner, op = stack[-1]
+        if op is None:
+            stack.pop()
+            if owner is not None:
+                yield Visit.EXIT, owner
+            continue
+        stack[-1] = (owner, op.next_op)
+        if isinstance(op, ScopeOp):
+            yield Visit.ENTER, op
+            stack.append((op, op.body.block.first_op))
+        elif not isinstance(op, ScopeYieldOp):
+            yield Visit.OP, op
+
+
+def inline_scope(op: ScopeOp) -> None:
     """Replace a scope by its body: the ops move in front of it, in order, and
     its results are replaced by the values its yield passes out."""
     parent = op.parent_block()
     assert parent is not None
-    body = op.regions[0].block
-    term = body.last_op
-    assert term is not None
-    for inner in list(body.ops):
+    term = op.body.block.last_op
+    for inner in list(op.body.block.ops):
         if inner is not term:
             inner.detach()
             parent.insert_op_before(inner, op)
-    for result, value in zip(op.results, term.operands):
+    for result, value in zip(op.results, op.yielded()):
         result.replace_all_uses_with(value)
     parent.erase_op(op)

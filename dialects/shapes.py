@@ -14,8 +14,9 @@ from xdsl.ir import Attribute, Block, Operation
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.dialects import coreset, gear, stream
+from npuir.dialects import gear, stream
 from npuir.dialects.npu import DYN, NonzeroOp, NpuOp
+from npuir.dialects.scope import ScopeOp
 
 Dim = tuple[int, int]
 """(argument index, dim index)."""
@@ -62,10 +63,8 @@ def retype(block: Block, upper_bound_data_dependent: bool = False) -> None:
                     new_types = [TensorType(i64, [rows, len(shape)])]
         elif isinstance(op, stream.WaitTensorOp):
             new_types = [op.tensor.type]
-        elif isinstance(op, stream.SwitchOp | coreset.LimitOp):
-            term = op.body.block.last_op
-            assert term is not None
-            new_types = [v.type for v in term.operands]
+        elif isinstance(op, ScopeOp):
+            new_types = [v.type for v in op.yielded()]
         else:
             continue
         for result, ty in zip(list(op.results), new_types):

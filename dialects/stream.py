@@ -27,25 +27,24 @@ from xdsl.irdl import (
     VarConstraint,
     base,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
-    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import SymbolOpInterface
+from xdsl.traits import HasParent, SingleBlockImplicitTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.dialects import scope
+from npuir.dialects import effects, scope
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
 
 DEFAULT_TAG = "default"
 """The tag of the stream that ops outside any `stream.switch` run on."""
 
-STREAM_ON = "stream.on"
+STREAM_ON = effects.STREAM_ON
 """The attribute naming an op's stream (a `@symbol` of a `stream.decl`) once lowered."""
 
 
@@ -59,11 +58,12 @@ class YieldOp(scope.ScopeYieldOp):
     """
 
     name = "stream.yield"
-    PARENT: ClassVar[str] = "stream.switch"
+
+    traits = lazy_traits_def(lambda: (HasParent(SwitchOp),))
 
 
 @irdl_op_definition
-class SwitchOp(IRDLOperation):
+class SwitchOp(scope.ScopeOp):
     """Runs the ops of its body on the stream named by its tag.
 
     Mirrors TorchAir's `npu_stream_switch(tag, priority)`: the same tag is the
@@ -80,12 +80,10 @@ class SwitchOp(IRDLOperation):
 
     name = "stream.switch"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    traits = traits_def(VerifiesDialectAttributes(), SingleBlockImplicitTerminator(YieldOp))
 
     tag = prop_def(StringAttr)
     priority = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
-    outputs = var_result_def()
-    body = region_def("single_block")
 
     def __init__(
         self,
@@ -132,7 +130,7 @@ class SwitchOp(IRDLOperation):
     def verify_(self) -> None:
         if self.priority_value < 0:
             raise VerifyException(f"priority must be >= 0, got {self.priority_value}")
-        scope.verify_scope(self, self.body, YieldOp)
+        scope.verify_scope(self)
 
 
 @irdl_op_definition
@@ -157,7 +155,8 @@ class WaitTensorOp(IRDLOperation):
 
     name = "stream.wait_tensor"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    # It orders the later uses of `tensor`, not only of its result: never dead.
+    traits = traits_def(VerifiesDialectAttributes(), effects.OrdersStream())
 
     T: ClassVar = VarConstraint("T", base(TensorType))
 
@@ -191,7 +190,8 @@ class DeclOp(IRDLOperation):
     # format would leave a default value out of the printed text.
     priority = prop_def(IntegerAttr[I64])
 
-    traits = traits_def(SymbolOpInterface(), VerifiesDialectAttributes())
+    # Streams are module-level resources (`stream.on` resolves against the module).
+    traits = traits_def(HasParent(ModuleOp), SymbolOpInterface(), VerifiesDialectAttributes())
 
     assembly_format = "$sym_name $tag `priority` $priority attr-dict"
 

@@ -26,6 +26,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects.attributes import VerifiesDialectAttributes
+from npuir.dialects.effects import OrdersStream
 
 EVENT_ID = "event_id"
 
@@ -48,7 +49,7 @@ class RecordOp(IRDLOperation):
 
     name = "sync.record"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    traits = traits_def(VerifiesDialectAttributes(), OrdersStream())
 
     stream = prop_def(SymbolRefAttr)
     event_id = opt_attr_def(IntegerAttr[I64], attr_name=EVENT_ID)
@@ -88,7 +89,7 @@ class WaitOp(IRDLOperation):
 
     name = "sync.wait"
 
-    traits = traits_def(VerifiesDialectAttributes())
+    traits = traits_def(VerifiesDialectAttributes(), OrdersStream())
 
     event = operand_def(EventType)
     stream = prop_def(SymbolRefAttr)

@@ -47,7 +47,9 @@ from npuir.backends.npu.groups import (
 )
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
+from npuir.backends.npu.memory import imas_line, memory_report
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
+from npuir.backends.npu.pools import Layout, LayoutError, Pool, host_bytes_available
 from npuir.backends.npu.profile import PROFILE_UNREADABLE, Profile, read_profile
 from npuir.backends.npu.report import build_report, memory_warning
 from npuir.backends.npu.simulator import SimResult, simulate
@@ -77,6 +79,10 @@ REFERENCE_FAILS = Kind("check.reference-fails")
 """The unscheduled program fails to run."""
 NUMERICS_ERROR = Kind("run.numerics")
 """The numeric run refuses the program."""
+NO_MEMORY_PLAN = Kind("run.no-memory-plan")
+"""`--check-memory` on a function that has no memory plan."""
+HOST_MEMORY = Kind("run.host-memory")
+"""`--check-memory`: the planned pools do not fit the host's free memory."""
 NO_GEAR = Kind("gear.no-match")
 """No gear matches the input shapes."""
 MISSING_RANKS = Kind("collective.missing-ranks")
@@ -131,6 +137,11 @@ class RunConfig:
     inputs: str | None = None
     seed: int = 0
     check: bool = False
+    check_memory: bool = False
+    """Run the numerics on the memory plan's layout (`npuir.backends.npu.pools`)."""
+    mem_budget: str | None = None
+    """Lower with `auto` under this memory budget (`budget_pipeline`) instead of
+    `npu-default`; bytes (`64MiB`) or `hbm`."""
     timing_only: bool = False
     profile: str | None = None
     """An op-summary CSV whose durations and block dims replace the cost model's for the
@@ -668,10 +679,27 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
     return ctx, module, original, hw, names, funcs, given, shapes
 
 
+def budget_pipeline(budget: str) -> str:
+    """`npu-default` with `auto` choosing the streams under a memory budget, and the plan
+    checked against it."""
+    return (
+        f"gear-multiversion,stream-partition{{mode=auto mem-budget={budget}}},coreset-lower,"
+        f"insert-events,coreset-check,sync-verify,mem-plan{{budget={budget}}},mem-verify"
+    )
+
+
 def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> list[Diagnostic]:
     """Lower `module` as `config` asks; the passes' warnings."""
+    pipeline = config.pipeline
+    if config.mem_budget is not None:
+        if pipeline is not None:
+            raise UsageError(
+                "--mem-budget chooses the pipeline (auto under the budget); with --pipeline, "
+                "give stream-partition{mode=auto mem-budget=...} in it instead"
+            )
+        pipeline = budget_pipeline(config.mem_budget)
     try:
-        _lower(ctx, module, config.pipeline, config.hw)
+        _lower(ctx, module, pipeline, config.hw)
     except DiagnosticError as exc:
         # Warnings the passes gave before the error still matter to the user.
         raise DiagnosticError(exc.diagnostic, (*ctx.diagnostics.drain(), *exc.notes)) from None
@@ -742,8 +770,11 @@ def run_program(config: RunConfig) -> RunOutcome:
         inputs = given or [
             make_inputs(funcs[n], s, config.seed, r) for r, (n, s) in enumerate(zip(names, shapes))
         ]
+        pools = _pools(module, actual) if config.check_memory else None
         try:
-            outputs = run_ranks(module, actual, inputs, mirror_peers=config.mirror_peers)
+            outputs = run_ranks(
+                module, actual, inputs, mirror_peers=config.mirror_peers, pools=pools
+            )
         except NumericsError as exc:
             raise error(exc.op or module, str(exc), NUMERICS_ERROR) from None
         if config.check:
@@ -770,6 +801,11 @@ def run_program(config: RunConfig) -> RunOutcome:
         ),
         warnings=warnings,
     )
+    if result.deadlock is None:
+        report["memory"] = memory_report(result, programs, single_programs)
+        report["memory"]["log"] = imas_line("@" + names[0], report["memory"])
+    else:
+        report["memory"] = None
     report["why"], report["auto"] = _why(
         config, original, names, shapes, hw, profile, (result, programs), (single, single_programs)
     )
@@ -780,6 +816,27 @@ def run_program(config: RunConfig) -> RunOutcome:
     elif check is not None and not check["passed"]:
         status = EXIT_CHECK
     return RunOutcome(status, report, result, programs, warnings, inputs, outputs)
+
+
+def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
+    """One pool per rank laid out by its function's plan; refused before anything is
+    allocated when the host cannot hold them all."""
+    layouts: list[Layout] = []
+    for func in funcs:
+        try:
+            layouts.append(Layout.of(module, func))
+        except LayoutError as exc:
+            raise error(exc.op, f"--check-memory: {exc}", NO_MEMORY_PLAN) from None
+    total = sum(layout.pool_bytes for layout in layouts)
+    available = host_bytes_available()
+    if available is not None and total > available:
+        raise error(
+            funcs[0],
+            f"--check-memory: the planned pools take {total} bytes over {len(funcs)} rank(s), "
+            f"more than the {available} bytes this host has free; run without --check-memory",
+            HOST_MEMORY,
+        )
+    return [Pool(layout) for layout in layouts]
 
 
 AUTO_PIPELINE = (

@@ -126,7 +126,19 @@ def verify(root: Operation) -> None:
                 if isinstance(op, FuncOp):
                     _verify_single_block(op)
             except (VerifyException, ValueError) as exc:
-                raise error(op, f"'{op.name}' op {exc}", VERIFY_ERROR, op_name=op.name) from None
+                raise error(
+                    op,
+                    f"'{op.name}' op {_without_name(op, str(exc))}",
+                    VERIFY_ERROR,
+                    op_name=op.name,
+                ) from None
+
+
+def _without_name(op: Operation, message: str) -> str:
+    """xDSL's traits (`HasParent`, `SingleBlockImplicitTerminator`) open their messages
+    with the op's name, which the diagnostic already gives."""
+    prefix = f"'{op.name}' "
+    return message[len(prefix) :] if message.startswith(prefix) else message
 
 
 def _ends_block(op: Operation) -> bool:

@@ -140,7 +140,7 @@ from npuir.backends.npu.cost import (
     static_hbm_share,
 )
 from npuir.backends.npu.hardware import Hardware
-from npuir.dialects.npu import CORE_ENGINES, NpuOp
+from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
 
 __all__ = [
     "ENERGETIC_BUDGET",
@@ -262,7 +262,7 @@ def _options(op: NpuOp, work: OpWork, full_core_sync: bool, hw: Hardware) -> _Op
         # Cores do not change a collective's duration, so one core dominates for aiv.
         return (
             _Options("vector", (_held(1, ns),))
-            if work.mode == "aiv"
+            if work.mode == CommMode.AIV
             else _Options(None, (_Option(0, ns, ()),))
         )
     par = max(1, parallelism(hw, work))

@@ -113,6 +113,18 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--inputs", help=".npz with arrays argN (or rankR/argN)")
     ap.add_argument("--seed", type=_seed, default=0, help="seed for random inputs (>= 0)")
     ap.add_argument("--check", action="store_true", help="compare with the unscheduled program")
+    ap.add_argument(
+        "--mem-budget",
+        metavar="BYTES|hbm",
+        help="lower with auto under this memory budget (64MiB, 2GiB, or hbm: the device's HBM "
+        "less the inputs): the fastest schedule whose memory plan fits",
+    )
+    ap.add_argument(
+        "--check-memory",
+        action="store_true",
+        help="run the numerics on one flat buffer per rank laid out by the memory plan, in "
+        "the order most hostile to it, so an unsafe plan corrupts outputs (with --check)",
+    )
     ap.add_argument("--timing-only", action="store_true", help="simulate only, no numerics")
     ap.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
     ap.add_argument("--plot", metavar="OUT.png", help="write a PNG timeline (needs matplotlib)")
@@ -215,6 +227,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         progress.disable()  # the output is for a machine
     for flag, value in (
         ("--check", args.check),
+        ("--check-memory", args.check_memory),
         ("--outputs", args.outputs),
         ("--save-inputs", args.save_inputs),
     ):
@@ -246,6 +259,8 @@ def run(argv: Sequence[str] | None = None) -> int:
             inputs=args.inputs,
             seed=args.seed,
             check=args.check,
+            check_memory=args.check_memory,
+            mem_budget=args.mem_budget,
             timing_only=args.timing_only,
             profile=args.profile,
         )

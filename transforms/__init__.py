@@ -60,6 +60,18 @@ def _sync_verify() -> type[ModulePass]:
     return SyncVerifyPass
 
 
+def _mem_plan() -> type[ModulePass]:
+    from npuir.transforms.mem_plan import MemPlanPass
+
+    return MemPlanPass
+
+
+def _mem_verify() -> type[ModulePass]:
+    from npuir.transforms.mem_verify import MemVerifyPass
+
+    return MemVerifyPass
+
+
 def _test_dependence_graph() -> type[ModulePass]:
     from npuir.transforms.test_analyses import TestDependenceGraphPass
 
@@ -81,6 +93,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "coreset-partition": _coreset_partition,
     "insert-events": _insert_events,
     "sync-verify": _sync_verify,
+    "mem-plan": _mem_plan,
+    "mem-verify": _mem_verify,
     "test-dependence-graph": _test_dependence_graph,
     "test-happens-before": _test_happens_before,
 }

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -78,11 +78,11 @@ def annotated_dims(func: FuncOp) -> list[tuple[Dim, tuple[int, ...]]]:
 
 
 def combine(
-    func: FuncOp, dims: list[tuple[Dim, tuple[int, ...]]], policy: str
+    func: FuncOp, dims: list[tuple[Dim, tuple[int, ...]]], policy: gear.Policy
 ) -> list[tuple[int, ...]]:
     """The gears, one value per annotated dim each, validated and deduplicated."""
     lists = [values for _, values in dims]
-    if policy == "zip":
+    if policy is gear.Policy.ZIP:
         lengths = {len(v) for v in lists}
         if len(lengths) > 1:
             described = ", ".join(f"arg{a} dim {d}: {len(v)}" for (a, d), v in dims)
@@ -134,15 +134,19 @@ def ge_options(func: FuncOp, dims: list[Dim], gears: list[tuple[int, ...]]) -> d
     }
 
 
+Fallback = Literal["none", "dynamic"]
+"""The `fallback` option's choices."""
+
+
 @dataclass(frozen=True)
 class GearMultiversionPass(ModulePass):
     """Clone each function with gears into static versions behind a gear.dispatch."""
 
     name = "gear-multiversion"
 
-    FALLBACKS: ClassVar[tuple[str, ...]] = ("none", "dynamic")
+    FALLBACKS: ClassVar[tuple[str, ...]] = get_args(Fallback)
 
-    fallback: str = option(
+    fallback: Fallback = option(
         "none",
         "what a shape that matches no gear does: 'none' makes it a runtime error; "
         "'dynamic' keeps the generic body as @NAME_dynamic for such shapes",
@@ -163,7 +167,7 @@ class GearMultiversionPass(ModulePass):
     def _multiversion(
         self, ctx: Context, module: ModuleOp, func: FuncOp, dims: list[tuple[Dim, tuple[int, ...]]]
     ) -> None:
-        policy = gear.policy_of(dict(func.attributes)) or "zip"
+        policy = gear.policy_of(dict(func.attributes)) or gear.Policy.ZIP
         gears = combine(func, dims, policy)
         base = func.sym_name.data
         keys = [d for d, _ in dims]
@@ -181,7 +185,7 @@ class GearMultiversionPass(ModulePass):
                 failure = error(
                     where, f"gear ({described}) does not type-check: {exc}", GEAR_ILL_TYPED
                 )
-                if policy == "zip":
+                if policy is gear.Policy.ZIP:
                     raise failure from None
                 failures.append((values, failure))
                 warn(

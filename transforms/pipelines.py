@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 PIPELINES: dict[str, str] = {
-    "npu-default": "gear-multiversion,stream-partition,coreset-lower,insert-events,coreset-check,sync-verify",
+    "npu-default": (
+        "gear-multiversion,stream-partition,coreset-lower,insert-events,coreset-check,sync-verify,"
+        "mem-plan,mem-verify"
+    ),
 }
 """The standard pipelines; later passes (gears, core sets) join `npu-default`
 in the order DESIGN.md gives: gear-multiversion, stream-partition,
-coreset-lower, insert-events, coreset-check, sync-verify."""
+coreset-lower, insert-events, coreset-check, sync-verify, then the memory plan and its
+check (mem-plan, mem-verify)."""
 
 PIPELINE_SUMMARIES: dict[str, str] = {
-    "npu-default": "The standard lowering: gear versions, streams, core limits, events, checks.",
+    "npu-default": "The standard lowering: gear versions, streams, core limits, events, checks, memory plan.",
 }

@@ -14,7 +14,7 @@ rank still pairs them as written.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
@@ -23,6 +23,7 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
+from npuir.analysis.mem_planners import argument_bytes, parse_budget
 from npuir.analysis.partition import (
     PRIORITY_CONFLICT,
     STRATEGIES,
@@ -50,7 +51,7 @@ from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
-from npuir.schedule.minidag import Variant
+from npuir.schedule.mem_budget import BudgetError, Favor, fit_budget
 
 PARTITION_FAILED = Kind("stream.partition-failed")
 """The partition cannot be built."""
@@ -60,6 +61,8 @@ DYNAMIC_SINGLE = Kind("stream.dynamic-single-stream")
 """A dynamic-shape function runs on one stream."""
 SINGLE_STREAM_CONFLICT = Kind("stream.single-stream-conflict")
 """Single-stream mode meets a user stream label."""
+AUTO_OVER_BUDGET = Kind("stream.over-memory-budget")
+"""No schedule auto can find, one stream included, fits the memory budget."""
 DEFAULT_PRIORITY = Kind("stream.default-priority")
 """The default stream given a priority other than its fixed one."""
 
@@ -271,6 +274,14 @@ def _strategies(
     return {**STRATEGIES, **cost_strategies(hardware, limit_fn(limits), costs)}
 
 
+ModeName = Literal["user", "single", "ge", "engine", "nimble", "minidag", "opara", "auto"]
+"""The `mode` option's choices: `Mode`'s values, spelled where xDSL's option parser and
+`--list-passes` can read them (a test keeps the two equal)."""
+
+VariantName = Literal["loadbalance", "mainstream", "weighted"]
+"""The `variant` option's choices: `Variant`'s values (a test keeps the two equal)."""
+
+
 @dataclass(frozen=True)
 class StreamPartitionPass(ModulePass):
     """Assign every op a stream and flatten stream.switch scopes (TorchAir's npu_stream_switch).
@@ -286,10 +297,10 @@ class StreamPartitionPass(ModulePass):
 
     name = "stream-partition"
 
-    MODES: ClassVar[tuple[str, ...]] = tuple(Mode)
-    VARIANTS: ClassVar[tuple[str, ...]] = tuple(Variant)
+    MODES: ClassVar[tuple[str, ...]] = get_args(ModeName)
+    VARIANTS: ClassVar[tuple[str, ...]] = get_args(VariantName)
 
-    mode: str = option(
+    mode: ModeName = option(
         "user",
         "'user' puts each op on the stream of its innermost scope (the same tag, the same "
         "stream) and the rest on the default stream; 'single' puts everything on the default "
@@ -300,7 +311,7 @@ class StreamPartitionPass(ModulePass):
         "score) and 'opara' (Nimble's streams, issued alternating compute- and memory-bound "
         "ops); 'auto' searches with the cost model and is never slower than any of them",
     )
-    variant: str = option(
+    variant: VariantName = option(
         "loadbalance",
         "how 'minidag' merges its logical streams, as GE's ge.autoMultistreamParallelMode: "
         "'loadbalance', 'mainstream' or 'weighted' (durations, with a makespan re-check)",
@@ -328,8 +339,20 @@ class StreamPartitionPass(ModulePass):
         "an msprof-style op summary CSV whose task durations and block dims 'auto' uses "
         "instead of the cost model's for the ops it covers (npuir.backends.npu.profile)",
     )
+    mem_budget: str | None = option(
+        None,
+        "'auto' only: the most bytes the memory plan may take, as a byte count (64MiB, 2GiB) "
+        "or hbm (the device's HBM less the function's arguments); streams are merged at the "
+        "peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
+    )
+    favor: Literal["max-concurrency", "min-peak-memory"] = option(
+        "max-concurrency",
+        "with mem-budget: keep the fastest schedule that fits, or the smallest plan",
+    )
 
     def __post_init__(self) -> None:
+        if self.mem_budget is not None:
+            parse_budget(self.mem_budget, 0, 0)
         if self.mode not in self.MODES:
             raise ValueError(f"mode '{self.mode}' is not one of: {', '.join(self.MODES)}")
         if self.max_streams < 1:
@@ -418,6 +441,8 @@ class StreamPartitionPass(ModulePass):
             )
         except ValueError as exc:
             raise error(func, str(exc), PARTITION_FAILED) from None
+        if self.mem_budget is not None and mode is Mode.AUTO:
+            result = self._fit_budget(func, prog, result, pinned)
         scopes = prog.scopes if use_tags else {}
         refs = [table.get(info.tag, info.priority, scopes.get(info.tag)) for info in result.streams]
         for n, kind in enumerate(prog.kind):
@@ -432,6 +457,31 @@ class StreamPartitionPass(ModulePass):
             reissue(func, prog, result.order)
         if mode.places_ops:
             chain_collectives(func)
+
+    def _fit_budget(
+        self, func: FuncOp, prog: Program, result: Assignment, pinned: list[str | None]
+    ) -> Assignment:
+        """`result`, or the fastest merge of its streams whose memory plan fits the budget."""
+        assert self.mem_budget is not None
+        module = func.get_toplevel_object()
+        assert isinstance(module, ModuleOp)
+        hardware = device_of(module, self.hw)
+        budget = parse_budget(self.mem_budget, hardware.hbm_bytes, argument_bytes(func))
+        limits = limit_fn(CoreLimits(module, hardware).run())
+        try:
+            fitted = fit_budget(
+                prog,
+                result,
+                pinned,
+                hardware,
+                limits,
+                budget,
+                Favor(self.favor),
+                f"@{func.sym_name.data}",
+            )
+        except BudgetError as exc:
+            raise error(func, str(exc), AUTO_OVER_BUDGET) from None
+        return fitted.assignment
 
     @staticmethod
     def _declare(module: ModuleOp, table: StreamTable) -> None:

@@ -80,6 +80,7 @@ from npuir.dialects.npu import (
     DYN,
     ENGINES,
     CollectiveOp,
+    CommMode,
     Conv2dOp,
     NpuOp,
     OpaqueOp,
@@ -113,7 +114,7 @@ NS_PER_S = 1_000_000_000
 # "comm" is an engine here but not a core pool: collectives run on the link.
 WORK_ENGINES: tuple[str, ...] = ENGINES
 COLLECTIVES: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
-COMM_MODES: tuple[str, ...] = ("sdma", "aiv")
+COMM_MODES: tuple[str, ...] = tuple(CommMode)
 
 # A bandwidth share is turned into an exact fraction so that 0.1 means 1/10, not the binary
 # float just above it, which could push a ceil up by one nanosecond.
@@ -167,7 +168,9 @@ class OpWork:
                 f"unknown dtype {self.dtype!r}; expected one of {', '.join(sorted(VECTOR_DTYPES))}"
             )
         if self.mode not in COMM_MODES:
-            raise ValueError(f"unknown comm mode {self.mode!r}; expected sdma or aiv")
+            raise ValueError(
+                f"unknown comm mode {self.mode!r}; expected one of {', '.join(COMM_MODES)}"
+            )
         if self.engine == "comm":
             if self.collective not in COLLECTIVES:
                 raise ValueError(
@@ -199,7 +202,7 @@ def parallelism(hw: Hardware, work: OpWork) -> int:
     no compute cores); every vector core in aiv mode (the caller applies any limit).
     """
     if work.engine == "comm":
-        return hw.vector_cores if work.mode == "aiv" else 0
+        return hw.vector_cores if work.mode == CommMode.AIV else 0
     return min(work.tiles, hw.cores(work.engine))
 
 
@@ -227,7 +230,7 @@ def duration_ns(hw: Hardware, work: OpWork, cores: int, hbm_share: float = 1.0) 
     its engine, if an aiv collective gets no vector core, or if `hbm_share` is not in (0, 1].
     """
     if work.engine == "comm":
-        if work.mode == "aiv" and not 1 <= cores <= hw.vector_cores:
+        if work.mode == CommMode.AIV and not 1 <= cores <= hw.vector_cores:
             raise ValueError(f"aiv collective needs 1..{hw.vector_cores} vector cores, got {cores}")
         if cores < 0:
             raise ValueError(f"core count must be non-negative, got {cores}")

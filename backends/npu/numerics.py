@@ -29,7 +29,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.interpreter import Interpreter
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from npuir.backends.npu.groups import (
     collectives,
@@ -40,8 +40,10 @@ from npuir.backends.npu.groups import (
 from npuir.backends.npu.interpreters import npu_functions
 from npuir.backends.npu.interpreters.gear import NoGearMatch, choose_version
 from npuir.backends.npu.kernels import KernelError, MissingKernelError
-from npuir.dialects import coreset, gear, stream
+from npuir.backends.npu.pools import Pool
+from npuir.dialects import coreset, gear, mem
 from npuir.dialects.npu import CollectiveOp
+from npuir.dialects.scope import ScopeOp, Visit, issue_order
 
 Array = np.ndarray[Any, Any]
 
@@ -60,13 +62,13 @@ class _Step:
     closes_scope: bool = False
 
 
-def _flatten(ops: Sequence[Operation], out: list[_Step]) -> None:
-    for op in ops:
-        if isinstance(op, stream.SwitchOp | coreset.LimitOp):
-            _flatten(list(op.body.block.ops), out)
-            out.append(_Step(op, closes_scope=True))
-        elif not isinstance(op, stream.YieldOp | coreset.YieldOp | coreset.StreamLimitOp):
-            out.append(_Step(op))
+def _flatten(block: Block) -> list[_Step]:
+    """The function's ops in issue order; a scope's results are set when it closes."""
+    return [
+        _Step(op, closes_scope=visit is Visit.EXIT)
+        for visit, op in issue_order(block)
+        if visit is not Visit.ENTER and not isinstance(op, coreset.StreamLimitOp)
+    ]
 
 
 def resolve_entry(
@@ -105,14 +107,16 @@ class _Rank:
     arrived: set[int] = field(default_factory=set[int])
     collective_key: dict[int, tuple[str, int]] = field(default_factory=dict[int, tuple[str, int]])
     outputs: list[Array] | None = None
+    pool: Pool | None = None
+    """With `--check-memory`: the rank's device memory, and ops run in a hostile order."""
+    done: set[Operation] = field(default_factory=set[Operation])
 
 
 def _make_rank(index: int, module: ModuleOp, func: FuncOp, inputs: Sequence[Array]) -> _Rank:
     interpreter = Interpreter(module)
     for functions in npu_functions():
         interpreter.register_implementations(functions)
-    steps: list[_Step] = []
-    _flatten(list(func.body.block.ops), steps)
+    steps = _flatten(func.body.block)
     rank = _Rank(index, func, interpreter, steps)
     args = func.body.block.args
     if len(inputs) != len(args):
@@ -129,29 +133,46 @@ def _make_rank(index: int, module: ModuleOp, func: FuncOp, inputs: Sequence[Arra
 
 
 def _ready(rank: _Rank, step: _Step) -> bool:
-    if step.closes_scope:
-        term = step.op.regions[0].block.last_op
-        assert term is not None
-        return all(v in rank.values for v in term.operands)
+    if isinstance(step.op, ScopeOp) and step.closes_scope:
+        return all(v in rank.values for v in step.op.yielded())
     return all(v in rank.values for v in step.op.operands)
 
 
 def _execute(rank: _Rank, step: _Step) -> None:
     op = step.op
-    if step.closes_scope:
-        term = op.regions[0].block.last_op
-        assert term is not None
-        rank.values.update(zip(op.results, (rank.values[v] for v in term.operands)))
+    if isinstance(op, ScopeOp) and step.closes_scope:
+        rank.values.update(zip(op.results, (rank.values[v] for v in op.yielded())))
         return
     args = tuple(rank.values[v] for v in op.operands)
     if isinstance(op, ReturnOp):
-        rank.outputs = list(args)
+        rank.outputs = [np.array(a) if rank.pool is not None else a for a in args]
         return
+    if rank.pool is not None and op.name not in mem.VIEW_OPS:
+        rank.pool.poison(op.results)
     try:
         results = rank.interpreter.run_op(op, args)
     except (KernelError, MissingKernelError, ValueError) as exc:
         raise NumericsError(f"rank {rank.index}: {exc}", op) from None
+    if rank.pool is not None:
+        results = tuple(rank.pool.place(r, v) for r, v in zip(op.results, results, strict=False))
+        rank.done.add(op)
     rank.values.update(zip(op.results, results))
+
+
+def _candidates(rank: _Rank) -> list[int]:
+    """The steps to try, in order: every pending one in issue order, or on a pool only the
+    latest-issued of those happens-before lets start (one step per pass)."""
+    if rank.pool is None:
+        return list(rank.pending)
+    preds = rank.pool.layout.preds
+    done = rank.done
+    for i in reversed(rank.pending):
+        if i in rank.arrived:
+            continue
+        op = rank.steps[i].op
+        if all(p in done for p in preds.get(op, ())) and _ready(rank, rank.steps[i]):
+            return [i]
+    return []
 
 
 def _collective_input(member: tuple[_Rank, int]) -> Array:
@@ -176,7 +197,11 @@ def _run_collective(members: list[tuple[_Rank, int]], group_size: int) -> None:
     except (KernelError, ValueError) as exc:
         raise NumericsError(str(exc), op) from None
     for position, (rank, step) in enumerate(members):
-        rank.values[rank.steps[step].op.results[0]] = out[position]
+        result = rank.steps[step].op.results[0]
+        rank.values[result] = (
+            out[position] if rank.pool is None else rank.pool.place(result, out[position])
+        )
+        rank.done.add(rank.steps[step].op)
         rank.pending.remove(step)
         rank.arrived.discard(step)
 
@@ -187,12 +212,15 @@ def run_ranks(
     inputs: Sequence[Sequence[Array]],
     *,
     mirror_peers: bool = False,
+    pools: Sequence[Pool] | None = None,
 ) -> list[list[Array]]:
     """Run `funcs[r]` on `inputs[r]` for every rank r; return each rank's outputs.
 
     Raises `NumericsError` at the first collective that differs from the one it pairs
     with on another rank (`groups.mismatched_pairs`), and at the first whose group is
-    partial, unless `mirror_peers` (see the module docstring).
+    partial, unless `mirror_peers` (see the module docstring).  With `pools` (one per rank,
+    lowered functions with a memory plan) every value lives in its rank's pool and the ops
+    run in the hostile order `npuir.backends.npu.pools` describes.
     """
     mismatched = mismatched_pairs([collectives(f) for f in funcs], len(funcs))
     if mismatched:
@@ -202,11 +230,14 @@ def run_ranks(
         if partial:
             raise NumericsError(partial[0].describe(), partial[0].op)
     ranks = [_make_rank(r, module, f, x) for r, (f, x) in enumerate(zip(funcs, inputs))]
+    if pools is not None:
+        for rank, pool in zip(ranks, pools, strict=True):
+            rank.pool = pool
     waiting: dict[tuple[str, int, int], dict[int, int]] = {}
     while True:
         progress = False
         for rank in ranks:
-            for i in list(rank.pending):
+            for i in _candidates(rank):
                 if i in rank.arrived:
                     continue
                 step = rank.steps[i]

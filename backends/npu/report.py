@@ -125,6 +125,31 @@ def build_report(
     }
 
 
+def _memory_lines(memory: dict[str, Any]) -> list[str]:
+    """The planned memory: the plan's peak, its two lower bounds, the one-stream peak."""
+    bound = memory["bound_bytes"]
+    lines = [
+        f"planned memory   {memory['peak_bytes']} bytes ({memory['buffers']} buffers, "
+        f"{memory['algo']}); bounds: antichain {bound if bound is not None else 'n/a'}, "
+        f"timeline {memory['timeline_peak_bytes']}"
+    ]
+    single = memory.get("single_stream_peak_bytes")
+    if single is not None:
+        cost = memory.get("cost_of_parallelism")
+        lines.append(
+            f"one stream       {single} bytes planned (memory cost of parallelism "
+            f"{cost if cost is not None else 'n/a'}x)"
+        )
+    for r, rank in enumerate(memory.get("by_rank") or []):
+        lines.append(
+            f"  rank {r} planned {rank['peak_bytes']}, antichain {rank['bound_bytes']}, "
+            f"timeline {rank['timeline_peak_bytes']}, one stream {rank['single_stream_peak_bytes']}"
+        )
+    if "log" in memory:
+        lines.append(f"memory log       {memory['log']}")
+    return lines
+
+
 def render_report(report: dict[str, Any]) -> str:
     """The report as a table for people."""
     lines = [f"device           {report['device']}, {report['ranks']} rank(s)"]
@@ -178,6 +203,9 @@ def render_report(report: dict[str, Any]) -> str:
         f"records, {report['events_used']} event ids"
     )
     lines.append(f"peak memory      {report['peak_memory_bytes']} bytes")
+    memory = report.get("memory")
+    if memory:
+        lines.extend(_memory_lines(memory))
     for race in report["races"]:
         lines.append(f"race: {race}")
     check = report["check"]

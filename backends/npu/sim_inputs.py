@@ -27,9 +27,11 @@ from npuir.dialects.coreset import CoresAttr
 from npuir.dialects.npu import (
     CORE_ENGINES,
     CollectiveOp,
+    CommMode,
     NpuOp,
     tensor_bytes,
 )
+from npuir.dialects.scope import ScopeOp
 
 from .cost import (
     OpWork,
@@ -88,7 +90,7 @@ def refuse_unlowered_scopes(program: Program) -> None:
     `stream.switch` scope (`coreset_limit` would ignore its limit)."""
     for op in program.ops:
         parent = op.parent_op()
-        if isinstance(parent, coreset.LimitOp | stream.SwitchOp):
+        if isinstance(parent, ScopeOp):
             raise UnloweredScopes(
                 f"'{op.name}' still stands in a '{parent.name}' scope: lower the program "
                 "(coreset-lower) before simulating it with the lowered core limits, or pass "
@@ -176,7 +178,7 @@ class _OpInfo:
             fixed = hw.launch_ns + collective_ns(
                 hw, work.collective or "", work.group_size, work.comm_bytes
             )
-            aiv = work.mode == "aiv"
+            aiv = work.mode == CommMode.AIV
             return _OpInfo(
                 work,
                 wid,

@@ -9,6 +9,8 @@ Perfetto (ui.perfetto.dev) and chrome://tracing open:
 - counter tracks (``"C"``) for the cube and vector cores in use, counting the
   cores a hold-and-wait op holds before it starts -- and, in a deadlock, the
   cores the blocked ops hold for ever, so the tracks show what the report lists;
+  and a memory track per rank, the planned bytes live over time
+  (`npuir.backends.npu.memory.live_bytes`);
 - a counter track per stream of the cores its op holds: an ordinary op's blocks
   go to cores as they free up, so the count moves during the op's run;
 - instant events (``"i"``) for races and for each op a deadlock blocks.
@@ -29,6 +31,7 @@ from typing import Any, BinaryIO, NamedTuple
 from npuir.analysis.program import NodeKind, Program
 from npuir.dialects.npu import LIMITED_ENGINES, NpuOp
 
+from .memory import live_bytes
 from .simulator import SimResult
 
 __all__ = [
@@ -157,6 +160,18 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
                     "ts": _us(t),
                     "args": {"cores": cores},
                 }
+            )
+    if result.deadlock is None:
+        for r, steps in enumerate(live_bytes(result, programs)):
+            events.extend(
+                {
+                    "ph": "C",
+                    "name": "planned bytes live",
+                    "pid": r,
+                    "ts": _us(t),
+                    "args": {"bytes": level},
+                }
+                for t, level in steps
             )
 
     for race in result.races:

@@ -471,8 +471,8 @@ def _collective(
 ) -> Tensor:
     if _int(group_size, f"{what}: group_size") < 1:
         raise fail(f"{what}: group_size must be >= 1, got {group_size}")
-    if mode not in ("sdma", "aiv"):
-        raise fail(f'{what}: mode must be "sdma" or "aiv", got {mode!r}')
+    if mode not in tuple(npu.CommMode):
+        raise fail(f"{what}: mode must be {npu.CollectiveOp.MODE.spelled_choices()}, got {mode!r}")
     attrs: dict[str, Attribute] = {"group_size": _i64(group_size), "mode": StringAttr(mode)}
     if group is not None:
         if not isinstance(group, str):

@@ -16,7 +16,7 @@
 // CHECK:         stats: bool = false
 
 // CHECK-LABEL: stream-partition Assign every op a stream
-// CHECK-NEXT:    mode: {{.*}}= user
+// CHECK-NEXT:    mode: user|single|ge|engine|nimble|minidag|opara|auto = user
 // CHECK:         ignore-tags: bool = false
 // CHECK:         max-streams: int = 8
 

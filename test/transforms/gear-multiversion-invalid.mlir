@@ -1,7 +1,7 @@
 // RUN: npuir-opt %s --split-input-file --verify-diagnostics -p gear-multiversion | filecheck %s
 // RUN: not npuir-opt %s -p 'gear-multiversion{fallback=static}' 2>&1 | filecheck %s --check-prefix=OPT
 
-// OPT: error: bad option for pass 'gear-multiversion': fallback 'static' is not one of: none, dynamic
+// OPT: error: bad option for pass 'gear-multiversion': option 'fallback' expects one of: none, dynamic, got 'static'
 
 // Tests that zip lists of unequal length are an error that gives the lengths.
 

@@ -1,7 +1,7 @@
 // RUN: npuir-opt %s --split-input-file --verify-diagnostics -p stream-partition | filecheck %s
 // RUN: not npuir-opt %s -p 'stream-partition{mode=sideways}' 2>&1 | filecheck %s --check-prefix=MODE
 
-// MODE: error: bad option for pass 'stream-partition': mode 'sideways' is not one of: user, single
+// MODE: error: bad option for pass 'stream-partition': option 'mode' expects one of: user, single, {{.*}}, got 'sideways'
 
 // Tests that one tag given two priorities is an error at the second scope.
 

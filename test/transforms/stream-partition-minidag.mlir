@@ -4,7 +4,7 @@
 // RUN: npuir-opt %s --split-input-file --verify-diagnostics -p 'stream-partition{mode=opara}' | filecheck %s --check-prefix=OPARA
 // RUN: not npuir-opt %s -p 'stream-partition{mode=minidag variant=sideways}' 2>&1 | filecheck %s --check-prefix=VARIANT
 
-// VARIANT: error: bad option for pass 'stream-partition': variant 'sideways' is not one of: loadbalance, mainstream, weighted
+// VARIANT: error: bad option for pass 'stream-partition': option 'variant' expects one of: loadbalance, mainstream, weighted, got 'sideways'
 
 // Tests that mode=minidag (GE's automatic multi-stream) covers the graph with
 // logical streams (a path cover) and merges them onto at most max-streams

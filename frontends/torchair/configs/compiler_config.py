@@ -40,6 +40,7 @@ import warnings
 from typing import ClassVar
 
 from npuir.diagnostics import Kind
+from npuir.dialects.gear import Policy
 from npuir.transforms.pipelines import PIPELINES
 
 from .._errors import fail
@@ -47,7 +48,7 @@ from .._errors import fail
 BAD_OPTION = Kind("torchair.bad-option")
 """A CompilerConfig option TorchAir does not have, or a bad value of one."""
 
-POLICIES = ("zip", "product")
+POLICIES: tuple[str, ...] = tuple(Policy)
 MODES = ("max-autotune", "reduce-overhead")
 DUMP_TYPES = ("txt", "pbtxt", "py")
 DYNAMIC_MULTI_STREAM_ENV = "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM"
@@ -195,7 +196,7 @@ class _InferenceConfig(_Section):
     _OPTIONS = ("dynamic_gears_merge_policy",)
 
     def __init__(self) -> None:
-        self.dynamic_gears_merge_policy = "zip"
+        self.dynamic_gears_merge_policy = Policy.ZIP.value
 
     def _check(self, name: str, value: object) -> None:
         if value not in POLICIES:

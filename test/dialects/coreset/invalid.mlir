@@ -86,7 +86,7 @@ func.func @case(%x: tensor<3x3xf32>) {
 
 // Tests that coreset.yield does not end a stream.switch.
 func.func @case() {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.switch' op body must end with 'stream.yield'
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.switch' op terminates with operation coreset.yield instead of stream.yield
   stream.switch "1" {
     coreset.yield
   }

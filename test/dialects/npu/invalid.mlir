@@ -629,7 +629,7 @@ func.func @case(%a: tensor<64xf16>) {
 
 // Tests that a collective's mode is a string.
 func.func @case(%a: tensor<64xf16>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.all_reduce' op 1 : i64 should be of base attribute string
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.all_reduce' op mode must be "sdma" or "aiv", got 1 : i64
   %0 = npu.all_reduce %a {group_size = 2 : i64, mode = 1 : i64} : (tensor<64xf16>) -> tensor<64xf16>
   func.return
 }
@@ -720,7 +720,7 @@ func.func @case(%a: tensor<4x8xf16>, %g: tensor<8xf16>) {
 
 // Tests that gelu's approximate is a string.
 func.func @case(%a: tensor<4x8xf16>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.gelu' op unit should be of base attribute string
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.gelu' op approximate must be "tanh" or "none", got unit
   %0 = npu.gelu %a {approximate} : (tensor<4x8xf16>) -> tensor<4x8xf16>
   func.return
 }

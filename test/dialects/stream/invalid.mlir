@@ -99,7 +99,7 @@ func.func @case(%x: tensor<8xf16>) {
 
 // Tests that stream.yield does not end a coreset.limit.
 func.func @case(%x: tensor<8xf16>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'coreset.limit' op body must end with 'coreset.yield'
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'coreset.limit' op terminates with operation stream.yield instead of coreset.yield
   coreset.limit cube 2 {
     stream.yield
   }
@@ -110,7 +110,7 @@ func.func @case(%x: tensor<8xf16>) {
 
 // Tests that the generic form's body ends with the yield.
 func.func @case(%x: tensor<8xf16>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.switch' op body must end with 'stream.yield'
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.switch' op terminates with operation npu.relu instead of stream.yield
   "stream.switch"() <{tag = "1", priority = 0 : i64}> ({
     %0 = npu.relu %x : (tensor<8xf16>) -> tensor<8xf16>
   }) : () -> ()
@@ -270,4 +270,13 @@ stream.decl @s0 "default" priority 0
 func.func @case(%x: tensor<8xf16>) -> tensor<8xf16> {
 // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'func.return' op names stream @s1, which no 'stream.decl' declares
   func.return {stream.on = @s1} %x : tensor<8xf16>
+}
+
+// -----
+
+// Tests that streams are declared at module level, where `stream.on` looks for them.
+func.func @case() {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'stream.decl' op expects parent op 'builtin.module'
+  stream.decl @s0 "default" priority 0
+  func.return
 }

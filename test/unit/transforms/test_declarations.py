@@ -36,6 +36,8 @@ BEFORE = {
     "insert-events": "stream-partition",
     "sync-verify": "stream-partition,insert-events",
     "test-happens-before": "stream-partition,insert-events",
+    "mem-plan": "stream-partition,insert-events",
+    "mem-verify": "stream-partition,insert-events,mem-plan",
 }
 
 

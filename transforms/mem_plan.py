@@ -1,0 +1,140 @@
+"""`mem-plan`: a place in device memory for every tensor a lowered function writes.
+
+Each scheduled function (every gear version on its own) gets one HBM pool; every
+buffer (`npuir.analysis.memory`: a tensor a device op writes, views sharing
+their source's, arguments and results left to the caller) gets an offset and a
+size there, 512-byte aligned, written as `mem.offset` / `mem.size` on its
+writer and `mem.pool` on the function (`npuir.dialects.mem`).  Two buffers share
+addresses only when one's last access happens before the other's write --
+stream order and events, never one serial order -- so a plan stays safe however
+the streams interleave.  The planners are `npuir.analysis.mem_planners`'s
+(`algo=best-of` by default: all of them, the smallest plan kept).
+
+A function whose buffers have dynamic shapes (a `fallback=dynamic` version) is
+left unplanned: its sizes are only known at run time.  With `budget=` a plan
+larger than the budget is an error at the function naming the buffers that are
+live together at the peak.  `stats=true` prints one remark per function in the
+spirit of GE's `[IMAS]AfterAssignMemory` log line (theory minimum, total, no
+reuse, streams).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.passes import ModulePass
+
+from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
+from npuir.analysis.mem_planners import (
+    Algo,
+    FunctionPlan,
+    argument_bytes,
+    over_budget,
+    parse_budget,
+    plan_program,
+)
+from npuir.analysis.memory import antichain_bound
+from npuir.analysis.program import (
+    NOT_PARTITIONED,
+    NodeKind,
+    module_streams,
+    scheduled_functions,
+)
+from npuir.context import remark
+from npuir.diagnostics import Kind, error
+from npuir.dialects import mem
+from npuir.gc_pause import without_collector
+from npuir.passes import option
+from npuir.schedule.device import device_of
+
+OVER_BUDGET = Kind("mem.over-budget")
+"""A function's plan needs more device memory than the budget allows."""
+PLAN_SUMMARY = Kind("mem.plan-summary")
+"""`stats=true`: the plan in GE's `[IMAS]AfterAssignMemory` terms."""
+
+
+def write_plan(func: FuncOp, fp: FunctionPlan) -> None:
+    """Put `fp` on `func` and its ops (an earlier plan is replaced)."""
+    mem.clear_plan(func)
+    bufs = fp.buffers
+    offsets = fp.plan.offsets
+    prog = bufs.prog
+    for n, op in enumerate(prog.ops):
+        if prog.kind[n] is not NodeKind.COMPUTE or op.name in mem.NOT_DEVICE_BUFFERS:
+            continue
+        places = []
+        for res in op.results:
+            b = bufs.of_value.get(res)
+            places.append((mem.UNPLANNED, 0) if b is None else (offsets[b], bufs.size[b]))
+        if any(o != mem.UNPLANNED for o, _ in places):
+            mem.set_placement(op, places)
+    mem.set_pool_size(func, fp.peak)
+
+
+def imas_line(func: FuncOp, fp: FunctionPlan, theory_min: int, streams: int) -> str:
+    """One line as GE's memory assigner logs its result (`[IMAS]AfterAssignMemory`)."""
+    return (
+        f"[IMAS]AfterAssignMemory : @{func.sym_name.data} memoffset[{fp.peak}], memtype[HBM], "
+        f"theory_min[{theory_min}], zero_copy[0], total_size[{fp.peak}], "
+        f"no_reuse[{fp.no_reuse}], streams[{streams}] algo[{fp.plan.algo.value}]"
+    )
+
+
+@dataclass(frozen=True)
+class MemPlanPass(ModulePass):
+    """Give every tensor a lowered function writes an offset in its rank's HBM pool."""
+
+    name = "mem-plan"
+
+    PRESERVES: ClassVar[Preserved] = ALL  # attributes only: the program graphs stay valid
+
+    algo: Literal["best-of", "greedy-by-size", "greedy-by-conflicts", "greedy-by-order"] = option(
+        "best-of", "the planner; best-of runs every planner and keeps the smallest plan"
+    )
+    budget: str | None = option(
+        None,
+        "the most bytes a plan may take: a byte count (64MiB, 2GiB) or hbm (the device's HBM "
+        "less the function's arguments); default: no limit",
+    )
+    hw: str | None = option(
+        None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
+    )
+    stats: bool = option(
+        False, "one [IMAS]AfterAssignMemory remark per function: theory minimum, total, no reuse"
+    )
+
+    def __post_init__(self) -> None:
+        if self.budget is not None:
+            parse_budget(self.budget, 0, 0)
+
+    @without_collector
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        streams = tuple(module_streams(op))
+        algo = Algo(self.algo)
+        for func in scheduled_functions(op):
+            if not streams:
+                raise error(
+                    func,
+                    "mem-plan needs a partitioned module; run stream-partition first",
+                    NOT_PARTITIONED,
+                )
+            lowered = analyses(ctx).get(LoweredFunction, func, streams)
+            fp = plan_program(lowered.prog, lowered.happens_before, algo)
+            if fp.buffers.dynamic is not None:
+                mem.clear_plan(func)
+                continue
+            if self.budget is not None:
+                hbm = device_of(op, self.hw).hbm_bytes
+                budget = parse_budget(self.budget, hbm, argument_bytes(func))
+                if fp.peak > budget:
+                    raise error(
+                        func, over_budget(f"@{func.sym_name.data}", fp, budget), OVER_BUDGET
+                    )
+            write_plan(func, fp)
+            if self.stats:
+                bound = antichain_bound(fp.lifetimes).bytes
+                remark(ctx, func, imas_line(func, fp, bound, len(streams)), PLAN_SUMMARY)
