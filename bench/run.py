@@ -8,6 +8,8 @@ Subcommands:
             factor.
   schedule  simulated makespan, waits and streams of every workload under every
             stream-partition mode, against a lower bound (schedule_quality.py).
+  oracle    auto against the exact optimum on small generated graphs
+            (oracle_quality.py).
   sim       simulator throughput on lowered programs of 10k and 100k ops
             (sim_throughput.py).
   gears     gear-multiversion time against the number of gears (gear_time.py).
@@ -97,6 +99,9 @@ def main() -> None:
     s = sub.add_parser("schedule", help="makespan per workload and stream-partition mode")
     s.add_argument("--workloads", help="comma-separated names or prefixes (default: all)")
     s.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
+    o = sub.add_parser("oracle", help="auto against the exact optimum on small graphs")
+    o.add_argument("--sizes", default="5,6", help="op counts (the solver takes up to 8)")
+    o.add_argument("--seeds", type=int, default=15, help="graphs per op count")
     m = sub.add_parser("sim", help="simulator throughput at 10k and 100k ops")
     m.add_argument("--sizes", default="10000,100000")
     g = sub.add_parser("gears", help="gear-multiversion time against the number of gears")
@@ -123,7 +128,7 @@ def main() -> None:
             default="parse,print,npu-default,auto,nimble",
             help="which phases to run (parse always runs: the ratios are to it)",
         )
-    for p in (c, sc, s, m, g, i, b, t, st, rt, gi, e):
+    for p in (c, sc, s, o, m, g, i, b, t, st, rt, gi, e):
         p.add_argument("--json", action="store_true")
         p.add_argument("--quick", action="store_true", help="a small smoke run")
     args = ap.parse_args()
@@ -148,6 +153,12 @@ def main() -> None:
         modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
         result = run_schedule(args.workloads, args.quick, modes)
         printer = print_schedule
+    elif args.command == "oracle":
+        from oracle_quality import print_oracle, run_oracle
+
+        sizes = "4" if args.quick else args.sizes
+        result = run_oracle([int(n) for n in sizes.split(",")], 3 if args.quick else args.seeds)
+        printer = print_oracle
     elif args.command == "sim":
         from sim_throughput import print_sim, run_sim
 

@@ -42,9 +42,18 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    along each one's simulated critical path: move one op — or the chain it
    starts on its stream (the later ops there that depend on it through that
    stream) — to another stream or a new one within `max-streams`, and keep
-   the move if the simulated makespan drops.  The number of trials is fixed
-   by the graph size (not by a clock), so results are deterministic and a
-   10k-op graph finishes in seconds.
+   the move if the simulated makespan drops.  After the critical ops' own
+   moves: each off-critical producer of a critical op to another stream,
+   another stream made the default one (its ops need no join before the
+   return), and each stream merged into another.
+5. **Reorder.** Issue-position moves on the winner: an op (critical path
+   first) moved anywhere between its last producer and its first user, each
+   followed by a stream refinement in the new order, the pair kept if it
+   lowers the key (an order can pay only once the streams follow it: on a
+   generated 4-op graph the optimum needed both another default stream and
+   another order).  The number of trials of steps 4 and 5 is fixed by the
+   graph size (not by a clock), so results are deterministic and a 10k-op
+   graph finishes in seconds.
 
 Ops inside a `coreset.limit` scope keep the written order: then every
 candidate is issued as written.  Pinned ops stay on their tag's stream in
@@ -62,7 +71,7 @@ import hashlib
 import heapq
 import random
 from array import array
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
@@ -466,7 +475,67 @@ def _improve(
                 candidate = judge(f"{best.name}+move", moved)
                 if candidate.key() < best.key():
                     return candidate
+    for name, moved in _structural_moves(prog, best, pinned, max_streams, reserved):
+        if judge.trials >= budget:
+            return None
+        candidate = judge(f"{best.name}+{name}", moved)
+        if candidate.key() < best.key():
+            return candidate
     return None
+
+
+def _structural_moves(
+    prog: Program,
+    best: Judged,
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+) -> Iterator[tuple[str, Assignment]]:
+    """The moves beyond the critical ops' own (tried after them, lazily): every
+    off-critical producer of a critical op to each other stream (it may be what its
+    consumer's wait waits for); another stream made the default one (the default
+    stream's ops need no join before the return); each stream merged into another."""
+    assignment = best.assignment
+    count = len(assignment.streams)
+    on_path = set(best.critical)
+    tried: set[int] = set()
+    for node in best.critical:
+        for producer, _ in prog.deps[node]:
+            if (
+                producer in on_path
+                or producer in tried
+                or pinned[producer] is not None
+                or prog.kind[producer] is not NodeKind.COMPUTE
+            ):
+                continue
+            tried.add(producer)
+            for target in range(count + 1):
+                if target != assignment.stream_of[producer]:
+                    moved = _move(assignment, [producer], target, max_streams, reserved)
+                    if moved is not None:
+                        yield "producer", moved
+    members: list[list[int]] = [[] for _ in range(count)]
+    for n, s in enumerate(assignment.stream_of):
+        if prog.kind[n] is NodeKind.COMPUTE:
+            members[s].append(n)
+    held = [any(pinned[n] is not None for n in members[s]) for s in range(count)]
+    for s in range(1, count):
+        if held[0] or held[s]:
+            continue
+        swap = {0: s, s: 0}
+        stream_of = [
+            s_ if prog.kind[n] is not NodeKind.COMPUTE else swap.get(s_, s_)
+            for n, s_ in enumerate(assignment.stream_of)
+        ]
+        yield "default", Assignment(assignment.streams, stream_of)
+    for s in range(count):
+        if held[s] or not members[s]:
+            continue
+        for t in range(count):
+            if t != s:
+                moved = _move(assignment, members[s], t, max_streams, reserved)
+                if moved is not None:
+                    yield "merge", moved
 
 
 def has_parallelism(prog: Program) -> bool:
@@ -584,11 +653,100 @@ def assign_auto(
             best, best_order = refined, order
     assert best is not None
     if best_order is None:
-        return best.assignment
-    stream_of = [0] * len(best_order)
-    for new, old in enumerate(best_order):
-        stream_of[old] = best.assignment.stream_of[new]
-    return Assignment(best.assignment.streams, stream_of, best_order)
+        result = best.assignment
+    else:
+        stream_of = [0] * len(best_order)
+        for new, old in enumerate(best_order):
+            stream_of[old] = best.assignment.stream_of[new]
+        result = Assignment(best.assignment.streams, stream_of, best_order)
+    if not reorder:
+        return result
+    return _reorder(prog, hw, limits, profile, cache, result, pinned, max_streams, reserved, trials)
+
+
+def _judge_in_order(
+    prog: Program,
+    hw: Hardware,
+    limits: LimitFn | None,
+    profile: Profile | None,
+    cache: SimCache,
+    known_limits: dict[tuple[int, str], int | None],
+    assignment: Assignment,
+    order: list[int],
+) -> tuple[Judged, Judge]:
+    """`assignment` (indexed by `prog`'s nodes) judged when issued in `order`."""
+    judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits)
+    moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
+    return judge("reorder", moved), judge
+
+
+def _reorder(
+    prog: Program,
+    hw: Hardware,
+    limits: LimitFn | None,
+    profile: Profile | None,
+    cache: SimCache,
+    result: Assignment,
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+    trials: int,
+) -> Assignment:
+    """Issue-position moves: each op of the critical path (then every other op) moved to
+    another place in the issue order between its last producer and its first user, each
+    followed by a stream refinement in the new order (`_refine`) and kept if the pair lowers
+    the key; a kept move restarts the scan.  A move that would reorder two collectives is not
+    made (every rank issues each group's collectives in the written order).  At most
+    `trials` simulations in all."""
+    order = list(result.order) if result.order is not None else list(range(len(prog)))
+    if limits is None:
+        limits = _written_limits(prog, hw)  # read once, not once per order tried
+    known_limits: dict[tuple[int, str], int | None] = {}
+    best, _ = _judge_in_order(prog, hw, limits, profile, cache, known_limits, result, order)
+    spent = 1
+    users = prog.users()
+    improved = True
+    while improved and spent < trials:
+        improved = False
+        position = {n: i for i, n in enumerate(order)}
+        critical = [order[n] for n in best.critical]
+        rest = [n for n in order if n not in set(critical)]
+        for node in critical + rest:
+            if prog.kind[node] is not NodeKind.COMPUTE:
+                continue
+            low = max((position[p] + 1 for p, _ in prog.deps[node]), default=0)
+            high = min((position[u] for u in users[node]), default=len(order))
+            high = min(high, len(order) - 1)  # the return stays last
+            here = position[node]
+            for target in range(low, high):
+                if target == here or spent >= trials:
+                    continue
+                moved = [n for n in order if n != node]
+                moved.insert(target, node)
+                if keep_collective_order(prog, moved) != moved:
+                    continue  # the collectives keep their written order on every rank
+                spent += 1
+                judged, judge = _judge_in_order(
+                    prog, hw, limits, profile, cache, known_limits, result, moved
+                )
+                # The move and a stream refinement in its order together (an order can pay
+                # only once the streams follow it, e.g. with another default stream).
+                before = judge.trials
+                pins = [pinned[n] for n in moved]
+                judged = _refine(judge, judged, pins, max_streams, reserved, trials - spent)
+                spent += judge.trials - before
+                if judged.key() < best.key():
+                    stream_of = [0] * len(moved)
+                    for new, old in enumerate(moved):
+                        stream_of[old] = judged.assignment.stream_of[new]
+                    result = Assignment(judged.assignment.streams, stream_of, moved)
+                    best, order, improved = judged, moved, True
+                    break
+            if improved:
+                break
+    if order == list(range(len(prog))):
+        return dataclasses.replace(result, order=None)
+    return dataclasses.replace(result, order=order)
 
 
 def _list_schedules(

@@ -92,6 +92,26 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    within `ENERGETIC_BUDGET` (a few dozen ops), and leaving an engine out keeps the bound
    valid, only looser.
 
+7. **Events at joins.**  A synchronized schedule (every cross-stream dependence ordered by
+   events, as `insert-events` makes it and `sync-verify` demands) pays for a join.  Let
+   ``s(v)`` be a lower bound on v's start, ``f(p) = s(p) + d(p)``, and ``ev`` =
+   `hw.event_record_ns` + `hw.event_wait_ns`.  For a producer p of v on another stream,
+   any happens-before chain from p to v leaves p's stream through a record issued after p
+   and reaches v's stream through a wait before v, so v starts at least ``f(p) + ev`` (a
+   wait ends ``event_wait_ns`` after its record has executed, which is after p ended).  The
+   producers on v's own stream, a set S, run one after another before v (a stream is first
+   in first out), so for every threshold t the ones with ``s(p) >= t`` end after
+   ``t + sum d(p)``: their end is at least ``ser(S) = max_t (t + sum_{p in S, s(p) >= t}
+   d(p))``, with t over the s(p) of S, and ser grows with S.  Sort v's producers by f,
+   largest first: p_1, ..., p_k.  Whatever S is, let j + 1 be the first index not in S; then
+   S holds p_1..p_j and
+   ``s(v) >= min_{j=0..k} max(f(p_{j+1}) + ev, ser({p_1..p_j}))`` (the first term absent for
+   j = k, the second for j = 0).  Computed in topological order (the return too, whose
+   operands on other streams than the default one need joins), the bound is
+   ``max_v s(v) + d(v)``.  Above `_JOIN_FANIN` producers a node takes only ``max f(p)``
+   (still a bound).  Schedules that leave a cross-stream dependence to timing alone are
+   outside this term.
+
 Events, launch queues, waiting for peers or for cores, and cores held before a start only
 lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
 order.  The simulator models no link contention (a collective's duration is fixed by its
@@ -146,6 +166,9 @@ _LAMBDA_STEPS = 16
 _MIXED_PATHS = 24
 """Term 5 mixes up to 24 more paths into each single-path combination, budget allowing."""
 
+_JOIN_FANIN = 32
+"""Term 7 weighs the stream choices of a node's producers up to this many (O(k^2 log k))."""
+
 _ENERGETIC_PRECISION = 10_000
 """Term 6 stops refining once its impossible and possible M are within 1/10000 of each other."""
 
@@ -165,6 +188,8 @@ class LowerBound:
     """Per engine: the best launch/path trade-off (bound 5); empty when over budget."""
     energetic_ns: int | None = None
     """Bound 6; None when over `ENERGETIC_BUDGET` or when it did not beat the others."""
+    joins_ns: int = 0
+    """Bound 7: the critical path with the events its joins need."""
 
     @property
     def plain_ns(self) -> float:
@@ -184,6 +209,7 @@ class LowerBound:
             *self.core_window_ns.values(),
             *self.moldable_ns.values(),
             self.energetic_ns or 0,
+            self.joins_ns,
         )
 
 
@@ -306,6 +332,39 @@ class _Bounder:
 
     def critical_path(self) -> int:
         return max((h + d for h, d in zip(self.head, self.shortest, strict=True)), default=0)
+
+    def joins(self) -> int:
+        """Bound 7: the critical path with a join's events (module docstring)."""
+        prog = self.prog
+        ev = self.hw.event_record_ns + self.hw.event_wait_ns
+        start = [0] * len(prog)
+        end = 0
+        for v in range(len(prog)):
+            producers = sorted(set(self.deps[v]))
+            if producers:
+                finish = [start[p] + self.shortest[p] for p in producers]
+                plain = max(finish)
+                joined = prog.kind[v] in (NodeKind.COMPUTE, NodeKind.RETURN) and all(
+                    prog.kind[p] is NodeKind.COMPUTE for p in producers
+                )
+                if not joined or len(producers) > _JOIN_FANIN:
+                    start[v] = plain
+                else:
+                    ranked = sorted(zip(finish, producers, strict=True), reverse=True)
+                    best = ranked[0][0] + ev  # j = 0: no producer on v's stream
+                    for j in range(1, len(ranked) + 1):
+                        prefix = sorted(
+                            ((start[p], self.shortest[p]) for _, p in ranked[:j]), reverse=True
+                        )
+                        serial, total = 0, 0
+                        for t, d in prefix:  # thresholds from the latest start down
+                            total += d
+                            serial = max(serial, t + total)
+                        cross = ranked[j][0] + ev if j < len(ranked) else 0
+                        best = min(best, max(cross, serial))
+                    start[v] = max(plain, best)
+            end = max(end, start[v] + self.shortest[v])
+        return end
 
     def arithmetic_terms(self) -> tuple[dict[str, float], dict[str, float]]:
         """Bounds 2 and 3, per engine with arithmetic."""
@@ -526,7 +585,7 @@ def program_bound(prog: Program, hw: Hardware) -> LowerBound:
     """The bound of the module docstring for an un-partitioned (or lowered) program."""
     b = _Bounder(prog, hw)
     engine_ns, window_ns = b.arithmetic_terms()
-    bound = LowerBound(b.critical_path(), engine_ns, window_ns)
+    bound = LowerBound(b.critical_path(), engine_ns, window_ns, joins_ns=b.joins())
     sets: dict[str, list[list[int]]] = {}
     for e, nodes in b.by_pool.items():
         if nodes:

@@ -409,5 +409,22 @@ def test_the_search_terms_are_left_out_beyond_their_budgets(
     cheap = _bound(text, HW)
     assert cheap.moldable_ns == {} and cheap.energetic_ns is None
     assert cheap.core_window_ns == full.core_window_ns
-    assert cheap.ns == max(cheap.arithmetic_ns, *cheap.core_window_ns.values())
+    assert cheap.joins_ns == full.joins_ns
+    assert cheap.ns == max(cheap.arithmetic_ns, *cheap.core_window_ns.values(), cheap.joins_ns)
     assert cheap.arithmetic_ns <= cheap.ns <= full.ns
+
+
+def test_a_join_of_two_independent_ops_pays_an_event_or_runs_them_in_series() -> None:
+    """Two equal independent ops into the return: either one is on another stream than the
+    return (its join costs a record and a wait) or both run on the default stream in series."""
+    text = (
+        f"func.func @g(%a: {BIG}, %b: {BIG}) -> ({BIG}, {BIG}) {{\n"
+        f"  %x = npu.exp %a : ({BIG}) -> {BIG}\n"
+        f"  %y = npu.exp %b : ({BIG}) -> {BIG}\n"
+        f"  func.return %x, %y : {BIG}, {BIG}\n}}\n"
+    )
+    bound = _bound(text, HW)
+    d = bound.critical_path_ns  # one exp at its shortest
+    event = HW.event_record_ns + HW.event_wait_ns
+    assert bound.joins_ns == d + min(event, d)
+    assert bound.ns <= min(_spans(text, HW, ALL_MODES))
