@@ -138,7 +138,7 @@ def _memory_lines(memory: dict[str, Any]) -> list[str]:
         cost = memory.get("cost_of_parallelism")
         lines.append(
             f"one stream       {single} bytes planned (memory cost of parallelism "
-            f"{cost if cost is not None else 'n/a'}x)"
+            f"{f'{cost}x' if cost is not None else 'n/a: nothing planned on one stream'})"
         )
     for r, rank in enumerate(memory.get("by_rank") or []):
         lines.append(
