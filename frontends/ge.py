@@ -69,7 +69,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.api import read_source
 from npuir.context import NpuirContext
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.dialects import coreset, npu, stream, validation
@@ -1151,6 +1150,9 @@ def import_dump(
     Warnings (unmapped types, fallbacks, dropped control inputs) go to
     `ctx.diagnostics`; errors raise `DiagnosticError` located in the dump.
     """
-    result = import_text(ctx, read_source(ctx, path), str(path), graph, strict)
+    # The one loader reads the file (located errors for unreadable or non-UTF-8 input).
+    from npuir.frontends.load import read
+
+    result = import_text(ctx, read(path).text(ctx), str(path), graph, strict)
     ctx.diagnostics.emitted.extend(result.warnings)
     return result.module

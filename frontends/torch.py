@@ -68,8 +68,6 @@ from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, o
 from npuir.torchair._errors import fail, refused
 from npuir.torchair._graph import detached, element_type, tensor_type
 
-PT2_UNREADABLE = Kind("input.unreadable")
-"""An input file that cannot be read."""
 TORCH_IMPORT_WARNING = Kind("torch.import-warning")
 """Something the torch importer could not keep."""
 UNBALANCED_SCOPE = Kind("torch.unbalanced-scope")

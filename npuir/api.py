@@ -6,19 +6,17 @@
 from __future__ import annotations
 
 from io import StringIO
-from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from npuir.context import NpuirContext
 from npuir.deep_stack import deep_stack
-from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError
-from npuir.parsing import decode_source, parse_module
+from npuir.parsing import parse_module
 from npuir.printing import FastPrinter
 from npuir.verifier import verify
 
-__all__ = ["parse_text", "print_ir", "read_source"]
+__all__ = ["parse_text", "print_ir"]
 
 
 def parse_text(ctx: NpuirContext, text: str, filename: str = "<input>") -> ModuleOp:
@@ -27,18 +25,6 @@ def parse_text(ctx: NpuirContext, text: str, filename: str = "<input>") -> Modul
     module = parse_module(ctx, text, filename, ctx.diagnostics.sources)
     verify(module)
     return module
-
-
-def read_source(ctx: NpuirContext, path: str | Path) -> str:
-    """The text of the file at `path`; unreadable or non-UTF-8 files are located errors."""
-    name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise DiagnosticError(
-            Diagnostic("error", f"cannot read '{name}': {exc.strerror}", kind=INPUT_ERROR.code)
-        ) from None
-    return decode_source(data, name, ctx.diagnostics.sources)
 
 
 @deep_stack
