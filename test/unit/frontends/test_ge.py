@@ -614,3 +614,19 @@ def test_load_takes_mlir_and_dumps_alike(tmp_path: object) -> None:
     assert names(npuir.parse_file(npuir.make_context(), dump)) == ["npu.relu", "func.return"]
     with open(dump, "rb") as stream:
         assert names(load(stream)) == ["npu.relu", "func.return"]
+
+
+def test_npuir_import_of_mlir_says_it_needs_no_import(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MLIR given to the importer: a located error saying which tools read it, exit 1."""
+    from pathlib import Path
+
+    from npuir.tools.import_dump import run as import_tool
+
+    mlir = Path(str(tmp_path)) / "f.txt"
+    mlir.write_text("func.func @f() {\n  func.return\n}\n")
+    assert import_tool([str(mlir)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{mlir}:1: error: ") and "is MLIR already" in err
+    assert "Traceback" not in err
