@@ -15,14 +15,11 @@ program goes through `npuir-advise`'s library call.
 Outcomes, per program and mode:
 
 - `wrong`: an output differs from the unscheduled program (`--check` would exit 4);
-- `deadlock`: the mode's run deadlocks where the program as written runs and has no
-  hold-and-wait hazard (an op that holds cores while it waits -- an aiv collective, a
-  full_core_sync op -- unordered with another op of its engine on another stream of
-  its rank, the two over the device's cores: `_holders_overlap`) -- a deadlock the
-  compiler made;
-- `exposed`: the mode's run deadlocks, and the written program already had a
-  hold-and-wait hazard that the mode's different timing exposed (reported, not a
-  compiler fault: the written program can deadlock on another timing);
+- `deadlock`: the mode's run deadlocks where the program as written runs -- a deadlock
+  the compiler made, whether or not the written program had a hold-and-wait hazard
+  (`coreset-check` warns about one: an op that holds cores while it waits -- an aiv
+  collective, a full_core_sync op -- beside an op it can starve on another stream); the
+  finding says which;
 - `rejected`: the mode refuses (a located error) a program that runs as written;
 - `traceback`: anything else raised -- a bug;
 - `round-trip`: the printed lowered module does not parse back to the same text.
@@ -50,17 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 from valid_programs import Generated, program
 
-from npuir.analysis.core_limits import engines_used
-from npuir.analysis.program import NodeKind
 from npuir.api import print_ir
 from npuir.backends.npu.numerics import NumericsError, run_ranks
 from npuir.context import make_context
 from npuir.deep_stack import on_deep_stack
 from npuir.diagnostics import DiagnosticError, UsageError
-from npuir.dialects.npu import NpuOp
 from npuir.driver import run as driver
 from npuir.frontends.load import load_source, source_of_text
-from npuir.schedule.core_check import function_checkers, holds_while_waiting
 
 # The pair rule of seed 003 is an error in npu-default; generated programs may break it
 # with their own limits, and a run (as `npuir-run` does) reports it as a warning instead.
@@ -174,7 +167,7 @@ def _run(parsed: _Parsed, pipeline: str) -> _Run:
     ctx = make_context(collect_diagnostics=True)
     hw = driver._hardware(config, module)
     warnings = driver._lower_reporting(ctx, module, config)
-    hazard = any(HAZARD in w.message for w in warnings) or _holders_overlap(module, hw)
+    hazard = any(HAZARD in w.message for w in warnings)
     result, _, actual, _, _ = driver._simulate(
         ctx, module, parsed.names, parsed.shapes, hw, False, None
     )
@@ -183,36 +176,6 @@ def _run(parsed: _Parsed, pipeline: str) -> _Run:
     except NumericsError as exc:
         raise DiagnosticError(driver.error(exc.op or module, str(exc)).diagnostic) from None
     return _Run(result.deadlock is not None, hazard, outputs, print_ir(module))
-
-
-def _holders_overlap(module: Any, hw: Any) -> bool:
-    """Whether an op that holds cores while it waits (an aiv collective, a full_core_sync
-    op) can run, unordered, beside another op of its engine on another stream of its
-    rank, the two asking for more cores than the device has: a hold-and-wait hazard.
-
-    `coreset-check` warns when the holder meets another holder.  Across ranks one holder
-    is enough: an aiv collective that took the cores waits for its peers, whose progress
-    may need the op it starved on its own rank -- the written program can deadlock on
-    another timing, and a mode's different timing only exposes that."""
-    for _, checker in function_checkers(module, hw):
-        prog = checker.prog
-        ops = [
-            n
-            for n in range(len(prog))
-            if prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
-        ]
-        holders = [n for n in ops if holds_while_waiting(prog.ops[n])]  # type: ignore[arg-type]
-        for n in holders:
-            engines = set(engines_used(prog.ops[n]))  # type: ignore[arg-type]
-            for m in ops:
-                if m == n or prog.stream[n] == prog.stream[m]:
-                    continue
-                if checker.hb.ordered(n, m) or checker.hb.ordered(m, n):
-                    continue
-                for engine in engines & set(engines_used(prog.ops[m])):  # type: ignore[arg-type]
-                    if checker.demand(n, engine) + checker.demand(m, engine) > hw.cores(engine):
-                        return True
-    return False
 
 
 def _same(a: list[list[Any]], b: list[list[Any]]) -> bool:
@@ -236,7 +199,7 @@ def check_program(gen: Generated, report: Report, advise: bool = False) -> None:
 
     def note(mode: str, outcome: str, detail: str = "") -> None:
         report.outcomes[outcome] += 1
-        if outcome in FAULTS or outcome == "exposed":
+        if outcome in FAULTS:
             report.findings.append(Finding(gen.seed, mode, outcome, detail[:2000]))
         if outcome in FAULTS and report.verbose:
             print(f"seed {gen.seed} {mode}: {outcome}", file=sys.stderr, flush=True)
@@ -270,7 +233,11 @@ def check_program(gen: Generated, report: Report, advise: bool = False) -> None:
             note(mode, "traceback", traceback.format_exc())
             continue
         if run.deadlock:
-            note(mode, "exposed" if written.hazard else "deadlock")
+            note(
+                mode,
+                "deadlock",
+                "the written program warns of a hold-and-wait hazard" if written.hazard else "",
+            )
         elif not _same(run.outputs, reference):
             note(mode, "wrong")
         elif report.runs % 7 == 0 and not _round_trip(run.printed):

@@ -17,7 +17,10 @@ Every program is well formed and, as written, computes a defined result; it mixe
 What it does not promise: that the written program is free of a hold-and-wait
 deadlock (aiv collectives under core limits can deadlock as written); the harness
 runs the program as written first and judges the modes only against a run that
-finished.
+finished.  Half the aiv collectives placed in a scope get an innermost `coreset.limit`
+one vector core below the device's (what `coreset-check`'s hold-and-wait warning
+suggests), so that some programs with aiv collectives have no hazard and the modes
+reschedule them rather than keep them as written.
 """
 
 from __future__ import annotations
@@ -192,6 +195,12 @@ class _Function:
             kinds.append(rng.choice(("limit", "switch")))
         if rng.random() < 0.25:
             kinds = ["limit", *kinds[1:]]
+        # (Decided by its own seed, so that every other choice of a seed stays as it was.)
+        spare = random.Random(f"{self.name}/{self.counter}/{len(self.lines)}").random() < 0.5
+        if coll is not None and coll.mode == "aiv" and spare:
+            # What coreset-check's hold-and-wait warning suggests: the aiv collective
+            # leaves a core free for the ops beside it, so the modes may reschedule it.
+            kinds.append("spare")
         body: list[str] = []
         inner_values: list[str] = []
         extras_before = len(self.extra_outputs)
@@ -229,6 +238,10 @@ class _Function:
                 head += f" priority {prio}" if prio else ""
                 head += f" -> {types} {{"
                 tail = f"{pad}  stream.yield {yielded} : {types}"
+            elif kind == "spare":
+                head = f"{pad}{', '.join(outer)} = coreset.limit vector {self.cores[1] - 1}"
+                head += f" -> {types} {{"
+                tail = f"{pad}  coreset.yield {yielded} : {types}"
             else:
                 cube = rng.choice((None, rng.randint(1, self.cores[0])))
                 vec = rng.randint(1, self.cores[1])

@@ -16,8 +16,10 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
 from npuir.analysis.core_limits import ENGINES, CoreLimits, engines_used
+from npuir.analysis.events import lowered_program
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.manager import AnalysisManager, LoweredFunction
+from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import (
     NOT_PARTITIONED,
     NodeKind,
@@ -38,6 +40,11 @@ def holds_while_waiting(op: NpuOp) -> bool:
 
 def _holds(op: Operation) -> bool:
     return isinstance(op, NpuOp) and holds_while_waiting(op)
+
+
+def waits_for_peers(op: Operation) -> bool:
+    """A collective that holds vector cores (aiv mode) while it waits for its peers."""
+    return isinstance(op, CollectiveOp) and op.uses_vector_cores
 
 
 @dataclass(frozen=True)
@@ -190,6 +197,75 @@ class CoreChecker:
                     if a + b > self.hw.cores(engine):
                         out.append(Hazard(n, m, engine, a, b))
         return out
+
+    def collective_hazards(self) -> list[Hazard]:
+        """Every aiv collective (`holder`) that can run beside an op of a shared engine on
+        another stream (`other`), the two asking for more cores than the device has.
+
+        The collective takes cores as they free up and holds them until its peers on the
+        other ranks join it; if it starves the other op, and a peer's progress needs that
+        op (through a collective of another group the peer issued first, or data), the
+        ranks wait on each other for ever.  A pair `hazards` reports (the other op is
+        `full_core_sync`) is left to it; a pair of aiv collectives is reported once."""
+        prog = self.prog
+        compute = [
+            n
+            for n in range(len(prog))
+            if prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
+        ]
+        out: list[Hazard] = []
+        for n in compute:
+            op = prog.ops[n]
+            if not waits_for_peers(op):
+                continue
+            assert isinstance(op, NpuOp)
+            for m in compute:
+                other = prog.ops[m]
+                assert isinstance(other, NpuOp)
+                if m == n or prog.stream[m] == prog.stream[n] or other.full_core_sync:
+                    continue
+                if m < n and waits_for_peers(other):
+                    continue
+                if self.hb.ordered(n, m) or self.hb.ordered(m, n):
+                    continue
+                for engine in sorted(set(engines_used(op)) & set(engines_used(other))):
+                    a, b = self.demand(n, engine), self.demand(m, engine)
+                    if a + b > self.hw.cores(engine):
+                        out.append(Hazard(n, m, engine, a, b))
+                        break
+        return out
+
+    def any_hazard(self) -> Hazard | None:
+        """The first hold-and-wait hazard of either kind, or None."""
+        found = self.hazards() or self.collective_hazards()
+        return found[0] if found else None
+
+
+def has_holder(prog: Program) -> bool:
+    """Whether an op of `prog` holds cores while it waits (only then can a hazard arise)."""
+    return any(k is NodeKind.COMPUTE and _holds(prog.ops[n]) for n, k in enumerate(prog.kind))
+
+
+def assignment_hazard(
+    prog: Program, assignment: Assignment, limits: Limits, hw: Hardware
+) -> tuple[Operation, Operation] | None:
+    """A hold-and-wait hazard of `prog` (un-partitioned) run as `assignment` says, ordered
+    as `insert-events` would order it: its holder and the other op, or None.
+
+    One check for every mode that places ops (`stream-partition` calls it on each mode's
+    result; a search may call it on its candidates): a schedule with no hazard on any
+    rank cannot deadlock on cores, since every op an aiv collective could starve is
+    ordered before it (and done) or after it (and not needed by its peers)."""
+    if not has_holder(prog):
+        return None
+    if assignment.order is not None:
+        prog = permuted(prog, assignment.order)
+        assignment = Assignment(
+            assignment.streams, [assignment.stream_of[n] for n in assignment.order]
+        )
+    lowered, _ = lowered_program(prog, assignment)
+    found = CoreChecker(lowered, limits, hw).any_hazard()
+    return None if found is None else (lowered.ops[found.holder], lowered.ops[found.other])
 
 
 def function_checkers(

@@ -21,6 +21,17 @@ collective waiting for its peers turns that into a deadlock (the seed's
 NonZero against reduceScatter).  Each hazard is a located warning at the
 `full_core_sync` op saying which limit would remove it.
 
+An aiv collective is a holder of another kind: it takes vector cores as they
+free up and holds them until its peers on the other ranks join it.  Beside an
+ordinary op on another stream that can run at the same time, their cores
+together over the device's, it can starve that op; when a peer's progress
+needs the op (a collective of another group that peer issued first, or data
+through one), the ranks wait on each other for ever.  Whether that happens
+depends on timing, so the program may run as written and deadlock once
+something runs a little earlier or later.  Each such pair is a located
+warning at the collective (kind `core.collective-hold-and-wait`) saying
+which limit, or which ordering, removes it.
+
 A pair-rule violation is an error (seed 003: the cores of any two streams "must not"
 exceed the device's), naming both streams, the engine and the limits;
 `pair-rule=warning` downgrades it.
@@ -40,10 +51,11 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.manager import ALL, Preserved, analyses
+from npuir.backends.npu.hardware import Hardware
 from npuir.context import warn
 from npuir.diagnostics import Kind, error, op_location
 from npuir.passes import option
-from npuir.schedule.core_check import function_checkers
+from npuir.schedule.core_check import CoreChecker, Hazard, function_checkers
 from npuir.schedule.device import device_of
 
 PAIR_EXCEEDS_DEVICE = Kind("core.pair-exceeds-device")
@@ -52,6 +64,10 @@ arguments: `first`, `second` (stream names), `engine`, `limits`, `device_cores`.
 HOLD_AND_WAIT = Kind("core.hold-and-wait")
 """A `full_core_sync` op can hold cores while another op that can overlap it holds the rest;
 arguments: `holder`, `other`, `engine`, `demand`, `other_demand`, `device_cores`."""
+COLLECTIVE_HOLD_AND_WAIT = Kind("core.collective-hold-and-wait")
+"""An aiv collective, which holds cores while it waits for its peers, can run beside an op it
+can starve; arguments as `core.hold-and-wait`'s (for the first such op) and `others` (how many
+ops it can starve)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +156,44 @@ class CoresetCheckPass(ModulePass):
                     other_demand=h.other_demand,
                     device_cores=total,
                 )
+            self._collective_hazards(ctx, checker, hw)
+
+    def _collective_hazards(self, ctx: Context, checker: CoreChecker, hw: Hardware) -> None:
+        """One warning per aiv collective, at it, naming the first op it can starve."""
+        prog = checker.prog
+        by_holder: dict[int, list[Hazard]] = {}
+        for h in checker.collective_hazards():
+            by_holder.setdefault(h.holder, []).append(h)
+        for found in by_holder.values():
+            h = found[0]
+            total = hw.cores(h.engine)
+            # The largest of the other ops' demands decides the limit that removes them all.
+            room = total - max(x.other_demand for x in found if x.engine == h.engine)
+            limit = (
+                f"'coreset.limit {h.engine} {room}' around the collective, " if room >= 1 else ""
+            )
+            holder, other = prog.describe(h.holder), prog.describe(h.other)
+            more = f" (and {len(found) - 1} more op(s) like it)" if len(found) > 1 else ""
+            self._report(
+                ctx,
+                prog.ops[h.holder],
+                False,
+                f"hold-and-wait hazard: {holder} on {prog.stream_name(prog.stream[h.holder])} "
+                f"holds up to {h.demand} {h.engine} cores while it waits for its peers, and "
+                f"{other} on {prog.stream_name(prog.stream[h.other])}{more}, which can run at "
+                f"the same time, needs up to {h.other_demand}: {h.demand + h.other_demand} > "
+                f"{total} on {hw.name}; if a peer's progress needs that op, the ranks can "
+                f"deadlock on another timing; {limit}or ordering them (a stream.wait_tensor, "
+                "or one stream) removes it",
+                COLLECTIVE_HOLD_AND_WAIT,
+                holder=holder,
+                other=other,
+                others=len(found),
+                engine=h.engine,
+                demand=h.demand,
+                other_demand=h.other_demand,
+                device_cores=total,
+            )
 
     def _report(
         self,

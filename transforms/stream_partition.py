@@ -50,6 +50,7 @@ from npuir.dialects import scope, stream
 from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
+from npuir.schedule.core_check import assignment_hazard, has_holder
 from npuir.schedule.device import device_of
 from npuir.schedule.mem_budget import BudgetError, Favor, fit_budget
 
@@ -65,6 +66,12 @@ AUTO_OVER_BUDGET = Kind("stream.over-memory-budget")
 """No schedule auto can find, one stream included, fits the memory budget."""
 DEFAULT_PRIORITY = Kind("stream.default-priority")
 """The default stream given a priority other than its fixed one."""
+COLLECTIVE_HAZARD = Kind("stream.hold-and-wait-kept-written")
+"""A mode's schedule let an op that holds cores while it waits (an aiv collective, a
+full_core_sync op) run beside an op it can starve; the module keeps its written streams."""
+
+_Plan = tuple[FuncOp, Program, Mode, bool, tuple[Assignment, list[str | None]]]
+"""A function, its program, the mode it gets, whether tags count, and the assignment."""
 
 
 class StreamTable:
@@ -111,6 +118,15 @@ class StreamTable:
         if ref is None:
             ref = self._refs[info.symbol] = SymbolRefAttr(info.symbol)
         return ref
+
+
+def _describe(op: Operation) -> str:
+    """`'npu.all_reduce' (%c3)`: an op by name and first result."""
+    name = f"'{op.name}'"
+    if op.results:
+        hint = op.results[0].name_hint
+        name += f" (%{hint})" if hint else ""
+    return name
 
 
 def _has_dynamic_args(func: FuncOp) -> bool:
@@ -340,7 +356,8 @@ class StreamPartitionPass(ModulePass):
         programs = [(f, build_program(f)) for f in unlowered]
         reserved = set(table.by_tag).union(*(p.scopes for _, p in programs))
         requested = Mode(self.mode)
-        strategies = _strategies(op, requested, self.hw, self.profile)
+        how = (reserved, _strategies(op, requested, self.hw, self.profile))
+        plans: list[_Plan] = []
         for func, prog in programs:
             first = next(iter(prog.scopes.values()), None)
             if requested is Mode.SINGLE and not self.ignore_tags and first is not None:
@@ -375,19 +392,77 @@ class StreamPartitionPass(ModulePass):
                         DYNAMIC_SINGLE,
                     )
                 mode, use_tags = Mode.SINGLE, False
-            self._partition(func, prog, mode, use_tags, table, reserved, strategies)
+            plans.append(
+                (func, prog, mode, use_tags, self._assign(func, prog, mode, use_tags, *how))
+            )
+        hazard = self._hazard(op, plans)
+        if hazard is not None:
+            plans = self._written(ctx, requested, plans, hazard, how)
+        for func, prog, mode, use_tags, (result, pinned) in plans:
+            self._partition(func, prog, mode, use_tags, table, result, pinned)
         self._declare(op, table)
 
-    def _partition(
+    def _hazard(
+        self, module: ModuleOp, plans: list[_Plan]
+    ) -> tuple[FuncOp, Operation, Operation] | None:
+        """The first function whose partition lets an op that holds cores while it waits
+        run beside another it can starve, where the mode made that choice (it places
+        ops): the function and the two ops."""
+        placed = [(f, p, r) for f, p, m, _, (r, _) in plans if m.places_ops and has_holder(p)]
+        if not placed:
+            return None
+        hardware = device_of(module, self.hw)
+        limits = CoreLimits(module, hardware).run()
+        for func, prog, result in placed:
+            found = assignment_hazard(prog, result, limits, hardware)
+            if found is not None:
+                return (func, *found)
+        return None
+
+    def _written(
+        self,
+        ctx: Context,
+        requested: Mode,
+        plans: list[_Plan],
+        hazard: tuple[FuncOp, Operation, Operation],
+        how: tuple[set[str], dict[Mode, Strategy]],
+    ) -> list[_Plan]:
+        """Every function partitioned as written (its scopes' streams, its issue order; one
+        stream under ignore-tags), with a remark saying why.
+
+        A mode's schedule with a hold-and-wait hazard may deadlock across ranks where the
+        written program did not: an aiv collective that holds cores waiting for its
+        peers, while a peer waits behind an op the mode placed differently on its rank
+        (the ranks' functions are partitioned one by one, so the mode cannot see the
+        peers).  The written partition on every function is the program the user ran."""
+        func, holder, other = hazard
+        remark(
+            ctx,
+            holder,
+            f"mode={requested} lets {_describe(holder)} in @{func.sym_name.data} hold cores "
+            f"while it waits, beside {_describe(other)} on another stream that needs some of "
+            "them: a schedule that can deadlock across ranks; the module keeps its written "
+            "streams and order",
+            COLLECTIVE_HAZARD,
+        )
+        out: list[_Plan] = []
+        for f, prog, mode, use_tags, planned in plans:
+            if mode.places_ops:
+                mode = Mode.USER if use_tags else Mode.SINGLE
+                planned = self._assign(f, prog, mode, use_tags, *how)
+            out.append((f, prog, mode, use_tags, planned))
+        return out
+
+    def _assign(
         self,
         func: FuncOp,
         prog: Program,
         mode: Mode,
         use_tags: bool,
-        table: StreamTable,
         reserved: set[str],
         strategies: dict[Mode, Strategy],
-    ) -> None:
+    ) -> tuple[Assignment, list[str | None]]:
+        """`mode`'s assignment of `prog` and the tags it pinned ops to."""
         pinned: list[str | None] = [None] * len(prog)
         priorities: dict[str, int] = {}
         if use_tags:
@@ -415,6 +490,19 @@ class StreamPartitionPass(ModulePass):
             raise error(func, str(exc), PARTITION_FAILED) from None
         if self.mem_budget is not None and mode is Mode.AUTO:
             result = self._fit_budget(func, prog, result, pinned)
+        return result, pinned
+
+    def _partition(
+        self,
+        func: FuncOp,
+        prog: Program,
+        mode: Mode,
+        use_tags: bool,
+        table: StreamTable,
+        result: Assignment,
+        pinned: list[str | None],
+    ) -> None:
+        """Write `result` into `func`: streams on every op, scopes flattened, the order."""
         scopes = prog.scopes if use_tags else {}
         refs = [table.get(info.tag, info.priority, scopes.get(info.tag)) for info in result.streams]
         for n, kind in enumerate(prog.kind):
