@@ -10,7 +10,9 @@ builds every op through `npuir.torchair` — the same builder the Python API
 uses, so shapes are inferred by the dialect and scopes are made the same way:
 
 - placeholders (parameters, buffers, lifted constants and user inputs) become
-  function arguments, in the graph's order; a symbolic dim becomes `?`, its
+  function arguments, in the graph's order; a parameter, buffer or constant's
+  argument names its state entry in `torch.state` (a run of the `.pt2` takes its
+  value from the archive, not as an input); a symbolic dim becomes `?`, its
   symbol is kept in the argument's `torch.sym_dims` and its `torch.export.Dim`
   range in the function's `torch.dim_ranges = {s0 = array<i64: lo, hi>}`
   (hi = -1: unbounded);
@@ -76,6 +78,10 @@ UNSUPPORTED_NODE = Kind("torch.unsupported-node")
 """An FX node the importer cannot map."""
 
 SYM_DIMS = "torch.sym_dims"
+STATE = "torch.state"
+"""On an argument that is a parameter, buffer or lifted constant of an exported program:
+its name in the program's state (`gate.weight`).  A run of the `.pt2` takes its value from
+the archive; it is not an input (`npuir.frontends.load.state_arrays`)."""
 """Argument attribute: the symbol of each dim ("" for a static one)."""
 
 DIM_RANGES = "torch.dim_ranges"
@@ -133,8 +139,10 @@ class _Importer:
         config: CompilerConfig | None = None,
         gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
         decompositions: Mapping[Any, Callable[..., Any]] | None = None,
+        state: Mapping[str, str] | None = None,
     ) -> None:
         self.fx_graph = fx_graph
+        self.state = dict(state or {})
         self.decompositions = dict(decompositions or {})
         self.range_constraints = range_constraints
         self.strict = strict
@@ -198,6 +206,8 @@ class _Importer:
         attrs = {}
         if any(syms):
             attrs[SYM_DIMS] = ArrayAttr([StringAttr(s) for s in syms])
+        if node.name in self.state:
+            attrs[STATE] = StringAttr(self.state[node.name])
         tensor = self.graph.input(shape, val.dtype, node.name, attrs)
         gears = self.gears.get(self.inputs)
         self.inputs += 1
@@ -623,9 +633,20 @@ def import_exported_program(
     ATen op kind imported as `npu.opaque`) go to `diagnostics`, or through
     Python's `warnings` when none is given.
     """
+    from torch.export.graph_signature import InputKind
+
+    # Parameters, buffers and lifted constants: their values are the program's own.
+    state = {
+        spec.arg.name: spec.target
+        for spec in ep.graph_signature.input_specs
+        if spec.kind is not InputKind.USER_INPUT
+        and isinstance(getattr(spec.arg, "name", None), str)
+        and isinstance(spec.target, str)
+    }
     try:
         return import_fx_graph(
             ep.graph,
+            state=state,
             range_constraints=ep.range_constraints,
             target=target,
             name=name,
@@ -650,6 +671,7 @@ def import_fx_graph(
     gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
     diagnostics: DiagnosticEngine | None = None,
     decompositions: Mapping[Any, Callable[..., Any]] | None = None,
+    state: Mapping[str, str] | None = None,
 ) -> ModuleOp:
     """The module of one ATen-level FX graph: the converter both routes share.
 
@@ -660,11 +682,13 @@ def import_fx_graph(
     `config` gives the graph its gear policy and global core limit.  A mistake raises
     a `TorchairError` located at the model's line.  `decompositions` maps ATen ops to
     functions that compute them from other ATen ops (a decomposition table): such an
-    op is traced through its function and imported op by op.
+    op is traced through its function and imported op by op.  `state` maps the
+    placeholders that are the program's state (by name) to their state entries
+    (`torch.state` on their arguments).
     """
     torch_scope.register()
     importer = _Importer(
-        graph, range_constraints or {}, name, target, strict, config, gears, decompositions
+        graph, range_constraints or {}, name, target, strict, config, gears, decompositions, state
     )
     module = importer.run()
     calls = sorted(call_sites(graph))
