@@ -24,7 +24,7 @@ streams and events removed (`unlowered`), so it matches the baseline of its sour
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -58,7 +58,8 @@ from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError, err
 from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
 from npuir.driver.npz import read_arrays
-from npuir.frontends.load import Source, load_source, read, source_of_text
+from npuir.frontends.load import Source, load_source, read, source_of_text, state_arrays
+from npuir.frontends.pt2 import STATE_ATTR
 from npuir.host import available_bytes, gib
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
@@ -71,6 +72,8 @@ INPUT_DTYPE = Kind("input.dtype-mismatch")
 """An input array whose dtype the argument does not take."""
 INPUT_MISSING = Kind("input.missing-array")
 """An inputs file without an array the program needs."""
+STATE_MISSING = Kind("input.missing-state")
+"""A `.pt2` argument marked as the program's state (`torch.state`) that the archive lacks."""
 EMPTY_AXIS = Kind("input.empty-axis")
 """An argument that indexes an empty axis."""
 HW_INVALID = Kind("hw.invalid")
@@ -163,6 +166,9 @@ class RunOutcome:
     """Each rank's inputs (random or from `--inputs`); empty under timing-only."""
     outputs: list[list[Array]] = field(default_factory=list[list[Array]])
     """Each rank's outputs of the scheduled program; empty under timing-only."""
+    state: list[set[int]] = field(default_factory=list[set[int]])
+    """Per rank, the arguments that are a `.pt2`'s weights (their values are the
+    archive's: `inputs` holds them, `input_arrays` leaves them out)."""
 
 
 def _hardware(config: RunConfig, module: ModuleOp) -> Hardware:
@@ -363,14 +369,22 @@ def _index_bound(func: FuncOp, index: int, shapes: Sequence[tuple[int, ...]]) ->
 
 
 def make_inputs(
-    func: FuncOp, shapes: Sequence[tuple[int, ...]], seed: int, rank: int
+    func: FuncOp,
+    shapes: Sequence[tuple[int, ...]],
+    seed: int,
+    rank: int,
+    state: Mapping[int, Array] | None = None,
 ) -> list[Array]:
     """Random inputs where every op is defined: positive floats where an op needs
-    them, gather indices within the gathered dim; one stream of numbers per rank."""
+    them, gather indices within the gathered dim; one stream of numbers per rank.
+    The arguments of `state` (a `.pt2`'s weights, `state_inputs`) take its values."""
     rng = np.random.default_rng([seed, rank])
     positive = _needs_positive(func)
     out: list[Array] = []
     for index, (ty, shape) in enumerate(zip(func.function_type.inputs, shapes)):
+        if state and index in state:
+            out.append(state[index])
+            continue
         assert isinstance(ty, TensorType)
         dtype = numpy_dtype(npu.dtype_name(ty.element_type))
         high = _index_bound(func, index, shapes)
@@ -378,16 +392,23 @@ def make_inputs(
     return out
 
 
-def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
+def load_inputs(
+    path: str, funcs: Sequence[FuncOp], state: Sequence[Mapping[int, Array]] = ()
+) -> list[list[Array]]:
     """Inputs from an `.npz` (loaded without pickle): each argument by its index `argN` or
     by its name (the `%name` it is printed with; a torch program's input names, as
     `npuir.frontends.torch.example_inputs` keys them), or `rankR/argN` / `rankR/NAME`
-    per rank.  Constants (`npu.constant`) are not arguments and are never asked for."""
+    per rank.  Constants (`npu.constant`) are not arguments and are never asked for, nor
+    are the arguments of `state` (per rank: a `.pt2`'s weights, `state_inputs`), which
+    take its values."""
     # Only the arrays the run uses are read, each bounded by its argument's size
     # (`npuir.driver.npz`): an unused or oversized member is never decompressed.
+    fixed = [state[r] if r < len(state) else {} for r in range(len(funcs))]
     wanted: dict[str, int | None] = {}
     for rank, func in enumerate(funcs):
         for index, ty in enumerate(func.function_type.inputs):
+            if index in fixed[rank]:
+                continue
             assert isinstance(ty, TensorType)
             most = None if npu.DYN in ty.get_shape() else npu.tensor_bytes(ty)
             hint = func.body.block.args[index].name_hint
@@ -402,6 +423,9 @@ def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
     for rank, func in enumerate(funcs):
         values: list[Array] = []
         for index, ty in enumerate(func.function_type.inputs):
+            if index in fixed[rank]:
+                values.append(fixed[rank][index])
+                continue
             keys = [f"rank{rank}/arg{index}", f"arg{index}"]
             hint = func.body.block.args[index].name_hint
             if hint:
@@ -421,6 +445,30 @@ def load_inputs(path: str, funcs: Sequence[FuncOp]) -> list[list[Array]]:
             values.append(_given_input(path, key, arrays[key], func, index, ty))
         per_rank.append(values)
     return per_rank
+
+
+def state_inputs(func: FuncOp, state: Mapping[str, Array], path: str) -> dict[int, Array]:
+    """The arguments of `func` that are its program's state (`torch.state`: a `.pt2`'s
+    parameters, buffers and lifted constants) and their values from `state` (the archive's,
+    `npuir.frontends.load.state_arrays`), by argument index.  Empty when `state` is: a
+    printed module's arguments are all inputs."""
+    if not state or func.arg_attrs is None:
+        return {}
+    out: dict[int, Array] = {}
+    for index, (attrs, ty) in enumerate(zip(func.arg_attrs.data, func.function_type.inputs)):
+        name = attrs.data.get(STATE_ATTR)
+        if not isinstance(name, StringAttr) or not isinstance(ty, TensorType):
+            continue
+        value = state.get(name.data)
+        if value is None:
+            raise error(
+                func,
+                f"argument {index} of @{func.sym_name.data} is the program's state "
+                f"'{name.data}', which '{path}' does not hold",
+                STATE_MISSING,
+            )
+        out[index] = _given_input(path, f"state {name.data}", np.asarray(value), func, index, ty)
+    return out
 
 
 def _given_input(
@@ -665,6 +713,7 @@ _Loaded = tuple[
     dict[str, FuncOp],
     list[list[Array]] | None,
     list[list[tuple[int, ...]]],
+    list[dict[int, Array]],
 ]
 
 
@@ -673,6 +722,7 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
     entries, given inputs and argument shapes.  Without `keep`, the module as written is
     not copied before lowering (the caller needs only the lowered one)."""
     ctx = make_context(collect_diagnostics=True)
+    weights: dict[str, Array] = {}
     if parsed is not None:
         module = parsed
         if isinstance(config.source, str):
@@ -685,6 +735,7 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
         else:
             source = read(config.path)
         module = load_source(source, ctx)
+        weights = state_arrays(source)
     original = module.clone() if keep else module
     hw = _hardware(config, module)
     names = entry_names(config, module)
@@ -692,11 +743,13 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
     # nothing of the body that says which inputs need positive values or index bounds).
     funcs = _functions(original)
     check_shape_names(config, [funcs[n] for n in names])
-    given = load_inputs(config.inputs, [funcs[n] for n in names]) if config.inputs else None
+    # A `.pt2`'s weights are not inputs: they take the archive's values.
+    state = [state_inputs(funcs[n], weights, config.path) for n in names]
+    given = load_inputs(config.inputs, [funcs[n] for n in names], state) if config.inputs else None
     shapes = [
         _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
     ]
-    return ctx, module, original, hw, names, funcs, given, shapes
+    return ctx, module, original, hw, names, funcs, given, shapes, state
 
 
 def budget_pipeline(budget: str) -> str:
@@ -729,7 +782,7 @@ def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> 
 def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnostic]]:
     """Fit the device's rates and launch overhead to the profile of `config`'s program
     (`npuir.backends.npu.calibrate`), lowered as a run would lower it."""
-    ctx, module, _, hw, names, _, _, shapes = _load(config)
+    ctx, module, _, hw, names, _, _, shapes, _ = _load(config)
     profile = read_profile(profile_path)
     warnings = _lower_reporting(ctx, module, config)
     programs, _, _ = _programs(ctx, module, names, shapes)
@@ -755,7 +808,7 @@ class Timed:
 def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
     """Lower and simulate `config`'s program as `run_program` does, and nothing else.
     `parsed` is the program already parsed (it is lowered in place)."""
-    ctx, module, _, hw, names, _, _, shapes = _load(config, parsed, keep=False)
+    ctx, module, _, hw, names, _, _, shapes, _ = _load(config, parsed, keep=False)
     profile = read_profile(config.profile) if config.profile else None
     warnings = _lower_reporting(ctx, module, config)
     result, programs, _, gears, _ = _simulate(
@@ -767,7 +820,7 @@ def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
 def run_program(config: RunConfig) -> RunOutcome:
     """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
     loaded = _load(config)
-    ctx, module, original, hw, names, funcs, given, shapes = loaded
+    ctx, module, original, hw, names, funcs, given, shapes, state = loaded
     profile = read_profile(config.profile) if config.profile else None
     warnings = _lower_reporting(ctx, module, config)
     result, programs, actual, gears, partial = _simulate(
@@ -788,7 +841,8 @@ def run_program(config: RunConfig) -> RunOutcome:
     if not config.timing_only:
         _refuse_beyond_host(programs, partial, config)
         inputs = given or [
-            make_inputs(funcs[n], s, config.seed, r) for r, (n, s) in enumerate(zip(names, shapes))
+            make_inputs(funcs[n], s, config.seed, r, state[r])
+            for r, (n, s) in enumerate(zip(names, shapes))
         ]
         pools = _pools(module, actual) if config.check_memory else None
         try:
@@ -835,7 +889,8 @@ def run_program(config: RunConfig) -> RunOutcome:
         status = EXIT_DEADLOCK
     elif check is not None and not check["passed"]:
         status = EXIT_CHECK
-    return RunOutcome(status, report, result, programs, warnings, inputs, outputs)
+    state_args = [set(fixed) for fixed in state]
+    return RunOutcome(status, report, result, programs, warnings, inputs, outputs, state_args)
 
 
 def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
@@ -930,8 +985,13 @@ def _check(
 
 def input_arrays(outcome: RunOutcome) -> dict[str, Array]:
     """The inputs a run used, keyed as `load_inputs` reads them: `argN` for one rank,
-    `rankR/argN` for several."""
-    return _keyed(outcome.inputs, "arg")
+    `rankR/argN` for several; without a `.pt2`'s weights, which are not inputs (a run
+    takes them from the archive)."""
+    keyed = _keyed(outcome.inputs, "arg")
+    for rank, args in enumerate(outcome.state):
+        for index in args:
+            keyed.pop(f"arg{index}" if len(outcome.inputs) == 1 else f"rank{rank}/arg{index}")
+    return keyed
 
 
 def output_arrays(outcome: RunOutcome) -> dict[str, Array]:

@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -147,6 +147,18 @@ def load_source(
     if verify_module:
         verify(module)
     return module
+
+
+def state_arrays(source: Source) -> dict[str, Any]:
+    """The parameters, buffers and lifted constants a `.pt2` source holds, by the names
+    `torch.state` gives on its imported arguments (read as data, `npuir.frontends.pt2`);
+    empty for every other format: there every argument is an input."""
+    if source.format is not Format.PT2:
+        return {}
+    from npuir.frontends.pt2 import read_pt2
+
+    archive = read_pt2(source.filename, data=source.data)
+    return {**archive.weights, **archive.constants}
 
 
 def load(

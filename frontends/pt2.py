@@ -124,6 +124,12 @@ _MAX_EXPR = 10_000
 _TARGET = re.compile(r"(torch\.ops|_operator|math)(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
+STATE_ATTR = "torch.state"
+"""On an imported argument that is a parameter, buffer or lifted constant: its name among
+the archive's weights and constants (`gate.weight`).  A run of the `.pt2` takes its value
+from the archive (`npuir.frontends.load.state_arrays`); it is not an input."""
+
+
 @dataclass
 class Pt2Archive:
     """What npuir reads of a `.pt2`: the checked program JSON and the tensors as numpy."""

@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
+from xdsl.ir import Attribute
 
 from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.diagnostics import (
@@ -65,7 +66,7 @@ from npuir.diagnostics import (
 from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
-from npuir.frontends.pt2 import Pt2Archive, exported_program, read_pt2
+from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, exported_program, read_pt2
 from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
 from npuir.torchair._errors import fail, refused
 from npuir.torchair._graph import detached, element_type, tensor_type
@@ -78,10 +79,7 @@ UNSUPPORTED_NODE = Kind("torch.unsupported-node")
 """An FX node the importer cannot map."""
 
 SYM_DIMS = "torch.sym_dims"
-STATE = "torch.state"
-"""On an argument that is a parameter, buffer or lifted constant of an exported program:
-its name in the program's state (`gate.weight`).  A run of the `.pt2` takes its value from
-the archive; it is not an input (`npuir.frontends.load.state_arrays`)."""
+STATE = STATE_ATTR
 """Argument attribute: the symbol of each dim ("" for a static one)."""
 
 DIM_RANGES = "torch.dim_ranges"
@@ -213,7 +211,7 @@ class _Importer:
             else:
                 shape.append(int(d))
                 syms.append("")
-        attrs = {}
+        attrs: dict[str, Attribute] = {}
         if any(syms):
             attrs[SYM_DIMS] = ArrayAttr([StringAttr(s) for s in syms])
         if node.name in self.state:
