@@ -55,18 +55,29 @@ def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
 
 
 def inline_limits(module: ModuleOp) -> None:
-    """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s; then point
-    the later uses of each waited tensor at the wait's result (`stream.bind_later_uses`),
-    which the scopes hid."""
+    """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s; then, in
+    each function that had a limit scope, point the later uses of each waited tensor at
+    the wait's result (`stream.bind_later_uses`), which the scopes hid.
+
+    A function without one was bound by `stream-partition` before any reissue; binding it
+    again after a mode issued its ops in another order would order after a wait's `dep`
+    an op that came before the wait as written (auto's judge did not count that
+    ordering, and the lowered program came out slower than judged)."""
+    inlined: set[Operation] = set()
     for op in reversed(list(module.walk())):
         if isinstance(op, coreset.StreamLimitOp):
             block = op.parent_block()
             assert block is not None
             block.erase_op(op)
         elif isinstance(op, coreset.LimitOp):
+            func = op.parent_op()
+            while func is not None and not isinstance(func, FuncOp):
+                func = func.parent_op()
+            if func is not None:
+                inlined.add(func)
             scope.inline_scope(op)
     for func in module.ops:
-        if isinstance(func, FuncOp):
+        if isinstance(func, FuncOp) and func in inlined:
             stream.bind_later_uses(func)
 
 
