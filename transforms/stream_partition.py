@@ -9,6 +9,17 @@ may issue them in another order, and then orders each collective after the
 previous one of its group (`chain_collectives`) and keeps the collectives'
 written order (`npuir.analysis.partition.keep_collective_order`), so that every
 rank still pairs them as written.
+
+A mode that places ops never makes a schedule with a hold-and-wait hazard: when its
+assignment of any function lets an op that holds cores while it waits (an aiv
+collective, a full_core_sync op) run beside an op it can starve
+(`npuir.schedule.core_check.assignment_hazard`), every function of the module is
+partitioned as written instead (one stream under ignore-tags), with a remark.  The
+ranks' functions are partitioned one by one, so no mode sees the peers: a hazard the
+written program only risked became a deadlock once a mode placed a peer's collective
+behind work the starving collective held cores from.  A schedule without a hazard on
+any rank cannot deadlock on cores; the written program runs as the user ran it.
+`coreset-check` warns about the written program's own hazards.
 """
 
 from __future__ import annotations
