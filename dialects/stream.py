@@ -276,12 +276,6 @@ def bind_later_uses(func: Operation) -> None:
         parent = wait.parent_op()
         limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
         for use in list(wait.tensor.uses):
-            if isinstance(use.operation, WaitTensorOp) and use.index == 1:
-                # A later wait's `dep` is not a use this wait orders: the program graph
-                # orders that wait's users after the value's producer alone
-                # (`npuir.analysis.program`).  Bound, it would inherit this wait's `dep`,
-                # and a reissue that honours the graph could place it before that `dep`.
-                continue
             at = pos.get(use.operation, -1)
             if isinstance(use.operation, WaitTensorOp) and use.index == 1:
                 continue  # a later wait *after* the tensor waits for its producer, not a use
