@@ -86,6 +86,7 @@ from npuir.analysis.partition import (
     assign,
     keep_collective_order,
     permuted,
+    with_collective_chain,
 )
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
@@ -156,7 +157,9 @@ class Judge:
         cache: SimCache | None = None,
         known_limits: dict[tuple[int, str], int | None] | None = None,
     ) -> None:
-        self.prog = prog
+        # Judged as lowered: a group's collectives one after another (`stream-partition`
+        # chains them in every mode that places ops).
+        self.prog = with_collective_chain(prog)
         self.known_limits = known_limits if known_limits is not None else {}
         """(id of an op, engine) -> its core limit, shared by the judges of one search
         (the ops outlive it)."""
