@@ -157,9 +157,10 @@ class Judge:
         cache: SimCache | None = None,
         known_limits: dict[tuple[int, str], int | None] | None = None,
     ) -> None:
-        # Judged as lowered: a group's collectives one after another (`stream-partition`
-        # chains them in every mode that places ops).
-        self.prog = with_collective_chain(prog)
+        self.prog = prog
+        self.chained = with_collective_chain(prog)
+        """`prog` as it is lowered and judged: each group's collectives one after another
+        (`stream-partition` chains them in every mode that places ops)."""
         self.known_limits = known_limits if known_limits is not None else {}
         """(id of an op, engine) -> its core limit, shared by the judges of one search
         (the ops outlive it)."""
@@ -187,7 +188,7 @@ class Judge:
         return judged
 
     def _simulate(self, name: str, assignment: Assignment) -> Judged:
-        lowered, origin = lowered_program(self.prog, assignment)
+        lowered, origin = lowered_program(self.chained, assignment)
         limit_fn: LimitFn | None = None
         if self.limits is not None:
             base_limits, ops, known = self.limits, self.prog.ops, self.known_limits
@@ -410,7 +411,7 @@ def _candidates(
             judged.append(judge("user", annotation))
         except ValueError:
             pass  # the annotation itself exceeds max-streams: not a candidate
-    eft = _earliest_finish(prog, solo, pinned, priorities, max_streams, hw, reserved)
+    eft = _earliest_finish(judge.chained, solo, pinned, priorities, max_streams, hw, reserved)
     judged.append(judge("eft", eft))
     return judged
 
@@ -430,7 +431,7 @@ def _refine(
     more than the trial it prepares: the critical path is read once per
     accepted move, a chain is built only when its move is tried, and the whole
     search stops as soon as the budget is spent."""
-    prog = judge.prog
+    prog = judge.chained
     budget = judge.trials + trials
     users = prog.users()
     while judge.trials < budget:
@@ -452,7 +453,7 @@ def _improve(
 ) -> Judged | None:
     """The first move along `best`'s critical path that lowers its key, or None
     when no move does (or the budget runs out first)."""
-    prog = judge.prog
+    prog = judge.chained
     targets = len(best.assignment.streams) + 1
     for node in best.critical:
         if pinned[node] is not None or prog.kind[node] is not NodeKind.COMPUTE:
@@ -604,14 +605,17 @@ def assign_auto(
     durations = solo_durations(prog, hw)
     costed = [(f"minidag-{v}", assign_minidag(request, hw, v, durations)) for v in Variant]
     costed.append(("opara", assign_opara(request, hw)))
+    # The cost-aware candidates plan with the chain of each group's collectives (the
+    # baselines and the user's annotation are the modes themselves, on `prog`).
+    chained = with_collective_chain(prog)
     costed += _list_schedules(
-        prog, costs, solo, pinned, priorities, max_streams, hw, reserved, reorder
+        chained, costs, solo, pinned, priorities, max_streams, hw, reserved, reorder
     )
     # Every order judged keeps the collectives' written order, as `assign` will.
     costed = [(name, _keeping_collectives(prog, result)) for name, result in costed]
     orders: list[list[int] | None] = [None]
     if reorder:
-        ranked = keep_collective_order(prog, upward_rank_order(prog, solo.duration))
+        ranked = keep_collective_order(prog, upward_rank_order(chained, solo.duration))
         if ranked != list(range(len(prog))):
             orders.append(ranked)
     listed = len(orders)  # the orders every baseline is tried in
@@ -664,7 +668,9 @@ def assign_auto(
         result = Assignment(best.assignment.streams, stream_of, best_order)
     if not reorder:
         return result
-    return _reorder(prog, hw, limits, profile, cache, result, pinned, max_streams, reserved, trials)
+    return _reorder(
+        chained, hw, limits, profile, cache, result, pinned, max_streams, reserved, trials
+    )
 
 
 def _judge_in_order(

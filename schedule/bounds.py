@@ -128,6 +128,7 @@ import numpy as np
 from xdsl.dialects.func import FuncOp
 
 from npuir.analysis.dependence import DependenceGraph
+from npuir.analysis.partition import with_collective_chain
 from npuir.analysis.program import NodeKind, Program
 from npuir.backends.npu.cost import (
     NS_PER_S,
@@ -296,7 +297,8 @@ class _Bounder:
         self.prog = prog
         self.hw = hw
         n_nodes = len(prog)
-        self.deps = [[p for p, _ in deps] for deps in prog.deps]
+        # A group's collectives run one after another (module docstring).
+        self.deps = [[p for p, _ in deps] for deps in with_collective_chain(prog).deps]
         self.opts: list[_Options | None] = [None] * n_nodes
         self.shortest = [0] * n_nodes
         self.core_time = [0] * n_nodes
