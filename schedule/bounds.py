@@ -2,7 +2,11 @@
 
 No race-free schedule of a function on the simulated device
 (`npuir.backends.npu.simulator`) can finish before the largest of the bounds below, whatever
-its stream assignment, issue order, events and core limits.  They rest on what the simulator
+its stream assignment, issue order, events and core limits, as long as it runs each
+communicator group's collectives one after another (`npuir.analysis.partition.
+collective_chain`: every mode that places ops lowers them so, and one stream runs them so;
+a hand-annotated `user` schedule with one group on two streams is outside the bound).  The
+dependences below are the program's with that chain added.  They rest on what the simulator
 does with one compute op v of engine e (``C`` = e's cores, ``L`` = `hw.launch_ns`):
 
 - An *ordinary* op runs ``B`` blocks (its blockDim, ``1 <= B <= par``: its parallelism, or
@@ -150,6 +154,7 @@ __all__ = [
     "lower_bound",
     "lower_bound_ns",
     "program_bound",
+    "shortest_runs",
 ]
 
 MOLDABLE_BUDGET = 2_000_000
@@ -581,6 +586,12 @@ class _Bounder:
             else:
                 possible = mid
         return proven + 1
+
+
+def shortest_runs(prog: Program, hw: Hardware) -> list[int]:
+    """Per node, ``d(v)`` of the module docstring: no run of it is shorter, whatever its
+    blockDim, cores or core limit (0 for nodes that are not compute ops)."""
+    return list(_Bounder(prog, hw).shortest)
 
 
 def program_bound(prog: Program, hw: Hardware) -> LowerBound:
