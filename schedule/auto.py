@@ -111,6 +111,9 @@ _SEARCH_OPS = 150_000
 _MIN_TRIALS, _MAX_TRIALS = 4, 400
 # The winners of this many issue orders are refined, sharing the trials.
 _REFINED = 2
+# Issue-position moves: about this many simulated ops in all (at most the refinement's
+# trials), and each move's stream refinement at most this share of them.
+_REORDER_OPS, _REORDER_REFINE = 20_000, 16
 # List schedules with jittered priorities: at most this many, and about this many
 # planned ops in all, so that only small graphs get them; ranks move by up to
 # +-_JITTER of themselves, from a fixed seed (results stay deterministic).
@@ -668,8 +671,9 @@ def assign_auto(
         result = Assignment(best.assignment.streams, stream_of, best_order)
     if not reorder:
         return result
+    moves = max(_MIN_TRIALS, min(trials, _REORDER_OPS // max(1, len(prog))))
     return _reorder(
-        chained, hw, limits, profile, cache, result, pinned, max_streams, reserved, trials
+        chained, hw, limits, profile, cache, result, pinned, max_streams, reserved, moves
     )
 
 
@@ -705,14 +709,22 @@ def _reorder(
     another place in the issue order between its last producer and its first user, each
     followed by a stream refinement in the new order (`_refine`) and kept if the pair lowers
     the key; a kept move restarts the scan.  A move that would reorder two collectives is not
-    made (every rank issues each group's collectives in the written order).  At most
-    `trials` simulations in all."""
+    made (every rank issues each group's collectives in the written order).
+
+    Only moves that can change the simulation are tried: the simulator reads the issue
+    order only through each stream's sequence and each core pool's order (as the oracle
+    argues), so of the places that leave the op at the same rank among the ops of its
+    stream and of its pool, one is tried.  Each move's refinement gets at most
+    `_REORDER_REFINE` of the trials, so that more moves are tried; at most `trials`
+    simulations in all."""
     order = list(result.order) if result.order is not None else list(range(len(prog)))
     if limits is None:
         limits = _written_limits(prog, hw)  # read once, not once per order tried
     known_limits: dict[tuple[int, str], int | None] = {}
+    pool = NodeCosts(prog, hw, limits=limits, cache=cache, profile=profile).pool
     best, _ = _judge_in_order(prog, hw, limits, profile, cache, known_limits, result, order)
     spent = 1
+    per_move = max(_MIN_TRIALS, trials // _REORDER_REFINE)
     users = prog.users()
     improved = True
     while improved and spent < trials:
@@ -726,10 +738,9 @@ def _reorder(
             low = max((position[p] + 1 for p, _ in prog.deps[node]), default=0)
             high = min((position[u] for u in users[node]), default=len(order))
             high = min(high, len(order) - 1)  # the return stays last
-            here = position[node]
-            for target in range(low, high):
-                if target == here or spent >= trials:
-                    continue
+            for target in _distinct_places(order, node, low, high, result.stream_of, pool):
+                if spent >= trials:
+                    break
                 moved = [n for n in order if n != node]
                 moved.insert(target, node)
                 if keep_collective_order(prog, moved) != moved:
@@ -742,7 +753,8 @@ def _reorder(
                 # only once the streams follow it, e.g. with another default stream).
                 before = judge.trials
                 pins = [pinned[n] for n in moved]
-                judged = _refine(judge, judged, pins, max_streams, reserved, trials - spent)
+                budget = min(per_move, trials - spent)
+                judged = _refine(judge, judged, pins, max_streams, reserved, budget)
                 spent += judge.trials - before
                 if judged.key() < best.key():
                     stream_of = [0] * len(moved)
@@ -751,11 +763,33 @@ def _reorder(
                     result = Assignment(judged.assignment.streams, stream_of, moved)
                     best, order, improved = judged, moved, True
                     break
-            if improved:
+            if improved or spent >= trials:
                 break
     if order == list(range(len(prog))):
         return dataclasses.replace(result, order=None)
     return dataclasses.replace(result, order=order)
+
+
+def _distinct_places(
+    order: list[int], node: int, low: int, high: int, stream_of: Sequence[int], pool: Sequence[int]
+) -> Iterator[int]:
+    """The places in [low, high) (indices into `order` without `node`) that put `node` at
+    another rank among the ops of its stream or of its core pool than it has, one place
+    per rank pair, nearest first.  (Ops without a pool count as one more pool.)"""
+    others = [n for n in order if n != node]
+    here = order.index(node)
+
+    def same(n: int) -> bool:
+        return stream_of[n] == stream_of[node] or pool[n] == pool[node]
+
+    # Walking away from `node`, its ranks change only when it passes an op of its stream or
+    # pool: the place just beyond each such op is the one tried.
+    for target in range(here - 1, low - 1, -1):
+        if same(others[target]):
+            yield target
+    for target in range(here, high - 1):  # `node` stays before its first user
+        if same(others[target]):
+            yield target + 1
 
 
 def _list_schedules(
