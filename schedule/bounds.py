@@ -99,24 +99,29 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    valid, only looser.
 
 7. **Events at joins.**  A synchronized schedule (every cross-stream dependence ordered by
-   events, as `insert-events` makes it and `sync-verify` demands) pays for a join.  Let
-   ``s(v)`` be a lower bound on v's start, ``f(p) = s(p) + d(p)``, and ``ev`` =
-   `hw.event_record_ns` + `hw.event_wait_ns`.  For a producer p of v on another stream,
-   any happens-before chain from p to v leaves p's stream through a record issued after p
-   and reaches v's stream through a wait before v, so v starts at least ``f(p) + ev`` (a
-   wait ends ``event_wait_ns`` after its record has executed, which is after p ended).  The
-   producers on v's own stream, a set S, run one after another before v (a stream is first
-   in first out), so for every threshold t the ones with ``s(p) >= t`` end after
-   ``t + sum d(p)``: their end is at least ``ser(S) = max_t (t + sum_{p in S, s(p) >= t}
-   d(p))``, with t over the s(p) of S, and ser grows with S.  Sort v's producers by f,
-   largest first: p_1, ..., p_k.  Whatever S is, let j + 1 be the first index not in S; then
-   S holds p_1..p_j and
-   ``s(v) >= min_{j=0..k} max(f(p_{j+1}) + ev, ser({p_1..p_j}))`` (the first term absent for
-   j = k, the second for j = 0).  Computed in topological order (the return too, whose
-   operands on other streams than the default one need joins), the bound is
-   ``max_v s(v) + d(v)``.  Above `_JOIN_FANIN` producers a node takes only ``max f(p)``
-   (still a bound).  Schedules that leave a cross-stream dependence to timing alone are
-   outside this term.
+   events, and the last op of every stream before the return, as `insert-events` makes it
+   and `sync-verify` demands) pays for a join.  Let ``s(v)`` be a lower bound on v's
+   start, ``f(p) = s(p) + d(p)``, and ``ev`` = `hw.event_record_ns` + `hw.event_wait_ns`.
+   For a producer p of v on another stream, any happens-before chain from p to v leaves
+   p's stream through a record issued after p and reaches v's stream through a wait W
+   issued before v; W blocks v's stream until that record has executed (after p ended,
+   so not before ``f(p) + event_record_ns``) and then takes ``event_wait_ns``.  So v starts
+   at least ``f(p) + ev``, and W is one more job of v's stream before v, released at
+   ``f(p) + event_record_ns`` and lasting ``event_wait_ns``.  The producers on v's own
+   stream, a set S, run one after another before v (a stream is first in first out), so
+   for every threshold t the jobs of v's stream released at ``t`` or later (a producer p
+   at s(p)) end after ``t`` plus their durations: ``ser(J) = max_t (t + sum_{x in J,
+   release(x) >= t} d(x))``, with t over the releases of J, bounds their end.  Sort v's
+   producers by f, largest first: p_1, ..., p_k.  Whatever S is, let j + 1 be the first
+   index not in S; then S holds p_1..p_j, p_{j+1} is on another stream, and
+   ``s(v) >= min_{j=0..k} max(f(p_{j+1}) + ev, ser({p_1..p_j} + W_{j+1}))`` with W_{j+1}
+   the wait released at ``f(p_{j+1}) + event_record_ns`` (the first term and the wait
+   absent for j = k).  Computed in topological order, the bound is ``max_v s(v) + d(v)``.
+   The return counts every op before it as a producer: an op on the default stream runs
+   before it, and one elsewhere is followed on its stream by a last op the return joins.
+   Above `_JOIN_FANIN` producers (`_RETURN_FANIN` for the return) a node takes only
+   ``max f(p)`` (still a bound).  Schedules that leave a cross-stream dependence to timing
+   alone are outside this term.
 
 Events, launch queues, waiting for peers or for cores, and cores held before a start only
 lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
