@@ -113,7 +113,7 @@ _MIN_TRIALS, _MAX_TRIALS = 4, 400
 _REFINED = 2
 # Issue-position moves: about this many simulated ops in all (at most the refinement's
 # trials), and each move's stream refinement at most this share of them.
-_REORDER_OPS, _REORDER_REFINE = 20_000, 16
+_REORDER_OPS, _REORDER_REFINE = 10_000, 16
 # List schedules with jittered priorities: at most this many, and about this many
 # planned ops in all, so that only small graphs get them; ranks move by up to
 # +-_JITTER of themselves, from a fixed seed (results stay deterministic).
@@ -711,17 +711,15 @@ def _reorder(
     the key; a kept move restarts the scan.  A move that would reorder two collectives is not
     made (every rank issues each group's collectives in the written order).
 
-    Only moves that can change the simulation are tried: the simulator reads the issue
-    order only through each stream's sequence and each core pool's order (as the oracle
-    argues), so of the places that leave the op at the same rank among the ops of its
-    stream and of its pool, one is tried.  Each move's refinement gets at most
-    `_REORDER_REFINE` of the trials, so that more moves are tried; at most `trials`
-    simulations in all."""
+    Each move's refinement gets at most a `_REORDER_REFINE`-th of the trials, so that more
+    moves are tried; at most `trials` simulations in all (the caller bounds them by the
+    program's size).  Every place is tried: a move that leaves the op's rank on its own
+    stream and core pool alone still matters once the refinement moves it to the stream
+    of an op it passed (a generated 8-op graph needs exactly that)."""
     order = list(result.order) if result.order is not None else list(range(len(prog)))
     if limits is None:
         limits = _written_limits(prog, hw)  # read once, not once per order tried
     known_limits: dict[tuple[int, str], int | None] = {}
-    pool = NodeCosts(prog, hw, limits=limits, cache=cache, profile=profile).pool
     best, _ = _judge_in_order(prog, hw, limits, profile, cache, known_limits, result, order)
     spent = 1
     per_move = max(_MIN_TRIALS, trials // _REORDER_REFINE)
@@ -738,7 +736,10 @@ def _reorder(
             low = max((position[p] + 1 for p, _ in prog.deps[node]), default=0)
             high = min((position[u] for u in users[node]), default=len(order))
             high = min(high, len(order) - 1)  # the return stays last
-            for target in _distinct_places(order, node, low, high, result.stream_of, pool):
+            here = position[node]
+            for target in range(low, high):
+                if target == here:
+                    continue
                 if spent >= trials:
                     break
                 moved = [n for n in order if n != node]
@@ -768,28 +769,6 @@ def _reorder(
     if order == list(range(len(prog))):
         return dataclasses.replace(result, order=None)
     return dataclasses.replace(result, order=order)
-
-
-def _distinct_places(
-    order: list[int], node: int, low: int, high: int, stream_of: Sequence[int], pool: Sequence[int]
-) -> Iterator[int]:
-    """The places in [low, high) (indices into `order` without `node`) that put `node` at
-    another rank among the ops of its stream or of its core pool than it has, one place
-    per rank pair, nearest first.  (Ops without a pool count as one more pool.)"""
-    others = [n for n in order if n != node]
-    here = order.index(node)
-
-    def same(n: int) -> bool:
-        return stream_of[n] == stream_of[node] or pool[n] == pool[node]
-
-    # Walking away from `node`, its ranks change only when it passes an op of its stream or
-    # pool: the place just beyond each such op is the one tried.
-    for target in range(here - 1, low - 1, -1):
-        if same(others[target]):
-            yield target
-    for target in range(here, high - 1):  # `node` stays before its first user
-        if same(others[target]):
-            yield target + 1
 
 
 def _list_schedules(
