@@ -35,7 +35,8 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    by written order and give streams only.
 3. **Judge.** Each candidate becomes a lowered compact program — the same
    minimal events `insert-events` would insert (`plan_events`), the core
-   limits `coreset-lower` would write — and is simulated on the device; the
+   limits `coreset-lower` would write, each group's collectives one after
+   another as `stream-partition` chains them — and is simulated on the device; the
    fastest wins (ties: fewer waits, then fewer streams, then the earlier
    candidate).  No IR is rewritten until the end.
 4. **Refine.** Local search from the winners of the two best issue orders,
@@ -51,8 +52,9 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    followed by a stream refinement in the new order, the pair kept if it
    lowers the key (an order can pay only once the streams follow it: on a
    generated 4-op graph the optimum needed both another default stream and
-   another order).  The number of trials of steps 4 and 5 is fixed by the
-   graph size (not by a clock), so results are deterministic and a 10k-op
+   another order; each move's refinement is capped, and the phase simulates
+   about 10k ops in all).  The number of trials of steps 4 and 5 is fixed by
+   the graph size (not by a clock), so results are deterministic and a 10k-op
    graph finishes in seconds.
 
 Ops inside a `coreset.limit` scope keep the written order: then every
