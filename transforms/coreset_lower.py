@@ -55,30 +55,35 @@ def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
 
 
 def inline_limits(module: ModuleOp) -> None:
-    """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s; then, in
-    each function that had a limit scope, point the later uses of each waited tensor at
-    the wait's result (`stream.bind_later_uses`), which the scopes hid.
-
-    A function without one was bound by `stream-partition` before any reissue; binding it
-    again after a mode issued its ops in another order would order after a wait's `dep`
-    an op that came before the wait as written (auto's judge did not count that
-    ordering, and the lowered program came out slower than judged)."""
-    inlined: set[Operation] = set()
-    for op in reversed(list(module.walk())):
+    """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s; then point
+    the later uses of each tensor waited on inside a scope at the wait's result
+    (`stream.bind_later_uses`), which the scope hid.  Waits outside every scope were
+    bound by `stream-partition` already (or are `chain_collectives`' own, which order
+    their collective alone); a chain wait inside a scope is bound here too, which
+    orders the later uses of its tensor after the previous collective as well: later,
+    never earlier, than the program asks."""
+    ops = list(module.walk())
+    hidden = {op for op in ops if isinstance(op, stream.WaitTensorOp) and _in_limit_scope(op)}
+    for op in reversed(ops):
         if isinstance(op, coreset.StreamLimitOp):
             block = op.parent_block()
             assert block is not None
             block.erase_op(op)
         elif isinstance(op, coreset.LimitOp):
-            func = op.parent_op()
-            while func is not None and not isinstance(func, FuncOp):
-                func = func.parent_op()
-            if func is not None:
-                inlined.add(func)
             scope.inline_scope(op)
     for func in module.ops:
-        if isinstance(func, FuncOp) and func in inlined:
-            stream.bind_later_uses(func)
+        if isinstance(func, FuncOp):
+            stream.bind_later_uses(func, hidden)
+
+
+def _in_limit_scope(op: Operation) -> bool:
+    """Whether `op` is nested in a `coreset.limit`."""
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, coreset.LimitOp):
+            return True
+        parent = parent.parent_op()
+    return False
 
 
 def _tags_used(root: Operation, decls: dict[str, str]) -> set[str]:
