@@ -19,7 +19,7 @@ from npuir.analysis.core_limits import ENGINES, CoreLimits, engines_used
 from npuir.analysis.events import lowered_program
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.manager import AnalysisManager, LoweredFunction
-from npuir.analysis.partition import Assignment, permuted
+from npuir.analysis.partition import Assignment, permuted, with_collective_chain
 from npuir.analysis.program import (
     NOT_PARTITIONED,
     NodeKind,
@@ -250,7 +250,8 @@ def assignment_hazard(
     prog: Program, assignment: Assignment, limits: Limits, hw: Hardware
 ) -> tuple[Operation, Operation] | None:
     """A hold-and-wait hazard of `prog` (un-partitioned) run as `assignment` says, ordered
-    as `insert-events` would order it: its holder and the other op, or None.
+    as `stream-partition` (its collective chain) and `insert-events` would order it: its
+    holder and the other op, or None.
 
     One check for every mode that places ops (`stream-partition` calls it on each mode's
     result; a search may call it on its candidates): a schedule with no hazard on any
@@ -258,6 +259,8 @@ def assignment_hazard(
     ordered before it (and done) or after it (and not needed by its peers)."""
     if not has_holder(prog):
         return None
+    # Every mode that places ops orders a group's collectives one after another.
+    prog = with_collective_chain(prog)
     if assignment.order is not None:
         prog = permuted(prog, assignment.order)
         assignment = Assignment(
