@@ -51,7 +51,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 
-from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.diagnostics import (
     Diagnostic,
     DiagnosticEngine,
@@ -64,9 +63,10 @@ from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
 from npuir.frontends.pt2 import Pt2Archive, exported_program, read_pt2
-from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
-from npuir.torchair._errors import fail, refused
-from npuir.torchair._graph import detached, element_type, tensor_type
+from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
+from npuir.frontends.torchair._errors import fail, refused
+from npuir.frontends.torchair._graph import detached, element_type, tensor_type
+from npuir.hardware import Hardware, HardwareError, load_hardware
 
 TORCH_IMPORT_WARNING = Kind("torch.import-warning")
 """Something the torch importer could not keep."""

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 
 from npuir.analysis.partition import Assignment, keep_collective_order, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
-from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import NodeCosts, SimCache
 from npuir.dialects.npu import NpuOp
+from npuir.hardware import Hardware
 from npuir.schedule.auto import Judge, LimitFn
 
 MAX_OPS = 8

@@ -31,9 +31,9 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from npuir.backends.npu.hardware import HardwareError, load_hardware
 from npuir.diagnostics import Kind
 from npuir.dialects import validation
+from npuir.hardware import HardwareError, load_hardware
 
 from ._errors import fail
 from ._graph import Graph, Tensor, building, current_graph

@@ -39,3 +39,34 @@ def test_the_package_names_load_on_first_use() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize(
+    "module", ["npuir.torchair", "npuir.frontends.torchair", "npuir.frontends.load"]
+)
+def test_an_importer_loads_only_the_ir_layers(module: str) -> None:
+    """The builder and the loader build IR with no pass, schedule, backend or driver
+    behind them (and without torch); `npuir.torchair.get_npu_backend` loads the driver
+    only when it is used."""
+    code = (
+        f"import sys, json, {module}; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('npuir', 'torch')))))"
+    )
+    loaded = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    above = (
+        "npuir.transforms",
+        "npuir.backends",
+        "npuir.schedule",
+        "npuir.passmanager",
+        "npuir.passes",
+        "npuir.registry",
+        "npuir.driver",
+        "npuir.tools",
+        "torch",
+    )
+    assert [m for m in loaded if m.startswith(above)] == []
+    assert "npuir.hardware" in loaded or module == "npuir.frontends.load"

@@ -12,7 +12,7 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.partition import Assignment, assign, permuted
 from npuir.analysis.program import NodeKind, Program, build_program
-from npuir.backends.npu.hardware import load_hardware
+from npuir.hardware import load_hardware
 from npuir.schedule.auto import BASELINES, Judge, assign_auto
 from npuir.schedule.bounds import program_bound
 from npuir.schedule.oracle import _labellings, exact_schedule, topological_orders
