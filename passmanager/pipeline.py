@@ -174,7 +174,7 @@ def _run_passes(
     verify_each: bool,
 ) -> None:
     manager = analyses(ctx)
-    manager.invalidate()
+    manager.reset()
     for p in passes:
         progress.phase(p.name)
         try:
