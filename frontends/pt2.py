@@ -72,8 +72,10 @@ PT2_UNSAFE = Kind("pt2.unsafe-entry")
 """A pickled entry, or a string torch would evaluate: refused, never read."""
 INPUT_TOO_LARGE = Kind("input.too-large")
 """An input that would take more than it may (a zip bomb, more than the host's memory)."""
-INPUT_TOO_DEEP = Kind("input.too-deep")
-"""Data nested deeper than `npuir.nesting.MAX_DATA_DEPTH`."""
+INPUT_TOO_DEEP = Kind(
+    "input.too-deep", "JSON nested more than {limit} levels deep (torch writes about 12)"
+)
+"""Data nested deeper than `npuir.nesting.MAX_DATA_DEPTH`; argument: `limit`."""
 
 MAX_ENTRIES = 100_000
 """Entries an archive may hold (torch writes a dozen plus one per weight)."""
@@ -249,12 +251,7 @@ class _Reader:
             column = where - (text.rfind("\n", 0, where) + 1) + 1
             location = SourceLocation(f"{self.path}/{self.root}{entry}", line, column)
             raise DiagnosticError(
-                Diagnostic(
-                    "error",
-                    f"JSON nested more than {MAX_JSON_DEPTH} levels deep (torch writes about 12)",
-                    location,
-                    kind=INPUT_TOO_DEEP.code,
-                )
+                Diagnostic.of("error", INPUT_TOO_DEEP, location, limit=MAX_JSON_DEPTH)
             )
         try:
             return json.loads(text)

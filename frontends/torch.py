@@ -68,12 +68,17 @@ from npuir.frontends.torchair._errors import fail, refused
 from npuir.frontends.torchair._graph import detached, element_type, tensor_type
 from npuir.hardware import Hardware, HardwareError, load_hardware
 
-TORCH_IMPORT_WARNING = Kind("torch.import-warning")
-"""Something the torch importer could not keep."""
-UNBALANCED_SCOPE = Kind("torch.unbalanced-scope")
+TORCH_IMPORT_WARNING = Kind(
+    "torch.import-warning",
+    "aten op '{aten_op}' has no npu op: {count} op(s) imported as npu.opaque (engine vector, "
+    "costed from its tensor sizes; no numeric kernel)",
+)
+"""An aten op the torch importer could not keep as an npu op; arguments: `aten_op`,
+`count` (how many of the model's ops)."""
+UNBALANCED_SCOPE = Kind("torch.unbalanced-scope", "air::scope_enter without a scope_exit")
 """An `air::scope_enter` without its `scope_exit`."""
-UNSUPPORTED_NODE = Kind("torch.unsupported-node")
-"""An FX node the importer cannot map."""
+UNSUPPORTED_NODE = Kind("torch.unsupported-node", "cannot import '{node}' ({target}): {reason}")
+"""An FX node the importer cannot map; arguments: `node`, `target`, `reason`."""
 
 SYM_DIMS = "torch.sym_dims"
 """Argument attribute: the symbol of each dim ("" for a static one)."""
@@ -291,26 +296,22 @@ class _Importer:
             except UnsupportedOp as exc:
                 loc = SourceLocation(where[0], where[1], 0) if where else None
                 raise TorchairError(
-                    Diagnostic(
+                    Diagnostic.of(
                         "error",
-                        f"cannot import '{node.name}' ({node.target}): {exc}",
+                        UNSUPPORTED_NODE,
                         loc,
-                        kind=UNSUPPORTED_NODE.code,
+                        node=node.name,
+                        target=str(node.target),
+                        reason=str(exc),
                     )
                 ) from None
         if self.scopes:
-            raise TorchairError(
-                Diagnostic(
-                    "error", "air::scope_enter without a scope_exit", kind=UNBALANCED_SCOPE.code
-                )
-            )
+            raise TorchairError(Diagnostic.of("error", UNBALANCED_SCOPE))
         for kind, places in self.opaque.items():
-            message = (
-                f"aten op '{kind}' has no npu op: {len(places)} op(s) imported as npu.opaque "
-                "(engine vector, costed from its tensor sizes; no numeric kernel)"
-            )
             self.warnings.append(
-                Diagnostic("warning", message, places[0], kind=TORCH_IMPORT_WARNING.code)
+                Diagnostic.of(
+                    "warning", TORCH_IMPORT_WARNING, places[0], aten_op=kind, count=len(places)
+                )
             )
         self.dim_ranges()
         return self.graph.module

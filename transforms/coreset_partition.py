@@ -209,11 +209,7 @@ class CoresetPartitionPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not module_streams(op):
             where = next(iter(scheduled_functions(op)), op)
-            raise error(
-                where,
-                "coreset-partition needs a partitioned module; run stream-partition first",
-                NOT_PARTITIONED,
-            )
+            raise error(where, NOT_PARTITIONED, needs="coreset-partition", unit="module")
         hw = device_of(op, self.hw)
         search = _Search(op, hw, read_profile(self.profile) if self.profile else None)
         hazards = search.hazards([])

@@ -140,11 +140,7 @@ class InsertEventsPass(ModulePass):
         limit = self._limit(op)
         for func in scheduled_functions(op):
             if not is_lowered(func) and _has_work(func):
-                raise error(
-                    func,
-                    "insert-events needs a partitioned function; run stream-partition first",
-                    NOT_PARTITIONED,
-                )
+                raise error(func, NOT_PARTITIONED, needs="insert-events", unit="function")
             if not streams:
                 continue  # no work and no streams: nothing to order
             prog = build_program(func, streams)
