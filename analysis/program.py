@@ -202,9 +202,7 @@ def waited_value(value: SSAValue) -> SSAValue:
         if isinstance(owner, stream.WaitTensorOp):
             value = owner.tensor
         elif isinstance(owner, ScopeOp):
-            term = owner.body.block.last_op
-            assert term is not None
-            value = term.operands[value.index]
+            value = owner.source_of(value)
         else:
             break
     return value

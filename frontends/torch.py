@@ -66,7 +66,7 @@ from npuir.frontends.pt2 import Pt2Archive, exported_program, read_pt2
 from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
 from npuir.frontends.torchair._errors import fail, refused
 from npuir.frontends.torchair._graph import detached, element_type, tensor_type
-from npuir.hardware import Hardware, HardwareError, load_hardware
+from npuir.hardware import known_device
 
 TORCH_IMPORT_WARNING = Kind(
     "torch.import-warning",
@@ -239,7 +239,7 @@ class _Importer:
                 self.graph.open_scope(tag=tag, priority=priority)
                 opened += 1
             if _air.AICORE_NUM in attrs or _air.VECTORCORE_NUM in attrs:
-                hw = self.hardware()
+                hw = known_device(self.graph.target)
                 counts = tuple(
                     validation.core_count(
                         key,
@@ -260,14 +260,6 @@ class _Importer:
         except validation.ValidationError as exc:
             raise refused(exc) from None
         self.scopes.append(opened)
-
-    def hardware(self) -> Hardware | None:
-        """The target device, whose core counts bound a limit (None: an unknown target,
-        checked by `coreset-lower` instead)."""
-        try:
-            return load_hardware(self.graph.target)
-        except HardwareError:
-            return None
 
     def scope_exit(self, *args: Any) -> None:
         if not self.scopes:

@@ -57,6 +57,7 @@ __all__ = [
     "VECTOR_DTYPES",
     "Hardware",
     "HardwareError",
+    "known_device",
     "load_hardware",
 ]
 
@@ -488,6 +489,16 @@ def load_hardware(spec: str | os.PathLike[str]) -> Hardware:
         f"unknown hardware preset {text!r}; valid presets: {', '.join(PRESETS)} "
         "(or give the path of a .toml file)"
     )
+
+
+def known_device(spec: str | os.PathLike[str]) -> Hardware | None:
+    """The device `spec` names, or None when it names none npuir can load: what an importer
+    checks a `limit_core_num` against while it builds IR (an unknown target is reported
+    by `coreset-lower`, which checks the counts against the device the pipeline is given)."""
+    try:
+        return load_hardware(spec)
+    except HardwareError:
+        return None
 
 
 MAX_HARDWARE_FILE = 1 << 20
