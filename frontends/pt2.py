@@ -169,6 +169,13 @@ class _Reader:
         where = SourceLocation(f"{self.path}/{self.root}{entry}", line, column)
         return DiagnosticError(Diagnostic("error", message, where, kind=kind.code))
 
+    def unreadable(self, reason: str) -> DiagnosticError:
+        """The archive itself cannot be opened (`input.unreadable`)."""
+        where = SourceLocation(self.path, 1, 0)
+        return DiagnosticError(
+            Diagnostic.of("error", INPUT_ERROR, where, action="load", path=self.path, reason=reason)
+        )
+
     def _position(self, entry: str, needle: str) -> tuple[int, int]:
         try:
             text = self.zip.read(self.root + entry).decode("utf-8", "replace")
@@ -188,13 +195,9 @@ class _Reader:
             self.zip: zipfile.ZipFile = zipfile.ZipFile(source)
             infos = self.zip.infolist()
         except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise self.fail(f"cannot load '{self.path}': {reason}", kind=INPUT_ERROR) from None
+            raise self.unreadable(exc.strerror or str(exc)) from None
         except (zipfile.BadZipFile, ValueError, EOFError, RuntimeError) as exc:
-            raise self.fail(
-                f"cannot load '{self.path}': not a torch.export archive (a zip file): {exc}",
-                kind=INPUT_ERROR,
-            ) from None
+            raise self.unreadable(f"not a torch.export archive (a zip file): {exc}") from None
         if len(infos) > MAX_ENTRIES:
             raise self.fail(
                 f"the archive has {len(infos)} entries, more than {MAX_ENTRIES}",

@@ -61,6 +61,7 @@ STRUCTURED = [
     "npuir.analysis.partition",
     "npuir.verifier",
     "npuir.parsing",
+    "npuir.frontends.load",
     "npuir.frontends.protobuf_text",
     "npuir.frontends.torch",
 ]
