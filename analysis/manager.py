@@ -45,7 +45,8 @@ class AnalysisManager:
         self._cache: dict[tuple[Hashable, ...], Any] = {}
         self._provided: dict[tuple[Hashable, ...], Any] = {}
         self.computed = 0
-        """How many analyses were computed (a cache miss each), for tests and benchmarks."""
+        """How many analyses were made: computed on a cache miss, or provided by the pass that
+        made them (`provide`); for tests and benchmarks."""
 
     def get(self, factory: Callable[..., T], *args: Hashable) -> T:
         key = (factory, *args)
@@ -62,6 +63,7 @@ class AnalysisManager:
         knows the program graph of what it wrote) gives it to the passes after it.  It
         takes effect when the pass ends, and survives that pass's invalidation."""
         self._provided[(factory, *args)] = value
+        self.computed += 1
 
     def reset(self) -> None:
         """Forget everything, what a failed pass provided too (a pipeline starts so)."""
