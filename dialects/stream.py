@@ -276,6 +276,10 @@ def bind_later_uses(func: Operation) -> None:
         parent = wait.parent_op()
         limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
         for use in list(wait.tensor.uses):
+            if isinstance(use.operation, WaitTensorOp) and use.index == 1:
+                # Another wait's `dep` names a producer, not a use of the tensor: pointing
+                # it here would order that wait's users after this wait's `dep` too.
+                continue
             at = pos.get(use.operation, -1)
             if pos[wait] < at <= limit:
                 use.operation.operands[use.index] = wait.result
