@@ -414,9 +414,10 @@ class _Search:
             moves = [
                 self.judge(current.fitted.assignment, o) for o in _orderings(current, self.writable)
             ]
-            current = _cheapest(current, moves, self.fits, self.favor)
-            if current is None:
+            step = _cheapest(current, moves, self.fits, self.favor)
+            if step is None:
                 return
+            current = step
 
 
 def fit_budget(
