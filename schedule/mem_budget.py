@@ -155,10 +155,10 @@ def _planned(
 _PAIRS_FROM = 4
 """Merges are tried between the streams holding the most bytes of the peak, this many."""
 
-_PEAK_BUFFERS = 8
+_PEAK_BUFFERS = 12
 """Orderings are tried between the largest buffers of the peak, this many."""
 
-_ORDERINGS_TRIED = 6
+_ORDERINGS_TRIED = 10
 """Orderings judged per step of a descent (the pairs that could share most bytes)."""
 
 _DESCENT_STEPS = 16
