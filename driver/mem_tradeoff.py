@@ -7,11 +7,13 @@ favor=min-peak-memory}` would: from `auto`'s unconstrained assignment, orderings
 at the peak and stream merges down to one stream, every candidate planned and
 simulated (one rank, as `auto` judges an SPMD program).  The points no other
 candidate beats on both makespan and planned peak are the Pareto front, fastest
-first; the last is the smallest plan the search found.
+first; the last is the smallest plan the search found.  The descents by orderings
+stop after `MAX_TRIALS` candidates (the merges do not), so the front of a large
+program rests mostly on merges.
 
 Only a function with static argument shapes and no gears has one plan to show
-(a geared one has a plan per gear, a dynamic one none); for others the front is
-empty.
+(a geared one has a plan per gear, a dynamic one none), and only up to `MAX_OPS`
+ops; for others the front is empty.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ from npuir.schedule.mem_budget import BudgetError, Favor, fit_budget
 
 MAX_STREAMS = 8
 """`auto`'s stream cap, as `stream-partition`'s default."""
+MAX_OPS = 1000
+"""Above this many ops no front is computed: `auto` and every candidate's plan and
+simulation grow with the function (about 13 s CPU at 1,000 ops of `bench`'s random DAG)."""
+MAX_TRIALS = 40
+"""Candidates judged before the descents by orderings stop (the merges go on): each is a
+plan and a simulation of the whole function, and advice should stay quick."""
 
 
 @dataclass(frozen=True)
@@ -68,13 +76,23 @@ def memory_tradeoff(module: ModuleOp, entry: str, hw: str | None) -> list[Point]
     hardware = device_of(module, hw)
     limits = limit_fn(CoreLimits(module, hardware).run())
     prog = build_program(func)
+    if len(prog) > MAX_OPS:
+        return []
     unpinned: list[str | None] = [None] * len(prog)
     strategies = {**STRATEGIES, **cost_strategies(hardware, limits)}
     start = assign(Mode.AUTO, prog, unpinned, {}, MAX_STREAMS, strategies=strategies)
     budget = parse_budget("hbm", hardware.hbm_bytes, argument_bytes(func))
     try:
         search = fit_budget(
-            prog, start, unpinned, hardware, limits, budget, Favor.MIN_PEAK_MEMORY, f"@{entry}"
+            prog,
+            start,
+            unpinned,
+            hardware,
+            limits,
+            budget,
+            Favor.MIN_PEAK_MEMORY,
+            f"@{entry}",
+            max_trials=MAX_TRIALS,
         )
     except BudgetError:
         return []

@@ -320,12 +320,21 @@ def _orderings(judged: _Judged, writable: _Writable) -> list[tuple[Ordering, ...
 
 @dataclass
 class _Judged:
-    """A candidate with its plan, its lowered program's origins and its peak's antichain."""
+    """A candidate with its plan, its lowered program's origins and (when asked for) its
+    peak's antichain."""
 
     fitted: Fitted
     plan: FunctionPlan
     origin: list[int]
-    chain: Antichain
+    _chain: Antichain | None = None
+
+    @property
+    def chain(self) -> Antichain:
+        """The heaviest antichain of the plan's buffers (a maximum flow: computed once,
+        only for the candidates a move starts from)."""
+        if self._chain is None:
+            self._chain = antichain_bound(self.plan.lifetimes)
+        return self._chain
 
 
 def _cheapest(
@@ -353,9 +362,16 @@ class _Search:
     """Plans and simulates candidates of one program, keeping every one it judged."""
 
     def __init__(
-        self, prog: Program, hw: Hardware, limits: LimitFn | None, budget: int, favor: Favor
+        self,
+        prog: Program,
+        hw: Hardware,
+        limits: LimitFn | None,
+        budget: int,
+        favor: Favor,
+        max_trials: int | None = None,
     ) -> None:
         self.prog = prog
+        self.max_trials = max_trials
         self.hw = hw
         self.budget = budget
         self.favor = favor
@@ -383,7 +399,7 @@ class _Search:
         streams = len(set(assignment.stream_of[: len(self.prog)]))
         fitted = Fitted(assignment, fp.peak, span, streams, orderings)
         self.tried.append(fitted)
-        judged = self._seen[key] = _Judged(fitted, fp, origin, antichain_bound(fp.lifetimes))
+        judged = self._seen[key] = _Judged(fitted, fp, origin)
         return judged
 
     def fits(self, f: Fitted) -> bool:
@@ -403,6 +419,8 @@ class _Search:
         current = state
         for _ in range(_DESCENT_STEPS):
             if self.fits(current.fitted) and self.favor is Favor.MAX_CONCURRENCY:
+                return
+            if self.max_trials is not None and len(self.tried) >= self.max_trials:
                 return
             best = self.best_fitting()
             if (
@@ -430,10 +448,13 @@ def fit_budget(
     favor: Favor = Favor.MAX_CONCURRENCY,
     name: str = "the function",
     orderings: bool = True,
+    max_trials: int | None = None,
 ) -> BudgetSearch:
     """The candidate to keep and all judged (see the module docstring); raises
-    `BudgetError`.  Without `orderings`, only merges are tried."""
-    search = _Search(prog, hw, limits, budget, favor)
+    `BudgetError`.  Without `orderings`, only merges are tried; with `max_trials`, no
+    descent by orderings starts a step once that many candidates have been judged (the
+    merges still go down to one stream)."""
+    search = _Search(prog, hw, limits, budget, favor, max_trials)
     last_plan: FunctionPlan | None = None
     starts = [assignment]
     if assignment.order is not None:
