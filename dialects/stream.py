@@ -281,6 +281,8 @@ def bind_later_uses(func: Operation) -> None:
                 # it here would order that wait's users after this wait's `dep` too.
                 continue
             at = pos.get(use.operation, -1)
+            if isinstance(use.operation, WaitTensorOp) and use.index == 1:
+                continue  # a later wait *after* the tensor waits for its producer, not a use
             if pos[wait] < at <= limit:
                 use.operation.operands[use.index] = wait.result
 
