@@ -276,10 +276,6 @@ def bind_later_uses(func: Operation) -> None:
         parent = wait.parent_op()
         limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
         for use in list(wait.tensor.uses):
-            if isinstance(use.operation, WaitTensorOp) and use.index == 1:
-                # Another wait's `dep` names a producer, not a use of the tensor: pointing
-                # it here would order that wait's users after this wait's `dep` too.
-                continue
             at = pos.get(use.operation, -1)
             if isinstance(use.operation, WaitTensorOp) and use.index == 1:
                 continue  # a later wait *after* the tensor waits for its producer, not a use
