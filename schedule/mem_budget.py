@@ -57,7 +57,7 @@ from npuir.analysis.events import lowered_program
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.mem_planners import FunctionPlan, over_budget, plan_program
 from npuir.analysis.memory import Antichain, antichain_bound
-from npuir.analysis.partition import Assignment, permuted
+from npuir.analysis.partition import Assignment, permuted, with_collective_chain
 from npuir.analysis.program import DepKind, NodeKind, Program, waited_value
 from npuir.backends.npu.hardware import Hardware
 from npuir.dialects import stream
@@ -144,7 +144,9 @@ def _planned(
     prog: Program, assignment: Assignment, orderings: Sequence[Ordering]
 ) -> tuple[FunctionPlan, list[int]]:
     """The plan, and per node of its lowered program the node of `prog` (or -1)."""
-    ordered, local = _in_issue_order(with_orderings(prog, orderings), assignment)
+    # As `auto` judges it and `stream-partition` lowers it: each group's collectives chained.
+    chained = with_collective_chain(with_orderings(prog, orderings))
+    ordered, local = _in_issue_order(chained, assignment)
     lowered, origin = lowered_program(ordered, local)
     if assignment.order is not None:
         order = assignment.order
