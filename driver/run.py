@@ -45,7 +45,6 @@ from npuir.backends.npu.groups import (
     mismatched_pairs,
     partial_groups,
 )
-from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.memory import imas_line, memory_report
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
@@ -60,6 +59,7 @@ from npuir.dialects.shapes import RetypeError, specialise
 from npuir.driver.npz import read_arrays
 from npuir.frontends.load import Source, load_source, read, source_of_text, state_arrays
 from npuir.frontends.pt2 import STATE_ATTR
+from npuir.hardware import Hardware, HardwareError, load_hardware
 from npuir.host import available_bytes, gib
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
@@ -72,8 +72,13 @@ INPUT_DTYPE = Kind("input.dtype-mismatch")
 """An input array whose dtype the argument does not take."""
 INPUT_MISSING = Kind("input.missing-array")
 """An inputs file without an array the program needs."""
-STATE_MISSING = Kind("input.missing-state")
-"""A `.pt2` argument marked as the program's state (`torch.state`) that the archive lacks."""
+STATE_MISSING = Kind(
+    "input.missing-state",
+    "argument {index} of @{function} is the program's state '{state}', which '{path}' does "
+    "not hold",
+)
+"""A `.pt2` argument marked as the program's state (`torch.state`) that the archive lacks;
+arguments: `index`, `function`, `state`, `path`."""
 EMPTY_AXIS = Kind("input.empty-axis")
 """An argument that indexes an empty axis."""
 HW_INVALID = Kind("hw.invalid")
@@ -146,6 +151,9 @@ class RunConfig:
     mem_budget: str | None = None
     """Lower with `auto` under this memory budget (`budget_pipeline`) instead of
     `npu-default`; bytes (`64MiB`) or `hbm`."""
+    favor: str | None = None
+    """With `mem_budget`: what `auto` keeps among the schedules that fit,
+    `max-concurrency` (the fastest, the default) or `min-peak-memory` (the smallest plan)."""
     timing_only: bool = False
     profile: str | None = None
     """An op-summary CSV whose durations and block dims replace the cost model's for the
@@ -463,9 +471,11 @@ def state_inputs(func: FuncOp, state: Mapping[str, Array], path: str) -> dict[in
         if value is None:
             raise error(
                 func,
-                f"argument {index} of @{func.sym_name.data} is the program's state "
-                f"'{name.data}', which '{path}' does not hold",
                 STATE_MISSING,
+                index=index,
+                function=func.sym_name.data,
+                state=name.data,
+                path=path,
             )
         out[index] = _given_input(path, f"state {name.data}", np.asarray(value), func, index, ty)
     return out
@@ -752,11 +762,12 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
     return ctx, module, original, hw, names, funcs, given, shapes, state
 
 
-def budget_pipeline(budget: str) -> str:
-    """`npu-default` with `auto` choosing the streams under a memory budget, and the plan
-    checked against it."""
+def budget_pipeline(budget: str, favor: str = "max-concurrency") -> str:
+    """`npu-default` with `auto` choosing the streams under a memory budget (keeping what
+    `favor` names among the schedules that fit), and the plan checked against it."""
     return (
-        f"gear-multiversion,stream-partition{{mode=auto mem-budget={budget}}},coreset-lower,"
+        f"gear-multiversion,stream-partition{{mode=auto mem-budget={budget} favor={favor}}},"
+        "coreset-lower,"
         f"insert-events,coreset-check,sync-verify,mem-plan{{budget={budget}}},mem-verify"
     )
 
@@ -764,13 +775,15 @@ def budget_pipeline(budget: str) -> str:
 def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> list[Diagnostic]:
     """Lower `module` as `config` asks; the passes' warnings."""
     pipeline = config.pipeline
+    if config.favor is not None and config.mem_budget is None:
+        raise UsageError("--favor chooses among the schedules that fit --mem-budget: give both")
     if config.mem_budget is not None:
         if pipeline is not None:
             raise UsageError(
                 "--mem-budget chooses the pipeline (auto under the budget); with --pipeline, "
                 "give stream-partition{mode=auto mem-budget=...} in it instead"
             )
-        pipeline = budget_pipeline(config.mem_budget)
+        pipeline = budget_pipeline(config.mem_budget, config.favor or "max-concurrency")
     try:
         _lower(ctx, module, pipeline, config.hw)
     except DiagnosticError as exc:

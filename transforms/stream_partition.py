@@ -24,6 +24,7 @@ any rank cannot deadlock on cores; the written program runs as the user ran it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, get_args
 
@@ -64,25 +65,54 @@ from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.core_check import assignment_hazard, has_holder
 from npuir.schedule.device import device_of
-from npuir.schedule.mem_budget import BudgetError, Favor, fit_budget
+from npuir.schedule.mem_budget import BudgetError, Favor, Ordering, fit_budget
 
-PARTITION_FAILED = Kind("stream.partition-failed")
-"""The partition cannot be built."""
-MAX_STREAMS = Kind("stream.max-streams")
-"""A user label needs a stream beyond max-streams."""
-DYNAMIC_SINGLE = Kind("stream.dynamic-single-stream")
-"""A dynamic-shape function runs on one stream."""
-SINGLE_STREAM_CONFLICT = Kind("stream.single-stream-conflict")
-"""Single-stream mode meets a user stream label."""
-AUTO_OVER_BUDGET = Kind("stream.over-memory-budget")
-"""No schedule auto can find, one stream included, fits the memory budget."""
-DEFAULT_PRIORITY = Kind("stream.default-priority")
-"""The default stream given a priority other than its fixed one."""
-COLLECTIVE_HAZARD = Kind("stream.hold-and-wait-kept-written")
+PARTITION_FAILED = Kind("stream.partition-failed", "{reason}")
+"""The partition cannot be built; `reason` is what the mode's assignment refused, `mode`
+the mode."""
+MAX_STREAMS = Kind(
+    "stream.max-streams",
+    'the stream label "{tag}" needs a stream beyond max-streams={max_streams} (the default '
+    "stream counts)",
+)
+"""A user label needs a stream beyond max-streams; arguments: `tag`, `max_streams`."""
+DYNAMIC_SINGLE = Kind(
+    "stream.dynamic-single-stream",
+    "@{function} has dynamic-shape arguments and runs on one stream; {dropped} "
+    "(dynamic-multi-stream=true {keeps})",
+)
+"""A dynamic-shape function runs on one stream; arguments: `function`, `mode` (the one
+asked for), `labels` (whether its stream labels are what is dropped) and the words for
+them, `dropped` / `keeps`."""
+SINGLE_STREAM_CONFLICT = Kind(
+    "stream.single-stream-conflict",
+    'single-stream mode conflicts with the stream label "{tag}" (remove the scope, or pass '
+    "ignore-tags=true)",
+)
+"""Single-stream mode meets a user stream label; argument: `tag`."""
+AUTO_OVER_BUDGET = Kind("stream.over-memory-budget", "{reason}")
+"""No schedule auto can find, one stream included, fits the memory budget; `reason` says by
+how much, `budget` is the budget in bytes."""
+DEFAULT_PRIORITY = Kind(
+    "stream.default-priority",
+    'stream "{tag}" is given priority {priority} here, but the default stream\'s priority is '
+    "fixed at {fixed}; drop the priority or use another tag",
+)
+"""The default stream given a priority other than its fixed one; arguments: `tag`,
+`priority`, `fixed`."""
+COLLECTIVE_HAZARD = Kind(
+    "stream.hold-and-wait-kept-written",
+    "mode={mode} lets {holder} in @{function} hold cores while it waits, beside {other} on "
+    "another stream that needs some of them: a schedule that can deadlock across ranks; the "
+    "module keeps its written streams and order",
+)
 """A mode's schedule let an op that holds cores while it waits (an aiv collective, a
-full_core_sync op) run beside an op it can starve; the module keeps its written streams."""
+full_core_sync op) run beside an op it can starve; the module keeps its written streams.
+Arguments: `mode`, `holder`, `other` (the two ops), `function`."""
 
-_Plan = tuple[FuncOp, Program, Mode, bool, tuple[Assignment, list[str | None]]]
+_Planned = tuple[Assignment, list[str | None], tuple[Ordering, ...]]
+"""A mode's assignment, the tags it pinned ops to, the orderings a memory budget added."""
+_Plan = tuple[FuncOp, Program, Mode, bool, _Planned]
 """A function, its program, the mode it gets, whether tags count, and the assignment."""
 
 
@@ -114,18 +144,9 @@ class StreamTable:
                 # Nothing else set it: the default stream's priority is the fixed one
                 # every function's unscoped ops and `func.return` run at.
                 raise error(
-                    where,
-                    f'stream "{tag}" is given priority {priority} here, but the default '
-                    f"stream's priority is fixed at {info.priority}; drop the priority or "
-                    "use another tag",
-                    DEFAULT_PRIORITY,
+                    where, DEFAULT_PRIORITY, tag=tag, priority=priority, fixed=info.priority
                 )
-            raise error(
-                where,
-                f'stream "{tag}" is given priority {priority} here but {info.priority} '
-                "elsewhere; one stream has one priority",
-                PRIORITY_CONFLICT,
-            )
+            raise error(where, PRIORITY_CONFLICT, tag=tag, priority=priority, other=info.priority)
         ref = self._refs.get(info.symbol)
         if ref is None:
             ref = self._refs[info.symbol] = SymbolRefAttr(info.symbol)
@@ -179,6 +200,24 @@ def chain_collectives(func: FuncOp) -> int:
         op.operands[0] = wait.result
         added += 1
     return added
+
+
+def write_orderings(prog: Program, orderings: Sequence[Ordering]) -> None:
+    """Spell each ordering the memory budget added (`npuir.schedule.mem_budget`) as a
+    `stream.wait_tensor` right before its later op, on the operand the search chose, after
+    its earlier op's first result, on the later op's stream.  Runs on the partitioned,
+    flattened function, once its ops are in their issue order."""
+    for o in orderings:
+        op, before = prog.ops[o.after], prog.ops[o.before]
+        block = op.parent_block()
+        assert block is not None
+        wait = stream.WaitTensorOp(op.operands[o.operand], before.results[0])
+        wait.location = op.location
+        on = op.attributes.get(stream.STREAM_ON)
+        if on is not None:
+            wait.attributes[stream.STREAM_ON] = on
+        block.insert_op_before(wait, op)
+        op.operands[o.operand] = wait.result
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -328,8 +367,8 @@ class StreamPartitionPass(ModulePass):
     mem_budget: str | None = option(
         None,
         "'auto' only: the most bytes the memory plan may take, as a byte count (64MiB, 2GiB) "
-        "or hbm (the device's HBM less the function's arguments); streams are merged at the "
-        "peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
+        "or hbm (the device's HBM less the function's arguments); ops are ordered and streams "
+        "merged at the peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
     )
     favor: Literal["max-concurrency", "min-peak-memory"] = option(
         "max-concurrency",
@@ -357,12 +396,7 @@ class StreamPartitionPass(ModulePass):
         for func, prog in programs:
             first = next(iter(prog.scopes.values()), None)
             if requested is Mode.SINGLE and not self.ignore_tags and first is not None:
-                raise error(
-                    first,
-                    f'single-stream mode conflicts with the stream label "{first.tag_name}" '
-                    "(remove the scope, or pass ignore-tags=true)",
-                    SINGLE_STREAM_CONFLICT,
-                )
+                raise error(first, SINGLE_STREAM_CONFLICT, tag=first.tag_name)
             mode = requested
             use_tags = mode.uses_tags and not self.ignore_tags
             if (
@@ -371,21 +405,19 @@ class StreamPartitionPass(ModulePass):
                 and _has_dynamic_args(func)
             ):
                 name = func.sym_name.data
-                if use_tags and first is not None:
+                labels = use_tags and first is not None
+                if labels or mode is not Mode.USER:
                     remark(
                         ctx,
                         func,
-                        f"@{name} has dynamic-shape arguments and runs on one stream; its stream "
-                        "labels are ignored (dynamic-multi-stream=true honours them)",
                         DYNAMIC_SINGLE,
-                    )
-                elif mode is not Mode.USER:
-                    remark(
-                        ctx,
-                        func,
-                        f"@{name} has dynamic-shape arguments and runs on one stream; mode={mode} "
-                        "is not applied (dynamic-multi-stream=true applies it)",
-                        DYNAMIC_SINGLE,
+                        function=name,
+                        mode=str(mode),
+                        labels=labels,
+                        dropped="its stream labels are ignored"
+                        if labels
+                        else f"mode={mode} is not applied",
+                        keeps="honours them" if labels else "applies it",
                     )
                 mode, use_tags = Mode.SINGLE, False
             plans.append(
@@ -394,8 +426,8 @@ class StreamPartitionPass(ModulePass):
         hazard = self._hazard(op, plans)
         if hazard is not None:
             plans = self._written(ctx, requested, plans, hazard, how)
-        for func, prog, mode, use_tags, (result, pinned) in plans:
-            self._partition(func, prog, mode, use_tags, table, result, pinned)
+        for func, prog, mode, use_tags, (result, pinned, orderings) in plans:
+            self._partition(func, prog, mode, use_tags, table, result, pinned, orderings)
         self._declare(op, table)
 
     def _hazard(
@@ -404,7 +436,7 @@ class StreamPartitionPass(ModulePass):
         """The first function whose partition lets an op that holds cores while it waits
         run beside another it can starve, where the mode made that choice (it places
         ops): the function and the two ops."""
-        placed = [(f, p, r) for f, p, m, _, (r, _) in plans if m.places_ops and has_holder(p)]
+        placed = [(f, p, r) for f, p, m, _, (r, _, _) in plans if m.places_ops and has_holder(p)]
         if not placed:
             return None
         hardware = device_of(module, self.hw)
@@ -435,11 +467,11 @@ class StreamPartitionPass(ModulePass):
         remark(
             ctx,
             holder,
-            f"mode={requested} lets {_describe(holder)} in @{func.sym_name.data} hold cores "
-            f"while it waits, beside {_describe(other)} on another stream that needs some of "
-            "them: a schedule that can deadlock across ranks; the module keeps its written "
-            "streams and order",
             COLLECTIVE_HAZARD,
+            mode=str(requested),
+            holder=_describe(holder),
+            other=_describe(other),
+            function=func.sym_name.data,
         )
         out: list[_Plan] = []
         for f, prog, mode, use_tags, planned in plans:
@@ -457,20 +489,16 @@ class StreamPartitionPass(ModulePass):
         use_tags: bool,
         reserved: set[str],
         strategies: dict[Mode, Strategy],
-    ) -> tuple[Assignment, list[str | None]]:
-        """`mode`'s assignment of `prog` and the tags it pinned ops to."""
+    ) -> _Planned:
+        """`mode`'s assignment of `prog`, the tags it pinned ops to and the orderings a
+        memory budget added."""
         pinned: list[str | None] = [None] * len(prog)
         priorities: dict[str, int] = {}
         if use_tags:
             pinned, priorities = pinned_tags(prog)
             over = _first_scope_over(prog, self.max_streams)
             if over is not None:
-                raise error(
-                    over,
-                    f'the stream label "{over.tag_name}" needs a stream beyond max-streams='
-                    f"{self.max_streams} (the default stream counts)",
-                    MAX_STREAMS,
-                )
+                raise error(over, MAX_STREAMS, tag=over.tag_name, max_streams=self.max_streams)
         try:
             result = assign(
                 mode,
@@ -483,10 +511,11 @@ class StreamPartitionPass(ModulePass):
                 strategies=strategies,
             )
         except ValueError as exc:
-            raise error(func, str(exc), PARTITION_FAILED) from None
+            raise error(func, PARTITION_FAILED, reason=str(exc), mode=str(mode)) from None
+        orderings: tuple[Ordering, ...] = ()
         if self.mem_budget is not None and mode is Mode.AUTO:
-            result = self._fit_budget(func, prog, result, pinned)
-        return result, pinned
+            result, orderings = self._fit_budget(func, prog, result, pinned)
+        return result, pinned, orderings
 
     def _partition(
         self,
@@ -497,6 +526,7 @@ class StreamPartitionPass(ModulePass):
         table: StreamTable,
         result: Assignment,
         pinned: list[str | None],
+        orderings: tuple[Ordering, ...],
     ) -> None:
         """Write `result` into `func`: streams on every op, scopes flattened, the order."""
         scopes = prog.scopes if use_tags else {}
@@ -514,11 +544,13 @@ class StreamPartitionPass(ModulePass):
             reissue(func, prog, result.order)
         if mode.places_ops:
             chain_collectives(func)
+        write_orderings(prog, orderings)
 
     def _fit_budget(
         self, func: FuncOp, prog: Program, result: Assignment, pinned: list[str | None]
-    ) -> Assignment:
-        """`result`, or the fastest merge of its streams whose memory plan fits the budget."""
+    ) -> tuple[Assignment, tuple[Ordering, ...]]:
+        """`result`, or the fastest schedule near it (orderings added at the peak, streams
+        merged) whose memory plan fits the budget."""
         assert self.mem_budget is not None
         module = func.get_toplevel_object()
         assert isinstance(module, ModuleOp)
@@ -526,7 +558,7 @@ class StreamPartitionPass(ModulePass):
         budget = parse_budget(self.mem_budget, hardware.hbm_bytes, argument_bytes(func))
         limits = limit_fn(CoreLimits(module, hardware).run())
         try:
-            fitted = fit_budget(
+            found = fit_budget(
                 prog,
                 result,
                 pinned,
@@ -537,8 +569,8 @@ class StreamPartitionPass(ModulePass):
                 f"@{func.sym_name.data}",
             )
         except BudgetError as exc:
-            raise error(func, str(exc), AUTO_OVER_BUDGET) from None
-        return fitted.assignment
+            raise error(func, AUTO_OVER_BUDGET, reason=str(exc), budget=budget) from None
+        return found.best.assignment, found.best.orderings
 
     @staticmethod
     def _declare(module: ModuleOp, table: StreamTable) -> None:
