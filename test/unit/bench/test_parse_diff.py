@@ -35,8 +35,23 @@ def test_benchmark_programs_read_the_same() -> None:
     assert not found, _report(found)
 
 
+def test_nested_scopes_read_the_same() -> None:
+    found = list(parse_diff.differences(parse_diff.nested_inputs()))
+    assert not found, _report(found)
+
+
+def test_scope_edits_read_the_same() -> None:
+    inputs = list(parse_diff.scope_inputs())
+    assert len(inputs) == len(parse_diff.SCOPE_EDITS)
+    found = list(parse_diff.differences(iter(inputs)))
+    assert not found, _report(found)
+    # Both kinds: edits the parsers accept and edits they refuse.
+    kinds = {parse_diff.outcome(text, "fast")[0] for _, text in inputs}
+    assert {"ok", "error"} <= kinds
+
+
 def test_fuzzed_inputs_read_the_same() -> None:
-    found = list(parse_diff.differences(parse_diff.fuzz_inputs(150, seed=7)))
+    found = list(parse_diff.differences(parse_diff.fuzz_inputs(100, seed=7)))
     assert not found, _report(found)
 
 
