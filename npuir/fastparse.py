@@ -79,6 +79,8 @@ _REGION_HEADER = re.compile(
 """The generic form of an op with regions up to its region list, which starts on this
 line (`%a, %b = "stream.switch"() <{tag = "1", priority = 0 : i64}> (`): no operands,
 successors or `%name:N` results."""
+_CUSTOM_REGION_HEADER = re.compile(rf"{_RESULTS}(?P<name>[A-Za-z_][A-Za-z0-9_$.]*)(?=[ \t])")
+"""The results and name of an op in custom form (`%k, %v = stream.switch `)."""
 _REGION_TRAILER = re.compile(
     rf"(?P<attrs>{_ATTRS})?{_WS}:{_WS}\({_WS}\){_WS}->{_WS}"
     rf"(?:\((?P<outs>{_TYPES})?\)|(?P<out>{_TYPE}))"
@@ -220,12 +222,14 @@ def _custom_shape(cls: type[Operation]) -> _OpShape | None:
 
 
 class RegionOpHeader(NamedTuple):
-    """The generic form of an op with regions, read up to its region list."""
+    """The start of an op with regions: in generic form up to its region list, in
+    custom form up to what its own `parse` reads."""
 
     cls: type[Operation]
     results: list[Span[str]]
     """Where each result's name (`%name`) is written."""
-    properties: dict[str, Attribute]
+    properties: dict[str, Attribute] | None
+    """The generic form's properties; None in custom form."""
 
 
 class OpLineReader:
@@ -431,31 +435,45 @@ class OpLineReader:
         return op
 
     def region_op_header(self, parser: LocatingParser, start: int) -> RegionOpHeader | None:
-        """The generic form of a registered op with regions, whose text starts at `start`
-        (the parser's current token), read up to its region list (the parser at its
-        `(`); or None, with nothing consumed.
+        """The start of an op with regions whose text starts at `start` (the parser's
+        current token), the parser moved past it; or None, with nothing consumed.
 
-        The generic form is the same for every op: the parser reads the region list with
-        xDSL's own region parsing, then `region_op_trailer`, and builds the op as xDSL's
-        generic parser does (`LocatingParser.parse_operation`)."""
+        In generic form, a registered op's results, name and properties, the parser at
+        its region list: the parser reads the region list with xDSL's own region
+        parsing, then `region_op_trailer`, and builds the op as xDSL's generic parser
+        does.  In custom form, the results and name of a registered op with regions,
+        the parser at what the op's own `parse` reads next, which it then calls, as
+        xDSL's parser does (`LocatingParser.parse_operation`)."""
         if parser.nesting + NESTING_MARGIN > parser.max_nesting:
             return None
         text = parser.lexer.input.content
         match = _REGION_HEADER.match(text, start)
+        generic = match is not None
         if match is None:
-            return None
+            match = _CUSTOM_REGION_HEADER.match(text, start)
+            if match is None:
+                return None
         cls = parser.ctx._get_known_op(match.group("name"))  # pyright: ignore[reportPrivateUsage]
         if cls is None or not issubclass(cls, IRDLOperation):
             return None
-        properties = self._attr_dict(match.group("props"))
-        if properties is None:
-            return None
+        properties = None
+        if generic:
+            properties = self._attr_dict(match.group("props"))
+            if properties is None:
+                return None
+        elif not cls.get_irdl_definition().regions:
+            return None  # the one-line ops it leaves are xDSL's (read refused them)
         results: list[Span[str]] = []
         if (names := match.group("results")) is not None:
             at = match.start("results")
             for found in _SPLIT_IDS.finditer(names):
                 results.append(Span(at + found.start(), at + found.end(), parser.lexer.input))
-        parser.resume_at(match.end())  # a '(' (the lookahead saw it)
+        try:
+            # Generic: at a '(' (the lookahead saw it); custom: the op's text goes on.
+            parser.resume_at(match.end())
+        except ParseError:
+            parser.resume_at(start)
+            return None
         return RegionOpHeader(cls, results, properties)
 
     def region_op_trailer(

@@ -458,14 +458,35 @@ class LocatingParser(Parser):
         return op
 
     def _region_op(self, header: RegionOpHeader) -> Operation:
-        """The rest of the generic form of an op with regions whose header the fast path
-        read (`OpLineReader.region_op_header`): what xDSL's `parse_operation` and
-        `_parse_generic_operation` do after the properties, in the same order, with the
-        trailer read by the fast path when it can."""
-        assert self._fast is not None
+        """The rest of an op with regions whose header the fast path read
+        (`OpLineReader.region_op_header`): what xDSL's `parse_operation` does after the
+        op's name (and `_parse_generic_operation` after the properties), in the same
+        order, with the generic form's trailer read by the fast path when it can."""
         op_type = header.cls
         self._op_names.append(op_type.name)  # as `_get_op_by_name` records it
         self._parser_state.dialect_stack.append(op_type.dialect_name())
+        if header.properties is None:
+            op = op_type.parse(self)
+            self._parser_state.dialect_stack.pop()
+            if (location := self.parse_optional_location()) is not None:
+                op.location = location
+        else:
+            op = self._generic_region_op(op_type, header.properties)
+        if header.results and len(op.results) != len(header.results):
+            self.raise_error(
+                f"Operation has {len(op.results)} results, "
+                f"but was given {len(header.results)} to bind.",
+                at_position=header.results[0],
+            )
+        for index, span in enumerate(header.results):
+            self._register_ssa_definition(span.text[1:], op.results[index : index + 1], span)
+        return op
+
+    def _generic_region_op(
+        self, op_type: type[Operation], properties: dict[str, Attribute]
+    ) -> Operation:
+        """xDSL's `_parse_generic_operation` from the region list on."""
+        assert self._fast is not None
         regions = self.parse_region_list()
         trailer = self._fast.region_op_trailer(self)
         location: LocationAttr | None = None
@@ -479,7 +500,6 @@ class LocatingParser(Parser):
             location = self.parse_optional_location()
             self.resolve_operands([], func_type.inputs.data, func_type_pos)
             result_types = func_type.outputs.data
-        properties = header.properties
         if issubclass(op_type, IRDLOperation):
             # xDSL's "properties retrocompatibility": attributes named like properties.
             for name in op_type.get_irdl_definition().properties:
@@ -493,14 +513,6 @@ class LocatingParser(Parser):
             regions=regions,
         )
         self._parser_state.dialect_stack.pop()
-        if header.results and len(op.results) != len(header.results):
-            self.raise_error(
-                f"Operation has {len(op.results)} results, "
-                f"but was given {len(header.results)} to bind.",
-                at_position=header.results[0],
-            )
-        for index, span in enumerate(header.results):
-            self._register_ssa_definition(span.text[1:], op.results[index : index + 1], span)
         return op
 
 

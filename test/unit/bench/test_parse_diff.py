@@ -170,3 +170,32 @@ def test_fast_path_reads_generic_ops_with_regions(monkeypatch: pytest.MonkeyPatc
     )
     assert len(calls["properties"]) == refused
     assert all(got is not None for got in calls["properties"])
+
+
+def test_fast_path_reads_custom_ops_with_regions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # In custom form the fast path reads the results and name of every scope (and the
+    # function), and the op's own parser the rest.
+    from valid_programs import program
+
+    from npuir import make_context
+    from npuir.fastparse import OpLineReader, RegionOpHeader
+    from npuir.parsing import parse_module
+
+    text = "\n".join(program(seed).text for seed in range(3))
+    read: list[RegionOpHeader] = []
+    original = OpLineReader.region_op_header
+
+    def counting(self: OpLineReader, parser: object, start: int) -> object:
+        got = original(self, parser, start)  # type: ignore[arg-type]
+        if got is not None:
+            read.append(got)
+        return got
+
+    monkeypatch.setattr(OpLineReader, "region_op_header", counting)
+    ctx = make_context()
+    ctx.diagnostics.sources.add("t.mlir", text)
+    module = parse_module(ctx, text, "t.mlir", ctx.diagnostics.sources)
+    with_regions = [op for op in module.walk() if op.regions and op.name != "builtin.module"]
+    assert sorted(h.cls.name for h in read) == sorted(op.name for op in with_regions)
+    assert {"stream.switch", "coreset.limit", "func.func"} <= {h.cls.name for h in read}
+    assert all(h.properties is None for h in read)
