@@ -86,11 +86,11 @@ def test_argument_readers_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch
 
     def counting(value: object) -> object:
         read.append(value)
-        return original(value)  # type: ignore[arg-type]
+        return original(value)
 
     def counting_simulate(*args: object, **kwargs: object) -> object:
         simulated.append(1)
-        return simulate(*args, **kwargs)  # type: ignore[arg-type]
+        return simulate(*args, **kwargs)
 
     monkeypatch.setattr(sim_inputs, "_value_readers", counting)
     monkeypatch.setattr(auto, "simulate", counting_simulate)
