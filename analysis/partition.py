@@ -141,8 +141,12 @@ from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
 
-PRIORITY_CONFLICT = Kind("stream.priority-conflict")
-"""One stream tag given two priorities."""
+PRIORITY_CONFLICT = Kind(
+    "stream.priority-conflict",
+    'stream "{tag}" is given priority {priority} here but {other} elsewhere; one stream has '
+    "one priority",
+)
+"""One stream tag given two priorities; arguments: `tag`, `priority` (here), `other`."""
 
 
 class Mode(StrEnum):
@@ -344,9 +348,10 @@ def pinned_tags(prog: Program) -> tuple[list[str | None], dict[str, int]]:
         name = clash.tag_name
         raise error(
             clash,
-            f'stream "{name}" is given priority {clash.priority_value} here but '
-            f"{prog.priorities[name]} elsewhere; one stream has one priority",
             PRIORITY_CONFLICT,
+            tag=name,
+            priority=clash.priority_value,
+            other=prog.priorities[name],
         )
     return list(prog.pinned), dict(prog.priorities)
 

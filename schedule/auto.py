@@ -91,11 +91,11 @@ from npuir.analysis.partition import (
     with_collective_chain,
 )
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
-from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache, simulate
 from npuir.dialects.npu import NpuOp
 from npuir.dialects.stream import MAIN_TAG
+from npuir.hardware import Hardware
 from npuir.progress import progress
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara, solo_durations

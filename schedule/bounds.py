@@ -152,8 +152,8 @@ from npuir.backends.npu.cost import (
     runs_without_task,
     static_hbm_share,
 )
-from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
+from npuir.hardware import Hardware
 
 __all__ = [
     "ENERGETIC_BUDGET",

@@ -13,6 +13,7 @@ rank still pairs them as written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, get_args
 
@@ -52,20 +53,41 @@ from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
-from npuir.schedule.mem_budget import BudgetError, Favor, fit_budget
+from npuir.schedule.mem_budget import BudgetError, Favor, Ordering, fit_budget
 
-PARTITION_FAILED = Kind("stream.partition-failed")
-"""The partition cannot be built."""
-MAX_STREAMS = Kind("stream.max-streams")
-"""A user label needs a stream beyond max-streams."""
-DYNAMIC_SINGLE = Kind("stream.dynamic-single-stream")
-"""A dynamic-shape function runs on one stream."""
-SINGLE_STREAM_CONFLICT = Kind("stream.single-stream-conflict")
-"""Single-stream mode meets a user stream label."""
-AUTO_OVER_BUDGET = Kind("stream.over-memory-budget")
-"""No schedule auto can find, one stream included, fits the memory budget."""
-DEFAULT_PRIORITY = Kind("stream.default-priority")
-"""The default stream given a priority other than its fixed one."""
+PARTITION_FAILED = Kind("stream.partition-failed", "{reason}")
+"""The partition cannot be built; `reason` is what the mode's assignment refused, `mode`
+the mode."""
+MAX_STREAMS = Kind(
+    "stream.max-streams",
+    'the stream label "{tag}" needs a stream beyond max-streams={max_streams} (the default '
+    "stream counts)",
+)
+"""A user label needs a stream beyond max-streams; arguments: `tag`, `max_streams`."""
+DYNAMIC_SINGLE = Kind(
+    "stream.dynamic-single-stream",
+    "@{function} has dynamic-shape arguments and runs on one stream; {dropped} "
+    "(dynamic-multi-stream=true {keeps})",
+)
+"""A dynamic-shape function runs on one stream; arguments: `function`, `mode` (the one
+asked for), `labels` (whether its stream labels are what is dropped) and the words for
+them, `dropped` / `keeps`."""
+SINGLE_STREAM_CONFLICT = Kind(
+    "stream.single-stream-conflict",
+    'single-stream mode conflicts with the stream label "{tag}" (remove the scope, or pass '
+    "ignore-tags=true)",
+)
+"""Single-stream mode meets a user stream label; argument: `tag`."""
+AUTO_OVER_BUDGET = Kind("stream.over-memory-budget", "{reason}")
+"""No schedule auto can find, one stream included, fits the memory budget; `reason` says by
+how much, `budget` is the budget in bytes."""
+DEFAULT_PRIORITY = Kind(
+    "stream.default-priority",
+    'stream "{tag}" is given priority {priority} here, but the default stream\'s priority is '
+    "fixed at {fixed}; drop the priority or use another tag",
+)
+"""The default stream given a priority other than its fixed one; arguments: `tag`,
+`priority`, `fixed`."""
 
 
 class StreamTable:
@@ -96,18 +118,9 @@ class StreamTable:
                 # Nothing else set it: the default stream's priority is the fixed one
                 # every function's unscoped ops and `func.return` run at.
                 raise error(
-                    where,
-                    f'stream "{tag}" is given priority {priority} here, but the default '
-                    f"stream's priority is fixed at {info.priority}; drop the priority or "
-                    "use another tag",
-                    DEFAULT_PRIORITY,
+                    where, DEFAULT_PRIORITY, tag=tag, priority=priority, fixed=info.priority
                 )
-            raise error(
-                where,
-                f'stream "{tag}" is given priority {priority} here but {info.priority} '
-                "elsewhere; one stream has one priority",
-                PRIORITY_CONFLICT,
-            )
+            raise error(where, PRIORITY_CONFLICT, tag=tag, priority=priority, other=info.priority)
         ref = self._refs.get(info.symbol)
         if ref is None:
             ref = self._refs[info.symbol] = SymbolRefAttr(info.symbol)
@@ -152,6 +165,24 @@ def chain_collectives(func: FuncOp) -> int:
         op.operands[0] = wait.result
         added += 1
     return added
+
+
+def write_orderings(prog: Program, orderings: Sequence[Ordering]) -> None:
+    """Spell each ordering the memory budget added (`npuir.schedule.mem_budget`) as a
+    `stream.wait_tensor` right before its later op, on the operand the search chose, after
+    its earlier op's first result, on the later op's stream.  Runs on the partitioned,
+    flattened function, once its ops are in their issue order."""
+    for o in orderings:
+        op, before = prog.ops[o.after], prog.ops[o.before]
+        block = op.parent_block()
+        assert block is not None
+        wait = stream.WaitTensorOp(op.operands[o.operand], before.results[0])
+        wait.location = op.location
+        on = op.attributes.get(stream.STREAM_ON)
+        if on is not None:
+            wait.attributes[stream.STREAM_ON] = on
+        block.insert_op_before(wait, op)
+        op.operands[o.operand] = wait.result
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -301,8 +332,8 @@ class StreamPartitionPass(ModulePass):
     mem_budget: str | None = option(
         None,
         "'auto' only: the most bytes the memory plan may take, as a byte count (64MiB, 2GiB) "
-        "or hbm (the device's HBM less the function's arguments); streams are merged at the "
-        "peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
+        "or hbm (the device's HBM less the function's arguments); ops are ordered and streams "
+        "merged at the peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
     )
     favor: Literal["max-concurrency", "min-peak-memory"] = option(
         "max-concurrency",
@@ -329,12 +360,7 @@ class StreamPartitionPass(ModulePass):
         for func, prog in programs:
             first = next(iter(prog.scopes.values()), None)
             if requested is Mode.SINGLE and not self.ignore_tags and first is not None:
-                raise error(
-                    first,
-                    f'single-stream mode conflicts with the stream label "{first.tag_name}" '
-                    "(remove the scope, or pass ignore-tags=true)",
-                    SINGLE_STREAM_CONFLICT,
-                )
+                raise error(first, SINGLE_STREAM_CONFLICT, tag=first.tag_name)
             mode = requested
             use_tags = mode.uses_tags and not self.ignore_tags
             if (
@@ -343,21 +369,19 @@ class StreamPartitionPass(ModulePass):
                 and _has_dynamic_args(func)
             ):
                 name = func.sym_name.data
-                if use_tags and first is not None:
+                labels = use_tags and first is not None
+                if labels or mode is not Mode.USER:
                     remark(
                         ctx,
                         func,
-                        f"@{name} has dynamic-shape arguments and runs on one stream; its stream "
-                        "labels are ignored (dynamic-multi-stream=true honours them)",
                         DYNAMIC_SINGLE,
-                    )
-                elif mode is not Mode.USER:
-                    remark(
-                        ctx,
-                        func,
-                        f"@{name} has dynamic-shape arguments and runs on one stream; mode={mode} "
-                        "is not applied (dynamic-multi-stream=true applies it)",
-                        DYNAMIC_SINGLE,
+                        function=name,
+                        mode=str(mode),
+                        labels=labels,
+                        dropped="its stream labels are ignored"
+                        if labels
+                        else f"mode={mode} is not applied",
+                        keeps="honours them" if labels else "applies it",
                     )
                 mode, use_tags = Mode.SINGLE, False
             self._partition(func, prog, mode, use_tags, table, reserved, strategies)
@@ -379,12 +403,7 @@ class StreamPartitionPass(ModulePass):
             pinned, priorities = pinned_tags(prog)
             over = _first_scope_over(prog, self.max_streams)
             if over is not None:
-                raise error(
-                    over,
-                    f'the stream label "{over.tag_name}" needs a stream beyond max-streams='
-                    f"{self.max_streams} (the default stream counts)",
-                    MAX_STREAMS,
-                )
+                raise error(over, MAX_STREAMS, tag=over.tag_name, max_streams=self.max_streams)
         try:
             result = assign(
                 mode,
@@ -397,9 +416,10 @@ class StreamPartitionPass(ModulePass):
                 strategies=strategies,
             )
         except ValueError as exc:
-            raise error(func, str(exc), PARTITION_FAILED) from None
+            raise error(func, PARTITION_FAILED, reason=str(exc), mode=str(mode)) from None
+        orderings: tuple[Ordering, ...] = ()
         if self.mem_budget is not None and mode is Mode.AUTO:
-            result = self._fit_budget(func, prog, result, pinned)
+            result, orderings = self._fit_budget(func, prog, result, pinned)
         scopes = prog.scopes if use_tags else {}
         refs = [table.get(info.tag, info.priority, scopes.get(info.tag)) for info in result.streams]
         for n, kind in enumerate(prog.kind):
@@ -415,11 +435,13 @@ class StreamPartitionPass(ModulePass):
             reissue(func, prog, result.order)
         if mode.places_ops:
             chain_collectives(func)
+        write_orderings(prog, orderings)
 
     def _fit_budget(
         self, func: FuncOp, prog: Program, result: Assignment, pinned: list[str | None]
-    ) -> Assignment:
-        """`result`, or the fastest merge of its streams whose memory plan fits the budget."""
+    ) -> tuple[Assignment, tuple[Ordering, ...]]:
+        """`result`, or the fastest schedule near it (orderings added at the peak, streams
+        merged) whose memory plan fits the budget."""
         assert self.mem_budget is not None
         module = func.get_toplevel_object()
         assert isinstance(module, ModuleOp)
@@ -427,7 +449,7 @@ class StreamPartitionPass(ModulePass):
         budget = parse_budget(self.mem_budget, hardware.hbm_bytes, argument_bytes(func))
         limits = limit_fn(CoreLimits(module, hardware).run())
         try:
-            fitted = fit_budget(
+            found = fit_budget(
                 prog,
                 result,
                 pinned,
@@ -438,8 +460,8 @@ class StreamPartitionPass(ModulePass):
                 f"@{func.sym_name.data}",
             )
         except BudgetError as exc:
-            raise error(func, str(exc), AUTO_OVER_BUDGET) from None
-        return fitted.assignment
+            raise error(func, AUTO_OVER_BUDGET, reason=str(exc), budget=budget) from None
+        return found.best.assignment, found.best.orderings
 
     @staticmethod
     def _declare(module: ModuleOp, table: StreamTable) -> None:

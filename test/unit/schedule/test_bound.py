@@ -19,8 +19,8 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
 from npuir.backends.npu.cost import collective_ns
-from npuir.backends.npu.hardware import PRESETS, Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
+from npuir.hardware import PRESETS, Hardware, load_hardware
 from npuir.schedule import bounds
 from npuir.schedule.bounds import LowerBound
 from npuir.schedule.bounds import program_bound as lower_bound
