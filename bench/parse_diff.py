@@ -11,7 +11,12 @@ Inputs:
             with locations (which the fast path leaves to xDSL);
   programs  the benchmark programs (bench/generate.py, bench/workloads), printed the
             same three ways;
-  fuzz      N mutations of the fuzz corpus (bench/fuzz.py), valid and invalid.
+  nested    generated valid programs with nested `stream.switch` and `coreset.limit`
+            scopes (bench/valid_programs.py), printed the same three ways;
+  scopes    nested scopes in generic form edited around their region lists (results,
+            properties, trailer attributes and types, locations), valid and invalid;
+  fuzz      N mutations of the fuzz corpus (bench/fuzz.py), valid and invalid, and N
+            of the generic form of the nested-scope programs.
 
 `test/unit/bench/test_parse_diff.py` runs the first two and a small seeded fuzz batch.
 """
@@ -101,12 +106,126 @@ def program_inputs(size: int = 300) -> Iterator[tuple[str, str]]:
             yield f"{name} form {j}", version
 
 
+NESTED_PROGRAMS = 12
+"""Generated valid programs with nested `stream.switch` and `coreset.limit` scopes
+(bench/valid_programs.py) among the program inputs."""
+
+
+def nested_programs(count: int = NESTED_PROGRAMS) -> list[str]:
+    """Valid programs with nested scopes, one, two or four ranks."""
+    from valid_programs import program
+
+    return [program(seed).text for seed in range(count)]
+
+
+def nested_inputs(count: int = NESTED_PROGRAMS) -> Iterator[tuple[str, str]]:
+    """(label, text) of the nested-scope programs and their re-prints."""
+    for seed, text in enumerate(nested_programs(count)):
+        for j, version in enumerate(reprints(text)):
+            yield f"nested program {seed} form {j}", version
+
+
+SCOPES = """\
+"builtin.module"() ({
+  "func.func"() <{sym_name = "f", function_type = (tensor<4xf16>) -> tensor<4xf16>}> ({
+  ^bb0(%x: tensor<4xf16>):
+    %a, %b = "coreset.limit"() <{cube = 2 : i64}> ({
+      %c = "stream.switch"() <{tag = "1", priority = 0 : i64}> ({
+        %d = "npu.relu"(%x) : (tensor<4xf16>) -> tensor<4xf16>
+        "stream.yield"(%d) : (tensor<4xf16>) -> ()
+      }) : () -> tensor<4xf16>
+      "coreset.yield"(%c, %x) : (tensor<4xf16>, tensor<4xf16>) -> ()
+    }) : () -> (tensor<4xf16>, tensor<4xf16>)
+    "func.return"(%a) : (tensor<4xf16>) -> ()
+  }) : () -> ()
+}) : () -> ()
+"""
+"""Nested scopes in generic form, the base of `SCOPE_EDITS`."""
+
+SCOPE_SWITCH = '%c = "stream.switch"() <{tag = "1", priority = 0 : i64}> ({'
+SCOPE_SWITCH_END = "}) : () -> tensor<4xf16>"
+SCOPE_LIMIT = '%a, %b = "coreset.limit"() <{cube = 2 : i64}> ({'
+SCOPE_LIMIT_END = "}) : () -> (tensor<4xf16>, tensor<4xf16>)"
+
+SCOPE_EDITS: dict[str, tuple[str, str]] = {
+    "as written": ("", ""),
+    "trailer attributes": (SCOPE_SWITCH_END, '}) {note = "n"} : () -> tensor<4xf16>'),
+    "property as attribute": (
+        SCOPE_SWITCH,
+        '%c = "stream.switch"() <{priority = 0 : i64}> ({',
+    ),
+    "property in attributes": (SCOPE_SWITCH_END, '}) {tag = "2"} : () -> tensor<4xf16>'),
+    "property in attributes too": (
+        SCOPE_LIMIT_END,
+        "}) {cube = 3 : i64, vector = 4 : i64} : () -> (tensor<4xf16>, tensor<4xf16>)",
+    ),
+    "no properties": (SCOPE_LIMIT, '%a, %b = "coreset.limit"() ({'),
+    "location": (SCOPE_SWITCH_END, '}) : () -> tensor<4xf16> loc("s.py":3:4)'),
+    "location alias": (SCOPE_LIMIT_END, SCOPE_LIMIT_END + " loc(#here)"),
+    "unknown location": (SCOPE_SWITCH_END, SCOPE_SWITCH_END + " loc(unknown)"),
+    "too many results": (SCOPE_SWITCH, SCOPE_SWITCH.replace("%c =", "%c, %e =")),
+    "too few results": (SCOPE_LIMIT, SCOPE_LIMIT.replace("%a, %b =", "%a =")),
+    "no results": (SCOPE_SWITCH, SCOPE_SWITCH.replace("%c = ", "")),
+    "duplicate results": (SCOPE_LIMIT, SCOPE_LIMIT.replace("%a, %b", "%a, %a")),
+    "result redefines an argument": (SCOPE_SWITCH, SCOPE_SWITCH.replace("%c =", "%x =")),
+    "tuple result": (SCOPE_SWITCH, SCOPE_SWITCH.replace("%c =", "%c:1 =")),
+    "result used in its region": ('"npu.relu"(%x)', '"npu.relu"(%c)'),
+    "operand types in trailer": (SCOPE_SWITCH_END, "}) : (tensor<4xf16>) -> tensor<4xf16>"),
+    "no colon": (SCOPE_SWITCH_END, "}) () -> tensor<4xf16>"),
+    "no function type": (SCOPE_SWITCH_END, "}) :"),
+    "result count": (SCOPE_LIMIT_END, "}) : () -> (tensor<4xf16>)"),
+    "unknown type": (SCOPE_SWITCH_END, "}) : () -> tensor<4xq16>"),
+    "type of another dialect": (SCOPE_SWITCH_END, "}) : () -> !npu.token"),
+    "trailing brace": (SCOPE_SWITCH_END, SCOPE_SWITCH_END + " {x}"),
+    "region on the next line": (SCOPE_SWITCH, SCOPE_SWITCH.replace("> ({", ">\n      ({")),
+    "two regions": ("      }) : () -> tensor<4xf16>", "      }, {\n      }) : () -> tensor<4xf16>"),
+    "empty region": (
+        SCOPE_SWITCH + "\n        %d",
+        '"stream.switch"() <{tag = "1", priority = 0 : i64}> ({\n      }) : () -> ()\n'
+        + SCOPE_SWITCH
+        + "\n        %d",
+    ),
+    "unregistered op": (SCOPE_SWITCH, SCOPE_SWITCH.replace("stream.switch", "foo.switch")),
+    "operand": (SCOPE_SWITCH, SCOPE_SWITCH.replace("() <{", "(%x) <{")),
+    "properties of another dialect": (SCOPE_SWITCH, SCOPE_SWITCH.replace('"1"', "#foo.bar")),
+    "bad property value": (SCOPE_SWITCH, SCOPE_SWITCH.replace('"1"', "1 : i64")),
+    "duplicate property": (SCOPE_SWITCH, SCOPE_SWITCH.replace("priority", "tag")),
+    "unclosed properties": (SCOPE_SWITCH, SCOPE_SWITCH.replace("}> ({", "} ({")),
+    "custom yield in generic scope": (
+        '"coreset.yield"(%c, %x) : (tensor<4xf16>, tensor<4xf16>) -> ()',
+        "yield %c, %x : tensor<4xf16>, tensor<4xf16>",
+    ),
+    "unclosed region": (SCOPE_SWITCH_END, "}"),
+    "custom scope inside": (
+        SCOPE_SWITCH,
+        '%c = stream.switch "1" -> tensor<4xf16> {',
+    ),
+}
+"""Edits of `SCOPES` around the region lists (valid and invalid), with the text
+they replace ("" leaves the base as it is)."""
+
+
+def scope_inputs() -> Iterator[tuple[str, str]]:
+    """(label, text) of `SCOPES` under each of `SCOPE_EDITS`."""
+    for label, (old, new) in SCOPE_EDITS.items():
+        text = SCOPES.replace(old, new, 1) if old else SCOPES
+        if label == "location alias":
+            text += '#here = loc("a.py":1:2)\n'
+        if label == "custom scope inside":
+            text = text.replace(SCOPE_SWITCH_END, "}", 1)
+        yield f"scopes: {label}", text
+
+
 def fuzz_inputs(cases: int, seed: int) -> Iterator[tuple[str, str]]:
-    """(label, text) of `cases` mutations of the fuzz corpus."""
+    """(label, text) of `cases` mutations of the fuzz corpus, and as many of the
+    generic form of the nested-scope programs."""
     import fuzz
 
     for case_seed, text, names in fuzz.cases(cases, seed, fuzz.corpus()):
         yield f"fuzz seed {case_seed} {names}", text
+    generic = [list(reprints(text))[1] for text in nested_programs()]
+    for case_seed, text, names in fuzz.cases(cases, seed, generic):
+        yield f"fuzz generic nested seed {case_seed} {names}", text
 
 
 def differences(inputs: Iterator[tuple[str, str]]) -> Iterator[tuple[str, Outcome, Outcome]]:
@@ -126,7 +245,14 @@ def main() -> None:
 
     found = 0
     checked = 0
-    for label, text in chain(repo_inputs(), program_inputs(), fuzz_inputs(args.cases, args.seed)):
+    inputs = chain(
+        repo_inputs(),
+        program_inputs(),
+        nested_inputs(),
+        scope_inputs(),
+        fuzz_inputs(args.cases, args.seed),
+    )
+    for label, text in inputs:
         checked += 1
         for _, fast, ref in differences(iter([(label, text)])):
             found += 1

@@ -92,7 +92,10 @@ def child(phase: str, shape: str, n: int) -> dict[str, Any]:
 
         t0 = time.process_time()
         with contextlib.redirect_stdout(io.StringIO()):
-            status = run_tool("npuir-run", run, [f.name, "--timing-only", "--mirror-peers"])
+            # As the tool's `main` does: this process ends after the run.
+            status = run_tool(
+                "npuir-run", run, [f.name, "--timing-only", "--mirror-peers"], exiting=True
+            )
         seconds = time.process_time() - t0
         Path(f.name).unlink()
         if status != 0:

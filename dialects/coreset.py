@@ -202,10 +202,10 @@ class LimitOp(scope.ScopeOp):
         types = scope.parse_result_types(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = scope.parse_body(parser, YieldOp)
-        op = cls(counts.get("cube"), counts.get("vector"), body, types)
-        if attrs is not None:
-            op.attributes.update(attrs.data)
-        return op
+        properties: dict[str, Attribute] = {
+            engine: scope.i64_attr(count) for engine, count in counts.items()
+        }
+        return scope.build_parsed(cls, properties, types, attrs, body)
 
     def print(self, printer: Printer) -> None:
         for engine in ENGINES:

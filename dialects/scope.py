@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from enum import Enum
+from functools import lru_cache
+from typing import TypeVar
 
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, IntegerType, i64
 from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.irdl import IRDLOperation, region_def, traits_def, var_operand_def, var_result_def
 from xdsl.parser import Parser
@@ -58,6 +61,32 @@ def parse_body(parser: Parser, yield_type: type[Operation]) -> Region:
     if last is None or not last.has_trait(IsTerminator):
         block.add_op(yield_type())
     return region
+
+
+@lru_cache(maxsize=1024)
+def i64_attr(value: int) -> IntegerAttr[IntegerType]:
+    """`value : i64`, shared: a program repeats a few priorities and core counts."""
+    return IntegerAttr(value, i64)
+
+
+ScopeT = TypeVar("ScopeT", bound="ScopeOp")
+
+
+def build_parsed(
+    cls: type[ScopeT],
+    properties: dict[str, Attribute],
+    result_types: Sequence[Attribute],
+    attributes: DictionaryAttr | None,
+    body: Region,
+) -> ScopeT:
+    """A parsed scope, built as its constructor builds it but without the constructor's
+    argument checks (which cost more than reading the header)."""
+    return cls.create(
+        properties=properties,
+        result_types=result_types,
+        attributes=attributes.data if attributes is not None else {},
+        regions=[body],
+    )
 
 
 def print_tail(

@@ -117,10 +117,8 @@ class SwitchOp(scope.ScopeOp):
         types = scope.parse_result_types(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = scope.parse_body(parser, YieldOp)
-        op = cls(tag, body, types, priority)
-        if attrs is not None:
-            op.attributes.update(attrs.data)
-        return op
+        properties = {"tag": StringAttr(tag), "priority": scope.i64_attr(priority)}
+        return scope.build_parsed(cls, properties, types, attrs, body)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

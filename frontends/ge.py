@@ -157,8 +157,10 @@ def _number_or_text(text: str) -> float | str:
         return text
 
 
+@cache
 def op_table() -> OpTable:
-    """The GE op table shipped with npuir (`frontends/ge_ops.toml`)."""
+    """The GE op table shipped with npuir (`frontends/ge_ops.toml`), read once per
+    process (it was read again for every tensor descriptor: 40% of an import)."""
     with (Path(__file__).parent / "ge_ops.toml").open("rb") as f:
         data: dict[str, Any] = tomllib.load(f)
     roles = data["roles"]

@@ -82,8 +82,11 @@ def on_deep_stack(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
 
 
 def _under_cprofile() -> bool:
-    hook = sys.getprofile()
-    return hook is not None and type(hook).__module__ in ("cProfile", "_lsprof")
+    # `python -m cProfile` runs cProfile as `__main__`, so its profiler class is
+    # `__main__.Profile`: ask for the C profiler every cProfile profiler derives from.
+    from _lsprof import Profiler
+
+    return isinstance(sys.getprofile(), Profiler)
 
 
 def deep_stack(fn: Callable[P, R]) -> Callable[P, R]:

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.constraints import VerificationContext
 from xdsl.irdl.operations import OpDef, OptionalDef, VariadicDef
 from xdsl.utils.exceptions import ParseError
+from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 if TYPE_CHECKING:
@@ -70,6 +71,21 @@ _VALUES = re.compile(
 
 _PROPERTIES = re.compile(rf"<{_WS}(?P<attrs>{_ATTRS}){_WS}>")
 """A generic op's properties (`<{tag = "1", priority = 0 : i64}>`), flat as above."""
+
+_REGION_HEADER = re.compile(
+    rf'{_RESULTS}"(?P<name>[A-Za-z_][A-Za-z0-9_$.]*)"\({_WS}\){_WS}'
+    rf"(?:<{_WS}(?P<props>{_ATTRS}){_WS}>{_WS})?(?=\({_WS}\{{)"
+)
+"""The generic form of an op with regions up to its region list, which starts on this
+line (`%a, %b = "stream.switch"() <{tag = "1", priority = 0 : i64}> (`): no operands,
+successors or `%name:N` results."""
+_CUSTOM_REGION_HEADER = re.compile(rf"{_RESULTS}(?P<name>[A-Za-z_][A-Za-z0-9_$.]*)(?=[ \t])")
+"""The results and name of an op in custom form (`%k, %v = stream.switch `)."""
+_REGION_TRAILER = re.compile(
+    rf"(?P<attrs>{_ATTRS})?{_WS}:{_WS}\({_WS}\){_WS}->{_WS}"
+    rf"(?:\((?P<outs>{_TYPES})?\)|(?P<out>{_TYPE}))"
+)
+"""What follows the region list of such an op: `{attrs}? : () -> types`."""
 
 _SPLIT_IDS = re.compile(_ID)
 _SPLIT_TYPES = re.compile(_TYPE)
@@ -203,6 +219,17 @@ def _custom_shape(cls: type[Operation]) -> _OpShape | None:
     if values_form and results != (0, 0):
         return None
     return _OpShape(cls, operands, results, values_form)
+
+
+class RegionOpHeader(NamedTuple):
+    """The start of an op with regions: in generic form up to its region list, in
+    custom form up to what its own `parse` reads."""
+
+    cls: type[Operation]
+    results: list[Span[str]]
+    """Where each result's name (`%name`) is written."""
+    properties: dict[str, Attribute] | None
+    """The generic form's properties; None in custom form."""
 
 
 class OpLineReader:
@@ -406,3 +433,75 @@ class OpLineReader:
                 if scope:
                     scope[-1].append(key)
         return op
+
+    def region_op_header(self, parser: LocatingParser, start: int) -> RegionOpHeader | None:
+        """The start of an op with regions whose text starts at `start` (the parser's
+        current token), the parser moved past it; or None, with nothing consumed.
+
+        In generic form, a registered op's results, name and properties, the parser at
+        its region list: the parser reads the region list with xDSL's own region
+        parsing, then `region_op_trailer`, and builds the op as xDSL's generic parser
+        does.  In custom form, the results and name of a registered op with regions,
+        the parser at what the op's own `parse` reads next, which it then calls, as
+        xDSL's parser does (`LocatingParser.parse_operation`)."""
+        if parser.nesting + NESTING_MARGIN > parser.max_nesting:
+            return None
+        text = parser.lexer.input.content
+        match = _REGION_HEADER.match(text, start)
+        generic = match is not None
+        if match is None:
+            match = _CUSTOM_REGION_HEADER.match(text, start)
+            if match is None:
+                return None
+        cls = parser.ctx._get_known_op(match.group("name"))  # pyright: ignore[reportPrivateUsage]
+        if cls is None or not issubclass(cls, IRDLOperation):
+            return None
+        properties = None
+        if generic:
+            properties = self._attr_dict(match.group("props"))
+            if properties is None:
+                return None
+        elif not cls.get_irdl_definition().regions:
+            return None  # the one-line ops it leaves are xDSL's (read refused them)
+        results: list[Span[str]] = []
+        if (names := match.group("results")) is not None:
+            at = match.start("results")
+            for found in _SPLIT_IDS.finditer(names):
+                results.append(Span(at + found.start(), at + found.end(), parser.lexer.input))
+        try:
+            # Generic: at a '(' (the lookahead saw it); custom: the op's text goes on.
+            parser.resume_at(match.end())
+        except ParseError:
+            parser.resume_at(start)
+            return None
+        return RegionOpHeader(cls, results, properties)
+
+    def region_op_trailer(
+        self, parser: LocatingParser
+    ) -> tuple[dict[str, Attribute], tuple[Attribute, ...]] | None:
+        """`{attrs}? : () -> types` at the parser's current token, after the region list
+        of an op `region_op_header` read: its attributes and result types, the parser
+        past them; or None, with nothing consumed."""
+        if parser.nesting + NESTING_MARGIN > parser.max_nesting:
+            return None
+        start = parser.current_token.span.start
+        match = _REGION_TRAILER.match(parser.lexer.input.content, start)
+        if match is None:
+            return None
+        out = match.group("out")
+        out_types = self._type_list(out if out is not None else match.group("outs"))
+        if out_types is None:
+            return None
+        attributes = self._attr_dict(match.group("attrs"))
+        if attributes is None:
+            return None
+        try:
+            parser.resume_at(match.end())
+        except ParseError:
+            parser.resume_at(start)
+            return None
+        token = parser.current_token
+        if token.kind is MLIRTokenKind.BARE_IDENT and token.text == "loc":
+            parser.resume_at(start)
+            return None
+        return attributes, out_types

@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
     UnknownLoc,
 )
 from xdsl.ir import Attribute, AttributeInvT, Block, Operation, Region, SSAValue, TypeAttribute
+from xdsl.irdl import IRDLOperation
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
@@ -63,7 +64,7 @@ from npuir.diagnostics import (
     SourceManager,
     printable_name,
 )
-from npuir.fastparse import OpLineReader
+from npuir.fastparse import OpLineReader, RegionOpHeader
 from npuir.gc_pause import collector_paused
 
 NOT_UTF8 = Kind("input.not-utf8", "input is not valid UTF-8 (byte {byte})")
@@ -437,11 +438,14 @@ class LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        if self._fast is not None and (op := self._fast.read(self, start)) is not None:
-            return op
+        header = None
+        if self._fast is not None:
+            if (op := self._fast.read(self, start)) is not None:
+                return op
+            header = self._fast.region_op_header(self, start)
         depth = len(self._op_names)
         try:
-            op = super().parse_operation()
+            op = super().parse_operation() if header is None else self._region_op(header)
         except (VerifyException, ValueError) as exc:
             # The declarative format checks operand and result constraints while
             # parsing, without a location, and a custom parser building an
@@ -453,6 +457,64 @@ class LocatingParser(Parser):
             del self._op_names[depth:]
         if isinstance(op.location, UnknownLoc):
             op.location = self._location_of(start)
+        return op
+
+    def _region_op(self, header: RegionOpHeader) -> Operation:
+        """The rest of an op with regions whose header the fast path read
+        (`OpLineReader.region_op_header`): what xDSL's `parse_operation` does after the
+        op's name (and `_parse_generic_operation` after the properties), in the same
+        order, with the generic form's trailer read by the fast path when it can."""
+        op_type = header.cls
+        self._op_names.append(op_type.name)  # as `_get_op_by_name` records it
+        self._parser_state.dialect_stack.append(op_type.dialect_name())
+        if header.properties is None:
+            op = op_type.parse(self)
+            self._parser_state.dialect_stack.pop()
+            if (location := self.parse_optional_location()) is not None:
+                op.location = location
+        else:
+            op = self._generic_region_op(op_type, header.properties)
+        if header.results and len(op.results) != len(header.results):
+            self.raise_error(
+                f"Operation has {len(op.results)} results, "
+                f"but was given {len(header.results)} to bind.",
+                at_position=header.results[0],
+            )
+        for index, span in enumerate(header.results):
+            self._register_ssa_definition(span.text[1:], op.results[index : index + 1], span)
+        return op
+
+    def _generic_region_op(
+        self, op_type: type[Operation], properties: dict[str, Attribute]
+    ) -> Operation:
+        """xDSL's `_parse_generic_operation` from the region list on."""
+        assert self._fast is not None
+        regions = self.parse_region_list()
+        trailer = self._fast.region_op_trailer(self)
+        location: LocationAttr | None = None
+        if trailer is not None:
+            attributes, result_types = trailer
+        else:
+            attributes = self.parse_optional_attr_dict()
+            self.parse_punctuation(":", "function type signature expected")
+            func_type_pos = self._current_token.span.start
+            func_type = self.parse_function_type()
+            location = self.parse_optional_location()
+            self.resolve_operands([], func_type.inputs.data, func_type_pos)
+            result_types = func_type.outputs.data
+        if issubclass(op_type, IRDLOperation):
+            # xDSL's "properties retrocompatibility": attributes named like properties.
+            for name in op_type.get_irdl_definition().properties:
+                if name in attributes and name not in properties:
+                    properties[name] = attributes.pop(name)
+        op = op_type.create(
+            result_types=result_types,
+            properties=properties,
+            attributes=attributes,
+            location=location,
+            regions=regions,
+        )
+        self._parser_state.dialect_stack.pop()
         return op
 
 

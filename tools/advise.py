@@ -127,7 +127,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    sys.exit(run_tool("npuir-advise", run, argv))
+    sys.exit(run_tool("npuir-advise", run, argv, exiting=True))
 
 
 if __name__ == "__main__":

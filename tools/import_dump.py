@@ -122,7 +122,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    sys.exit(run_tool("npuir-import", run, argv))
+    sys.exit(run_tool("npuir-import", run, argv, exiting=True))
 
 
 if __name__ == "__main__":

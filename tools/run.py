@@ -297,7 +297,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    sys.exit(run_tool("npuir-run", run, argv))
+    sys.exit(run_tool("npuir-run", run, argv, exiting=True))
 
 
 if __name__ == "__main__":

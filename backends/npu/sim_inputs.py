@@ -128,25 +128,35 @@ def _bound_records(prog: Program) -> list[int]:
     return bound
 
 
-def _value_users(prog: Program, value: SSAValue) -> list[int]:
-    """Nodes that read `value`, through `stream.wait_tensor` results and scope yields."""
-    out: list[int] = []
+def _value_readers(value: SSAValue) -> list[Operation]:
+    """The ops that read `value`, through `stream.wait_tensor` results and scope yields
+    (which are never nodes of a program: `build_program` keeps them apart)."""
+    out: list[Operation] = []
     stack = [value]
     while stack:
         v = stack.pop()
         for use in v.uses:
             user = use.operation
-            node = prog.index.get(user)
-            if node is not None:
-                out.append(node)
-            elif isinstance(user, stream.WaitTensorOp):
+            if isinstance(user, stream.WaitTensorOp):
                 if use.index == 0:  # the tensor, not the `after` dependency
                     stack.append(user.result)
             elif isinstance(user, stream.YieldOp | coreset.YieldOp):
                 parent = user.parent_op()
                 if parent is not None:
                     stack.append(parent.results[use.index])
+            else:
+                out.append(user)
     return out
+
+
+def _value_users(prog: Program, value: SSAValue, cache: SimCache) -> list[int]:
+    """Nodes of `prog` that read `value` (`_value_readers`, read from the IR once per
+    cache: a search simulates many programs of the same ops)."""
+    readers = cache.readers.get(value)
+    if readers is None:
+        readers = cache.readers[value] = _value_readers(value)
+    index = prog.index
+    return [index[op] for op in readers if op in index]
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +238,8 @@ class SimCache:
         self.profiled: dict[Profile, dict[Operation, ProfiledCost | None]] = {}
         self.block_ns: dict[int, int] = {}
         """One block's duration by (work id, blockDim) packed as in `_CORE_KEY`."""
+        self.readers: dict[SSAValue, list[Operation]] = {}
+        """The ops that read each function argument (`_value_readers`)."""
 
 
 class _Prepared:
@@ -384,7 +396,7 @@ class _Prepared:
         self.arg_users: list[list[int]] = []
         for arg in prog.func.body.block.args:
             self.arg_bytes.append(tensor_bytes(arg.type) if isinstance(arg.type, TensorType) else 0)
-            self.arg_users.append(_value_users(prog, arg))
+            self.arg_users.append(_value_users(prog, arg, cache))
 
     def _use_profile(self, n: int, info: _OpInfo, cost: ProfiledCost, limits: CoreLimitFn) -> None:
         """Node `n` costs what the profile says: its task duration, on its block dim."""

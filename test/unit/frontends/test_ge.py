@@ -630,3 +630,28 @@ def test_npuir_import_of_mlir_says_it_needs_no_import(
     err = capsys.readouterr().err
     assert err.startswith(f"{mlir}:1: error: ") and "is MLIR already" in err
     assert "Traceback" not in err
+
+
+def test_the_op_table_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every tensor descriptor asks for the table: it is read from disk once per process.
+    import tomllib
+
+    from npuir.frontends.ge import op_table
+
+    op_table()  # read already, or now
+    loads: list[object] = []
+    original = tomllib.load
+
+    def counting(*args: object, **kwargs: object) -> object:
+        loads.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tomllib, "load", counting)
+    text = graph(
+        data("x"),
+        data("y"),
+        op("add1", "Add", ["x:0", "y:0"]),
+        op("out", "NetOutput", ["add1:0"], outs=[]),
+    )
+    assert names(run(text).module) == ["npu.add", "func.return"]
+    assert loads == []

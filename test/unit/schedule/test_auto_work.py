@@ -71,3 +71,33 @@ def test_a_repeated_candidate_is_simulated_once(monkeypatch: pytest.MonkeyPatch)
     assert again.key() == first.key() and again.name == "again"
     judge("nimble", assign(Mode.NIMBLE, prog, none, {}, 8))
     assert len(calls) == 2
+
+
+def test_argument_readers_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every candidate's simulation needs the readers of each argument; they come from
+    # the IR once per `auto` call (the cache its simulations share), not once per
+    # candidate.
+    import npuir.backends.npu.sim_inputs as sim_inputs
+
+    read: list[object] = []
+    original = sim_inputs._value_readers
+    simulated: list[int] = []
+    simulate = auto.simulate
+
+    def counting(value: object) -> object:
+        read.append(value)
+        return original(value)
+
+    def counting_simulate(*args: object, **kwargs: object) -> object:
+        simulated.append(1)
+        return simulate(*args, **kwargs)
+
+    monkeypatch.setattr(sim_inputs, "_value_readers", counting)
+    monkeypatch.setattr(auto, "simulate", counting_simulate)
+    prog = _program(BRANCHES)
+    none: list[str | None] = [None] * len(prog)
+    auto.assign_auto(prog, none, {}, 8, TINY)
+    assert len(simulated) > 1
+    args = prog.func.body.block.args
+    assert len(read) == len(args)
+    assert set(map(id, read)) == set(map(id, args))
