@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used, limit_fn
@@ -75,27 +75,6 @@ class Choice:
     op: NpuOp
     engine: str
     count: int
-
-
-def _wrap(op: Operation, engine: str, count: int) -> coreset.LimitOp:
-    """Put `op` alone in a `coreset.limit` scope giving `engine` `count` cores."""
-    block = op.parent_block()
-    assert block is not None
-    body = Block()
-    scope = coreset.LimitOp(
-        count if engine == "cube" else None,
-        count if engine == "vector" else None,
-        Region(body),
-        [r.type for r in op.results],
-    )
-    scope.location = op.location
-    block.insert_op_before(scope, op)
-    for result, new in zip(op.results, scope.results):
-        result.replace_all_uses_with(new)
-    op.detach()
-    body.add_op(op)
-    body.add_op(coreset.YieldOp(*op.results))
-    return scope
 
 
 @dataclass(frozen=True)
@@ -290,7 +269,7 @@ class CoresetPartitionPass(ModulePass):
                 for o in func.body.walk()
             )
             if shares_engine or tag is None:
-                _wrap(c.op, c.engine, c.count)
+                coreset.wrap(c.op, c.engine, c.count)
                 continue
             limit = coreset.StreamLimitOp(
                 tag,
