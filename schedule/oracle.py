@@ -42,7 +42,8 @@ from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import NodeCosts, SimCache
 from npuir.dialects.npu import NpuOp
-from npuir.schedule.auto import Judge, LimitFn
+from npuir.schedule.auto import INFEASIBLE, Judge, LimitFn
+from npuir.schedule.limits import LimitPolicy, policies
 
 MAX_OPS = 8
 """The most schedulable ops `exact_schedule` accepts (Bell(9) = 21147 labellings per order)."""
@@ -115,6 +116,7 @@ def exact_schedule(
     hw: Hardware,
     max_streams: int = 8,
     limits: LimitFn | None = None,
+    policy: LimitPolicy | None = None,
 ) -> Exact:
     """The fastest schedule of `prog` over every issue order and stream assignment
     (see the module docstring); ties go to the first found.  Raises ValueError for
@@ -136,7 +138,7 @@ def exact_schedule(
         if keep_collective_order(prog, order) != order:
             continue
         orders += 1
-        judge = Judge(permuted(prog, order), hw, limits, cache=cache)
+        judge = Judge(permuted(prog, order), hw, limits, cache=cache, policy=policy)
         movable = [schedulable[n] for n in order]
         fixed = [DEFAULT_STREAM] * len(order)
         pools = sorted(set(pool))
@@ -160,3 +162,32 @@ def exact_schedule(
                 best = (judged.makespan, Assignment(streams, stream_of, list(order)))
     assert best is not None
     return Exact(best[0], best[1], orders, schedules)
+
+
+@dataclass(frozen=True)
+class ExactWithLimits:
+    """The optimum over streams, order and core limits, and the policy that gives it."""
+
+    exact: Exact
+    policy: LimitPolicy | None
+    """None: the optimum needs no limits."""
+    policies: int
+    """Limit policies tried (besides none)."""
+
+
+def exact_with_limits(
+    prog: Program, hw: Hardware, max_streams: int = 8, limits: LimitFn | None = None
+) -> ExactWithLimits:
+    """The fastest schedule of `prog` over every issue order, stream assignment and core-limit
+    policy `stream-partition{mode=auto limits=true}` may choose
+    (`npuir.schedule.limits.policies`: per holder of cores, or all holders, a half, a quarter
+    or an eighth of the engine on their streams and the rest on the others, seed 003's pair
+    rule kept): `exact_schedule` once without limits and once per policy; ties go to fewer
+    limits.  The cost is (policies + 1) exact solves."""
+    tried = policies(prog, hw)
+    best = ExactWithLimits(exact_schedule(prog, hw, max_streams, limits), None, len(tried))
+    for policy in tried:
+        found = exact_schedule(prog, hw, max_streams, limits, policy)
+        if found.makespan < best.exact.makespan and found.makespan < INFEASIBLE:
+            best = ExactWithLimits(found, policy, len(tried))
+    return best
