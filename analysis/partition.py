@@ -127,13 +127,14 @@ them and call back into `assign` for the cost-free modes.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.analysis.program import DEFAULT_STREAM, DepKind, NodeKind, Program, StreamInfo
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
@@ -242,6 +243,28 @@ def permuted(prog: Program, order: Sequence[int]) -> Program:
     out.index = {op: i for i, op in enumerate(out.ops)}
     out.scopes, out.priorities = prog.scopes, prog.priorities
     out.priority_clash, out.wait_tensors = prog.priority_clash, prog.wait_tensors
+    return out
+
+
+def chained_collectives(prog: Program) -> Program:
+    """`prog` with each collective ordered after the previous one of its group in `prog`'s
+    issue order (a control dependence, unless it already depends on it directly): what
+    `stream-partition`'s `chain_collectives` writes for a mode that places ops, so that a
+    judge simulates the waits the pass will add.  `prog` itself when no group has two."""
+    last: dict[str, int] = {}
+    extra: dict[int, int] = {}
+    for n, op in enumerate(prog.ops):
+        if not isinstance(op, CollectiveOp):
+            continue
+        previous = last.get(op.group)
+        last[op.group] = n
+        if previous is not None and all(p != previous for p, _ in prog.deps[n]):
+            extra[n] = previous
+    if not extra:
+        return prog
+    out = dataclasses.replace(prog, deps=[list(d) for d in prog.deps])
+    for n, previous in extra.items():
+        out.deps[n].append((previous, DepKind.CONTROL))
     return out
 
 

@@ -85,6 +85,7 @@ from npuir.analysis.partition import (
     Request,
     Strategy,
     assign,
+    chained_collectives,
     keep_collective_order,
     permuted,
 )
@@ -163,6 +164,8 @@ class Judge:
         policy: LimitPolicy | None = None,
     ) -> None:
         self.prog = prog
+        self._chained = chained_collectives(prog)
+        """What is lowered: `prog` with each group's collectives chained as the pass will."""
         self.policy = policy
         """Core limits chosen with the streams (`npuir.schedule.limits`): each assignment is
         judged with the limits the policy gives it, or refused when they break the pair rule."""
@@ -199,7 +202,7 @@ class Judge:
             if planned is None:
                 return Judged(name, assignment, INFEASIBLE, 0, [])
             chosen = planned
-        lowered, origin = lowered_program(self.prog, assignment)
+        lowered, origin = lowered_program(self._chained, assignment)
         limit_fn: LimitFn | None = None
         if self.limits is not None or chosen:
             base_limits, ops, known = self.limits, self.prog.ops, self.known_limits
