@@ -44,17 +44,29 @@ from npuir.dialects.npu import NpuOp
 from npuir.schedule.bounds import LowerBound
 from npuir.schedule.bounds import lower_bound as schedule_bound
 
-MODES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble", "minidag", "opara", "auto")
+MODES: tuple[str, ...] = (
+    "single",
+    "user",
+    "ge",
+    "engine",
+    "nimble",
+    "minidag",
+    "opara",
+    "auto",
+    "auto-limits",
+)
+"""`auto-limits` is `mode=auto limits=true` (core limits chosen with the streams); the summary
+lists the workloads where it is slower than `auto` without them."""
 BASELINES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble", "minidag", "opara")
 HW = "910b2"
 
 
 def pipeline(mode: str) -> str:
     ignore = "false" if mode == "user" else "true"
-    return (
-        f"gear-multiversion,stream-partition{{mode={mode} ignore-tags={ignore}}},"
-        "coreset-lower,insert-events,sync-verify"
-    )
+    flags = f"mode={mode} ignore-tags={ignore}"
+    if mode in ("auto", "auto-limits"):
+        flags = f"mode=auto ignore-tags=true limits={'true' if mode == 'auto-limits' else 'false'}"
+    return f"gear-multiversion,stream-partition{{{flags}}},coreset-lower,insert-events,sync-verify"
 
 
 def lower_bound(func: FuncOp, hw: Hardware) -> LowerBound:
@@ -223,6 +235,16 @@ def summarise(results: Sequence[WorkloadResult]) -> dict[str, Any]:
         if beaten:
             losses.append({"workload": w.name, "auto_ns": auto, "beaten_by": beaten})
     auto_available = any(_makespan(w, "auto") is not None for w in results)
+    limits_lose = [
+        {"workload": w.name, "auto_ns": a, "auto_limits_ns": m}
+        for w in results
+        if (a := _makespan(w, "auto")) and (m := _makespan(w, "auto-limits")) and m > a
+    ]
+    limits_gain = [
+        {"workload": w.name, "auto_ns": a, "auto_limits_ns": m}
+        for w in results
+        if (a := _makespan(w, "auto")) and (m := _makespan(w, "auto-limits")) and m < a
+    ]
     return {
         "geomean_speedup_over_single": speedup,
         "geomean_makespan_over_lower_bound": over_bound,
@@ -238,6 +260,8 @@ def summarise(results: Sequence[WorkloadResult]) -> dict[str, Any]:
         ),
         "workloads_where_minidag_over_1_1_bound": len(loose),
         "auto_loses_to_a_baseline": losses,
+        "auto_limits_slower_than_auto": limits_lose,
+        "auto_limits_faster_than_auto": limits_gain,
     }
 
 
@@ -296,17 +320,17 @@ def print_schedule(result: dict[str, Any]) -> None:
         )
         single = w["modes"].get("single", {}).get("makespan_ns")
         print(
-            f"  {'mode':<8} {'makespan us':>12} {'x single':>9} {'/ bound':>8} "
+            f"  {'mode':<11} {'makespan us':>12} {'x single':>9} {'/ bound':>8} "
             f"{'waits':>6} {'streams':>8} {'compile s':>10}"
         )
         for mode, r in w["modes"].items():
             if r["status"] != "ok":
-                print(f"  {mode:<8} {r['status']:>12}  {r.get('reason', '')}")
+                print(f"  {mode:<11} {r['status']:>12}  {r.get('reason', '')}")
                 continue
             m = r["makespan_ns"]
             speed = f"{single / m:.3f}" if single else "-"
             print(
-                f"  {mode:<8} {_fmt_us(m):>12} {speed:>9} {m / w['lower_bound_ns']:>8.3f} "
+                f"  {mode:<11} {_fmt_us(m):>12} {speed:>9} {m / w['lower_bound_ns']:>8.3f} "
                 f"{r['waits']:>6} {r['streams']:>8} {r['compile_s']:>10.3f}"
             )
     s = result["summary"]
@@ -342,3 +366,16 @@ def print_schedule(result: dict[str, Any]) -> None:
         for loss in losses:
             beaten = ", ".join(f"{b} {_fmt_us(v)} us" for b, v in loss["beaten_by"].items())
             print(f"auto loses on {loss['workload']}: {_fmt_us(loss['auto_ns'])} us vs {beaten}")
+        for key, word in (
+            ("auto_limits_slower_than_auto", "slower"),
+            ("auto_limits_faster_than_auto", "faster"),
+        ):
+            rows = s[key]
+            listed = ", ".join(
+                f"{r['workload']} {_fmt_us(r['auto_limits_ns'])} vs {_fmt_us(r['auto_ns'])} us"
+                for r in rows
+            )
+            print(
+                f"auto limits=true {word} than without on {len(rows)} workload(s)"
+                + (f": {listed}" if rows else "")
+            )
