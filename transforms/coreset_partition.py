@@ -57,6 +57,7 @@ from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
 from npuir.passes import option
+from npuir.schedule.auto import INFEASIBLE, Judge
 from npuir.schedule.core_check import CoreChecker, OverriddenLimits
 from npuir.schedule.device import device_of
 
@@ -95,10 +96,13 @@ def _with_events(prog: Program) -> Program:
 
 
 class _Search:
-    """Judges limit choices on the compact lowered programs of a partitioned module.
+    """Judges limit choices on a partitioned module with the judge `auto` uses.
 
     Nothing is rewritten while judging: a choice overrides the limits `coreset-lower` would
-    write, and the events are the ones `insert-events` would insert.
+    write.  The makespan is `npuir.schedule.auto.Judge`'s -- the function's own streams as
+    an assignment, lowered with the events `insert-events` would insert, simulated on one
+    rank -- so that `stream-partition{mode=auto limits=true}` and this pass judge limits
+    alike; the hazards are `coreset-check`'s, on the same lowered program.
     """
 
     def __init__(self, module: ModuleOp, hw: Hardware, profile: Profile | None = None) -> None:
@@ -106,9 +110,8 @@ class _Search:
         self.profile = profile
         self.limits = CoreLimits(module, hw).run()
         streams = module_streams(module)
-        self.programs = [
-            _with_events(build_program(f, streams)) for f in scheduled_functions(module)
-        ]
+        self.sources = [build_program(f, streams) for f in scheduled_functions(module)]
+        self.programs = [_with_events(p) for p in self.sources]
         self.cache = SimCache(hw)
         # Happens-before does not depend on the limits: compute it once per function.
         self.checkers = [CoreChecker(p, self.limits, hw) for p in self.programs]
@@ -128,23 +131,28 @@ class _Search:
         return out
 
     def makespan(self, choices: list[Choice]) -> int | None:
-        """Sum over functions of the single-rank makespan; None if any deadlocks."""
+        """Sum over functions of the judged makespan; None if any deadlocks."""
         limit = limit_fn(self._limits(choices))
-
         total = 0
-        for prog in self.programs:
-            # One rank stands for an SPMD program's peers, which run the same limits.
-            result = simulate(
-                [prog],
-                self.hw,
-                limits=limit,
-                cache=self.cache,
-                mirror_peers=True,
-                profile=self.profile,
-            )
-            if result.deadlock is not None:
+        for source, lowered in zip(self.sources, self.programs):
+            if lowered is source:  # already lowered: its events are in it
+                result = simulate(
+                    [lowered],
+                    self.hw,
+                    limits=limit,
+                    cache=self.cache,
+                    mirror_peers=True,
+                    profile=self.profile,
+                )
+                span = result.makespan_ns if result.deadlock is None else INFEASIBLE
+            else:
+                judge = Judge(source, self.hw, limit, self.profile, self.cache)
+                span = judge(
+                    "coreset-partition", Assignment(source.streams, source.stream)
+                ).makespan
+            if span >= INFEASIBLE:
                 return None
-            total += result.makespan_ns
+            total += span
         return total
 
 
