@@ -320,10 +320,11 @@ class StreamPartitionPass(ModulePass):
         "peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
     )
     limits: bool = option(
-        False,
-        "'auto' only: choose core limits with the streams and order (npuir.schedule.limits: "
-        "seed 003's pair rule and kernel table kept) and write them as coreset.limit scopes; "
-        "not searched with mem-budget",
+        True,
+        "'auto' only: choose core limits with the streams and order for ops that hold cores "
+        "while they wait (npuir.schedule.limits: seed 003's pair rule and kernel table kept) "
+        "and write them as coreset.limit scopes; never slower than limits=false under auto's "
+        "judge; not searched with mem-budget",
     )
     favor: Literal["max-concurrency", "min-peak-memory"] = option(
         "max-concurrency",
