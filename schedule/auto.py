@@ -679,7 +679,28 @@ def _with_limits(
         found = _search(
             prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile, policy
         )
-        for candidate in (unlimited, found):
+        restarts: list[Assignment] = []
+        if reorder:
+            # Limits change which stream is best as the default one (its ops need no join):
+            # restart the reordering from each other stream made the default.
+            trials = max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // max(1, len(prog))))
+            restarts = [
+                _reorder(
+                    prog,
+                    hw,
+                    limits,
+                    profile,
+                    cache,
+                    swapped,
+                    pinned,
+                    max_streams,
+                    reserved,
+                    trials // 4,
+                    policy,
+                )
+                for swapped in _default_swaps(prog, found, pinned)
+            ]
+        for candidate in (unlimited, found, *restarts):
             key = _judged(prog, hw, limits, profile, cache, policy, candidate).key()
             if key < best_key:
                 best_key, best = key, (candidate, policy)
@@ -691,6 +712,25 @@ def _with_limits(
     index = {op: n for n, op in enumerate(prog.ops)}
     written = tuple(sorted((index[op], chosen.engine, c) for op, c in counts.items()))
     return dataclasses.replace(result, limits=written)
+
+
+def _default_swaps(
+    prog: Program, result: Assignment, pinned: Sequence[str | None]
+) -> list[Assignment]:
+    """`result` with each other stream made the default one (streams whose ops are pinned
+    stay), the issue order kept."""
+    held = {s for n, s in enumerate(result.stream_of) if pinned[n] is not None}
+    out: list[Assignment] = []
+    for s in range(1, len(result.streams)):
+        if s in held or DEFAULT_STREAM in held:
+            continue
+        swap = {DEFAULT_STREAM: s, s: DEFAULT_STREAM}
+        stream_of = [
+            t if prog.kind[n] is not NodeKind.COMPUTE else swap.get(t, t)
+            for n, t in enumerate(result.stream_of)
+        ]
+        out.append(dataclasses.replace(result, stream_of=stream_of))
+    return out
 
 
 def _search(
