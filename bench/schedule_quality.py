@@ -320,17 +320,17 @@ def print_schedule(result: dict[str, Any]) -> None:
         )
         single = w["modes"].get("single", {}).get("makespan_ns")
         print(
-            f"  {'mode':<11} {'makespan us':>12} {'x single':>9} {'/ bound':>8} "
+            f"  {'mode':<13} {'makespan us':>12} {'x single':>9} {'/ bound':>8} "
             f"{'waits':>6} {'streams':>8} {'compile s':>10}"
         )
         for mode, r in w["modes"].items():
             if r["status"] != "ok":
-                print(f"  {mode:<11} {r['status']:>12}  {r.get('reason', '')}")
+                print(f"  {mode:<13} {r['status']:>12}  {r.get('reason', '')}")
                 continue
             m = r["makespan_ns"]
             speed = f"{single / m:.3f}" if single else "-"
             print(
-                f"  {mode:<11} {_fmt_us(m):>12} {speed:>9} {m / w['lower_bound_ns']:>8.3f} "
+                f"  {mode:<13} {_fmt_us(m):>12} {speed:>9} {m / w['lower_bound_ns']:>8.3f} "
                 f"{r['waits']:>6} {r['streams']:>8} {r['compile_s']:>10.3f}"
             )
     s = result["summary"]
