@@ -277,6 +277,8 @@ def bind_later_uses(func: Operation) -> None:
         limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
         for use in list(wait.tensor.uses):
             at = pos.get(use.operation, -1)
+            if isinstance(use.operation, WaitTensorOp) and use.index == 1:
+                continue  # a later wait *after* the tensor waits for its producer, not a use
             if pos[wait] < at <= limit:
                 use.operation.operands[use.index] = wait.result
 
