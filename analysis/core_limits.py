@@ -35,8 +35,13 @@ from npuir.dialects import coreset, stream, validation
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp, kernel_of
 from npuir.dialects.scope import Visit, issue_order
 
-STREAM_LIMIT_TWICE = Kind("core.stream-limit-twice")
-"""A stream has two `coreset.stream_limit`s."""
+STREAM_LIMIT_TWICE = Kind(
+    "core.stream-limit-twice",
+    'stream "{tag}" already has a coreset.stream_limit in {where}{first_at}; give each stream '
+    "one limit, with both counts in it",
+)
+"""A stream has two `coreset.stream_limit`s; arguments: `tag`, `where` (the module or the
+function), `first` (the first limit's location, or null) and `first_at` (its words)."""
 
 ENGINES = coreset.ENGINES
 
@@ -76,7 +81,7 @@ def limit_has_no_effect(op: NpuOp, engine: str) -> str | None:
 
 
 class Device(Protocol):
-    """What the analysis needs of a device (`npuir.backends.npu.hardware.Hardware` is one)."""
+    """What the analysis needs of a device (`npuir.hardware.Hardware` is one)."""
 
     @property
     def name(self) -> str: ...
@@ -113,9 +118,11 @@ def _once(seen: dict[str, coreset.StreamLimitOp], op: coreset.StreamLimitOp, whe
         at = f" (the first is at {loc})" if loc is not None else ""
         raise error(
             op,
-            f'stream "{op.tag.data}" already has a coreset.stream_limit in {where}{at}; '
-            "give each stream one limit, with both counts in it",
             STREAM_LIMIT_TWICE,
+            tag=op.tag.data,
+            where=where,
+            first=None if loc is None else str(loc),
+            first_at=at,
         )
 
 

@@ -2,7 +2,8 @@
 
 One implementation serves `insert-events` (which writes the plan into the IR) and every
 search that judges assignments without touching IR (`stream-partition{mode=auto}`,
-`coreset-partition`): `lowered_program` builds the compact program the passes would produce.
+`coreset-partition`): `lowered_program` builds the compact program the passes would produce,
+and `program_with_events` the graph of what `insert-events` wrote (one construction for both).
 
 For the stream assignment and issue order it is given, `plan_events` sweeps the program once
 along issue order, keeping a vector clock per stream (what each stream knows to have
@@ -22,6 +23,7 @@ released by the newer record.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.ir import Operation
@@ -30,7 +32,13 @@ from npuir.analysis.happens_before import Clock, ClockSweep
 from npuir.analysis.partition import Assignment
 from npuir.analysis.program import DepKind, NodeKind, Program
 
-__all__ = ["EventPlan", "assign_event_ids", "lowered_program", "plan_events"]
+__all__ = [
+    "EventPlan",
+    "assign_event_ids",
+    "lowered_program",
+    "plan_events",
+    "program_with_events",
+]
 
 
 @dataclass
@@ -152,8 +160,55 @@ def lowered_program(prog: Program, assignment: Assignment) -> tuple[Program, lis
         prog, stream=list(assignment.stream_of), streams=list(assignment.streams)
     )
     plan = plan_events(assigned, assign_ids=False)
+    return _with_sync_nodes(assigned, plan, lambda n: prog.ops[n], lambda n, _p: prog.ops[n])
+
+
+def program_with_events(
+    prog: Program,
+    plan: EventPlan,
+    records: dict[int, Operation],
+    waits: dict[int, list[Operation]],
+) -> Program:
+    """The program graph of `prog`'s function once `insert-events` has written `plan` into
+    it: `records[p]` is the `sync.record` placed right after node `p`, `waits[n]` the
+    `sync.wait`s placed right before node `n` (in `plan.waits_before[n]`'s order).
+
+    It is what `build_program` reads from the rewritten function -- the same nodes in the
+    same issue order, the same dependencies, streams and event ids (a test compares the
+    two on every example) -- made from what the pass already knows, so the passes after it
+    and the runner share it through the analysis cache instead of reading the IR again.
+    """
+    out, origin = _with_sync_nodes(
+        prog, plan, lambda p: records[p], lambda n, i: waits[n][i], plan.event_ids
+    )
+    out.index = {op: i for i, op in enumerate(out.ops)}
+    out.pinned = [None] * len(out.ops)
+    new_of = [-1] * (len(prog) + 1)
+    for lowered, n in enumerate(origin):
+        if n >= 0:
+            new_of[n] = lowered
+    new_of[len(prog)] = len(out.ops)
+    out.wait_tensors = [(wait, None) for wait, _ in prog.wait_tensors]
+    # A wait_tensor stands before node `at` and after its producer's record: before the
+    # sync.waits placed in front of `at`.
+    out.wait_positions = [
+        new_of[at] - len(plan.waits_before.get(at, ())) for at in prog.wait_positions
+    ]
+    return out
+
+
+def _with_sync_nodes(
+    prog: Program,
+    plan: EventPlan,
+    record_op: Callable[[int], Operation],
+    wait_op: Callable[[int, int], Operation],
+    event_ids: dict[int, int] | None = None,
+) -> tuple[Program, list[int]]:
+    """`prog` (streams assigned) with `plan`'s records and waits as nodes, and per node
+    the node of `prog` it comes from (-1 for records and waits).  `record_op(p)` is the op
+    of the record after node `p`, `wait_op(n, i)` of the `i`-th wait before node `n`."""
     recorded = set(plan.recorded)
-    out = Program(prog.func, streams=list(assignment.streams))
+    out = Program(prog.func, streams=list(prog.streams))
     new_index: dict[int, int] = {}
     record_node: dict[int, int] = {}
     origin: list[int] = []
@@ -171,15 +226,20 @@ def lowered_program(prog: Program, assignment: Assignment) -> tuple[Program, lis
         return len(out.ops) - 1
 
     for n in range(len(prog)):
-        s = assignment.stream_of[n]
-        for p in plan.waits_before.get(n, ()):
-            add(prog.ops[n], NodeKind.WAIT, s, [], record_node[p])
+        s = prog.stream[n]
+        for i, p in enumerate(plan.waits_before.get(n, ())):
+            add(wait_op(n, i), NodeKind.WAIT, s, [], record_node[p])
         new_index[n] = add(
             prog.ops[n], prog.kind[n], s, [(new_index[p], k) for p, k in prog.deps[n]]
         )
         origin[new_index[n]] = n
+        if prog.event_of[n] >= 0:  # a record or wait the function already had
+            out.event_of[new_index[n]] = new_index[prog.event_of[n]]
+            out.event_id[new_index[n]] = prog.event_id[n]
         if n in recorded:
-            r = add(prog.ops[n], NodeKind.RECORD, s, [])
+            r = add(record_op(n), NodeKind.RECORD, s, [])
             out.event_of[r] = r
+            if event_ids is not None:
+                out.event_id[r] = event_ids[n]
             record_node[n] = r
     return out, origin

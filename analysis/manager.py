@@ -3,7 +3,9 @@
 MLIR's `AnalysisManager` is the model.  A pass asks for an analysis of an op through
 `analyses(ctx).get(factory, *args)`; the first call computes `factory(*args)`, later calls
 with the same factory and arguments (compared by identity for IR objects) return the same
-object.  `run_passes` clears the cache before a pipeline and after every pass that does not
+object.  A pass that rewrites IR and already knows an analysis of what it wrote hands it
+on with `provide` (insert-events gives the lowered program graph to the checks and the
+runner), so each function's graph is read from the IR once per IR state at most.  `run_passes` clears the cache before a pipeline and after every pass that does not
 declare, with `PRESERVES = ALL`, that it leaves the IR as it found it (MLIR's
 `markAllAnalysesPreserved`); a pass may also name the factories it keeps, as a tuple.
 
@@ -25,7 +27,7 @@ from xdsl.context import Context
 from xdsl.dialects.func import FuncOp
 
 from npuir.analysis.happens_before import HappensBefore
-from npuir.analysis.program import StreamInfo, build_program
+from npuir.analysis.program import Program, StreamInfo, build_program
 
 T = TypeVar("T")
 
@@ -41,8 +43,10 @@ class AnalysisManager:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[Hashable, ...], Any] = {}
+        self._provided: dict[tuple[Hashable, ...], Any] = {}
         self.computed = 0
-        """How many analyses were computed (a cache miss each), for tests and benchmarks."""
+        """How many analyses were made: computed on a cache miss, or provided by the pass that
+        made them (`provide`); for tests and benchmarks."""
 
     def get(self, factory: Callable[..., T], *args: Hashable) -> T:
         key = (factory, *args)
@@ -53,12 +57,27 @@ class AnalysisManager:
         self._cache[key] = value
         return value
 
+    def provide(self, factory: Callable[..., T], *args: Hashable, value: T) -> None:
+        """Hand over `value` as `factory(*args)` of the IR the running pass leaves behind:
+        a pass that rewrites IR and already knows the analysis of its result (insert-events
+        knows the program graph of what it wrote) gives it to the passes after it.  It
+        takes effect when the pass ends, and survives that pass's invalidation."""
+        self._provided[(factory, *args)] = value
+        self.computed += 1
+
+    def reset(self) -> None:
+        """Forget everything, what a failed pass provided too (a pipeline starts so)."""
+        self._cache.clear()
+        self._provided.clear()
+
     def invalidate(self, preserved: Preserved = ()) -> None:
-        """Forget every analysis but those `preserved` names."""
-        if preserved == ALL:
-            return
-        keep = set(preserved)
-        self._cache = {k: v for k, v in self._cache.items() if k[0] in keep}
+        """Forget every analysis but those `preserved` names; then keep what the pass
+        that just ran provided (`provide`)."""
+        if preserved != ALL:
+            keep = set(preserved)
+            self._cache = {k: v for k, v in self._cache.items() if k[0] in keep}
+        self._cache.update(self._provided)
+        self._provided.clear()
 
 
 def analyses(ctx: Context) -> AnalysisManager:
@@ -79,6 +98,14 @@ class LoweredFunction:
     def __init__(self, func: FuncOp, streams: tuple[StreamInfo, ...]) -> None:
         self.prog = build_program(func, list(streams))
         self._hb: HappensBefore | None = None
+
+    @classmethod
+    def of(cls, prog: Program) -> LoweredFunction:
+        """The analysis of a program graph a pass already has (see `provide`)."""
+        made = cls.__new__(cls)
+        made.prog = prog
+        made._hb = None
+        return made
 
     @property
     def happens_before(self) -> HappensBefore:

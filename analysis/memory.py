@@ -96,9 +96,7 @@ def _source(value: SSAValue) -> SSAValue:
         else:
             assert isinstance(op, stream.SwitchOp | coreset.LimitOp)
             assert isinstance(value, OpResult)
-            term = op.body.block.last_op
-            assert term is not None
-            value = term.operands[value.index]
+            value = op.source_of(value)
 
 
 def find_buffers(prog: Program) -> Buffers:

@@ -40,18 +40,35 @@ from npuir.dialects.scope import ScopeOp, Visit, issue_order
 from npuir.dialects.stream import SwitchOp, WaitTensorOp
 from npuir.gc_pause import without_collector
 
-UNSCHEDULABLE_VALUE = Kind("schedule.unschedulable-value")
-"""A value the schedule uses comes from an op it cannot run."""
-UNKNOWN_OP = Kind("schedule.unknown-op")
-"""An op the npu schedule does not know."""
-WAIT_BEFORE_RECORD = Kind("sync.wait-before-record")
+UNSCHEDULABLE_VALUE = Kind(
+    "schedule.unschedulable-value", "'{op_name}' cannot produce a value used by the schedule"
+)
+"""A value the schedule uses comes from an op it cannot run; argument: `op_name`."""
+UNKNOWN_OP = Kind("schedule.unknown-op", "'{op_name}' is not an op the npu schedule knows")
+"""An op the npu schedule does not know; argument: `op_name`."""
+WAIT_BEFORE_RECORD = Kind(
+    "sync.wait-before-record", "'sync.wait' is issued before the 'sync.record' it waits on"
+)
 """A `sync.wait` issued before its `sync.record`."""
-USE_BEFORE_COMPUTE = Kind("schedule.use-before-compute")
-"""An operand used before it is computed (a cycle)."""
-NOT_PARTITIONED = Kind("stream.not-partitioned")
-"""An analysis of lowered IR met an op without `stream.on`."""
-UNDECLARED_STREAM = Kind("stream.undeclared")
-"""`stream.on` names a stream no `stream.decl` declares."""
+USE_BEFORE_COMPUTE = Kind(
+    "schedule.use-before-compute",
+    "operand produced by {producer} is used before it is computed (a cycle, or a use before "
+    "its definition)",
+)
+"""An operand used before it is computed (a cycle); argument: `producer`."""
+NOT_PARTITIONED = Kind(
+    "stream.not-partitioned", "{needs} needs a partitioned {unit}; run stream-partition first"
+)
+"""A pass or analysis of partitioned IR given IR that is not; arguments: `needs` (the pass),
+`unit` ("module" or "function")."""
+OP_NOT_PARTITIONED = Kind(
+    "stream.op-not-partitioned", "'{op_name}' has no '{attribute}'; run stream-partition first"
+)
+"""An analysis of lowered IR met an op without `stream.on`; arguments: `op_name`, `attribute`."""
+UNDECLARED_STREAM = Kind(
+    "stream.undeclared", "'{op_name}' names stream @{stream}, which no 'stream.decl' declares"
+)
+"""`stream.on` names a stream no `stream.decl` declares; arguments: `op_name`, `stream`."""
 
 DEFAULT_STREAM = 0
 """Index of the default stream in `Program.streams`."""
@@ -173,11 +190,7 @@ class _Resolver:
             return self.resolve(owner.source_of(value))
         node = self.program.index.get(owner)
         if node is None:
-            raise error(
-                owner,
-                f"'{owner.name}' cannot produce a value used by the schedule",
-                UNSCHEDULABLE_VALUE,
-            )
+            raise error(owner, UNSCHEDULABLE_VALUE, op_name=owner.name)
         return node, ()
 
 
@@ -189,9 +202,7 @@ def waited_value(value: SSAValue) -> SSAValue:
         if isinstance(owner, stream.WaitTensorOp):
             value = owner.tensor
         elif isinstance(owner, ScopeOp):
-            term = owner.body.block.last_op
-            assert term is not None
-            value = term.operands[value.index]
+            value = owner.source_of(value)
         else:
             break
     return value
@@ -275,7 +286,7 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
         elif isinstance(op, ReturnOp):
             kind = NodeKind.RETURN
         else:
-            raise error(op, f"'{op.name}' is not an op the npu schedule knows", UNKNOWN_OP)
+            raise error(op, UNKNOWN_OP, op_name=op.name)
         program.kind.append(kind)
         program.stream.append(_stream_index(op, kind, sym_index, streams is not None))
         program.event_id.append(-1)
@@ -288,11 +299,7 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
             owner = op.event.owner
             record = program.index.get(owner) if isinstance(owner, Operation) else None
             if record is None or record >= n:
-                raise error(
-                    op,
-                    "'sync.wait' is issued before the 'sync.record' it waits on",
-                    WAIT_BEFORE_RECORD,
-                )
+                raise error(op, WAIT_BEFORE_RECORD)
             program.event_of[n] = record
         elif kind is NodeKind.RECORD:
             assert isinstance(op, sync.RecordOp)
@@ -307,12 +314,7 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
                     if p < 0 or p in seen:
                         continue
                     if p >= n:
-                        raise error(
-                            op,
-                            f"operand produced by {program.describe(p)} is used before it is "
-                            "computed (a cycle, or a use before its definition)",
-                            USE_BEFORE_COMPUTE,
-                        )
+                        raise error(op, USE_BEFORE_COMPUTE, producer=program.describe(p))
                     seen.add(p)
                     deps.append((p, k))
         program.deps.append(deps)
@@ -350,19 +352,11 @@ def _stream_index(op: Operation, kind: NodeKind, sym_index: dict[str, int], lowe
     else:
         name_or_none = stream.stream_of(op)
         if name_or_none is None:
-            raise error(
-                op,
-                f"'{op.name}' has no '{stream.STREAM_ON}'; run stream-partition first",
-                NOT_PARTITIONED,
-            )
+            raise error(op, OP_NOT_PARTITIONED, op_name=op.name, attribute=stream.STREAM_ON)
         name = name_or_none
     s = sym_index.get(name)
     if s is None:
-        raise error(
-            op,
-            f"'{op.name}' names stream @{name}, which no 'stream.decl' declares",
-            UNDECLARED_STREAM,
-        )
+        raise error(op, UNDECLARED_STREAM, op_name=op.name, stream=name)
     return s
 
 

@@ -28,7 +28,7 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program, build_program
-from npuir.backends.npu.hardware import Hardware, load_hardware
+from npuir.hardware import Hardware, load_hardware
 from npuir.schedule.auto import Judge, assign_auto
 from npuir.schedule.oracle import exact_schedule, exact_with_limits
 

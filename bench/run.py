@@ -100,8 +100,8 @@ def main() -> None:
     s.add_argument("--workloads", help="comma-separated names or prefixes (default: all)")
     s.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
     o = sub.add_parser("oracle", help="auto against the exact optimum on small graphs")
-    o.add_argument("--sizes", default="5,6", help="op counts (the solver takes up to 8)")
-    o.add_argument("--seeds", type=int, default=15, help="graphs per op count")
+    o.add_argument("--sizes", default="5,6,7,8", help="op counts (the solver takes up to 8)")
+    o.add_argument("--seeds", type=int, default=8, help="graphs per op count")
     o.add_argument(
         "--limits",
         action="store_true",

@@ -64,7 +64,6 @@ from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo, build_program
 from npuir.api import print_ir
 from npuir.backends.npu.explain import Explanation, compare, explain
-from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.numerics import NumericsError, resolve_entry
 from npuir.context import make_context
 from npuir.deep_stack import on_deep_stack
@@ -82,6 +81,7 @@ from npuir.driver.run import (
     timing_function,
 )
 from npuir.frontends.load import Format, load_source, read, source_of_text
+from npuir.hardware import Hardware
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.auto import Judge, cost_strategies
 from npuir.schedule.bounds import lower_bound_ns

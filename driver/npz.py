@@ -29,7 +29,7 @@ _HEADER_BYTES = 1 << 16
 
 def _fail(path: str, message: str) -> DiagnosticError:
     return DiagnosticError(
-        Diagnostic("error", f"cannot read inputs '{path}': {message}", kind=INPUT_ERROR.code)
+        Diagnostic.of("error", INPUT_ERROR, None, action="read inputs", path=path, reason=message)
     )
 
 

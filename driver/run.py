@@ -45,7 +45,6 @@ from npuir.backends.npu.groups import (
     mismatched_pairs,
     partial_groups,
 )
-from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.memory import imas_line, memory_report
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
@@ -59,6 +58,7 @@ from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
 from npuir.driver.npz import read_arrays
 from npuir.frontends.load import Source, load_source, read, source_of_text
+from npuir.hardware import Hardware, HardwareError, load_hardware
 from npuir.host import available_bytes, gib
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress

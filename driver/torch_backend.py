@@ -22,7 +22,8 @@ Per graph dynamo hands over:
    max-autotune only), naming the scope's line;
 3. the graph dump the config asks for (`debug.graph_dump`);
 4. the GE options logged at INFO (`Compiling concrete graph {id} with options:`);
-5. lowering with the config's pipeline (`CompilerConfig.pipeline()`);
+5. lowering with npu-default and the config's pass options
+   (`configured_pipeline("npu-default", config.pass_options())`);
 6. the schedule report (`ScheduleReport`): the makespan as annotated, on one
    stream, with GE's default allocation (`mode=ge`), with `auto`, the lower
    bound and the simulator's "why" lines, logged at INFO and kept on the
@@ -71,12 +72,12 @@ from npuir.driver.run import RunConfig, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
 from npuir.frontends.torch import import_exported_program
-from npuir.passmanager.pipeline import build_pipeline, run_passes
+from npuir.frontends.torchair import CompilerConfig, TorchairError, _air
+from npuir.frontends.torchair.core.utils import logger
+from npuir.frontends.torchair.inference import gears_of
+from npuir.passmanager.pipeline import build_pipeline, configured_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
-from npuir.torchair import CompilerConfig, TorchairError, _air
-from npuir.torchair.core.utils import logger
-from npuir.torchair.inference import gears_of
 
 Array = np.ndarray[Any, Any]
 
@@ -603,7 +604,7 @@ class NpuBackend:
             report.compile_seconds = time.perf_counter() - start
             self.reports.append(report)
             return _Compiled(gm, None, None, names, gears, policy)
-        pipeline = self.config.pipeline()
+        pipeline = configured_pipeline("npu-default", self.config.pass_options())
         self.imported.append(module.clone())
         try:
             run_passes(make_context(), module, build_pipeline(pipeline))

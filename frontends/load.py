@@ -101,7 +101,9 @@ def read(path_or_stream: str | Path | BinaryIO) -> Source:
                     "error",
                     INPUT_ERROR,
                     None,
-                    message=f"cannot read '{name}': {exc.strerror or exc}",
+                    action="read",
+                    path=name,
+                    reason=str(exc.strerror or exc),
                 )
             ) from None
     stream_name = getattr(path_or_stream, "name", None)

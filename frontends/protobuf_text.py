@@ -35,7 +35,7 @@ from lark.lexer import Lexer, LexerState
 from npuir.diagnostics import PARSE_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.gc_pause import collector_paused
 
-TOO_DEEP = Kind("parse.too-deep")
+TOO_DEEP = Kind("parse.too-deep", "messages are nested too deeply")
 """Input nested deeper than the parser's bound."""
 
 
@@ -419,11 +419,10 @@ def parse(text: str, filename: str, line_offset: int = 0) -> Message:
         ) from None
     except RecursionError:
         raise DiagnosticError(
-            Diagnostic(
+            Diagnostic.of(
                 "error",
-                "messages are nested too deeply",
+                TOO_DEEP,
                 SourceLocation(filename, 1, 1),
-                kind=TOO_DEEP.code,
             )
         ) from None
 

@@ -72,8 +72,10 @@ PT2_UNSAFE = Kind("pt2.unsafe-entry")
 """A pickled entry, or a string torch would evaluate: refused, never read."""
 INPUT_TOO_LARGE = Kind("input.too-large")
 """An input that would take more than it may (a zip bomb, more than the host's memory)."""
-INPUT_TOO_DEEP = Kind("input.too-deep")
-"""Data nested deeper than `npuir.nesting.MAX_DATA_DEPTH`."""
+INPUT_TOO_DEEP = Kind(
+    "input.too-deep", "JSON nested more than {limit} levels deep (torch writes about 12)"
+)
+"""Data nested deeper than `npuir.nesting.MAX_DATA_DEPTH`; argument: `limit`."""
 
 MAX_ENTRIES = 100_000
 """Entries an archive may hold (torch writes a dozen plus one per weight)."""
@@ -167,6 +169,13 @@ class _Reader:
         where = SourceLocation(f"{self.path}/{self.root}{entry}", line, column)
         return DiagnosticError(Diagnostic("error", message, where, kind=kind.code))
 
+    def unreadable(self, reason: str) -> DiagnosticError:
+        """The archive itself cannot be opened (`input.unreadable`)."""
+        where = SourceLocation(self.path, 1, 0)
+        return DiagnosticError(
+            Diagnostic.of("error", INPUT_ERROR, where, action="load", path=self.path, reason=reason)
+        )
+
     def _position(self, entry: str, needle: str) -> tuple[int, int]:
         try:
             text = self.zip.read(self.root + entry).decode("utf-8", "replace")
@@ -186,13 +195,9 @@ class _Reader:
             self.zip: zipfile.ZipFile = zipfile.ZipFile(source)
             infos = self.zip.infolist()
         except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise self.fail(f"cannot load '{self.path}': {reason}", kind=INPUT_ERROR) from None
+            raise self.unreadable(exc.strerror or str(exc)) from None
         except (zipfile.BadZipFile, ValueError, EOFError, RuntimeError) as exc:
-            raise self.fail(
-                f"cannot load '{self.path}': not a torch.export archive (a zip file): {exc}",
-                kind=INPUT_ERROR,
-            ) from None
+            raise self.unreadable(f"not a torch.export archive (a zip file): {exc}") from None
         if len(infos) > MAX_ENTRIES:
             raise self.fail(
                 f"the archive has {len(infos)} entries, more than {MAX_ENTRIES}",
@@ -249,12 +254,7 @@ class _Reader:
             column = where - (text.rfind("\n", 0, where) + 1) + 1
             location = SourceLocation(f"{self.path}/{self.root}{entry}", line, column)
             raise DiagnosticError(
-                Diagnostic(
-                    "error",
-                    f"JSON nested more than {MAX_JSON_DEPTH} levels deep (torch writes about 12)",
-                    location,
-                    kind=INPUT_TOO_DEEP.code,
-                )
+                Diagnostic.of("error", INPUT_TOO_DEEP, location, limit=MAX_JSON_DEPTH)
             )
         try:
             return json.loads(text)

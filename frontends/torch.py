@@ -51,7 +51,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 
-from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.diagnostics import (
     Diagnostic,
     DiagnosticEngine,
@@ -64,16 +63,22 @@ from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
 from npuir.frontends import torch_scope
 from npuir.frontends.pt2 import Pt2Archive, exported_program, read_pt2
-from npuir.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
-from npuir.torchair._errors import fail, refused
-from npuir.torchair._graph import detached, element_type, tensor_type
+from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
+from npuir.frontends.torchair._errors import fail, refused
+from npuir.frontends.torchair._graph import detached, element_type, tensor_type
+from npuir.hardware import known_device
 
-TORCH_IMPORT_WARNING = Kind("torch.import-warning")
-"""Something the torch importer could not keep."""
-UNBALANCED_SCOPE = Kind("torch.unbalanced-scope")
+TORCH_IMPORT_WARNING = Kind(
+    "torch.import-warning",
+    "aten op '{aten_op}' has no npu op: {count} op(s) imported as npu.opaque (engine vector, "
+    "costed from its tensor sizes; no numeric kernel)",
+)
+"""An aten op the torch importer could not keep as an npu op; arguments: `aten_op`,
+`count` (how many of the model's ops)."""
+UNBALANCED_SCOPE = Kind("torch.unbalanced-scope", "air::scope_enter without a scope_exit")
 """An `air::scope_enter` without its `scope_exit`."""
-UNSUPPORTED_NODE = Kind("torch.unsupported-node")
-"""An FX node the importer cannot map."""
+UNSUPPORTED_NODE = Kind("torch.unsupported-node", "cannot import '{node}' ({target}): {reason}")
+"""An FX node the importer cannot map; arguments: `node`, `target`, `reason`."""
 
 SYM_DIMS = "torch.sym_dims"
 """Argument attribute: the symbol of each dim ("" for a static one)."""
@@ -244,7 +249,7 @@ class _Importer:
                 self.graph.open_scope(tag=tag, priority=priority)
                 opened += 1
             if _air.AICORE_NUM in attrs or _air.VECTORCORE_NUM in attrs:
-                hw = self.hardware()
+                hw = known_device(self.graph.target)
                 counts = tuple(
                     validation.core_count(
                         key,
@@ -265,14 +270,6 @@ class _Importer:
         except validation.ValidationError as exc:
             raise refused(exc) from None
         self.scopes.append(opened)
-
-    def hardware(self) -> Hardware | None:
-        """The target device, whose core counts bound a limit (None: an unknown target,
-        checked by `coreset-lower` instead)."""
-        try:
-            return load_hardware(self.graph.target)
-        except HardwareError:
-            return None
 
     def scope_exit(self, *args: Any) -> None:
         if not self.scopes:
@@ -301,26 +298,22 @@ class _Importer:
             except UnsupportedOp as exc:
                 loc = SourceLocation(where[0], where[1], 0) if where else None
                 raise TorchairError(
-                    Diagnostic(
+                    Diagnostic.of(
                         "error",
-                        f"cannot import '{node.name}' ({node.target}): {exc}",
+                        UNSUPPORTED_NODE,
                         loc,
-                        kind=UNSUPPORTED_NODE.code,
+                        node=node.name,
+                        target=str(node.target),
+                        reason=str(exc),
                     )
                 ) from None
         if self.scopes:
-            raise TorchairError(
-                Diagnostic(
-                    "error", "air::scope_enter without a scope_exit", kind=UNBALANCED_SCOPE.code
-                )
-            )
+            raise TorchairError(Diagnostic.of("error", UNBALANCED_SCOPE))
         for kind, places in self.opaque.items():
-            message = (
-                f"aten op '{kind}' has no npu op: {len(places)} op(s) imported as npu.opaque "
-                "(engine vector, costed from its tensor sizes; no numeric kernel)"
-            )
             self.warnings.append(
-                Diagnostic("warning", message, places[0], kind=TORCH_IMPORT_WARNING.code)
+                Diagnostic.of(
+                    "warning", TORCH_IMPORT_WARNING, places[0], aten_op=kind, count=len(places)
+                )
             )
         self.dim_ranges()
         return self.graph.module

@@ -13,7 +13,7 @@ with scope.npu_stream_switch("1"):
 
 from __future__ import annotations
 
-from npuir.torchair._air import (
+from npuir.frontends.torchair._air import (
     AICORE_NUM,
     ERROR,
     INNER_PARALLEL,
@@ -22,7 +22,7 @@ from npuir.torchair._air import (
     VECTORCORE_NUM,
     register,
 )
-from npuir.torchair.scope import limit_core_num, npu_stream_switch, npu_wait_tensor
+from npuir.frontends.torchair.scope import limit_core_num, npu_stream_switch, npu_wait_tensor
 
 __all__ = [
     "AICORE_NUM",

@@ -10,6 +10,8 @@ The library API in one place:
 - `verify(op)`: op-by-op verification with located errors;
 - `build_pipeline(spec)` / `run_passes(ctx, module, passes)`: run passes by
   name, e.g. `"stream-partition,insert-events{max-events=8}"` or `"npu-default"`;
+  `configured_pipeline(spec, options)` adds options (data, e.g. a TorchAir
+  `CompilerConfig.pass_options()`) to the passes of a spec;
 - `print_ir(op)`: the custom (or generic) textual form;
 - `Diagnostic`, `DiagnosticError`, `UsageError`: what the library raises.
 
@@ -36,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "print_ir": "npuir.api",
     "verify": "npuir.verifier",
     "build_pipeline": "npuir.passmanager.pipeline",
+    "configured_pipeline": "npuir.passmanager.pipeline",
     "run_passes": "npuir.passmanager.pipeline",
 }
 
@@ -46,6 +49,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "build_pipeline",
+    "configured_pipeline",
     "load",
     "make_context",
     "parse_file",
@@ -60,7 +64,7 @@ if TYPE_CHECKING:
     from npuir.context import NpuirContext, make_context
     from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
     from npuir.frontends.load import load, parse_file
-    from npuir.passmanager.pipeline import build_pipeline, run_passes
+    from npuir.passmanager.pipeline import build_pipeline, configured_pipeline, run_passes
     from npuir.verifier import verify
 
 

@@ -137,8 +137,9 @@ PARSE_ERROR = Kind("parse.syntax")
 """The input does not parse (xDSL's parser or npuir's own)."""
 VERIFY_ERROR = Kind("verify.op", "{message}")
 """An op's verifier refused it; `op` names the op."""
-INPUT_ERROR = Kind("input.unreadable")
-"""An input file cannot be read or decoded."""
+INPUT_ERROR = Kind("input.unreadable", "cannot {action} '{path}': {reason}")
+"""An input file cannot be read or opened; arguments: `action` ("read", "load", "read
+inputs"), `path`, `reason`."""
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,10 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -64,8 +66,8 @@ from npuir.diagnostics import (
 from npuir.fastparse import OpLineReader
 from npuir.gc_pause import collector_paused
 
-NOT_UTF8 = Kind("input.not-utf8")
-"""Input that is not valid UTF-8."""
+NOT_UTF8 = Kind("input.not-utf8", "input is not valid UTF-8 (byte {byte})")
+"""Input that is not valid UTF-8; argument: `byte`, the first bad one (`0xNN`)."""
 
 SPLIT_MARKER = "// -----"
 
@@ -496,12 +498,7 @@ def decode_source(data: bytes, filename: str, sources: SourceManager | None = No
         sources.add(filename, data.decode("utf-8", errors="backslashreplace"))
         loc = sources.location_of_offset(filename, len(good))
         raise DiagnosticError(
-            Diagnostic(
-                "error",
-                f"input is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
-                loc,
-                kind=NOT_UTF8.code,
-            )
+            Diagnostic.of("error", NOT_UTF8, loc, byte=f"0x{data[exc.start]:02x}")
         ) from None
 
 
@@ -528,21 +525,21 @@ def parse_module(
             return parser.parse_module()
     except ParseError as exc:
         loc = sources.location_of_offset(filename, base_offset + exc.span.start)
-        raise DiagnosticError(Diagnostic("error", exc.msg, loc, kind=_kind_of(exc))) from None
+        raise DiagnosticError(Diagnostic("error", exc.msg, loc, *_kind_of(exc))) from None
     except VerifyException as exc:
         # Attributes verify as they are built, so a bad attribute surfaces here.
         offset = parser.pos if parser.pos < len(text) else len(text)
         loc = sources.location_of_offset(filename, base_offset + offset)
-        raise DiagnosticError(Diagnostic("error", str(exc), loc, kind=_kind_of(exc))) from None
+        raise DiagnosticError(Diagnostic("error", str(exc), loc, *_kind_of(exc))) from None
 
 
-def _kind_of(exc: Exception) -> str:
-    """A parse failure's kind: the rule's own (`npuir.dialects.validation`) when one of the
-    rules every route applies refused a value, else a syntax error."""
+def _kind_of(exc: Exception) -> tuple[str, Mapping[str, Any]]:
+    """A parse failure's kind and arguments: the rule's own (`npuir.dialects.validation`)
+    when one of the rules every route applies refused a value, else a syntax error."""
     cause: BaseException | None = exc
     while cause is not None:  # xDSL re-raises an attribute's VerifyException as a ParseError
         kind = getattr(cause, "kind", None)
         if isinstance(kind, Kind):
-            return kind.code
+            return kind.code, MappingProxyType(dict(getattr(cause, "args_", {})))
         cause = cause.__cause__ or cause.__context__
-    return PARSE_ERROR.code
+    return PARSE_ERROR.code, MappingProxyType({})

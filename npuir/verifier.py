@@ -93,8 +93,12 @@ class _SignatureMemo:
         self._by_value.add(value_key)
 
 
-USE_BEFORE_DEF = Kind("verify.use-before-def")
-"""A value used before it is defined."""
+USE_BEFORE_DEF = Kind(
+    "verify.use-before-def",
+    "'{op_name}' op uses {value} before it is defined (a value must be computed before its uses; "
+    "a wait_tensor cycle looks like this)",
+)
+"""A value used before it is defined; arguments: `op_name` (the user), `value`."""
 
 
 @deep_stack
@@ -167,9 +171,4 @@ def _check_defined_before_use(op: Operation, seen: set[Operation]) -> None:
         owner = operand.owner
         if isinstance(owner, Operation) and owner not in seen:
             name = f"%{operand.name_hint}" if operand.name_hint else f"a result of '{owner.name}'"
-            raise error(
-                op,
-                f"'{op.name}' op uses {name} before it is defined (a value must be "
-                "computed before its uses; a wait_tensor cycle looks like this)",
-                USE_BEFORE_DEF,
-            )
+            raise error(op, USE_BEFORE_DEF, op_name=op.name, value=name)

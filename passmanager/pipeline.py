@@ -40,6 +40,48 @@ def _expand(spec: str, pipelines: Mapping[str, str]) -> str:
     return ",".join(pipelines.get(p, p) for p in parts)
 
 
+def _top_level_parts(spec: str) -> list[str]:
+    """`spec`'s comma-separated passes, each with its `{...}` options (commas inside braces
+    belong to an option value)."""
+    parts: list[str] = []
+    depth, start = 0, 0
+    for i, char in enumerate(spec):
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(spec[start:i].strip())
+            start = i + 1
+    parts.append(spec[start:].strip())
+    return [p for p in parts if p]
+
+
+def configured_pipeline(
+    spec: str,
+    options: Mapping[str, Mapping[str, str]],
+    registry: PassRegistry | None = None,
+) -> str:
+    """`spec` (pipeline names expanded) with `options[pass]` added to each pass it names:
+    how a front end's settings -- data, such as `CompilerConfig.pass_options()` -- become a
+    pipeline, e.g. `configured_pipeline("npu-default", {"stream-partition": {"mode":
+    "single"}})` is npu-default partitioning with `mode=single`.  An option the spec
+    already sets is replaced."""
+    registry = registry or default_registry()
+    out: list[str] = []
+    for part in _top_level_parts(_expand(spec, registry.pipelines)):
+        name, brace, body = part.partition("{")
+        extra = options.get(name.strip())
+        if not extra:
+            out.append(part)
+            continue
+        given = [item for item in body.rstrip("}").split() if item] if brace else []
+        kept = [item for item in given if item.split("=", 1)[0] not in extra]
+        merged = kept + [f"{key}={value}" for key, value in extra.items()]
+        out.append(f"{name.strip()}{{{' '.join(merged)}}}")
+    return ",".join(out)
+
+
 def build_pipeline(spec: str, registry: PassRegistry | None = None) -> list[ModulePass]:
     """Parse `spec` into pass instances; raise `UsageError` on a bad spec.
 
@@ -132,7 +174,7 @@ def _run_passes(
     verify_each: bool,
 ) -> None:
     manager = analyses(ctx)
-    manager.invalidate()
+    manager.reset()
     for p in passes:
         progress.phase(p.name)
         try:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from npuir.backends.npu.hardware import DEFAULT_HARDWARE, Hardware, HardwareError, load_hardware
 from npuir.diagnostics import Kind, error
 from npuir.dialects.npu import target_of
+from npuir.hardware import DEFAULT_HARDWARE, Hardware, HardwareError, load_hardware
 
 UNKNOWN_DEVICE = Kind("device.unknown")
 """The module's target device is not a known preset."""

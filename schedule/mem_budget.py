@@ -36,7 +36,7 @@ from npuir.analysis.mem_planners import FunctionPlan, over_budget, plan_program
 from npuir.analysis.memory import antichain_bound
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program
-from npuir.backends.npu.hardware import Hardware
+from npuir.hardware import Hardware
 from npuir.schedule.auto import Judge, LimitFn
 
 

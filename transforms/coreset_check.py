@@ -46,12 +46,26 @@ from npuir.passes import option
 from npuir.schedule.core_check import function_checkers
 from npuir.schedule.device import device_of
 
-PAIR_EXCEEDS_DEVICE = Kind("core.pair-exceeds-device")
+PAIR_EXCEEDS_DEVICE = Kind(
+    "core.pair-exceeds-device",
+    "streams {first} and {second} can run at the same time, and their {engine} core limits, "
+    "{limits_said}, add up to {total}, more than the {device_cores} {engine} cores of {device}; "
+    "the cores of any two streams together must fit the device{where}",
+)
 """Two streams that can overlap have core limits that together exceed the device (seed 003);
-arguments: `first`, `second` (stream names), `engine`, `limits`, `device_cores`."""
-HOLD_AND_WAIT = Kind("core.hold-and-wait")
+arguments: `first`, `second` (stream names), `engine`, `limits` (theirs, in that order),
+`total`, `device_cores`, `device`; `limits_said` and `where` (where each configured limit
+stands, or "") are the same facts as the message words them."""
+HOLD_AND_WAIT = Kind(
+    "core.hold-and-wait",
+    "hold-and-wait hazard: {holder} on {holder_stream} holds up to {demand} {engine} cores "
+    "while it waits for the rest, and {other} on {other_stream}, which can run at the same "
+    "time, holds up to {other_demand}: {together} > {device_cores} on {device}; {fix}",
+)
 """A `full_core_sync` op can hold cores while another op that can overlap it holds the rest;
-arguments: `holder`, `other`, `engine`, `demand`, `other_demand`, `device_cores`."""
+arguments: `holder`, `other` (ops), `holder_stream`, `other_stream`, `engine`, `demand`,
+`other_demand`, `together` (their sum), `device_cores`, `device`, and `fix` (the limit that
+removes it, `room` cores: the device's less the other's demand)."""
 
 
 @dataclass(frozen=True)
@@ -102,17 +116,16 @@ class CoresetCheckPass(ModulePass):
                     ctx,
                     prog.ops[at],
                     self.pair_rule == "error",
-                    f"streams {names[0]} and {names[1]} can run at the same time, and their "
-                    f"{v.engine} core limits, {' and '.join(limits)}, add up to "
-                    f"{sum(v.limits)}, more than the {total} {v.engine} cores of {hw.name}; "
-                    "the cores of any two streams together must fit the device"
-                    + (f" (limits: {'; '.join(where)})" if where else ""),
                     PAIR_EXCEEDS_DEVICE,
                     first=names[0],
                     second=names[1],
                     engine=v.engine,
                     limits=list(v.limits),
+                    limits_said=" and ".join(limits),
+                    total=sum(v.limits),
                     device_cores=total,
+                    device=hw.name,
+                    where=f" (limits: {'; '.join(where)})" if where else "",
                 )
             for h in checker.hazards():
                 total = hw.cores(h.engine)
@@ -126,19 +139,19 @@ class CoresetCheckPass(ModulePass):
                     ctx,
                     prog.ops[h.holder],
                     False,
-                    f"hold-and-wait hazard: {prog.describe(h.holder)} on "
-                    f"{prog.stream_name(prog.stream[h.holder])} holds up to {h.demand} {h.engine} "
-                    f"cores while it waits for the rest, and {prog.describe(h.other)} on "
-                    f"{prog.stream_name(prog.stream[h.other])}, which can run at the same time, "
-                    f"holds up to {h.other_demand}: {h.demand + h.other_demand} > {total} on "
-                    f"{hw.name}; {fix}",
                     HOLD_AND_WAIT,
                     holder=prog.describe(h.holder),
+                    holder_stream=prog.stream_name(prog.stream[h.holder]),
                     other=prog.describe(h.other),
+                    other_stream=prog.stream_name(prog.stream[h.other]),
                     engine=h.engine,
                     demand=h.demand,
                     other_demand=h.other_demand,
+                    together=h.demand + h.other_demand,
                     device_cores=total,
+                    device=hw.name,
+                    room=room,
+                    fix=fix,
                 )
 
     def _report(
@@ -146,10 +159,9 @@ class CoresetCheckPass(ModulePass):
         ctx: Context,
         at: Operation,
         is_error: bool,
-        message: str,
         kind: Kind,
         **args: object,
     ) -> None:
         if self.strict or is_error:
-            raise error(at, message, kind, **args)
-        warn(ctx, at, message, kind, **args)
+            raise error(at, kind, None, **args)
+        warn(ctx, at, kind, None, **args)

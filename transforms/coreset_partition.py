@@ -49,13 +49,13 @@ from npuir.analysis.program import (
     module_streams,
     scheduled_functions,
 )
-from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile, read_profile
 from npuir.backends.npu.simulator import SimCache, simulate
 from npuir.context import remark, warn
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
+from npuir.hardware import Hardware
 from npuir.passes import option
 from npuir.schedule.auto import INFEASIBLE, Judge
 from npuir.schedule.core_check import CoreChecker, OverriddenLimits
@@ -196,11 +196,7 @@ class CoresetPartitionPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not module_streams(op):
             where = next(iter(scheduled_functions(op)), op)
-            raise error(
-                where,
-                "coreset-partition needs a partitioned module; run stream-partition first",
-                NOT_PARTITIONED,
-            )
+            raise error(where, NOT_PARTITIONED, needs="coreset-partition", unit="module")
         hw = device_of(op, self.hw)
         search = _Search(op, hw, read_profile(self.profile) if self.profile else None)
         hazards = search.hazards([])

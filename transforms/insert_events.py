@@ -30,7 +30,8 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from npuir.analysis.events import EventPlan, plan_events
+from npuir.analysis.events import EventPlan, plan_events, program_with_events
+from npuir.analysis.manager import LoweredFunction, analyses
 from npuir.analysis.program import (
     NOT_PARTITIONED,
     Program,
@@ -52,13 +53,19 @@ EVENT_LIMIT = Kind("sync.event-limit")
 """More event ids needed at once than the limit."""
 
 
-def _rewrite(prog: Program, plan: EventPlan) -> None:
+def _rewrite(
+    prog: Program, plan: EventPlan
+) -> tuple[dict[int, Operation], dict[int, list[Operation]]]:
+    """Write `plan` into `prog`'s function; the records placed (by producer node) and the
+    waits (by consumer node)."""
     # Ops are built with `create` and shared attributes: at one record and wait
     # per cross-stream edge, IRDL's checked constructors dominate large runs.
     refs = [SymbolRefAttr(info.symbol) for info in prog.streams]
     ids: dict[int, IntegerAttr[IntegerType]] = {}
     event_type = sync.EventType()
     events: dict[int, SSAValue] = {}
+    records: dict[int, Operation] = {}
+    waits: dict[int, list[Operation]] = {}
     for p in plan.recorded:
         producer = prog.ops[p]
         event_id = plan.event_ids[p]
@@ -73,6 +80,7 @@ def _rewrite(prog: Program, plan: EventPlan) -> None:
         record.location = producer.location
         _insert_after(producer, record)
         events[p] = record.results[0]
+        records[p] = record
     for n, producers in plan.waits_before.items():
         consumer = prog.ops[n]
         ref = refs[prog.stream[n]]
@@ -80,6 +88,8 @@ def _rewrite(prog: Program, plan: EventPlan) -> None:
             wait = sync.WaitOp.create(operands=[events[p]], properties={"stream": ref})
             wait.location = consumer.location
             _insert_before(consumer, wait)
+            waits.setdefault(n, []).append(wait)
+    return records, waits
 
 
 def _has_work(func: FuncOp) -> bool:
@@ -130,11 +140,7 @@ class InsertEventsPass(ModulePass):
         limit = self._limit(op)
         for func in scheduled_functions(op):
             if not is_lowered(func) and _has_work(func):
-                raise error(
-                    func,
-                    "insert-events needs a partitioned function; run stream-partition first",
-                    NOT_PARTITIONED,
-                )
+                raise error(func, NOT_PARTITIONED, needs="insert-events", unit="function")
             if not streams:
                 continue  # no work and no streams: nothing to order
             prog = build_program(func, streams)
@@ -148,14 +154,22 @@ class InsertEventsPass(ModulePass):
                     "(max-events, or the device's event limit)",
                     EVENT_LIMIT,
                 )
-            _rewrite(prog, plan)
+            records, waits = _rewrite(prog, plan)
+            # The graph of what was just written, handed to the checks and the runner
+            # after this pass (the analysis cache) instead of being read back from the IR.
+            analyses(ctx).provide(
+                LoweredFunction,
+                func,
+                tuple(streams),
+                value=LoweredFunction.of(program_with_events(prog, plan, records, waits)),
+            )
             if self.stats:
-                waits = sum(len(v) for v in plan.waits_before.values())
+                placed = sum(len(v) for v in plan.waits_before.values())
                 remark(
                     ctx,
                     func,
                     f"insert-events on @{func.sym_name.data}: {plan.cross_deps} cross-stream orderings "
-                    f"(data, wait_tensor and joins), {waits} waits, {len(plan.recorded)} records, "
+                    f"(data, wait_tensor and joins), {placed} waits, {len(plan.recorded)} records, "
                     f"{used} event ids",
                     EVENTS_SUMMARY,
                 )

@@ -117,11 +117,7 @@ class MemPlanPass(ModulePass):
         algo = Algo(self.algo)
         for func in scheduled_functions(op):
             if not streams:
-                raise error(
-                    func,
-                    "mem-plan needs a partitioned module; run stream-partition first",
-                    NOT_PARTITIONED,
-                )
+                raise error(func, NOT_PARTITIONED, needs="mem-plan", unit="module")
             lowered = analyses(ctx).get(LoweredFunction, func, streams)
             fp = plan_program(lowered.prog, lowered.happens_before, algo)
             if fp.buffers.dynamic is not None:

@@ -19,7 +19,7 @@ from typing import ClassVar, Literal, get_args
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
@@ -31,6 +31,7 @@ from npuir.analysis.partition import (
     Mode,
     Strategy,
     assign,
+    collective_chain,
     pinned_tags,
 )
 from npuir.analysis.program import (
@@ -53,18 +54,39 @@ from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
 from npuir.schedule.mem_budget import BudgetError, Favor, fit_budget
 
-PARTITION_FAILED = Kind("stream.partition-failed")
-"""The partition cannot be built."""
-MAX_STREAMS = Kind("stream.max-streams")
-"""A user label needs a stream beyond max-streams."""
-DYNAMIC_SINGLE = Kind("stream.dynamic-single-stream")
-"""A dynamic-shape function runs on one stream."""
-SINGLE_STREAM_CONFLICT = Kind("stream.single-stream-conflict")
-"""Single-stream mode meets a user stream label."""
-AUTO_OVER_BUDGET = Kind("stream.over-memory-budget")
-"""No schedule auto can find, one stream included, fits the memory budget."""
-DEFAULT_PRIORITY = Kind("stream.default-priority")
-"""The default stream given a priority other than its fixed one."""
+PARTITION_FAILED = Kind("stream.partition-failed", "{reason}")
+"""The partition cannot be built; `reason` is what the mode's assignment refused, `mode`
+the mode."""
+MAX_STREAMS = Kind(
+    "stream.max-streams",
+    'the stream label "{tag}" needs a stream beyond max-streams={max_streams} (the default '
+    "stream counts)",
+)
+"""A user label needs a stream beyond max-streams; arguments: `tag`, `max_streams`."""
+DYNAMIC_SINGLE = Kind(
+    "stream.dynamic-single-stream",
+    "@{function} has dynamic-shape arguments and runs on one stream; {dropped} "
+    "(dynamic-multi-stream=true {keeps})",
+)
+"""A dynamic-shape function runs on one stream; arguments: `function`, `mode` (the one
+asked for), `labels` (whether its stream labels are what is dropped) and the words for
+them, `dropped` / `keeps`."""
+SINGLE_STREAM_CONFLICT = Kind(
+    "stream.single-stream-conflict",
+    'single-stream mode conflicts with the stream label "{tag}" (remove the scope, or pass '
+    "ignore-tags=true)",
+)
+"""Single-stream mode meets a user stream label; argument: `tag`."""
+AUTO_OVER_BUDGET = Kind("stream.over-memory-budget", "{reason}")
+"""No schedule auto can find, one stream included, fits the memory budget; `reason` says by
+how much, `budget` is the budget in bytes."""
+DEFAULT_PRIORITY = Kind(
+    "stream.default-priority",
+    'stream "{tag}" is given priority {priority} here, but the default stream\'s priority is '
+    "fixed at {fixed}; drop the priority or use another tag",
+)
+"""The default stream given a priority other than its fixed one; arguments: `tag`,
+`priority`, `fixed`."""
 
 
 class StreamTable:
@@ -95,18 +117,9 @@ class StreamTable:
                 # Nothing else set it: the default stream's priority is the fixed one
                 # every function's unscoped ops and `func.return` run at.
                 raise error(
-                    where,
-                    f'stream "{tag}" is given priority {priority} here, but the default '
-                    f"stream's priority is fixed at {info.priority}; drop the priority or "
-                    "use another tag",
-                    DEFAULT_PRIORITY,
+                    where, DEFAULT_PRIORITY, tag=tag, priority=priority, fixed=info.priority
                 )
-            raise error(
-                where,
-                f'stream "{tag}" is given priority {priority} here but {info.priority} '
-                "elsewhere; one stream has one priority",
-                PRIORITY_CONFLICT,
-            )
+            raise error(where, PRIORITY_CONFLICT, tag=tag, priority=priority, other=info.priority)
         ref = self._refs.get(info.symbol)
         if ref is None:
             ref = self._refs[info.symbol] = SymbolRefAttr(info.symbol)
@@ -134,20 +147,14 @@ def chain_collectives(func: FuncOp) -> int:
     earlier one: a deadlock the written program did not have.  The wait makes every
     mode run a group's collectives in their written order, as one HCCL communicator does.
     """
-    last: dict[str, Operation] = {}
+    ops = [op for op in func.body.walk() if isinstance(op, CollectiveOp)]
     added = 0
-    for op in list(func.body.walk()):
-        if not isinstance(op, CollectiveOp):
-            continue
-        previous = last.get(op.group)
-        last[op.group] = op
-        if previous is None or any(v.owner is previous for v in op.operands):
+    for earlier, later in collective_chain(ops):
+        previous, op = ops[earlier], ops[later]
+        if any(v.owner is previous for v in op.operands):
             continue
         parent = op.parent_block()
-        home = previous.parent_block()
-        assert parent is not None and home is not None
-        if not _encloses(home, op):
-            continue
+        assert parent is not None
         wait = stream.WaitTensorOp(op.operands[0], previous.results[0])
         wait.location = op.location
         on = op.attributes.get(stream.STREAM_ON)
@@ -157,16 +164,6 @@ def chain_collectives(func: FuncOp) -> int:
         op.operands[0] = wait.result
         added += 1
     return added
-
-
-def _encloses(block: Block, op: Operation) -> bool:
-    """Whether `op` sits in `block` or in an op nested in it."""
-    current: Operation | None = op
-    while current is not None:
-        if current.parent_block() is block:
-            return True
-        current = current.parent_op()
-    return False
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -352,12 +349,7 @@ class StreamPartitionPass(ModulePass):
         for func, prog in programs:
             first = next(iter(prog.scopes.values()), None)
             if requested is Mode.SINGLE and not self.ignore_tags and first is not None:
-                raise error(
-                    first,
-                    f'single-stream mode conflicts with the stream label "{first.tag_name}" '
-                    "(remove the scope, or pass ignore-tags=true)",
-                    SINGLE_STREAM_CONFLICT,
-                )
+                raise error(first, SINGLE_STREAM_CONFLICT, tag=first.tag_name)
             mode = requested
             use_tags = mode.uses_tags and not self.ignore_tags
             if (
@@ -366,21 +358,19 @@ class StreamPartitionPass(ModulePass):
                 and _has_dynamic_args(func)
             ):
                 name = func.sym_name.data
-                if use_tags and first is not None:
+                labels = use_tags and first is not None
+                if labels or mode is not Mode.USER:
                     remark(
                         ctx,
                         func,
-                        f"@{name} has dynamic-shape arguments and runs on one stream; its stream "
-                        "labels are ignored (dynamic-multi-stream=true honours them)",
                         DYNAMIC_SINGLE,
-                    )
-                elif mode is not Mode.USER:
-                    remark(
-                        ctx,
-                        func,
-                        f"@{name} has dynamic-shape arguments and runs on one stream; mode={mode} "
-                        "is not applied (dynamic-multi-stream=true applies it)",
-                        DYNAMIC_SINGLE,
+                        function=name,
+                        mode=str(mode),
+                        labels=labels,
+                        dropped="its stream labels are ignored"
+                        if labels
+                        else f"mode={mode} is not applied",
+                        keeps="honours them" if labels else "applies it",
                     )
                 mode, use_tags = Mode.SINGLE, False
             self._partition(func, prog, mode, use_tags, table, reserved, strategies)
@@ -402,12 +392,7 @@ class StreamPartitionPass(ModulePass):
             pinned, priorities = pinned_tags(prog)
             over = _first_scope_over(prog, self.max_streams)
             if over is not None:
-                raise error(
-                    over,
-                    f'the stream label "{over.tag_name}" needs a stream beyond max-streams='
-                    f"{self.max_streams} (the default stream counts)",
-                    MAX_STREAMS,
-                )
+                raise error(over, MAX_STREAMS, tag=over.tag_name, max_streams=self.max_streams)
         try:
             result = assign(
                 mode,
@@ -420,7 +405,7 @@ class StreamPartitionPass(ModulePass):
                 strategies=strategies,
             )
         except ValueError as exc:
-            raise error(func, str(exc), PARTITION_FAILED) from None
+            raise error(func, PARTITION_FAILED, reason=str(exc), mode=str(mode)) from None
         if self.mem_budget is not None and mode is Mode.AUTO:
             result = self._fit_budget(func, prog, result, pinned)
         scopes = prog.scopes if use_tags else {}
@@ -464,7 +449,7 @@ class StreamPartitionPass(ModulePass):
                 f"@{func.sym_name.data}",
             )
         except BudgetError as exc:
-            raise error(func, str(exc), AUTO_OVER_BUDGET) from None
+            raise error(func, AUTO_OVER_BUDGET, reason=str(exc), budget=budget) from None
         return fitted.assignment
 
     @staticmethod

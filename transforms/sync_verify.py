@@ -29,10 +29,18 @@ from npuir.analysis.program import (
 )
 from npuir.diagnostics import DiagnosticError, Kind, error
 
-RACE = Kind("sync.race")
-"""A cross-stream use that no event orders after its producer."""
-UNJOINED = Kind("sync.unjoined-stream")
-"""A stream not joined before the function returns."""
+RACE = Kind(
+    "sync.race",
+    "race: {consumer} on stream {consumer_stream} {how} {producer} on stream "
+    "{producer_stream}, but no event orders it after its producer",
+)
+"""A cross-stream use that no event orders after its producer; arguments: `consumer`,
+`producer` (ops), their streams, `dependence` ("data" or "control") and `how` (its words)."""
+UNJOINED = Kind(
+    "sync.unjoined-stream",
+    "race: stream {stream} is not joined into {return_stream} before the function returns",
+)
+"""A stream not joined before the function returns; arguments: `stream`, `return_stream`."""
 
 
 def find_race(prog: Program, hb: HappensBefore | None = None) -> DiagnosticError | None:
@@ -45,17 +53,20 @@ def find_race(prog: Program, hb: HappensBefore | None = None) -> DiagnosticError
             how = "uses the result of" if miss.kind is DepKind.DATA else "must wait for"
             return error(
                 prog.ops[n],
-                f"race: {prog.describe(n)} on stream {prog.stream_name(prog.stream[n])} "
-                f"{how} {prog.describe(p)} on stream {prog.stream_name(prog.stream[p])}, "
-                "but no event orders it after its producer",
                 RACE,
+                consumer=prog.describe(n),
+                consumer_stream=prog.stream_name(prog.stream[n]),
+                producer=prog.describe(p),
+                producer_stream=prog.stream_name(prog.stream[p]),
+                dependence="data" if miss.kind is DepKind.DATA else "control",
+                how=how,
             )
     for ret, s in hb.unjoined():
         return error(
             prog.ops[ret],
-            f"race: stream {prog.stream_name(s)} is not joined into "
-            f"{prog.stream_name(prog.stream[ret])} before the function returns",
             UNJOINED,
+            stream=prog.stream_name(s),
+            return_stream=prog.stream_name(prog.stream[ret]),
         )
     return None
 
@@ -72,11 +83,7 @@ class SyncVerifyPass(ModulePass):
         streams = tuple(module_streams(op))
         for func in scheduled_functions(op):
             if not streams:
-                raise error(
-                    func,
-                    "sync-verify needs a partitioned module; run stream-partition first",
-                    NOT_PARTITIONED,
-                )
+                raise error(func, NOT_PARTITIONED, needs="sync-verify", unit="module")
             lowered = analyses(ctx).get(LoweredFunction, func, streams)
             race = find_race(lowered.prog, lowered.happens_before)
             if race is not None:

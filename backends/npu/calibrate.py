@@ -34,9 +34,9 @@ import numpy as np
 
 from npuir.analysis.program import NodeKind, Program
 from npuir.dialects.npu import NpuOp
+from npuir.hardware import DEFAULT_HARDWARE, PRESETS, Hardware, HardwareError
 
 from .cost import NS_PER_S, OpWork, op_work, parallelism
-from .hardware import DEFAULT_HARDWARE, PRESETS, Hardware, HardwareError
 from .profile import Profile
 
 __all__ = ["Fit", "FitError", "fit_hardware"]

@@ -89,8 +89,7 @@ from npuir.dialects.npu import (
     shape_of,
     tensor_bytes,
 )
-
-from .hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
+from npuir.hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 
 __all__ = [
     "COLLECTIVES",

@@ -28,8 +28,8 @@ from xdsl.dialects.builtin import StringAttr
 
 from npuir.analysis.program import NodeKind, Program
 from npuir.dialects.npu import OP_NAME
+from npuir.hardware import Hardware
 
-from .hardware import Hardware
 from .simulator import OpRecord, SimResult
 
 

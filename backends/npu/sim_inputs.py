@@ -32,6 +32,7 @@ from npuir.dialects.npu import (
     tensor_bytes,
 )
 from npuir.dialects.scope import ScopeOp
+from npuir.hardware import Hardware
 
 from .cost import (
     OpWork,
@@ -42,7 +43,6 @@ from .cost import (
     runs_without_task,
     static_hbm_share,
 )
-from .hardware import Hardware
 from .profile import Profile, ProfiledCost
 
 __all__ = [

@@ -93,10 +93,10 @@ from collections.abc import Sequence
 from npuir.analysis.program import DepKind, Program
 from npuir.dialects.npu import CollectiveOp
 from npuir.gc_pause import collector_paused
+from npuir.hardware import Hardware
 
 from .cost import OpWork
 from .groups import mismatched_pairs, partial_groups
-from .hardware import Hardware
 from .profile import Profile
 from .sim_inputs import (
     _COMPUTE,

@@ -267,7 +267,7 @@ def current_graph() -> Graph:
 
 
 class _Built(ABC):
-    """What a graph and a program both offer once built: their lowering and their text."""
+    """What a graph and a program both offer once built: their config, module and text."""
 
     config: CompilerConfig
 
@@ -275,11 +275,6 @@ class _Built(ABC):
     @abstractmethod
     def module(self) -> ModuleOp:
         """The finished, verified module."""
-
-    @property
-    def pipeline(self) -> str:
-        """The lowering the config asks for (see `CompilerConfig`)."""
-        return self.config.pipeline()
 
     def text(self) -> str:
         """The module as `.mlir` text."""

@@ -31,9 +31,9 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from npuir.backends.npu.hardware import HardwareError, load_hardware
 from npuir.diagnostics import Kind
 from npuir.dialects import validation
+from npuir.hardware import known_device
 
 from ._errors import fail
 from ._graph import Graph, Tensor, building, current_graph
@@ -93,12 +93,7 @@ def core_num_error(
 ) -> validation.Problem | None:
     """What is wrong with `limit_core_num`'s arguments, or None; with `target`, the
     counts must also fit that device (on torch the importer checks them, knowing it)."""
-    hw = None
-    if target is not None:
-        try:
-            hw = load_hardware(target)
-        except HardwareError:
-            hw = None  # an unknown target: coreset-lower checks the counts against it
+    hw = None if target is None else known_device(target)
     for name, value, engine in (
         ("op_aicore_num", op_aicore_num, "cube"),
         ("op_vectorcore_num", op_vectorcore_num, "vector"),

@@ -9,17 +9,20 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("module", ["npuir.dialects.npu", "npuir.dialects.stream", "npuir"])
-def test_importing_a_low_layer_loads_nothing_above_it(module: str) -> None:
+def loaded_by(module: str, prefixes: tuple[str, ...] = ("npuir",)) -> list[str]:
+    """The modules starting with `prefixes` that importing `module` in a fresh Python loads."""
     code = (
         f"import sys, json, {module}; "
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('npuir'))))"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))"
     )
-    loaded = json.loads(
-        subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        ).stdout
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded: list[str] = json.loads(out.stdout)
+    return loaded
+
+
+@pytest.mark.parametrize("module", ["npuir.dialects.npu", "npuir.dialects.stream", "npuir"])
+def test_importing_a_low_layer_loads_nothing_above_it(module: str) -> None:
+    loaded = loaded_by(module)
     above = (
         "npuir.transforms",
         "npuir.backends",
@@ -39,3 +42,26 @@ def test_the_package_names_load_on_first_use() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize(
+    "module", ["npuir.torchair", "npuir.frontends.torchair", "npuir.frontends.load"]
+)
+def test_an_importer_loads_only_the_ir_layers(module: str) -> None:
+    """The builder and the loader build IR with no pass, schedule, backend or driver
+    behind them (and without torch); `npuir.torchair.get_npu_backend` loads the driver
+    only when it is used."""
+    loaded = loaded_by(module, ("npuir", "torch"))
+    above = (
+        "npuir.transforms",
+        "npuir.backends",
+        "npuir.schedule",
+        "npuir.passmanager",
+        "npuir.passes",
+        "npuir.registry",
+        "npuir.driver",
+        "npuir.tools",
+        "torch",
+    )
+    assert [m for m in loaded if m.startswith(above)] == []
+    assert "npuir.hardware" in loaded or module == "npuir.frontends.load"

@@ -155,3 +155,19 @@ def test_list_passes_shows_every_option_with_its_type_default_and_meaning() -> N
     assert "    colour: red|blue = red\n      a colour\n" in body
     assert "    target: string (required)" in listing
     assert "(undocumented)" in listing  # NeedsPass.target has no meaning
+
+
+def test_configured_pipeline_adds_and_replaces_options() -> None:
+    """A front end's options (data) land on the passes they name, in a named pipeline
+    too; an option the spec already sets is replaced, the others are kept."""
+    from npuir.passmanager.pipeline import configured_pipeline
+
+    spec = configured_pipeline("npu-default", {"stream-partition": {"mode": "single"}})
+    assert "stream-partition{mode=single}" in spec.split(",")
+    assert len(build_pipeline(spec)) == len(build_pipeline("npu-default"))
+    spec = configured_pipeline(
+        "stream-partition{mode=auto max-streams=2},insert-events",
+        {"stream-partition": {"mode": "minidag"}},
+    )
+    assert spec == "stream-partition{max-streams=2 mode=minidag},insert-events"
+    assert configured_pipeline("sync-verify", {}) == "sync-verify"

@@ -1,4 +1,4 @@
-"""`torchair.configs`: `from npuir.torchair.configs.compiler_config import CompilerConfig`."""
+"""`npuir.frontends.torchair.configs`: `CompilerConfig` (public as `npuir.torchair.configs`)."""
 
 from __future__ import annotations
 

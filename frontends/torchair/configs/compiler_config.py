@@ -31,6 +31,10 @@ accepted with one warning that they do not change the model.
 `ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1` in the environment (the CANN variable
 seed 000 names) lets a graph with dynamic-shape inputs use several streams:
 the pipeline's `stream-partition` gets `dynamic-multi-stream=true`.
+
+The config is data: `pass_options()` says which pass options it sets, and the
+driver makes the pipeline from them (`configured_pipeline("npu-default",
+config.pass_options())`), so the importers need no pass.
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ from typing import ClassVar
 
 from npuir.diagnostics import Kind
 from npuir.dialects.gear import Policy
-from npuir.transforms.pipelines import PIPELINES
 
 from .._errors import fail
 
@@ -258,13 +261,13 @@ class CompilerConfig(_Section):
         (`ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1`, read when the pipeline is made)."""
         return os.environ.get(DYNAMIC_MULTI_STREAM_ENV, "").strip() == "1"
 
-    def pipeline(self) -> str:
-        """The `npuir-opt -p` pipeline that lowers a graph built with this config."""
-        options = []
+    def pass_options(self) -> dict[str, dict[str, str]]:
+        """The pass options this config sets, by pass name (data: the driver turns them
+        into a pipeline with `npuir.passmanager.pipeline.configured_pipeline`, so the
+        config needs no pass)."""
+        options: dict[str, str] = {}
         if self.ge_config.enable_single_stream:
-            options.append("mode=single")
+            options["mode"] = "single"
         if self.dynamic_multi_stream():
-            options.append("dynamic-multi-stream=true")
-        partition = "stream-partition" + ("{" + " ".join(options) + "}" if options else "")
-        passes = PIPELINES["npu-default"].split(",")
-        return ",".join(partition if p == "stream-partition" else p for p in passes)
+            options["dynamic-multi-stream"] = "true"
+        return {"stream-partition": options} if options else {}

@@ -1,1 +1,1 @@
-"""`torchair.core`: `from npuir.torchair.core.utils import logger`, as in TorchAir."""
+"""`npuir.frontends.torchair.core`: the logger behind `npuir.torchair.core.utils`."""

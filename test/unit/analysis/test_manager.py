@@ -14,7 +14,8 @@ from xdsl.passes import ModulePass
 import npuir
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.manager import ALL, AnalysisManager, LoweredFunction, analyses
-from npuir.analysis.program import module_streams
+from npuir.analysis.program import Program, build_program, module_streams, scheduled_functions
+from npuir.parsing import split_input
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -103,3 +104,84 @@ def test_verification_runs_after_the_last_pass_and_after_each_when_asked() -> No
     with pytest.raises(npuir.DiagnosticError, match=r"func\.return"):
         run_passes(ctx, module, passes, lambda p, _: seen.append(p.name), verify_each=True)
     assert seen == []  # caught right after the pass that broke it
+
+
+LOWERED_INPUTS = sorted(
+    [
+        *(ROOT / "examples").glob("*.mlir"),
+        *(ROOT / "test" / "runner").glob("*.mlir"),
+        *(ROOT / "test" / "transforms").glob("*.mlir"),
+    ]
+)
+
+
+def _same_graph(got: Program, want: Program) -> None:
+    assert len(got) == len(want)
+    assert all(a is b for a, b in zip(got.ops, want.ops))
+    assert got.kind == want.kind and got.stream == want.stream and got.deps == want.deps
+    assert got.event_of == want.event_of and got.event_id == want.event_id
+    assert got.streams == want.streams and got.index == want.index and got.pinned == want.pinned
+    assert got.wait_tensors == want.wait_tensors and got.wait_positions == want.wait_positions
+
+
+@pytest.mark.parametrize("path", LOWERED_INPUTS, ids=lambda p: p.name)
+def test_insert_events_hands_on_the_graph_of_what_it_wrote(path: Path) -> None:
+    """The lowered graph insert-events provides is the one `build_program` reads from the
+    IR it wrote, node for node; the checks after it use it without reading the IR."""
+    compared: list[str] = []
+    for chunk in split_input(path.read_text(), True):
+        ctx = npuir.make_context(collect_diagnostics=True)
+        try:
+            module = npuir.parse_text(ctx, chunk.text, str(path))
+        except npuir.DiagnosticError:
+            continue
+
+        def after(p: ModulePass, module: ModuleOp, ctx: npuir.NpuirContext = ctx) -> None:
+            if p.name != "insert-events":
+                return
+            streams = tuple(module_streams(module))
+            manager = analyses(ctx)
+            for func in scheduled_functions(module):
+                before = manager.computed
+                provided = manager.get(LoweredFunction, func, streams).prog
+                assert manager.computed == before  # handed on, not read again
+                _same_graph(provided, build_program(func, list(streams)))
+                compared.append(func.sym_name.data)
+
+        try:
+            run_passes(ctx, module, build_pipeline("npu-default"), after)
+        except npuir.DiagnosticError:
+            continue
+    if path.parent.name == "examples":
+        assert compared  # the examples lower (else this would compare nothing)
+
+
+def test_one_run_of_the_seed_reads_no_lowered_function_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One `npuir-run` of the seed lowers it twice (as written and on one stream); each
+    lowering reads the function's graph from the IR twice (as written, for
+    stream-partition, and partitioned, for insert-events) and never after insert-events:
+    the checks, the simulation and the report share the graph insert-events handed on."""
+    from npuir.analysis import program
+    from npuir.tools.run import run
+
+    reads: list[str] = []
+    lowerings: list[int] = []
+    flatten, apply = program._flatten, run_passes
+
+    def counted_flatten(block: object, prog: Program) -> None:
+        reads.append(prog.func.sym_name.data)
+        flatten(block, prog)  # type: ignore[arg-type]
+
+    def counted_run(ctx: object, module: ModuleOp, passes: list[ModulePass], *a: object) -> None:
+        if any(p.name == "stream-partition" for p in passes):
+            lowerings.append(len(passes))
+        apply(ctx, module, passes, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(program, "_flatten", counted_flatten)
+    monkeypatch.setattr("npuir.driver.run.run_passes", counted_run)
+    assert run([str(SEED), "--timing-only"]) == 0
+    functions = len([f for f in npuir.load(SEED).ops if isinstance(f, FuncOp)])
+    assert len(lowerings) >= 2
+    assert len(reads) == 2 * functions * len(lowerings)

@@ -22,6 +22,7 @@ from npuir import torchair
 from npuir.diagnostics import Kind
 from npuir.dialects import coreset, gear, stream, sync, validation
 from npuir.driver.run import RUN_PIPELINE
+from npuir.passmanager.pipeline import configured_pipeline
 from npuir.torchair import ops
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -254,8 +255,10 @@ def test_enable_single_stream_chooses_the_single_stream_pipeline() -> None:
     g = torchair.Graph("f", config=config)
     x = g.input((4, 8), "f16")
     g.output(ops.exp(ops.relu(x)))
-    assert "stream-partition{mode=single}" in g.pipeline
-    lowered = _lower(g.module, g.pipeline)
+    assert config.pass_options() == {"stream-partition": {"mode": "single"}}
+    pipeline = configured_pipeline("npu-default", config.pass_options())
+    assert "stream-partition{mode=single}" in pipeline
+    lowered = _lower(g.module, pipeline)
     assert _count(lowered, stream.DeclOp) == 1
 
 
@@ -447,8 +450,8 @@ def test_building_lowering_and_simulating_never_parse_or_print(
     from xdsl.printer import Printer
 
     from npuir.analysis.program import build_program, module_streams, scheduled_functions
-    from npuir.backends.npu.hardware import load_hardware
     from npuir.backends.npu.simulator import simulate
+    from npuir.hardware import load_hardware
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the pipeline parsed or printed IR")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from npuir.backends.npu.hardware import (
+from npuir.hardware import (
     CUBE_DTYPES,
     DEFAULT_HARDWARE,
     PRESETS,

@@ -1,4 +1,4 @@
-"""Hardware model of an Ascend-style NPU: core counts, throughputs, bandwidths and limits.
+"""Device description of an Ascend-style NPU: core counts, throughputs, bandwidths and limits.
 
 A `Hardware` is a frozen record of the numbers the cost model and the simulator need:
 cube (matrix) and vector core counts, per-core throughput by element type, HBM size and
@@ -28,8 +28,10 @@ optional ``base`` preset and overrides fields by name::
 
 Every failure raises `HardwareError` with a message that says what to fix.
 
-Only the standard library is imported: IR modules must not depend on this file, and this file
-must not depend on the IR.
+This is the device *description* only -- pure data, no cost model -- so it sits low in
+npuir's layers, just above the dialects (it takes the engine names from `npuir.dialects.npu`):
+importers check a `limit_core_num` against a device's core counts without depending on the
+backends, and the cost model (`npuir.backends.npu.cost`) and the simulator read it from above.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ __all__ = [
     "VECTOR_DTYPES",
     "Hardware",
     "HardwareError",
+    "known_device",
     "load_hardware",
 ]
 
@@ -486,6 +489,16 @@ def load_hardware(spec: str | os.PathLike[str]) -> Hardware:
         f"unknown hardware preset {text!r}; valid presets: {', '.join(PRESETS)} "
         "(or give the path of a .toml file)"
     )
+
+
+def known_device(spec: str | os.PathLike[str]) -> Hardware | None:
+    """The device `spec` names, or None when it names none npuir can load: what an importer
+    checks a `limit_core_num` against while it builds IR (an unknown target is reported
+    by `coreset-lower`, which checks the counts against the device the pipeline is given)."""
+    try:
+        return load_hardware(spec)
+    except HardwareError:
+        return None
 
 
 MAX_HARDWARE_FILE = 1 << 20

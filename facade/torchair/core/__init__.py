@@ -1,0 +1,1 @@
+"""`torchair.core`: `from npuir.torchair.core.utils import logger`, as in TorchAir."""
