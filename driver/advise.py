@@ -64,6 +64,7 @@ from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo, build_program
 from npuir.api import print_ir
 from npuir.backends.npu.explain import Explanation, compare, explain
+from npuir.backends.npu.memory import program_memory
 from npuir.backends.npu.numerics import NumericsError, resolve_entry
 from npuir.context import make_context
 from npuir.deep_stack import on_deep_stack
@@ -71,6 +72,7 @@ from npuir.diagnostics import DiagnosticError, UsageError, error
 from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.dialects.stream import bind_later_uses
+from npuir.driver.mem_tradeoff import Point, memory_tradeoff
 from npuir.driver.run import (
     NO_GEAR,
     RunConfig,
@@ -172,6 +174,8 @@ class Variant:
     streams: int
     explanation: Explanation | None
     hazards: int
+    peak_bytes: int | None = None
+    """The memory plan's peak (the largest rank's), as `npuir-run` reports it."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -184,6 +188,7 @@ class Variant:
             "waits": self.waits,
             "streams": self.streams,
             "hazards": self.hazards,
+            "peak_bytes": self.peak_bytes,
             "why": self.explanation.lines() if self.explanation else [],
         }
 
@@ -306,6 +311,9 @@ class Advice:
     emitted: str | None = None
     source: str = ""
     """The advised annotation in source form (what `--emit-mlir` writes)."""
+    memory_pareto: list[Point] = field(default_factory=list[Point])
+    """Makespan against planned peak: the Pareto points `auto`'s budgeted search found
+    (`npuir.driver.mem_tradeoff`), fastest first."""
 
     @property
     def lower_bound_ns(self) -> int | None:
@@ -332,6 +340,7 @@ class Advice:
             "keep_annotation": self.keep,
             "edits": [e.to_json() for e in self.edits],
             "emitted_mlir": self.emitted,
+            "memory_pareto": [p.to_json() for p in self.memory_pareto],
         }
 
     def render(self) -> str:
@@ -341,16 +350,30 @@ class Advice:
                 weight = self.weights.get(case, 1.0)
                 lines.append(f"{case} (weight {weight:g}):")
             lines.append(
-                "variant                  makespan (µs)  waits  streams  in TorchAir terms"
+                "variant                  makespan (µs)  waits  streams  peak (MiB)  "
+                "in TorchAir terms"
             )
             for v in self.variants:
                 if v.case != case:
                     continue
                 span = "deadlock" if v.deadlock else f"{(v.makespan_ns or 0) / 1000:.1f}"
-                lines.append(f"{v.name:<24} {span:>13}  {v.waits:>5}  {v.streams:>7}  {v.torchair}")
+                peak = "-" if v.peak_bytes is None else f"{v.peak_bytes / (1 << 20):.2f}"
+                lines.append(
+                    f"{v.name:<24} {span:>13}  {v.waits:>5}  {v.streams:>7}  {peak:>10}  "
+                    f"{v.torchair}"
+                )
             bound = self.lower_bounds.get(case)
             if bound is not None:
                 lines.append(f"{'lower bound':<24} {bound / 1000:>13.1f}")
+            lines.append("")
+        if self.memory_pareto:
+            lines.append("makespan against memory (auto under a budget; Pareto points):")
+            lines.extend(
+                f"  {p.makespan_ns / 1000:.1f} µs at {p.peak_bytes / (1 << 20):.2f} MiB "
+                f"({p.streams} stream{'s' if p.streams != 1 else ''}, "
+                f"{p.orderings} ordering{'s' if p.orderings != 1 else ''} added)"
+                for p in self.memory_pareto
+            )
             lines.append("")
         lines.extend(f"why: {r}" for r in self.reasons)
         lines.append("")
@@ -446,6 +469,8 @@ def _variant(base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why:
     hazards = sum(1 for w in timed.warnings if w.kind == HOLD_AND_WAIT.code)
     streams = len({(r, s) for (r, s) in result.stream_busy_ns if r == 0})
     explanation = explain(result, timed.programs, hw) if why and not deadlock else None
+    plans = {id(p): p for p in timed.programs}.values()
+    peak = max((program_memory(p).peak for p in plans), default=0)
     return Variant(
         base.name,
         base.torchair,
@@ -457,6 +482,7 @@ def _variant(base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why:
         streams,
         explanation,
         hazards,
+        peak,
     )
 
 
@@ -1526,6 +1552,7 @@ def _advise(
         granularity,
         {c.label: c.weight for c in cases},
         source=source_text,
+        memory_pareto=_memory_pareto(config, module, cases),
     )
     if config.emit_mlir is not None:
         text = print_ir(annotated)
@@ -1536,6 +1563,17 @@ def _advise(
             write(config.emit_mlir, text)
         advice.emitted = config.emit_mlir
     return advice
+
+
+def _memory_pareto(config: AdviseConfig, module: ModuleOp, cases: list[Case]) -> list[Point]:
+    """The makespan/memory Pareto points of the entry function (none for a geared one)."""
+    if len(cases) != 1 or cases[0].label is not None:
+        return []
+    entry = entry_names(_run_config(config, None, None, config.shapes), module)[0]
+    try:
+        return memory_tradeoff(module, entry, config.hw)
+    except DiagnosticError:
+        return []
 
 
 def _ordered(variants: list[Variant], cases: list[Case]) -> list[Variant]:

@@ -143,6 +143,9 @@ class RunConfig:
     mem_budget: str | None = None
     """Lower with `auto` under this memory budget (`budget_pipeline`) instead of
     `npu-default`; bytes (`64MiB`) or `hbm`."""
+    favor: str | None = None
+    """With `mem_budget`: what `auto` keeps among the schedules that fit,
+    `max-concurrency` (the fastest, the default) or `min-peak-memory` (the smallest plan)."""
     timing_only: bool = False
     profile: str | None = None
     """An op-summary CSV whose durations and block dims replace the cost model's for the
@@ -699,11 +702,12 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
     return ctx, module, original, hw, names, funcs, given, shapes
 
 
-def budget_pipeline(budget: str) -> str:
-    """`npu-default` with `auto` choosing the streams under a memory budget, and the plan
-    checked against it."""
+def budget_pipeline(budget: str, favor: str = "max-concurrency") -> str:
+    """`npu-default` with `auto` choosing the streams under a memory budget (keeping what
+    `favor` names among the schedules that fit), and the plan checked against it."""
     return (
-        f"gear-multiversion,stream-partition{{mode=auto mem-budget={budget}}},coreset-lower,"
+        f"gear-multiversion,stream-partition{{mode=auto mem-budget={budget} favor={favor}}},"
+        "coreset-lower,"
         f"insert-events,coreset-check,sync-verify,mem-plan{{budget={budget}}},mem-verify"
     )
 
@@ -711,13 +715,15 @@ def budget_pipeline(budget: str) -> str:
 def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> list[Diagnostic]:
     """Lower `module` as `config` asks; the passes' warnings."""
     pipeline = config.pipeline
+    if config.favor is not None and config.mem_budget is None:
+        raise UsageError("--favor chooses among the schedules that fit --mem-budget: give both")
     if config.mem_budget is not None:
         if pipeline is not None:
             raise UsageError(
                 "--mem-budget chooses the pipeline (auto under the budget); with --pipeline, "
                 "give stream-partition{mode=auto mem-budget=...} in it instead"
             )
-        pipeline = budget_pipeline(config.mem_budget)
+        pipeline = budget_pipeline(config.mem_budget, config.favor or "max-concurrency")
     try:
         _lower(ctx, module, pipeline, config.hw)
     except DiagnosticError as exc:

@@ -120,6 +120,12 @@ def _arg_parser() -> argparse.ArgumentParser:
         "less the inputs): the fastest schedule whose memory plan fits",
     )
     ap.add_argument(
+        "--favor",
+        choices=("max-concurrency", "min-peak-memory"),
+        help="with --mem-budget: keep the fastest schedule that fits (max-concurrency, the "
+        "default) or the one with the smallest memory plan (min-peak-memory)",
+    )
+    ap.add_argument(
         "--check-memory",
         action="store_true",
         help="run the numerics on one flat buffer per rank laid out by the memory plan, in "
@@ -261,6 +267,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             check=args.check,
             check_memory=args.check_memory,
             mem_budget=args.mem_budget,
+            favor=args.favor,
             timing_only=args.timing_only,
             profile=args.profile,
         )

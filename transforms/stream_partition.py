@@ -13,6 +13,7 @@ rank still pairs them as written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, get_args
 
@@ -52,7 +53,7 @@ from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
-from npuir.schedule.mem_budget import BudgetError, Favor, fit_budget
+from npuir.schedule.mem_budget import BudgetError, Favor, Ordering, fit_budget
 
 PARTITION_FAILED = Kind("stream.partition-failed", "{reason}")
 """The partition cannot be built; `reason` is what the mode's assignment refused, `mode`
@@ -164,6 +165,24 @@ def chain_collectives(func: FuncOp) -> int:
         op.operands[0] = wait.result
         added += 1
     return added
+
+
+def write_orderings(prog: Program, orderings: Sequence[Ordering]) -> None:
+    """Spell each ordering the memory budget added (`npuir.schedule.mem_budget`) as a
+    `stream.wait_tensor` right before its later op, on the operand the search chose, after
+    its earlier op's first result, on the later op's stream.  Runs on the partitioned,
+    flattened function, once its ops are in their issue order."""
+    for o in orderings:
+        op, before = prog.ops[o.after], prog.ops[o.before]
+        block = op.parent_block()
+        assert block is not None
+        wait = stream.WaitTensorOp(op.operands[o.operand], before.results[0])
+        wait.location = op.location
+        on = op.attributes.get(stream.STREAM_ON)
+        if on is not None:
+            wait.attributes[stream.STREAM_ON] = on
+        block.insert_op_before(wait, op)
+        op.operands[o.operand] = wait.result
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
@@ -313,8 +332,8 @@ class StreamPartitionPass(ModulePass):
     mem_budget: str | None = option(
         None,
         "'auto' only: the most bytes the memory plan may take, as a byte count (64MiB, 2GiB) "
-        "or hbm (the device's HBM less the function's arguments); streams are merged at the "
-        "peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
+        "or hbm (the device's HBM less the function's arguments); ops are ordered and streams "
+        "merged at the peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
     )
     limits: bool = option(
         True,
@@ -406,8 +425,9 @@ class StreamPartitionPass(ModulePass):
             )
         except ValueError as exc:
             raise error(func, PARTITION_FAILED, reason=str(exc), mode=str(mode)) from None
+        orderings: tuple[Ordering, ...] = ()
         if self.mem_budget is not None and mode is Mode.AUTO:
-            result = self._fit_budget(func, prog, result, pinned)
+            result, orderings = self._fit_budget(func, prog, result, pinned)
         scopes = prog.scopes if use_tags else {}
         refs = [table.get(info.tag, info.priority, scopes.get(info.tag)) for info in result.streams]
         for n, kind in enumerate(prog.kind):
@@ -423,14 +443,16 @@ class StreamPartitionPass(ModulePass):
             reissue(func, prog, result.order)
         if mode.places_ops:
             chain_collectives(func)
+        write_orderings(prog, orderings)
         # Limits last: a collective chained to an earlier one must see it in its block.
         for node, engine, count in result.limits:
             coreset.wrap(prog.ops[node], engine, count)
 
     def _fit_budget(
         self, func: FuncOp, prog: Program, result: Assignment, pinned: list[str | None]
-    ) -> Assignment:
-        """`result`, or the fastest merge of its streams whose memory plan fits the budget."""
+    ) -> tuple[Assignment, tuple[Ordering, ...]]:
+        """`result`, or the fastest schedule near it (orderings added at the peak, streams
+        merged) whose memory plan fits the budget."""
         assert self.mem_budget is not None
         module = func.get_toplevel_object()
         assert isinstance(module, ModuleOp)
@@ -438,7 +460,7 @@ class StreamPartitionPass(ModulePass):
         budget = parse_budget(self.mem_budget, hardware.hbm_bytes, argument_bytes(func))
         limits = limit_fn(CoreLimits(module, hardware).run())
         try:
-            fitted = fit_budget(
+            found = fit_budget(
                 prog,
                 result,
                 pinned,
@@ -450,7 +472,7 @@ class StreamPartitionPass(ModulePass):
             )
         except BudgetError as exc:
             raise error(func, AUTO_OVER_BUDGET, reason=str(exc), budget=budget) from None
-        return fitted.assignment
+        return found.best.assignment, found.best.orderings
 
     @staticmethod
     def _declare(module: ModuleOp, table: StreamTable) -> None:

@@ -143,3 +143,19 @@ def test_a_bad_budget_is_a_usage_error(spec: str) -> None:
 
     with pytest.raises(UsageError, match="memory budget"):
         npuir.build_pipeline(spec)
+
+
+def test_favor_min_peak_memory_keeps_a_smaller_plan_and_needs_a_budget() -> None:
+    """`--favor min-peak-memory` keeps a plan no larger than the default's (which is no
+    slower); `--favor` alone is a usage error."""
+    from npuir.diagnostics import UsageError
+
+    path = str(EXAMPLES / "multi_branch.mlir")
+    fast = run_program(RunConfig(path=path, timing_only=True, mem_budget="hbm"))
+    small = run_program(
+        RunConfig(path=path, timing_only=True, mem_budget="hbm", favor="min-peak-memory")
+    )
+    assert small.report["memory"]["peak_bytes"] <= fast.report["memory"]["peak_bytes"]
+    assert fast.report["makespan_ns"] <= small.report["makespan_ns"]
+    with pytest.raises(UsageError, match="--favor"):
+        run_program(RunConfig(path=path, timing_only=True, favor="min-peak-memory"))
