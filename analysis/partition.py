@@ -187,6 +187,9 @@ class Assignment:
     order: list[int] | None = None
     """A new issue order (node indices, topological, the return last), or None
     to keep the order as written."""
+    limits: tuple[tuple[int, str, int], ...] = ()
+    """Core limits chosen with the streams (`stream-partition{mode=auto limits=true}`):
+    (node, engine, count), written as a `coreset.limit` scope around each node's op."""
 
 
 @dataclass(frozen=True)

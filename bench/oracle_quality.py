@@ -7,6 +7,13 @@ issue order and stream assignment is `npuir.schedule.oracle.exact_schedule`; `au
 same simulation (`npuir.schedule.auto.Judge`: one rank, mirrored peers).  The report gives, per
 graph, auto / optimum, and in all: how many graphs auto solves exactly, how many within 1%, the
 worst and the geometric mean ratio.
+
+With `limits` (`bench/run.py oracle --limits`) the graphs' collectives are aiv-mode (they hold
+vector cores, which core limits act on; `comm_rate` 0.3 so that most graphs have one), `auto`
+is `assign_auto(search_limits=True)` as `stream-partition{mode=auto limits=true}` calls it, judged
+with the limits it chose, and the optimum is `npuir.schedule.oracle.exact_with_limits` (every
+order, stream assignment and core-limit policy on the grid of `npuir.schedule.limits`).  Each
+graph also gives the optimum without limits, so the report shows what the limits are worth.
 """
 
 from __future__ import annotations
@@ -23,38 +30,56 @@ from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program, build_program
 from npuir.hardware import Hardware, load_hardware
 from npuir.schedule.auto import Judge, assign_auto
-from npuir.schedule.oracle import exact_schedule
+from npuir.schedule.oracle import exact_schedule, exact_with_limits
 
 HW = "910b2"
 
 
 def judged_makespan(prog: Program, assignment: Assignment, hw: Hardware) -> int:
-    """The makespan `Judge` gives `assignment` (issued in its own order, if it has one)."""
+    """The makespan `Judge` gives `assignment` (issued in its own order, if it has one), with
+    the core limits it carries (none written in the graph itself)."""
+    chosen = {prog.ops[n]: (engine, count) for n, engine, count in assignment.limits}
+
+    def limit(p: Program, n: int, engine: str) -> int | None:
+        given = chosen.get(p.ops[n])
+        return given[1] if given is not None and given[0] == engine else None
+
+    limits = limit if chosen else None
     if assignment.order is None:
-        return Judge(prog, hw, None)("judged", assignment).makespan
+        return Judge(prog, hw, limits)("judged", assignment).makespan
     order = assignment.order
     moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
-    return Judge(permuted(prog, order), hw, None)("judged", moved).makespan
+    return Judge(permuted(prog, order), hw, limits)("judged", moved).makespan
 
 
-def run_oracle(sizes: list[int], seeds: int) -> dict[str, Any]:
-    """`seeds` graphs of each op count in `sizes` (seeds 0.. of random_dag)."""
+def run_oracle(sizes: list[int], seeds: int, limits: bool = False) -> dict[str, Any]:
+    """`seeds` graphs of each op count in `sizes` (seeds 0.. of random_dag); with `limits`,
+    aiv collectives and core limits searched (module docstring)."""
     hw = load_hardware(HW)
     graphs: list[dict[str, Any]] = []
     for ops in sizes:
         for seed in range(seeds):
-            text = random_dag(seed, DagConfig(ops=ops, rows=256, cols=512))
+            cfg = DagConfig(ops=ops, rows=256, cols=512)
+            if limits:
+                cfg = DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv")
+            text = random_dag(seed, cfg)
             module = npuir.parse_text(npuir.make_context(), text)
             prog = build_program(next(op for op in module.ops if isinstance(op, FuncOp)))
             start = time.perf_counter()
-            exact = exact_schedule(prog, hw)
+            row: dict[str, Any] = {"ops": ops, "seed": seed}
+            if limits:
+                found = exact_with_limits(prog, hw)
+                exact = found.exact
+                row["policies"] = found.policies
+                row["optimum_limits"] = None if found.policy is None else found.policy.describe()
+                row["optimum_unlimited_ns"] = exact_schedule(prog, hw).makespan
+            else:
+                exact = exact_schedule(prog, hw)
             solve_s = time.perf_counter() - start
-            auto = assign_auto(prog, [None] * len(prog), {}, 8, hw)
+            auto = assign_auto(prog, [None] * len(prog), {}, 8, hw, search_limits=limits)
             span = judged_makespan(prog, auto, hw)
-            graphs.append(
+            row.update(
                 {
-                    "ops": ops,
-                    "seed": seed,
                     "optimum_ns": exact.makespan,
                     "auto_ns": span,
                     "ratio": span / exact.makespan,
@@ -62,9 +87,13 @@ def run_oracle(sizes: list[int], seeds: int) -> dict[str, Any]:
                     "solve_s": round(solve_s, 2),
                 }
             )
+            if limits:
+                row["auto_limits"] = len(auto.limits)
+            graphs.append(row)
     ratios = [g["ratio"] for g in graphs]
     return {
         "hardware": HW,
+        "limits": limits,
         "graphs": graphs,
         "count": len(graphs),
         "optimal": sum(1 for r in ratios if r <= 1.0),
@@ -80,6 +109,12 @@ def print_oracle(result: dict[str, Any]) -> None:
             f"ops {g['ops']} seed {g['seed']:2d}: optimum {g['optimum_ns']:>7} ns, "
             f"auto {g['auto_ns']:>7} ns, auto/optimum {g['ratio']:.4f} "
             f"({g['schedules']} schedules, {g['solve_s']} s)"
+            + (
+                f"; limits: optimum {g['optimum_limits'] or 'none'} "
+                f"(without: {g['optimum_unlimited_ns']} ns), auto limits {g['auto_limits']} ops"
+                if "policies" in g
+                else ""
+            )
         )
     print(
         f"{result['count']} graphs: auto exactly optimal on {result['optimal']}, "

@@ -102,6 +102,11 @@ def main() -> None:
     o = sub.add_parser("oracle", help="auto against the exact optimum on small graphs")
     o.add_argument("--sizes", default="5,6,7,8", help="op counts (the solver takes up to 8)")
     o.add_argument("--seeds", type=int, default=8, help="graphs per op count")
+    o.add_argument(
+        "--limits",
+        action="store_true",
+        help="aiv collectives; auto limits=true against the optimum over core limits too",
+    )
     m = sub.add_parser("sim", help="simulator throughput at 10k and 100k ops")
     m.add_argument("--sizes", default="10000,100000")
     g = sub.add_parser("gears", help="gear-multiversion time against the number of gears")
@@ -157,7 +162,8 @@ def main() -> None:
         from oracle_quality import print_oracle, run_oracle
 
         sizes = "4" if args.quick else args.sizes
-        result = run_oracle([int(n) for n in sizes.split(",")], 3 if args.quick else args.seeds)
+        seeds = 3 if args.quick else args.seeds
+        result = run_oracle([int(n) for n in sizes.split(",")], seeds, args.limits)
         printer = print_oracle
     elif args.command == "sim":
         from sim_throughput import print_sim, run_sim

@@ -44,17 +44,29 @@ from npuir.hardware import Hardware, load_hardware
 from npuir.schedule.bounds import LowerBound
 from npuir.schedule.bounds import lower_bound as schedule_bound
 
-MODES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble", "minidag", "opara", "auto")
+MODES: tuple[str, ...] = (
+    "single",
+    "user",
+    "ge",
+    "engine",
+    "nimble",
+    "minidag",
+    "opara",
+    "auto",
+    "auto-nolimits",
+)
+"""`auto` is the pass's default, `limits=true` (core limits chosen with the streams);
+`auto-nolimits` is `limits=false`; the summary lists the workloads where they differ."""
 BASELINES: tuple[str, ...] = ("single", "user", "ge", "engine", "nimble", "minidag", "opara")
 HW = "910b2"
 
 
 def pipeline(mode: str) -> str:
     ignore = "false" if mode == "user" else "true"
-    return (
-        f"gear-multiversion,stream-partition{{mode={mode} ignore-tags={ignore}}},"
-        "coreset-lower,insert-events,sync-verify"
-    )
+    flags = f"mode={mode} ignore-tags={ignore}"
+    if mode == "auto-nolimits":
+        flags = "mode=auto ignore-tags=true limits=false"
+    return f"gear-multiversion,stream-partition{{{flags}}},coreset-lower,insert-events,sync-verify"
 
 
 def lower_bound(func: FuncOp, hw: Hardware) -> LowerBound:
@@ -228,6 +240,16 @@ def summarise(results: Sequence[WorkloadResult]) -> dict[str, Any]:
         if beaten:
             losses.append({"workload": w.name, "auto_ns": auto, "beaten_by": beaten})
     auto_available = any(_makespan(w, "auto") is not None for w in results)
+    limits_lose = [
+        {"workload": w.name, "auto_nolimits_ns": a, "auto_limits_ns": m}
+        for w in results
+        if (a := _makespan(w, "auto-nolimits")) and (m := _makespan(w, "auto")) and m > a
+    ]
+    limits_gain = [
+        {"workload": w.name, "auto_nolimits_ns": a, "auto_limits_ns": m}
+        for w in results
+        if (a := _makespan(w, "auto-nolimits")) and (m := _makespan(w, "auto")) and m < a
+    ]
     return {
         "geomean_speedup_over_single": speedup,
         "geomean_makespan_over_lower_bound": over_bound,
@@ -243,6 +265,8 @@ def summarise(results: Sequence[WorkloadResult]) -> dict[str, Any]:
         ),
         "workloads_where_minidag_over_1_1_bound": len(loose),
         "auto_loses_to_a_baseline": losses,
+        "auto_limits_slower_than_without": limits_lose,
+        "auto_limits_faster_than_without": limits_gain,
     }
 
 
@@ -301,17 +325,17 @@ def print_schedule(result: dict[str, Any]) -> None:
         )
         single = w["modes"].get("single", {}).get("makespan_ns")
         print(
-            f"  {'mode':<8} {'makespan us':>12} {'x single':>9} {'/ bound':>8} "
+            f"  {'mode':<13} {'makespan us':>12} {'x single':>9} {'/ bound':>8} "
             f"{'waits':>6} {'streams':>8} {'compile s':>10} {'cpu s':>7}"
         )
         for mode, r in w["modes"].items():
             if r["status"] != "ok":
-                print(f"  {mode:<8} {r['status']:>12}  {r.get('reason', '')}")
+                print(f"  {mode:<13} {r['status']:>12}  {r.get('reason', '')}")
                 continue
             m = r["makespan_ns"]
             speed = f"{single / m:.3f}" if single else "-"
             print(
-                f"  {mode:<8} {_fmt_us(m):>12} {speed:>9} {m / w['lower_bound_ns']:>8.3f} "
+                f"  {mode:<13} {_fmt_us(m):>12} {speed:>9} {m / w['lower_bound_ns']:>8.3f} "
                 f"{r['waits']:>6} {r['streams']:>8} {r['compile_s']:>10.3f} "
                 f"{r['compile_cpu_s']:>7.3f}"
             )
@@ -348,3 +372,17 @@ def print_schedule(result: dict[str, Any]) -> None:
         for loss in losses:
             beaten = ", ".join(f"{b} {_fmt_us(v)} us" for b, v in loss["beaten_by"].items())
             print(f"auto loses on {loss['workload']}: {_fmt_us(loss['auto_ns'])} us vs {beaten}")
+        for key, word in (
+            ("auto_limits_slower_than_without", "slower"),
+            ("auto_limits_faster_than_without", "faster"),
+        ):
+            rows = s[key]
+            listed = ", ".join(
+                f"{r['workload']} {_fmt_us(r['auto_limits_ns'])} vs "
+                f"{_fmt_us(r['auto_nolimits_ns'])} us"
+                for r in rows
+            )
+            print(
+                f"auto limits=true {word} than without on {len(rows)} workload(s)"
+                + (f": {listed}" if rows else "")
+            )

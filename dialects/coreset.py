@@ -12,7 +12,7 @@ cores carries its effective `coreset.cores`.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, i64
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -216,6 +216,29 @@ class LimitOp(scope.ScopeOp):
     def verify_(self) -> None:
         _check_counts({e: self.count(e) for e in ENGINES})
         scope.verify_scope(self)
+
+
+def wrap(op: Operation, engine: str, count: int) -> LimitOp:
+    """Put `op` alone in a `coreset.limit` scope giving `engine` `count` cores, in its place
+    (its results' uses read the scope's); the scope takes `op`'s location.  How the passes
+    that choose limits (`coreset-partition`, `stream-partition{limits=true}`) write them."""
+    block = op.parent_block()
+    assert block is not None
+    body = Block()
+    limit = LimitOp(
+        count if engine == Engine.CUBE else None,
+        count if engine == Engine.VECTOR else None,
+        Region(body),
+        [r.type for r in op.results],
+    )
+    limit.location = op.location
+    block.insert_op_before(limit, op)
+    for result, new in zip(op.results, limit.results):
+        result.replace_all_uses_with(new)
+    op.detach()
+    body.add_op(op)
+    body.add_op(YieldOp(*op.results))
+    return limit
 
 
 @irdl_op_definition

@@ -138,8 +138,9 @@ BEFORE = (
 )
 AUTO = Baseline(
     "auto (per op)",
-    "npuir's unconstrained auto: a stream per op, not always writable as with blocks",
-    _ignoring("auto"),
+    "npuir's unconstrained auto: a stream per op, not always writable as with blocks, and core "
+    "limits chosen with the streams",
+    f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true limits=true}},{TAIL}",
 )
 LIMITS_PIPELINE = f"gear-multiversion,stream-partition,coreset-partition,{TAIL}"
 
@@ -1536,7 +1537,7 @@ def _advise(
     if search is not None and plan is not None and not keep:
         edits = _edits(plan, search, limits)
     elif search is None:
-        edits = _auto_edits(module, annotated)
+        edits = _auto_edits(module, annotated, hw)
     variants = _ordered(variants, cases)
     _reason(reasons, by, cases, best_name, keep)
     flat = unannotated or _without_scopes(module)
@@ -1645,9 +1646,9 @@ def _annotated_auto(module: ModuleOp, config: AdviseConfig) -> ModuleOp:
     """`auto`'s assignment in source form (the `op` granularity)."""
     out = module.clone()
     ctx = make_context(collect_diagnostics=True)
-    spec = "stream-partition{mode=auto ignore-tags=true}"
+    spec = "stream-partition{mode=auto ignore-tags=true limits=true}"
     if config.hw:
-        spec = f"stream-partition{{mode=auto ignore-tags=true hw={config.hw}}}"
+        spec = f"stream-partition{{mode=auto ignore-tags=true limits=true hw={config.hw}}}"
     run_passes(ctx, out, build_pipeline(spec))
     _source_form_lowered(out)
     return out
@@ -1659,6 +1660,10 @@ def _source_form_lowered(module: ModuleOp) -> None:
     tags = {d.symbol: d.tag.data for d in module.ops if isinstance(d, stream.DeclOp)}
 
     def tag_of(op: Operation) -> object:
+        if isinstance(op, coreset.LimitOp):
+            # A limit auto wrote around one op: it goes where its op goes.
+            inner = next((o for o in op.body.block.ops if isinstance(o, NpuOp)), None)
+            return None if inner is None else tag_of(inner)
         ref = op.attributes.get(stream.STREAM_ON)
         if isinstance(ref, SymbolRefAttr):
             tag = tags.get(ref.root_reference.data)
@@ -1668,7 +1673,11 @@ def _source_form_lowered(module: ModuleOp) -> None:
     blocks: dict[Block, None] = {}
     for op in _walk(module):
         if isinstance(op, NpuOp | stream.WaitTensorOp) and (block := op.parent_block()):
-            blocks[block] = None
+            scope = block.parent_op()
+            if isinstance(scope, coreset.LimitOp) and len(scope.body.block.ops) == 2:
+                block = scope.parent_block()  # the op and its yield: the scope is the op
+            if block is not None:
+                blocks[block] = None
     for block in blocks:
         for run in _runs([o for o in block.ops if not isinstance(o, ReturnOp)], tag_of):
             tag = tag_of(run[0])
@@ -1680,9 +1689,10 @@ def _source_form_lowered(module: ModuleOp) -> None:
             op.detach()
 
 
-def _auto_edits(original: ModuleOp, annotated: ModuleOp) -> list[Edit]:
+def _auto_edits(original: ModuleOp, annotated: ModuleOp, hw: Hardware) -> list[Edit]:
     """Edits for the `op` granularity: every user scope removed, each run of ops `auto`
-    put on a stream wrapped (by the ops' lines; they need not be whole statements)."""
+    put on a stream wrapped (by the ops' lines; they need not be whole statements), and each
+    core limit `auto` chose (`limits=true`) as a `limit_core_num` around its op's line."""
     out: list[Edit] = []
     for op in _walk(original):
         if isinstance(op, stream.SwitchOp) and op.tag_name != stream.MAIN_TAG:
@@ -1691,12 +1701,32 @@ def _auto_edits(original: ModuleOp, annotated: ModuleOp) -> list[Edit]:
             out.append(Edit("remove-scope", file, line, line, source, op.tag_name))
     for op in _walk(annotated):
         if isinstance(op, stream.SwitchOp):
-            sites = [_site(o, 0) for o in op.body.block.ops if isinstance(o, NpuOp)]
+            sites = [_site(o, 0) for o in op.body.walk() if isinstance(o, NpuOp)]
             if sites:
                 lines = sorted(s[1] for s in sites)
                 file = sites[0][0]
                 source = "python" if _python(file) else "mlir"
                 out.append(Edit("add-stream-scope", file, lines[0], lines[-1], source, op.tag_name))
+    written = {_site(op, 0) for op in _walk(original) if isinstance(op, coreset.LimitOp)}
+    limited: list[tuple[str, tuple[int, int], int]] = []
+    for op in _walk(annotated):
+        if isinstance(op, coreset.LimitOp) and (site := _site(op, 0)) not in written:
+            cube, vector = op.count("cube"), op.count("vector")
+            counts = (
+                cube if cube is not None else hw.cube_cores,
+                vector if vector is not None else hw.vector_cores,
+            )
+            limited.append((site[0], counts, site[1]))
+    # Consecutive lines with the same counts: one scope.
+    ranges: list[tuple[str, tuple[int, int], int, int]] = []
+    for file, counts, line in sorted(limited):
+        if ranges and ranges[-1][:2] == (file, counts) and ranges[-1][3] + 1 >= line:
+            ranges[-1] = (file, counts, ranges[-1][2], line)
+        else:
+            ranges.append((file, counts, line, line))
+    for file, counts, first, last in sorted(ranges, key=lambda r: (r[0], r[2])):
+        source = "python" if _python(file) else "mlir"
+        out.append(Edit("add-limit-scope", file, first, last, source, counts=counts))
     return out
 
 

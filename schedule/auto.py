@@ -77,6 +77,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.events import lowered_program
@@ -97,11 +98,15 @@ from npuir.dialects.npu import NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import Hardware
 from npuir.progress import progress
+from npuir.schedule.limits import LimitPolicy, LimitSpace, policies
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara, solo_durations
 
 BASELINES = (Mode.SINGLE, Mode.GE, Mode.ENGINE, Mode.NIMBLE)
 """The cost-free modes auto starts from."""
+
+INFEASIBLE = 1 << 62
+"""The makespan of a schedule that deadlocks or whose limits break seed 003's pair rule."""
 
 LimitFn = Callable[[Program, int, str], int | None]
 """Core limit of a node of the *un-partitioned* program (None: unlimited)."""
@@ -161,11 +166,15 @@ class Judge:
         profile: Profile | None = None,
         cache: SimCache | None = None,
         known_limits: dict[tuple[int, str], int | None] | None = None,
+        policy: LimitPolicy | None = None,
     ) -> None:
         self.prog = prog
         self.chained = with_collective_chain(prog)
         """`prog` as it is lowered and judged: each group's collectives one after another
         (`stream-partition` chains them in every mode that places ops)."""
+        self.policy = policy
+        """Core limits chosen with the streams (`npuir.schedule.limits`): each assignment is
+        judged with the limits the policy gives it, or refused when they break the pair rule."""
         self.known_limits = known_limits if known_limits is not None else {}
         """(id of an op, engine) -> its core limit, shared by the judges of one search
         (the ops outlive it)."""
@@ -193,14 +202,25 @@ class Judge:
         return judged
 
     def _simulate(self, name: str, assignment: Assignment) -> Judged:
+        chosen: dict[Operation, int] = {}
+        if self.policy is not None:
+            planned = self.policy.limits(self.prog, assignment.stream_of)
+            if planned is None:
+                return Judged(name, assignment, INFEASIBLE, 0, [])
+            chosen = planned
         lowered, origin = lowered_program(self.chained, assignment)
         limit_fn: LimitFn | None = None
-        if self.limits is not None:
+        if self.limits is not None or chosen:
             base_limits, ops, known = self.limits, self.prog.ops, self.known_limits
+            policy_engine = self.policy.engine if self.policy is not None else None
 
             def limit_fn(p: Program, n: int, engine: str) -> int | None:
-                # A node's limit depends on its op alone, whatever the assignment.
                 node = origin[n]
+                if engine == policy_engine and ops[node] in chosen:
+                    return chosen[ops[node]]
+                if base_limits is None:
+                    return None
+                # A node's written limit depends on its op alone, whatever the assignment.
                 key = (id(ops[node]), engine)
                 if key in known:
                     return known[key]
@@ -217,7 +237,7 @@ class Judge:
             profile=self.profile,
         )
         waits = sum(1 for k in lowered.kind if k is NodeKind.WAIT)
-        span = result.makespan_ns if result.deadlock is None else 1 << 62
+        span = result.makespan_ns if result.deadlock is None else INFEASIBLE
         critical = [origin[n] for r, n in result.critical_path if r == 0 and origin[n] >= 0]
         return Judged(name, assignment, span, waits, critical)
 
@@ -585,6 +605,7 @@ def assign_auto(
     reserved: Collection[str] = (),
     reorder: bool = True,
     profile: Profile | None = None,
+    search_limits: bool = False,
 ) -> Assignment:
     """The cost-model-driven assignment (see the module docstring).
 
@@ -592,8 +613,145 @@ def assign_auto(
     other scope tags); `limits` gives each node's core limit; with `reorder`
     the candidates may issue the ops in another order than the written one
     (else every candidate keeps it); `profile` costs the ops it covers in the
-    judge's simulations.
+    judge's simulations.  With `search_limits`, core limits are chosen with the
+    streams and order (`_with_limits`) and returned in the assignment's `limits`.
     """
+    result = _search(
+        prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile, None
+    )
+    if not search_limits:
+        return result
+    return _with_limits(
+        prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile, result
+    )
+
+
+LIMIT_SEARCHES = 2
+"""How many limit policies `_with_limits` runs the whole search under (the best screened)."""
+
+
+def _judged(
+    prog: Program,
+    hw: Hardware,
+    limits: LimitFn | None,
+    profile: Profile | None,
+    cache: SimCache,
+    policy: LimitPolicy | None,
+    result: Assignment,
+) -> Judged:
+    """`result` (indexed by `prog`'s nodes, issued in its own order) judged under `policy`."""
+    if result.order is None:
+        return Judge(prog, hw, limits, profile, cache, policy=policy)("limits", result)
+    judged, _ = _judge_in_order(prog, hw, limits, profile, cache, {}, result, result.order, policy)
+    return judged
+
+
+def _with_limits(
+    prog: Program,
+    pinned: Sequence[str | None],
+    priorities: dict[str, int],
+    max_streams: int,
+    hw: Hardware,
+    limits: LimitFn | None,
+    reserved: Collection[str],
+    reorder: bool,
+    profile: Profile | None,
+    unlimited: Assignment,
+) -> Assignment:
+    """Core limits chosen jointly with streams and order (`npuir.schedule.limits`).
+
+    Every policy is first judged on the schedule found without limits; the whole search
+    (candidates, refinement, reordering) then runs again under each of the
+    `LIMIT_SEARCHES` best, its judge applying the policy to every schedule it tries.  The
+    fastest of all these and the schedule without limits wins (ties: no limits), so the
+    result is never slower than `limits=false` under the same judge."""
+    space = LimitSpace.of(prog, hw)
+    tried = policies(prog, hw, space)
+    if not tried:
+        return unlimited
+    cache = SimCache(hw)
+    if limits is None:
+        limits = _written_limits(prog, hw)
+    best_key = _judged(prog, hw, limits, profile, cache, None, unlimited).key()
+    best: tuple[Assignment, LimitPolicy | None] = (unlimited, None)
+    screened = sorted(
+        (
+            (_judged(prog, hw, limits, profile, cache, policy, unlimited).key(), i)
+            for i, policy in enumerate(tried)
+        ),
+    )
+    for _, i in screened[:LIMIT_SEARCHES]:
+        policy = tried[i]
+        found = _search(
+            prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile, policy
+        )
+        restarts: list[Assignment] = []
+        if reorder:
+            # Limits change which stream is best as the default one (its ops need no join):
+            # restart the reordering from each other stream made the default.
+            trials = max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // max(1, len(prog))))
+            restarts = [
+                _reorder(
+                    prog,
+                    hw,
+                    limits,
+                    profile,
+                    cache,
+                    swapped,
+                    pinned,
+                    max_streams,
+                    reserved,
+                    trials // 4,
+                    policy,
+                )
+                for swapped in _default_swaps(prog, found, pinned)
+            ]
+        for candidate in (unlimited, found, *restarts):
+            key = _judged(prog, hw, limits, profile, cache, policy, candidate).key()
+            if key < best_key:
+                best_key, best = key, (candidate, policy)
+    result, chosen = best
+    if chosen is None:
+        return result
+    counts = chosen.limits(prog, result.stream_of)
+    assert counts is not None  # it was judged feasible
+    index = {op: n for n, op in enumerate(prog.ops)}
+    written = tuple(sorted((index[op], chosen.engine, c) for op, c in counts.items()))
+    return dataclasses.replace(result, limits=written)
+
+
+def _default_swaps(
+    prog: Program, result: Assignment, pinned: Sequence[str | None]
+) -> list[Assignment]:
+    """`result` with each other stream made the default one (streams whose ops are pinned
+    stay), the issue order kept."""
+    held = {s for n, s in enumerate(result.stream_of) if pinned[n] is not None}
+    out: list[Assignment] = []
+    for s in range(1, len(result.streams)):
+        if s in held or DEFAULT_STREAM in held:
+            continue
+        swap = {DEFAULT_STREAM: s, s: DEFAULT_STREAM}
+        stream_of = [
+            t if prog.kind[n] is not NodeKind.COMPUTE else swap.get(t, t)
+            for n, t in enumerate(result.stream_of)
+        ]
+        out.append(dataclasses.replace(result, stream_of=stream_of))
+    return out
+
+
+def _search(
+    prog: Program,
+    pinned: Sequence[str | None],
+    priorities: dict[str, int],
+    max_streams: int,
+    hw: Hardware,
+    limits: LimitFn | None,
+    reserved: Collection[str],
+    reorder: bool,
+    profile: Profile | None,
+    policy: LimitPolicy | None,
+) -> Assignment:
+    """`assign_auto`'s search for streams and order, every schedule judged under `policy`."""
     progress.phase("stream-partition{mode=auto}: simulated candidates")
     if all(tag is None for tag in pinned) and not has_parallelism(prog):
         # One chain of ops: no two can overlap and the order is the only one, so every
@@ -631,10 +789,10 @@ def assign_auto(
     winners: list[tuple[Judged, Judge, list[str | None], list[int] | None]] = []
     for i, order in enumerate(orders):
         if order is None:
-            judge = Judge(prog, hw, limits, profile, cache, known_limits)
+            judge = Judge(prog, hw, limits, profile, cache, known_limits, policy)
             pins, user_pins = list(pinned), list(user)
         else:
-            judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits)
+            judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits, policy)
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
         candidates: list[Judged] = []
         if i < listed:
@@ -675,7 +833,7 @@ def assign_auto(
         return result
     moves = max(_MIN_TRIALS, min(trials, _REORDER_OPS // max(1, len(prog))))
     return _reorder(
-        chained, hw, limits, profile, cache, result, pinned, max_streams, reserved, moves
+        chained, hw, limits, profile, cache, result, pinned, max_streams, reserved, moves, policy
     )
 
 
@@ -688,9 +846,10 @@ def _judge_in_order(
     known_limits: dict[tuple[int, str], int | None],
     assignment: Assignment,
     order: list[int],
+    policy: LimitPolicy | None = None,
 ) -> tuple[Judged, Judge]:
     """`assignment` (indexed by `prog`'s nodes) judged when issued in `order`."""
-    judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits)
+    judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits, policy)
     moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
     return judge("reorder", moved), judge
 
@@ -706,6 +865,7 @@ def _reorder(
     max_streams: int,
     reserved: Collection[str],
     trials: int,
+    policy: LimitPolicy | None = None,
 ) -> Assignment:
     """Issue-position moves: each op of the critical path (then every other op) moved to
     another place in the issue order between its last producer and its first user, each
@@ -722,7 +882,7 @@ def _reorder(
     if limits is None:
         limits = _written_limits(prog, hw)  # read once, not once per order tried
     known_limits: dict[tuple[int, str], int | None] = {}
-    best, _ = _judge_in_order(prog, hw, limits, profile, cache, known_limits, result, order)
+    best, _ = _judge_in_order(prog, hw, limits, profile, cache, known_limits, result, order, policy)
     spent = 1
     per_move = max(_MIN_TRIALS, trials // _REORDER_REFINE)
     users = prog.users()
@@ -750,7 +910,7 @@ def _reorder(
                     continue  # the collectives keep their written order on every rank
                 spent += 1
                 judged, judge = _judge_in_order(
-                    prog, hw, limits, profile, cache, known_limits, result, moved
+                    prog, hw, limits, profile, cache, known_limits, result, moved, policy
                 )
                 # The move and a stream refinement in its order together (an order can pay
                 # only once the streams follow it, e.g. with another default stream).
@@ -808,7 +968,10 @@ def _list_schedules(
 
 
 def cost_strategies(
-    hw: Hardware, limits: LimitFn | None = None, profile: Profile | None = None
+    hw: Hardware,
+    limits: LimitFn | None = None,
+    profile: Profile | None = None,
+    search_limits: bool = False,
 ) -> dict[Mode, Strategy]:
     """The modes that need the device, as strategies for `npuir.analysis.partition.assign`."""
 
@@ -823,6 +986,7 @@ def cost_strategies(
             req.reserved,
             reorder=req.reorderable,
             profile=profile,
+            search_limits=search_limits,
         )
 
     def minidag(req: Request) -> Assignment:

@@ -60,8 +60,9 @@ from npuir.backends.npu.simulator import NodeCosts, SimCache
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import Hardware
-from npuir.schedule.auto import Judge, LimitFn
+from npuir.schedule.auto import INFEASIBLE, Judge, LimitFn
 from npuir.schedule.bounds import program_bound, shortest_runs
+from npuir.schedule.limits import LimitPolicy, policies
 
 MAX_OPS = 8
 """The most schedulable ops `exact_schedule` accepts (Bell(9) = 21147 labellings)."""
@@ -134,10 +135,13 @@ def exact_schedule(
     hw: Hardware,
     max_streams: int = 8,
     limits: LimitFn | None = None,
+    policy: LimitPolicy | None = None,
 ) -> Exact:
     """The fastest schedule of `prog` over every issue order and stream assignment
     (see the module docstring).  Raises ValueError for more than `MAX_OPS`
-    schedulable ops or for pinned ops (the solver assigns freely)."""
+    schedulable ops or for pinned ops (the solver assigns freely).  With `policy` every
+    schedule is judged under that core-limit policy (`exact_with_limits`); the bound stays
+    valid, since a limit never makes an op faster than its shortest run."""
     schedulable = [
         prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
         for n in range(len(prog))
@@ -146,7 +150,7 @@ def exact_schedule(
         raise ValueError(f"{sum(schedulable)} ops: the exact solver takes at most {MAX_OPS}")
     if any(tag is not None for tag in prog.pinned):
         raise ValueError("the exact solver assigns every op: the program has pinned ops")
-    search = _Search(prog, hw, max(1, max_streams), limits)
+    search = _Search(prog, hw, max(1, max_streams), limits, policy=policy)
     search.run()
     assert search.best is not None
     return Exact(search.best_span, search.best, search.labellings, search.schedules)
@@ -162,14 +166,16 @@ class _Search:
         max_streams: int,
         limits: LimitFn | None,
         prune: bool = True,
+        policy: LimitPolicy | None = None,
     ) -> None:
         self.prog = prog
+        self.policy = policy
         self.prune = prune
         """False: simulate every class (the tests count them)."""
         self.hw = hw
         self.max_streams = max_streams
         self.cache = SimCache(hw)
-        first = Judge(prog, hw, limits, cache=self.cache)
+        first = Judge(prog, hw, limits, cache=self.cache, policy=policy)
         self.limits = first.limits  # the program's own limits, read once
         self.known: dict[tuple[int, str], int | None] = {}
         n = len(prog)
@@ -298,6 +304,7 @@ class _Search:
             self.limits,
             cache=self.cache,
             known_limits=self.known,
+            policy=self.policy,
         )
         span = judge("exact", Assignment(streams, [labels[v] for v in order])).makespan
         if self.best is None or span < self.best_span:
@@ -338,3 +345,32 @@ class _State:
         self.end[v] = 0
         self.stream_end[s] = saved
         self.rest[s] += duration[v]
+
+
+@dataclass(frozen=True)
+class ExactWithLimits:
+    """The optimum over streams, order and core limits, and the policy that gives it."""
+
+    exact: Exact
+    policy: LimitPolicy | None
+    """None: the optimum needs no limits."""
+    policies: int
+    """Limit policies tried (besides none)."""
+
+
+def exact_with_limits(
+    prog: Program, hw: Hardware, max_streams: int = 8, limits: LimitFn | None = None
+) -> ExactWithLimits:
+    """The fastest schedule of `prog` over every issue order, stream assignment and core-limit
+    policy `stream-partition{mode=auto limits=true}` may choose
+    (`npuir.schedule.limits.policies`: per holder of cores, or all holders, a half, a quarter
+    or an eighth of the engine on their streams and the rest on the others, seed 003's pair
+    rule kept): `exact_schedule` once without limits and once per policy; ties go to fewer
+    limits.  The cost is (policies + 1) exact solves."""
+    tried = policies(prog, hw)
+    best = ExactWithLimits(exact_schedule(prog, hw, max_streams, limits), None, len(tried))
+    for policy in tried:
+        found = exact_schedule(prog, hw, max_streams, limits, policy)
+        if found.makespan < best.exact.makespan and found.makespan < INFEASIBLE:
+            best = ExactWithLimits(found, policy, len(tried))
+    return best

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used, limit_fn
@@ -57,6 +57,7 @@ from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
 from npuir.hardware import Hardware
 from npuir.passes import option
+from npuir.schedule.auto import INFEASIBLE, Judge
 from npuir.schedule.core_check import CoreChecker, OverriddenLimits
 from npuir.schedule.device import device_of
 
@@ -77,27 +78,6 @@ class Choice:
     count: int
 
 
-def _wrap(op: Operation, engine: str, count: int) -> coreset.LimitOp:
-    """Put `op` alone in a `coreset.limit` scope giving `engine` `count` cores."""
-    block = op.parent_block()
-    assert block is not None
-    body = Block()
-    scope = coreset.LimitOp(
-        count if engine == "cube" else None,
-        count if engine == "vector" else None,
-        Region(body),
-        [r.type for r in op.results],
-    )
-    scope.location = op.location
-    block.insert_op_before(scope, op)
-    for result, new in zip(op.results, scope.results):
-        result.replace_all_uses_with(new)
-    op.detach()
-    body.add_op(op)
-    body.add_op(coreset.YieldOp(*op.results))
-    return scope
-
-
 @dataclass(frozen=True)
 class Found:
     """A hazard at the op of the module it involves."""
@@ -116,10 +96,13 @@ def _with_events(prog: Program) -> Program:
 
 
 class _Search:
-    """Judges limit choices on the compact lowered programs of a partitioned module.
+    """Judges limit choices on a partitioned module with the judge `auto` uses.
 
     Nothing is rewritten while judging: a choice overrides the limits `coreset-lower` would
-    write, and the events are the ones `insert-events` would insert.
+    write.  The makespan is `npuir.schedule.auto.Judge`'s -- the function's own streams as
+    an assignment, lowered with the events `insert-events` would insert, simulated on one
+    rank -- so that `stream-partition{mode=auto limits=true}` and this pass judge limits
+    alike; the hazards are `coreset-check`'s, on the same lowered program.
     """
 
     def __init__(self, module: ModuleOp, hw: Hardware, profile: Profile | None = None) -> None:
@@ -127,9 +110,8 @@ class _Search:
         self.profile = profile
         self.limits = CoreLimits(module, hw).run()
         streams = module_streams(module)
-        self.programs = [
-            _with_events(build_program(f, streams)) for f in scheduled_functions(module)
-        ]
+        self.sources = [build_program(f, streams) for f in scheduled_functions(module)]
+        self.programs = [_with_events(p) for p in self.sources]
         self.cache = SimCache(hw)
         # Happens-before does not depend on the limits: compute it once per function.
         self.checkers = [CoreChecker(p, self.limits, hw) for p in self.programs]
@@ -149,23 +131,28 @@ class _Search:
         return out
 
     def makespan(self, choices: list[Choice]) -> int | None:
-        """Sum over functions of the single-rank makespan; None if any deadlocks."""
+        """Sum over functions of the judged makespan; None if any deadlocks."""
         limit = limit_fn(self._limits(choices))
-
         total = 0
-        for prog in self.programs:
-            # One rank stands for an SPMD program's peers, which run the same limits.
-            result = simulate(
-                [prog],
-                self.hw,
-                limits=limit,
-                cache=self.cache,
-                mirror_peers=True,
-                profile=self.profile,
-            )
-            if result.deadlock is not None:
+        for source, lowered in zip(self.sources, self.programs):
+            if lowered is source:  # already lowered: its events are in it
+                result = simulate(
+                    [lowered],
+                    self.hw,
+                    limits=limit,
+                    cache=self.cache,
+                    mirror_peers=True,
+                    profile=self.profile,
+                )
+                span = result.makespan_ns if result.deadlock is None else INFEASIBLE
+            else:
+                judge = Judge(source, self.hw, limit, self.profile, self.cache)
+                span = judge(
+                    "coreset-partition", Assignment(source.streams, source.stream)
+                ).makespan
+            if span >= INFEASIBLE:
                 return None
-            total += result.makespan_ns
+            total += span
         return total
 
 
@@ -286,7 +273,7 @@ class CoresetPartitionPass(ModulePass):
                 for o in func.body.walk()
             )
             if shares_engine or tag is None:
-                _wrap(c.op, c.engine, c.count)
+                coreset.wrap(c.op, c.engine, c.count)
                 continue
             limit = coreset.StreamLimitOp(
                 tag,

@@ -59,7 +59,7 @@ from npuir.analysis.program import (
 from npuir.backends.npu.profile import read_profile
 from npuir.context import remark
 from npuir.diagnostics import Kind, error
-from npuir.dialects import scope, stream
+from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
@@ -288,7 +288,7 @@ def _wait_tensor_stream(
 
 
 def _strategies(
-    module: ModuleOp, mode: Mode, hw: str | None, profile: str | None
+    module: ModuleOp, mode: Mode, hw: str | None, profile: str | None, search_limits: bool
 ) -> dict[Mode, Strategy]:
     """The strategy table, with the cost-aware modes when `mode` is one of them."""
     if mode in STRATEGIES:
@@ -296,7 +296,7 @@ def _strategies(
     hardware = device_of(module, hw)
     limits = CoreLimits(module, hardware).run()
     costs = read_profile(profile) if profile is not None else None
-    return {**STRATEGIES, **cost_strategies(hardware, limit_fn(limits), costs)}
+    return {**STRATEGIES, **cost_strategies(hardware, limit_fn(limits), costs, search_limits)}
 
 
 ModeName = Literal["user", "single", "ge", "engine", "nimble", "minidag", "opara", "auto"]
@@ -370,6 +370,13 @@ class StreamPartitionPass(ModulePass):
         "or hbm (the device's HBM less the function's arguments); ops are ordered and streams "
         "merged at the peak until the plan fits (npuir.schedule.mem_budget); default: no limit",
     )
+    limits: bool = option(
+        True,
+        "'auto' only: choose core limits with the streams and order for ops that hold cores "
+        "while they wait (npuir.schedule.limits: seed 003's pair rule and kernel table kept) "
+        "and write them as coreset.limit scopes; never slower than limits=false under auto's "
+        "judge; not searched with mem-budget",
+    )
     favor: Literal["max-concurrency", "min-peak-memory"] = option(
         "max-concurrency",
         "with mem-budget: keep the fastest schedule that fits, or the smallest plan",
@@ -391,7 +398,8 @@ class StreamPartitionPass(ModulePass):
         programs = [(f, build_program(f)) for f in unlowered]
         reserved = set(table.by_tag).union(*(p.scopes for _, p in programs))
         requested = Mode(self.mode)
-        how = (reserved, _strategies(op, requested, self.hw, self.profile))
+        search_limits = self.limits and self.mem_budget is None
+        how = (reserved, _strategies(op, requested, self.hw, self.profile, search_limits))
         plans: list[_Plan] = []
         for func, prog in programs:
             first = next(iter(prog.scopes.values()), None)
@@ -545,6 +553,9 @@ class StreamPartitionPass(ModulePass):
         if mode.places_ops:
             chain_collectives(func)
         write_orderings(prog, orderings)
+        # Limits last: a collective chained to an earlier one must see it in its block.
+        for node, engine, count in result.limits:
+            coreset.wrap(prog.ops[node], engine, count)
 
     def _fit_budget(
         self, func: FuncOp, prog: Program, result: Assignment, pinned: list[str | None]

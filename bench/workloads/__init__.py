@@ -10,6 +10,7 @@ was scaled).  `python bench/run.py examples` rewrites those files from the gener
 |---|---|---|
 | `seed` | examples/seed_multistream.mlir, the multi-stream seed's model | the seed document |
 | `moe_decode` | DeepSeek-V3 MoE layer, one decode step, EP 8, shared expert on its own stream | DeepSeek-V3 config.json |
+| `moe_decode_aiv` | the same layer with its all_to_alls in HCCL's AIV mode (they hold vector cores: seed 003's dispatch/combine case, where core limits act) | as `moe_decode` |
 | `moe_decoder` | 2 Llama-style decoder layers with a shared + routed MoE FFN (expert weights gathered by id), decode, one device | Qwen1.5-MoE-A2.7B config.json |
 | `tp_decoder_decode` | Llama-2-70B layer, TP 8, batch 16 x 1 token, k/v on their own stream | Llama-2-70B config.json |
 | `tp_decoder_prefill` | the same layer, 1 x 2048 tokens with a causal mask | Llama-2-70B config.json |
@@ -85,6 +86,7 @@ _DAG_QUICK = DagConfig(ops=40, rows=128, cols=256)
 WORKLOADS: dict[str, Callable[[], str]] = {
     "seed": seed,
     "moe_decode": moe_decode,
+    "moe_decode_aiv": partial(moe_decode, MoeConfig(comm_mode="aiv")),
     "moe_decoder": moe_decoder,
     "tp_decoder_decode": tp_decoder_decode,
     "tp_decoder_prefill": tp_decoder_prefill,
@@ -96,6 +98,7 @@ WORKLOADS: dict[str, Callable[[], str]] = {
 QUICK_WORKLOADS: dict[str, Callable[[], str]] = {
     "seed": seed,
     "moe_decode": partial(moe_decode, _MOE_QUICK),
+    "moe_decode_aiv": partial(moe_decode, replace(_MOE_QUICK, comm_mode="aiv")),
     "moe_decoder": partial(moe_decoder, _MOE_DECODER_QUICK),
     "tp_decoder_decode": partial(tp_decoder, replace(_DECODER_QUICK, context=64)),
     "tp_decoder_prefill": partial(tp_decoder, replace(_DECODER_QUICK, batch=1, seq=64)),

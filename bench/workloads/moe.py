@@ -49,6 +49,9 @@ class MoeConfig:
     tokens: int = 64  # deployment choice: decode batch per rank
     ep: int = 8  # deployment choice: expert-parallel group size
     dtype: str = "bf16"  # DeepSeek-V3 config.json torch_dtype
+    comm_mode: str = "sdma"
+    """The all_to_alls' HCCL mode: "sdma" (DMA engines, no cores) or "aiv" (driven from the
+    vector cores it holds: seed 003's dispatch/combine case, `moe_decode_aiv`)."""
 
     def __post_init__(self) -> None:
         if self.experts % self.ep:
@@ -77,7 +80,7 @@ def moe_decode(cfg: MoeConfig | None = None) -> str:
     shared_inter = F * c.shared_experts
     d = c.dtype
     act = Ty((T, H), d)
-    coll = f'group_size = {G} : i64, group = "ep", mode = "sdma"'
+    coll = f'group_size = {G} : i64, group = "ep", mode = "{c.comm_mode}"'
 
     f = Func("moe_decode")
     x = f.arg("x", act)

@@ -4,9 +4,10 @@ Every value is a `rows x cols` f16 activation.  Each op draws its kind (matmul a
 a few square weights; a unary, binary or normalising vector op; an sdma all_reduce or
 all_to_all over a group of `group_size` ranks) and its operands — mostly among the last few
 values, sometimes anywhere earlier, so the graph has both long chains and wide fan-out.
-Values nobody reads are returned.  Unannotated.  Collectives are sdma only: aiv collectives
-on several streams of one rank can hold-and-wait on each other's vector cores, which is the
-core-limiting seed's business, not this workload's.
+Values nobody reads are returned.  Unannotated.  Collectives are sdma by default: aiv
+collectives on several streams of one rank can hold-and-wait on each other's vector cores,
+which is the core-limiting seed's business; `comm_mode="aiv"` makes them so for the oracle's
+core-limit graphs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class DagConfig:
     group_size: int = 8
     locality: float = 0.7
     """Probability that an operand is one of the last 8 values."""
+    comm_mode: str = "sdma"
+    """The collectives' mode: "sdma" (no cores) or "aiv" (held vector cores, which core
+    limits act on; `bench/run.py oracle --limits` uses it)."""
 
 
 def random_dag(seed: int, cfg: DagConfig | None = None) -> str:
@@ -57,7 +61,7 @@ def random_dag(seed: int, cfg: DagConfig | None = None) -> str:
             out = f.op("matmul", [pick(), rng.choice(weights)], act, stem=f"mm{i}")
         elif r < c.cube_rate + c.comm_rate:
             kind, group = rng.choice((("all_reduce", "tp"), ("all_to_all", "ep")))
-            attrs = f'group_size = {c.group_size} : i64, group = "{group}", mode = "sdma"'
+            attrs = f'group_size = {c.group_size} : i64, group = "{group}", mode = "{c.comm_mode}"'
             out = f.op(kind, [pick()], act, attrs, stem=f"{kind.replace('all_', 'a')}{i}")
         else:
             s = rng.random()

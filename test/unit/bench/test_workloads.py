@@ -36,6 +36,7 @@ def test_registry_names() -> None:
     expected = {
         "seed",
         "moe_decode",
+        "moe_decode_aiv",
         "moe_decoder",
         "tp_decoder_decode",
         "tp_decoder_prefill",
@@ -53,6 +54,7 @@ def test_annotations() -> None:
     assert annotated == {
         "seed",
         "moe_decode",
+        "moe_decode_aiv",
         "moe_decoder",
         "tp_decoder_decode",
         "tp_decoder_prefill",

@@ -339,3 +339,45 @@ def test_apply_edits_writes_what_a_user_would() -> None:
         "        d = k(a)\n"
         "    return c + d\n"
     )
+
+
+AIV_CASE = """\
+!a = tensor<2048x1024xf16>
+module attributes {npu.target = "910b2"} {
+  func.func @f(%x: !a, %y: !a) -> (!a, !a) {
+    %r = npu.all_reduce %x {group_size = 2 : i64, group = "tp", mode = "aiv"} : (!a) -> !a
+    %v1 = npu.gelu %y : (!a) -> !a
+    %v2 = npu.silu %v1 : (!a) -> !a
+    %v3 = npu.mul %v2, %v1 : (!a, !a) -> !a
+    %v4 = npu.add %v3, %r : (!a, !a) -> !a
+    func.return %v4, %v3 : !a, !a
+  }
+}
+"""
+
+
+def test_auto_core_limits_are_phrased_as_limit_core_num(tmp_path: Path) -> None:
+    # An aiv all_reduce holds the vector cores it asks for while a vector chain waits:
+    # auto (limits=true) limits it and the chain's stream so that they fit together, and
+    # the op-granularity advice says so as limit_core_num edits that reproduce its makespan.
+    path = tmp_path / "aiv.mlir"
+    path.write_text(AIV_CASE)
+    out = tmp_path / "advised.mlir"
+    advice = advise(AdviseConfig(path=str(path), ranks=2, granularity="op", emit_mlir=str(out)))
+    spans = {v.name: v.makespan_ns for v in advice.variants}
+    assert spans["advice (op)"] == spans["auto (per op)"]
+    assert spans["advice (op)"] < spans["single stream"]  # type: ignore[operator]
+    limits = [e for e in advice.edits if e.kind == "add-limit-scope"]
+    lines = AIV_CASE.splitlines()
+    (collective,) = [e for e in limits if "npu.all_reduce" in lines[e.first_line - 1]]
+    assert collective.counts is not None and collective.counts[1] < 48
+    assert all(e.counts is not None and e.counts[0] == 24 for e in limits)  # cube untouched
+    assert "torchair.scope.limit_core_num(24, " in collective.torchair
+    # Seed 003's pair rule: the collective's stream and the chain's fit the device together.
+    chain = [e for e in limits if e is not collective]
+    assert chain and all(
+        e.counts is not None and e.counts[1] + collective.counts[1] <= 48 for e in chain
+    )
+    rerun = run_program(RunConfig(path=str(out), ranks=2))
+    assert rerun.status == 0 and rerun.result is not None
+    assert rerun.result.makespan_ns == spans["advice (op)"]

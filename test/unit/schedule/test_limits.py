@@ -1,0 +1,211 @@
+"""Core limits chosen with the streams (`stream-partition{mode=auto limits=true}`): faster
+with limits than without where a collective holds vector cores, never slower anywhere, seed
+003's rules kept, and optimal against the exact solver on small graphs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+
+import npuir
+from npuir.analysis.partition import Assignment, permuted
+from npuir.analysis.program import Program, build_program, module_streams, scheduled_functions
+from npuir.backends.npu.simulator import simulate
+from npuir.dialects import coreset
+from npuir.dialects.npu import CollectiveOp, NpuOp
+from npuir.hardware import load_hardware
+from npuir.schedule.auto import Judge, assign_auto
+from npuir.schedule.limits import LimitPolicy, LimitSpace, grid, policies
+from npuir.schedule.oracle import exact_schedule, exact_with_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+
+from workloads import DagConfig, random_dag
+
+HW = load_hardware("910b2")
+A = "tensor<2048x1024xf16>"
+
+# The issue's case: an aiv all_reduce beside a chain of vector ops.  Unlimited, the
+# collective holds every vector core it asks for (all 48) for its whole link time, so the
+# chain waits for it; limited, the chain runs beside it.
+AIV_CASE = f"""
+module attributes {{npu.target = "910b2"}} {{
+  func.func @f(%x: {A}, %y: {A}) -> ({A}, {A}) {{
+    %r = npu.all_reduce %x {{group_size = 8 : i64, group = "tp", mode = "aiv"}} : ({A}) -> {A}
+    %v1 = npu.gelu %y : ({A}) -> {A}
+    %v2 = npu.silu %v1 : ({A}) -> {A}
+    %v3 = npu.mul %v2, %v1 : ({A}, {A}) -> {A}
+    %v4 = npu.add %v3, %r : ({A}, {A}) -> {A}
+    func.return %v4, %v3 : {A}, {A}
+  }}
+}}
+"""
+
+
+def _lowered(text: str, limits: bool) -> ModuleOp:
+    """`text` partitioned by auto and lowered; `coreset-check` refuses a broken pair rule."""
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, text)
+    flag = "true" if limits else "false"
+    spec = (
+        f"stream-partition{{mode=auto ignore-tags=true limits={flag}}},"
+        "coreset-lower,insert-events,coreset-check,sync-verify"
+    )
+    npuir.run_passes(ctx, module, npuir.build_pipeline(spec))
+    return module
+
+
+def _makespan(module: ModuleOp) -> int:
+    streams = module_streams(module)
+    total = 0
+    for func in scheduled_functions(module):
+        result = simulate([build_program(func, streams)], HW, mirror_peers=True)
+        assert result.deadlock is None
+        total += result.makespan_ns
+    return total
+
+
+def _prog(text: str) -> Program:
+    module = npuir.parse_text(npuir.make_context(), text)
+    return build_program(next(op for op in module.ops if isinstance(op, FuncOp)))
+
+
+def _judged(prog: Program, assignment: Assignment) -> int:
+    """What the judge gives `assignment` with the limits it carries."""
+    chosen = {prog.ops[n]: (engine, count) for n, engine, count in assignment.limits}
+
+    def limit(p: Program, n: int, engine: str) -> int | None:
+        given = chosen.get(p.ops[n])
+        return given[1] if given is not None and given[0] == engine else None
+
+    if assignment.order is None:
+        return Judge(prog, HW, limit)("t", assignment).makespan
+    order = assignment.order
+    moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
+    return Judge(permuted(prog, order), HW, limit)("t", moved).makespan
+
+
+def test_limiting_an_aiv_collective_makes_auto_faster() -> None:
+    with_limits = _lowered(AIV_CASE, limits=True)
+    without = _lowered(AIV_CASE, limits=False)
+    assert _makespan(with_limits) < _makespan(without)
+    # The limit is written where the user sees it: a scope around the collective.
+    ctx = npuir.make_context()
+    partitioned = npuir.parse_text(ctx, AIV_CASE)
+    spec = "stream-partition{mode=auto limits=true}"
+    npuir.run_passes(ctx, partitioned, npuir.build_pipeline(spec))
+    (scope,) = [
+        op
+        for op in partitioned.walk()
+        if isinstance(op, coreset.LimitOp)
+        and any(isinstance(o, CollectiveOp) for o in op.body.walk())
+    ]
+    assert scope.count("vector") in grid(HW, "vector")
+
+
+def test_limits_leave_a_program_without_holders_alone() -> None:
+    sdma = AIV_CASE.replace('mode = "aiv"', 'mode = "sdma"')
+    assert policies(_prog(sdma), HW) == []
+    module = _lowered(sdma, limits=True)
+    assert not any(isinstance(op, coreset.LimitOp) for op in module.walk())
+
+
+def test_limits_act_only_where_the_kernel_table_lets_them() -> None:
+    # An ATB kernel takes no limit: it is never limited, and it counts the whole vector
+    # engine in the pair rule, so no plan may limit a stream beside it.
+    atb = AIV_CASE.replace(
+        f"%v1 = npu.gelu %y : ({A}) -> {A}",
+        f'%v1 = npu.gelu %y {{npu.kernel = "atb"}} : ({A}) -> {A}',
+    )
+    prog = _prog(atb)
+    space = LimitSpace.of(prog, HW)
+    gelu = next(op for op in prog.ops if isinstance(op, NpuOp) and op.name == "npu.gelu")
+    assert gelu not in space.free["vector"]
+    module = _lowered(atb, limits=True)
+    for op in module.walk():
+        if isinstance(op, coreset.LimitOp):
+            assert not any(o.name == "npu.gelu" for o in op.body.walk())
+
+
+def test_a_policy_fits_every_pair_of_streams() -> None:
+    prog = _prog(
+        random_dag(3, DagConfig(ops=6, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv"))
+    )
+    tried = policies(prog, HW)
+    assert tried
+    total = HW.cores("vector")
+    for policy in tried:
+        for stream_of in (
+            [0] * len(prog),
+            list(range(len(prog))),
+            [n % 3 for n in range(len(prog))],
+        ):
+            counts = policy.limits(prog, stream_of)
+            assert counts is not None
+            most: dict[int, int] = {}
+            for n, op in enumerate(prog.ops):
+                if op in counts:
+                    most[stream_of[n]] = max(most.get(stream_of[n], 0), counts[op])
+            assert all(a + b <= total for s, a in most.items() for t, b in most.items() if s < t)
+
+
+def test_a_user_limit_that_breaks_the_pair_rule_refuses_the_plan() -> None:
+    limited = AIV_CASE.replace(
+        f"%v1 = npu.gelu %y : ({A}) -> {A}",
+        f"%v1 = coreset.limit vector 40 -> {A} {{\n"
+        f"      %g = npu.gelu %y : ({A}) -> {A}\n      coreset.yield %g : {A}\n    }}",
+    )
+    prog = _prog(limited)
+    collective = next(op for op in prog.ops if isinstance(op, CollectiveOp))
+    space = LimitSpace.of(prog, HW)
+    policy = LimitPolicy("vector", frozenset([collective]), 24, space)
+    stream_of = [0] * len(prog)
+    stream_of[prog.ops.index(collective)] = 1
+    assert policy.limits(prog, stream_of) is None  # 24 + 40 > 48
+    fitting = LimitPolicy("vector", frozenset([collective]), 6, space)
+    assert fitting.limits(prog, stream_of) is not None  # 6 + 40 <= 48
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 10))
+def test_limits_are_never_slower_and_keep_the_rules(seed: int, ops: int) -> None:
+    text = random_dag(seed, DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv"))
+    with_limits = _lowered(text, limits=True)  # coreset-check: the pair rule holds
+    assert _makespan(with_limits) <= _makespan(_lowered(text, limits=False))
+    # Every group's collectives stay in their written order.
+    written = [
+        o.results[0].name_hint
+        for o in npuir.parse_text(npuir.make_context(), text).walk()
+        if isinstance(o, CollectiveOp)
+    ]
+    for group in ("tp", "ep"):
+        issued = [
+            op.results[0].name_hint
+            for op in with_limits.walk()
+            if isinstance(op, CollectiveOp) and op.group == group
+        ]
+        assert issued == sorted(issued, key=lambda n: written.index(n) if n in written else 0)
+
+
+def test_auto_with_limits_is_near_optimal_on_small_graphs() -> None:
+    # The issue's target, on a few 4-op graphs: within 1% of the optimum over streams,
+    # order and limits on every graph, exactly optimal on most.
+    exact = paid = 0
+    for seed in (0, 1, 2, 5):
+        cfg = DagConfig(ops=4, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv")
+        prog = _prog(random_dag(seed, cfg))
+        best = exact_with_limits(prog, HW)
+        unlimited = exact_schedule(prog, HW).makespan
+        assert best.exact.makespan <= unlimited
+        paid += best.exact.makespan < unlimited
+        auto = assign_auto(prog, [None] * len(prog), {}, 8, HW, search_limits=True)
+        span = _judged(prog, auto)
+        assert best.exact.makespan <= span <= 1.01 * best.exact.makespan, seed
+        exact += span == best.exact.makespan
+    assert exact >= 3
+    assert paid >= 2  # not vacuous: on these graphs the optimum needs limits
