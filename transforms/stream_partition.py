@@ -63,7 +63,7 @@ from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import DYN, CollectiveOp
 from npuir.passes import option
 from npuir.schedule.auto import cost_strategies
-from npuir.schedule.core_check import assignment_hazard, has_holder
+from npuir.schedule.core_check import OverriddenLimits, assignment_hazard, has_holder
 from npuir.schedule.device import device_of
 from npuir.schedule.mem_budget import BudgetError, Favor, Ordering, fit_budget
 
@@ -450,7 +450,14 @@ class StreamPartitionPass(ModulePass):
         hardware = device_of(module, self.hw)
         limits = CoreLimits(module, hardware).run()
         for func, prog, result in placed:
-            found = assignment_hazard(prog, result, limits, hardware)
+            # auto's own limits (limits=true) are part of its schedule: they may be what
+            # removes the hazard.
+            counts = (
+                OverriddenLimits(limits, {(prog.ops[n], e): c for n, e, c in result.limits})
+                if result.limits
+                else limits
+            )
+            found = assignment_hazard(prog, result, counts, hardware)
             if found is not None:
                 return (func, *found)
         return None
