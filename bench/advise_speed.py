@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,8 +62,11 @@ def main() -> None:
         tmp = Path(scratch)
         if not args.skip_torch:
             archive = tmp / "moe_decoder.pt2"
+            # A copy: beside the original, `import torchair` finds examples/torchair/.
+            model = tmp / "moe_decoder.py"
+            shutil.copy(ROOT / "examples" / "moe_decoder.py", model)
             subprocess.run(
-                [sys.executable, str(ROOT / "examples" / "moe_decoder.py"), str(archive)],
+                [sys.executable, str(model), str(archive)],
                 check=True,
                 env={**os.environ, "PYTHONWARNINGS": "ignore"},
             )
@@ -97,12 +101,12 @@ def main() -> None:
                 3,
             )
         for depth in map(int, args.depths.split(",")):
-            path = tmp / f"deep{depth}.mlir"
-            path.write_text(nested_switches(depth))
+            deep = tmp / f"deep{depth}.mlir"
+            deep.write_text(nested_switches(depth))
             row(
                 f"{depth} nested scopes",
-                cpu(advise, str(path)),
-                cpu(run, str(path), "--timing-only"),
+                cpu(advise, str(deep)),
+                cpu(run, str(deep), "--timing-only"),
                 "npuir-run",
                 3,
             )

@@ -108,6 +108,8 @@ EDIT_COST = 1e-3
 """What one edit weighs in the search's objective (ns): only a tie-breaker."""
 MAX_STREAMS = 8
 """Streams the structured search may use, the default one included (stream-partition's cap)."""
+SIMPLIFY_WITHIN = 0.01
+"""What the advice may give up, in all, for fewer edits (a fraction of its makespan)."""
 
 
 def _ignoring(mode: str) -> str:
@@ -919,6 +921,39 @@ class Search:
                 best, best_cost = tags, c
         return dict(best), best_cost
 
+    def simplify(
+        self, best: dict[Unit, str], best_cost: float, worth: float, budget: int
+    ) -> tuple[dict[Unit, str], float]:
+        """Fewer edits for about the same makespan: undo each move (a call back on its
+        line's stream, a unit back to its written stream) and merge each stream into
+        another, keeping every change that costs less than `worth` -- what an edit must
+        gain to be worth writing -- and, all together, at most SIMPLIFY_WITHIN."""
+        written = self.written()
+        cap = best_cost * (1 + SIMPLIFY_WITHIN)
+        changed = True
+        while changed and self.trials < budget:
+            changed = False
+            trials: list[dict[Unit, str]] = []
+            for u in self.units:
+                back = written[u]
+                if u[0] == "expr":
+                    back = best.get(("line", u[1], u[2]), written[u])
+                if best.get(u) != back:
+                    trials.append({**best, u: back})
+            used = sorted(set(best.values()) - {stream.MAIN_TAG})
+            for a in used:
+                for b in [stream.MAIN_TAG, *used]:
+                    if a != b:
+                        trials.append({u: b if t == a else t for u, t in best.items()})
+            for trial in trials:
+                if self.trials >= budget:
+                    break
+                c = self.cost(trial)[0]
+                if c < best_cost + worth and c <= cap:
+                    best, best_cost, changed = trial, c, True
+                    break
+        return best, best_cost
+
     def _climb(
         self, best: dict[Unit, str], best_cost: float, budget: int
     ) -> tuple[dict[Unit, str], float]:
@@ -1120,24 +1155,24 @@ def _plan(tags: dict[Unit, str], search: Search) -> Plan | None:
     by_site: dict[tuple[Site, str | None], list[tuple[str, str]]] = {}
     hoists: set[tuple[Site, str]] = set()
     for op, info in search.infos.items():
-        key: tuple[Site, str | None] = (info.site, None)
+        where: tuple[Site, str | None] = (info.site, None)
         if info.expr is not None and info.base is not None and search.granularity == "line":
             written = info.scope.tag if info.scope is not None else stream.MAIN_TAG
             line_tag = tags.get(("line", info.site, written), stream.MAIN_TAG)
             if op_tag[op] != line_tag:
-                key = (info.site, info.base)
-                hoists.add(key)
-        by_site.setdefault(key, []).append((op_tag[op], inherited(info.scope)))
+                hoists.add((info.site, info.base))
+                where = (info.site, info.base)
+        by_site.setdefault(where, []).append((op_tag[op], inherited(info.scope)))
     wraps: dict[tuple[Site, str | None], str] = {}
-    for key, pairs in by_site.items():
+    for where, pairs in by_site.items():
         if all(t == i for t, i in pairs):
             continue
-        if key[0] in search.calls:
+        if where[0] in search.calls:
             return None
         wanted = {t for t, _ in pairs}
         if len(wanted) != 1 or stream.MAIN_TAG in wanted:
             return None
-        wraps[key] = wanted.pop()
+        wraps[where] = wanted.pop()
     return Plan(op_tag, decisions, wraps, hoists)
 
 
@@ -1158,6 +1193,12 @@ def _rename(tags: dict[Unit, str], search: Search) -> dict[Unit, str]:
             only = next(iter(unit_tags))
             if only in search.fresh and only not in mapping:
                 mapping[only] = scope.tag
+    # The other new streams numbered in the order the program first uses them.
+    fresh = iter(search.fresh)
+    for u in search.units:
+        t = tags.get(u, stream.MAIN_TAG)
+        if t in search.fresh and t not in mapping:
+            mapping[t] = next(fresh)
     return {u: mapping.get(t, t) for u, t in tags.items()}
 
 
@@ -1296,9 +1337,7 @@ class _Source:
         )
         if any(isinstance(n, odd) for n in ast.walk(stmt)):
             return None
-        matches = [
-            n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _called(n) == function
-        ]
+        matches = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _called(n) == function]
         if len(matches) != 1 or matches[0] is getattr(stmt, "value", None):
             return None
         call = matches[0]
@@ -1635,6 +1674,9 @@ def _advise(
             SEARCH_MIN, min(SEARCH_MAX, SEARCH_OPS // max(1, sum(len(t.prog) for t in targets)))
         )
         tags, best_cost = search.run(starts, search.trials + budget)
+        tags, best_cost = search.simplify(
+            tags, best_cost, hw.launch_ns * sum(t.weight for t in targets), search.trials + budget
+        )
         tags = _rename(tags, search)
         written_cost = search.cost(written_tags)[0]
         plan = _plan(tags, search)

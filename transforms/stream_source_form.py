@@ -50,10 +50,9 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
 
-from npuir.analysis.program import is_lowered
 from npuir.diagnostics import Kind, error
 from npuir.dialects import scope as scope_utils
-from npuir.dialects import stream
+from npuir.dialects import stream, sync
 from npuir.dialects.npu import NpuOp
 
 WANT = "stream.want"
@@ -181,7 +180,7 @@ class StreamSourceFormPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = [f for f in op.ops if isinstance(f, FuncOp)]
         for func in funcs:
-            if is_lowered(func):
+            if any(isinstance(o, sync.RecordOp | sync.WaitOp) for o in _walk(func)):
                 raise error(
                     func,
                     f"stream-source-form: @{func.sym_name.data} is lowered (its events fix "

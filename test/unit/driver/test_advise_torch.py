@@ -38,7 +38,7 @@ def _makespan(model_source: Path) -> int:
 
 @pytest.mark.parametrize(
     "example",
-["seed_multistream.py", "moe_decoder.py"],
+    ["seed_multistream.py", "moe_decoder.py"],
 )
 def test_the_edits_apply_to_the_source_and_reproduce_the_advice(
     tmp_path: Path, example: str
