@@ -20,7 +20,8 @@ The pass, function by function:
 3. puts each maximal run of consecutive ops that want the same tag, other than the tag of
    the scope around them, into a new `stream.switch` of that tag, with the priority of a
    user scope or declaration of that tag (0 when there is none); values used after the
-   run leave through its `stream.yield`;
+   run leave through its `stream.yield`.  A `coreset.limit` around a single op that
+   wants a tag wants it too (it moves with its op, as `auto`'s limits are written);
 4. drops every `stream.want`, `stream.hoist` and `stream.on`, and the `stream.decl`s.
 
 ```mlir
@@ -51,8 +52,8 @@ from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
 
 from npuir.diagnostics import Kind, error
+from npuir.dialects import coreset, stream, sync
 from npuir.dialects import scope as scope_utils
-from npuir.dialects import stream, sync
 from npuir.dialects.npu import NpuOp
 
 WANT = "stream.want"
@@ -200,6 +201,11 @@ class StreamSourceFormPass(ModulePass):
             ref = inner.attributes.pop(stream.STREAM_ON, None)
             if isinstance(ref, SymbolRefAttr) and ref.root_reference.data in tags:
                 inner.attributes[WANT] = StringAttr(tags[ref.root_reference.data])
+        # A core limit around one op (as `auto` writes them) goes where its op goes.
+        for limit in [o for o in _walk(op) if isinstance(o, coreset.LimitOp)]:
+            inner = [o for o in limit.body.block.ops if not o.has_trait(IsTerminator)]
+            if len(inner) == 1 and WANT in inner[0].attributes and WANT not in limit.attributes:
+                limit.attributes[WANT] = inner[0].attributes.pop(WANT)
         # 1. Scopes removed or retagged, innermost first.
         for s in reversed(switches):
             want = s.attributes.pop(WANT, None)

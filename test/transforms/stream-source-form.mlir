@@ -106,3 +106,31 @@ func.func @partitioned(%x: !t) -> !t {
 // CHECK-NEXT:    }
 // CHECK-NEXT:    npu.add
 // CHECK-NOT:     stream.on
+
+// -----
+
+// Tests that a core limit around a single op goes into the scope with its op.
+
+!t = tensor<8x8xf16>
+stream.decl @s0 "<main>" priority 0
+stream.decl @s1 "auto1" priority 0
+func.func @limited(%x: !t) -> !t {
+  %a = npu.relu %x {stream.on = @s0} : (!t) -> !t
+  %b = coreset.limit cube 2 vector 4 -> !t {
+    %c = npu.exp %x {stream.on = @s1} : (!t) -> !t
+    coreset.yield %c : !t
+  }
+  %d = npu.add %a, %b {stream.on = @s0} : (!t, !t) -> !t
+  func.return %d : !t
+}
+
+// CHECK-LABEL: func.func @limited
+// CHECK-NEXT:    npu.relu
+// CHECK-NEXT:    stream.switch "auto1"
+// CHECK-NEXT:      coreset.limit cube 2 vector 4
+// CHECK-NEXT:        npu.exp
+// CHECK-NEXT:        coreset.yield
+// CHECK-NEXT:      }
+// CHECK-NEXT:      stream.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    npu.add
