@@ -127,13 +127,16 @@ them and call back into `assign` for the cost-free modes.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from xdsl.ir import Block, Operation
+
+from npuir.analysis.program import DEFAULT_STREAM, DepKind, NodeKind, Program, StreamInfo
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
@@ -280,6 +283,54 @@ def keep_collective_order(prog: Program, order: Sequence[int]) -> list[int]:
         raise AssertionError("keep_collective_order: the written order is not topological")
     returns = [n for n in out if prog.kind[n] is NodeKind.RETURN]
     return [n for n in out if prog.kind[n] is not NodeKind.RETURN] + returns
+
+
+def collective_chain(ops: Sequence[Operation]) -> list[tuple[int, int]]:
+    """``(earlier, later)`` positions in `ops` (a function's ops in issue order): each
+    collective after the previous one of its communicator group, the pairs a mode that
+    places ops orders with a wait (`stream-partition`'s `chain_collectives`), so that a
+    group's collectives run one after another, as one HCCL communicator runs them.
+
+    A previous collective inside a `coreset.limit` scope that does not hold the later one
+    is not visible there: such a pair is left out, as the pass leaves it."""
+    last: dict[str, int] = {}
+    pairs: list[tuple[int, int]] = []
+    for n, op in enumerate(ops):
+        if not isinstance(op, CollectiveOp):
+            continue
+        previous = last.get(op.group)
+        last[op.group] = n
+        if previous is None:
+            continue
+        home = ops[previous].parent_block()
+        if home is not None and _encloses(home, op):
+            pairs.append((previous, n))
+    return pairs
+
+
+def _encloses(block: Block, op: Operation) -> bool:
+    """Whether `op` sits in `block` or in an op nested in it."""
+    current: Operation | None = op
+    while current is not None:
+        if current.parent_block() is block:
+            return True
+        current = current.parent_op()
+    return False
+
+
+def with_collective_chain(prog: Program) -> Program:
+    """`prog` with each collective ordered after the previous one of its group
+    (`collective_chain`, a control dependence), as the lowered program of every mode that
+    places ops has it: what a search must judge and a bound may assume.  `prog` itself
+    when no such order is missing; else a copy sharing everything but `deps`."""
+    added: dict[int, int] = {}
+    for earlier, later in collective_chain(prog.ops):
+        if all(p != earlier for p, _ in prog.deps[later]):
+            added[later] = earlier
+    if not added:
+        return prog
+    deps = [[*d, (added[n], DepKind.CONTROL)] if n in added else d for n, d in enumerate(prog.deps)]
+    return dataclasses.replace(prog, deps=deps)
 
 
 def pinned_tags(prog: Program) -> tuple[list[str | None], dict[str, int]]:
@@ -822,10 +873,12 @@ __all__ = [
     "Request",
     "Strategy",
     "assign",
+    "collective_chain",
     "cover_paths",
     "keep_collective_order",
     "max_matching",
     "path_cover",
     "pinned_tags",
     "transitive_reduction",
+    "with_collective_chain",
 ]

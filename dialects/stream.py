@@ -9,6 +9,7 @@ are ordered against each other only by `sync` events.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -249,7 +250,7 @@ def parse_priority(parser: Parser) -> int:
     return parser.parse_integer(allow_boolean=False)
 
 
-def bind_later_uses(func: Operation) -> None:
+def bind_later_uses(func: Operation, only: Collection[WaitTensorOp] | None = None) -> None:
     """Spell out every `stream.wait_tensor`'s seed meaning in the flattened function:
     each later use of its tensor in program order (the same block, or nested in a
     later op) uses the wait's result instead, so that the ordering survives a reissue.
@@ -257,10 +258,12 @@ def bind_later_uses(func: Operation) -> None:
     The unlowered program graph orders those uses after the wait's `dep` by their
     place (`npuir.analysis.program`); a lowered function keeps the ordering in its
     data: `stream-partition` calls this once it has flattened the stream scopes and
-    `coreset-lower` once more after inlining the limit scopes, so then every later
-    use reads the wait's result."""
+    `coreset-lower` once more after inlining the limit scopes, for the waits those
+    scopes held (`only`), so then every later use reads the wait's result.  (A wait
+    made after the first call, such as `stream-partition`'s collective chain, orders
+    its own user alone.)"""
     ops = list(func.regions[0].walk())
-    waits = [op for op in ops if isinstance(op, WaitTensorOp)]
+    waits = [op for op in ops if isinstance(op, WaitTensorOp) and (only is None or op in only)]
     if not waits:
         return
     # Pre-order positions: the ops nested in `parent` are exactly those positioned in
@@ -277,6 +280,8 @@ def bind_later_uses(func: Operation) -> None:
         limit = end[pos[parent]] if parent is not None and parent in pos else len(ops)
         for use in list(wait.tensor.uses):
             at = pos.get(use.operation, -1)
+            if isinstance(use.operation, WaitTensorOp) and use.index == 1:
+                continue  # a later wait *after* the tensor waits for its producer, not a use
             if pos[wait] < at <= limit:
                 use.operation.operands[use.index] = wait.result
 

@@ -316,6 +316,11 @@ class _Compiled:
         self.entry = None
         self.constants = constants or []
         """Per function argument: the value of a `torch.const` scalar, or None for an input."""
+        self.static_key: tuple[tuple[int, ...], ...] | None = None
+        """The sizes of the ungeared dims this program was specialised to (see `_static_key`)."""
+        self.variants: dict[tuple[tuple[int, ...], ...], _Compiled] = {}
+        """Every specialisation of dynamo's graph so far, shared by all of them."""
+        self.recompile: Callable[[Sequence[Any]], _Compiled] | None = None
         if module is not None:
             funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
             self.entry = funcs.get("forward")
@@ -326,6 +331,13 @@ class _Compiled:
         _gear_check(args, self.names, self.gears, self.policy)
         if self.module is None or self.entry is None or self.outputs is None:
             return self.gm(*args)
+        if self.recompile is not None and (key := _static_key(args, self.gears)) != self.static_key:
+            # Dims without gears are specialised to the sizes first seen (TorchAir's
+            # guard_gears_shape); other sizes compile their own program, as its guard would.
+            other = self.variants.get(key)
+            if other is None:
+                other = self.variants[key] = self.recompile(args)
+            return other(*args)
         if torch.is_grad_enabled() and any(
             isinstance(a, torch.Tensor) and a.requires_grad for a in args
         ):
@@ -347,6 +359,57 @@ class _Compiled:
         for array, (dtype, _) in zip(results, self.outputs):
             out.append(torch.from_numpy(np.ascontiguousarray(array)).to(dtype))
         return tuple(out)
+
+
+def _sizes_from_tensors(
+    gm: torch.fx.GraphModule, placeholders: Sequence[torch.fx.Node], examples: Sequence[Any]
+) -> torch.fx.GraphModule:
+    """A copy of dynamo's graph whose inputs are its tensors only (see `NpuBackend._export`).
+
+    A size input dynamo passes (a `SymInt` placeholder) becomes `aten.sym_size.int` of the
+    tensor dim carrying the same symbol; one that no tensor dim carries (a derived
+    size) becomes its value on this call.  Node metadata (the stack traces that locate
+    the user's lines) is kept.
+    """
+    dims: dict[str, tuple[str, int]] = {}
+    for node, example in zip(placeholders, examples):
+        fake = node.meta.get("example_value")
+        if isinstance(example, torch.Tensor) and isinstance(fake, torch.Tensor):
+            for d, n in enumerate(fake.shape):
+                if isinstance(n, torch.SymInt):
+                    dims.setdefault(str(n.node.expr), (node.name, d))
+    graph = torch.fx.Graph()
+    copied: dict[torch.fx.Node, torch.fx.Node] = {}
+    graph.output(graph.graph_copy(gm.graph, copied))
+    by_name = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    last = list(by_name.values())[-1] if by_name else None
+    for node, example in zip(placeholders, examples):
+        if isinstance(example, torch.Tensor):
+            continue
+        new = copied[node]
+        fake = node.meta.get("example_value")
+        where = dims.get(str(fake.node.expr)) if isinstance(fake, torch.SymInt) else None
+        if where is not None:
+            with graph.inserting_after(last):
+                size = graph.call_function(
+                    torch.ops.aten.sym_size.int, (by_name[where[0]], where[1])
+                )
+            new.replace_all_uses_with(size)
+        else:
+            new.replace_all_uses_with(example)
+        graph.erase_node(new)
+    return torch.fx.GraphModule(gm, graph)
+
+
+def _static_key(
+    args: Sequence[Any], gears: dict[int, dict[int, list[int]]]
+) -> tuple[tuple[int, ...], ...]:
+    """The sizes of every tensor argument's dims that have no gears, in order."""
+    return tuple(
+        tuple(int(n) for d, n in enumerate(a.shape) if d not in gears.get(i, {}))
+        for i, a in enumerate(args)
+        if isinstance(a, torch.Tensor)
+    )
 
 
 class _WithEagerBackward(torch.autograd.Function):
@@ -424,23 +487,55 @@ class NpuBackend:
     def __call__(
         self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]
     ) -> Callable[..., Any]:
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        examples = [self._example(n, x) for n, x in zip(placeholders, example_inputs)]
+        return self._specialised(gm, placeholders, examples, {}, None)
+
+    def _specialised(
+        self,
+        gm: torch.fx.GraphModule,
+        placeholders: list[torch.fx.Node],
+        examples: list[Any],
+        variants: dict[tuple[tuple[int, ...], ...], _Compiled],
+        known_gears: dict[int, dict[int, list[int]]] | None,
+    ) -> _Compiled:
+        """`gm` compiled for the sizes of `examples`' ungeared dims, registered in `variants`
+        (a respecialisation keeps the gears its first compile found)."""
+        compiled = self._compile(gm, placeholders, examples, known_gears)
+        compiled.static_key = _static_key(examples, compiled.gears)
+        compiled.variants = variants
+        variants[compiled.static_key] = compiled
+        compiled.recompile = lambda args: self._specialised(
+            gm, placeholders, list(args), variants, compiled.gears
+        )
+        return compiled
+
+    def _compile(
+        self,
+        gm: torch.fx.GraphModule,
+        placeholders: list[torch.fx.Node],
+        examples: list[Any],
+        known_gears: dict[int, dict[int, list[int]]] | None = None,
+    ) -> _Compiled:
         start = time.perf_counter()
         self.compiles += 1
         graph_id = next(_GRAPH_IDS)
-        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        examples = [self._example(n, x) for n, x in zip(placeholders, example_inputs)]
         tensor_pos = [i for i, x in enumerate(examples) if isinstance(x, torch.Tensor)]
         names = [f"arg{i}_1" for i in range(len(examples))]
-        gears = {i: g for i in tensor_pos if (g := gears_of(examples[i]))}
         policy = self.config.inference_config.dynamic_gears_merge_policy
-        sources = [self._source(n) for n in placeholders]
-        remembered = {
-            i: self._gears[sources[i]]
-            for i in tensor_pos
-            if i not in gears and sources[i] in self._gears
-        }
-        for i, g in gears.items():
-            self._gears[sources[i]] = g
+        if known_gears is not None:
+            gears = dict(known_gears)
+            remembered = {}
+        else:
+            gears = {i: g for i in tensor_pos if (g := gears_of(examples[i]))}
+            sources = [self._source(n) for n in placeholders]
+            remembered = {
+                i: self._gears[sources[i]]
+                for i in tensor_pos
+                if i not in gears and sources[i] in self._gears
+            }
+            for i, g in gears.items():
+                self._gears[sources[i]] = g
         if remembered:
             # dynamo recompiles when a geared dim leaves its range (its guard fails), with
             # the new tensors, which carry no gears: check them against the first ones.
@@ -460,7 +555,7 @@ class NpuBackend:
                 "backward runs eagerly (wrap inference in torch.no_grad() to avoid it)",
             )
         try:
-            ep = self._export(gm, examples, gears)
+            ep = self._export(gm, placeholders, examples, gears)
             outputs = [
                 (n.meta["val"].dtype, True)
                 for n in ep.graph.output_node().args[0]
@@ -543,32 +638,38 @@ class NpuBackend:
         return example if example is not None else fake
 
     def _export(
-        self, gm: torch.fx.GraphModule, examples: list[Any], gears: dict[int, dict[int, list[int]]]
+        self,
+        gm: torch.fx.GraphModule,
+        placeholders: list[torch.fx.Node],
+        examples: list[Any],
+        gears: dict[int, dict[int, list[int]]],
     ) -> torch.export.ExportedProgram:
-        """Trace dynamo's graph to ATen with torch.export (see the module docstring)."""
-        dynamic: list[Any] | None = None
-        if gears:
-            dims: dict[tuple[int, ...], Any] = {}
-            dynamic = []
-            for i, x in enumerate(examples):
-                if not isinstance(x, torch.Tensor):
-                    dynamic.append(None)
-                    continue
-                spec = {}
-                for d, g in gears.get(i, {}).items():
-                    key = (min(g), max(g))
-                    if key not in dims:
-                        dims[key] = torch.export.Dim(f"g{len(dims)}", min=key[0], max=key[1])
-                    spec[d] = dims[key]
-                dynamic.append(spec or None)
+        """Trace dynamo's graph to ATen with torch.export (see the module docstring).
+
+        Under `dynamic=True` dynamo passes sizes as `SymInt` inputs beside the
+        tensors; traced as plain ints they would bake the first call's sizes into
+        the graph (a `reshape(s0, -1)` that is wrong for every other gear).  So the
+        traced graph takes the tensors only and reads each size input from the
+        tensor dim it stands for (`_sizes_from_tensors`); geared dims are exported dynamic within the
+        gears' range (`Dim.AUTO`, so export finds which dims are equal) and every
+        other dim static.
+        """
+        tensors = [i for i, x in enumerate(examples) if isinstance(x, torch.Tensor)]
+        traced = _sizes_from_tensors(gm, placeholders, examples)
+        dynamic = [
+            {d: torch.export.Dim.AUTO(min=min(g), max=max(g)) for d, g in gears[i].items()}
+            if i in gears
+            else None
+            for i in tensors
+        ]
         try:
             with warnings.catch_warnings(), torch._guards.tracing(None):
                 warnings.simplefilter("ignore")
                 # Copies: export marks its inputs' dims, and dynamo guards on the real ones.
-                copies = [
-                    x.detach().clone() if isinstance(x, torch.Tensor) else x for x in examples
-                ]
-                return torch.export.export(gm, tuple(copies), dynamic_shapes=None, strict=False)
+                copies = tuple(examples[i].detach().clone() for i in tensors)
+                return torch.export.export(
+                    traced, copies, dynamic_shapes=tuple(dynamic) if gears else None, strict=False
+                )
         except Exception as exc:  # torch's own error, e.g. gears that the graph cannot honour
             raise TorchairError(
                 Diagnostic(

@@ -160,6 +160,16 @@ def call_sites(graph: torch.fx.Graph) -> set[tuple[str, int]]:
     return {site for node in graph.nodes for site in _user_frames(node)[:-1]}
 
 
+class _DynamicSize:
+    """A size known only at run time (`aten.sym_size.int` of a `?` dim)."""
+
+    def __repr__(self) -> str:
+        return "?"
+
+
+_DYNAMIC = _DynamicSize()
+
+
 class _Importer:
     """One walk over an exported graph, building into one `Graph`."""
 
@@ -430,9 +440,9 @@ class _Importer:
             "aten.t.default": lambda x: ops.transpose(x, 0, 1),
             "aten.transpose.int": ops.transpose,
             "aten.permute.default": ops.permute,
-            "aten.view.default": self.reshape,
-            "aten.reshape.default": self.reshape,
-            "aten._unsafe_view.default": self.reshape,
+            "aten.view.default": self.view,
+            "aten.reshape.default": self.view,
+            "aten._unsafe_view.default": self.view,
             "aten.unsqueeze.default": self.unsqueeze,
             "aten.squeeze.dim": self.squeeze,
             "aten.cat.default": lambda xs, dim=0: ops.cat(xs, dim),
@@ -458,6 +468,11 @@ class _Importer:
             "aten.detach.default": identity,
             "aten.expand.default": self.expand,
             "_operator.getitem": lambda seq, i: seq[i],
+            # A dynamic size read from a tensor (`x.shape[0]` under dynamic shapes): it
+            # only feeds shape arguments, where it is a `?` dim of the result.
+            "aten.sym_size.int": lambda x, dim: (
+                x.shape[dim] if x.shape[dim] is not None else _DYNAMIC
+            ),
         }
         return table
 
@@ -605,6 +620,17 @@ class _Importer:
 
     def reshape(self, x: Tensor, shape: Sequence[Any]) -> Tensor:
         return ops.reshape(x, [d if isinstance(d, int) else None for d in shape])
+
+    def view(self, x: Tensor, shape: Sequence[Any]) -> Tensor:
+        """A reshape/view node: its result's static dims from the node's traced shape, so a
+        `reshape(s0, -1)` of a `?x2x3` tensor is `?x6`, not two unknowns."""
+        traced: Any = self.node.meta.get("val") if self.node is not None else None
+        if _is_tensor(traced) and len(traced.shape) == len(shape):
+            shape = [
+                d if isinstance(d, int) and d >= 0 else (t if isinstance(t, int) else None)
+                for d, t in zip(shape, traced.shape)
+            ]
+        return self.reshape(x, shape)
 
     def unsqueeze(self, x: Tensor, dim: int) -> Tensor:
         shape = list(x.shape)

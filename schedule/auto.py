@@ -35,7 +35,8 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    by written order and give streams only.
 3. **Judge.** Each candidate becomes a lowered compact program — the same
    minimal events `insert-events` would insert (`plan_events`), the core
-   limits `coreset-lower` would write — and is simulated on the device; the
+   limits `coreset-lower` would write, each group's collectives one after
+   another as `stream-partition` chains them — and is simulated on the device; the
    fastest wins (ties: fewer waits, then fewer streams, then the earlier
    candidate).  No IR is rewritten until the end.
 4. **Refine.** Local search from the winners of the two best issue orders,
@@ -51,8 +52,9 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    followed by a stream refinement in the new order, the pair kept if it
    lowers the key (an order can pay only once the streams follow it: on a
    generated 4-op graph the optimum needed both another default stream and
-   another order).  The number of trials of steps 4 and 5 is fixed by the
-   graph size (not by a clock), so results are deterministic and a 10k-op
+   another order; each move's refinement is capped, and the phase simulates
+   about 10k ops in all).  The number of trials of steps 4 and 5 is fixed by
+   the graph size (not by a clock), so results are deterministic and a 10k-op
    graph finishes in seconds.
 
 Ops inside a `coreset.limit` scope keep the written order: then every
@@ -86,6 +88,7 @@ from npuir.analysis.partition import (
     assign,
     keep_collective_order,
     permuted,
+    with_collective_chain,
 )
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
@@ -110,6 +113,9 @@ _SEARCH_OPS = 150_000
 _MIN_TRIALS, _MAX_TRIALS = 4, 400
 # The winners of this many issue orders are refined, sharing the trials.
 _REFINED = 2
+# Issue-position moves: about this many simulated ops in all (at most the refinement's
+# trials), and each move's stream refinement at most this share of them.
+_REORDER_OPS, _REORDER_REFINE = 10_000, 16
 # List schedules with jittered priorities: at most this many, and about this many
 # planned ops in all, so that only small graphs get them; ranks move by up to
 # +-_JITTER of themselves, from a fixed seed (results stay deterministic).
@@ -157,6 +163,9 @@ class Judge:
         known_limits: dict[tuple[int, str], int | None] | None = None,
     ) -> None:
         self.prog = prog
+        self.chained = with_collective_chain(prog)
+        """`prog` as it is lowered and judged: each group's collectives one after another
+        (`stream-partition` chains them in every mode that places ops)."""
         self.known_limits = known_limits if known_limits is not None else {}
         """(id of an op, engine) -> its core limit, shared by the judges of one search
         (the ops outlive it)."""
@@ -184,7 +193,7 @@ class Judge:
         return judged
 
     def _simulate(self, name: str, assignment: Assignment) -> Judged:
-        lowered, origin = lowered_program(self.prog, assignment)
+        lowered, origin = lowered_program(self.chained, assignment)
         limit_fn: LimitFn | None = None
         if self.limits is not None:
             base_limits, ops, known = self.limits, self.prog.ops, self.known_limits
@@ -407,7 +416,7 @@ def _candidates(
             judged.append(judge("user", annotation))
         except ValueError:
             pass  # the annotation itself exceeds max-streams: not a candidate
-    eft = _earliest_finish(prog, solo, pinned, priorities, max_streams, hw, reserved)
+    eft = _earliest_finish(judge.chained, solo, pinned, priorities, max_streams, hw, reserved)
     judged.append(judge("eft", eft))
     return judged
 
@@ -427,7 +436,7 @@ def _refine(
     more than the trial it prepares: the critical path is read once per
     accepted move, a chain is built only when its move is tried, and the whole
     search stops as soon as the budget is spent."""
-    prog = judge.prog
+    prog = judge.chained
     budget = judge.trials + trials
     users = prog.users()
     while judge.trials < budget:
@@ -449,7 +458,7 @@ def _improve(
 ) -> Judged | None:
     """The first move along `best`'s critical path that lowers its key, or None
     when no move does (or the budget runs out first)."""
-    prog = judge.prog
+    prog = judge.chained
     targets = len(best.assignment.streams) + 1
     for node in best.critical:
         if pinned[node] is not None or prog.kind[node] is not NodeKind.COMPUTE:
@@ -601,14 +610,17 @@ def assign_auto(
     durations = solo_durations(prog, hw)
     costed = [(f"minidag-{v}", assign_minidag(request, hw, v, durations)) for v in Variant]
     costed.append(("opara", assign_opara(request, hw)))
+    # The cost-aware candidates plan with the chain of each group's collectives (the
+    # baselines and the user's annotation are the modes themselves, on `prog`).
+    chained = with_collective_chain(prog)
     costed += _list_schedules(
-        prog, costs, solo, pinned, priorities, max_streams, hw, reserved, reorder
+        chained, costs, solo, pinned, priorities, max_streams, hw, reserved, reorder
     )
     # Every order judged keeps the collectives' written order, as `assign` will.
     costed = [(name, _keeping_collectives(prog, result)) for name, result in costed]
     orders: list[list[int] | None] = [None]
     if reorder:
-        ranked = keep_collective_order(prog, upward_rank_order(prog, solo.duration))
+        ranked = keep_collective_order(prog, upward_rank_order(chained, solo.duration))
         if ranked != list(range(len(prog))):
             orders.append(ranked)
     listed = len(orders)  # the orders every baseline is tried in
@@ -661,7 +673,10 @@ def assign_auto(
         result = Assignment(best.assignment.streams, stream_of, best_order)
     if not reorder:
         return result
-    return _reorder(prog, hw, limits, profile, cache, result, pinned, max_streams, reserved, trials)
+    moves = max(_MIN_TRIALS, min(trials, _REORDER_OPS // max(1, len(prog))))
+    return _reorder(
+        chained, hw, limits, profile, cache, result, pinned, max_streams, reserved, moves
+    )
 
 
 def _judge_in_order(
@@ -696,14 +711,20 @@ def _reorder(
     another place in the issue order between its last producer and its first user, each
     followed by a stream refinement in the new order (`_refine`) and kept if the pair lowers
     the key; a kept move restarts the scan.  A move that would reorder two collectives is not
-    made (every rank issues each group's collectives in the written order).  At most
-    `trials` simulations in all."""
+    made (every rank issues each group's collectives in the written order).
+
+    Each move's refinement gets at most a `_REORDER_REFINE`-th of the trials, so that more
+    moves are tried; at most `trials` simulations in all (the caller bounds them by the
+    program's size).  Every place is tried: a move that leaves the op's rank on its own
+    stream and core pool alone still matters once the refinement moves it to the stream
+    of an op it passed (a generated 8-op graph needs exactly that)."""
     order = list(result.order) if result.order is not None else list(range(len(prog)))
     if limits is None:
         limits = _written_limits(prog, hw)  # read once, not once per order tried
     known_limits: dict[tuple[int, str], int | None] = {}
     best, _ = _judge_in_order(prog, hw, limits, profile, cache, known_limits, result, order)
     spent = 1
+    per_move = max(_MIN_TRIALS, trials // _REORDER_REFINE)
     users = prog.users()
     improved = True
     while improved and spent < trials:
@@ -719,8 +740,10 @@ def _reorder(
             high = min(high, len(order) - 1)  # the return stays last
             here = position[node]
             for target in range(low, high):
-                if target == here or spent >= trials:
+                if target == here:
                     continue
+                if spent >= trials:
+                    break
                 moved = [n for n in order if n != node]
                 moved.insert(target, node)
                 if keep_collective_order(prog, moved) != moved:
@@ -733,7 +756,8 @@ def _reorder(
                 # only once the streams follow it, e.g. with another default stream).
                 before = judge.trials
                 pins = [pinned[n] for n in moved]
-                judged = _refine(judge, judged, pins, max_streams, reserved, trials - spent)
+                budget = min(per_move, trials - spent)
+                judged = _refine(judge, judged, pins, max_streams, reserved, budget)
                 spent += judge.trials - before
                 if judged.key() < best.key():
                     stream_of = [0] * len(moved)
@@ -742,7 +766,7 @@ def _reorder(
                     result = Assignment(judged.assignment.streams, stream_of, moved)
                     best, order, improved = judged, moved, True
                     break
-            if improved:
+            if improved or spent >= trials:
                 break
     if order == list(range(len(prog))):
         return dataclasses.replace(result, order=None)

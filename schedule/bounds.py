@@ -2,7 +2,11 @@
 
 No race-free schedule of a function on the simulated device
 (`npuir.backends.npu.simulator`) can finish before the largest of the bounds below, whatever
-its stream assignment, issue order, events and core limits.  They rest on what the simulator
+its stream assignment, issue order, events and core limits, as long as it runs each
+communicator group's collectives one after another (`npuir.analysis.partition.
+collective_chain`: every mode that places ops lowers them so, and one stream runs them so;
+a hand-annotated `user` schedule with one group on two streams is outside the bound).  The
+dependences below are the program's with that chain added.  They rest on what the simulator
 does with one compute op v of engine e (``C`` = e's cores, ``L`` = `hw.launch_ns`):
 
 - An *ordinary* op runs ``B`` blocks (its blockDim, ``1 <= B <= par``: its parallelism, or
@@ -47,8 +51,10 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    core-nanoseconds inside [min_S h, M - min_S t], and at most C cores are held at once, so
    ``M >= min_S h + sum_S a(v) / C + min_S t``.  S ranges over the ops whose h is at least a
    threshold (one sweep in order of h) and those whose t is (one in order of t); the
-   whole engine is the lowest threshold.  As M is an integer, ``sum_S a(v) / C`` is rounded
-   up.
+   whole engine is the lowest threshold.  On engines of up to `WINDOW_PAIRS_OPS` ops S
+   also ranges over the ops whose h *and* t are at least a pair of thresholds (a sweep in
+   order of t for each threshold of h), which leaves out the short ops at both ends of a
+   few long ones.  As M is an integer, ``sum_S a(v) / C`` is rounded up.
 
 5. **Moldable trade-off.**  Fix the option o_v (blockDim or cores) every op of a schedule
    got.  Both ``M >= H_S + T_S + sum_{v in S} E_v(o_v) / C`` (the window of 4 for a set S)
@@ -93,24 +99,29 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    valid, only looser.
 
 7. **Events at joins.**  A synchronized schedule (every cross-stream dependence ordered by
-   events, as `insert-events` makes it and `sync-verify` demands) pays for a join.  Let
-   ``s(v)`` be a lower bound on v's start, ``f(p) = s(p) + d(p)``, and ``ev`` =
-   `hw.event_record_ns` + `hw.event_wait_ns`.  For a producer p of v on another stream,
-   any happens-before chain from p to v leaves p's stream through a record issued after p
-   and reaches v's stream through a wait before v, so v starts at least ``f(p) + ev`` (a
-   wait ends ``event_wait_ns`` after its record has executed, which is after p ended).  The
-   producers on v's own stream, a set S, run one after another before v (a stream is first
-   in first out), so for every threshold t the ones with ``s(p) >= t`` end after
-   ``t + sum d(p)``: their end is at least ``ser(S) = max_t (t + sum_{p in S, s(p) >= t}
-   d(p))``, with t over the s(p) of S, and ser grows with S.  Sort v's producers by f,
-   largest first: p_1, ..., p_k.  Whatever S is, let j + 1 be the first index not in S; then
-   S holds p_1..p_j and
-   ``s(v) >= min_{j=0..k} max(f(p_{j+1}) + ev, ser({p_1..p_j}))`` (the first term absent for
-   j = k, the second for j = 0).  Computed in topological order (the return too, whose
-   operands on other streams than the default one need joins), the bound is
-   ``max_v s(v) + d(v)``.  Above `_JOIN_FANIN` producers a node takes only ``max f(p)``
-   (still a bound).  Schedules that leave a cross-stream dependence to timing alone are
-   outside this term.
+   events, and the last op of every stream before the return, as `insert-events` makes it
+   and `sync-verify` demands) pays for a join.  Let ``s(v)`` be a lower bound on v's
+   start, ``f(p) = s(p) + d(p)``, and ``ev`` = `hw.event_record_ns` + `hw.event_wait_ns`.
+   For a producer p of v on another stream, any happens-before chain from p to v leaves
+   p's stream through a record issued after p and reaches v's stream through a wait W
+   issued before v; W blocks v's stream until that record has executed (after p ended,
+   so not before ``f(p) + event_record_ns``) and then takes ``event_wait_ns``.  So v starts
+   at least ``f(p) + ev``, and W is one more job of v's stream before v, released at
+   ``f(p) + event_record_ns`` and lasting ``event_wait_ns``.  The producers on v's own
+   stream, a set S, run one after another before v (a stream is first in first out), so
+   for every threshold t the jobs of v's stream released at ``t`` or later (a producer p
+   at s(p)) end after ``t`` plus their durations: ``ser(J) = max_t (t + sum_{x in J,
+   release(x) >= t} d(x))``, with t over the releases of J, bounds their end.  Sort v's
+   producers by f, largest first: p_1, ..., p_k.  Whatever S is, let j + 1 be the first
+   index not in S; then S holds p_1..p_j, p_{j+1} is on another stream, and
+   ``s(v) >= min_{j=0..k} max(f(p_{j+1}) + ev, ser({p_1..p_j} + W_{j+1}))`` with W_{j+1}
+   the wait released at ``f(p_{j+1}) + event_record_ns`` (the first term and the wait
+   absent for j = k).  Computed in topological order, the bound is ``max_v s(v) + d(v)``.
+   The return counts every op before it as a producer: an op on the default stream runs
+   before it, and one elsewhere is followed on its stream by a last op the return joins.
+   Above `_JOIN_FANIN` producers (`_RETURN_FANIN` for the return) a node takes only
+   ``max f(p)`` (still a bound).  Schedules that leave a cross-stream dependence to timing
+   alone are outside this term.
 
 Events, launch queues, waiting for peers or for cores, and cores held before a start only
 lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
@@ -122,12 +133,14 @@ cost model only.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.func import FuncOp
 
 from npuir.analysis.dependence import DependenceGraph
+from npuir.analysis.partition import with_collective_chain
 from npuir.analysis.program import NodeKind, Program
 from npuir.backends.npu.cost import (
     NS_PER_S,
@@ -145,16 +158,21 @@ from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
 __all__ = [
     "ENERGETIC_BUDGET",
     "MOLDABLE_BUDGET",
+    "WINDOW_PAIRS_OPS",
     "LowerBound",
     "lower_bound",
     "lower_bound_ns",
     "program_bound",
+    "shortest_runs",
 ]
 
 MOLDABLE_BUDGET = 2_000_000
 """Most node, edge and option visits the moldable term (5) may make (about a second of
 Python): it mixes in fewer paths to fit, and is skipped when even single paths do not, so
 the bound stays about as cheap as reading the program (a 5k-op program is near the limit)."""
+
+WINDOW_PAIRS_OPS = 400
+"""Term 4 tries pairs of thresholds on engines of at most this many ops (quadratic)."""
 
 ENERGETIC_BUDGET = 10_000_000
 """Most op-option-interval evaluations one energetic test (6) may make on one engine; an
@@ -167,7 +185,10 @@ _MIXED_PATHS = 24
 """Term 5 mixes up to 24 more paths into each single-path combination, budget allowing."""
 
 _JOIN_FANIN = 32
-"""Term 7 weighs the stream choices of a node's producers up to this many (O(k^2 log k))."""
+"""Term 7 weighs the stream choices of a node's producers up to this many (O(k^2))."""
+
+_RETURN_FANIN = 512
+"""... and of the ops the return joins, up to this many."""
 
 _ENERGETIC_PRECISION = 10_000
 """Term 6 stops refining once its impossible and possible M are within 1/10000 of each other."""
@@ -296,7 +317,8 @@ class _Bounder:
         self.prog = prog
         self.hw = hw
         n_nodes = len(prog)
-        self.deps = [[p for p, _ in deps] for deps in prog.deps]
+        # A group's collectives run one after another (module docstring).
+        self.deps = [[p for p, _ in deps] for deps in with_collective_chain(prog).deps]
         self.opts: list[_Options | None] = [None] * n_nodes
         self.shortest = [0] * n_nodes
         self.core_time = [0] * n_nodes
@@ -336,35 +358,56 @@ class _Bounder:
     def joins(self) -> int:
         """Bound 7: the critical path with a join's events (module docstring)."""
         prog = self.prog
-        ev = self.hw.event_record_ns + self.hw.event_wait_ns
+        record, wait = self.hw.event_record_ns, self.hw.event_wait_ns
         start = [0] * len(prog)
         end = 0
+        ops = [n for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE]
         for v in range(len(prog)):
-            producers = sorted(set(self.deps[v]))
+            producers = set(self.deps[v])
+            cap = _JOIN_FANIN
+            if prog.kind[v] is NodeKind.RETURN:
+                # The return joins the last op of every stream: every op before it.
+                producers.update(n for n in ops if n < v)
+                cap = _RETURN_FANIN
             if producers:
-                finish = [start[p] + self.shortest[p] for p in producers]
-                plain = max(finish)
+                finish = {p: start[p] + self.shortest[p] for p in producers}
+                plain = max(finish.values())
                 joined = prog.kind[v] in (NodeKind.COMPUTE, NodeKind.RETURN) and all(
                     prog.kind[p] is NodeKind.COMPUTE for p in producers
                 )
-                if not joined or len(producers) > _JOIN_FANIN:
+                if not joined or len(producers) > cap:
                     start[v] = plain
                 else:
-                    ranked = sorted(zip(finish, producers, strict=True), reverse=True)
-                    best = ranked[0][0] + ev  # j = 0: no producer on v's stream
-                    for j in range(1, len(ranked) + 1):
-                        prefix = sorted(
-                            ((start[p], self.shortest[p]) for _, p in ranked[:j]), reverse=True
-                        )
-                        serial, total = 0, 0
-                        for t, d in prefix:  # thresholds from the latest start down
-                            total += d
-                            serial = max(serial, t + total)
-                        cross = ranked[j][0] + ev if j < len(ranked) else 0
-                        best = min(best, max(cross, serial))
-                    start[v] = max(plain, best)
+                    start[v] = max(plain, self._join(start, finish, record, wait))
             end = max(end, start[v] + self.shortest[v])
         return end
+
+    def _join(self, start: list[int], finish: dict[int, int], record: int, wait: int) -> int:
+        """``min_j`` over the producers on the consumer's stream, as in bound 7: those
+        with the j latest ends there (in series, after their starts), the others elsewhere
+        (the latest of them recorded and waited for, the wait on the consumer's stream)."""
+        ranked = sorted(finish, key=lambda p: -finish[p])
+        best = finish[ranked[0]] + record + wait  # j = 0: no producer on the stream
+        jobs: list[tuple[int, int]] = []  # (start, duration) of the first j, latest start first
+        for j in range(1, len(ranked) + 1):
+            p = ranked[j - 1]
+            bisect.insort(jobs, (-start[p], self.shortest[p]))
+            released = finish[ranked[j]] + record if j < len(ranked) else None
+            serial, total = 0, 0
+            waited = released is None  # the wait counted once its release is passed
+            for neg_t, d in jobs:
+                t = -neg_t
+                if not waited and released is not None and released >= t:
+                    serial = max(serial, released + wait + total)
+                    total += wait
+                    waited = True
+                total += d
+                serial = max(serial, t + total)
+            if not waited and released is not None:
+                serial = max(serial, released + wait + total)
+            cross = released + wait if released is not None else 0
+            best = min(best, max(cross, serial))
+        return best
 
     def arithmetic_terms(self) -> tuple[dict[str, float], dict[str, float]]:
         """Bounds 2 and 3, per engine with arithmetic."""
@@ -398,6 +441,23 @@ class _Bounder:
                 bound = key[n] + _ceil_div(total, cores) + least_other
                 if bound > best:
                     best, best_set = bound, order[: i + 1]
+        if len(nodes) <= WINDOW_PAIRS_OPS:
+            by_tail = sorted(nodes, key=lambda n: -self.tail[n])
+            for low in sorted({self.head[n] for n in nodes}):
+                total = 0
+                for i, n in enumerate(by_tail):
+                    if self.head[n] >= low:
+                        total += self.core_time[n]
+                    if total and (
+                        i + 1 == len(by_tail) or self.tail[by_tail[i + 1]] < self.tail[n]
+                    ):
+                        bound = low + _ceil_div(total, cores) + self.tail[n]
+                        if bound > best:
+                            cut = self.tail[n]
+                            best = bound
+                            best_set = [
+                                m for m in nodes if self.head[m] >= low and self.tail[m] >= cut
+                            ]
         return best, best_set
 
     def moldable(self, e: str, sets: list[list[int]], rounds: int) -> int:
@@ -579,6 +639,12 @@ class _Bounder:
             else:
                 possible = mid
         return proven + 1
+
+
+def shortest_runs(prog: Program, hw: Hardware) -> list[int]:
+    """Per node, ``d(v)`` of the module docstring: no run of it is shorter, whatever its
+    blockDim, cores or core limit (0 for nodes that are not compute ops)."""
+    return list(_Bounder(prog, hw).shortest)
 
 
 def program_bound(prog: Program, hw: Hardware) -> LowerBound:

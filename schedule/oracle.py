@@ -1,51 +1,70 @@
 """An exact schedule for small graphs: the oracle `stream-partition{mode=auto}` is tested against.
 
-`exact_schedule` tries every schedule `auto` could return for a program of a
-few ops and keeps the fastest under the same judge (`npuir.schedule.auto.Judge`:
-the program lowered with `plan_events`' minimal events and simulated on one
-rank with mirrored peers).  A schedule is a topological issue order (the
-return last) and a stream per op; the space is enumerated without repeats:
+`exact_schedule` finds the fastest of every schedule `auto` could return for a
+program of a few ops under the same judge (`npuir.schedule.auto.Judge`: the
+program lowered with `plan_events`' minimal events, each group's collectives
+chained, simulated on one rank with mirrored peers).  A schedule is a
+topological issue order (the return last, the collectives in their written
+order) and a stream per op.  The space is enumerated without repeats and cut
+by branch and bound:
 
-- **Streams.** Streams carry no identity but one: index 0 is the default
-  stream, where the return and its joins sit.  So an assignment is labelled
-  canonically: label 0 is the default stream and the other labels are
-  numbered by first appearance in the issue order (a restricted growth
-  string), at most `max_streams` in all.  Every partition of the ops into
-  streams, with every choice of which part (or none) is the default stream,
-  comes exactly once.  (Stream priorities are all equal, as `auto` makes
-  them, so no other relabelling can change the simulation.)
-- **Orders.** Every topological order of the ops that issues the collectives in their
-  written order (every rank must issue a group's collectives alike,
-  `npuir.analysis.partition.keep_collective_order`, which `auto` keeps too).  The simulator reads the
-  issue order in two places only: each stream runs its ops first-in first-out,
-  and free cores of a pool go to waiting requests of equal priority in issue
-  order (the events `plan_events` inserts follow from the per-stream
-  sequences).  So two (order, labelling) pairs with the same stream per op,
-  the same sequence on every stream and the same order of the ops of every
-  core pool simulate alike, and only the first is simulated.  Ops without a
-  pool (collectives on links, ops without a device task) count as one more
-  pool, which can only keep more schedules apart than needed.
+- **Streams.** Streams carry no identity but one: label 0 is the default
+  stream, where the return and its joins sit.  So a labelling is canonical:
+  the other labels are numbered by first appearance in node order (a
+  restricted growth string), at most `max_streams` in all, and every
+  partition of the ops into streams, with every choice of which part (or
+  none) is the default stream, comes exactly once.  (Stream priorities are
+  all equal, as `auto` makes them, so no other relabelling can change the
+  simulation.)
+- **Orders.** The simulator reads the issue order in two places only: each
+  stream runs its ops first-in first-out, and free cores of a pool go to
+  waiting requests of equal priority in issue order (the events `plan_events`
+  inserts follow from the per-stream sequences).  So two ops on different
+  streams and different pools, neither depending on the other, *commute*:
+  swapping them where they are adjacent cannot change the simulation, and the
+  orders of one labelling fall into classes of orders equal up to such swaps
+  (Mazurkiewicz traces).  Each class is generated once, as its
+  lexicographically least order (Anisimov and Knuth): an op is appended only
+  if no later-numbered op it commutes with stands after the last op it does
+  not commute with.  Ops without a pool (collectives on links, ops without a
+  device task) count as one more pool, and two collectives never commute,
+  which can only keep more classes apart than needed.
+- **Bounds.** A class is simulated only if a lower bound on its makespan is
+  below the best found so far (at first: every op on the default stream in
+  written order).  Per labelling, and again after each op placed, each op's
+  start is bounded by its stream's previous op and its producers' ends, plus
+  ``hw.event_record_ns + hw.event_wait_ns`` for a producer on another stream
+  (any happens-before chain between streams passes a record and a wait); each
+  op lasts at least its shortest run (`npuir.schedule.bounds.shortest_runs`),
+  and after it come its longest path of such runs (an event on each edge
+  between streams) and, on a stream other than the default one, the join
+  before the return; a stream's unplaced ops run after its placed ones.  The
+  search stops early when the best found meets `npuir.schedule.bounds`' bound
+  of the whole program.
 
 Ops that are not schedulable (`func.return`, ops outside the `npu` dialect)
-stay on the default stream, as in `auto`; pinned ops stay on their tag's
-stream.  The cost is at most (orders x labellings) simulations -- about Bell(n + 1)
-labellings per order -- so the solver refuses more than `MAX_OPS` ops.
+stay on the default stream, as in `auto`; pinned ops are refused.  The cost
+grows as (labellings x classes), about Bell(n + 1) labellings, so the solver
+refuses more than `MAX_OPS` ops.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from npuir.analysis.partition import Assignment, keep_collective_order, permuted
+from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import NodeCosts, SimCache
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import CollectiveOp, NpuOp
+from npuir.dialects.stream import MAIN_TAG
 from npuir.schedule.auto import Judge, LimitFn
+from npuir.schedule.bounds import program_bound, shortest_runs
 
 MAX_OPS = 8
-"""The most schedulable ops `exact_schedule` accepts (Bell(9) = 21147 labellings per order)."""
+"""The most schedulable ops `exact_schedule` accepts (Bell(9) = 21147 labellings)."""
 
 
 @dataclass(frozen=True)
@@ -55,10 +74,10 @@ class Exact:
     makespan: int
     assignment: Assignment
     """Indexed by the nodes of the program given; `order` is the issue order (None: as written)."""
-    orders: int
-    """Topological orders tried."""
+    labellings: int
+    """Stream labellings met before the search stopped (most are cut by the bound)."""
     schedules: int
-    """Schedules simulated (distinct ones of orders x labellings)."""
+    """Schedules simulated."""
 
 
 def topological_orders(prog: Program) -> Iterator[list[int]]:
@@ -117,8 +136,8 @@ def exact_schedule(
     limits: LimitFn | None = None,
 ) -> Exact:
     """The fastest schedule of `prog` over every issue order and stream assignment
-    (see the module docstring); ties go to the first found.  Raises ValueError for
-    more than `MAX_OPS` schedulable ops or for pinned ops (the solver assigns freely)."""
+    (see the module docstring).  Raises ValueError for more than `MAX_OPS`
+    schedulable ops or for pinned ops (the solver assigns freely)."""
     schedulable = [
         prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
         for n in range(len(prog))
@@ -127,36 +146,195 @@ def exact_schedule(
         raise ValueError(f"{sum(schedulable)} ops: the exact solver takes at most {MAX_OPS}")
     if any(tag is not None for tag in prog.pinned):
         raise ValueError("the exact solver assigns every op: the program has pinned ops")
-    cache = SimCache(hw)
-    pool = NodeCosts(prog, hw, limits=limits, cache=cache).pool
-    seen: set[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = set()
-    best: tuple[int, Assignment] | None = None
-    orders = schedules = 0
-    for order in topological_orders(prog):
-        if keep_collective_order(prog, order) != order:
-            continue
-        orders += 1
-        judge = Judge(permuted(prog, order), hw, limits, cache=cache)
-        movable = [schedulable[n] for n in order]
-        fixed = [DEFAULT_STREAM] * len(order)
-        pools = sorted(set(pool))
-        pool_orders = tuple(tuple(n for n in order if pool[n] == p) for p in pools)
-        for labels in _labellings(movable, fixed, max(1, max_streams)):
-            count = max(labels) + 1
-            stream_of = [0] * len(order)
-            for position, node in enumerate(order):
-                stream_of[node] = labels[position]
-            sequences = tuple(tuple(n for n in order if stream_of[n] == s) for s in range(count))
-            key = (tuple(stream_of), sequences + pool_orders)
-            if key in seen:
+    search = _Search(prog, hw, max(1, max_streams), limits)
+    search.run()
+    assert search.best is not None
+    return Exact(search.best_span, search.best, search.labellings, search.schedules)
+
+
+class _Search:
+    """The branch and bound of the module docstring."""
+
+    def __init__(
+        self,
+        prog: Program,
+        hw: Hardware,
+        max_streams: int,
+        limits: LimitFn | None,
+        prune: bool = True,
+    ) -> None:
+        self.prog = prog
+        self.prune = prune
+        """False: simulate every class (the tests count them)."""
+        self.hw = hw
+        self.max_streams = max_streams
+        self.cache = SimCache(hw)
+        first = Judge(prog, hw, limits, cache=self.cache)
+        self.limits = first.limits  # the program's own limits, read once
+        self.known: dict[tuple[int, str], int | None] = {}
+        n = len(prog)
+        self.n = n
+        self.deps = [sorted({p for p, _ in d}) for d in first.chained.deps]
+        self.users: list[list[int]] = [[] for _ in range(n)]
+        for v in range(n):
+            for p in self.deps[v]:
+                self.users[p].append(v)
+        self.schedulable = [
+            prog.kind[v] is NodeKind.COMPUTE and isinstance(prog.ops[v], NpuOp) for v in range(n)
+        ]
+        self.returns = [v for v in range(n) if prog.kind[v] is NodeKind.RETURN]
+        self.collective = [isinstance(op, CollectiveOp) for op in prog.ops]
+        self.colls = [v for v in range(n) if self.collective[v]]
+        pools = NodeCosts(prog, hw, limits=self.limits, cache=self.cache).pool
+        self.pool = list(pools)  # -1 (no pool) is one more pool
+        self.duration = shortest_runs(prog, hw)
+        self.event = hw.event_record_ns + hw.event_wait_ns
+        self.floor = math.ceil(program_bound(prog, hw).ns)
+        self.labellings = 0
+        self.schedules = 0
+        self.best: Assignment | None = None
+        self.best_span = 0
+        # Start from every op on the default stream, as written.
+        single = [DEFAULT_STREAM] * n
+        self._judge(list(range(n)), single)
+
+    def run(self) -> None:
+        """Search the labellings, those with the least bound first."""
+        movable = [self.schedulable[v] for v in range(self.n)]
+        fixed = [DEFAULT_STREAM] * self.n
+        ranked: list[tuple[int, int, list[int], list[int]]] = []
+        for k, labels in enumerate(_labellings(movable, fixed, self.max_streams)):
+            tail = self._tails(labels)
+            bound = self._bound(labels, tail, self._state(labels))
+            ranked.append((bound, k, labels, tail))
+        ranked.sort(key=lambda r: r[:2])
+        for bound, _, labels, tail in ranked:
+            if self.prune and (bound >= self.best_span or self.best_span <= self.floor):
+                return  # the rest are bounded no lower, or nothing beats the whole bound
+            self.labellings += 1
+            self._orders(labels, tail, self._state(labels), [])
+
+    def _state(self, labels: list[int]) -> _State:
+        """Nothing placed yet under `labels`."""
+        rest = [0] * (max(labels) + 1)
+        for v in range(self.n):
+            rest[labels[v]] += self.duration[v]
+        return _State(self.n, len(rest), rest)
+
+    def _tails(self, labels: list[int]) -> list[int]:
+        """Per node, what must follow its end: its longest path of shortest runs (an
+        event on each edge between streams) and the join before the return."""
+        tail = [0] * self.n
+        for v in range(self.n - 1, -1, -1):
+            best = self.event if labels[v] != DEFAULT_STREAM and self.schedulable[v] else 0
+            for u in self.users[v]:
+                cross = self.event if labels[u] != labels[v] else 0
+                best = max(best, cross + self.duration[u] + tail[u])
+            tail[v] = best
+        return tail
+
+    def _open(self, labels: list[int], tail: list[int], state: _State) -> bool:
+        """Whether the completions of the placed ops may beat the best found."""
+        return not self.prune or self._bound(labels, tail, state) < self.best_span
+
+    def _bound(self, labels: list[int], tail: list[int], state: _State) -> int:
+        """A lower bound on every completion of the placed ops (module docstring)."""
+        bound = max((state.end[v] + tail[v] for v in range(self.n) if state.placed[v]), default=0)
+        for s, left in enumerate(state.rest):
+            join = self.event if s != DEFAULT_STREAM and left else 0
+            bound = max(bound, state.stream_end[s] + left + join)
+        # Unplaced ops: their producers' bounds are counted above through the tails; an
+        # op with no producer starts at 0.
+        for v in range(self.n):
+            if not state.placed[v] and not self.deps[v]:
+                bound = max(bound, self.duration[v] + tail[v])
+        return bound
+
+    def _orders(self, labels: list[int], tail: list[int], state: _State, order: list[int]) -> None:
+        """Extend `order` by every op that keeps it the least of its class."""
+        if len(order) == self.n - len(self.returns):
+            self._judge(order + self.returns, labels)
+            return
+        next_coll = next((c for c in self.colls if not state.placed[c]), -1)
+        for v in range(self.n):
+            if state.placed[v] or self.prog.kind[v] is NodeKind.RETURN:
                 continue
-            seen.add(key)
-            schedules += 1
-            streams = [
-                StreamInfo(f"s{s}", "default" if s == 0 else f"x{s}", 0) for s in range(count)
-            ]
-            judged = judge("exact", Assignment(streams, labels))
-            if best is None or judged.makespan < best[0]:
-                best = (judged.makespan, Assignment(streams, stream_of, list(order)))
-    assert best is not None
-    return Exact(best[0], best[1], orders, schedules)
+            if any(not state.placed[p] for p in self.deps[v]):
+                continue
+            if self.collective[v] and v != next_coll:
+                continue
+            if not self._least(labels, order, v):
+                continue
+            saved = state.place(v, labels, self.deps, self.duration, self.event)
+            if self._open(labels, tail, state):
+                order.append(v)
+                self._orders(labels, tail, state, order)
+                order.pop()
+            state.unplace(v, labels, saved, self.duration)
+
+    def _least(self, labels: list[int], order: list[int], v: int) -> bool:
+        """Whether `order` + [v] is the least order of its class, given `order` is."""
+        producers = self.deps[v]
+        for c in reversed(order):
+            if (
+                labels[c] == labels[v]
+                or self.pool[c] == self.pool[v]
+                or c in producers
+                or (self.collective[c] and self.collective[v])
+            ):
+                return True  # v cannot move before c, nor further
+            if c > v:
+                return False  # v commutes with everything from c on: v before c is less
+        return True
+
+    def _judge(self, order: list[int], labels: list[int]) -> None:
+        """Simulate the schedule; keep it if it is the fastest so far."""
+        self.schedules += 1
+        count = max(labels) + 1
+        streams = [StreamInfo(f"s{s}", MAIN_TAG if s == 0 else f"x{s}", 0) for s in range(count)]
+        judge = Judge(
+            permuted(self.prog, order),
+            self.hw,
+            self.limits,
+            cache=self.cache,
+            known_limits=self.known,
+        )
+        span = judge("exact", Assignment(streams, [labels[v] for v in order])).makespan
+        if self.best is None or span < self.best_span:
+            keep = None if order == list(range(self.n)) else list(order)
+            self.best = Assignment(streams, list(labels), keep)
+            self.best_span = span
+
+
+class _State:
+    """The placed ops of one partial order: per node, whether placed and a lower bound
+    on its end; per stream, the end of its last placed op and the shortest runs of its
+    ops still to place."""
+
+    def __init__(self, n: int, streams: int, rest: list[int]) -> None:
+        self.placed = [False] * n
+        self.end = [0] * n
+        self.stream_end = [0] * streams
+        self.rest = rest
+
+    def place(
+        self, v: int, labels: list[int], deps: list[list[int]], duration: list[int], event: int
+    ) -> int:
+        """Place `v` next; return what `unplace` needs."""
+        s = labels[v]
+        start = self.stream_end[s]
+        for p in deps[v]:
+            start = max(start, self.end[p] + (event if labels[p] != s else 0))
+        saved = self.stream_end[s]
+        self.placed[v] = True
+        self.end[v] = self.stream_end[s] = start + duration[v]
+        self.rest[s] -= duration[v]
+        return saved
+
+    def unplace(self, v: int, labels: list[int], saved: int, duration: list[int]) -> None:
+        """Undo `place(v)`."""
+        s = labels[v]
+        self.placed[v] = False
+        self.end[v] = 0
+        self.stream_end[s] = saved
+        self.rest[s] += duration[v]

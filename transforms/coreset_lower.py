@@ -56,9 +56,15 @@ def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
 
 def inline_limits(module: ModuleOp) -> None:
     """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s; then point
-    the later uses of each waited tensor at the wait's result (`stream.bind_later_uses`),
-    which the scopes hid."""
-    for op in reversed(list(module.walk())):
+    the later uses of each tensor waited on inside a scope at the wait's result
+    (`stream.bind_later_uses`), which the scope hid.  Waits outside every scope were
+    bound by `stream-partition` already (or are `chain_collectives`' own, which order
+    their collective alone); a chain wait inside a scope is bound here too, which
+    orders the later uses of its tensor after the previous collective as well: later,
+    never earlier, than the program asks."""
+    ops = list(module.walk())
+    hidden = {op for op in ops if isinstance(op, stream.WaitTensorOp) and _in_limit_scope(op)}
+    for op in reversed(ops):
         if isinstance(op, coreset.StreamLimitOp):
             block = op.parent_block()
             assert block is not None
@@ -67,7 +73,17 @@ def inline_limits(module: ModuleOp) -> None:
             scope.inline_scope(op)
     for func in module.ops:
         if isinstance(func, FuncOp):
-            stream.bind_later_uses(func)
+            stream.bind_later_uses(func, hidden)
+
+
+def _in_limit_scope(op: Operation) -> bool:
+    """Whether `op` is nested in a `coreset.limit`."""
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, coreset.LimitOp):
+            return True
+        parent = parent.parent_op()
+    return False
 
 
 def _tags_used(root: Operation, decls: dict[str, str]) -> set[str]:

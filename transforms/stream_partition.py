@@ -19,7 +19,7 @@ from typing import ClassVar, Literal, get_args
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
@@ -31,6 +31,7 @@ from npuir.analysis.partition import (
     Mode,
     Strategy,
     assign,
+    collective_chain,
     pinned_tags,
 )
 from npuir.analysis.program import (
@@ -134,20 +135,14 @@ def chain_collectives(func: FuncOp) -> int:
     earlier one: a deadlock the written program did not have.  The wait makes every
     mode run a group's collectives in their written order, as one HCCL communicator does.
     """
-    last: dict[str, Operation] = {}
+    ops = [op for op in func.body.walk() if isinstance(op, CollectiveOp)]
     added = 0
-    for op in list(func.body.walk()):
-        if not isinstance(op, CollectiveOp):
-            continue
-        previous = last.get(op.group)
-        last[op.group] = op
-        if previous is None or any(v.owner is previous for v in op.operands):
+    for earlier, later in collective_chain(ops):
+        previous, op = ops[earlier], ops[later]
+        if any(v.owner is previous for v in op.operands):
             continue
         parent = op.parent_block()
-        home = previous.parent_block()
-        assert parent is not None and home is not None
-        if not _encloses(home, op):
-            continue
+        assert parent is not None
         wait = stream.WaitTensorOp(op.operands[0], previous.results[0])
         wait.location = op.location
         on = op.attributes.get(stream.STREAM_ON)
@@ -157,16 +152,6 @@ def chain_collectives(func: FuncOp) -> int:
         op.operands[0] = wait.result
         added += 1
     return added
-
-
-def _encloses(block: Block, op: Operation) -> bool:
-    """Whether `op` sits in `block` or in an op nested in it."""
-    current: Operation | None = op
-    while current is not None:
-        if current.parent_block() is block:
-            return True
-        current = current.parent_op()
-    return False
 
 
 def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:

@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 
 import numpy as np  # noqa: E402
 from xdsl.dialects.builtin import ModuleOp  # noqa: E402
+from xdsl.dialects.func import FuncOp  # noqa: E402
 
 import npuir  # noqa: E402
 import npuir.torchair as tng  # noqa: E402
@@ -468,6 +469,36 @@ def test_product_gears_with_equal_sizes_on_two_dims_compile_once() -> None:
     with pytest.raises(TorchairError, match=r"\{0: \[2, 4\], 1: \[4, 8\]\}") as caught:
         compiled(torch.ones([8, 8, 3]))  # the first call's gears are named
     assert caught.value.diagnostic.kind == "torchair.gear-mismatch"
+
+
+def test_dims_without_gears_are_specialised_to_the_sizes_of_each_call() -> None:
+    """As TorchAir's guard_gears_shape: an ungeared dim keeps the size it was compiled for
+    and another size gets a program of its own, while every gear shares one program; a
+    `reshape(x.shape[0], -1)` follows the gear (it is not baked to the first call's size)."""
+
+    class Flatten(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return x.reshape(x.shape[0], -1) * 2
+
+    torch._dynamo.reset()
+    backend = tng.get_npu_backend(compiler_config=tng.CompilerConfig())
+    compiled = torch.compile(Flatten(), backend=backend, fullgraph=True, dynamic=True)
+    x = torch.arange(12, dtype=torch.float32).reshape(2, 3, 2)
+    tng.inference.set_dim_gears(x, {0: [2, 4]})
+    shapes = [(2, 3, 2), (4, 3, 2), (4, 3, 2), (2, 5, 2), (2, 5, 2), (4, 5, 2), (2, 3, 2)]
+    compiles = []
+    for i, shape in enumerate(shapes):
+        t = x if i == 0 else torch.arange(np.prod(shape), dtype=torch.float32).reshape(shape)
+        assert torch.equal(compiled(t), t.reshape(shape[0], -1) * 2)
+        compiles.append(backend.compiles)
+    assert compiles[:3] == [1, 1, 1]  # both gears, one program
+    assert compiles[3] == 2 and compiles[4] == 2  # dim 1 changed: compiled once for 5
+    for module in backend.modules:  # each program: dim 0 geared, the other dims static
+        funcs = [op for op in module.walk() if isinstance(op, FuncOp)]
+        assert any(str(op.function_type).startswith("(tensor<?x") for op in funcs)
+        for op in funcs:
+            (arg,) = op.function_type.inputs
+            assert arg.get_shape()[1:] in ((3, 2), (5, 2))
 
 
 @pytest.mark.parametrize(

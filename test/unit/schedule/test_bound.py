@@ -18,6 +18,7 @@ from xdsl.dialects.func import FuncOp
 
 import npuir
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
+from npuir.backends.npu.cost import collective_ns
 from npuir.backends.npu.hardware import PRESETS, Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.schedule import bounds
@@ -427,4 +428,66 @@ def test_a_join_of_two_independent_ops_pays_an_event_or_runs_them_in_series() ->
     d = bound.critical_path_ns  # one exp at its shortest
     event = HW.event_record_ns + HW.event_wait_ns
     assert bound.joins_ns == d + min(event, d)
+    assert bound.ns <= min(_spans(text, HW, ALL_MODES))
+
+
+def test_the_return_joins_every_stream_and_its_wait_runs_on_the_default_one() -> None:
+    """A chain of two exps and a third, independent one: either all three run in series on
+    the default stream, or the lone one runs elsewhere and the default stream, after the
+    chain, waits for its record (``event_wait_ns`` after the chain at best)."""
+    text = (
+        f"func.func @g(%a: {BIG}, %b: {BIG}) -> ({BIG}, {BIG}) {{\n"
+        f"  %x = npu.exp %a : ({BIG}) -> {BIG}\n"
+        f"  %y = npu.exp %x : ({BIG}) -> {BIG}\n"
+        f"  %z = npu.exp %b : ({BIG}) -> {BIG}\n"
+        f"  func.return %y, %z : {BIG}, {BIG}\n}}\n"
+    )
+    bound = _bound(text, HW)
+    d = bound.critical_path_ns // 2  # one exp at its shortest
+    event = HW.event_record_ns + HW.event_wait_ns
+    assert d > event  # so the lone exp is best elsewhere, and its join is what is left
+    assert bound.joins_ns == 2 * d + HW.event_wait_ns
+    assert bound.ns <= min(_spans(text, HW, ALL_MODES))
+
+
+def test_the_core_window_leaves_out_short_ops_at_both_ends() -> None:
+    """A short prologue, two long independent reductions, a short epilogue and a short op
+    on its own: a threshold on h alone keeps an op with no tail, one on t alone an op with
+    no head; the pair keeps the two long ones with a head and a tail."""
+    text = (
+        f"func.func @g(%a: {BIG}, %b: {BIG}) -> ({BIG}, {BIG}) {{\n"
+        f"  %p = npu.exp %a : ({BIG}) -> {BIG}\n"
+        f"  %l1 = npu.softmax %p : ({BIG}) -> {BIG}\n"
+        f"  %l2 = npu.softmax %p : ({BIG}) -> {BIG}\n"
+        f"  %s = npu.add %l1, %l2 : ({BIG}, {BIG}) -> {BIG}\n"
+        f"  %q = npu.exp %s : ({BIG}) -> {BIG}\n"
+        f"  %z = npu.exp %b : ({BIG}) -> {BIG}\n"
+        f"  func.return %q, %z : {BIG}, {BIG}\n}}\n"
+    )
+    prog = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
+    b = bounds._Bounder(prog, HW)
+    cores = HW.cores("vector")
+    long = [1, 2]  # the two softmaxes
+    head, tail = min(b.head[n] for n in long), min(b.tail[n] for n in long)
+    pair = head + -(-sum(b.core_time[n] for n in long) // cores) + tail
+    window, members = b.core_window("vector")
+    assert window >= pair and set(long) <= set(members)
+    assert not {0, 4, 5} & set(members)  # the exps at both ends and alone are left out
+    assert lower_bound(prog, HW).ns <= min(_spans(text, HW, ALL_MODES))
+
+
+def test_a_groups_collectives_are_one_after_another_in_the_bound() -> None:
+    """Two all_reduces of one group on independent inputs: every mode runs them in series
+    (one stream, or the chain `stream-partition` adds), so the bound counts both."""
+    text = (
+        f"func.func @g(%a: {BIG}, %b: {BIG}) -> ({BIG}, {BIG}) {{\n"
+        f'  %x = npu.all_reduce %a {{group_size = 8 : i64, group = "tp", mode = "sdma"}} '
+        f": ({BIG}) -> {BIG}\n"
+        f'  %y = npu.all_reduce %b {{group_size = 8 : i64, group = "tp", mode = "sdma"}} '
+        f": ({BIG}) -> {BIG}\n"
+        f"  func.return %x, %y : {BIG}, {BIG}\n}}\n"
+    )
+    ring = HW.launch_ns + collective_ns(HW, "all_reduce", 8, 256 * 1024 * 2)
+    bound = _bound(text, HW)
+    assert bound.critical_path_ns == 2 * ring
     assert bound.ns <= min(_spans(text, HW, ALL_MODES))

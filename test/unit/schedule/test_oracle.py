@@ -10,12 +10,14 @@ import pytest
 from xdsl.dialects.func import FuncOp
 
 import npuir
-from npuir.analysis.partition import Assignment, assign, permuted
+from npuir.analysis.partition import Assignment, assign, keep_collective_order, permuted
 from npuir.analysis.program import NodeKind, Program, build_program
 from npuir.backends.npu.hardware import load_hardware
+from npuir.backends.npu.simulator import NodeCosts
+from npuir.dialects.npu import CollectiveOp
 from npuir.schedule.auto import BASELINES, Judge, assign_auto
 from npuir.schedule.bounds import program_bound
-from npuir.schedule.oracle import _labellings, exact_schedule, topological_orders
+from npuir.schedule.oracle import _labellings, _Search, exact_schedule, topological_orders
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
@@ -97,3 +99,52 @@ def test_the_lower_bound_never_exceeds_the_optimum(seed: int) -> None:
     # The optimum is the least makespan over every order and assignment: the bound's claim.
     prog = _prog(random_dag(seed, DagConfig(ops=4, rows=256, cols=512)))
     assert program_bound(prog, HW).ns <= exact_schedule(prog, HW).makespan
+
+
+def _classes(prog: Program) -> int:
+    """Schedules that may simulate differently, by brute force: every order keeping the
+    collectives' order and every labelling, told apart by the stream of each op, the
+    sequence on each stream and the order of each core pool's ops (the collectives and
+    ops without a pool as one more pool)."""
+    pool = NodeCosts(prog, HW).pool
+    movable = [prog.kind[n] is NodeKind.COMPUTE for n in range(len(prog))]
+    labellings = [list(x) for x in _labellings(movable, [0] * len(prog), 8)]
+    keys = set()
+    for order in topological_orders(prog):
+        if keep_collective_order(prog, order) != order:
+            continue
+        for labels in labellings:
+            streams = tuple(
+                tuple(n for n in order if labels[n] == s) for s in range(max(labels) + 1)
+            )
+            pools = tuple(tuple(n for n in order if pool[n] == p) for p in sorted(set(pool)))
+            keys.add((tuple(labels), streams, pools))
+    return len(keys)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_without_the_bound_each_class_of_schedules_is_simulated_once(seed: int) -> None:
+    prog = _prog(random_dag(seed, DagConfig(ops=4, rows=256, cols=512)))
+    search = _Search(prog, HW, 8, None, prune=False)
+    search.run()
+    # One more: the first schedule judged, every op on the default stream as written.
+    assert search.schedules == _classes(prog) + 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_bound_cuts_no_optimum(seed: int) -> None:
+    prog = _prog(random_dag(seed, DagConfig(ops=5, rows=256, cols=512)))
+    everything = _Search(prog, HW, 8, None, prune=False)
+    everything.run()
+    exact = exact_schedule(prog, HW)
+    assert exact.makespan == everything.best_span
+    assert exact.schedules < everything.schedules
+
+
+@pytest.mark.parametrize("ops", [7, 8])
+def test_auto_is_optimal_on_seven_and_eight_ops(ops: int) -> None:
+    prog = _prog(random_dag(3, DagConfig(ops=ops, rows=256, cols=512)))
+    assert any(isinstance(op, CollectiveOp) for op in prog.ops)
+    exact = exact_schedule(prog, HW)
+    assert _span(prog, exact.assignment) == exact.makespan
+    assert _span(prog, assign_auto(prog, [None] * len(prog), {}, 8, HW)) == exact.makespan
