@@ -203,9 +203,9 @@ class StreamSourceFormPass(ModulePass):
                 inner.attributes[WANT] = StringAttr(tags[ref.root_reference.data])
         # A core limit around one op (as `auto` writes them) goes where its op goes.
         for limit in [o for o in _walk(op) if isinstance(o, coreset.LimitOp)]:
-            inner = [o for o in limit.body.block.ops if not o.has_trait(IsTerminator)]
-            if len(inner) == 1 and WANT in inner[0].attributes and WANT not in limit.attributes:
-                limit.attributes[WANT] = inner[0].attributes.pop(WANT)
+            body = [o for o in limit.body.block.ops if not o.has_trait(IsTerminator)]
+            if len(body) == 1 and WANT in body[0].attributes and WANT not in limit.attributes:
+                limit.attributes[WANT] = body[0].attributes.pop(WANT)
         # 1. Scopes removed or retagged, innermost first.
         for s in reversed(switches):
             want = s.attributes.pop(WANT, None)
