@@ -927,11 +927,14 @@ class Search:
         """Fewer edits for about the same makespan: undo each move (a call back on its
         line's stream, a unit back to its written stream) and merge each stream into
         another, keeping every change that costs less than `worth` -- what an edit must
-        gain to be worth writing -- and, all together, at most SIMPLIFY_WITHIN."""
+        gain to be worth writing -- and, all together, at most SIMPLIFY_WITHIN.  No
+        assignment is taken twice, and at most `budget` are looked at (cached or not)."""
         written = self.written()
         cap = best_cost * (1 + SIMPLIFY_WITHIN)
+        seen = {frozenset(best.items())}
+        looked = 0
         changed = True
-        while changed and self.trials < budget:
+        while changed and looked < budget:
             changed = False
             trials: list[dict[Unit, str]] = []
             for u in self.units:
@@ -946,10 +949,15 @@ class Search:
                     if a != b:
                         trials.append({u: b if t == a else t for u, t in best.items()})
             for trial in trials:
-                if self.trials >= budget:
+                key = frozenset(trial.items())
+                if key in seen:
+                    continue
+                if looked >= budget:
                     break
+                looked += 1
                 c = self.cost(trial)[0]
                 if c < best_cost + worth and c <= cap:
+                    seen.add(key)
                     best, best_cost, changed = trial, c, True
                     break
         return best, best_cost
@@ -1675,7 +1683,7 @@ def _advise(
         )
         tags, best_cost = search.run(starts, search.trials + budget)
         tags, best_cost = search.simplify(
-            tags, best_cost, hw.launch_ns * sum(t.weight for t in targets), search.trials + budget
+            tags, best_cost, hw.launch_ns * sum(t.weight for t in targets), budget
         )
         tags = _rename(tags, search)
         written_cost = search.cost(written_tags)[0]
