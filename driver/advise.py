@@ -51,13 +51,20 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, ModuleOp, StringAttr, SymbolRefAttr
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FileLineColLoc,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
+)
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, Operation, Region
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign
@@ -90,6 +97,7 @@ from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 from npuir.transforms.coreset_check import HOLD_AND_WAIT
 from npuir.transforms.gear_multiversion import annotated_dims, combine
+from npuir.transforms.stream_source_form import HOIST, WANT, escaping, hoist, wrap
 
 TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
 GRANULARITIES = ("line", "scope", "op")
@@ -102,6 +110,8 @@ EDIT_COST = 1e-3
 """What one edit weighs in the search's objective (ns): only a tie-breaker."""
 MAX_STREAMS = 8
 """Streams the structured search may use, the default one included (stream-partition's cap)."""
+SIMPLIFY_WITHIN = 0.01
+"""What the advice may give up, in all, for fewer edits (a fraction of its makespan)."""
 
 
 def _ignoring(mode: str) -> str:
@@ -201,7 +211,10 @@ class Edit:
     `kind` is `remove-scope` (the scope whose `with` / `stream.switch` is on `first_line`
     goes, its body stays, dedented, up to `last_line`), `retag-scope` (that scope's tag
     becomes `tag`), `add-stream-scope` or `add-limit-scope` (a new scope around lines
-    `first_line`-`last_line`); for a GE dump, the same said of the named ops' attributes.
+    `first_line`-`last_line`), `hoist-call` (Python only: the call `expr` on `first_line`
+    becomes a statement of its own, `name = expr`, just before the line -- in a new
+    `npu_stream_switch(tag)` when `tag` is set -- and `name` takes its place on the line);
+    for a GE dump, the same said of the named ops' attributes.
     `write` is the text to write (the removed one for `remove-scope`), `torchair` the
     TorchAir statement it stands for."""
 
@@ -213,6 +226,12 @@ class Edit:
     tag: str | None = None
     counts: tuple[int, int] | None = None
     ops: tuple[str, ...] = ()
+    expr: str | None = None
+    """`hoist-call`: the call taken out of its line (the text on the line)."""
+    name: str | None = None
+    """`hoist-call`: the variable that holds its value, in its place on the line."""
+    column: int = 0
+    """`hoist-call`: where the call starts on its line (0-based)."""
 
     @property
     def torchair(self) -> str:
@@ -225,6 +244,8 @@ class Edit:
     @property
     def write(self) -> str:
         """The text to write, in the source's own terms."""
+        if self.kind == "hoist-call":
+            return f"{self.name} = {self.expr}"
         if self.source == "python":
             return self.torchair
         if self.source == "dump":
@@ -259,6 +280,12 @@ class Edit:
     @property
     def action(self) -> str:
         """What to do there, in words."""
+        if self.kind == "hoist-call":
+            where = f" in `{self.torchair}`" if self.tag is not None else ""
+            return (
+                f"take `{self.expr}` out of the line: write `{self.write}` just before it"
+                f"{where}, and `{self.name}` in its place"
+            )
         if self.source == "python":
             if self.kind == "remove-scope":
                 return f"remove `{self.write}` (and dedent its body)"
@@ -292,6 +319,8 @@ class Edit:
             "ops": list(self.ops),
             "tag": self.tag,
             "counts": list(self.counts) if self.counts else None,
+            "expr": self.expr,
+            "name": self.name,
             "text": str(self),
         }
 
@@ -530,6 +559,21 @@ class OpInfo:
     scope: Scope | None
     """The innermost user scope around the op as written (None: the default stream)."""
     name: str | None
+    expr: str | None = None
+    """The call that makes the op, when it can be taken out of its statement into one of its
+    own (`_mark_hoistable`): the op is then a unit of its own."""
+
+    @property
+    def base(self) -> str | None:
+        """The torch function the op's name comes from (`index_select_2` -> `index_select`)."""
+        return _base_name(self.name)
+
+
+def _base_name(name: str | None) -> str | None:
+    if name is None:
+        return None
+    head, sep, tail = name.rpartition("_")
+    return head if sep and tail.isdigit() and head else name
 
 
 def _site(op: Operation, fallback: int) -> Site:
@@ -583,7 +627,55 @@ def _unit(info: OpInfo, granularity: str) -> Unit | None:
     if granularity == "scope":
         return None if info.scope is None else ("scope", info.scope.key)
     written = info.scope.tag if info.scope is not None else stream.MAIN_TAG
+    if info.expr is not None:
+        return ("expr", info.site, written, info.expr)
     return ("line", info.site, written)
+
+
+def _mark_hoistable(
+    funcs: Sequence[FuncOp], infos: dict[Operation, OpInfo], calls: set[Site]
+) -> None:
+    """Give `expr` to the ops whose call can be taken out of its statement (a Python
+    statement of one line, in a file on disk): the op's operands come from other lines and
+    its results are used on its own line only, in every copy of the line (every layer), and
+    the line holds exactly one call of the op's torch function, without calls in its
+    arguments (`_Source.hoistable`).  Such an op may go on another stream than the rest of
+    its line: the edit moves the call into a statement of its own before the line."""
+    ok: dict[tuple[Site, str], bool] = {}
+    members: dict[tuple[Site, str], list[Operation]] = {}
+    for func in funcs:
+        for op in _walk(func):
+            info = infos.get(op)
+            if info is None or info.base is None or info.site in calls:
+                continue
+            if not _python(info.site[0]):
+                continue
+            key = (info.site, info.base)
+            members.setdefault(key, []).append(op)
+            good = ok.get(key, True)
+            # (An operand from an op that is not an npu op is defined before the run of
+            # npu ops of the line the op moves to the front of.)
+            if any(
+                isinstance(v.owner, Operation)
+                and v.owner in infos
+                and infos[v.owner].site == info.site
+                for v in op.operands
+            ):
+                good = False
+            users = [use.operation for result in op.results for use in result.uses]
+            if not users or any(u not in infos or infos[u].site != info.site for u in users):
+                good = False
+            ok[key] = good
+    sources: dict[str, _Source] = {}
+    for key, good in ok.items():
+        (file, line), base = key
+        if not good or not os.path.isfile(file):
+            continue
+        expr = sources.setdefault(file, _Source(file)).hoistable(line, base)
+        if expr is None:
+            continue
+        for op in members[key]:
+            infos[op].expr = expr
 
 
 class Target:
@@ -613,7 +705,7 @@ class Target:
                         self.wait_scopes.add(_scope_key(parent))
                     parent = parent.parent_op()
         self.name = func.sym_name.data
-        self.base = func.clone() if self.wait_scopes else func
+        self.base = func.clone()
         """The function as written, its waits not yet bound (for variants)."""
         self.hw = hw
         self.counts = counts
@@ -632,7 +724,8 @@ class Target:
         self._origin: dict[Operation, Operation] = {}
         self.judge = Judge(self.prog, hw, limit_fn(counts))
         self._variants: dict[
-            frozenset[tuple[str, int, str]], tuple[Program, list[Unit | None], Judge]
+            tuple[frozenset[tuple[str, int, str]], frozenset[tuple[Site, str]]],
+            tuple[Program, list[Unit | None], Judge],
         ] = {}
 
     def work(self, op: Operation) -> int:
@@ -640,13 +733,16 @@ class Target:
         return self._work.get(self._origin.get(op, op), 0)
 
     def variant(
-        self, removed: frozenset[tuple[str, int, str]]
+        self,
+        removed: frozenset[tuple[str, int, str]],
+        hoisted: frozenset[tuple[Site, str]] = frozenset(),
     ) -> tuple[Program, list[Unit | None], Judge]:
-        """The program, units and judge with the scopes `removed` (holding waits) inlined."""
+        """The program, units and judge with the scopes `removed` (holding waits) inlined
+        and the calls `hoisted` (site, torch function) issued first on their lines."""
         removed = removed & self.wait_scopes
-        if not removed:
+        if not removed and not hoisted:
             return self.prog, self.units, self.judge
-        hit = self._variants.get(removed)
+        hit = self._variants.get((removed, hoisted))
         if hit is not None:
             return hit
         from npuir.dialects import scope as scope_utils
@@ -657,6 +753,18 @@ class Target:
         for op in reversed([o for o in _walk(func) if isinstance(o, stream.SwitchOp)]):
             if _scope_key(op) in removed:
                 scope_utils.inline_scope(op)
+        if hoisted:
+            blocks: dict[Block, None] = {}
+            for op in copies:
+                info = self.infos.get(original[op])
+                if info is not None and (info.site, info.base) in hoisted:
+                    op.attributes[HOIST] = UnitAttr()
+                    if (block := op.parent_block()) is not None:
+                        blocks[block] = None
+            for block in blocks:
+                hoist(block)
+            for op in copies:
+                op.attributes.pop(HOIST, None)
         bind_later_uses(func)
         prog = build_program(func)
         units = [
@@ -675,7 +783,7 @@ class Target:
 
         self._origin.update(original)
         hit = (prog, units, Judge(prog, self.hw, limit))
-        self._variants[removed] = hit
+        self._variants[(removed, hoisted)] = hit
         return hit
 
 
@@ -789,10 +897,13 @@ class Search:
             self.cache[key] = (float(1 << 62), [[] for _ in self.targets])
             return self.cache[key]
         removed = frozenset(k for k, d in plan.decisions.items() if d == "remove")
+        hoisted = frozenset(plan.hoists)
         # Of two equally fast annotations, the one with fewer edits.
-        total += EDIT_COST * (sum(d != "keep" for d in plan.decisions.values()) + len(plan.wraps))
+        total += EDIT_COST * (
+            sum(d != "keep" for d in plan.decisions.values()) + len(plan.wraps) + len(hoisted)
+        )
         for target in self.targets:
-            prog, units, judge = target.variant(removed)
+            prog, units, judge = target.variant(removed, hoisted)
             assignment = self._assignment(prog, units, tags)
             if assignment is None:
                 total = float(1 << 62)
@@ -836,6 +947,47 @@ class Search:
             if c < best_cost:
                 best, best_cost = tags, c
         return dict(best), best_cost
+
+    def simplify(
+        self, best: dict[Unit, str], best_cost: float, worth: float, budget: int
+    ) -> tuple[dict[Unit, str], float]:
+        """Fewer edits for about the same makespan: undo each move (a call back on its
+        line's stream, a unit back to its written stream) and merge each stream into
+        another, keeping every change that costs less than `worth` -- what an edit must
+        gain to be worth writing -- and, all together, at most SIMPLIFY_WITHIN.  No
+        assignment is taken twice, and at most `budget` are looked at (cached or not)."""
+        written = self.written()
+        cap = best_cost * (1 + SIMPLIFY_WITHIN)
+        seen = {frozenset(best.items())}
+        looked = 0
+        changed = True
+        while changed and looked < budget:
+            changed = False
+            trials: list[dict[Unit, str]] = []
+            for u in self.units:
+                back = written[u]
+                if u[0] == "expr":
+                    back = best.get(("line", u[1], u[2]), written[u])
+                if best.get(u) != back:
+                    trials.append({**best, u: back})
+            used = sorted(set(best.values()) - {stream.MAIN_TAG})
+            for a in used:
+                for b in [stream.MAIN_TAG, *used]:
+                    if a != b:
+                        trials.append({u: b if t == a else t for u, t in best.items()})
+            for trial in trials:
+                key = frozenset(trial.items())
+                if key in seen:
+                    continue
+                if looked >= budget:
+                    break
+                looked += 1
+                c = self.cost(trial)[0]
+                if c < best_cost + worth and c <= cap:
+                    seen.add(key)
+                    best, best_cost, changed = trial, c, True
+                    break
+        return best, best_cost
 
     def _climb(
         self, best: dict[Unit, str], best_cost: float, budget: int
@@ -887,6 +1039,7 @@ def _targets(
     cases: list[Case],
     hw: Hardware,
     granularity: str,
+    calls: set[Site],
 ) -> tuple[list[Target], dict[tuple[str, int, str], Scope], dict[Operation, OpInfo]]:
     """The functions each case runs (a gear's version, shapes fixed), read for the search."""
     scratch = module.clone()
@@ -914,6 +1067,8 @@ def _targets(
     infos: dict[Operation, OpInfo] = {}
     for func, _ in chosen:
         _read_sites(func, scopes, infos)
+    if granularity == "line":
+        _mark_hoistable([f for f, _ in chosen], infos, calls)
     counts = CoreLimits(scratch, hw).run()
     targets = [Target(func, hw, counts, infos, granularity, weight) for func, weight in chosen]
     return targets, scopes, infos
@@ -995,8 +1150,12 @@ class Plan:
     op_tag: dict[Operation, str]
     decisions: dict[tuple[str, int, str], str]
     """Per user scope: "keep", "remove" or "retag:TAG"."""
-    wraps: dict[Site, str]
-    """Per source line: the tag of the new `with` around it."""
+    wraps: dict[tuple[Site, str | None], str]
+    """Per source line (and torch function, for a call hoisted out of it): the tag of the
+    new `with` around it."""
+    hoists: set[tuple[Site, str]] = field(default_factory=set[tuple[Site, str]])
+    """The calls (source line, torch function) taken out of their statements, into one of
+    their own before it: those whose stream is not their line's."""
 
 
 def _plan(tags: dict[Unit, str], search: Search) -> Plan | None:
@@ -1028,20 +1187,28 @@ def _plan(tags: dict[Unit, str], search: Search) -> Plan | None:
             scope = scope.parent
         return stream.MAIN_TAG
 
-    by_site: dict[Site, list[tuple[str, str]]] = {}
+    by_site: dict[tuple[Site, str | None], list[tuple[str, str]]] = {}
+    hoists: set[tuple[Site, str]] = set()
     for op, info in search.infos.items():
-        by_site.setdefault(info.site, []).append((op_tag[op], inherited(info.scope)))
-    wraps: dict[Site, str] = {}
-    for site, pairs in by_site.items():
+        where: tuple[Site, str | None] = (info.site, None)
+        if info.expr is not None and info.base is not None and search.granularity == "line":
+            written = info.scope.tag if info.scope is not None else stream.MAIN_TAG
+            line_tag = tags.get(("line", info.site, written), stream.MAIN_TAG)
+            if op_tag[op] != line_tag:
+                hoists.add((info.site, info.base))
+                where = (info.site, info.base)
+        by_site.setdefault(where, []).append((op_tag[op], inherited(info.scope)))
+    wraps: dict[tuple[Site, str | None], str] = {}
+    for where, pairs in by_site.items():
         if all(t == i for t, i in pairs):
             continue
-        if site in search.calls:
+        if where[0] in search.calls:
             return None
         wanted = {t for t, _ in pairs}
         if len(wanted) != 1 or stream.MAIN_TAG in wanted:
             return None
-        wraps[site] = wanted.pop()
-    return Plan(op_tag, decisions, wraps)
+        wraps[where] = wanted.pop()
+    return Plan(op_tag, decisions, wraps, hoists)
 
 
 def _rename(tags: dict[Unit, str], search: Search) -> dict[Unit, str]:
@@ -1061,6 +1228,12 @@ def _rename(tags: dict[Unit, str], search: Search) -> dict[Unit, str]:
             only = next(iter(unit_tags))
             if only in search.fresh and only not in mapping:
                 mapping[only] = scope.tag
+    # The other new streams numbered in the order the program first uses them.
+    fresh = iter(search.fresh)
+    for u in search.units:
+        t = tags.get(u, stream.MAIN_TAG)
+        if t in search.fresh and t not in mapping:
+            mapping[t] = next(fresh)
     return {u: mapping.get(t, t) for u, t in tags.items()}
 
 
@@ -1069,88 +1242,28 @@ def _rename(tags: dict[Unit, str], search: Search) -> dict[Unit, str]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _wrap(ops: list[Operation], make: Callable[[Region, list[Any]], Operation]) -> Operation:
-    """Put the consecutive `ops` in one scope built by `make`; values used after it leave
-    through its yield."""
-    block = ops[0].parent_block()
-    assert block is not None
-    inside_all = {inner for op in ops for inner in _walk(op)}
-    escaping: list[SSAValue] = []
-    for op in ops:
-        for result in op.results:
-            if any(use.operation not in inside_all for use in result.uses):
-                escaping.append(result)
-    body = Block()
-    scope = make(Region(body), [v.type for v in escaping])
-    scope.location = ops[0].location
-    block.insert_op_before(scope, ops[0])
-    for value, new in zip(escaping, scope.results):
-        for use in list(value.uses):
-            if use.operation not in inside_all:
-                use.operation.operands[use.index] = new
-    for op in ops:
-        op.detach()
-        body.add_op(op)
-    yield_op = (
-        coreset.YieldOp(*escaping)
-        if isinstance(scope, coreset.LimitOp)
-        else stream.YieldOp(*escaping)
-    )
-    body.add_op(yield_op)
-    return scope
-
-
-def _switch(tag: str, priority: int = 0) -> Callable[[Region, list[Any]], Operation]:
-    return lambda region, types: stream.SwitchOp(tag, region, types, priority=priority)
-
-
-def _runs(ops: list[Operation], key: Callable[[Operation], object]) -> list[list[Operation]]:
-    """Maximal runs of consecutive ops with the same non-None key."""
-    out: list[list[Operation]] = []
-    prev: object = None
-    for op in ops:
-        k = key(op)
-        if k is not None and out and k == prev:
-            out[-1].append(op)
-        elif k is not None:
-            out.append([op])
-        prev = k
-    return out
-
-
-def _source_form(module: ModuleOp, plan: Plan, priorities: dict[str, int]) -> None:
-    """Apply `plan` to the user's module (not gear-multiversioned): retag or inline the
-    scopes it removes, and wrap each op whose line gets a new `with`."""
-    from npuir.dialects import scope as scope_utils
-
-    switches = [op for op in _walk(module) if isinstance(op, stream.SwitchOp)]
-    for op in reversed(switches):
-        if op.tag_name == stream.MAIN_TAG:
-            continue
-        site = _site(op, 0)
-        decision = plan.decisions.get((site[0], site[1], op.tag_name), "keep")
-        if decision == "remove":
-            scope_utils.inline_scope(op)
-        elif decision.startswith("retag:"):
-            tag = decision[len("retag:") :]
-            op.properties["tag"] = StringAttr(tag)
-    if not plan.wraps:
-        return
-    blocks: dict[Block, None] = {}
+def _source_form(module: ModuleOp, plan: Plan) -> None:
+    """Apply `plan` to the user's module (not gear-multiversioned), by `stream-source-form`:
+    the scopes it removes or retags, the calls it hoists and the lines it wraps, each
+    found by source position (the module's ops are not the search's)."""
     for op in _walk(module):
-        if isinstance(op, NpuOp | stream.WaitTensorOp) and (block := op.parent_block()):
-            blocks[block] = None
-
-    def wrap_tag(op: Operation) -> object:
-        if not isinstance(op, NpuOp):
-            return None
-        return plan.wraps.get(_site(op, 0))
-
-    for block in blocks:
-        for run in _runs(list(block.ops), wrap_tag):
-            wrapped = wrap_tag(run[0])
-            assert isinstance(wrapped, str)
-            _wrap(run, _switch(wrapped, priorities.get(wrapped, 0)))
+        if isinstance(op, stream.SwitchOp) and op.tag_name != stream.MAIN_TAG:
+            file, line = _site(op, 0)
+            decision = plan.decisions.get((file, line, op.tag_name), "keep")
+            if decision == "remove":
+                op.attributes[WANT] = StringAttr(stream.MAIN_TAG)
+            elif decision.startswith("retag:"):
+                op.attributes[WANT] = StringAttr(decision[len("retag:") :])
+        elif isinstance(op, NpuOp):
+            site = _site(op, 0)
+            base = _base_name(_op_name(op))
+            key: tuple[Site, str | None] = (site, None)
+            if base is not None and (site, base) in plan.hoists:
+                key = (site, base)
+                op.attributes[HOIST] = UnitAttr()
+            if key in plan.wraps:
+                op.attributes[WANT] = StringAttr(plan.wraps[key])
+    run_passes(make_context(), module, build_pipeline("stream-source-form"))
 
 
 def _limit_ops(
@@ -1170,12 +1283,12 @@ def _limit_ops(
         counts = limits.get(tag)
         if counts is None:
             continue
-        wrapped.append(_wrap([op], _limit(*counts)))
+        out = escaping([op])
+        scope = coreset.LimitOp(*counts, Region(Block()), [v.type for v in out])
+        wrap([op], scope)
+        scope.regions[0].blocks[0].add_op(coreset.YieldOp(*out))
+        wrapped.append(scope)
     return wrapped
-
-
-def _limit(cube: int | None, vector: int | None) -> Callable[[Region, list[Any]], Operation]:
-    return lambda region, types: coreset.LimitOp(cube, vector, region, types)
 
 
 def _stream_limits(module: ModuleOp) -> dict[str, tuple[int | None, int | None]]:
@@ -1195,13 +1308,21 @@ class _Source:
         """line -> (first, last, id of the enclosing body)"""
         self.withs: dict[int, tuple[int, int]] = {}
         """`with` line -> (its first body line, its last line)"""
+        self.simple: dict[int, ast.stmt] = {}
+        """line -> the simple statement (an assignment, an expression, a return) that is
+        all of it"""
+        self.names: set[str] = set()
+        """Every name the file uses (a hoisted call's new name is none of them)."""
+        self.text = ""
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
             tree = ast.parse(text)
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
             return
+        self.text = text
         self.lines = text.splitlines()
+        starts: dict[int, int] = {}
         for node in ast.walk(tree):
             for attr in ("body", "orelse", "finalbody"):
                 body = getattr(node, attr, None)
@@ -1216,9 +1337,70 @@ class _Source:
                         self.statements[line] = (stmt.lineno, last, id(body))
                     if isinstance(stmt, ast.With):
                         self.withs[stmt.lineno] = (stmt.body[0].lineno, last)
+                    starts[stmt.lineno] = starts.get(stmt.lineno, 0) + 1
+                    simple = ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Expr | ast.Return
+                    if isinstance(stmt, simple) and last == stmt.lineno:
+                        self.simple[stmt.lineno] = stmt
+            if isinstance(node, ast.Name):
+                self.names.add(node.id)
+            elif isinstance(node, ast.arg):
+                self.names.add(node.arg)
+        for line, count in starts.items():
+            if count > 1:  # `a = f(x); b = g(a)`: not one statement to split
+                self.simple.pop(line, None)
 
     def statement(self, line: int) -> tuple[int, int, int] | None:
         return self.statements.get(line)
+
+    def hoistable(self, line: int, function: str) -> str | None:
+        """The text of the one call of `function` in the one-line statement at `line`, when
+        it can become a statement of its own before it: it is not the whole statement, no
+        call is in it, and nothing in the statement (an assignment expression, a lambda, a
+        comprehension, `await`, `yield`) evaluates out of the usual left-to-right order."""
+        stmt = self.simple.get(line)
+        if stmt is None:
+            return None
+        odd = (
+            ast.NamedExpr,
+            ast.Lambda,
+            ast.comprehension,
+            ast.Await,
+            ast.Yield,
+            ast.YieldFrom,
+            ast.IfExp,
+            ast.BoolOp,
+        )
+        if any(isinstance(n, odd) for n in ast.walk(stmt)):
+            return None
+        matches = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _called(n) == function]
+        if len(matches) != 1 or matches[0] is getattr(stmt, "value", None):
+            return None
+        call = matches[0]
+        if any(isinstance(n, ast.Call) for n in ast.walk(call) if n is not call):
+            return None
+        segment = ast.get_source_segment(self.text, call)
+        if segment is None or "\n" in segment or self.lines[line - 1].count(segment) != 1:
+            return None
+        return segment
+
+    def fresh(self, function: str) -> str:
+        """A new variable name for a hoisted call of `function`."""
+        name = f"{function}_out"
+        n = 1
+        while name in self.names:
+            n += 1
+            name = f"{function}_out{n}"
+        self.names.add(name)
+        return name
+
+
+def _called(call: ast.Call) -> str | None:
+    """The name of the function `call` calls (`torch.bmm(...)` -> `bmm`)."""
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    return None
 
 
 def _python(file: str) -> bool:
@@ -1226,10 +1408,13 @@ def _python(file: str) -> bool:
     return file.endswith(".py")
 
 
-def _line_ranges(file: str, lines: list[int], sources: dict[str, _Source]) -> list[tuple[int, int]]:
+def _line_ranges(
+    file: str, lines: list[int], sources: dict[str, _Source], breaks: Collection[int] = ()
+) -> list[tuple[int, int]]:
     """`lines` of `file` as ranges of whole statements that one `with` can wrap: for a
-    Python file, the statements holding them, consecutive ones of one body merged (a file
-    not on disk: each line alone)."""
+    Python file, the statements holding them, consecutive ones of one body merged unless
+    the second starts on a line of `breaks` (one a call is hoisted out of: the hoisted
+    statement goes between them); a file not on disk: each line alone."""
     if _python(file) and not os.path.isfile(file):
         return [(n, n) for n in sorted(set(lines))]
     if not _python(file):
@@ -1253,7 +1438,7 @@ def _line_ranges(file: str, lines: list[int], sources: dict[str, _Source]) -> li
                 for i in between
                 if 0 < i <= len(source.lines)
             )
-            if prev_body == body and blank and first > b:
+            if prev_body == body and blank and first > b and first not in breaks:
                 ranges[-1] = (a, max(b, last), body)
                 continue
         ranges.append((first, last, body))
@@ -1288,8 +1473,38 @@ def _edits(
             new = decision[len("retag:") :]
             out.append(Edit("retag-scope", file, line, last, source_of(file), new, ops=names))
     by_tag: dict[tuple[str, str], list[int]] = {}
-    for (file, line), tag in plan.wraps.items():
-        by_tag.setdefault((file, tag), []).append(line)
+    for ((file, line), hoisted), tag in plan.wraps.items():
+        if hoisted is None:
+            by_tag.setdefault((file, tag), []).append(line)
+    # Calls taken out of their lines, in the order they are on the line.
+    breaks: dict[str, set[int]] = {}
+    hoists: list[Edit] = []
+    for (file, line), function in sorted(plan.hoists):
+        source = sources.setdefault(file, _Source(file))
+        expr = source.hoistable(line, function)
+        assert expr is not None
+        breaks.setdefault(file, set()).add(line)
+        hoists.append(
+            Edit(
+                "hoist-call",
+                file,
+                line,
+                line,
+                "python",
+                plan.wraps.get(((file, line), function)),
+                ops=tuple(
+                    dict.fromkeys(
+                        info.name
+                        for info in search.infos.values()
+                        if info.name and info.site == (file, line) and info.base == function
+                    )
+                ),
+                expr=expr,
+                name=source.fresh(function),
+                column=source.lines[line - 1].index(expr),
+            )
+        )
+    out.extend(sorted(hoists, key=lambda e: (e.file, e.first_line, e.column)))
     names_at: dict[Site, list[str]] = {}
     for info in search.infos.values():
         if info.name:
@@ -1301,7 +1516,7 @@ def _edits(
         )
 
     for (file, tag), lines in sorted(by_tag.items()):
-        for a, b in _line_ranges(file, lines, sources):
+        for a, b in _line_ranges(file, lines, sources, breaks.get(file, set())):
             out.append(
                 Edit("add-stream-scope", file, a, b, source_of(file), tag, ops=names_in(file, a, b))
             )
@@ -1309,7 +1524,7 @@ def _edits(
     for (file, line), counts in limits.items():
         by_counts.setdefault((file, counts), []).append(line)
     for (file, counts), lines in sorted(by_counts.items()):
-        for a, b in _line_ranges(file, lines, sources):
+        for a, b in _line_ranges(file, lines, sources, breaks.get(file, set())):
             out.append(
                 Edit(
                     "add-limit-scope",
@@ -1336,13 +1551,16 @@ def _is_dump(search: Search) -> bool:
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """`text` (a Python source) with `edits` applied as a user would: a removed `with`
     line goes and its body is dedented; a retagged one is rewritten; a new `with` goes
-    before its first line, at its indentation, and the lines it wraps are indented."""
+    before its first line, at its indentation, and the lines it wraps are indented; a
+    hoisted call's statement goes before its line (and before a new `with` starting
+    there), the variable in the call's place."""
     lines = text.splitlines()
     indent = [len(s) - len(s.lstrip(" ")) for s in lines]
     delta = [0] * (len(lines) + 2)
     drop: set[int] = set()
     replace: dict[int, str] = {}
     before: dict[int, list[tuple[int, str]]] = {}
+    hoisted: dict[int, list[Edit]] = {}
     for e in edits:
         if e.kind == "remove-scope":
             drop.add(e.first_line)
@@ -1362,8 +1580,18 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
             before.setdefault(e.first_line, []).append((order, e.torchair))
             for n in range(e.first_line, e.last_line + 1):
                 delta[n] += 4
+        elif e.kind == "hoist-call":
+            hoisted.setdefault(e.first_line, []).append(e)
     out: list[str] = []
     for n, line in enumerate(lines, start=1):
+        if n in hoisted:
+            at = indent[n - 1] + delta[n] - 4 * len(before.get(n, ()))
+            for e in hoisted[n]:
+                assert e.expr is not None and e.name is not None
+                if e.tag is not None:
+                    out.append(" " * at + e.torchair)
+                out.append(" " * (at + 4 * (e.tag is not None)) + e.write)
+                line = line.replace(e.expr, e.name, 1)
         if n in before:
             outer = delta[n] - 4 * len(before[n])
             for depth, (_, write) in enumerate(sorted(before[n])):
@@ -1469,7 +1697,7 @@ def _advise(
         plan = None
         search = None
     else:
-        targets, scopes, infos = _targets(config, module, cases, hw, granularity)
+        targets, scopes, infos = _targets(config, module, cases, hw, granularity, calls)
         search = Search(targets, scopes, infos, granularity, calls)
         written_tags = search.written()
         starts = [written_tags, {u: stream.MAIN_TAG for u in search.units}]
@@ -1481,6 +1709,9 @@ def _advise(
             SEARCH_MIN, min(SEARCH_MAX, SEARCH_OPS // max(1, sum(len(t.prog) for t in targets)))
         )
         tags, best_cost = search.run(starts, search.trials + budget)
+        tags, best_cost = search.simplify(
+            tags, best_cost, hw.launch_ns * sum(t.weight for t in targets), budget
+        )
         tags = _rename(tags, search)
         written_cost = search.cost(written_tags)[0]
         plan = _plan(tags, search)
@@ -1496,7 +1727,7 @@ def _advise(
             assert plan is not None
         annotated = module.clone()
         # The clone's ops are new objects: re-read the plan by source position.
-        _source_form(annotated, plan, search.priorities)
+        _source_form(annotated, plan)
     # Core limits, when a variant deadlocks or has a hold-and-wait hazard.
     limits: dict[Site, tuple[int, int]] = {}
 
@@ -1649,44 +1880,9 @@ def _annotated_auto(module: ModuleOp, config: AdviseConfig) -> ModuleOp:
     spec = "stream-partition{mode=auto ignore-tags=true limits=true}"
     if config.hw:
         spec = f"stream-partition{{mode=auto ignore-tags=true limits=true hw={config.hw}}}"
-    run_passes(ctx, out, build_pipeline(spec))
-    _source_form_lowered(out)
+    # Back in source form: each run of ops on a stream other than the main one in a scope.
+    run_passes(ctx, out, build_pipeline(spec + ",stream-source-form"))
     return out
-
-
-def _source_form_lowered(module: ModuleOp) -> None:
-    """A partitioned (not lowered) module back in source form: each run of ops on a
-    non-default stream in a `stream.switch` of its tag; no `stream.on`, no decls."""
-    tags = {d.symbol: d.tag.data for d in module.ops if isinstance(d, stream.DeclOp)}
-
-    def tag_of(op: Operation) -> object:
-        if isinstance(op, coreset.LimitOp):
-            # A limit auto wrote around one op: it goes where its op goes.
-            inner = next((o for o in op.body.block.ops if isinstance(o, NpuOp)), None)
-            return None if inner is None else tag_of(inner)
-        ref = op.attributes.get(stream.STREAM_ON)
-        if isinstance(ref, SymbolRefAttr):
-            tag = tags.get(ref.root_reference.data)
-            return None if tag == stream.MAIN_TAG else tag
-        return None
-
-    blocks: dict[Block, None] = {}
-    for op in _walk(module):
-        if isinstance(op, NpuOp | stream.WaitTensorOp) and (block := op.parent_block()):
-            scope = block.parent_op()
-            if isinstance(scope, coreset.LimitOp) and len(scope.body.block.ops) == 2:
-                block = scope.parent_block()  # the op and its yield: the scope is the op
-            if block is not None:
-                blocks[block] = None
-    for block in blocks:
-        for run in _runs([o for o in block.ops if not isinstance(o, ReturnOp)], tag_of):
-            tag = tag_of(run[0])
-            assert isinstance(tag, str)
-            _wrap(run, _switch(tag))
-    for op in list(_walk(module)):
-        op.attributes.pop(stream.STREAM_ON, None)
-        if isinstance(op, stream.DeclOp):
-            op.detach()
 
 
 def _auto_edits(original: ModuleOp, annotated: ModuleOp, hw: Hardware) -> list[Edit]:

@@ -35,15 +35,15 @@ from its tensor sizes) with one warning per kind; `strict=True` refuses it.
 
 from __future__ import annotations
 
+import importlib.util
 import math
-import operator
 import re
 import warnings as pywarnings
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -64,9 +64,12 @@ from npuir.diagnostics import (
 )
 from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
-from npuir.frontends import torch_scope
-from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, exported_program, read_pt2
-from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, _air, ops, scope
+from npuir.frontends.pt2 import PT2_INVALID, STATE_ATTR, Pt2Archive, read_pt2
+from npuir.frontends.pt2_graph import Graph as Pt2Graph
+from npuir.frontends.pt2_graph import Node as Pt2Node
+from npuir.frontends.pt2_graph import Pt2GraphError, graph_of
+from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, ops, scope
+from npuir.frontends.torchair import _keys as _air
 from npuir.frontends.torchair._errors import fail, refused
 from npuir.frontends.torchair._graph import detached, element_type, tensor_type
 from npuir.hardware import known_device
@@ -94,9 +97,46 @@ CALL_SITES = "torch.call_sites"
 """Module attribute: the model's lines that call code whose ops are located elsewhere
 (`call_sites`), as `"file:line"` strings; `npuir-advise` never wraps them in a scope."""
 
-_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+if TYPE_CHECKING:
+    import torch
+
 _TORCHAIR_DIR = str(Path(_air.__file__).resolve().parent)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+_F32_EPS = 2.0**-23
+"""`torch.finfo(torch.float32).eps`: rms_norm's default epsilon."""
+
+
+@cache
+def _torch_dir() -> str:
+    """Where torch is installed (found without importing it): its frames are not the
+    model's."""
+    spec = importlib.util.find_spec("torch")
+    origin = spec.origin if spec is not None else None
+    return str(Path(origin).resolve().parent) if origin else "\0"
+
+
+def _target_name(target: Any) -> str:
+    """An FX node's target as the handler table names it: `aten.add.Tensor` (an op
+    overload, or a `.pt2` node's target), `_operator.getitem` (a Python function)."""
+    if isinstance(target, str):
+        return target
+    if callable(target) and not hasattr(target, "_schema"):
+        return f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', target)}"
+    return str(target)
+
+
+def _is_node(value: Any) -> bool:
+    if isinstance(value, Pt2Node):
+        return True
+    import sys
+
+    fx = sys.modules.get("torch.fx")
+    return fx is not None and isinstance(value, fx.Node)
+
+
+def _is_tensor(value: Any) -> bool:
+    """A tensor value (`meta["val"]`): a torch tensor, or a `.pt2` tensor's metadata."""
+    return hasattr(value, "shape") and hasattr(value, "dtype")
 
 
 class UnsupportedOp(Exception):
@@ -112,7 +152,7 @@ def _user_frames(node: torch.fx.Node) -> list[tuple[str, int]]:
     return [
         (f, int(n))
         for f, n in _FRAME.findall(trace)
-        if not f.startswith(_TORCH_DIR) and not f.startswith(_TORCHAIR_DIR)
+        if not f.startswith(_torch_dir()) and not f.startswith(_TORCHAIR_DIR)
     ]
 
 
@@ -173,7 +213,7 @@ class _Importer:
 
     def arg(self, value: Any) -> Any:
         """An FX argument with nodes replaced by what they built."""
-        if isinstance(value, torch.fx.Node):
+        if _is_node(value):
             return self.env[value]
         if isinstance(value, list | tuple):
             return type(value)(self.arg(v) for v in value)
@@ -202,20 +242,21 @@ class _Importer:
     # -- placeholders ---------------------------------------------------
 
     def placeholder(self, node: torch.fx.Node) -> Tensor | None:
-        val = node.meta.get("val")
-        if isinstance(val, torch.SymInt | int) and not isinstance(val, bool):
-            return None  # a size dynamo passes as an input; the tensors carry it
-        if not isinstance(val, torch.Tensor):
+        val: Any = node.meta.get("val")
+        if not _is_tensor(val) and not isinstance(val, bool):
+            if isinstance(val, int) or type(val).__name__ in ("SymInt", "SymSize"):
+                return None  # a size dynamo passes as an input; the tensors carry it
+        if not _is_tensor(val):
             raise UnsupportedOp(f"input '{node.name}' is not a tensor ({type(val).__name__})")
         shape: list[int | None] = []
         syms: list[str] = []
         for d in val.shape:
-            if isinstance(d, torch.SymInt):
-                shape.append(None)
-                syms.append(str(d))
-            else:
+            if isinstance(d, int):
                 shape.append(int(d))
                 syms.append("")
+            else:  # a symbolic size (torch's SymInt, a .pt2's symbol)
+                shape.append(None)
+                syms.append(str(d))
         attrs: dict[str, Attribute] = {}
         if any(syms):
             attrs[SYM_DIMS] = ArrayAttr([StringAttr(s) for s in syms])
@@ -303,6 +344,20 @@ class _Importer:
                         self.visit(node, handlers)
                 else:
                     self.visit(node, handlers)
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+                if not isinstance(node, Pt2Node):
+                    raise  # torch checked the graph: a bug of the importer's
+                # A `.pt2` node whose arguments are not what its operator takes.
+                loc = SourceLocation(where[0], where[1], 0) if where else None
+                raise TorchairError(
+                    Diagnostic(
+                        "error",
+                        f"cannot import '{node.name}' ({node.target}): its arguments are not "
+                        f"what the operator takes ({type(exc).__name__})",
+                        loc,
+                        kind=UNSUPPORTED_NODE.code,
+                    )
+                ) from None
             except UnsupportedOp as exc:
                 loc = SourceLocation(where[0], where[1], 0) if where else None
                 raise TorchairError(
@@ -326,7 +381,7 @@ class _Importer:
         self.dim_ranges()
         return self.graph.module
 
-    def visit(self, node: torch.fx.Node, handlers: dict[Any, Callable[..., Any]]) -> None:
+    def visit(self, node: torch.fx.Node, handlers: dict[str, Callable[..., Any]]) -> None:
         if node.op == "placeholder":
             self.env[node] = self.placeholder(node)
         elif node.op == "output":
@@ -335,7 +390,7 @@ class _Importer:
             results = [r for r in results if isinstance(r, Tensor)]
             self.graph.output(*results)
         elif node.op == "call_function":
-            handler = handlers.get(node.target)
+            handler = handlers.get(_target_name(node.target))
             if node.target in self.decompositions:
                 self.env[node] = self.decompose(node, handlers)
             elif handler is None:
@@ -345,79 +400,78 @@ class _Importer:
         else:
             raise UnsupportedOp(f"FX '{node.op}' nodes are not supported")
 
-    def handlers(self) -> dict[Any, Callable[..., Any]]:
-        aten = torch.ops.aten
-        air = torch.ops.air
+    def handlers(self) -> dict[str, Callable[..., Any]]:
+        """By target name (`_target_name`): an op overload and a `.pt2` node name it alike."""
         identity: Callable[..., Any] = lambda x, *_, **__: x  # noqa: E731
-        table: dict[Any, Callable[..., Any]] = {
-            air.scope_enter.default: self.scope_enter,
-            air.scope_exit.default: self.scope_exit,
-            air.wait_tensor.default: self.wait_tensor,
-            aten.add.Tensor: self.binary(ops.add),
-            aten.add.Scalar: self.binary(ops.add),
-            aten.sub.Tensor: self.binary(ops.sub),
-            aten.sub.Scalar: self.binary(ops.sub),
-            aten.rsub.Scalar: lambda a, b, *r: self.binary(ops.sub)(b, a),
-            aten.mul.Tensor: self.binary(ops.mul),
-            aten.mul.Scalar: self.binary(ops.mul),
-            aten.div.Tensor: self.binary(ops.div),
-            aten.div.Scalar: self.binary(ops.div),
-            aten.maximum.default: ops.maximum,
-            aten.neg.default: ops.neg,
-            aten.exp.default: ops.exp,
-            aten.sqrt.default: ops.sqrt,
-            aten.rsqrt.default: ops.rsqrt,
-            aten.relu.default: ops.relu,
-            aten.gelu.default: lambda x, approximate="none": ops.gelu(x, approximate),
-            aten.silu.default: ops.silu,
-            aten.sigmoid.default: ops.sigmoid,
-            aten.pow.Tensor_Scalar: self.pow,
-            aten.mm.default: ops.mm,
-            aten.bmm.default: ops.bmm,
-            aten.matmul.default: ops.matmul,
-            aten.linear.default: ops.linear,
-            aten.addmm.default: self.addmm,
-            aten.softmax.int: lambda x, dim, dtype=None: ops.softmax(self.cast(x, dtype), dim),
-            aten._softmax.default: lambda x, dim, half_to_float: ops.softmax(x, dim),
-            aten.rms_norm.default: self.rms_norm,
-            aten.sum.dim_IntList: self.sum,
-            aten.sum.default: lambda x, dtype=None: ops.sum(self.cast(x, dtype)),
-            aten.mean.dim: self.mean,
-            aten.amax.default: lambda x, dim=(), keepdim=False: ops.amax(x, dim, keepdim),
-            aten.t.default: lambda x: ops.transpose(x, 0, 1),
-            aten.transpose.int: ops.transpose,
-            aten.permute.default: ops.permute,
-            aten.view.default: self.view,
-            aten.reshape.default: self.view,
-            aten._unsafe_view.default: self.view,
-            aten.unsqueeze.default: self.unsqueeze,
-            aten.squeeze.dim: self.squeeze,
-            aten.cat.default: lambda xs, dim=0: ops.cat(xs, dim),
-            aten.slice.Tensor: self.slice,
-            aten.narrow.default: ops.narrow,
-            aten.select.int: self.select,
-            aten.chunk.default: self.chunk,
-            aten.split.Tensor: self.split,
-            aten.index_select.default: ops.index_select,
-            aten.embedding.default: lambda w, ids, *r: ops.embedding(ids, w),
-            aten.topk.default: lambda x, k, dim=-1, largest=True, sorted=True: self.topk(
+        table: dict[str, Callable[..., Any]] = {
+            "air.scope_enter.default": self.scope_enter,
+            "air.scope_exit.default": self.scope_exit,
+            "air.wait_tensor.default": self.wait_tensor,
+            "aten.add.Tensor": self.binary(ops.add),
+            "aten.add.Scalar": self.binary(ops.add),
+            "aten.sub.Tensor": self.binary(ops.sub),
+            "aten.sub.Scalar": self.binary(ops.sub),
+            "aten.rsub.Scalar": lambda a, b, *r: self.binary(ops.sub)(b, a),
+            "aten.mul.Tensor": self.binary(ops.mul),
+            "aten.mul.Scalar": self.binary(ops.mul),
+            "aten.div.Tensor": self.binary(ops.div),
+            "aten.div.Scalar": self.binary(ops.div),
+            "aten.maximum.default": ops.maximum,
+            "aten.neg.default": ops.neg,
+            "aten.exp.default": ops.exp,
+            "aten.sqrt.default": ops.sqrt,
+            "aten.rsqrt.default": ops.rsqrt,
+            "aten.relu.default": ops.relu,
+            "aten.gelu.default": lambda x, approximate="none": ops.gelu(x, approximate),
+            "aten.silu.default": ops.silu,
+            "aten.sigmoid.default": ops.sigmoid,
+            "aten.pow.Tensor_Scalar": self.pow,
+            "aten.mm.default": ops.mm,
+            "aten.bmm.default": ops.bmm,
+            "aten.matmul.default": ops.matmul,
+            "aten.linear.default": ops.linear,
+            "aten.addmm.default": self.addmm,
+            "aten.softmax.int": lambda x, dim, dtype=None: ops.softmax(self.cast(x, dtype), dim),
+            "aten._softmax.default": lambda x, dim, half_to_float: ops.softmax(x, dim),
+            "aten.rms_norm.default": self.rms_norm,
+            "aten.sum.dim_IntList": self.sum,
+            "aten.sum.default": lambda x, dtype=None: ops.sum(self.cast(x, dtype)),
+            "aten.mean.dim": self.mean,
+            "aten.amax.default": lambda x, dim=(), keepdim=False: ops.amax(x, dim, keepdim),
+            "aten.t.default": lambda x: ops.transpose(x, 0, 1),
+            "aten.transpose.int": ops.transpose,
+            "aten.permute.default": ops.permute,
+            "aten.view.default": self.view,
+            "aten.reshape.default": self.view,
+            "aten._unsafe_view.default": self.view,
+            "aten.unsqueeze.default": self.unsqueeze,
+            "aten.squeeze.dim": self.squeeze,
+            "aten.cat.default": lambda xs, dim=0: ops.cat(xs, dim),
+            "aten.slice.Tensor": self.slice,
+            "aten.narrow.default": ops.narrow,
+            "aten.select.int": self.select,
+            "aten.chunk.default": self.chunk,
+            "aten.split.Tensor": self.split,
+            "aten.index_select.default": ops.index_select,
+            "aten.embedding.default": lambda w, ids, *r: ops.embedding(ids, w),
+            "aten.topk.default": lambda x, k, dim=-1, largest=True, sorted=True: self.topk(
                 x, k, dim, largest
             ),
-            aten.nonzero.default: ops.nonzero,
-            aten._to_copy.default: lambda x, dtype=None, **_: self.cast(x, dtype),
-            aten.to.dtype: lambda x, dtype, *r, **k: self.cast(x, dtype),
-            aten.type_as.default: lambda x, other: self.cast(x, other.dtype),
+            "aten.nonzero.default": ops.nonzero,
+            "aten._to_copy.default": lambda x, dtype=None, **_: self.cast(x, dtype),
+            "aten.to.dtype": lambda x, dtype, *r, **k: self.cast(x, dtype),
+            "aten.type_as.default": lambda x, other: self.cast(x, other.dtype),
             # `.to()` leaves a metadata assertion in the graph; it computes nothing.
-            aten._assert_tensor_metadata.default: lambda *args, **kwargs: None,
-            aten.clone.default: identity,
-            aten.contiguous.default: identity,
-            aten.alias.default: identity,
-            aten.detach.default: identity,
-            aten.expand.default: self.expand,
-            operator.getitem: lambda seq, i: seq[i],
+            "aten._assert_tensor_metadata.default": lambda *args, **kwargs: None,
+            "aten.clone.default": identity,
+            "aten.contiguous.default": identity,
+            "aten.alias.default": identity,
+            "aten.detach.default": identity,
+            "aten.expand.default": self.expand,
+            "_operator.getitem": lambda seq, i: seq[i],
             # A dynamic size read from a tensor (`x.shape[0]` under dynamic shapes): it
             # only feeds shape arguments, where it is a `?` dim of the result.
-            aten.sym_size.int: lambda x, dim: (
+            "aten.sym_size.int": lambda x, dim: (
                 x.shape[dim] if x.shape[dim] is not None else _DYNAMIC
             ),
         }
@@ -430,7 +484,7 @@ class _Importer:
             raise UnsupportedOp("no npu op maps it, and a strict import refuses npu.opaque")
         val = node.meta.get("val")
         outs = list(val) if isinstance(val, list | tuple) else [val]
-        vals = [v for v in outs if isinstance(v, torch.Tensor)]
+        vals: list[Any] = [v for v in outs if _is_tensor(v)]
         if not vals or len(vals) != len(outs):
             raise UnsupportedOp("no npu op maps it, and its result is not a tensor")
         operands: list[Tensor] = []
@@ -462,9 +516,10 @@ class _Importer:
 
     # -- aten ops that take more than one npu op or a check -------------
 
-    def decompose(self, node: torch.fx.Node, handlers: dict[Any, Callable[..., Any]]) -> Any:
+    def decompose(self, node: torch.fx.Node, handlers: dict[str, Callable[..., Any]]) -> Any:
         """A user decomposition (`get_npu_backend(custom_decompositions=...)`): traced to
         ATen on meta tensors of the node's operand shapes, each ATen op imported in place."""
+        import torch
         from torch.fx.experimental.proxy_tensor import make_fx
 
         operands: list[torch.fx.Node] = []
@@ -547,7 +602,7 @@ class _Importer:
     ) -> Tensor:
         if weight is None or len(shape) != 1:
             raise UnsupportedOp("rms_norm needs a weight and one normalised dim")
-        epsilon = float(eps) if eps is not None else float(torch.finfo(torch.float32).eps)
+        epsilon = float(eps) if eps is not None else _F32_EPS
         return ops.rms_norm(x, weight, epsilon)
 
     def sum(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
@@ -570,8 +625,8 @@ class _Importer:
     def view(self, x: Tensor, shape: Sequence[Any]) -> Tensor:
         """A reshape/view node: its result's static dims from the node's traced shape, so a
         `reshape(s0, -1)` of a `?x2x3` tensor is `?x6`, not two unknowns."""
-        traced = self.node.meta.get("val") if self.node is not None else None
-        if isinstance(traced, torch.Tensor) and len(traced.shape) == len(shape):
+        traced: Any = self.node.meta.get("val") if self.node is not None else None
+        if _is_tensor(traced) and len(traced.shape) == len(shape):
             shape = [
                 d if isinstance(d, int) and d >= 0 else (t if isinstance(t, int) else None)
                 for d, t in zip(shape, traced.shape)
@@ -703,7 +758,37 @@ def import_fx_graph(
     placeholders that are the program's state (by name) to their state entries
     (`torch.state` on their arguments).
     """
+    from npuir.frontends import torch_scope
+
     torch_scope.register()
+    return _import_graph(
+        graph,
+        range_constraints=range_constraints,
+        target=target,
+        name=name,
+        strict=strict,
+        config=config,
+        gears=gears,
+        diagnostics=diagnostics,
+        decompositions=decompositions,
+        state=state,
+    )
+
+
+def _import_graph(
+    graph: torch.fx.Graph | Pt2Graph,
+    *,
+    range_constraints: Mapping[Any, Any] | None,
+    target: str,
+    name: str,
+    strict: bool,
+    config: CompilerConfig | None = None,
+    gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
+    diagnostics: DiagnosticEngine | None = None,
+    decompositions: Mapping[Any, Callable[..., Any]] | None = None,
+    state: Mapping[str, str] | None = None,
+) -> ModuleOp:
+    """`import_fx_graph` of an FX graph or a `.pt2`'s (which needs no torch)."""
     importer = _Importer(
         graph, range_constraints or {}, name, target, strict, config, gears, decompositions, state
     )
@@ -720,6 +805,8 @@ def import_fx_graph(
 
 
 def _flatten_tensors(value: Any) -> list[torch.Tensor]:
+    import torch
+
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, list | tuple):
@@ -773,12 +860,40 @@ def example_inputs(ep: torch.export.ExportedProgram, *args: Any) -> dict[str, An
 
 def _numpy(t: torch.Tensor) -> Any:
     """`t` as a numpy array of the same element type (bfloat16 as `ml_dtypes.bfloat16`)."""
+    import torch
+
     t = t.detach().cpu().contiguous()
     if t.dtype == torch.bfloat16:
         import ml_dtypes
 
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.numpy()
+
+
+_STATE_SPECS = {
+    "parameter": "parameter_name",
+    "buffer": "buffer_name",
+    "tensor_constant": "tensor_constant_name",
+}
+"""The serialized input specs that are the program's state, and the field naming the entry."""
+
+
+def _pt2_state(program: Mapping[str, Any]) -> dict[str, str]:
+    """A `.pt2` program's state placeholders (parameters, buffers, lifted constants) by name,
+    to their entries: what `import_exported_program` reads from `ep.graph_signature`."""
+    signature = program.get("graph_module", {}).get("signature", {})
+    state: dict[str, str] = {}
+    for spec in signature.get("input_specs", []) if isinstance(signature, dict) else []:
+        for kind, field_name in _STATE_SPECS.items():
+            entry = spec.get(kind) if isinstance(spec, dict) else None
+            if isinstance(entry, dict):
+                name = (
+                    entry.get("arg", {}).get("name") if isinstance(entry.get("arg"), dict) else None
+                )
+                target = entry.get(field_name)
+                if isinstance(name, str) and isinstance(target, str):
+                    state[name] = target
+    return state
 
 
 def import_pt2(
@@ -788,12 +903,37 @@ def import_pt2(
     strict: bool = False,
     diagnostics: DiagnosticEngine | None = None,
 ) -> ModuleOp:
-    """The module of a `torch.export.save` archive (registers the `air::` ops first).
+    """The module of a `torch.export.save` archive, without torch.
 
     The archive is read as data by `npuir.frontends.pt2` (never unpickled, never
-    evaluated; `torch.export.load` would do both); a refused archive raises a located
-    `DiagnosticError`."""
-    torch_scope.register()
+    evaluated; `torch.export.load` would do both) and its program walked as
+    `npuir.frontends.pt2_graph` reads it: the same importer, on the nodes torch's
+    deserializer would make, so the module is the one `import_exported_program` makes of
+    the program torch loads (`exported_program`).  A refused archive, or a program the
+    importer cannot read, raises a located `DiagnosticError`."""
     archive = path if isinstance(path, Pt2Archive) else read_pt2(path)
-    ep = exported_program(archive)
-    return import_exported_program(ep, target=target, strict=strict, diagnostics=diagnostics)
+    where = SourceLocation(f"{archive.path}/models/{archive.model}.json", 1, 0)
+    try:
+        graph = graph_of(archive.program)
+    except (Pt2GraphError, KeyError, TypeError, AttributeError, ValueError) as exc:
+        reason = str(exc) if isinstance(exc, Pt2GraphError) else f"{type(exc).__name__}: {exc}"
+        raise DiagnosticError(
+            Diagnostic(
+                "error",
+                f"the archive's program cannot be read: {reason[:300]}",
+                where,
+                kind=PT2_INVALID.code,
+            )
+        ) from None
+    try:
+        return _import_graph(
+            graph,
+            range_constraints=graph.range_constraints,
+            target=target,
+            name="forward",
+            strict=strict,
+            diagnostics=diagnostics,
+            state=_pt2_state(archive.program),
+        )
+    except TorchairError as exc:
+        raise DiagnosticError(exc.diagnostic) from None

@@ -106,8 +106,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     )
     sources = SourceManager()
     try:
-        with open(args.input, encoding="utf-8", errors="replace") as f:
-            sources.add(args.input, f.read())
+        with open(args.input, "rb") as f:
+            # A torch.export archive (a zip) is not text: its diagnostics name its entries.
+            if f.read(4) != b"PK\x03\x04":
+                f.seek(0)
+                sources.add(args.input, f.read().decode("utf-8", errors="replace"))
     except OSError:
         pass  # advise reports the unreadable file
     try:

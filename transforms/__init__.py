@@ -48,6 +48,12 @@ def _stream_unlower() -> type[ModulePass]:
     return StreamUnlowerPass
 
 
+def _stream_source_form() -> type[ModulePass]:
+    from npuir.transforms.stream_source_form import StreamSourceFormPass
+
+    return StreamSourceFormPass
+
+
 def _insert_events() -> type[ModulePass]:
     from npuir.transforms.insert_events import InsertEventsPass
 
@@ -88,6 +94,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "gear-multiversion": _gear_multiversion,
     "stream-partition": _stream_partition,
     "stream-unlower": _stream_unlower,
+    "stream-source-form": _stream_source_form,
     "coreset-check": _coreset_check,
     "coreset-lower": _coreset_lower,
     "coreset-partition": _coreset_partition,

@@ -35,16 +35,25 @@ from typing import Any
 import torch
 from torch.fx.node import has_side_effect
 
-STREAM_LABEL = "_user_stream_label"
-STREAM_PRIORITY = "_user_stream_priority"
-INNER_PARALLEL = "_enable_inner_parallel"
-AICORE_NUM = "_op_aicore_num"
-VECTORCORE_NUM = "_op_vectorcore_num"
-ERROR = "_npuir_error"
-"""A scope key carrying a mistake found while dynamo or `torch.export` traced the
-model: an exception raised inside a trace reaches the user as the tracer's own
-error, so the message travels in the graph and the converter raises it, located
-at the model's line."""
+from ._keys import (
+    AICORE_NUM,
+    ERROR,
+    ERROR_KIND,
+    INNER_PARALLEL,
+    STREAM_LABEL,
+    STREAM_PRIORITY,
+    VECTORCORE_NUM,
+)
+
+__all__ = [
+    "AICORE_NUM",
+    "ERROR",
+    "ERROR_KIND",
+    "INNER_PARALLEL",
+    "STREAM_LABEL",
+    "STREAM_PRIORITY",
+    "VECTORCORE_NUM",
+]
 
 _LIBRARY: list[torch.library.Library] = []
 
@@ -112,10 +121,6 @@ def wait_tensor(self: torch.Tensor, dependency: torch.Tensor) -> torch.Tensor:
         register()
     result: torch.Tensor = torch.ops.air.wait_tensor(self, dependency)
     return result
-
-
-ERROR_KIND = "_npuir_error_kind"
-"""Beside `ERROR`: the diagnostic kind of the carried mistake."""
 
 
 def deferred_error(message: str, kind: str = "") -> None:

@@ -38,18 +38,7 @@ def _makespan(model_source: Path) -> int:
 
 @pytest.mark.parametrize(
     "example",
-    [
-        "seed_multistream.py",
-        pytest.param(
-            "moe_decoder.py",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 22 open: under block dispatch and the one wait meaning, the "
-                "line-structured search finds no gain on this model (advice: keep; GE auto "
-                "multi-stream and unconstrained auto do better), so there are no edits to apply",
-            ),
-        ),
-    ],
+    ["seed_multistream.py", "moe_decoder.py"],
 )
 def test_the_edits_apply_to_the_source_and_reproduce_the_advice(
     tmp_path: Path, example: str

@@ -290,7 +290,7 @@ def test_a_wrong_frontend_mapping_passes_check_but_not_the_eager_comparison(
 
     def broken(self: Any) -> dict[Any, Any]:
         table = real(self)
-        table[torch.ops.aten.sigmoid.default] = torch_frontend.ops.relu  # the mistake
+        table["aten.sigmoid.default"] = torch_frontend.ops.relu  # the mistake
         return table
 
     monkeypatch.setattr(torch_frontend._Importer, "handlers", broken)

@@ -1,0 +1,303 @@
+"""A `.pt2` archive's program as a graph the torch importer walks, without torch.
+
+`npuir.frontends.pt2` reads and checks the archive as data; torch's own deserializer
+would rebuild an `ExportedProgram` from that JSON, but importing torch for it takes
+longer than everything `npuir-advise` does with the program.  This module builds,
+from the checked JSON (torch's `torch._export.serde.schema`), the nodes the torch
+importer (`npuir.frontends.torch`) needs of an FX graph, as torch's deserializer would
+make them:
+
+- one `placeholder` per graph input, its `meta["val"]` a `TensorValue` (sizes, with a
+  symbolic size as its symbol's name; dtype) or a `SymSize`;
+- one `call_function` per node, its `target` the operator's name (`aten.linear.default`,
+  `_operator.getitem`), positional and keyword arguments as the schema lists them
+  (tensors as the nodes that make them, scalar types as `ScalarType`), `meta["val"]` its
+  result(s) and `meta["stack_trace"]` the model's stack; a node with several results
+  (or a list of them) is followed by one `_operator.getitem` node per result, named as
+  the results are;
+- one `output` node.
+
+An argument kind the importer has no use for (graphs, custom objects, ...) raises
+`Pt2GraphError`, which the importer reports at the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# torch._export.serde.schema.ScalarType -> torch's dtype name.
+_SCALAR_TYPES = {
+    1: "uint8",
+    2: "int8",
+    3: "int16",
+    4: "int32",
+    5: "int64",
+    6: "float16",
+    7: "float32",
+    8: "float64",
+    12: "bool",
+    13: "bfloat16",
+    28: "uint16",
+    34: "uint32",
+    35: "uint64",
+}
+_TARGETS = ("torch.ops.", "_operator.", "math.")
+"""What a node may call (`npuir.frontends.pt2` checks the rest of the name)."""
+_POSITIONAL = 1  # schema.ArgumentKind.POSITIONAL (KEYWORD is 2; 0: unknown, positional)
+
+
+class Pt2GraphError(Exception):
+    """An argument or value the importer cannot read."""
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A dtype argument: `str()` is torch's spelling (`torch.float32`)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
+
+
+@dataclass(frozen=True)
+class SymSize:
+    """A symbolic size (`s0`): `str()` is its symbol, as torch's `SymInt` prints."""
+
+    expr: str
+
+    def __str__(self) -> str:
+        return self.expr
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """What the importer reads of a tensor: its sizes and its dtype."""
+
+    shape: tuple[int | SymSize, ...]
+    dtype: ScalarType
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A symbol's range (`torch.export.Dim`), as `range_constraints` gives it."""
+
+    lower: int
+    upper: int | float
+
+
+@dataclass(eq=False)
+class Node:
+    """An FX node, as far as the importer reads one."""
+
+    op: str
+    name: str
+    target: str = ""
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict[str, Any])
+    meta: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass
+class Graph:
+    """The nodes of a `.pt2` program, in order, and its symbols' ranges."""
+
+    nodes: list[Node]
+    range_constraints: dict[str, Bound]
+
+
+def _size(value: dict[str, Any]) -> int | SymSize:
+    if "as_int" in value:
+        return int(value["as_int"])
+    expr = value.get("as_expr")
+    if isinstance(expr, dict) and isinstance(expr.get("expr_str"), str):
+        return SymSize(expr["expr_str"])
+    raise Pt2GraphError(f"a size the importer cannot read: {sorted(value)}")
+
+
+def _scalar_type(code: object) -> ScalarType:
+    name = _SCALAR_TYPES.get(code) if isinstance(code, int) else None
+    if name is None:
+        raise Pt2GraphError(f"scalar type {code!r} is not one npuir reads")
+    return ScalarType(name)
+
+
+class _Builder:
+    def __init__(self, graph: dict[str, Any]) -> None:
+        self.tensors: dict[str, Any] = graph.get("tensor_values") or {}
+        self.values: dict[str, Node] = {}
+        self.nodes: list[Node] = []
+        self.names: set[str] = set()
+
+    def tensor_value(self, name: str) -> TensorValue:
+        meta = self.tensors.get(name)
+        if not isinstance(meta, dict):
+            raise Pt2GraphError(f"tensor '{name}' has no metadata")
+        sizes = meta.get("sizes")
+        if not isinstance(sizes, list):
+            raise Pt2GraphError(f"tensor '{name}' has no sizes")
+        return TensorValue(tuple(_size(s) for s in sizes), _scalar_type(meta.get("dtype")))
+
+    def value(self, name: str) -> Node:
+        node = self.values.get(name)
+        if node is None:
+            raise Pt2GraphError(f"'{name}' is used before a node makes it")
+        return node
+
+    def argument(self, arg: dict[str, Any]) -> Any:
+        """One `schema.Argument` as the importer's handlers take it."""
+        if not isinstance(arg, dict) or len(arg) != 1:
+            raise Pt2GraphError("an argument that is not one of the schema's kinds")
+        ((kind, value),) = arg.items()
+        if kind == "as_none":
+            return None
+        if kind == "as_tensor":
+            return self.value(value["name"])
+        if kind == "as_tensors":
+            return [self.value(t["name"]) for t in value]
+        if kind == "as_optional_tensors":
+            return [self.value(t["as_tensor"]["name"]) if "as_tensor" in t else None for t in value]
+        if kind in ("as_int", "as_float", "as_bool", "as_string"):
+            return value
+        if kind in ("as_ints", "as_floats", "as_bools", "as_strings"):
+            return list(value)
+        if kind == "as_scalar_type":
+            return _scalar_type(value)
+        if kind == "as_sym_int":
+            return self.sym_int(value)
+        if kind == "as_sym_ints":
+            return [self.sym_int(v) for v in value]
+        if kind in ("as_memory_format", "as_layout", "as_device"):
+            return None  # what the importer's handlers ignore (a copy's layout, device)
+        raise Pt2GraphError(f"an argument of kind '{kind}'")
+
+    def sym_int(self, value: dict[str, Any]) -> Any:
+        if "as_int" in value:
+            return int(value["as_int"])
+        if "as_name" in value:
+            return self.value(value["as_name"])
+        raise Pt2GraphError("a symbolic int the importer cannot read")
+
+    def result(self, out: dict[str, Any]) -> Any:
+        """A node output's value (`meta["val"]`), and the names it is known by."""
+        if "as_tensor" in out:
+            return self.tensor_value(out["as_tensor"]["name"])
+        if "as_tensors" in out:
+            return [self.tensor_value(t["name"]) for t in out["as_tensors"]]
+        if "as_none" in out:
+            return None
+        if "as_sym_int" in out:
+            return SymSize(str(out["as_sym_int"].get("as_name", "")))
+        raise Pt2GraphError(f"an output of kind '{sorted(out)}'")
+
+    def add(self, node: Node) -> Node:
+        self.nodes.append(node)
+        return node
+
+    def call(self, spec: dict[str, Any]) -> None:
+        target = spec.get("target")
+        if not isinstance(target, str) or not target.startswith(_TARGETS):
+            raise Pt2GraphError(f"a node target that is not an operator: {target!r}")
+        target = target.removeprefix("torch.ops.")
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for named in spec.get("inputs") or []:
+            value = self.argument(named.get("arg"))
+            if named.get("kind", _POSITIONAL) in (0, _POSITIONAL):
+                args.append(value)
+            else:
+                kwargs[str(named.get("name"))] = value
+        outputs: list[dict[str, Any]] = spec.get("outputs") or []
+        metadata = spec.get("metadata") or {}
+        first = _names(outputs)
+        name = str(spec.get("name") or (first[0] if first else target))
+        meta: dict[str, Any] = {"stack_trace": metadata.get("stack_trace")}
+        results = [self.result(o) for o in outputs]
+        single = len(outputs) == 1 and "as_tensor" in outputs[0]
+        meta["val"] = results[0] if single else (results if len(outputs) > 1 else None)
+        if len(outputs) == 1 and "as_tensors" in outputs[0]:
+            meta["val"] = results[0]
+        node = self.add(Node("call_function", name, target, tuple(args), kwargs, meta))
+        if single:
+            self.values[outputs[0]["as_tensor"]["name"]] = node
+            return
+        # Several results, or a list of them: one getitem per result, as torch makes them.
+        items: list[tuple[str, Any]] = []
+        if len(outputs) == 1 and "as_tensors" in outputs[0]:
+            items = [(t["name"], v) for t, v in zip(outputs[0]["as_tensors"], results[0])]
+        else:
+            for out, value in zip(outputs, results):
+                if "as_tensor" in out:
+                    items.append((out["as_tensor"]["name"], value))
+                elif "as_none" in out:
+                    items.append(("", None))
+                else:
+                    raise Pt2GraphError("a node with several results that are not tensors")
+        for i, (out_name, value) in enumerate(items):
+            if not out_name:
+                continue
+            getitem = self.add(
+                Node(
+                    "call_function",
+                    out_name,
+                    "_operator.getitem",
+                    (node, i),
+                    {},
+                    {"val": value, "stack_trace": metadata.get("stack_trace")},
+                )
+            )
+            self.values[out_name] = getitem
+
+
+def _names(outputs: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for o in outputs:
+        if "as_tensor" in o:
+            out.append(o["as_tensor"]["name"])
+        elif "as_tensors" in o:
+            out.extend(t["name"] for t in o["as_tensors"])
+    return out
+
+
+def graph_of(program: dict[str, Any]) -> Graph:
+    """The importer's view of a checked program (`Pt2Archive.program`)."""
+    module = program.get("graph_module") or {}
+    graph = module.get("graph") or {}
+    b = _Builder(graph)
+    for arg in graph.get("inputs") or []:
+        if "as_tensor" in arg:
+            name = arg["as_tensor"]["name"]
+            node = b.add(Node("placeholder", name, meta={"val": b.tensor_value(name)}))
+        elif "as_sym_int" in arg and "as_name" in arg["as_sym_int"]:
+            name = arg["as_sym_int"]["as_name"]
+            node = b.add(Node("placeholder", name, meta={"val": SymSize(name)}))
+        else:
+            raise Pt2GraphError(f"a graph input of kind '{sorted(arg)}'")
+        b.values[name] = node
+    for spec in graph.get("nodes") or []:
+        b.call(spec)
+    results = [b.argument(o) for o in graph.get("outputs") or []]
+    b.add(Node("output", "output", "output", (results,)))
+    bounds: dict[str, Bound] = {}
+    for sym, limits in (program.get("range_constraints") or {}).items():
+        lo, hi = limits.get("min_val"), limits.get("max_val")
+        bounds[str(sym)] = Bound(
+            int(lo) if isinstance(lo, int) else 0, int(hi) if isinstance(hi, int) else -1
+        )
+    return Graph(b.nodes, bounds)
+
+
+__all__ = [
+    "Bound",
+    "Graph",
+    "Node",
+    "Pt2GraphError",
+    "ScalarType",
+    "SymSize",
+    "TensorValue",
+    "graph_of",
+]
