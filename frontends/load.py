@@ -10,8 +10,8 @@ wherever it is given.  The format is judged by content, never by the file name:
 
 `read(path_or_stream)` reads the bytes once and names the format (`Source`), `load_source`
 turns a `Source` into a verified module, and `load` does both.  A file that cannot be read,
-is not UTF-8 (for the text formats) or does not parse is a located `DiagnosticError`; an archive without
-PyTorch installed is a `UsageError` naming what to install (the tools' exit 2).
+is not UTF-8 (for the text formats) or does not parse is a located `DiagnosticError`.  An
+archive is read as data, without PyTorch.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 from xdsl.dialects.builtin import ModuleOp
 
 from npuir.context import NpuirContext, make_context
-from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, UsageError
+from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError
 from npuir.parsing import decode_source, parse_module
 from npuir.verifier import verify
 
@@ -180,18 +180,11 @@ def parse_file(ctx: NpuirContext, path: str | Path) -> ModuleOp:
 
 
 def _load_pt2(source: Source, ctx: NpuirContext, strict: bool) -> ModuleOp:
-    # The archive is read and checked as data first (`npuir.frontends.pt2`: no pickle, no
-    # evaluated string, no zip bomb), so a refused archive is an input error even
-    # without torch, and torch only ever sees the checked program.
+    # The archive is read and checked as data (`npuir.frontends.pt2`: no pickle, no
+    # evaluated string, no zip bomb) and its program walked as plain nodes
+    # (`npuir.frontends.pt2_graph`): no tool needs torch to read it.
     from npuir.frontends.pt2 import read_pt2
+    from npuir.frontends.torch import import_pt2
 
     archive = read_pt2(source.filename, data=source.data)
-    try:
-        from npuir.frontends.torch import import_pt2
-    except ImportError:
-        raise UsageError(
-            f"'{source.filename}' is a torch.export archive: npuir-import, npuir-advise, "
-            "npuir-run and npuir-opt read it once PyTorch is installed "
-            "(pip install 'npuir[torch]')"
-        ) from None
     return import_pt2(archive, strict=strict, diagnostics=ctx.diagnostics)

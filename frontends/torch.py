@@ -64,7 +64,7 @@ from npuir.diagnostics import (
 )
 from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
-from npuir.frontends.pt2 import PT2_INVALID, STATE_ATTR, Pt2Archive, read_pt2
+from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, read_pt2
 from npuir.frontends.pt2_graph import Graph as Pt2Graph
 from npuir.frontends.pt2_graph import Node as Pt2Node
 from npuir.frontends.pt2_graph import Pt2GraphError, graph_of
@@ -81,6 +81,10 @@ TORCH_IMPORT_WARNING = Kind(
 )
 """An aten op the torch importer could not keep as an npu op; arguments: `aten_op`,
 `count` (how many of the model's ops)."""
+PT2_UNREADABLE_PROGRAM = Kind(
+    "pt2.unreadable-program", "the archive's program cannot be read: {reason}"
+)
+"""A `.pt2` whose serialized program the torch-free reader cannot follow."""
 UNBALANCED_SCOPE = Kind("torch.unbalanced-scope", "air::scope_enter without a scope_exit")
 """An `air::scope_enter` without its `scope_exit`."""
 UNSUPPORTED_NODE = Kind("torch.unsupported-node", "cannot import '{node}' ({target}): {reason}")
@@ -918,12 +922,7 @@ def import_pt2(
     except (Pt2GraphError, KeyError, TypeError, AttributeError, ValueError) as exc:
         reason = str(exc) if isinstance(exc, Pt2GraphError) else f"{type(exc).__name__}: {exc}"
         raise DiagnosticError(
-            Diagnostic(
-                "error",
-                f"the archive's program cannot be read: {reason[:300]}",
-                where,
-                kind=PT2_INVALID.code,
-            )
+            Diagnostic.of("error", PT2_UNREADABLE_PROGRAM, where, reason=reason[:300])
         ) from None
     try:
         return _import_graph(
