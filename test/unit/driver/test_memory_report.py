@@ -44,6 +44,8 @@ def _lowered_text(name: str, pipeline: str = "npu-default") -> tuple[str, npuir.
         ("tp_decoder_decode.mlir", {"mirror_peers": True}),
         ("moe_decode.mlir", {"mirror_peers": True}),
         ("core_limit_fixed.mlir", {"entries": ["rank0", "rank1"]}),
+        ("tp_decoder_prefill.mlir", {"mirror_peers": True}),
+        ("gears.mlir", {"shapes": {"0": (4, 2), "1": (4, 2)}}),
     ],
 )
 def test_bounds_are_ordered_and_the_plan_checks(name: str, extra: dict[str, object]) -> None:
