@@ -182,6 +182,22 @@ class Visit(Enum):
     """The same scope, after its body."""
 
 
+def walk_nested(op: Operation) -> Iterator[Operation]:
+    """`op` and everything nested in it, in pre-order, without recursion (scopes may nest
+    thousands deep, past Python's stack)."""
+    yield op
+    stack: list[Iterator[Operation]] = [
+        iter(b.ops) for r in reversed(op.regions) for b in reversed(r.blocks)
+    ]
+    while stack:
+        nxt = next(stack[-1], None)
+        if nxt is None:
+            stack.pop()
+            continue
+        yield nxt
+        stack.extend(iter(b.ops) for r in reversed(nxt.regions) for b in reversed(r.blocks))
+
+
 def issue_order(block: Block) -> Iterator[tuple[Visit, Operation]]:
     """The ops of `block` in issue order, each scope entered where it stands: a scope
     is given as `ENTER` before its body's ops and `EXIT` after them, its yield not at

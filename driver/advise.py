@@ -78,6 +78,7 @@ from npuir.deep_stack import on_deep_stack
 from npuir.diagnostics import DiagnosticError, UsageError, error
 from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
+from npuir.dialects.scope import walk_nested
 from npuir.dialects.stream import bind_later_uses
 from npuir.driver.mem_tradeoff import Point, memory_tradeoff
 from npuir.driver.run import (
@@ -644,7 +645,7 @@ def _mark_hoistable(
     ok: dict[tuple[Site, str], bool] = {}
     members: dict[tuple[Site, str], list[Operation]] = {}
     for func in funcs:
-        for op in _walk(func):
+        for op in walk_nested(func):
             info = infos.get(op)
             if info is None or info.base is None or info.site in calls:
                 continue
@@ -697,7 +698,7 @@ class Target:
     ) -> None:
         self.wait_scopes: set[tuple[str, int, str]] = set()
         """The user scopes holding a wait."""
-        for op in _walk(func):
+        for op in walk_nested(func):
             if isinstance(op, stream.WaitTensorOp):
                 parent = op.parent_op()
                 while parent is not None and parent is not func:
@@ -712,7 +713,7 @@ class Target:
         self.infos = infos
         self.granularity = granularity
         self.weight = weight
-        self.ops = [op for op in _walk(func) if isinstance(op, NpuOp)]
+        self.ops = [op for op in walk_nested(func) if isinstance(op, NpuOp)]
         bind_later_uses(func)
         self.prog = build_program(func)
         self.units = [
@@ -748,9 +749,9 @@ class Target:
         from npuir.dialects import scope as scope_utils
 
         func = self.base.clone()
-        copies = [op for op in _walk(func) if isinstance(op, NpuOp)]
+        copies = [op for op in walk_nested(func) if isinstance(op, NpuOp)]
         original = dict(zip(copies, self.ops))
-        for op in reversed([o for o in _walk(func) if isinstance(o, stream.SwitchOp)]):
+        for op in reversed([o for o in walk_nested(func) if isinstance(o, stream.SwitchOp)]):
             if _scope_key(op) in removed:
                 scope_utils.inline_scope(op)
         if hoisted:
@@ -785,21 +786,6 @@ class Target:
         hit = (prog, units, Judge(prog, self.hw, limit))
         self._variants[(removed, hoisted)] = hit
         return hit
-
-
-def _walk(op: Operation) -> Iterator[Operation]:
-    """`op` and everything nested in it, in order, without recursion."""
-    yield op
-    stack: list[Iterator[Operation]] = [
-        iter(b.ops) for r in reversed(op.regions) for b in reversed(r.blocks)
-    ]
-    while stack:
-        nxt = next(stack[-1], None)
-        if nxt is None:
-            stack.pop()
-            continue
-        yield nxt
-        stack.extend(iter(b.ops) for r in reversed(nxt.regions) for b in reversed(r.blocks))
 
 
 def _scope_key(op: stream.SwitchOp) -> tuple[str, int, str]:
@@ -1246,7 +1232,7 @@ def _source_form(module: ModuleOp, plan: Plan) -> None:
     """Apply `plan` to the user's module (not gear-multiversioned), by `stream-source-form`:
     the scopes it removes or retags, the calls it hoists and the lines it wraps, each
     found by source position (the module's ops are not the search's)."""
-    for op in _walk(module):
+    for op in walk_nested(module):
         if isinstance(op, stream.SwitchOp) and op.tag_name != stream.MAIN_TAG:
             file, line = _site(op, 0)
             decision = plan.decisions.get((file, line, op.tag_name), "keep")
@@ -1272,7 +1258,7 @@ def _limit_ops(
     """Wrap every npu op that runs on a stream `limits` names in a `coreset.limit` with its
     counts (what `set_stream_limit` said, as `limit_core_num` at each op's line)."""
     wrapped: list[Operation] = []
-    for op in [o for o in _walk(module) if isinstance(o, NpuOp)]:
+    for op in [o for o in walk_nested(module) if isinstance(o, NpuOp)]:
         tag = stream.MAIN_TAG
         parent = op.parent_op()
         while parent is not None and not isinstance(parent, FuncOp):
@@ -1294,7 +1280,7 @@ def _limit_ops(
 def _stream_limits(module: ModuleOp) -> dict[str, tuple[int | None, int | None]]:
     return {
         op.tag.data: (op.count("cube"), op.count("vector"))
-        for op in _walk(module)
+        for op in walk_nested(module)
         if isinstance(op, coreset.StreamLimitOp)
     }
 
@@ -1687,7 +1673,7 @@ def _advise(
         if case.label is None:
             # Which op is which, before auto may reissue them (for its projection below).
             auto_ops = {
-                f.sym_name.data: [o for o in _walk(f) if isinstance(o, NpuOp)]
+                f.sym_name.data: [o for o in walk_nested(f) if isinstance(o, NpuOp)]
                 for f in auto_module.ops
                 if isinstance(f, FuncOp)
             }
@@ -1837,7 +1823,7 @@ def _without_scopes(module: ModuleOp) -> ModuleOp:
     from npuir.dialects import scope as scope_utils
 
     out = module.clone()
-    for op in reversed([o for o in _walk(out) if isinstance(o, stream.SwitchOp)]):
+    for op in reversed([o for o in walk_nested(out) if isinstance(o, stream.SwitchOp)]):
         scope_utils.inline_scope(op)
     return out
 
@@ -1890,12 +1876,12 @@ def _auto_edits(original: ModuleOp, annotated: ModuleOp, hw: Hardware) -> list[E
     put on a stream wrapped (by the ops' lines; they need not be whole statements), and each
     core limit `auto` chose (`limits=true`) as a `limit_core_num` around its op's line."""
     out: list[Edit] = []
-    for op in _walk(original):
+    for op in walk_nested(original):
         if isinstance(op, stream.SwitchOp) and op.tag_name != stream.MAIN_TAG:
             file, line = _site(op, 0)
             source = "python" if _python(file) else "mlir"
             out.append(Edit("remove-scope", file, line, line, source, op.tag_name))
-    for op in _walk(annotated):
+    for op in walk_nested(annotated):
         if isinstance(op, stream.SwitchOp):
             sites = [_site(o, 0) for o in op.body.walk() if isinstance(o, NpuOp)]
             if sites:
@@ -1903,9 +1889,9 @@ def _auto_edits(original: ModuleOp, annotated: ModuleOp, hw: Hardware) -> list[E
                 file = sites[0][0]
                 source = "python" if _python(file) else "mlir"
                 out.append(Edit("add-stream-scope", file, lines[0], lines[-1], source, op.tag_name))
-    written = {_site(op, 0) for op in _walk(original) if isinstance(op, coreset.LimitOp)}
+    written = {_site(op, 0) for op in walk_nested(original) if isinstance(op, coreset.LimitOp)}
     limited: list[tuple[str, tuple[int, int], int]] = []
-    for op in _walk(annotated):
+    for op in walk_nested(annotated):
         if isinstance(op, coreset.LimitOp) and (site := _site(op, 0)) not in written:
             cube, vector = op.count("cube"), op.count("vector")
             counts = (

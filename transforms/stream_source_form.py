@@ -41,7 +41,7 @@ user's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -55,6 +55,7 @@ from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream, sync
 from npuir.dialects import scope as scope_utils
 from npuir.dialects.npu import NpuOp
+from npuir.dialects.scope import walk_nested
 
 WANT = "stream.want"
 """The stream an op should run on (on a `stream.switch`: its new tag, `"<main>"` to remove it)."""
@@ -63,22 +64,6 @@ HOIST = "stream.hoist"
 
 LOWERED_INPUT = Kind("stream.source-form-lowered")
 """`stream-source-form` given a lowered function."""
-
-
-def _walk(op: Operation) -> Iterator[Operation]:
-    """`op` and everything nested in it, in order, without recursion (scopes may nest
-    thousands deep)."""
-    yield op
-    stack: list[Iterator[Operation]] = [
-        iter(b.ops) for r in reversed(op.regions) for b in reversed(r.blocks)
-    ]
-    while stack:
-        nxt = next(stack[-1], None)
-        if nxt is None:
-            stack.pop()
-            continue
-        yield nxt
-        stack.extend(iter(b.ops) for r in reversed(nxt.regions) for b in reversed(r.blocks))
 
 
 def _want(op: Operation) -> str | None:
@@ -99,7 +84,7 @@ def wrap(ops: list[Operation], scope: Operation) -> Operation:
     `escaping(ops)`), in their place; its terminator (`yield_op`) is the caller's to add."""
     block = ops[0].parent_block()
     assert block is not None
-    inside = {inner for op in ops for inner in _walk(op)}
+    inside = {inner for op in ops for inner in walk_nested(op)}
     body = scope.regions[0].blocks[0]
     scope.location = ops[0].location
     block.insert_op_before(scope, ops[0])
@@ -115,7 +100,7 @@ def wrap(ops: list[Operation], scope: Operation) -> Operation:
 
 def escaping(ops: list[Operation]) -> list[SSAValue]:
     """The results of `ops` used by an op outside them, in order."""
-    inside = {inner for op in ops for inner in _walk(op)}
+    inside = {inner for op in ops for inner in walk_nested(op)}
     return [
         result
         for op in ops
@@ -181,7 +166,7 @@ class StreamSourceFormPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = [f for f in op.ops if isinstance(f, FuncOp)]
         for func in funcs:
-            if any(isinstance(o, sync.RecordOp | sync.WaitOp) for o in _walk(func)):
+            if any(isinstance(o, sync.RecordOp | sync.WaitOp) for o in walk_nested(func)):
                 raise error(
                     func,
                     f"stream-source-form: @{func.sym_name.data} is lowered (its events fix "
@@ -193,16 +178,16 @@ class StreamSourceFormPass(ModulePass):
         priorities: dict[str, int] = {}
         for d in decls:
             priorities.setdefault(d.tag.data, d.priority_value)
-        switches = [s for s in _walk(op) if isinstance(s, stream.SwitchOp)]
+        switches = [s for s in walk_nested(op) if isinstance(s, stream.SwitchOp)]
         for s in switches:
             priorities.setdefault(s.tag_name, s.priority_value)
         # A partitioned function: each op wants its stream's tag.
-        for inner in _walk(op):
+        for inner in walk_nested(op):
             ref = inner.attributes.pop(stream.STREAM_ON, None)
             if isinstance(ref, SymbolRefAttr) and ref.root_reference.data in tags:
                 inner.attributes[WANT] = StringAttr(tags[ref.root_reference.data])
         # A core limit around one op (as `auto` writes them) goes where its op goes.
-        for limit in [o for o in _walk(op) if isinstance(o, coreset.LimitOp)]:
+        for limit in [o for o in walk_nested(op) if isinstance(o, coreset.LimitOp)]:
             body = [o for o in limit.body.block.ops if not o.has_trait(IsTerminator)]
             if len(body) == 1 and WANT in body[0].attributes and WANT not in limit.attributes:
                 limit.attributes[WANT] = body[0].attributes.pop(WANT)
@@ -216,7 +201,7 @@ class StreamSourceFormPass(ModulePass):
             else:
                 s.properties["tag"] = StringAttr(want.data)
         blocks: dict[Block, None] = {}
-        for inner in _walk(op):
+        for inner in walk_nested(op):
             if _want(inner) is not None or HOIST in inner.attributes:
                 block = inner.parent_block()
                 if block is not None:
@@ -247,7 +232,7 @@ class StreamSourceFormPass(ModulePass):
                 assert tag is not None
                 switch_around(run, tag, priorities.get(tag, 0))
         # 4. The annotations and declarations go.
-        for inner in _walk(op):
+        for inner in walk_nested(op):
             inner.attributes.pop(WANT, None)
             inner.attributes.pop(HOIST, None)
         for d in decls:
