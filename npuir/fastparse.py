@@ -319,10 +319,7 @@ class OpLineReader:
         attributes = self._attr_dict(match.group("attrs"))
         if attributes is None:
             return None
-        try:
-            parser.resume_at(match.end())
-        except ParseError:
-            parser.resume_at(start)
+        if not _resume(parser, match.end(), start):
             return None
         return attributes
 
@@ -468,11 +465,8 @@ class OpLineReader:
             at = match.start("results")
             for found in _SPLIT_IDS.finditer(names):
                 results.append(Span(at + found.start(), at + found.end(), parser.lexer.input))
-        try:
-            # Generic: at a '(' (the lookahead saw it); custom: the op's text goes on.
-            parser.resume_at(match.end())
-        except ParseError:
-            parser.resume_at(start)
+        # Generic: at a '(' (the lookahead saw it); custom: the op's text goes on.
+        if not _resume(parser, match.end(), start):
             return None
         return RegionOpHeader(cls, results, properties)
 
@@ -495,13 +489,21 @@ class OpLineReader:
         attributes = self._attr_dict(match.group("attrs"))
         if attributes is None:
             return None
-        try:
-            parser.resume_at(match.end())
-        except ParseError:
-            parser.resume_at(start)
+        if not _resume(parser, match.end(), start):
             return None
         token = parser.current_token
         if token.kind is MLIRTokenKind.BARE_IDENT and token.text == "loc":
             parser.resume_at(start)
             return None
         return attributes, out_types
+
+
+def _resume(parser: LocatingParser, end: int, start: int) -> bool:
+    """Move `parser` on to `end`, past what the fast path read; if the lexer cannot resume
+    there, back to `start` (nothing consumed) and False."""
+    try:
+        parser.resume_at(end)
+    except ParseError:
+        parser.resume_at(start)
+        return False
+    return True

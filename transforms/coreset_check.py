@@ -51,6 +51,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.manager import ALL, Preserved, analyses
+from npuir.analysis.program import Program
 from npuir.context import warn
 from npuir.diagnostics import Kind, error, op_location
 from npuir.hardware import Hardware
@@ -162,16 +163,7 @@ class CoresetCheckPass(ModulePass):
                     prog.ops[h.holder],
                     False,
                     HOLD_AND_WAIT,
-                    holder=prog.describe(h.holder),
-                    holder_stream=prog.stream_name(prog.stream[h.holder]),
-                    other=prog.describe(h.other),
-                    other_stream=prog.stream_name(prog.stream[h.other]),
-                    engine=h.engine,
-                    demand=h.demand,
-                    other_demand=h.other_demand,
-                    together=h.demand + h.other_demand,
-                    device_cores=total,
-                    device=hw.name,
+                    **_hazard_args(prog, h, hw),
                     room=room,
                     fix=fix,
                 )
@@ -197,18 +189,9 @@ class CoresetCheckPass(ModulePass):
                 prog.ops[h.holder],
                 False,
                 COLLECTIVE_HOLD_AND_WAIT,
-                holder=prog.describe(h.holder),
-                holder_stream=prog.stream_name(prog.stream[h.holder]),
-                other=prog.describe(h.other),
-                other_stream=prog.stream_name(prog.stream[h.other]),
+                **_hazard_args(prog, h, hw),
                 more=more,
                 others=len(found),
-                engine=h.engine,
-                demand=h.demand,
-                other_demand=h.other_demand,
-                together=h.demand + h.other_demand,
-                device_cores=total,
-                device=hw.name,
                 room=room,
                 fix=f"{limit}or ordering them (a stream.wait_tensor, or one stream) removes it",
             )
@@ -224,3 +207,19 @@ class CoresetCheckPass(ModulePass):
         if self.strict or is_error:
             raise error(at, kind, None, **args)
         warn(ctx, at, kind, None, **args)
+
+
+def _hazard_args(prog: Program, h: Hazard, hw: Hardware) -> dict[str, object]:
+    """The facts every hold-and-wait warning names: both ops, their streams and demands."""
+    return {
+        "holder": prog.describe(h.holder),
+        "holder_stream": prog.stream_name(prog.stream[h.holder]),
+        "other": prog.describe(h.other),
+        "other_stream": prog.stream_name(prog.stream[h.other]),
+        "engine": h.engine,
+        "demand": h.demand,
+        "other_demand": h.other_demand,
+        "together": h.demand + h.other_demand,
+        "device_cores": hw.cores(h.engine),
+        "device": hw.name,
+    }
