@@ -93,7 +93,7 @@ from npuir.driver.run import (
 from npuir.frontends.load import Format, load_source, read, source_of_text
 from npuir.hardware import Hardware
 from npuir.passmanager.pipeline import build_pipeline, run_passes
-from npuir.schedule.auto import Judge, cost_strategies
+from npuir.schedule.auto import Judge, cost_strategies, shared_searches
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 from npuir.transforms.coreset_check import HOLD_AND_WAIT
@@ -783,7 +783,8 @@ class Target:
             )
 
         self._origin.update(original)
-        hit = (prog, units, Judge(prog, self.hw, limit))
+        # The variant's ops are copies of the target's: the same signatures, read once.
+        hit = (prog, units, Judge(prog, self.hw, limit, cache=self.judge.cache))
         self._variants[(removed, hoisted)] = hit
         return hit
 
@@ -1625,6 +1626,14 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
 def _advise(
     config: AdviseConfig, module: ModuleOp, text: str | None, calls: set[Site], write: Any
 ) -> Advice:
+    # Auto's row and the memory trade-off search the same program: once (on this thread).
+    with shared_searches():
+        return _advise_shared(config, module, text, calls, write)
+
+
+def _advise_shared(
+    config: AdviseConfig, module: ModuleOp, text: str | None, calls: set[Site], write: Any
+) -> Advice:
     hw = device_of(module, config.hw)
     cases = _cases(config, module)
     variants: list[Variant] = []
@@ -1769,7 +1778,7 @@ def _advise(
         granularity,
         {c.label: c.weight for c in cases},
         source=source_text,
-        memory_pareto=_memory_pareto(config, module, cases),
+        memory_pareto=_memory_pareto(config, flat, cases),
     )
     if config.emit_mlir is not None:
         text = print_ir(annotated)
@@ -1783,7 +1792,8 @@ def _advise(
 
 
 def _memory_pareto(config: AdviseConfig, module: ModuleOp, cases: list[Case]) -> list[Point]:
-    """The makespan/memory Pareto points of the entry function (none for a geared one)."""
+    """The makespan/memory Pareto points of the entry function of `module` (the program
+    without its scopes, as auto's row has it; none for a geared one)."""
     if len(cases) != 1 or cases[0].label is not None:
         return []
     entry = entry_names(_run_config(config, None, None, config.shapes), module)[0]

@@ -26,9 +26,11 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.mem_planners import argument_bytes, parse_budget
 from npuir.analysis.partition import STRATEGIES, Mode, assign
-from npuir.analysis.program import build_program, scheduled_functions
+from npuir.analysis.program import build_program, module_streams, scheduled_functions
 from npuir.context import make_context
+from npuir.dialects import stream
 from npuir.dialects.npu import DYN
+from npuir.dialects.scope import walk_nested
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.device import device_of
@@ -80,7 +82,14 @@ def memory_tradeoff(module: ModuleOp, entry: str, hw: str | None) -> list[Point]
         return []
     unpinned: list[str | None] = [None] * len(prog)
     strategies = {**STRATEGIES, **cost_strategies(hardware, limits)}
-    start = assign(Mode.AUTO, prog, unpinned, {}, MAX_STREAMS, strategies=strategies)
+    # The tags `stream-partition` keeps from the streams it makes, as it reserves them (so
+    # that, within `shared_searches`, this is the search the pass made already).
+    reserved = {stream.MAIN_TAG, *(info.tag for info in module_streams(module))}
+    for other in scheduled_functions(module):
+        reserved.update(o.tag_name for o in walk_nested(other) if isinstance(o, stream.SwitchOp))
+    start = assign(
+        Mode.AUTO, prog, unpinned, {}, MAX_STREAMS, reserved=reserved, strategies=strategies
+    )
     budget = parse_budget("hbm", hardware.hbm_bytes, argument_bytes(func))
     try:
         search = fit_budget(

@@ -73,7 +73,9 @@ import hashlib
 import heapq
 import random
 from array import array
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
@@ -616,14 +618,109 @@ def assign_auto(
     judge's simulations.  With `search_limits`, core limits are chosen with the
     streams and order (`_with_limits`) and returned in the assignment's `limits`.
     """
-    result = _search(
-        prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile, None
+    result = _shared_search(
+        prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile
     )
     if not search_limits:
         return result
     return _with_limits(
         prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile, result
     )
+
+
+_SHARED: ContextVar[dict[Hashable, Assignment] | None] = ContextVar(
+    "npuir_auto_shared_searches", default=None
+)
+
+
+@contextmanager
+def shared_searches() -> Iterator[None]:
+    """Within this block, `assign_auto` searches each program once: a second call on a
+    program of the same IR (another copy of it) with the same device, core limits, pins,
+    priorities, stream cap, reserved tags and order freedom returns the first call's
+    streams and order without searching again (the search is deterministic, so the
+    result is the one it would find).  Only the search without limit policies is shared,
+    the one every call starts with.  `npuir-advise` times auto's row and searches auto's
+    memory trade-off from the same program: one search, not two."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _search_key(
+    prog: Program,
+    pinned: Sequence[str | None],
+    priorities: dict[str, int],
+    max_streams: int,
+    hw: Hardware,
+    limits: LimitFn | None,
+    reserved: Collection[str],
+    reorder: bool,
+) -> Hashable:
+    """Everything `_search` (without a policy or profile) reads, as a value: the function's
+    IR text (ops, types, attributes, order, scopes), each node's core limit per engine
+    (what the module's scopes and stream limits give it), and the other arguments."""
+    if limits is None:
+        limits = _written_limits(prog, hw)
+    counts = (
+        ()
+        if limits is None
+        else tuple(
+            limits(prog, n, engine)
+            for n, kind in enumerate(prog.kind)
+            if kind is NodeKind.COMPUTE
+            for engine in POOL_ENGINES
+        )
+    )
+    return (
+        str(prog.func),
+        len(prog),
+        counts,
+        repr(hw),
+        tuple(pinned),
+        tuple(sorted(priorities.items())),
+        max_streams,
+        tuple(sorted(reserved)),
+        reorder,
+    )
+
+
+def _copy(assignment: Assignment) -> Assignment:
+    """A copy of `assignment` whose lists the caller may keep or change."""
+    return dataclasses.replace(
+        assignment,
+        streams=list(assignment.streams),
+        stream_of=list(assignment.stream_of),
+        order=None if assignment.order is None else list(assignment.order),
+    )
+
+
+def _shared_search(
+    prog: Program,
+    pinned: Sequence[str | None],
+    priorities: dict[str, int],
+    max_streams: int,
+    hw: Hardware,
+    limits: LimitFn | None,
+    reserved: Collection[str],
+    reorder: bool,
+    profile: Profile | None,
+) -> Assignment:
+    """`_search` without a policy, once per program within `shared_searches`."""
+    memo = _SHARED.get()
+    if memo is None or profile is not None:
+        return _search(
+            prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, profile, None
+        )
+    key = _search_key(prog, pinned, priorities, max_streams, hw, limits, reserved, reorder)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _search(
+            prog, pinned, priorities, max_streams, hw, limits, reserved, reorder, None, None
+        )
+    return _copy(found)
 
 
 LIMIT_SEARCHES = 2
