@@ -95,7 +95,12 @@ from npuir.analysis.partition import (
 )
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu.profile import Profile
-from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache, simulate
+from npuir.backends.npu.simulator import (
+    POOL_ENGINES,
+    NodeCosts,
+    SimCache,
+    simulate_span,
+)
 from npuir.dialects.npu import NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import Hardware
@@ -230,7 +235,7 @@ class Judge:
                 return limit
 
         # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
-        result = simulate(
+        result = simulate_span(
             [lowered],
             self.hw,
             limits=limit_fn,
@@ -239,7 +244,7 @@ class Judge:
             profile=self.profile,
         )
         waits = sum(1 for k in lowered.kind if k is NodeKind.WAIT)
-        span = result.makespan_ns if result.deadlock is None else INFEASIBLE
+        span = INFEASIBLE if result.deadlocked else result.makespan_ns
         critical = [origin[n] for r, n in result.critical_path if r == 0 and origin[n] >= 0]
         return Judged(name, assignment, span, waits, critical)
 

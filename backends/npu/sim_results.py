@@ -19,7 +19,16 @@ from .sim_inputs import _NPOOLS, _RECORD, _WAIT, POOL_ENGINES
 if TYPE_CHECKING:
     from .simulator import _Simulation
 
-__all__ = ["BlockedOp", "Deadlock", "OpRecord", "Race", "SimResult", "collect"]
+__all__ = [
+    "BlockedOp",
+    "Deadlock",
+    "OpRecord",
+    "Race",
+    "SimResult",
+    "collect",
+    "critical_path",
+    "last_to_end",
+]
 
 # ---------------------------------------------------------------------------------------------
 # Results
@@ -295,6 +304,25 @@ def _op_records(sim: _Simulation) -> list[OpRecord]:
                 )
             )
     return ops
+
+
+def last_to_end(sim: _Simulation) -> tuple[int, int]:
+    """The latest end of a node that ran, and that node (the last by rank then issue order
+    among equals; -1 when none ran): where `collect` starts the critical path."""
+    makespan = 0
+    last = -1
+    end = sim.end
+    start = sim.start
+    for g in range(sim.total):
+        en = end[g]
+        if en >= makespan and en >= 0 and start[g] >= 0:
+            makespan, last = en, g
+    return makespan, last
+
+
+def critical_path(sim: _Simulation, last: int) -> list[tuple[int, int]]:
+    """The critical path ending at global node `last` (empty for -1), as `collect` gives it."""
+    return _critical_path(sim, last) if last >= 0 else []
 
 
 def collect(sim: _Simulation, deadlock: Deadlock | None) -> SimResult:

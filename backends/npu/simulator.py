@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from npuir.analysis.program import DepKind, Program
 from npuir.dialects.npu import CollectiveOp
@@ -113,7 +114,16 @@ from .sim_inputs import (
     coreset_limit,
     refuse_unlowered_scopes,
 )
-from .sim_results import BlockedOp, Deadlock, OpRecord, Race, SimResult, collect
+from .sim_results import (
+    BlockedOp,
+    Deadlock,
+    OpRecord,
+    Race,
+    SimResult,
+    collect,
+    critical_path,
+    last_to_end,
+)
 
 __all__ = [
     "POOL_ENGINES",
@@ -125,9 +135,11 @@ __all__ = [
     "Race",
     "SimCache",
     "SimResult",
+    "Span",
     "UnloweredScopes",
     "coreset_limit",
     "simulate",
+    "simulate_span",
 ]
 
 # Stream states.
@@ -682,6 +694,59 @@ def simulate(
     which resolves scopes).  A deadlock is not an exception: it is
     `SimResult.deadlock`.
     """
+    # The run allocates many small objects and frees none of them in cycles; a collection
+    # would walk the whole IR each time, so the collector is paused for the run.
+    with collector_paused():
+        sim, prepared = _run(programs, hw, limits, cache, mirror_peers, profile)
+        sim.find_races()
+        deadlock = sim.deadlock() if sim.finished < sim.total else None
+        result = collect(sim, deadlock)
+        result.compute_ops = sum(p.compute_ops for p in prepared)
+        result.profiled_ops = sum(p.profiled for p in prepared)
+        return result
+
+
+@dataclass(frozen=True)
+class Span:
+    """What a search judges a schedule by (`simulate_span`)."""
+
+    makespan_ns: int
+    """As `SimResult.makespan_ns` when the run finishes; when it deadlocks, the latest end
+    of an op that ran (`SimResult` takes the later of that and the deadlock's time)."""
+    deadlocked: bool
+    critical_path: list[tuple[int, int]]
+    """As `SimResult.critical_path`."""
+
+
+def simulate_span(
+    programs: Sequence[Program],
+    hw: Hardware,
+    *,
+    limits: CoreLimitFn | None = None,
+    cache: SimCache | None = None,
+    mirror_peers: bool = False,
+    profile: Profile | None = None,
+) -> Span:
+    """The same run as `simulate` (same arguments, same errors), measured only for its
+    makespan, whether it deadlocks, and its critical path: no races, memory, utilisation,
+    events or deadlock report, which a search judging thousands of schedules does not
+    read."""
+    with collector_paused():
+        sim, _ = _run(programs, hw, limits, cache, mirror_peers, profile)
+        makespan, last = last_to_end(sim)
+        return Span(makespan, sim.finished < sim.total, critical_path(sim, last))
+
+
+def _run(
+    programs: Sequence[Program],
+    hw: Hardware,
+    limits: CoreLimitFn | None,
+    cache: SimCache | None,
+    mirror_peers: bool,
+    profile: Profile | None,
+) -> tuple[_Simulation, list[_Prepared]]:
+    """Check `programs`, read them (once per distinct program) and run them; the finished
+    (or stuck) simulation and the distinct programs' inputs."""
     if not programs:
         raise ValueError("simulate needs at least one program (one per rank)")
     if cache is None:
@@ -702,21 +767,13 @@ def simulate(
         for prog in {id(p): p for p in programs}.values():
             refuse_unlowered_scopes(prog)
     limit_fn = limits if limits is not None else coreset_limit
-    # The run allocates many small objects and frees none of them in cycles; a collection
-    # would walk the whole IR each time, so the collector is paused for the run.
-    with collector_paused():
-        prepared: dict[int, _Prepared] = {}
-        preps: list[_Prepared] = []
-        for prog in programs:
-            prep = prepared.get(id(prog))
-            if prep is None:
-                prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache, profile)
-            preps.append(prep)
-        sim = _Simulation(preps, hw, list(cache.works))
-        sim.run()
-        sim.find_races()
-        deadlock = sim.deadlock() if sim.finished < sim.total else None
-        result = collect(sim, deadlock)
-        result.compute_ops = sum(p.compute_ops for p in prepared.values())
-        result.profiled_ops = sum(p.profiled for p in prepared.values())
-        return result
+    prepared: dict[int, _Prepared] = {}
+    preps: list[_Prepared] = []
+    for prog in programs:
+        prep = prepared.get(id(prog))
+        if prep is None:
+            prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache, profile)
+        preps.append(prep)
+    sim = _Simulation(preps, hw, list(cache.works))
+    sim.run()
+    return sim, list(prepared.values())

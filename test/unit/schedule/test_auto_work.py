@@ -45,7 +45,7 @@ def test_a_chain_is_put_on_one_stream_without_simulating(monkeypatch: pytest.Mon
     def refuse(*args: object, **kwargs: object) -> object:
         raise AssertionError("a chain needs no simulated candidates")
 
-    monkeypatch.setattr(auto, "simulate", refuse)
+    monkeypatch.setattr(auto, "simulate_span", refuse)
     prog = _program(CHAIN)
     none: list[str | None] = [None] * len(prog)
     result = auto.assign_auto(prog, none, {}, 8, TINY)
@@ -54,13 +54,13 @@ def test_a_chain_is_put_on_one_stream_without_simulating(monkeypatch: pytest.Mon
 
 def test_a_repeated_candidate_is_simulated_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    original = auto.simulate
+    original = auto.simulate_span
 
     def counting(*args: object, **kwargs: object) -> object:
         calls.append(1)
-        return original(*args, **kwargs)  # type: ignore[arg-type]
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(auto, "simulate", counting)
+    monkeypatch.setattr(auto, "simulate_span", counting)
     prog = _program(BRANCHES)
     judge = auto.Judge(prog, TINY, None)
     none: list[str | None] = [None] * len(prog)
@@ -82,7 +82,7 @@ def test_argument_readers_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch
     read: list[object] = []
     original = sim_inputs._value_readers
     simulated: list[int] = []
-    simulate = auto.simulate
+    simulate = auto.simulate_span
 
     def counting(value: object) -> object:
         read.append(value)
@@ -93,7 +93,7 @@ def test_argument_readers_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch
         return simulate(*args, **kwargs)
 
     monkeypatch.setattr(sim_inputs, "_value_readers", counting)
-    monkeypatch.setattr(auto, "simulate", counting_simulate)
+    monkeypatch.setattr(auto, "simulate_span", counting_simulate)
     prog = _program(BRANCHES)
     none: list[str | None] = [None] * len(prog)
     auto.assign_auto(prog, none, {}, 8, TINY)
