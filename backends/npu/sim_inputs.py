@@ -252,6 +252,7 @@ class _Prepared:
         limits: CoreLimitFn,
         cache: SimCache,
         profile: Profile | None = None,
+        memory: bool = True,
     ) -> None:
         n_nodes = len(prog)
         self.prog = prog
@@ -391,10 +392,11 @@ class _Prepared:
                 self.coll[n] = (group, op.group_size, k)
                 self.coll_by_key[(group, k)] = n
 
-        # Memory: argument sizes and their readers (node results' readers are data deps).
+        # Memory: argument sizes and their readers (node results' readers are data deps);
+        # not read for a run measured without its memory (`memory=False`).
         self.arg_bytes: list[int] = []
         self.arg_users: list[list[int]] = []
-        for arg in prog.func.body.block.args:
+        for arg in prog.func.body.block.args if memory else ():
             self.arg_bytes.append(tensor_bytes(arg.type) if isinstance(arg.type, TensorType) else 0)
             self.arg_users.append(_value_users(prog, arg, cache))
 

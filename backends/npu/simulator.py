@@ -697,7 +697,7 @@ def simulate(
     # The run allocates many small objects and frees none of them in cycles; a collection
     # would walk the whole IR each time, so the collector is paused for the run.
     with collector_paused():
-        sim, prepared = _run(programs, hw, limits, cache, mirror_peers, profile)
+        sim, prepared = _run(programs, hw, limits, cache, mirror_peers, profile, True)
         sim.find_races()
         deadlock = sim.deadlock() if sim.finished < sim.total else None
         result = collect(sim, deadlock)
@@ -732,7 +732,7 @@ def simulate_span(
     events or deadlock report, which a search judging thousands of schedules does not
     read."""
     with collector_paused():
-        sim, _ = _run(programs, hw, limits, cache, mirror_peers, profile)
+        sim, _ = _run(programs, hw, limits, cache, mirror_peers, profile, False)
         makespan, last = last_to_end(sim)
         return Span(makespan, sim.finished < sim.total, critical_path(sim, last))
 
@@ -744,9 +744,11 @@ def _run(
     cache: SimCache | None,
     mirror_peers: bool,
     profile: Profile | None,
+    memory: bool,
 ) -> tuple[_Simulation, list[_Prepared]]:
-    """Check `programs`, read them (once per distinct program) and run them; the finished
-    (or stuck) simulation and the distinct programs' inputs."""
+    """Check `programs`, read them (once per distinct program; what memory needs only
+    with `memory`) and run them; the finished (or stuck) simulation and the distinct
+    programs' inputs."""
     if not programs:
         raise ValueError("simulate needs at least one program (one per rank)")
     if cache is None:
@@ -772,7 +774,7 @@ def _run(
     for prog in programs:
         prep = prepared.get(id(prog))
         if prep is None:
-            prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache, profile)
+            prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache, profile, memory)
         preps.append(prep)
     sim = _Simulation(preps, hw, list(cache.works))
     sim.run()
