@@ -11,6 +11,11 @@ first; the last is the smallest plan the search found.  The descents by ordering
 stop after `MAX_TRIALS` candidates (the merges do not), so the front of a large
 program rests mostly on merges.
 
+`npuir-advise` passes its program without the user's scopes, as its `auto (per op)` row
+has it, and runs both within `npuir.schedule.auto.shared_searches`: auto's search for
+streams and order (the one `limits=true` starts from, and the only one `mem-budget` runs)
+is made once for the row and this front.
+
 Only a function with static argument shapes and no gears has one plan to show
 (a geared one has a plan per gear, a dynamic one none), and only up to `MAX_OPS`
 ops; for others the front is empty.

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from npuir.context import make_context
 from npuir.driver.advise import AdviseConfig, advise
 from npuir.driver.run import RunConfig, run_program
 
@@ -42,3 +46,30 @@ def test_a_geared_program_has_no_single_front() -> None:
     advice = advise(AdviseConfig(path=str(EXAMPLES / "gears.mlir")))
     assert advice.memory_pareto == []
     assert all(v.peak_bytes is not None for v in advice.variants)
+
+
+def test_auto_row_and_front_search_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Auto's row, `--granularity op`'s advice and the memory front start from the same
+    search of the same program: it runs once (`shared_searches`), and the front is the one
+    a search of its own gives."""
+    import npuir.schedule.auto as auto
+    from npuir.driver.advise import _without_scopes
+    from npuir.driver.mem_tradeoff import memory_tradeoff
+    from npuir.frontends.load import load_source, read
+
+    path = str(EXAMPLES / "multi_branch.mlir")
+    searches: list[object] = []
+    original = auto._search
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        if args[-1] is None:  # no limit policy: the search every auto call starts with
+            searches.append(args[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(auto, "_search", counting)
+    advice = advise(AdviseConfig(path=path, granularity="op"))
+    assert len(searches) == 1
+    module = _without_scopes(load_source(read(path), make_context()))
+    alone = memory_tradeoff(module, "multi_branch", None)
+    assert len(searches) == 2
+    assert advice.memory_pareto == alone
