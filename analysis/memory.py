@@ -309,7 +309,9 @@ class _FlowGraph:
         self.to.append(u)
         self.cap.append(0)
 
-    def _levels(self, s: int) -> list[int]:
+    def _levels(self, s: int, t: int = -1) -> list[int]:
+        """Breadth-first levels from `s` over arcs with capacity left; with `t`, only up to
+        `t`'s level (deeper nodes stay -1: no shortest path to `t` passes them)."""
         level = [-1] * self.n
         level[s] = 0
         queue = deque([s])
@@ -317,6 +319,8 @@ class _FlowGraph:
         while queue:
             u = queue.popleft()
             nxt = level[u] + 1
+            if t >= 0 and level[t] >= 0 and nxt > level[t]:
+                break
             for e in head[u]:
                 v = to[e]
                 if cap[e] > 0 and level[v] < 0:
@@ -328,7 +332,7 @@ class _FlowGraph:
         total = 0
         to, cap, head = self.to, self.cap, self.head
         while True:
-            level = self._levels(s)
+            level = self._levels(s, t)
             if level[t] < 0:
                 return total
             ptr = [0] * self.n
