@@ -157,8 +157,12 @@ _DONE = 5  # every node of the stream has run
 
 
 class _Simulation:
-    def __init__(self, preps: list[_Prepared], hw: Hardware, works: list[OpWork]) -> None:
+    def __init__(
+        self, preps: list[_Prepared], hw: Hardware, works: list[OpWork], steps: bool = True
+    ) -> None:
         self.preps = preps
+        self.record_steps = steps
+        """Whether to keep each ordinary op's core steps (`OpRecord.core_steps`)."""
         self.hw = hw
         self.works = works
         self.ranks = len(preps)
@@ -341,7 +345,8 @@ class _Simulation:
                 end = (ready if ready > now else now) + prep.block_ns[n]
                 self.busy[g] += take * (end - now)
                 heapq.heappush(self.heap, (end, g + take * self.total))
-                self._step(g, held)
+                if self.record_steps:
+                    self._step(g, held)
                 if not pending or held == want:
                     heapq.heappop(heap)
         self.free[gp] = free
@@ -368,7 +373,8 @@ class _Simulation:
         self.free[gp] += k
         self.dirty_pools.append(gp)
         self.last_release[gp] = g
-        self._step(g, held)
+        if self.record_steps:
+            self._step(g, held)
         if self.pending[g]:
             if held + k == prep.want[n]:  # it had left the queue at its cap
                 heapq.heappush(self.reqs[gp], (self.s_prio[self.sbase[r] + prep.stream[n]], n))
@@ -747,8 +753,8 @@ def _run(
     memory: bool,
 ) -> tuple[_Simulation, list[_Prepared]]:
     """Check `programs`, read them (once per distinct program; what memory needs only
-    with `memory`) and run them; the finished (or stuck) simulation and the distinct
-    programs' inputs."""
+    with `memory`, which also keeps the ops' core steps) and run them; the finished (or
+    stuck) simulation and the distinct programs' inputs."""
     if not programs:
         raise ValueError("simulate needs at least one program (one per rank)")
     if cache is None:
@@ -776,6 +782,6 @@ def _run(
         if prep is None:
             prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache, profile, memory)
         preps.append(prep)
-    sim = _Simulation(preps, hw, list(cache.works))
+    sim = _Simulation(preps, hw, list(cache.works), memory)
     sim.run()
     return sim, list(prepared.values())
