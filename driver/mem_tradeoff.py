@@ -87,8 +87,9 @@ def memory_tradeoff(module: ModuleOp, entry: str, hw: str | None) -> list[Point]
         return []
     unpinned: list[str | None] = [None] * len(prog)
     strategies = {**STRATEGIES, **cost_strategies(hardware, limits)}
-    # The tags `stream-partition` keeps from the streams it makes, as it reserves them (so
-    # that, within `shared_searches`, this is the search the pass made already).
+    # The tags `stream-partition` reserves (never given to a stream auto makes): the main
+    # one, the declared streams' and every scope's.  With the same ones, within
+    # `shared_searches`, this is the search the pass made already.
     reserved = {stream.MAIN_TAG, *(info.tag for info in module_streams(module))}
     for other in scheduled_functions(module):
         reserved.update(o.tag_name for o in walk_nested(other) if isinstance(o, stream.SwitchOp))

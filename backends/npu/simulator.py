@@ -158,10 +158,14 @@ _DONE = 5  # every node of the stream has run
 
 class _Simulation:
     def __init__(
-        self, preps: list[_Prepared], hw: Hardware, works: list[OpWork], steps: bool = True
+        self,
+        preps: list[_Prepared],
+        hw: Hardware,
+        works: list[OpWork],
+        record_steps: bool = True,
     ) -> None:
         self.preps = preps
-        self.record_steps = steps
+        self.record_steps = record_steps
         """Whether to keep each ordinary op's core steps (`OpRecord.core_steps`)."""
         self.hw = hw
         self.works = works
