@@ -62,6 +62,7 @@ def plan_events(prog: Program, assign_ids: bool = True) -> EventPlan:
     times the result does not need them).
     """
     sweep = ClockSweep(len(prog.streams))
+    clocks = sweep.clocks  # read and advanced in place below (`covers`, `op`), for speed
     position = [-1] * len(prog)
     after: dict[int, Clock] = {}
     published: dict[int, Clock] = {}
@@ -69,42 +70,55 @@ def plan_events(prog: Program, assign_ids: bool = True) -> EventPlan:
     waits_before: dict[int, list[int]] = {}
     needs_record: set[int] = set()
     cross_deps = 0
+    streams, kinds, deps = prog.stream, prog.kind, prog.deps
+    wait, record, ret, compute = NodeKind.WAIT, NodeKind.RECORD, NodeKind.RETURN, NodeKind.COMPUTE
 
     for n in range(len(prog)):
-        s = prog.stream[n]
-        kind = prog.kind[n]
-        if kind is NodeKind.WAIT:
+        s = streams[n]
+        kind = kinds[n]
+        if kind is wait:
             sweep.join(s, published[prog.event_of[n]])
             continue
-        if kind is NodeKind.RECORD:
-            published[n] = sweep.snapshot(s)
+        if kind is record:
+            published[n] = list(clocks[s])
             continue
-        producers = {p for p, _ in prog.deps[n] if prog.stream[p] != s}
-        if kind is NodeKind.RETURN:
+        producers = {p for p, _ in deps[n] if streams[p] != s}
+        if kind is ret:
             producers.update(last for t, last in last_on.items() if t != s)
-        cross_deps += len(producers)
-        latest: dict[int, int] = {}
-        for p in producers:
-            t = prog.stream[p]
-            if sweep.covers(s, t, position[p]):
-                continue
-            if t not in latest or position[p] > position[latest[t]]:
-                latest[t] = p
-        candidates = list(latest.values())
-        chosen = sorted(
-            p
-            for p in candidates
-            if not any(q != p and after[q][prog.stream[p]] > position[p] for q in candidates)
-        )
-        for p in chosen:
-            sweep.join(s, after[p])
-            needs_record.add(p)
-        if chosen:
-            waits_before[n] = chosen
-        position[n] = sweep.op(s)
-        if kind is NodeKind.COMPUTE:
+        clock = clocks[s]
+        if producers:
+            cross_deps += len(producers)
+            latest: dict[int, int] = {}
+            for p in producers:
+                t = streams[p]
+                if clock[t] > position[p]:
+                    continue  # already finished before stream s goes on
+                if t not in latest or position[p] > position[latest[t]]:
+                    latest[t] = p
+            if latest:
+                candidates = list(latest.values())
+                chosen = (
+                    candidates
+                    if len(candidates) == 1
+                    else sorted(
+                        p
+                        for p in candidates
+                        if not any(
+                            q != p and after[q][streams[p]] > position[p] for q in candidates
+                        )
+                    )
+                )
+                for p in chosen:
+                    sweep.join(s, after[p])
+                    needs_record.add(p)
+                if chosen:
+                    waits_before[n] = chosen
+        pos = clock[s]
+        clock[s] = pos + 1
+        position[n] = pos
+        if kind is compute:
             last_on[s] = n
-            after[n] = sweep.snapshot(s)
+            after[n] = list(clock)
     recorded = sorted(needs_record)
     ids = assign_event_ids(prog, recorded, waits_before, position, after) if assign_ids else {}
     return EventPlan(waits_before, recorded, ids, cross_deps)
