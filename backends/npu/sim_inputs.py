@@ -329,9 +329,9 @@ class _Prepared:
                     fixed[n] = hw.event_wait_ns
                 continue
             op = ops[n]
-            assert isinstance(op, NpuOp)
             info = by_op.get(op)
             if info is None:
+                assert isinstance(op, NpuOp)  # (once per op: the cache holds npu ops only)
                 # Ops with the same class, types and attributes (but for their stream) cost
                 # the same; programs repeat a few shapes many times, so key the IR queries on
                 # that.
