@@ -891,7 +891,8 @@ def _reorder(
         improved = False
         position = {n: i for i, n in enumerate(order)}
         critical = [order[n] for n in best.critical]
-        rest = [n for n in order if n not in set(critical)]
+        on_path = set(critical)
+        rest = [n for n in order if n not in on_path]
         for node in critical + rest:
             if prog.kind[node] is not NodeKind.COMPUTE:
                 continue
