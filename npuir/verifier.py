@@ -50,38 +50,36 @@ class _SignatureMemo:
         self._by_id: set[tuple[object, ...]] = set()
         self._by_value: set[tuple[object, ...]] = set()
 
-    @staticmethod
-    def _parts(op: Operation) -> list[Attribute] | None:
-        parts: list[Attribute] = []
-        for operand in op.operands:
-            if isinstance(operand, ErasedSSAValue):
-                return None  # xDSL's own check reports it
-            parts.append(operand.type)
-        parts.extend(op.result_types)
-        return parts
-
     def passed(
         self, op: Operation
     ) -> tuple[bool, tuple[tuple[object, ...], tuple[object, ...]] | None]:
         """Whether `op`'s signature passed already, and its key to record it by."""
-        parts = self._parts(op)
-        if parts is None:
-            return False, None
-        attrs = tuple(op.attributes.items())
-        props = tuple(op.properties.items())
+        parts: list[Attribute] = []
+        for operand in op.operands:
+            if isinstance(operand, ErasedSSAValue):
+                return False, None  # xDSL's own check reports it
+            parts.append(operand.type)
+        parts.extend(op.result_types)
+        attrs, props = op.attributes, op.properties
         id_key = (
             type(op),
             len(op.operands),
             *map(id, parts),
-            *(id(v) for _, v in attrs),
-            *(k for k, _ in attrs),
-            *(id(v) for _, v in props),
-            *(k for k, _ in props),
+            *map(id, attrs.values()),
+            *attrs,
+            *map(id, props.values()),
+            *props,
         )
         if id_key in self._by_id:
             return True, None
         try:
-            value_key = (type(op), len(op.operands), *parts, attrs, props)
+            value_key = (
+                type(op),
+                len(op.operands),
+                *parts,
+                tuple(attrs.items()),
+                tuple(props.items()),
+            )
             hit = value_key in self._by_value
         except TypeError:
             return False, None  # an unhashable attribute: verify every time
