@@ -55,7 +55,11 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    another order; each move's refinement is capped, and the phase simulates
    about 10k ops in all).  The number of trials of steps 4 and 5 is fixed by
    the graph size (not by a clock), so results are deterministic and a 10k-op
-   graph finishes in seconds.
+   graph finishes in seconds.  Above about 2.5k ops the two steps share one
+   budget of simulated ops (at least four whole-program simulations), so the
+   search's cost stays linear in the program's size; below, each keeps its own.
+   The judges of one search share their judgements, so no assignment is
+   simulated twice in the same issue order.
 
 Ops inside a `coreset.limit` scope keep the written order: then every
 candidate is issued as written.  Pinned ops stay on their tag's stream in
