@@ -126,14 +126,14 @@ def test_the_reordering_does_not_simulate_the_refinements_winner_again(
     # Judges of one search share their judgements by issue order: the reordering starts
     # from the refined winner, judged already, and an order it comes back to costs nothing.
     seen: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-    original = auto.simulate
+    original = auto.simulate_span
 
     def recording(programs: list[Program], *args: object, **kwargs: object) -> object:
         lowered = programs[0]
         seen.append((tuple(map(id, lowered.ops)), tuple(lowered.stream)))
-        return original(programs, *args, **kwargs)  # type: ignore[arg-type]
+        return original(programs, *args, **kwargs)
 
-    monkeypatch.setattr(auto, "simulate", recording)
+    monkeypatch.setattr(auto, "simulate_span", recording)
     body = "\n".join(
         f"  %m{i} = npu.matmul %x, %w : {T}\n  %a{i} = npu.add %m{i}, %x : {T}" for i in range(3)
     )
