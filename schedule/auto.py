@@ -47,6 +47,11 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    moves: each off-critical producer of a critical op to another stream,
    another stream made the default one (its ops need no join before the
    return), and each stream merged into another.
+   A schedule with a hold-and-wait hazard (an aiv collective or a
+   `full_core_sync` op beside an op it can starve, under the limits it is
+   judged with: `npuir.schedule.core_check.assignment_hazard`) is judged
+   infeasible: `stream-partition` would not keep it but fall back to the
+   written partition, so the search looks for the best schedule it keeps.
 5. **Reorder.** Issue-position moves on the winner: an op (critical path
    first) moved anywhere between its last producer and its first user, each
    followed by a stream refinement in the new order, the pair kept if it
@@ -79,7 +84,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from npuir.analysis.core_limits import CoreLimits, limit_fn
+from npuir.analysis.core_limits import CoreLimits, engines_used, limit_fn
 from npuir.analysis.events import lowered_program
 from npuir.analysis.partition import (
     Assignment,
@@ -98,6 +103,7 @@ from npuir.dialects.npu import NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import Hardware
 from npuir.progress import progress
+from npuir.schedule.core_check import CoreChecker, has_holder
 from npuir.schedule.limits import LimitPolicy, LimitSpace, policies
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara, solo_durations
@@ -167,8 +173,13 @@ class Judge:
         cache: SimCache | None = None,
         known_limits: dict[tuple[int, str], int | None] | None = None,
         policy: LimitPolicy | None = None,
+        refuse_hazards: bool = False,
     ) -> None:
         self.prog = prog
+        self.refuse_hazards = refuse_hazards and has_holder(prog)
+        """Whether a schedule with a hold-and-wait hazard (`assignment_hazard`, under the
+        limits it is simulated with) is judged `INFEASIBLE`: `stream-partition` would not
+        keep it, but fall back to the written partition."""
         self.chained = with_collective_chain(prog)
         """`prog` as it is lowered and judged: each group's collectives one after another
         (`stream-partition` chains them in every mode that places ops)."""
@@ -227,6 +238,8 @@ class Judge:
                 limit = known[key] = base_limits(self.prog, node, engine)
                 return limit
 
+        if self.refuse_hazards and _has_hazard(lowered, origin, limit_fn, self.hw):
+            return Judged(name, assignment, INFEASIBLE, 0, [])
         # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
         result = simulate(
             [lowered],
@@ -240,6 +253,44 @@ class Judge:
         span = result.makespan_ns if result.deadlock is None else INFEASIBLE
         critical = [origin[n] for r, n in result.critical_path if r == 0 and origin[n] >= 0]
         return Judged(name, assignment, span, waits, critical)
+
+
+@dataclass(frozen=True)
+class _SimulatedLimits:
+    """The core counts a judge simulates a lowered program with, as `CoreChecker` reads
+    them (`Limits`): per op, its limit on each engine it uses, else the device's."""
+
+    node_of: dict[Operation, int]
+    limit_fn: LimitFn | None
+    prog: Program
+    hw: Hardware
+
+    def of(self, op: NpuOp) -> dict[str, int]:
+        n = self.node_of[op]
+        out: dict[str, int] = {}
+        for engine in engines_used(op):
+            given = self.limit_fn(self.prog, n, engine) if self.limit_fn is not None else None
+            out[engine] = self.hw.cores(engine) if given is None else given
+        return out
+
+    def configured(self, op: NpuOp, engine: str) -> bool:
+        fn = self.limit_fn
+        return fn is not None and fn(self.prog, self.node_of[op], engine) is not None
+
+
+def _has_hazard(
+    lowered: Program, origin: Sequence[int], limit_fn: LimitFn | None, hw: Hardware
+) -> bool:
+    """Whether the lowered program has a hold-and-wait hazard (`CoreChecker.any_hazard`, the
+    check `assignment_hazard` makes for `stream-partition`) under the limits it is
+    simulated with."""
+    node_of = {
+        lowered.ops[n]: n
+        for n in range(len(lowered))
+        if lowered.kind[n] is NodeKind.COMPUTE and origin[n] >= 0
+    }
+    counts = _SimulatedLimits(node_of, limit_fn, lowered, hw)
+    return CoreChecker(lowered, counts, hw).any_hazard() is not None
 
 
 def _digest(assignment: Assignment) -> bytes:
@@ -641,7 +692,9 @@ def _judged(
 ) -> Judged:
     """`result` (indexed by `prog`'s nodes, issued in its own order) judged under `policy`."""
     if result.order is None:
-        return Judge(prog, hw, limits, profile, cache, policy=policy)("limits", result)
+        return Judge(prog, hw, limits, profile, cache, policy=policy, refuse_hazards=True)(
+            "limits", result
+        )
     judged, _ = _judge_in_order(prog, hw, limits, profile, cache, {}, result, result.order, policy)
     return judged
 
@@ -789,10 +842,14 @@ def _search(
     winners: list[tuple[Judged, Judge, list[str | None], list[int] | None]] = []
     for i, order in enumerate(orders):
         if order is None:
-            judge = Judge(prog, hw, limits, profile, cache, known_limits, policy)
+            judge = Judge(
+                prog, hw, limits, profile, cache, known_limits, policy, refuse_hazards=True
+            )
             pins, user_pins = list(pinned), list(user)
         else:
-            judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits, policy)
+            judge = Judge(
+                permuted(prog, order), hw, limits, profile, cache, known_limits, policy, True
+            )
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
         candidates: list[Judged] = []
         if i < listed:
@@ -849,7 +906,7 @@ def _judge_in_order(
     policy: LimitPolicy | None = None,
 ) -> tuple[Judged, Judge]:
     """`assignment` (indexed by `prog`'s nodes) judged when issued in `order`."""
-    judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits, policy)
+    judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits, policy, True)
     moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
     return judge("reorder", moved), judge
 
