@@ -55,8 +55,10 @@ def _spans(text: str, hw: Hardware, modes: tuple[str, ...], max_streams: int = 8
     for name in modes:
         mode, _, variant = name.partition(":")
         lowered = module.clone()
+        # "auto:nolimits" is auto without its core-limit search (limits=false).
+        flags = "limits=false" if variant == "nolimits" else f"variant={variant or 'loadbalance'}"
         spec = (
-            f"stream-partition{{mode={mode} variant={variant or 'loadbalance'} "
+            f"stream-partition{{mode={mode} {flags} "
             f"ignore-tags=true max-streams={max_streams}}},coreset-lower,insert-events"
         )
         npuir.run_passes(ctx, lowered, npuir.build_pipeline(spec))
@@ -96,15 +98,16 @@ ROW = "tensor<1x1024xf16>"
 WEIGHT = "tensor<1024x1024xf16>"
 
 
-def _mixed_graph(seed: int, ops: int) -> str:
+def _mixed_graph(seed: int, ops: int, aiv: int = 1) -> str:
     """A random graph of big and one-row values: compute-bound matmuls on the big ones,
     memory-bound low-parallelism matmuls (one row against a weight) on the rows, vector ops
-    of both sizes, sdma all_reduces, at most one aiv collective (two could hold-and-wait on
-    each other's vector cores), and some ops in `coreset.limit` scopes."""
+    of both sizes, sdma all_reduces, at most `aiv` aiv collectives (each of its own group:
+    two can hold-and-wait on each other's vector cores, which the modes that place ops
+    avoid), and some ops in `coreset.limit` scopes."""
     rng = random.Random(seed)
     lines = [f"func.func @g(%x: {BIG}, %w: {WEIGHT}) -> ({BIG}, {ROW}) {{"]
     big, row = ["%x"], []
-    aiv_left = 1
+    aiv_left = aiv
     for i in range(ops):
         body: list[str] = []
         kind = rng.random()
@@ -124,12 +127,12 @@ def _mixed_graph(seed: int, ops: int) -> str:
             use_row = rng.random() < 0.5
             ty = ROW if use_row else BIG
             src = rng.choice(row if use_row else big)
-            mode = "sdma"
+            mode, group = "sdma", ""
             if aiv_left and rng.random() < 0.5:
-                mode, aiv_left = "aiv", 0
+                mode, group, aiv_left = "aiv", f'group = "g{aiv_left}", ', aiv_left - 1
             body.append(
-                f'%v{i} = npu.all_reduce {src} {{group_size = 2 : i64, mode = "{mode}"}} '
-                f": ({ty}) -> {ty}"
+                f"%v{i} = npu.all_reduce {src} "
+                f'{{group_size = 2 : i64, {group}mode = "{mode}"}} : ({ty}) -> {ty}'
             )
         elif kind < 0.6:
             a, b = rng.choice(big), rng.choice(row)
@@ -174,6 +177,35 @@ def test_the_bound_never_exceeds_a_simulated_makespan_of_any_mode_on_mixed_graph
     bound = _bound(text, hw)
     spans = _spans(text, hw, ALL_MODES)
     assert bound.ns <= min(spans), (bound, spans)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 12), slow=st.booleans())
+def test_the_bound_never_exceeds_a_simulated_makespan_with_aiv_collectives_and_limits(
+    seed: int, ops: int, slow: bool
+) -> None:
+    """Graphs with up to three aiv collectives of different groups (they hold vector cores
+    while they wait; auto chooses their core limits) and written limits on some ops,
+    under every mode, auto with and without its limit search."""
+    hw = SLOW_LAUNCH if slow else HW
+    text = _mixed_graph(seed, ops, aiv=3)
+    bound = _bound(text, hw)
+    spans = _spans(text, hw, (*ALL_MODES, "auto:nolimits"))
+    assert bound.ns <= min(spans), (bound, spans)
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 16))
+def test_the_bound_never_exceeds_a_simulated_makespan_of_aiv_collective_graphs(
+    seed: int, ops: int
+) -> None:
+    """The oracle's core-limit graphs (`random_dag` with aiv collectives of one group, a
+    third of the ops), where auto's limit search gives the collectives part of the vector
+    cores."""
+    cfg = DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv")
+    text = random_dag(seed, cfg)
+    bound, spans = _bound(text, HW).ns, _spans(text, HW, (*MODES, "auto:nolimits"))
+    assert bound <= min(spans), (bound, spans)
 
 
 def test_the_window_term_counts_the_path_before_and_after_the_wide_part() -> None:
