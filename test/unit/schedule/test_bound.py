@@ -17,13 +17,23 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
 import npuir
-from npuir.analysis.program import build_program, module_streams, scheduled_functions
+from npuir.analysis.partition import Assignment
+from npuir.analysis.program import (
+    Program,
+    StreamInfo,
+    build_program,
+    module_streams,
+    scheduled_functions,
+)
 from npuir.backends.npu.cost import collective_ns
 from npuir.backends.npu.simulator import simulate
+from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import PRESETS, Hardware, load_hardware
 from npuir.schedule import bounds
+from npuir.schedule.auto import Judge
 from npuir.schedule.bounds import LowerBound
 from npuir.schedule.bounds import program_bound as lower_bound
+from npuir.schedule.oracle import exact_schedule
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
@@ -523,3 +533,33 @@ def test_a_groups_collectives_are_one_after_another_in_the_bound() -> None:
     bound = _bound(text, HW)
     assert bound.critical_path_ns == 2 * ring
     assert bound.ns <= min(_spans(text, HW, ALL_MODES))
+
+
+def test_a_core_limit_hides_a_launch_so_the_bound_counts_it_on_one_core() -> None:
+    """Why the core-time terms charge an op's launch on one core only, though an op granted
+    every core at its start holds them all through its launch: a limit one below the engine
+    leaves a core on which the next op launches meanwhile.  The seed's model (an add, two
+    matmuls of the whole cube after it, an add after the first): its optimum over every
+    stream assignment and order without limits is beaten once the critical matmul is
+    limited to all cube cores but one, and the bound stays below that schedule."""
+    t = "tensor<1000x1000xf16>"
+    binary = f"({t}, {t}) -> {t}"
+    text = (
+        f"func.func @seed(%x: {t}, %y: {t}, %w: {t}) -> ({t}, {t}, {t}) {{\n"
+        f"  %a = npu.add %x, %y : {binary}\n"
+        f"  %m = npu.matmul %a, %w : {binary}\n"
+        f"  %k = npu.matmul %w, %a : {binary}\n"
+        f"  %b = npu.add %m, %a : {binary}\n"
+        f"  func.return %m, %k, %b : {t}, {t}, {t}\n}}"
+    )
+    prog = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
+    critical = 1  # %m: the matmul the last add waits for
+    optimum = exact_schedule(prog, HW).makespan
+
+    def limit(p: Program, n: int, engine: str) -> int | None:
+        return HW.cube_cores - 1 if n == critical and engine == "cube" else None
+
+    streams = [StreamInfo("s0", MAIN_TAG, 0), StreamInfo("s1", "other", 0)]
+    staggered = Judge(prog, HW, limit)("staggered", Assignment(streams, [0, 0, 1, 0, 0]))
+    assert staggered.makespan < optimum
+    assert lower_bound(prog, HW).ns <= staggered.makespan
