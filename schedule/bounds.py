@@ -2,7 +2,8 @@
 
 No race-free schedule of a function on the simulated device
 (`npuir.backends.npu.simulator`) can finish before the largest of the bounds below, whatever
-its stream assignment, issue order, events and core limits, as long as it runs each
+its stream assignment, issue order, events and core limits (those the program writes in
+scopes kept, 8), as long as it runs each
 communicator group's collectives one after another (`npuir.analysis.partition.
 collective_chain`: every mode that places ops lowers them so, and one stream runs them so;
 a hand-annotated `user` schedule with one group on two streams is outside the bound).  The
@@ -123,6 +124,25 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    ``max f(p)`` (still a bound).  Schedules that leave a cross-stream dependence to timing
    alone are outside this term.
 
+8. **Written limits.**  A count an enclosing `coreset.limit` scope or the module's
+   global limit gives an op (where seed 003's table lets it act) is kept by every mode
+   (`stream-partition`'s limit search changes only ops without one, and a scope moves with
+   its op), so the op runs as the simulator runs it under that count g: an ordinary op on
+   exactly ``min(par, g)`` blocks, a `full_core_sync` op and an aiv collective holding
+   exactly g cores.  Its options in every term above are those alone.  Stream limits are
+   left out (a mode may move the op to another stream); an op without a written limit keeps
+   every option, since a mode may limit it (auto's limit search does, with any count on its
+   grid) -- so an aiv collective without one is taken at one core.
+
+**Launch is charged on one core** in the core-time terms (4-6), although an op granted all
+its cores at its start holds them all through its launch: a limit one below the engine on
+one op leaves a core on which an op of another stream launches meanwhile, and that schedule
+can beat every schedule without limits (`test_bound.py`'s
+`test_a_core_limit_hides_a_launch_so_the_bound_counts_it_on_one_core`: the seed's model,
+its critical matmul limited to 23 of 24 cube cores).  Most of what separates this bound
+from `auto` on launch-heavy programs is that hidden launch time; a bound that charges it
+would have to exclude such limits from the schedules it covers.
+
 Events, launch queues, waiting for peers or for cores, and cores held before a start only
 lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
 order.  The simulator models no link contention (a collective's duration is fixed by its
@@ -137,8 +157,11 @@ import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
 
+from npuir.analysis.core_limits import CoreLimits, engines_used, limit_has_no_effect
 from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.partition import with_collective_chain
 from npuir.analysis.program import NodeKind, Program
@@ -152,6 +175,8 @@ from npuir.backends.npu.cost import (
     runs_without_task,
     static_hbm_share,
 )
+from npuir.diagnostics import DiagnosticError
+from npuir.dialects import coreset
 from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
 from npuir.hardware import Hardware
 
@@ -273,8 +298,11 @@ def _held(cores: int, ns: int) -> _Option:
     return _Option(cores * ns, ns, ((cores, ns),))
 
 
-def _options(op: NpuOp, work: OpWork, full_core_sync: bool, hw: Hardware) -> _Options:
-    """Every way the simulator may run `work` (module docstring)."""
+def _options(
+    op: NpuOp, work: OpWork, full_core_sync: bool, hw: Hardware, written: int | None = None
+) -> _Options:
+    """Every way the simulator may run `work` (module docstring); with `written`, the
+    count a limit the program writes gives it (bound 8)."""
     if runs_without_task(op):
         return _Options(None, (_Option(0, 0, ()),))
     if work.engine == "comm":
@@ -282,7 +310,7 @@ def _options(op: NpuOp, work: OpWork, full_core_sync: bool, hw: Hardware) -> _Op
         ns = hw.launch_ns + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
         # Cores do not change a collective's duration, so one core dominates for aiv.
         return (
-            _Options("vector", (_held(1, ns),))
+            _Options("vector", (_held(written or 1, ns),))
             if work.mode == CommMode.AIV
             else _Options(None, (_Option(0, ns, ()),))
         )
@@ -291,19 +319,49 @@ def _options(op: NpuOp, work: OpWork, full_core_sync: bool, hw: Hardware) -> _Op
     launch = hw.launch_ns
     kept: list[_Option] = []
     if full_core_sync:
-        for g in range(1, total + 1):
+        for g in range(written or 1, (written or total) + 1):
             share = static_hbm_share(hw, work.engine, g)
             option = _held(g, launch + duration_ns(hw, work, min(g, par), share))
             if not kept or option.duration < kept[-1].duration:
                 kept.append(option)
     else:
-        for blocks in range(1, par + 1):
+        least = most = min(written, par) if written is not None else None
+        for blocks in range(least or 1, (most or par) + 1):
             block = duration_ns(hw, work, blocks, static_hbm_share(hw, work.engine, blocks))
             pieces = ((1, launch + block),) + (((blocks - 1, block),) if blocks > 1 else ())
             option = _Option(launch + blocks * block, launch + block, pieces)
             if not kept or option.duration < kept[-1].duration:
                 kept.append(option)
     return _Options(work.engine, tuple(kept))
+
+
+def _written_counts(prog: Program, hw: Hardware) -> dict[Operation, int]:
+    """Per op, the count on the engine whose cores it takes that a limit the program writes
+    gives it and every mode keeps (bound 8): an enclosing `coreset.limit` scope or the
+    module's global limit, where seed 003's table lets the limit act.  Stream limits are
+    left out (a mode may move the op to another stream), and so is everything in a
+    program that is not inside a module."""
+    ops = [op for n, op in enumerate(prog.ops) if prog.kind[n] is NodeKind.COMPUTE]
+    module = ops[0].get_toplevel_object() if ops else None
+    if not isinstance(module, ModuleOp):
+        return {}
+    try:
+        limits = CoreLimits(module, hw).run()
+    except DiagnosticError:
+        return {}  # an ill-formed limit: the bound takes none (still valid)
+    out: dict[Operation, int] = {}
+    for op in ops:
+        if not isinstance(op, NpuOp):
+            continue
+        for engine in engines_used(op):
+            try:
+                limit = limits.limit(op, engine)
+            except KeyError:
+                continue  # an op of a function the module does not define
+            kept = isinstance(limit.source, coreset.LimitOp | ModuleOp)
+            if kept and limit_has_no_effect(op, engine) is None:
+                out[op] = max(1, min(limit.count, hw.cores(engine)))
+    return out
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -323,16 +381,18 @@ class _Bounder:
         self.shortest = [0] * n_nodes
         self.core_time = [0] * n_nodes
         self.arithmetic = [0.0] * n_nodes
-        memo: dict[tuple[OpWork, bool, bool], _Options] = {}
+        memo: dict[tuple[OpWork, bool, bool, int | None], _Options] = {}
+        written = _written_counts(prog, hw)
         for n, op in enumerate(prog.ops):
             if prog.kind[n] is not NodeKind.COMPUTE or not isinstance(op, NpuOp):
                 continue
             work = op_work(op, hw)
             accum = op.full_core_sync and work.engine != "comm"
-            key = (work, accum, runs_without_task(op))
+            count = written.get(op)
+            key = (work, accum, runs_without_task(op), count)
             opts = memo.get(key)
             if opts is None:
-                opts = memo[key] = _options(op, work, accum, hw)
+                opts = memo[key] = _options(op, work, accum, hw, count)
             self.opts[n] = opts
             self.shortest[n] = opts.shortest
             self.core_time[n] = opts.least_core_time

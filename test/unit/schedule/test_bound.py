@@ -563,3 +563,58 @@ def test_a_core_limit_hides_a_launch_so_the_bound_counts_it_on_one_core() -> Non
     staggered = Judge(prog, HW, limit)("staggered", Assignment(streams, [0, 0, 1, 0, 0]))
     assert staggered.makespan < optimum
     assert lower_bound(prog, HW).ns <= staggered.makespan
+
+
+def _limited(scope: str, body: str, ty: str) -> str:
+    """`body` (defining %r of type `ty`) inside a `coreset.limit` scope `scope`, or bare."""
+    if not scope:
+        return f"  {body}\n"
+    inner = body.replace("%r =", "%in =")
+    return (
+        f"  %r = coreset.limit {scope} -> {ty} {{\n    {inner}\n"
+        f"    coreset.yield %in : {ty}\n  }}\n"
+    )
+
+
+def test_a_written_limit_fixes_the_cores_an_aiv_collective_holds() -> None:
+    """An aiv all_reduce in a `coreset.limit vector 24` scope holds 24 vector cores for its
+    whole run in every mode (the scope is kept), so the vector core time counts 24 times
+    its duration; without the scope a mode may limit it to one core, and the bound is
+    lower.  Both stay below every mode's makespan."""
+    ring = HW.launch_ns + collective_ns(HW, "all_reduce", 2, 256 * 1024 * 2)
+    exps = "".join(f"  %e{i} = npu.exp %b : ({BIG}) -> {BIG}\n" for i in range(20))
+    outs = ", ".join(f"%e{i}" for i in range(20))
+    types = ", ".join([BIG] * 21)
+
+    def text(scope: str) -> str:
+        op = f'%r = npu.all_reduce %a {{group_size = 2 : i64, mode = "aiv"}} : ({BIG}) -> {BIG}'
+        return (
+            f"func.func @g(%a: {BIG}, %b: {BIG}) -> ({types}) {{\n"
+            + _limited(scope, op, BIG)
+            + exps
+            + f"  func.return %r, {outs} : {types}\n}}\n"
+        )
+
+    limited, free = _bound(text("vector 24"), HW), _bound(text(""), HW)
+    assert limited.core_window_ns["vector"] >= -(-24 * ring // HW.vector_cores)
+    assert limited.ns > free.ns
+    for source, bound in ((text("vector 24"), limited), (text(""), free)):
+        assert bound.ns <= min(_spans(source, HW, (*ALL_MODES, "auto:nolimits")))
+
+
+def test_a_written_limit_fixes_an_ordinary_ops_blocks() -> None:
+    """A matmul in a `coreset.limit cube 4` scope runs 4 blocks in every mode, so its
+    shortest run is its run on 4 cores, longer than on the whole cube."""
+    op = f"%r = npu.matmul %a, %w : ({BIG}, {WEIGHT}) -> {BIG}"
+
+    def text(scope: str) -> str:
+        return (
+            f"func.func @g(%a: {BIG}, %w: {WEIGHT}) -> {BIG} {{\n"
+            + _limited(scope, op, BIG)
+            + f"  func.return %r : {BIG}\n}}\n"
+        )
+
+    limited, free = _bound(text("cube 4"), HW), _bound(text(""), HW)
+    assert limited.critical_path_ns > free.critical_path_ns
+    (span,) = _spans(text("cube 4"), HW, ("single",))
+    assert limited.ns <= span
