@@ -3,7 +3,7 @@
 No race-free schedule of a function on the simulated device
 (`npuir.backends.npu.simulator`) can finish before the largest of the bounds below, whatever
 its stream assignment, issue order, events and core limits (those the program writes in
-scopes kept, 8), as long as it runs each
+scopes kept, 8; none on an engine no mode limits, 9), as long as it runs each
 communicator group's collectives one after another (`npuir.analysis.partition.
 collective_chain`: every mode that places ops lowers them so, and one stream runs them so;
 a hand-annotated `user` schedule with one group on two streams is outside the bound).  The
@@ -134,14 +134,30 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    every option, since a mode may limit it (auto's limit search does, with any count on its
    grid) -- so an aiv collective without one is taken at one core.
 
-**Launch is charged on one core** in the core-time terms (4-6), although an op granted all
-its cores at its start holds them all through its launch: a limit one below the engine on
-one op leaves a core on which an op of another stream launches meanwhile, and that schedule
-can beat every schedule without limits (`test_bound.py`'s
-`test_a_core_limit_hides_a_launch_so_the_bound_counts_it_on_one_core`: the seed's model,
-its critical matmul limited to 23 of 24 cube cores).  Most of what separates this bound
-from `auto` on launch-heavy programs is that hidden launch time; a bound that charges it
-would have to exclude such limits from the schedules it covers.
+9. **Serial engines.**  Call engine e *serial* when no mode can limit its ops and each
+   asks for all of them: the program writes no limit on e (no scope, stream limit or
+   global count for e anywhere in the module), no op of e holds its cores while it waits
+   (a `full_core_sync` op, or an aiv collective for the vector cores: only where one is does
+   a mode limit an engine -- `stream-partition`'s limit search and `coreset-partition` limit
+   nothing else), and every op of e that takes a task has ``par >= C``, so runs exactly C
+   blocks.  Then at every instant e's cores are all free or all held by one op that got
+   them all at one instant: by induction over the simulation's events, an op starts only
+   when a core is free, so when all are, and takes all C (it has C blocks; a second op
+   starting then gets none); all C blocks, dispatched together, wait through the launch
+   together and end together, freeing every core at once.  So each op of e holds all C
+   cores for ``d(v) = L + b(C)``: its only option is one rigid C-core piece of that length
+   (energy ``C d(v)``), and terms 4-6 use it -- the window of 4 becomes
+   ``min_S h + sum_S d(v) + min_S t``, e's ops one after another.
+
+**Launch is charged on one core** elsewhere in the core-time terms (4-6), although an op
+granted all its cores at its start holds them all through its launch: on an engine a mode
+or the program may limit, a limit one below the engine on one op leaves a core on which an
+op of another stream launches meanwhile, and that schedule can beat every schedule without
+limits (`test_bound.py`'s `test_a_core_limit_hides_a_launch_so_the_bound_counts_it_on_one_core`:
+the seed's model, its critical matmul limited to 23 of 24 cube cores -- which breaks seed
+003's pair rule, 23 + 24 > 24, and `coreset-check` refuses it, but the simulator runs it).
+On an engine with ops narrower than it, block dispatch alone staggers launches the same
+way, so term 9 leaves such engines out.
 
 Events, launch queues, waiting for peers or for cores, and cores held before a start only
 lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
@@ -179,6 +195,7 @@ from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset
 from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
 from npuir.hardware import Hardware
+from npuir.schedule.core_check import holds_while_waiting
 
 __all__ = [
     "ENERGETIC_BUDGET",
@@ -188,6 +205,7 @@ __all__ = [
     "lower_bound",
     "lower_bound_ns",
     "program_bound",
+    "serial_engines",
     "shortest_runs",
 ]
 
@@ -299,12 +317,22 @@ def _held(cores: int, ns: int) -> _Option:
 
 
 def _options(
-    op: NpuOp, work: OpWork, full_core_sync: bool, hw: Hardware, written: int | None = None
+    op: NpuOp,
+    work: OpWork,
+    full_core_sync: bool,
+    hw: Hardware,
+    written: int | None = None,
+    serial: bool = False,
 ) -> _Options:
     """Every way the simulator may run `work` (module docstring); with `written`, the
-    count a limit the program writes gives it (bound 8)."""
+    count a limit the program writes gives it (bound 8); with `serial`, its engine runs
+    one op at a time on every core (bound 9)."""
     if runs_without_task(op):
         return _Options(None, (_Option(0, 0, ()),))
+    if serial:
+        total = hw.cores(work.engine)
+        block = duration_ns(hw, work, total, static_hbm_share(hw, work.engine, total))
+        return _Options(work.engine, (_held(total, hw.launch_ns + block),))
     if work.engine == "comm":
         assert work.collective is not None  # guaranteed by OpWork validation
         ns = hw.launch_ns + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
@@ -364,6 +392,47 @@ def _written_counts(prog: Program, hw: Hardware) -> dict[Operation, int]:
     return out
 
 
+def serial_engines(prog: Program, hw: Hardware) -> set[str]:
+    """The engines bound 9 takes as running one op at a time on all their cores: no mode
+    limits them and each of their ops asks for every core (module docstring)."""
+    ops = [op for n, op in enumerate(prog.ops) if prog.kind[n] is NodeKind.COMPUTE]
+    module = ops[0].get_toplevel_object() if ops else None
+    if not isinstance(module, ModuleOp):
+        return set()
+    try:
+        limits = CoreLimits(module, hw).run()
+    except DiagnosticError:
+        return set()
+    engines = set(CORE_ENGINES)
+    written = module.attributes.get(coreset.GLOBAL)
+    for engine in CORE_ENGINES:
+        if isinstance(written, coreset.CoresAttr) and written.count(engine) is not None:
+            engines.discard(engine)
+    for op in module.walk():
+        if isinstance(op, coreset.StreamLimitOp):
+            engines -= {e for e in CORE_ENGINES if op.limit(e) is not None}
+        elif isinstance(op, coreset.LimitOp):
+            engines -= {e for e in CORE_ENGINES if op.count(e) is not None}
+    for op in ops:
+        if not isinstance(op, NpuOp) or not engines:
+            continue
+        used = engines_used(op)
+        if holds_while_waiting(op):
+            engines -= set(used)  # a mode may limit this engine's ops (auto's limit search)
+            continue
+        if runs_without_task(op):
+            continue
+        for engine in used:
+            try:
+                configured = limits.configured(op, engine)
+            except KeyError:
+                configured = True  # not resolved: take it as limited
+            narrow = parallelism(hw, op_work(op, hw)) < hw.cores(engine)
+            if configured or narrow:
+                engines.discard(engine)
+    return engines
+
+
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -381,18 +450,21 @@ class _Bounder:
         self.shortest = [0] * n_nodes
         self.core_time = [0] * n_nodes
         self.arithmetic = [0.0] * n_nodes
-        memo: dict[tuple[OpWork, bool, bool, int | None], _Options] = {}
+        memo: dict[tuple[OpWork, bool, bool, int | None, bool], _Options] = {}
         written = _written_counts(prog, hw)
+        self.serial = serial_engines(prog, hw)
+        """Bound 9's engines: every op of each runs alone on all its cores."""
         for n, op in enumerate(prog.ops):
             if prog.kind[n] is not NodeKind.COMPUTE or not isinstance(op, NpuOp):
                 continue
             work = op_work(op, hw)
             accum = op.full_core_sync and work.engine != "comm"
             count = written.get(op)
-            key = (work, accum, runs_without_task(op), count)
+            alone = work.engine in self.serial
+            key = (work, accum, runs_without_task(op), count, alone)
             opts = memo.get(key)
             if opts is None:
-                opts = memo[key] = _options(op, work, accum, hw, count)
+                opts = memo[key] = _options(op, work, accum, hw, count, alone)
             self.opts[n] = opts
             self.shortest[n] = opts.shortest
             self.core_time[n] = opts.least_core_time

@@ -25,8 +25,9 @@ from npuir.analysis.program import (
     module_streams,
     scheduled_functions,
 )
-from npuir.backends.npu.cost import collective_ns
+from npuir.backends.npu.cost import collective_ns, duration_ns, op_work, static_hbm_share
 from npuir.backends.npu.simulator import simulate
+from npuir.dialects.npu import NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import PRESETS, Hardware, load_hardware
 from npuir.schedule import bounds
@@ -262,11 +263,14 @@ separate pieces, so these terms' arguments are shown on ops whose cores form one
 (`test_the_moldable_term_counts_launch_once_for_an_ordinary_op` covers the other kind)."""
 
 
-def test_the_core_time_window_charges_launch_and_memory_on_one_core() -> None:
+def test_the_core_time_window_charges_launch_and_memory_on_one_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A small exp, then four memory-bound outer products of its result: each holds at
     least one core for launch + its bytes at a one-core HBM share (16996 ns on `tiny`),
     however many cores it gets, so the cube needs exp + 4 * that / 2 cores, well above the
     arithmetic-only window (exp + 4 * 8192 / 2)."""
+    _not_serial(monkeypatch)
     hw = PRESETS["tiny"]
     x, col = "tensor<64x1xf16>", "tensor<1x64xf16>"
     body = [f"  %p = npu.exp %x : ({x}) -> {x}"]
@@ -291,6 +295,13 @@ def test_the_core_time_window_charges_launch_and_memory_on_one_core() -> None:
     assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
 
 
+def _not_serial(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leave term 9 out: the test shows a term's argument for an engine a mode may limit
+    (each of these programs' matmuls asks for the whole cube, so term 9 would count them
+    one after another on every core, a higher bound that hides the term tested)."""
+    monkeypatch.setattr(bounds, "serial_engines", lambda prog, hw: set())
+
+
 def _moldable_text(attr: str) -> str:
     return "\n".join(
         [
@@ -306,11 +317,14 @@ def _moldable_text(attr: str) -> str:
     )
 
 
-def test_the_moldable_term_counts_launch_once_for_an_ordinary_op() -> None:
+def test_the_moldable_term_counts_launch_once_for_an_ordinary_op(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The graph of the next test with ordinary outer products: on 2 blocks one holds a core
     for launch + a block and another for a block, ``2 * d2 - L`` core-ns in all, not
     ``2 * d2`` (the launch is paid once), so each path op is charged
     ``min(d1 (1 - lambda/2), d2 - lambda L / 2)``."""
+    _not_serial(monkeypatch)
     hw = SLOW_LAUNCH
     d1, d2 = _outer_product_ns(hw, 1), _outer_product_ns(hw, 2)
     launch, cores = hw.launch_ns, hw.cube_cores
@@ -535,34 +549,46 @@ def test_a_groups_collectives_are_one_after_another_in_the_bound() -> None:
     assert bound.ns <= min(_spans(text, HW, ALL_MODES))
 
 
-def test_a_core_limit_hides_a_launch_so_the_bound_counts_it_on_one_core() -> None:
-    """Why the core-time terms charge an op's launch on one core only, though an op granted
-    every core at its start holds them all through its launch: a limit one below the engine
-    leaves a core on which the next op launches meanwhile.  The seed's model (an add, two
-    matmuls of the whole cube after it, an add after the first): its optimum over every
-    stream assignment and order without limits is beaten once the critical matmul is
-    limited to all cube cores but one, and the bound stays below that schedule."""
+def _seed_model(scope: str) -> str:
+    """The seed's model: an add, two matmuls of the whole cube after it, an add after the
+    first; the first matmul inside a `coreset.limit` scope `scope` (none when empty)."""
     t = "tensor<1000x1000xf16>"
     binary = f"({t}, {t}) -> {t}"
-    text = (
+    return (
         f"func.func @seed(%x: {t}, %y: {t}, %w: {t}) -> ({t}, {t}, {t}) {{\n"
         f"  %a = npu.add %x, %y : {binary}\n"
-        f"  %m = npu.matmul %a, %w : {binary}\n"
-        f"  %k = npu.matmul %w, %a : {binary}\n"
-        f"  %b = npu.add %m, %a : {binary}\n"
-        f"  func.return %m, %k, %b : {t}, {t}, {t}\n}}"
+        + _limited(scope, f"%r = npu.matmul %a, %w : {binary}", t)
+        + f"  %k = npu.matmul %w, %a : {binary}\n"
+        f"  %b = npu.add %r, %a : {binary}\n"
+        f"  func.return %r, %k, %b : {t}, {t}, {t}\n}}"
     )
-    prog = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
-    critical = 1  # %m: the matmul the last add waits for
-    optimum = exact_schedule(prog, HW).makespan
 
-    def limit(p: Program, n: int, engine: str) -> int | None:
-        return HW.cube_cores - 1 if n == critical and engine == "cube" else None
 
+def _program(text: str) -> Program:
+    return build_program(_func(npuir.parse_text(npuir.make_context(), text)))
+
+
+def test_a_core_limit_hides_a_launch_so_the_bound_counts_it_on_one_core() -> None:
+    """Why the core-time terms charge an op's launch on one core only where a limit may
+    act, though an op granted every core at its start holds them all through its launch: a
+    limit one below the engine leaves a core on which the next op launches meanwhile.  In
+    the seed's model the optimum over every stream assignment and order without limits is
+    beaten once the critical matmul is written in a `coreset.limit cube 23` scope (a
+    schedule seed 003's pair rule forbids, 23 + 24 > 24, but the simulator runs).  With the
+    limit written the cube is not serial (term 9) and the bound stays below that schedule;
+    without it, no mode limits the cube and term 9 counts the matmuls one after another."""
+    free, limited = _program(_seed_model("")), _program(_seed_model("cube 23"))
+    assert [op.name for op in limited.ops] == [op.name for op in free.ops]
+    optimum = exact_schedule(free, HW).makespan
     streams = [StreamInfo("s0", MAIN_TAG, 0), StreamInfo("s1", "other", 0)]
-    staggered = Judge(prog, HW, limit)("staggered", Assignment(streams, [0, 0, 1, 0, 0]))
+    staggered = Judge(limited, HW, None)("staggered", Assignment(streams, [0, 0, 1, 0, 0]))
     assert staggered.makespan < optimum
-    assert lower_bound(prog, HW).ns <= staggered.makespan
+    assert "cube" in bounds.serial_engines(free, HW)
+    assert "cube" not in bounds.serial_engines(limited, HW)
+    assert lower_bound(limited, HW).ns <= staggered.makespan
+    free_bound = lower_bound(free, HW)
+    assert free_bound.core_window_ns["cube"] > lower_bound(limited, HW).core_window_ns["cube"]
+    assert free_bound.ns <= optimum
 
 
 def _limited(scope: str, body: str, ty: str) -> str:
@@ -618,3 +644,51 @@ def test_a_written_limit_fixes_an_ordinary_ops_blocks() -> None:
     assert limited.critical_path_ns > free.critical_path_ns
     (span,) = _spans(text("cube 4"), HW, ("single",))
     assert limited.ns <= span
+
+
+def test_a_serial_engine_runs_its_ops_one_after_another() -> None:
+    """The seed's model with no limit written: both matmuls ask for the whole cube and
+    nothing may limit it, so each holds all 24 cores for launch + its run on 24, one after
+    the other, after the add: the cube window is add + 2 matmuls, above every other term
+    (the critical path is add + matmul + add, shorter), and below every mode's makespan."""
+    prog = _program(_seed_model(""))
+    add, matmul = prog.ops[0], prog.ops[1]
+    assert isinstance(add, NpuOp) and isinstance(matmul, NpuOp)
+
+    def alone(op: NpuOp) -> int:
+        work = op_work(op, HW)
+        cores = HW.cores(work.engine)
+        return HW.launch_ns + duration_ns(HW, work, cores, static_hbm_share(HW, work.engine, cores))
+
+    bound = lower_bound(prog, HW)
+    assert bound.core_window_ns["cube"] == alone(add) + 2 * alone(matmul)
+    assert bound.ns == bound.core_window_ns["cube"] > bound.joins_ns
+    assert bound.ns <= min(_spans(_seed_model(""), HW, (*ALL_MODES, "auto:nolimits")))
+
+
+def test_an_engine_a_mode_may_limit_is_not_serial() -> None:
+    """Term 9 leaves out an engine with a limit written anywhere in the module (a stream
+    limit may hold for a stream a mode puts the op on), with an op that holds its cores
+    while it waits (auto's limit search limits that engine), or with an op narrower than
+    the engine (block dispatch staggers launches beside it)."""
+    assert bounds.serial_engines(_program(_seed_model("")), HW) >= {"cube", "vector"}
+    stream_limit = _seed_model("").replace(
+        "func.func", 'coreset.stream_limit "x" cube 12\nfunc.func', 1
+    )
+    assert "cube" not in bounds.serial_engines(_program(stream_limit), HW)
+    t = "tensor<1000x1000xf16>"  # an exp of it asks for every vector core
+    aiv = (
+        f"func.func @g(%a: {t}) -> ({t}, {t}) {{\n"
+        f'  %x = npu.all_reduce %a {{group_size = 2 : i64, mode = "aiv"}} : ({t}) -> {t}\n'
+        f"  %y = npu.exp %a : ({t}) -> {t}\n"
+        f"  func.return %x, %y : {t}, {t}\n}}"
+    )
+    assert "vector" not in bounds.serial_engines(_program(aiv), HW)
+    assert "vector" in bounds.serial_engines(_program(aiv.replace('"aiv"', '"sdma"')), HW)
+    narrow = (
+        f"func.func @g(%r: {ROW}, %w: {WEIGHT}, %x: {BIG}) -> ({ROW}, {BIG}) {{\n"
+        f"  %a = npu.matmul %r, %w : ({ROW}, {WEIGHT}) -> {ROW}\n"
+        f"  %b = npu.matmul %x, %w : ({BIG}, {WEIGHT}) -> {BIG}\n"
+        f"  func.return %a, %b : {ROW}, {BIG}\n}}"
+    )
+    assert "cube" not in bounds.serial_engines(_program(narrow), HW)
