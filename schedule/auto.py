@@ -47,11 +47,12 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    moves: each off-critical producer of a critical op to another stream,
    another stream made the default one (its ops need no join before the
    return), and each stream merged into another.
-   A schedule with a hold-and-wait hazard (an aiv collective or a
-   `full_core_sync` op beside an op it can starve, under the limits it is
-   judged with: `npuir.schedule.core_check.assignment_hazard`) is judged
-   infeasible: `stream-partition` would not keep it but fall back to the
-   written partition, so the search looks for the best schedule it keeps.
+   On programs of up to `HAZARD_SEARCH_NODES` nodes, a schedule with a
+   hold-and-wait hazard (an aiv collective or a `full_core_sync` op beside an
+   op it can starve, under the limits it is judged with:
+   `npuir.schedule.core_check.assignment_hazard`) is judged infeasible:
+   `stream-partition` would not keep it but fall back to the written
+   partition, so the search looks for the best schedule it keeps.
 5. **Reorder.** Issue-position moves on the winner: an op (critical path
    first) moved anywhere between its last producer and its first user, each
    followed by a stream refinement in the new order, the pair kept if it
@@ -113,6 +114,12 @@ BASELINES = (Mode.SINGLE, Mode.GE, Mode.ENGINE, Mode.NIMBLE)
 
 INFEASIBLE = 1 << 62
 """The makespan of a schedule that deadlocks or whose limits break seed 003's pair rule."""
+
+HAZARD_SEARCH_NODES = 100
+"""Programs of at most this many nodes are searched for hazard-free schedules only: the
+check costs a happens-before relation a trial, which made auto with limits 5x slower on a
+200-op program with aiv collectives (8.5 -> 43 CPU-s); above it, a hazardous result is
+left to `stream-partition`'s fallback to the written partition, as before."""
 
 LimitFn = Callable[[Program, int, str], int | None]
 """Core limit of a node of the *un-partitioned* program (None: unlimited)."""
@@ -176,10 +183,13 @@ class Judge:
         refuse_hazards: bool = False,
     ) -> None:
         self.prog = prog
-        self.refuse_hazards = refuse_hazards and has_holder(prog)
+        self.refuse_hazards = (
+            refuse_hazards and len(prog) <= HAZARD_SEARCH_NODES and has_holder(prog)
+        )
         """Whether a schedule with a hold-and-wait hazard (`assignment_hazard`, under the
         limits it is simulated with) is judged `INFEASIBLE`: `stream-partition` would not
-        keep it, but fall back to the written partition."""
+        keep it, but fall back to the written partition.  Only up to
+        `HAZARD_SEARCH_NODES` nodes (the check costs a happens-before relation a trial)."""
         self.chained = with_collective_chain(prog)
         """`prog` as it is lowered and judged: each group's collectives one after another
         (`stream-partition` chains them in every mode that places ops)."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
 import npuir
+import npuir.schedule.auto as auto
 from npuir.analysis.core_limits import CoreLimits
 from npuir.analysis.partition import Assignment, Mode, assign, permuted
 from npuir.analysis.program import Program, build_program
@@ -40,7 +42,9 @@ def _hazard(prog: Program, result: Assignment) -> object:
     return assignment_hazard(prog, result, limited, HW)
 
 
-def test_a_judge_that_refuses_hazards_judges_them_infeasible() -> None:
+def test_a_judge_that_refuses_hazards_judges_them_infeasible(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """An aiv all_reduce beside an independent vector op on another stream: each may hold
     vector cores the other needs.  The refusing judge calls it infeasible; a plain judge
     simulates it; one stream has no hazard either way."""
@@ -58,6 +62,9 @@ def test_a_judge_that_refuses_hazards_judges_them_infeasible() -> None:
     assert Judge(prog, HW, None, refuse_hazards=True)("apart", apart).makespan == INFEASIBLE
     single = assign(Mode.SINGLE, prog, none, {}, 8)
     assert Judge(prog, HW, None, refuse_hazards=True)("one", single).makespan < INFEASIBLE
+    # Above the size the check is affordable at, the judge leaves it to the pass.
+    monkeypatch.setattr(auto, "HAZARD_SEARCH_NODES", len(prog) - 1)
+    assert Judge(prog, HW, None, refuse_hazards=True)("apart", apart).makespan < INFEASIBLE
 
 
 def test_auto_returns_a_schedule_the_pass_keeps_on_the_aiv_moe_layer() -> None:
