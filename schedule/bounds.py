@@ -3,7 +3,8 @@
 No race-free schedule of a function on the simulated device
 (`npuir.backends.npu.simulator`) can finish before the largest of the bounds below, whatever
 its stream assignment, issue order, events and core limits (those the program writes in
-scopes kept, 8; none on an engine no mode limits, 9), as long as it runs each
+scopes kept, and an aiv collective's as a mode chooses them, 8; none on an engine no mode
+limits, 9), as long as it runs each
 communicator group's collectives one after another (`npuir.analysis.partition.
 collective_chain`: every mode that places ops lowers them so, and one stream runs them so;
 a hand-annotated `user` schedule with one group on two streams is outside the bound).  The
@@ -130,9 +131,13 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    its op), so the op runs as the simulator runs it under that count g: an ordinary op on
    exactly ``min(par, g)`` blocks, a `full_core_sync` op and an aiv collective holding
    exactly g cores.  Its options in every term above are those alone.  Stream limits are
-   left out (a mode may move the op to another stream); an op without a written limit keeps
-   every option, since a mode may limit it (auto's limit search does, with any count on its
-   grid) -- so an aiv collective without one is taken at one core.
+   left out (a mode may move the op to another stream).  An ordinary op without a written
+   limit keeps every option, since a mode may limit it (auto's limit search gives the ops
+   beside a holder the rest of the engine).  An aiv collective without one holds at least
+   `least_aiv_cores` (the smallest count on auto's grid, an eighth of the vector cores:
+   the only counts a mode gives it; unlimited, it holds them all): one option, that many
+   cores for its whole run.  A limit below it that only a hand-run simulation applies
+   is outside the bound.
 
 9. **Serial engines.**  Call engine e *serial* when no mode can limit its ops and each
    asks for all of them: the program writes no limit on e (no scope, stream limit or
@@ -196,12 +201,14 @@ from npuir.dialects import coreset
 from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
 from npuir.hardware import Hardware
 from npuir.schedule.core_check import holds_while_waiting
+from npuir.schedule.limits import grid
 
 __all__ = [
     "ENERGETIC_BUDGET",
     "MOLDABLE_BUDGET",
     "WINDOW_PAIRS_OPS",
     "LowerBound",
+    "least_aiv_cores",
     "lower_bound",
     "lower_bound_ns",
     "program_bound",
@@ -336,9 +343,9 @@ def _options(
     if work.engine == "comm":
         assert work.collective is not None  # guaranteed by OpWork validation
         ns = hw.launch_ns + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
-        # Cores do not change a collective's duration, so one core dominates for aiv.
+        # Cores do not change a collective's duration: the fewest it may hold dominate (8).
         return (
-            _Options("vector", (_held(written or 1, ns),))
+            _Options("vector", (_held(written or least_aiv_cores(hw), ns),))
             if work.mode == CommMode.AIV
             else _Options(None, (_Option(0, ns, ()),))
         )
@@ -390,6 +397,14 @@ def _written_counts(prog: Program, hw: Hardware) -> dict[Operation, int]:
             if kept and limit_has_no_effect(op, engine) is None:
                 out[op] = max(1, min(limit.count, hw.cores(engine)))
     return out
+
+
+def least_aiv_cores(hw: Hardware) -> int:
+    """The fewest vector cores an aiv collective without a written limit holds in any
+    mode's schedule (bound 8): the smallest count of `npuir.schedule.limits.grid`, the
+    only counts auto's limit search gives an op that holds cores while it waits (one of
+    another stream gets the rest, at least half the engine); no other mode limits one."""
+    return min(grid(hw, "vector"))
 
 
 def serial_engines(prog: Program, hw: Hardware) -> set[str]:

@@ -27,13 +27,14 @@ from npuir.analysis.program import (
 )
 from npuir.backends.npu.cost import collective_ns, duration_ns, op_work, static_hbm_share
 from npuir.backends.npu.simulator import simulate
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import PRESETS, Hardware, load_hardware
 from npuir.schedule import bounds
 from npuir.schedule.auto import Judge
 from npuir.schedule.bounds import LowerBound
 from npuir.schedule.bounds import program_bound as lower_bound
+from npuir.schedule.limits import policies
 from npuir.schedule.oracle import exact_schedule
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
@@ -692,3 +693,42 @@ def test_an_engine_a_mode_may_limit_is_not_serial() -> None:
         f"  func.return %a, %b : {ROW}, {BIG}\n}}"
     )
     assert "cube" not in bounds.serial_engines(_program(narrow), HW)
+
+
+def test_an_unlimited_aiv_collective_holds_at_least_the_least_count_a_mode_gives() -> None:
+    """Without a written limit, an aiv all_reduce holds the whole vector engine, or what
+    auto's limit search gives it (at least an eighth): the vector core time counts at
+    least that many cores for its run, and the bound stays below every mode."""
+    t = "tensor<1000x1000xf16>"
+    text = (
+        f"func.func @g(%a: {t}, %b: {t}) -> ({t}, {t}) {{\n"
+        f'  %x = npu.all_reduce %a {{group_size = 2 : i64, mode = "aiv"}} : ({t}) -> {t}\n'
+        f"  %y = npu.exp %b : ({t}) -> {t}\n"
+        f"  func.return %x, %y : {t}, {t}\n}}"
+    )
+    least = bounds.least_aiv_cores(HW)
+    assert least == HW.vector_cores // 8
+    ring = HW.launch_ns + collective_ns(HW, "all_reduce", 2, 1000 * 1000 * 2)
+    bound = _bound(text, HW)
+    assert bound.core_window_ns["vector"] >= -(-least * ring // HW.vector_cores)
+    assert bound.ns <= min(_spans(text, HW, (*ALL_MODES, "auto:nolimits")))
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 12), streams=st.integers(1, 4))
+def test_no_limit_policy_gives_an_aiv_collective_fewer_cores_than_the_bound_takes(
+    seed: int, ops: int, streams: int
+) -> None:
+    """The bound's floor for an aiv collective without a written limit rests on auto's
+    limit search giving such an op no fewer cores: every policy, on any stream
+    assignment."""
+    cfg = DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.4, comm_mode="aiv")
+    prog = _program(random_dag(seed, cfg))
+    rng = random.Random(seed)
+    stream_of = [rng.randrange(streams) for _ in range(len(prog))]
+    least = bounds.least_aiv_cores(HW)
+    for policy in policies(prog, HW):
+        counts = policy.limits(prog, stream_of)
+        for op, count in (counts or {}).items():
+            if isinstance(op, CollectiveOp) and op.uses_vector_cores:
+                assert count >= least, (policy.describe(), count)
