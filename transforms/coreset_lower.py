@@ -19,6 +19,8 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used
+from npuir.analysis.manager import LoweredFunction, analyses
+from npuir.analysis.program import module_streams, scheduled_functions
 from npuir.context import warn
 from npuir.diagnostics import Kind
 from npuir.dialects import coreset, scope, stream
@@ -54,16 +56,18 @@ def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
         )
 
 
-def inline_limits(module: ModuleOp) -> None:
+def inline_limits(module: ModuleOp) -> set[FuncOp]:
     """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s; then point
     the later uses of each tensor waited on inside a scope at the wait's result
     (`stream.bind_later_uses`), which the scope hid.  Waits outside every scope were
     bound by `stream-partition` already (or are `chain_collectives`' own, which order
     their collective alone); a chain wait inside a scope is bound here too, which
     orders the later uses of its tensor after the previous collective as well: later,
-    never earlier, than the program asks."""
+    never earlier, than the program asks.  Returns the functions whose data that changed
+    (the others keep their program graph: scopes are transparent to it)."""
     ops = list(module.walk())
     hidden = {op for op in ops if isinstance(op, stream.WaitTensorOp) and _in_limit_scope(op)}
+    rebound = {f for f in (_function_of(w) for w in hidden) if f is not None}
     for op in reversed(ops):
         if isinstance(op, coreset.StreamLimitOp):
             block = op.parent_block()
@@ -74,6 +78,15 @@ def inline_limits(module: ModuleOp) -> None:
     for func in module.ops:
         if isinstance(func, FuncOp):
             stream.bind_later_uses(func, hidden)
+    return rebound
+
+
+def _function_of(op: Operation) -> FuncOp | None:
+    """The function `op` is nested in."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, FuncOp):
+        parent = parent.parent_op()
+    return parent
 
 
 def _in_limit_scope(op: Operation) -> bool:
@@ -151,4 +164,10 @@ class CoresetLowerPass(ModulePass):
             if attr is None:
                 attr = cache[key] = coreset.CoresAttr(*key)
             inner.attributes[coreset.CORES] = attr
-        inline_limits(op)
+        rebound = inline_limits(op)
+        # The program graph does not see scopes or core counts: a function whose waits
+        # the inlining did not rebind keeps the graph stream-partition handed on.
+        manager, streams = analyses(ctx), tuple(module_streams(op))
+        for func in scheduled_functions(op):
+            if func not in rebound:
+                manager.keep(LoweredFunction, func, streams)

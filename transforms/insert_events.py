@@ -35,7 +35,6 @@ from npuir.analysis.manager import LoweredFunction, analyses
 from npuir.analysis.program import (
     NOT_PARTITIONED,
     Program,
-    build_program,
     is_lowered,
     module_streams,
     scheduled_functions,
@@ -143,7 +142,8 @@ class InsertEventsPass(ModulePass):
                 raise error(func, NOT_PARTITIONED, needs="insert-events", unit="function")
             if not streams:
                 continue  # no work and no streams: nothing to order
-            prog = build_program(func, streams)
+            # stream-partition handed on the graph of what it wrote (else it is read here).
+            prog = analyses(ctx).get(LoweredFunction, func, tuple(streams)).prog
             plan = plan_events(prog)
             used = len(set(plan.event_ids.values()))
             if used > limit:
