@@ -157,6 +157,12 @@ NO_SUCH_GRAPH = Kind(
 """`--graph` names no graph of the dump; arguments: `graph`, `names`."""
 
 # What the importer could not keep (`ge.import-warning.<what>`).
+SEVERAL_GRAPHS = Kind(
+    "ge.import-warning.several-graphs",
+    "the dump holds {count} graphs; imported '{graph}' (others: {others}; pick one with --graph)",
+)
+"""A dump with several graphs and no `--graph`; arguments: `count`, `graph` (the one
+imported), `others`."""
 ARGUMENT_CONTROL = Kind(
     "ge.import-warning.argument-control",
     "control input '{source}' of '{node}' is dropped: a function argument is ready before any "
@@ -1228,10 +1234,13 @@ def import_text(
         others = ", ".join(f"'{g.name}'" for g in graphs[1:])
         warnings.insert(
             0,
-            Diagnostic(
+            Diagnostic.of(
                 "warning",
-                f"the dump holds {len(graphs)} graphs; imported '{chosen.name}' (others: {others}; pick one with --graph)",
+                SEVERAL_GRAPHS,
                 _loc(filename, 1, 1),
+                count=len(graphs),
+                graph=chosen.name,
+                others=others,
             ),
         )
     verify(module)

@@ -361,12 +361,13 @@ class _Importer:
                 # A `.pt2` node whose arguments are not what its operator takes.
                 loc = SourceLocation(where[0], where[1], 0) if where else None
                 raise TorchairError(
-                    Diagnostic(
+                    Diagnostic.of(
                         "error",
-                        f"cannot import '{node.name}' ({node.target}): its arguments are not "
-                        f"what the operator takes ({type(exc).__name__})",
+                        UNSUPPORTED_NODE,
                         loc,
-                        kind=UNSUPPORTED_NODE.code,
+                        node=node.name,
+                        target=str(node.target),
+                        reason=f"its arguments are not what the operator takes ({type(exc).__name__})",
                     )
                 ) from None
             except UnsupportedOp as exc:

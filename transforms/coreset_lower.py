@@ -28,11 +28,19 @@ from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.device import device_of
 
-STREAM_LIMIT_UNUSED = Kind("core.stream-limit-unused")
-"""A stream limit that names no stream in use."""
-LIMIT_NO_EFFECT = Kind("core.limit-no-effect")
+STREAM_LIMIT_UNUSED = Kind(
+    "core.stream-limit-unused",
+    'coreset.stream_limit names stream "{tag}", which no scope in {where} uses; it limits nothing',
+)
+"""A stream limit that names no stream in use; arguments: `tag`, `where` (`@function` or
+"the module")."""
+LIMIT_NO_EFFECT = Kind(
+    "core.limit-no-effect",
+    "the core limit ({counts}) has no effect on '{op_name}': {reason} (seed 003)",
+)
 """A core limit on an op it does not act on (seed 003's table: AI CPU, ATB, TBE on cube,
-collectives that hold no cores); arguments: `op_name`, `limits`, `reason`."""
+collectives that hold no cores); arguments: `op_name`, `limits` (`"engine count"` each),
+`counts` (the same, comma-separated), `reason`."""
 
 
 def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
@@ -47,11 +55,10 @@ def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
         warn(
             ctx,
             op,
-            f"the core limit ({', '.join(counts)}) has no effect on '{op.name}': "
-            f"{reason[op]} (seed 003)",
             LIMIT_NO_EFFECT,
             op_name=op.name,
             limits=counts,
+            counts=", ".join(counts),
             reason=reason[op],
         )
 
@@ -124,9 +131,9 @@ def _warn_unused_stream_limits(ctx: Context, module: ModuleOp) -> None:
             warn(
                 ctx,
                 limit,
-                f'coreset.stream_limit names stream "{limit.tag.data}", which no scope in '
-                f"{where} uses; it limits nothing",
                 STREAM_LIMIT_UNUSED,
+                tag=limit.tag.data,
+                where=where,
             )
 
 

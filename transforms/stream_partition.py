@@ -70,9 +70,11 @@ from npuir.schedule.core_check import OverriddenLimits, assignment_hazard, has_h
 from npuir.schedule.device import device_of
 from npuir.schedule.mem_budget import BudgetError, Favor, Ordering, fit_budget
 
-PARTITION_FAILED = Kind("stream.partition-failed", "{reason}")
-"""The partition cannot be built; `reason` is what the mode's assignment refused, `mode`
-the mode."""
+PARTITION_FAILED = Kind(
+    "stream.partition-failed", "mode={mode} cannot partition @{function}: {reason}"
+)
+"""The partition cannot be built; arguments: `mode`, `function`, `reason` (what the mode's
+assignment refused, its `ValueError`'s text)."""
 MAX_STREAMS = Kind(
     "stream.max-streams",
     'the stream label "{tag}" needs a stream beyond max-streams={max_streams} (the default '
@@ -93,9 +95,15 @@ SINGLE_STREAM_CONFLICT = Kind(
     "ignore-tags=true)",
 )
 """Single-stream mode meets a user stream label; argument: `tag`."""
-AUTO_OVER_BUDGET = Kind("stream.over-memory-budget", "{reason}")
-"""No schedule auto can find, one stream included, fits the memory budget; `reason` says by
-how much, `budget` is the budget in bytes."""
+AUTO_OVER_BUDGET = Kind(
+    "stream.over-memory-budget",
+    "mode=auto finds no schedule whose memory plan fits mem-budget ({budget} bytes), one "
+    "stream included: the last one tried, for {function}, needs {peak} bytes, {live} of them "
+    "live at once at its peak (largest: {largest})",
+)
+"""No schedule auto can find, one stream included, fits the memory budget; arguments:
+`budget`, and of the last schedule tried (`npuir.analysis.mem_planners.over_budget_facts`)
+`function`, `peak`, `live`, `largest`."""
 DEFAULT_PRIORITY = Kind(
     "stream.default-priority",
     'stream "{tag}" is given priority {priority} here, but the default stream\'s priority is '
@@ -555,7 +563,9 @@ class StreamPartitionPass(ModulePass):
                 strategies=strategies,
             )
         except ValueError as exc:
-            raise error(func, PARTITION_FAILED, reason=str(exc), mode=str(mode)) from None
+            raise error(
+                func, PARTITION_FAILED, reason=str(exc), mode=str(mode), function=func.sym_name.data
+            ) from None
         orderings: tuple[Ordering, ...] = ()
         if self.mem_budget is not None and mode is Mode.AUTO:
             result, orderings = self._fit_budget(func, prog, result, pinned)
@@ -635,7 +645,7 @@ class StreamPartitionPass(ModulePass):
                 f"@{func.sym_name.data}",
             )
         except BudgetError as exc:
-            raise error(func, AUTO_OVER_BUDGET, reason=str(exc), budget=budget) from None
+            raise error(func, AUTO_OVER_BUDGET, **{**exc.facts, "budget": budget}) from None
         return found.best.assignment, found.best.orderings
 
     @staticmethod

@@ -45,6 +45,8 @@ class _RegisterAfterTorch(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             run(module)
+            if f"{__name__}._air" in sys.modules:
+                return  # `_air` itself imports torch: it defines the ops on first use
             from . import _air
 
             _air.register()
