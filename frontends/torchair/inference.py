@@ -18,7 +18,7 @@ from npuir.diagnostics import Kind
 from npuir.dialects import gear
 
 from ._errors import fail
-from ._graph import Tensor
+from ._graph import GEAR_DIM, GEARS_NOT_INTS, Tensor
 
 # Gears `set_dim_gears` refuses (TorchAir's checks): `torchair.bad-gears.<what>`; values
 # given are shown as Python writes them (repr).
@@ -26,13 +26,10 @@ NOT_A_DICT = Kind(
     "torchair.bad-gears.not-a-dict", "dim_gears must be a dict {{dim: [gears]}}, got {value}"
 )
 """`dim_gears` is no dict; argument: `value`."""
-BAD_DIM = Kind("torchair.bad-gears.dim", "dim index {dim} in dim_gears must be in [0, {last}]")
-"""A dim index outside the tensor's rank; arguments: `dim`, `last`."""
-NOT_INTS = Kind(
-    "torchair.bad-gears.not-ints",
-    "gears for dim {dim} must be a list or tuple of ints, got {gears}",
-)
-"""A dim's gears that are not a list of ints; arguments: `dim`, `gears`."""
+BAD_DIM = GEAR_DIM
+"""A dim index outside the tensor's rank (the builder's kind: one code, one template)."""
+NOT_INTS = GEARS_NOT_INTS
+"""A dim's gears that are not a list of ints (the builder's kind)."""
 GEAR_COUNT = Kind(
     "torchair.bad-gears.count", "dim {dim} has {count} gears; give between 2 and {limit}"
 )
