@@ -616,6 +616,9 @@ def exported_program(archive: Pt2Archive) -> torch.export.ExportedProgram:
         )
     constants: dict[str, Any] = {fqn: _tensor(a) for fqn, a in archive.constants.items()}
     where = SourceLocation(f"{archive.path}/models/{archive.model}.json", 1, 0)
+    # Only torch's code runs in this block, on the archive's (untrusted) program: its
+    # deserializer checks that input with `assert`s and lets type and key errors through,
+    # so here those are the archive's faults, not npuir's (npuir's own code is outside).
     try:
         serialized = _dict_to_dataclass(schema.ExportedProgram, archive.program)
         return ExportedProgramDeserializer(None).deserialize(serialized, state, constants, None)
