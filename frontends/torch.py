@@ -147,17 +147,29 @@ class UnsupportedOp(Exception):
     """An FX node the importer has no npu op for."""
 
 
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
+_LIBRARIES = frozenset({"torch", "npuir"})
+
+
+def library_frame(path: str) -> bool:
+    """Whether a stack-trace frame at `path` is torch's (or npuir.torchair's) code rather
+    than the model's: under this environment's torch or npuir.torchair, or under an
+    installed `torch` / `npuir` package of any environment.  An archive keeps the paths of
+    the environment that exported it, which need not be this one (another venv or
+    machine, or a reader without torch at all)."""
+    if path.startswith(_torch_dir()) or path.startswith(_TORCHAIR_DIR):
+        return True
+    parts = re.split(r"[\\/]", path)
+    return any(parts[i] in _INSTALLED and parts[i + 1] in _LIBRARIES for i in range(len(parts) - 1))
+
+
 def _user_frames(node: torch.fx.Node) -> list[tuple[str, int]]:
     """The frames of the node's stack trace outside torch (and npuir.torchair), outermost
     first: the model's lines."""
     trace = node.meta.get("stack_trace")
     if not trace:
         return []
-    return [
-        (f, int(n))
-        for f, n in _FRAME.findall(trace)
-        if not f.startswith(_torch_dir()) and not f.startswith(_TORCHAIR_DIR)
-    ]
+    return [(f, int(n)) for f, n in _FRAME.findall(trace) if not library_frame(f)]
 
 
 def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:

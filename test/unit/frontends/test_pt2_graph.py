@@ -18,7 +18,7 @@ from pt2archive import PROGRAM, build
 from npuir.api import print_ir
 from npuir.diagnostics import DiagnosticError
 from npuir.frontends.pt2_graph import Pt2GraphError, graph_of
-from npuir.frontends.torch import import_pt2
+from npuir.frontends.torch import import_pt2, library_frame
 
 
 def _tensor(sizes: list[object], dtype: int = 7) -> dict[str, object]:
@@ -222,3 +222,37 @@ def test_a_real_archive_gives_the_module_torch_gives(tmp_path: Path) -> None:
     torch.export.save(torch.export.export(M(), (torch.randn(8, 16),)), str(path))
     from_torch = import_exported_program(exported_program(read_pt2(path)))
     assert print_ir(import_pt2(path), debuginfo=True) == print_ir(from_torch, debuginfo=True)
+
+
+@pytest.mark.parametrize(
+    "library",
+    [
+        "/elsewhere/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py",
+        "C:\\Python311\\Lib\\site-packages\\torch\\nn\\functional.py",
+        "/usr/lib/python3/dist-packages/npuir/frontends/torchair/scope.py",
+    ],
+)
+def test_library_frames_of_another_environment_are_not_the_models_lines(
+    tmp_path: Path, library: str
+) -> None:
+    # An archive keeps the paths of the environment that exported it: its torch frames
+    # must not become the model's lines here (another venv, or a reader without torch).
+    program = _program()
+    for node in program["graph_module"]["graph"]["nodes"]:
+        node["metadata"]["stack_trace"] += f'\n  File "{library}", line 99, in forward\n    x'
+    text = print_ir(import_pt2(_archive(tmp_path / "m.pt2", program)), debuginfo=True)
+    assert 'loc("/m/model.py":7:' in text
+    assert "line 99" not in text and ":99:" not in text
+
+
+@pytest.mark.parametrize(
+    ("path", "library"),
+    [
+        ("/home/u/model.py", False),
+        ("/x/venv/lib/python3.12/site-packages/transformers/models/llama/modeling.py", False),
+        ("/x/venv/lib/python3.12/site-packages/torch/_dynamo/eval_frame.py", True),
+    ],
+)
+def test_only_torch_and_npuir_are_library_frames(path: str, library: bool) -> None:
+    # A model installed as a package (transformers) is still the model's code.
+    assert library_frame(path) is library
