@@ -948,7 +948,7 @@ class _Bounder:
 def shortest_runs(prog: Program, hw: Hardware) -> list[int]:
     """Per node, ``d(v)`` of the module docstring: no run of it is shorter, whatever its
     blockDim, cores or core limit (0 for nodes that are not compute ops)."""
-    return list(_Bounder(prog, hw).shortest)
+    return list(_Bounder(prog, hw, crowded=False).shortest)
 
 
 def heads_and_tails(prog: Program, hw: Hardware) -> tuple[list[int], list[int]]:
