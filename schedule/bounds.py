@@ -118,7 +118,8 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    index not in S; then S holds p_1..p_j, p_{j+1} is on another stream, and
    ``s(v) >= min_{j=0..k} max(f(p_{j+1}) + ev, ser({p_1..p_j} + W_{j+1}))`` with W_{j+1}
    the wait released at ``f(p_{j+1}) + event_record_ns`` (the first term and the wait
-   absent for j = k).  Computed in topological order, the bound is ``max_v s(v) + d(v)``.
+   absent for j = k).  Computed in topological order (s(v) at least term 11's h(v)), the
+   bound is ``max_v s(v) + d(v)``.
    The return counts every op before it as a producer: an op on the default stream runs
    before it, and one elsewhere is followed on its stream by a last op the return joins.
    Above `_JOIN_FANIN` producers (`_RETURN_FANIN` for the return) a node takes only
@@ -154,6 +155,37 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    (energy ``C d(v)``), and terms 4-6 use it -- the window of 4 becomes
    ``min_S h + sum_S d(v) + min_S t``, e's ops one after another.
 
+10. **Core-time after the launches.**  An op computes on its cores only after its own
+   launch: an ordinary op's every block runs its ``b(B)`` after ``s + L`` (blocks dispatched
+   during the launch wait for it, later ones start at once), and a held op (full_core_sync,
+   aiv collective, serial engine) holds its g cores through ``[s + L, end]``.  Call ``q(o)``
+   the core-nanoseconds an option holds after its launch (``B b(B)``, ``g (d(g) - L)``) and
+   ``q(v)`` its least over v's options.  For a set S of e's ops, each holds q(v) inside
+   ``[min_S h + L, M - min_S t]``, so ``M >= min_S h + L + sum_S q(v) / C + min_S t``: term
+   4's window a launch shorter, each launch left out of the energy.  It beats 4 when S has
+   fewer ops than e has cores (one launch in the window instead of |S| / C), and it
+   costs nothing of what term 9 needs: no assumption on limits or staggered launches.
+   Terms 4 and 5 take both windows (5: ``E`` replaced by ``q`` and the ends by ``ends +
+   L``), and term 6 places every piece but an ordinary op's first (its launch block) no
+   earlier than ``r + L``.
+
+11. **Crowded heads and tails.**  The h and t above are longest paths; they are tightened,
+   node by node, by the windows of 4 and 10 over the op's ancestors (descendants) on one
+   engine.  Let S be e's ops that precede v (every dependence path counts), ``g(u)`` the
+   longest d-weighted path from u's end to v's start (the ops between, both excluded).
+   Every u of S runs inside ``[h(u), s(v) - g(u)]``, so inside ``[min_S h, s(v) - min_S g]``,
+   and holds a(u) core-nanoseconds there (q(u) after ``min_S h + L``), at most C at once:
+   ``s(v) >= min_S h + max(sum_S a / C, L + sum_S q / C) + min_S g``.  S ranges over the
+   ancestors whose h is at least a threshold (one sweep in order of h), and h(v) is the
+   largest of that and its producers' ``h + d``, in topological order so every ancestor's
+   h is final; t is tightened the same way over descendants, in reverse order.  Every
+   term reads h and t only as bounds on a start and on the time after an end, so all stay
+   valid (term 7 takes h(v) as a bound on v's start too).  It catches an engine's work
+   that must all be done before a path leads to more of it -- a layer's expert gathers
+   before the next layer's -- which the windows of 4, each over one interval, miss.
+   Quadratic in the program (every node's ancestors), it is made only within
+   `CROWDED_BUDGET`; beyond it h and t stay longest paths.
+
 **Launch is charged on one core** elsewhere in the core-time terms (4-6), although an op
 granted all its cores at its start holds them all through its launch: on an engine a mode
 or the program may limit, a limit one below the engine on one op leaves a core on which an
@@ -175,6 +207,7 @@ cost model only.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -204,10 +237,12 @@ from npuir.schedule.core_check import holds_while_waiting
 from npuir.schedule.limits import grid
 
 __all__ = [
+    "CROWDED_BUDGET",
     "ENERGETIC_BUDGET",
     "MOLDABLE_BUDGET",
     "WINDOW_PAIRS_OPS",
     "LowerBound",
+    "heads_and_tails",
     "least_aiv_cores",
     "lower_bound",
     "lower_bound_ns",
@@ -227,6 +262,10 @@ WINDOW_PAIRS_OPS = 400
 ENERGETIC_BUDGET = 10_000_000
 """Most op-option-interval evaluations one energetic test (6) may make on one engine; an
 engine above it is left out of the test."""
+
+CROWDED_BUDGET = 3_000_000
+"""Most node-and-edge visits bound 11 may make (quadratic in the program: every node's
+ancestors and descendants); above it heads and tails stay longest paths (still valid)."""
 
 _LAMBDA_STEPS = 16
 """Term 5 tries lambda = k / 16 for k = 1..15."""
@@ -296,6 +335,8 @@ class _Option:
     energy: int
     duration: int
     pieces: tuple[_Piece, ...]
+    after_launch: int
+    """The core-nanoseconds of `energy` held after the op's launch is over (10)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -312,15 +353,18 @@ class _Options:
     """d(v): the least duration."""
     least_core_time: int = field(init=False)
     """a(v): the least energy."""
+    least_after_launch: int = field(init=False)
+    """q(v): the least core-time held after the launch (10)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shortest", min(o.duration for o in self.options))
         object.__setattr__(self, "least_core_time", min(o.energy for o in self.options))
+        object.__setattr__(self, "least_after_launch", min(o.after_launch for o in self.options))
 
 
-def _held(cores: int, ns: int) -> _Option:
-    """`cores` held together for `ns`: a hold-and-wait op's option."""
-    return _Option(cores * ns, ns, ((cores, ns),))
+def _held(cores: int, ns: int, launch: int) -> _Option:
+    """`cores` held together for `ns` (`launch` included): a hold-and-wait op's option."""
+    return _Option(cores * ns, ns, ((cores, ns),), cores * (ns - launch))
 
 
 def _options(
@@ -335,19 +379,19 @@ def _options(
     count a limit the program writes gives it (bound 8); with `serial`, its engine runs
     one op at a time on every core (bound 9)."""
     if runs_without_task(op):
-        return _Options(None, (_Option(0, 0, ()),))
+        return _Options(None, (_Option(0, 0, (), 0),))
     if serial:
         total = hw.cores(work.engine)
         block = duration_ns(hw, work, total, static_hbm_share(hw, work.engine, total))
-        return _Options(work.engine, (_held(total, hw.launch_ns + block),))
+        return _Options(work.engine, (_held(total, hw.launch_ns + block, hw.launch_ns),))
     if work.engine == "comm":
         assert work.collective is not None  # guaranteed by OpWork validation
         ns = hw.launch_ns + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
         # Cores do not change a collective's duration: the fewest it may hold dominate (8).
         return (
-            _Options("vector", (_held(written or least_aiv_cores(hw), ns),))
+            _Options("vector", (_held(written or least_aiv_cores(hw), ns, hw.launch_ns),))
             if work.mode == CommMode.AIV
-            else _Options(None, (_Option(0, ns, ()),))
+            else _Options(None, (_Option(0, ns, (), 0),))
         )
     par = max(1, parallelism(hw, work))
     total = hw.cores(work.engine)
@@ -356,7 +400,7 @@ def _options(
     if full_core_sync:
         for g in range(written or 1, (written or total) + 1):
             share = static_hbm_share(hw, work.engine, g)
-            option = _held(g, launch + duration_ns(hw, work, min(g, par), share))
+            option = _held(g, launch + duration_ns(hw, work, min(g, par), share), launch)
             if not kept or option.duration < kept[-1].duration:
                 kept.append(option)
     else:
@@ -364,7 +408,7 @@ def _options(
         for blocks in range(least or 1, (most or par) + 1):
             block = duration_ns(hw, work, blocks, static_hbm_share(hw, work.engine, blocks))
             pieces = ((1, launch + block),) + (((blocks - 1, block),) if blocks > 1 else ())
-            option = _Option(launch + blocks * block, launch + block, pieces)
+            option = _Option(launch + blocks * block, launch + block, pieces, blocks * block)
             if not kept or option.duration < kept[-1].duration:
                 kept.append(option)
     return _Options(work.engine, tuple(kept))
@@ -452,10 +496,20 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _energy(option: _Option) -> int:
+    """An option's energy (bounds 4-5)."""
+    return option.energy
+
+
+def _after_launch(option: _Option) -> int:
+    """An option's core-time after its launch (bound 10)."""
+    return option.after_launch
+
+
 class _Bounder:
     """One program's per-node options, paths and the terms computed from them."""
 
-    def __init__(self, prog: Program, hw: Hardware) -> None:
+    def __init__(self, prog: Program, hw: Hardware, crowded: bool = True) -> None:
         self.prog = prog
         self.hw = hw
         n_nodes = len(prog)
@@ -464,6 +518,7 @@ class _Bounder:
         self.opts: list[_Options | None] = [None] * n_nodes
         self.shortest = [0] * n_nodes
         self.core_time = [0] * n_nodes
+        self.after_launch = [0] * n_nodes
         self.arithmetic = [0.0] * n_nodes
         memo: dict[tuple[OpWork, bool, bool, int | None, bool], _Options] = {}
         written = _written_counts(prog, hw)
@@ -483,6 +538,7 @@ class _Bounder:
             self.opts[n] = opts
             self.shortest[n] = opts.shortest
             self.core_time[n] = opts.least_core_time
+            self.after_launch[n] = opts.least_after_launch
             if work.engine != "comm" and work.flops:
                 rate = hw.flops_per_core(work.engine, work.dtype)
                 self.arithmetic[n] = work.flops * NS_PER_S / rate
@@ -498,6 +554,83 @@ class _Bounder:
         for n, opts in enumerate(self.opts):
             if opts is not None and opts.pool is not None:
                 self.by_pool[opts.pool].append(n)
+        edges = sum(len(d) for d in self.deps)
+        if crowded and n_nodes * (n_nodes + edges) <= CROWDED_BUDGET:
+            self._crowded_heads()
+            self._crowded_tails()
+
+    def _crowd(self, members: list[tuple[int, int, int, int]], cores: int) -> int:
+        """Bound 11 for one node and one engine: `members` are (threshold, energy, core-time
+        after launch, gap) of the engine's ops before (or after) it, thresholds their heads
+        (or tails), gaps their longest paths to (or from) it; the best window over the
+        ops whose threshold is at least each value."""
+        best = 0
+        launch = self.hw.launch_ns
+        members.sort(key=lambda m: -m[0])
+        energy = after = 0
+        gap = -1
+        for i, (threshold, e, q, g) in enumerate(members):
+            energy += e
+            after += q
+            gap = g if gap < 0 else min(gap, g)
+            if i + 1 < len(members) and members[i + 1][0] == threshold:
+                continue  # take every op at this threshold before measuring
+            spread = max(_ceil_div(energy, cores), launch + _ceil_div(after, cores))
+            best = max(best, threshold + spread + gap)
+        return best
+
+    def _crowded_heads(self) -> None:
+        """Bound 11 on heads, in topological order (module docstring)."""
+        n_nodes = len(self.prog)
+        head, d = self.head, self.shortest
+        for v in range(n_nodes):
+            for p in self.deps[v]:
+                head[v] = max(head[v], head[p] + d[p])
+            # into[u]: the longest path from u's end to v's start (-1: not an ancestor).
+            into = [-1] * (v + 1)
+            into[v] = 0
+            per_pool: dict[str, list[tuple[int, int, int, int]]] = {}
+            for w in range(v, -1, -1):
+                if into[w] < 0:
+                    continue
+                through = into[w] + (d[w] if w != v else 0)
+                for p in self.deps[w]:
+                    into[p] = max(into[p], through)
+                opts = self.opts[w]
+                if w != v and opts is not None and opts.pool is not None:
+                    per_pool.setdefault(opts.pool, []).append(
+                        (head[w], self.core_time[w], self.after_launch[w], into[w])
+                    )
+            for pool, members in per_pool.items():
+                head[v] = max(head[v], self._crowd(members, self.hw.cores(pool)))
+
+    def _crowded_tails(self) -> None:
+        """Bound 11 on tails, in reverse topological order (module docstring)."""
+        n_nodes = len(self.prog)
+        tail, d = self.tail, self.shortest
+        succs: list[list[int]] = [[] for _ in range(n_nodes)]
+        for n in range(n_nodes):
+            for p in self.deps[n]:
+                succs[p].append(n)
+        for u in range(n_nodes - 1, -1, -1):
+            for w in succs[u]:
+                tail[u] = max(tail[u], tail[w] + d[w])
+            # after[w]: the longest path from u's end to w's start (-1: not a descendant).
+            after = [-1] * n_nodes
+            per_pool: dict[str, list[tuple[int, int, int, int]]] = {}
+            for w in range(u + 1, n_nodes):
+                for p in self.deps[w]:
+                    if p == u:
+                        after[w] = max(after[w], 0)
+                    elif p > u and after[p] >= 0:
+                        after[w] = max(after[w], after[p] + d[p])
+                opts = self.opts[w]
+                if after[w] >= 0 and opts is not None and opts.pool is not None:
+                    per_pool.setdefault(opts.pool, []).append(
+                        (tail[w], self.core_time[w], self.after_launch[w], after[w])
+                    )
+            for pool, members in per_pool.items():
+                tail[u] = max(tail[u], self._crowd(members, self.hw.cores(pool)))
 
     def critical_path(self) -> int:
         return max((h + d for h, d in zip(self.head, self.shortest, strict=True)), default=0)
@@ -526,6 +659,7 @@ class _Bounder:
                     start[v] = plain
                 else:
                     start[v] = max(plain, self._join(start, finish, record, wait))
+            start[v] = max(start[v], self.head[v])  # bound 11's heads are starts' bounds too
             end = max(end, start[v] + self.shortest[v])
         return end
 
@@ -572,33 +706,37 @@ class _Bounder:
         return engine_ns, window_ns
 
     def core_window(self, e: str) -> tuple[int, list[int]]:
-        """Bound 4 for engine `e`, and the set S attaining it."""
+        """Bounds 4 and 10 for engine `e`, and the set S attaining the better."""
         cores = self.hw.cores(e)
         nodes = self.by_pool[e]
         best, best_set = 0, nodes
-        for key, other in ((self.head, self.tail), (self.tail, self.head)):
-            order = sorted(nodes, key=lambda n: -key[n])
-            total = 0
-            least_other = -1
-            for i, n in enumerate(order):
-                total += self.core_time[n]
-                least_other = other[n] if least_other < 0 else min(least_other, other[n])
-                if i + 1 < len(order) and key[order[i + 1]] == key[n]:
-                    continue  # take every op at this threshold before measuring
-                bound = key[n] + _ceil_div(total, cores) + least_other
-                if bound > best:
-                    best, best_set = bound, order[: i + 1]
-        if len(nodes) <= WINDOW_PAIRS_OPS:
+        # Bound 4: the energies in the window; bound 10: what is held after each launch, in
+        # a window a launch shorter.
+        for held, launch in ((self.core_time, 0), (self.after_launch, self.hw.launch_ns)):
+            for key, other in ((self.head, self.tail), (self.tail, self.head)):
+                order = sorted(nodes, key=lambda n: -key[n])
+                total = 0
+                least_other = -1
+                for i, n in enumerate(order):
+                    total += held[n]
+                    least_other = other[n] if least_other < 0 else min(least_other, other[n])
+                    if i + 1 < len(order) and key[order[i + 1]] == key[n]:
+                        continue  # take every op at this threshold before measuring
+                    bound = key[n] + launch + _ceil_div(total, cores) + least_other
+                    if bound > best:
+                        best, best_set = bound, order[: i + 1]
+            if len(nodes) > WINDOW_PAIRS_OPS:
+                continue
             by_tail = sorted(nodes, key=lambda n: -self.tail[n])
             for low in sorted({self.head[n] for n in nodes}):
                 total = 0
                 for i, n in enumerate(by_tail):
                     if self.head[n] >= low:
-                        total += self.core_time[n]
+                        total += held[n]
                     if total and (
                         i + 1 == len(by_tail) or self.tail[by_tail[i + 1]] < self.tail[n]
                     ):
-                        bound = low + _ceil_div(total, cores) + self.tail[n]
+                        bound = low + launch + _ceil_div(total, cores) + self.tail[n]
                         if bound > best:
                             cut = self.tail[n]
                             best = bound
@@ -607,19 +745,24 @@ class _Bounder:
                             ]
         return best, best_set
 
-    def moldable(self, e: str, sets: list[list[int]], rounds: int) -> int:
+    def moldable(self, e: str, sets: list[list[int]], rounds: int, after: bool = False) -> int:
         """Bound 5 for engine `e` over the given sets S, each lambda with the best single
-        path and then `rounds` more paths mixed in, in integers scaled by K * C * paths."""
+        path and then `rounds` more paths mixed in, in integers scaled by K * C * paths;
+        with `after`, its window is bound 10's (the core-time held after the launches, in a
+        window a launch shorter)."""
         cores = self.hw.cores(e)
         steps = _LAMBDA_STEPS
         n_nodes = len(self.prog)
+        held = self.after_launch if after else self.core_time
+        energy = _after_launch if after else _energy
         best = 0
         for members in sets:
             in_set = [False] * n_nodes
             for n in members:
                 in_set[n] = True
             ends = min(self.head[n] for n in members) + min(self.tail[n] for n in members)
-            least = sum(self.core_time[n] for n in members)
+            ends += self.hw.launch_ns if after else 0
+            least = sum(held[n] for n in members)
             for k in range(1, steps):
                 # M * K * C >= k * (C * ends + sum_S g d) + (K - k) * C * len_P
                 off_path = (steps - k) * cores
@@ -632,8 +775,8 @@ class _Bounder:
                         w = pair.get(opts)
                         if w is None:
                             w = pair[opts] = (
-                                min(k * o.energy + off_path * o.duration for o in opts.options)
-                                - k * self.core_time[n]
+                                min(k * energy(o) + off_path * o.duration for o in opts.options)
+                                - k * held[n]
                             )
                         weight[n] = w
                     else:
@@ -641,11 +784,19 @@ class _Bounder:
                 length, path = self._heaviest_path(weight)
                 best = max(best, _ceil_div(k * (cores * ends + least) + length, steps * cores))
                 if rounds:
-                    best = max(best, self._mixed(in_set, k, ends, path, rounds, cores))
+                    mixed = self._mixed(in_set, k, ends, path, rounds, cores, energy)
+                    best = max(best, mixed)
         return best
 
     def _mixed(
-        self, in_set: list[bool], k: int, ends: int, first: list[int], rounds: int, cores: int
+        self,
+        in_set: list[bool],
+        k: int,
+        ends: int,
+        first: list[int],
+        rounds: int,
+        cores: int,
+        energy: Callable[[_Option], int],
     ) -> int:
         """Bound 5 with the path term an average of paths (Frank-Wolfe steps of 1/t).
 
@@ -670,7 +821,7 @@ class _Bounder:
                     c = count[n]
                     slope[n] = min(
                         opts.options,
-                        key=lambda o: k * (t - 1) * o.energy + off_path * c * o.duration,
+                        key=lambda o: k * (t - 1) * energy(o) + off_path * c * o.duration,
                     ).duration
                 else:
                     slope[n] = self.shortest[n]
@@ -683,7 +834,9 @@ class _Bounder:
                 opts = self.opts[n]
                 if in_set[n] and opts is not None:
                     c = count[n]
-                    total += min(k * t * o.energy + off_path * c * o.duration for o in opts.options)
+                    total += min(
+                        k * t * energy(o) + off_path * c * o.duration for o in opts.options
+                    )
                 elif count[n]:
                     total += off_path * count[n] * self.shortest[n]
             best = max(best, _ceil_div(total, steps * cores * t))
@@ -716,7 +869,8 @@ class _Bounder:
         edges = sum(len(d) for d in self.deps)
         options = sum(len(o.options) for o in self.opts if o is not None)
         single = len(self.prog) + edges
-        return n_sets * (_LAMBDA_STEPS - 1) * (single + rounds * 2 * (single + options))
+        # Two windows: bound 4's and bound 10's.
+        return 2 * n_sets * (_LAMBDA_STEPS - 1) * (single + rounds * 2 * (single + options))
 
     # -- bound 6 --------------------------------------------------------------------------
 
@@ -734,6 +888,7 @@ class _Bounder:
     def impossible(self, makespan: int, engines: list[str]) -> bool:
         """Whether the energetic test (bound 6) on `engines` shows that no schedule ends by
         `makespan`."""
+        launch = self.hw.launch_ns
         for e in engines:
             nodes = self.by_pool[e]
             release = np.array([self.head[n] for n in nodes], dtype=np.int64)
@@ -755,11 +910,13 @@ class _Bounder:
                     if r + option.duration > dl:
                         continue
                     used = np.zeros(width.shape, dtype=np.int64)
-                    for cores, d in option.pieces:
-                        # Pushed earliest (start r) or latest (end dl), the least overlap.
+                    for i_piece, (cores, d) in enumerate(option.pieces):
+                        # Pushed earliest (start r) or latest (end dl), the least overlap;
+                        # an ordinary op's later blocks run after its launch (10).
+                        early = r if i_piece == 0 else r + launch
                         overlap = np.minimum(
                             width,
-                            np.minimum(d - np.maximum(t1 - r, 0), d - np.maximum(dl - t2, 0)),
+                            np.minimum(d - np.maximum(t1 - early, 0), d - np.maximum(dl - t2, 0)),
                         )
                         used += cores * np.maximum(overlap, 0)
                     least = used if least is None else np.minimum(least, used)
@@ -791,12 +948,20 @@ class _Bounder:
 def shortest_runs(prog: Program, hw: Hardware) -> list[int]:
     """Per node, ``d(v)`` of the module docstring: no run of it is shorter, whatever its
     blockDim, cores or core limit (0 for nodes that are not compute ops)."""
-    return list(_Bounder(prog, hw).shortest)
+    return list(_Bounder(prog, hw, crowded=False).shortest)
 
 
-def program_bound(prog: Program, hw: Hardware) -> LowerBound:
-    """The bound of the module docstring for an un-partitioned (or lowered) program."""
+def heads_and_tails(prog: Program, hw: Hardware) -> tuple[list[int], list[int]]:
+    """Per node, ``h(v)`` and ``t(v)`` of the module docstring with bound 11: no schedule
+    starts v before h(v) or ends it later than t(v) before its makespan."""
     b = _Bounder(prog, hw)
+    return list(b.head), list(b.tail)
+
+
+def program_bound(prog: Program, hw: Hardware, crowded: bool = True) -> LowerBound:
+    """The bound of the module docstring for an un-partitioned (or lowered) program;
+    `crowded=False` leaves bound 11 out (heads and tails stay longest paths)."""
+    b = _Bounder(prog, hw, crowded)
     engine_ns, window_ns = b.arithmetic_terms()
     bound = LowerBound(b.critical_path(), engine_ns, window_ns, joins_ns=b.joins())
     sets: dict[str, list[list[int]]] = {}
@@ -811,7 +976,9 @@ def program_bound(prog: Program, hw: Hardware) -> LowerBound:
     )
     if rounds is not None:
         for e, candidates in sets.items():
-            bound.moldable_ns[e] = b.moldable(e, candidates, rounds)
+            bound.moldable_ns[e] = max(
+                b.moldable(e, candidates, rounds), b.moldable(e, candidates, rounds, after=True)
+            )
     affordable = [e for e in sets if b.energetic_cost(e) <= ENERGETIC_BUDGET]
     bound.energetic_ns = b.energetic(int(bound.ns), affordable)
     return bound

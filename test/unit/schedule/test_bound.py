@@ -55,8 +55,9 @@ def _func(module: ModuleOp) -> FuncOp:
     return next(op for op in module.ops if isinstance(op, FuncOp))
 
 
-def _bound(text: str, hw: Hardware) -> LowerBound:
-    return lower_bound(build_program(_func(npuir.parse_text(npuir.make_context(), text))), hw)
+def _bound(text: str, hw: Hardware, crowded: bool = True) -> LowerBound:
+    program = build_program(_func(npuir.parse_text(npuir.make_context(), text)))
+    return lower_bound(program, hw, crowded)
 
 
 def _spans(text: str, hw: Hardware, modes: tuple[str, ...], max_streams: int = 8) -> list[int]:
@@ -220,6 +221,35 @@ def test_the_bound_never_exceeds_a_simulated_makespan_of_aiv_collective_graphs(
     assert bound <= min(spans), (bound, spans)
 
 
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(
+    seed=st.integers(0, 2**31),
+    ops=st.integers(2, 12),
+    slow=st.booleans(),
+    mode=st.sampled_from(("single", "engine", "opara", "auto", "auto:nolimits")),
+)
+def test_no_op_starts_before_its_head_or_ends_after_its_tail(
+    seed: int, ops: int, slow: bool, mode: str
+) -> None:
+    """Bound 11's heads and tails, node by node, on the lowered program each mode gives
+    (aiv collectives, written limits): every op of the simulated run starts at or after
+    its head and ends at least its tail before the makespan."""
+    hw = SLOW_LAUNCH if slow else HW
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, _mixed_graph(seed, ops, aiv=2))
+    name, _, variant = mode.partition(":")
+    flags = "limits=false" if variant == "nolimits" else "variant=loadbalance"
+    spec = f"stream-partition{{mode={name} {flags} ignore-tags=true}},coreset-lower,insert-events"
+    npuir.run_passes(ctx, module, npuir.build_pipeline(spec))
+    program = build_program(scheduled_functions(module)[0], module_streams(module))
+    result = simulate([program], hw, mirror_peers=True)
+    assert result.deadlock is None and not result.races
+    heads, tails = bounds.heads_and_tails(program, hw)
+    for record in result.ops:
+        assert heads[record.node] <= record.start, (record, heads[record.node])
+        assert tails[record.node] <= result.makespan_ns - record.end, (record, tails[record.node])
+
+
 def test_the_window_term_counts_the_path_before_and_after_the_wide_part() -> None:
     """A vector prologue, eight independent matmuls, a vector epilogue: the cube work can
     neither start before the prologue nor end after the epilogue starts, so the bound is
@@ -234,11 +264,15 @@ def test_the_window_term_counts_the_path_before_and_after_the_wide_part() -> Non
     text = "\n".join(
         [f"func.func @f(%x: {t}, %w: {t}) -> {t} {{", *body, f"  func.return {acc} : {t}", "}"]
     )
-    bound = _bound(text, HW)
+    bound = _bound(text, HW, crowded=False)  # bound 11 would lengthen the paths themselves
     assert bound.window_ns["cube"] > bound.plain_ns
     assert bound.arithmetic_ns == bound.window_ns["cube"]
     _, spans = _makespans(text, 8)
     assert bound.ns <= min(spans)
+    # Bound 11: the matmuls all precede the first add, so its head holds their cube work.
+    crowded = _bound(text, HW)
+    assert crowded.critical_path_ns >= bound.window_ns["cube"]
+    assert crowded.ns <= min(spans)
 
 
 def _memory_ns(nbytes: int, hw: Hardware, cores: int, engine: str) -> Fraction:
@@ -290,7 +324,7 @@ def test_the_core_time_window_charges_launch_and_memory_on_one_core(
     # 64x1 by 1x64: 8192 FLOPs, (64 + 64 + 4096) * 2 bytes; on one core it is memory-bound.
     one_core = hw.launch_ns + math.ceil(_memory_ns((64 + 64 + 4096) * 2, hw, 1, "cube"))
     assert one_core > hw.launch_ns + 2 * 64 * 64  # memory-bound on one core
-    bound = _bound(text, hw)
+    bound = _bound(text, hw, crowded=False)  # bound 11 would carry the window into paths
     assert bound.core_window_ns["cube"] == exp_ns + math.ceil(Fraction(4 * one_core, 2))
     assert bound.core_window_ns["cube"] > bound.arithmetic_ns
     assert bound.ns <= min(_spans(text, hw, ALL_MODES, max_streams=4))
@@ -592,6 +626,41 @@ def test_a_core_limit_hides_a_launch_so_the_bound_counts_it_on_one_core() -> Non
     assert free_bound.ns <= optimum
 
 
+def test_the_core_time_after_the_launches_lies_a_launch_after_the_first_start() -> None:
+    """Bound 10 on the seed's model with the 23-core limit (the cube is not serial, and the
+    staggered schedule hides a launch): each matmul computes on its cores only after its
+    own launch, so their least computing core-time lies after the add and a launch, and
+    before the tail; with two matmuls on 24 cores that beats charging each launch on one
+    core (bound 4), and it stays below the staggered schedule."""
+    text = _seed_model("cube 23")
+    prog = _program(text)
+    matmul = prog.ops[1]
+    assert isinstance(matmul, NpuOp)
+    work = op_work(matmul, HW)
+    par = min(23, HW.cores("cube"))
+
+    def computing(blocks: int) -> int:
+        """Core-ns a matmul computes on `blocks` blocks (each block on one core)."""
+        return blocks * duration_ns(HW, work, blocks, static_hbm_share(HW, "cube", blocks))
+
+    first = min(computing(b) for b in range(1, HW.cores("cube") + 1))
+    limited = computing(par)  # the scoped matmul runs on exactly 23 blocks (bound 8)
+    after_add = bounds.shortest_runs(prog, HW)[0]
+    cores = HW.cores("cube")
+    expected = after_add + HW.launch_ns + _ceil(first + limited, cores)
+    launch_on_one_core = after_add + _ceil(first + limited + 2 * HW.launch_ns, cores)
+    bound = lower_bound(prog, HW, crowded=False)
+    assert bound.core_window_ns["cube"] >= expected > launch_on_one_core
+    streams = [StreamInfo("s0", MAIN_TAG, 0), StreamInfo("s1", "other", 0)]
+    staggered = Judge(prog, HW, None)("staggered", Assignment(streams, [0, 0, 1, 0, 0]))
+    assert lower_bound(prog, HW).ns <= staggered.makespan
+    assert lower_bound(prog, HW).ns <= min(_spans(text, HW, (*ALL_MODES, "auto:nolimits")))
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def _limited(scope: str, body: str, ty: str) -> str:
     """`body` (defining %r of type `ty`) inside a `coreset.limit` scope `scope`, or bare."""
     if not scope:
@@ -661,9 +730,11 @@ def test_a_serial_engine_runs_its_ops_one_after_another() -> None:
         cores = HW.cores(work.engine)
         return HW.launch_ns + duration_ns(HW, work, cores, static_hbm_share(HW, work.engine, cores))
 
-    bound = lower_bound(prog, HW)
+    bound = lower_bound(prog, HW, crowded=False)
     assert bound.core_window_ns["cube"] == alone(add) + 2 * alone(matmul)
     assert bound.ns == bound.core_window_ns["cube"] > bound.joins_ns
+    # Bound 11 carries the window into the return's head: the joins term meets it.
+    assert lower_bound(prog, HW).joins_ns == bound.ns
     assert bound.ns <= min(_spans(_seed_model(""), HW, (*ALL_MODES, "auto:nolimits")))
 
 
