@@ -201,18 +201,41 @@ class Judge:
         self.judged[digest] = judged
         return judged
 
-    def _simulate(self, name: str, assignment: Assignment) -> Judged:
+    def under_policies(
+        self, name: str, assignment: Assignment, tried: Sequence[LimitPolicy | None]
+    ) -> list[Judged]:
+        """`assignment` judged under each of `tried` (None: no chosen limits) instead of this
+        judge's policy, lowered once for all (the oracle's many policies per schedule).  Not
+        cached: a judgement depends on the policy."""
+        lowering = lowered_program(self.chained, assignment)
+        out: list[Judged] = []
+        for policy in tried:
+            self.trials += 1
+            out.append(self._simulate(name, assignment, policy, lowering))
+        return out
+
+    def _simulate(
+        self,
+        name: str,
+        assignment: Assignment,
+        policy: LimitPolicy | None = None,
+        lowering: tuple[Program, list[int]] | None = None,
+    ) -> Judged:
+        """`assignment` simulated under `policy` (given with `lowering`, its lowered program:
+        see `under_policies`; else this judge's own)."""
+        if lowering is None:
+            policy = self.policy
         chosen: dict[Operation, int] = {}
-        if self.policy is not None:
-            planned = self.policy.limits(self.prog, assignment.stream_of)
+        if policy is not None:
+            planned = policy.limits(self.prog, assignment.stream_of)
             if planned is None:
                 return Judged(name, assignment, INFEASIBLE, 0, [])
             chosen = planned
-        lowered, origin = lowered_program(self.chained, assignment)
+        lowered, origin = lowering or lowered_program(self.chained, assignment)
         limit_fn: LimitFn | None = None
         if self.limits is not None or chosen:
             base_limits, ops, known = self.limits, self.prog.ops, self.known_limits
-            policy_engine = self.policy.engine if self.policy is not None else None
+            policy_engine = policy.engine if policy is not None else None
 
             def limit_fn(p: Program, n: int, engine: str) -> int | None:
                 node = origin[n]

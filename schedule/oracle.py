@@ -56,11 +56,11 @@ from dataclasses import dataclass
 
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
-from npuir.backends.npu.simulator import NodeCosts, SimCache
+from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import Hardware
-from npuir.schedule.auto import INFEASIBLE, Judge, LimitFn
+from npuir.schedule.auto import Judge, LimitFn
 from npuir.schedule.bounds import program_bound, shortest_runs
 from npuir.schedule.limits import LimitPolicy, policies
 
@@ -167,9 +167,16 @@ class _Search:
         limits: LimitFn | None,
         prune: bool = True,
         policy: LimitPolicy | None = None,
+        tried: Sequence[LimitPolicy] = (),
     ) -> None:
         self.prog = prog
         self.policy = policy
+        self.tried = list(tried)
+        """With limits (`exact_with_limits`): every schedule is judged under each policy of
+        `tried` that gives its labelling a distinct feasible plan, after no limits."""
+        self.plans: list[LimitPolicy] = []
+        """The policies of `tried` that give the current labelling distinct plans."""
+        self.best_policy: LimitPolicy | None = None
         self.prune = prune
         """False: simulate every class (the tests count them)."""
         self.hw = hw
@@ -191,8 +198,15 @@ class _Search:
         self.returns = [v for v in range(n) if prog.kind[v] is NodeKind.RETURN]
         self.collective = [isinstance(op, CollectiveOp) for op in prog.ops]
         self.colls = [v for v in range(n) if self.collective[v]]
-        pools = NodeCosts(prog, hw, limits=self.limits, cache=self.cache).pool
-        self.pool = list(pools)  # -1 (no pool) is one more pool
+        costs = NodeCosts(prog, hw, limits=self.limits, cache=self.cache)
+        self.pool = list(costs.pool)  # -1 (no pool) is one more pool
+        self.want = list(costs.want)
+        self.node_of = {op: v for v, op in enumerate(prog.ops)}
+        # Per node, the nodes it reaches through the chained dependences.
+        self.reach = [set[int]() for _ in range(n)]
+        for v in range(n - 1, -1, -1):
+            for u in self.users[v]:
+                self.reach[v] |= {u} | self.reach[u]
         self.duration = shortest_runs(prog, hw)
         self.event = hw.event_record_ns + hw.event_wait_ns
         self.floor = math.ceil(program_bound(prog, hw).ns)
@@ -217,8 +231,48 @@ class _Search:
         for bound, _, labels, tail in ranked:
             if self.prune and (bound >= self.best_span or self.best_span <= self.floor):
                 return  # the rest are bounded no lower, or nothing beats the whole bound
+            if self.tried:
+                self.plans = self._plans(labels)
             self.labellings += 1
             self._orders(labels, tail, self._state(labels), [])
+
+    def _plans(self, labels: list[int]) -> list[LimitPolicy]:
+        """The policies of `tried` whose plans for `labels` are feasible, limit some op below
+        what it asks for, and differ from each other's (the first of equal plans kept).  A
+        count at or above an op's request is no limit: such plans are the same schedule."""
+        # The ops that may run beside another op of their pool: on another stream, neither
+        # reaching the other.  A limit on any other op only lengthens it.
+        beside = {
+            v
+            for v in range(self.n)
+            for u in range(self.n)
+            if u != v
+            and self.pool[v] >= 0
+            and self.pool[u] == self.pool[v]
+            and labels[u] != labels[v]
+            and u not in self.reach[v]
+            and v not in self.reach[u]
+        }
+        seen: set[frozenset[tuple[int, str, int]]] = set()
+        out: list[LimitPolicy] = []
+        for policy in self.tried:
+            counts = policy.limits(self.prog, labels)
+            if counts is None:
+                continue  # breaks the pair rule under these streams
+            plan = frozenset(
+                (v, policy.engine, count)
+                for op, count in counts.items()
+                for v in [self.node_of[op]]
+                if v in beside
+                and (
+                    not (self.pool[v] >= 0 and POOL_ENGINES[self.pool[v]] == policy.engine)
+                    or count < self.want[v]
+                )
+            )
+            if plan and plan not in seen:
+                seen.add(plan)
+                out.append(policy)
+        return out
 
     def _state(self, labels: list[int]) -> _State:
         """Nothing placed yet under `labels`."""
@@ -294,8 +348,8 @@ class _Search:
         return True
 
     def _judge(self, order: list[int], labels: list[int]) -> None:
-        """Simulate the schedule; keep it if it is the fastest so far."""
-        self.schedules += 1
+        """Simulate the schedule (with limits: under each of the labelling's plans); keep it
+        if it is the fastest so far."""
         count = max(labels) + 1
         streams = [StreamInfo(f"s{s}", MAIN_TAG if s == 0 else f"x{s}", 0) for s in range(count)]
         judge = Judge(
@@ -304,13 +358,17 @@ class _Search:
             self.limits,
             cache=self.cache,
             known_limits=self.known,
-            policy=self.policy,
         )
-        span = judge("exact", Assignment(streams, [labels[v] for v in order])).makespan
-        if self.best is None or span < self.best_span:
-            keep = None if order == list(range(self.n)) else list(order)
-            self.best = Assignment(streams, list(labels), keep)
-            self.best_span = span
+        tried = [None, *self.plans] if self.tried else [self.policy]
+        assignment = Assignment(streams, [labels[v] for v in order])
+        for policy, judged in zip(tried, judge.under_policies("exact", assignment, tried)):
+            self.schedules += 1
+            span = judged.makespan
+            if self.best is None or span < self.best_span:
+                keep = None if order == list(range(self.n)) else list(order)
+                self.best = Assignment(streams, list(labels), keep)
+                self.best_span = span
+                self.best_policy = policy
 
 
 class _State:
@@ -355,22 +413,39 @@ class ExactWithLimits:
     policy: LimitPolicy | None
     """None: the optimum needs no limits."""
     policies: int
-    """Limit policies tried (besides none)."""
+    """Limit policies on the grid (besides none)."""
 
 
 def exact_with_limits(
     prog: Program, hw: Hardware, max_streams: int = 8, limits: LimitFn | None = None
 ) -> ExactWithLimits:
     """The fastest schedule of `prog` over every issue order, stream assignment and core-limit
-    policy `stream-partition{mode=auto limits=true}` may choose
-    (`npuir.schedule.limits.policies`: per holder of cores, or all holders, a half, a quarter
-    or an eighth of the engine on their streams and the rest on the others, seed 003's pair
-    rule kept): `exact_schedule` once without limits and once per policy; ties go to fewer
-    limits.  The cost is (policies + 1) exact solves."""
+    policy `stream-partition{mode=auto limits=true}` may choose.
+
+    The grid (`npuir.schedule.limits.policies`): per engine, for each of the first
+    `MAX_SINGLE_HOLDERS` free ops that hold cores while they wait, and for all of them
+    together, a half, a quarter or an eighth of the engine (`GRID`) on their streams and the
+    rest on the other streams that hold ops the engine's limits act on (seed 003's pair rule
+    kept, its kernel table deciding which ops a limit acts on).
+
+    One branch and bound for the whole grid: the canonical labellings and least orders of
+    `exact_schedule` are searched once, every schedule judged without limits and then under
+    each policy that gives its labelling a plan of its own (`_Search._plans`: feasible under
+    the pair rule, limiting some op below what it asks for, unlike every earlier policy's
+    plan); a policy replaces the best only when strictly faster, so ties within a schedule
+    go to no limits.  The bound prunes across policies: it holds under any limits, since a
+    limit never makes an op faster than its shortest run."""
+    schedulable = [
+        prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
+        for n in range(len(prog))
+    ]
+    if sum(schedulable) > MAX_OPS:
+        raise ValueError(f"{sum(schedulable)} ops: the exact solver takes at most {MAX_OPS}")
+    if any(tag is not None for tag in prog.pinned):
+        raise ValueError("the exact solver assigns every op: the program has pinned ops")
     tried = policies(prog, hw)
-    best = ExactWithLimits(exact_schedule(prog, hw, max_streams, limits), None, len(tried))
-    for policy in tried:
-        found = exact_schedule(prog, hw, max_streams, limits, policy)
-        if found.makespan < best.exact.makespan and found.makespan < INFEASIBLE:
-            best = ExactWithLimits(found, policy, len(tried))
-    return best
+    search = _Search(prog, hw, max(1, max_streams), limits, tried=tried)
+    search.run()
+    assert search.best is not None
+    found = Exact(search.best_span, search.best, search.labellings, search.schedules)
+    return ExactWithLimits(found, search.best_policy, len(tried))
