@@ -734,6 +734,10 @@ def _with_limits(
             if key < best_key:
                 best_key, best = key, (candidate, policy)
     result, chosen = best
+    trials = max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // max(1, len(prog))))
+    result, chosen = _polish(
+        prog, hw, limits, profile, cache, result, chosen, tried, pinned, max_streams, reserved, trials
+    )
     if chosen is None:
         return result
     counts = chosen.limits(prog, result.stream_of)
@@ -741,6 +745,97 @@ def _with_limits(
     index = {op: n for n, op in enumerate(prog.ops)}
     written = tuple(sorted((index[op], chosen.engine, c) for op, c in counts.items()))
     return dataclasses.replace(result, limits=written)
+
+
+def _polish(
+    prog: Program,
+    hw: Hardware,
+    limits: LimitFn | None,
+    profile: Profile | None,
+    cache: SimCache,
+    result: Assignment,
+    policy: LimitPolicy | None,
+    tried: Sequence[LimitPolicy],
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+    trials: int,
+) -> tuple[Assignment, LimitPolicy | None]:
+    """The last step of `_with_limits`: the schedule's policy chosen again among all of
+    `tried` and none, then every op moved to every other stream (or a new one) and every two
+    ops of different streams exchanged, and every other stream made the default one, each
+    judged under the policy; the first change that
+    lowers the key is kept and the scan restarts, at most `trials` simulations in all.  The
+    issue order stays.  (Limits move the best place of an op off the critical path the
+    refinement walks: on a generated 6-op graph the optimum under a limit exchanges a
+    collective with another stream's.)"""
+    order = result.order
+    issued = permuted(prog, order) if order is not None else prog
+    pins = [pinned[n] for n in order] if order is not None else list(pinned)
+    known: dict[tuple[int, str], int | None] = {}
+    judges: dict[int, Judge] = {}
+
+    def judge(candidate: Assignment, under: LimitPolicy | None) -> Judged:
+        key = -1 if under is None else tried.index(under)
+        if key not in judges:
+            judges[key] = Judge(issued, hw, limits, profile, cache, known, under)
+        return judges[key]("polish", candidate)
+
+    stream_of = list(result.stream_of)
+    if order is not None:
+        stream_of = [result.stream_of[n] for n in order]
+    best = judge(Assignment(result.streams, stream_of), policy)
+    spent, improved = 1, True
+    while improved and spent < trials:
+        improved = False
+        for under in (None, *tried):
+            if under is policy:
+                continue
+            spent += 1
+            judged = judge(best.assignment, under)
+            if judged.key() < best.key():
+                best, policy = judged, under
+        for candidate in _exchanges(issued, best.assignment, pins, max_streams, reserved):
+            if spent >= trials:
+                break
+            spent += 1
+            judged = judge(candidate, policy)
+            if judged.key() < best.key():
+                best, improved = judged, True
+                break
+    stream_of = list(best.assignment.stream_of)
+    if order is not None:
+        for new, old in enumerate(order):
+            stream_of[old] = best.assignment.stream_of[new]
+    return Assignment(best.assignment.streams, stream_of, order), policy
+
+
+def _exchanges(
+    prog: Program,
+    assignment: Assignment,
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+) -> Iterator[Assignment]:
+    """`_polish`'s neighbours of `assignment`: another stream made the default one, one op
+    on another stream, two ops of different streams exchanged (pinned ops and nodes that
+    are not compute ops stay)."""
+    free = [
+        n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE
+    ]
+    yield from _default_swaps(prog, assignment, pinned)
+    for n in free:
+        for target in range(len(assignment.streams) + 1):
+            if target != assignment.stream_of[n]:
+                moved = _move(assignment, [n], target, max_streams, reserved)
+                if moved is not None:
+                    yield moved
+    for i, a in enumerate(free):
+        for b in free[i + 1 :]:
+            if assignment.stream_of[a] != assignment.stream_of[b]:
+                stream_of = list(assignment.stream_of)
+                stream_of[a], stream_of[b] = stream_of[b], stream_of[a]
+                yield Assignment(assignment.streams, stream_of)
 
 
 def _default_swaps(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
@@ -21,7 +22,7 @@ from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.hardware import load_hardware
 from npuir.schedule.auto import Judge, assign_auto
 from npuir.schedule.limits import LimitPolicy, LimitSpace, grid, policies
-from npuir.schedule.oracle import exact_schedule, exact_with_limits
+from npuir.schedule.oracle import ExactWithLimits, exact_schedule, exact_with_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
@@ -209,3 +210,38 @@ def test_auto_with_limits_is_near_optimal_on_small_graphs() -> None:
         exact += span == best.exact.makespan
     assert exact >= 3
     assert paid >= 2  # not vacuous: on these graphs the optimum needs limits
+
+
+@pytest.mark.parametrize(
+    ("seed", "sync"), [(1, 0.0), (5, 0.0), (0, 0.4), (1, 0.4), (4, 0.4), (7, 0.4)]
+)
+def test_one_search_over_the_grid_finds_the_optimum_of_a_search_per_policy(
+    seed: int, sync: float
+) -> None:
+    """`exact_with_limits` searches the labellings and orders once, each schedule judged
+    under the distinct plans its labelling gives; the optimum is that of one exact search
+    per policy (and one without), on 4-op graphs with aiv collectives and, with `sync`,
+    full_core_sync ops."""
+    cfg = DagConfig(ops=4, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv", sync_rate=sync)
+    prog = _prog(random_dag(seed, cfg))
+    tried = policies(prog, HW)
+    assert tried  # not vacuous: some op holds cores while it waits
+    each = [exact_schedule(prog, HW).makespan]
+    each += [exact_schedule(prog, HW, policy=policy).makespan for policy in tried]
+    found = exact_with_limits(prog, HW)
+    assert found.exact.makespan == min(each)
+    assert found.policies == len(tried)
+    if found.policy is not None:  # the optimum needs its limits
+        assert found.exact.makespan < each[0]
+        assert _judged(prog, _with_plan(prog, found)) == found.exact.makespan
+
+
+def _with_plan(prog: Program, found: ExactWithLimits) -> Assignment:
+    """The oracle's optimum with the limits its policy gives it, as `assign_auto` writes them."""
+    assert found.policy is not None
+    assignment = found.exact.assignment
+    counts = found.policy.limits(prog, assignment.stream_of)
+    assert counts is not None
+    index = {op: n for n, op in enumerate(prog.ops)}
+    written = tuple(sorted((index[op], found.policy.engine, c) for op, c in counts.items()))
+    return Assignment(assignment.streams, assignment.stream_of, assignment.order, written)
