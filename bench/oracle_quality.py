@@ -12,7 +12,8 @@ With `limits` (`bench/run.py oracle --limits`) the graphs hold cores while they 
 core limits act on: their collectives are aiv-mode (`comm_rate` 0.3 so that most graphs have
 one) and on every other graph a quarter of the matmul and vector ops are `full_core_sync`; each
 size draws its own graphs (seed `100 * ops + k`: the graphs of one seed and several sizes share
-their first ops).  `auto` is `assign_auto(search_limits=True)` as
+their first ops), and graphs that no limit acts on (no op holds cores while it waits: the
+oracle without limits covers them) are skipped and counted.  `auto` is `assign_auto(search_limits=True)` as
 `stream-partition{mode=auto limits=true}` calls it, judged with the limits it chose, and the
 optimum is `npuir.schedule.oracle.exact_with_limits` (every order, stream assignment and
 core-limit policy on the grid of `npuir.schedule.limits`).  Each graph also gives `auto`
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from workloads import DagConfig, random_dag
@@ -34,6 +36,7 @@ from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program, build_program
 from npuir.hardware import Hardware, load_hardware
 from npuir.schedule.auto import Judge, assign_auto
+from npuir.schedule.limits import policies
 from npuir.schedule.oracle import exact_schedule, exact_with_limits
 
 HW = "910b2"
@@ -56,22 +59,41 @@ def judged_makespan(prog: Program, assignment: Assignment, hw: Hardware) -> int:
     return Judge(permuted(prog, order), hw, limits)("judged", moved).makespan
 
 
+def _graphs(
+    ops: int, count: int, limits: bool, hw: Hardware
+) -> Iterator[tuple[int, Program | None]]:
+    """`count` graphs of `ops` ops (module docstring) with their seeds; with `limits`, also
+    the graphs drawn on the way that no limit acts on (with None for the program)."""
+    k = found = 0
+    while found < count:
+        seed, cfg = k, DagConfig(ops=ops, rows=256, cols=512)
+        if limits:
+            seed, sync = 100 * ops + k, 0.25 if k % 2 else 0.0
+            cfg = DagConfig(
+                ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv", sync_rate=sync
+            )
+        k += 1
+        text = random_dag(seed, cfg)
+        module = npuir.parse_text(npuir.make_context(), text)
+        prog = build_program(next(op for op in module.ops if isinstance(op, FuncOp)))
+        if limits and not policies(prog, hw):
+            yield seed, None
+            continue
+        found += 1
+        yield seed, prog
+
+
 def run_oracle(sizes: list[int], seeds: int, limits: bool = False) -> dict[str, Any]:
     """`seeds` graphs of each op count in `sizes` (seeds 0.. of random_dag); with `limits`,
     aiv collectives and core limits searched (module docstring)."""
     hw = load_hardware(HW)
     graphs: list[dict[str, Any]] = []
+    skipped = 0
     for ops in sizes:
-        for k in range(seeds):
-            seed, cfg = k, DagConfig(ops=ops, rows=256, cols=512)
-            if limits:
-                seed, sync = 100 * ops + k, 0.25 if k % 2 else 0.0
-                cfg = DagConfig(
-                    ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv", sync_rate=sync
-                )
-            text = random_dag(seed, cfg)
-            module = npuir.parse_text(npuir.make_context(), text)
-            prog = build_program(next(op for op in module.ops if isinstance(op, FuncOp)))
+        for seed, prog in _graphs(ops, seeds, limits, hw):
+            if prog is None:
+                skipped += 1
+                continue
             start = time.perf_counter()
             row: dict[str, Any] = {"ops": ops, "seed": seed}
             if limits:
@@ -99,9 +121,8 @@ def run_oracle(sizes: list[int], seeds: int, limits: bool = False) -> dict[str, 
                 row["auto_unlimited_ns"] = judged_makespan(prog, unlimited, hw)
             graphs.append(row)
     per_size = {str(ops): _summary([g for g in graphs if g["ops"] == ops]) for ops in sizes}
-    return {"hardware": HW, "limits": limits, "graphs": graphs, "per_size": per_size} | _summary(
-        graphs
-    )
+    summary = {"hardware": HW, "limits": limits, "graphs": graphs, "per_size": per_size}
+    return summary | {"skipped": skipped} | _summary(graphs)
 
 
 def _summary(graphs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -134,6 +155,8 @@ def print_oracle(result: dict[str, Any]) -> None:
             f"{ops} ops: {size['count']} graphs, auto exactly optimal on {size['optimal']}, "
             f"within 1% on {size['within_1pct']}, worst {size['worst']:.4f}"
         )
+    if result["skipped"]:
+        print(f"({result['skipped']} graphs drawn on the way skipped: no limit acts on them)")
     print(
         f"{result['count']} graphs: auto exactly optimal on {result['optimal']}, "
         f"within 1% on {result['within_1pct']}, worst {result['worst']:.4f}, "

@@ -653,6 +653,10 @@ LIMIT_SEARCHES = 2
 """How many limit policies `_with_limits` runs the whole search under (the best screened)."""
 
 
+_POLISH_ROUNDS = 2
+"""How many times `_with_limits` reorders the polished schedule and polishes it again."""
+
+
 def _judged(
     prog: Program,
     hw: Hardware,
@@ -736,8 +740,54 @@ def _with_limits(
     result, chosen = best
     trials = max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // max(1, len(prog))))
     result, chosen = _polish(
-        prog, hw, limits, profile, cache, result, chosen, tried, pinned, max_streams, reserved, trials
+        prog,
+        hw,
+        limits,
+        profile,
+        cache,
+        result,
+        chosen,
+        tried,
+        pinned,
+        max_streams,
+        reserved,
+        trials,
     )
+    if reorder:
+        # The polished streams may want another issue order, and that order other streams.
+        key = _judged(prog, hw, limits, profile, cache, chosen, result).key()
+        for _ in range(_POLISH_ROUNDS):
+            moved = _reorder(
+                prog,
+                hw,
+                limits,
+                profile,
+                cache,
+                result,
+                pinned,
+                max_streams,
+                reserved,
+                trials // 4,
+                chosen,
+            )
+            again = _polish(
+                prog,
+                hw,
+                limits,
+                profile,
+                cache,
+                moved,
+                chosen,
+                tried,
+                pinned,
+                max_streams,
+                reserved,
+                trials,
+            )
+            again_key = _judged(prog, hw, limits, profile, cache, again[1], again[0]).key()
+            if again_key >= key:
+                break
+            (result, chosen), key = again, again_key
     if chosen is None:
         return result
     counts = chosen.limits(prog, result.stream_of)
@@ -764,7 +814,8 @@ def _polish(
     """The last step of `_with_limits`: the schedule's policy chosen again among all of
     `tried` and none, then every op moved to every other stream (or a new one) and every two
     ops of different streams exchanged, and every other stream made the default one, each
-    judged under the policy; the first change that
+    judged under the policy and, when it moves an op some policies hold, under those; the
+    first change that
     lowers the key is kept and the scan restarts, at most `trials` simulations in all.  The
     issue order stays.  (Limits move the best place of an op off the critical path the
     refinement walks: on a generated 6-op graph the optimum under a limit exchanges a
@@ -795,13 +846,20 @@ def _polish(
             judged = judge(best.assignment, under)
             if judged.key() < best.key():
                 best, policy = judged, under
-        for candidate in _exchanges(issued, best.assignment, pins, max_streams, reserved):
-            if spent >= trials:
-                break
-            spent += 1
-            judged = judge(candidate, policy)
-            if judged.key() < best.key():
-                best, improved = judged, True
+        for candidate, moved in _exchanges(issued, best.assignment, pins, max_streams, reserved):
+            # A holder moved may pay only with a limit of its own (on a generated 7-op graph,
+            # an all_to_all moved beside another collective, limited to an eighth).
+            ops = {issued.ops[n] for n in moved}
+            unders = [policy] + [p for p in tried if p is not policy and p.holders & ops]
+            for under in unders:
+                if spent >= trials:
+                    break
+                spent += 1
+                judged = judge(candidate, under)
+                if judged.key() < best.key():
+                    best, policy, improved = judged, under, True
+                    break
+            if improved or spent >= trials:
                 break
     stream_of = list(best.assignment.stream_of)
     if order is not None:
@@ -816,26 +874,25 @@ def _exchanges(
     pinned: Sequence[str | None],
     max_streams: int,
     reserved: Collection[str],
-) -> Iterator[Assignment]:
-    """`_polish`'s neighbours of `assignment`: another stream made the default one, one op
-    on another stream, two ops of different streams exchanged (pinned ops and nodes that
-    are not compute ops stay)."""
-    free = [
-        n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE
-    ]
-    yield from _default_swaps(prog, assignment, pinned)
+) -> Iterator[tuple[Assignment, list[int]]]:
+    """`_polish`'s neighbours of `assignment`, each with the nodes it moves: another stream
+    made the default one, one op on another stream, two ops of different streams exchanged
+    (pinned ops and nodes that are not compute ops stay)."""
+    free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
+    for swapped in _default_swaps(prog, assignment, pinned):
+        yield swapped, []
     for n in free:
         for target in range(len(assignment.streams) + 1):
             if target != assignment.stream_of[n]:
                 moved = _move(assignment, [n], target, max_streams, reserved)
                 if moved is not None:
-                    yield moved
+                    yield moved, [n]
     for i, a in enumerate(free):
         for b in free[i + 1 :]:
             if assignment.stream_of[a] != assignment.stream_of[b]:
                 stream_of = list(assignment.stream_of)
                 stream_of[a], stream_of[b] = stream_of[b], stream_of[a]
-                yield Assignment(assignment.streams, stream_of)
+                yield Assignment(assignment.streams, stream_of), [a, b]
 
 
 def _default_swaps(

@@ -174,8 +174,9 @@ class _Search:
         self.tried = list(tried)
         """With limits (`exact_with_limits`): every schedule is judged under each policy of
         `tried` that gives its labelling a distinct feasible plan, after no limits."""
-        self.plans: list[LimitPolicy] = []
-        """The policies of `tried` that give the current labelling distinct plans."""
+        self.plans: list[tuple[LimitPolicy, list[int], list[int]]] = []
+        """The policies of `tried` that give the current labelling distinct plans, each with
+        its ops' shortest runs under the plan and the tails those give (`_plans`)."""
         self.best_policy: LimitPolicy | None = None
         self.prune = prune
         """False: simulate every class (the tests count them)."""
@@ -201,6 +202,7 @@ class _Search:
         costs = NodeCosts(prog, hw, limits=self.limits, cache=self.cache)
         self.pool = list(costs.pool)  # -1 (no pool) is one more pool
         self.want = list(costs.want)
+        self.costs = costs
         self.node_of = {op: v for v, op in enumerate(prog.ops)}
         # Per node, the nodes it reaches through the chained dependences.
         self.reach = [set[int]() for _ in range(n)]
@@ -236,10 +238,16 @@ class _Search:
             self.labellings += 1
             self._orders(labels, tail, self._state(labels), [])
 
-    def _plans(self, labels: list[int]) -> list[LimitPolicy]:
-        """The policies of `tried` whose plans for `labels` are feasible, limit some op below
-        what it asks for, and differ from each other's (the first of equal plans kept).  A
-        count at or above an op's request is no limit: such plans are the same schedule."""
+    def _plans(self, labels: list[int]) -> list[tuple[LimitPolicy, list[int], list[int]]]:
+        """The policies of `tried` whose plans for `labels` are feasible, limit some op that
+        may run beside another of its pool below what it asks for, differ from each other's
+        (the first of equal plans kept) and whose bound under `labels` is below the best
+        found; each with its ops' shortest runs under the plan and their tails.  A count at
+        or above an op's request is no limit: such plans are the same schedule.  A limit on
+        an op that can run beside no op of its pool (on another stream, neither reaching the
+        other) only lengthens it, as a core count below an op's request never shortens it,
+        so such limits are left out of the plan (an assumption about the simulator: that a
+        longer op never lets the rest finish sooner)."""
         # The ops that may run beside another op of their pool: on another stream, neither
         # reaching the other.  A limit on any other op only lengthens it.
         beside = {
@@ -269,27 +277,45 @@ class _Search:
                     or count < self.want[v]
                 )
             )
-            if plan and plan not in seen:
-                seen.add(plan)
-                out.append(policy)
+            if not plan or plan in seen:
+                continue
+            seen.add(plan)
+            duration = self._durations(plan)
+            tail = self._tails(labels, duration)
+            if self._bound(labels, tail, self._state(labels, duration), duration) < self.best_span:
+                out.append((policy, duration, tail))
         return out
 
-    def _state(self, labels: list[int]) -> _State:
-        """Nothing placed yet under `labels`."""
+    def _durations(self, plan: frozenset[tuple[int, str, int]]) -> list[int]:
+        """Per node, no run of it under `plan` is shorter: a node that holds cores while it
+        waits runs exactly on the cores its limit leaves it (`NodeCosts.duration_ns`), the
+        others are bounded by their shortest run whatever their cores."""
+        duration = list(self.duration)
+        for v, _, count in plan:
+            if self.costs.holds_and_waits[v]:
+                cores = min(count, self.want[v])
+                duration[v] = max(duration[v], self.costs.duration_ns(v, cores))
+        return duration
+
+    def _state(self, labels: list[int], duration: list[int] | None = None) -> _State:
+        """Nothing placed yet under `labels` (ops lasting `duration`, by default their
+        shortest runs)."""
+        duration = duration if duration is not None else self.duration
         rest = [0] * (max(labels) + 1)
         for v in range(self.n):
-            rest[labels[v]] += self.duration[v]
+            rest[labels[v]] += duration[v]
         return _State(self.n, len(rest), rest)
 
-    def _tails(self, labels: list[int]) -> list[int]:
-        """Per node, what must follow its end: its longest path of shortest runs (an
-        event on each edge between streams) and the join before the return."""
+    def _tails(self, labels: list[int], duration: list[int] | None = None) -> list[int]:
+        """Per node, what must follow its end: its longest path of shortest runs (or of
+        `duration`; an event on each edge between streams) and the join before the return."""
+        duration = duration if duration is not None else self.duration
         tail = [0] * self.n
         for v in range(self.n - 1, -1, -1):
             best = self.event if labels[v] != DEFAULT_STREAM and self.schedulable[v] else 0
             for u in self.users[v]:
                 cross = self.event if labels[u] != labels[v] else 0
-                best = max(best, cross + self.duration[u] + tail[u])
+                best = max(best, cross + duration[u] + tail[u])
             tail[v] = best
         return tail
 
@@ -297,8 +323,12 @@ class _Search:
         """Whether the completions of the placed ops may beat the best found."""
         return not self.prune or self._bound(labels, tail, state) < self.best_span
 
-    def _bound(self, labels: list[int], tail: list[int], state: _State) -> int:
-        """A lower bound on every completion of the placed ops (module docstring)."""
+    def _bound(
+        self, labels: list[int], tail: list[int], state: _State, duration: list[int] | None = None
+    ) -> int:
+        """A lower bound on every completion of the placed ops (module docstring), the ops
+        lasting at least `duration` (by default their shortest runs)."""
+        duration = duration if duration is not None else self.duration
         bound = max((state.end[v] + tail[v] for v in range(self.n) if state.placed[v]), default=0)
         for s, left in enumerate(state.rest):
             join = self.event if s != DEFAULT_STREAM and left else 0
@@ -307,7 +337,7 @@ class _Search:
         # op with no producer starts at 0.
         for v in range(self.n):
             if not state.placed[v] and not self.deps[v]:
-                bound = max(bound, self.duration[v] + tail[v])
+                bound = max(bound, duration[v] + tail[v])
         return bound
 
     def _orders(self, labels: list[int], tail: list[int], state: _State, order: list[int]) -> None:
@@ -359,7 +389,14 @@ class _Search:
             cache=self.cache,
             known_limits=self.known,
         )
-        tried = [None, *self.plans] if self.tried else [self.policy]
+        tried = [self.policy]
+        if self.tried:
+            # Under a plan whose bound for this order is no lower than the best, no need.
+            tried = [None] + [
+                policy
+                for policy, duration, tail in self.plans
+                if self._placed_bound(order, labels, duration, tail) < self.best_span
+            ]
         assignment = Assignment(streams, [labels[v] for v in order])
         for policy, judged in zip(tried, judge.under_policies("exact", assignment, tried)):
             self.schedules += 1
@@ -369,6 +406,16 @@ class _Search:
                 self.best = Assignment(streams, list(labels), keep)
                 self.best_span = span
                 self.best_policy = policy
+
+    def _placed_bound(
+        self, order: list[int], labels: list[int], duration: list[int], tail: list[int]
+    ) -> int:
+        """`_bound` of the whole of `order` placed, the ops lasting `duration`."""
+        state = self._state(labels, duration)
+        for v in order:
+            if self.prog.kind[v] is not NodeKind.RETURN:
+                state.place(v, labels, self.deps, duration, self.event)
+        return self._bound(labels, tail, state, duration)
 
 
 class _State:
