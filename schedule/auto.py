@@ -656,6 +656,10 @@ LIMIT_SEARCHES = 2
 _POLISH_ROUNDS = 2
 """How many times `_with_limits` reorders the polished schedule and polishes it again."""
 
+_POLISH_TRIALS = 4000
+"""At most this many simulations per `_polish` (fewer on bigger graphs: `_SEARCH_OPS` simulated
+ops in all); a graph whose neighbourhood under every policy needs more is not polished."""
+
 
 def _judged(
     prog: Program,
@@ -739,6 +743,7 @@ def _with_limits(
                 best_key, best = key, (candidate, policy)
     result, chosen = best
     trials = max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // max(1, len(prog))))
+    polish = max(_MIN_TRIALS, min(_POLISH_TRIALS, _SEARCH_OPS // max(1, len(prog))))
     result, chosen = _polish(
         prog,
         hw,
@@ -751,10 +756,11 @@ def _with_limits(
         pinned,
         max_streams,
         reserved,
-        trials,
+        polish,
     )
-    if reorder:
-        # The polished streams may want another issue order, and that order other streams.
+    if reorder and _polishable(prog, pinned, result, tried, polish):
+        # Compound moves: an issue-position move with a stream refinement after it
+        # (`_reorder`), under the polished policy, then the polish again; kept while better.
         key = _judged(prog, hw, limits, profile, cache, chosen, result).key()
         for _ in range(_POLISH_ROUNDS):
             moved = _reorder(
@@ -767,7 +773,7 @@ def _with_limits(
                 pinned,
                 max_streams,
                 reserved,
-                trials // 4,
+                polish // 4,
                 chosen,
             )
             again = _polish(
@@ -782,7 +788,7 @@ def _with_limits(
                 pinned,
                 max_streams,
                 reserved,
-                trials,
+                polish,
             )
             again_key = _judged(prog, hw, limits, profile, cache, again[1], again[0]).key()
             if again_key >= key:
@@ -811,73 +817,97 @@ def _polish(
     reserved: Collection[str],
     trials: int,
 ) -> tuple[Assignment, LimitPolicy | None]:
-    """The last step of `_with_limits`: the schedule's policy chosen again among all of
-    `tried` and none, then every op moved to every other stream (or a new one) and every two
-    ops of different streams exchanged, and every other stream made the default one, each
-    judged under the policy and, when it moves an op some policies hold, under those; the
-    first change that
-    lowers the key is kept and the scan restarts, at most `trials` simulations in all.  The
-    issue order stays.  (Limits move the best place of an op off the critical path the
-    refinement walks: on a generated 6-op graph the optimum under a limit exchanges a
-    collective with another stream's.)"""
-    order = result.order
-    issued = permuted(prog, order) if order is not None else prog
-    pins = [pinned[n] for n in order] if order is not None else list(pinned)
+    """The last step of `_with_limits` on small graphs: a local search over streams, issue
+    order and policy together, where the searches before it fix the policy first.
+
+    First the schedule's policy is chosen again among all of `tried` and none.  Then each
+    neighbour (`_neighbours`: another stream made the default one, one op on another stream,
+    two ops of different streams exchanged, one op issued elsewhere) is judged under the
+    policy and, when it moves an op some policies hold, under those; when none lowers the
+    key, every neighbour under every other policy (a move may pay only under a limit the
+    schedule has no use for yet: on a generated 7-op graph the optimum puts an all_to_all
+    and a vector op beside another collective, limited to an eighth).  The first change that
+    lowers the key is kept and the scan restarts.  At most `trials` simulations; a graph
+    whose neighbourhood under every policy needs more is left as it is
+    (`_polishable`)."""
+    if not _polishable(prog, pinned, result, tried, trials):
+        return result, policy
     known: dict[tuple[int, str], int | None] = {}
-    judges: dict[int, Judge] = {}
+    judges: dict[tuple[tuple[int, ...], int], Judge] = {}
+    written = list(range(len(prog)))
 
     def judge(candidate: Assignment, under: LimitPolicy | None) -> Judged:
-        key = -1 if under is None else tried.index(under)
+        order = candidate.order if candidate.order is not None else written
+        key = (tuple(order), -1 if under is None else tried.index(under))
         if key not in judges:
+            issued = prog if candidate.order is None else permuted(prog, order)
             judges[key] = Judge(issued, hw, limits, profile, cache, known, under)
-        return judges[key]("polish", candidate)
+        moved = Assignment(candidate.streams, [candidate.stream_of[n] for n in order])
+        judged = judges[key]("polish", moved)
+        return Judged(judged.name, candidate, judged.makespan, judged.waits, judged.critical)
 
-    stream_of = list(result.stream_of)
-    if order is not None:
-        stream_of = [result.stream_of[n] for n in order]
-    best = judge(Assignment(result.streams, stream_of), policy)
+    best = judge(result, policy)
     spent, improved = 1, True
     while improved and spent < trials:
         improved = False
         for under in (None, *tried):
-            if under is policy:
-                continue
-            spent += 1
-            judged = judge(best.assignment, under)
-            if judged.key() < best.key():
-                best, policy = judged, under
-        for candidate, moved in _exchanges(issued, best.assignment, pins, max_streams, reserved):
-            # A holder moved may pay only with a limit of its own (on a generated 7-op graph,
-            # an all_to_all moved beside another collective, limited to an eighth).
-            ops = {issued.ops[n] for n in moved}
-            unders = [policy] + [p for p in tried if p is not policy and p.holders & ops]
-            for under in unders:
-                if spent >= trials:
-                    break
+            if under is not policy:
                 spent += 1
-                judged = judge(candidate, under)
+                judged = judge(best.assignment, under)
                 if judged.key() < best.key():
-                    best, policy, improved = judged, under, True
+                    best, policy = judged, under
+        rounds = [None, *(p for p in (None, *tried) if p is not policy)]
+        for i, under in enumerate(rounds):
+            neighbours = _neighbours(prog, best.assignment, pinned, max_streams, reserved)
+            for candidate, moved in neighbours:
+                unders = [under]
+                if i == 0:  # the policy, and those that hold an op moved
+                    ops = {prog.ops[n] for n in moved}
+                    unders = [policy] + [p for p in tried if p is not policy and p.holders & ops]
+                for each in unders:
+                    if spent >= trials:
+                        break
+                    spent += 1
+                    judged = judge(candidate, each)
+                    if judged.key() < best.key():
+                        best, policy, improved = judged, each, True
+                        break
+                if improved or spent >= trials:
                     break
             if improved or spent >= trials:
                 break
-    stream_of = list(best.assignment.stream_of)
-    if order is not None:
-        for new, old in enumerate(order):
-            stream_of[old] = best.assignment.stream_of[new]
-    return Assignment(best.assignment.streams, stream_of, order), policy
+    return best.assignment, policy
 
 
-def _exchanges(
+def _polishable(
+    prog: Program,
+    pinned: Sequence[str | None],
+    result: Assignment,
+    tried: Sequence[LimitPolicy],
+    trials: int,
+) -> bool:
+    """Whether `_polish` can judge every neighbour of `result` under every policy in `trials`
+    (counting every op issued anywhere, an upper bound on the order moves)."""
+    free = sum(
+        1 for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE
+    )
+    streams = len(result.streams)
+    neighbours = free * streams + free * (free - 1) // 2 + streams + free * len(prog)
+    return neighbours * (len(tried) + 1) <= trials
+
+
+def _neighbours(
     prog: Program,
     assignment: Assignment,
     pinned: Sequence[str | None],
     max_streams: int,
     reserved: Collection[str],
 ) -> Iterator[tuple[Assignment, list[int]]]:
-    """`_polish`'s neighbours of `assignment`, each with the nodes it moves: another stream
-    made the default one, one op on another stream, two ops of different streams exchanged
-    (pinned ops and nodes that are not compute ops stay)."""
+    """`_polish`'s neighbours of `assignment` (indexed by `prog`'s nodes), each with the nodes
+    it moves: another stream made the default one, one op on another stream, two ops of
+    different streams exchanged, one op issued elsewhere between its last producer and its
+    first user (never reordering two collectives: every rank issues each group's in the
+    written order).  Pinned ops and nodes that are not compute ops stay on their stream."""
     free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
     for swapped in _default_swaps(prog, assignment, pinned):
         yield swapped, []
@@ -886,13 +916,30 @@ def _exchanges(
             if target != assignment.stream_of[n]:
                 moved = _move(assignment, [n], target, max_streams, reserved)
                 if moved is not None:
-                    yield moved, [n]
+                    yield dataclasses.replace(moved, order=assignment.order), [n]
     for i, a in enumerate(free):
         for b in free[i + 1 :]:
             if assignment.stream_of[a] != assignment.stream_of[b]:
                 stream_of = list(assignment.stream_of)
                 stream_of[a], stream_of[b] = stream_of[b], stream_of[a]
-                yield Assignment(assignment.streams, stream_of), [a, b]
+                yield dataclasses.replace(assignment, stream_of=stream_of), [a, b]
+    order = list(assignment.order) if assignment.order is not None else list(range(len(prog)))
+    position = {n: i for i, n in enumerate(order)}
+    users = prog.users()
+    for n in order:
+        if prog.kind[n] is not NodeKind.COMPUTE:
+            continue
+        low = max((position[p] + 1 for p, _ in prog.deps[n]), default=0)
+        high = min(min((position[u] for u in users[n]), default=len(order)), len(order) - 1)
+        for target in range(low, high):
+            if target == position[n]:
+                continue
+            moved = [m for m in order if m != n]
+            moved.insert(target, n)
+            if keep_collective_order(prog, moved) != moved:
+                continue
+            keep = None if moved == list(range(len(prog))) else moved
+            yield dataclasses.replace(assignment, order=keep), [n]
 
 
 def _default_swaps(
