@@ -42,6 +42,15 @@ by branch and bound:
   search stops early when the best found meets `npuir.schedule.bounds`' bound
   of the whole program.
 
+- **Limits.** `exact_with_limits` adds the core-limit policies of
+  `npuir.schedule.limits` (its docstring states the grid) to the same search:
+  a policy's plan depends on the labelling alone, so each labelling is given
+  the policies whose plans are distinct and can act (`_Search._plans`) and
+  every schedule is simulated without limits and under each of them.  A
+  plan's bound lengthens the ops that hold cores while they wait to their
+  run on the cores it leaves them (`_Search._durations`), per labelling and
+  again per order, so a plan that cannot beat the best is not simulated.
+
 Ops that are not schedulable (`func.return`, ops outside the `npu` dialect)
 stay on the default stream, as in `auto`; pinned ops are refused.  The cost
 grows as (labellings x classes), about Bell(n + 1) labellings, so the solver
@@ -204,11 +213,6 @@ class _Search:
         self.want = list(costs.want)
         self.costs = costs
         self.node_of = {op: v for v, op in enumerate(prog.ops)}
-        # Per node, the nodes it reaches through the chained dependences.
-        self.reach = [set[int]() for _ in range(n)]
-        for v in range(n - 1, -1, -1):
-            for u in self.users[v]:
-                self.reach[v] |= {u} | self.reach[u]
         self.duration = shortest_runs(prog, hw)
         self.event = hw.event_record_ns + hw.event_wait_ns
         self.floor = math.ceil(program_bound(prog, hw).ns)
@@ -239,28 +243,11 @@ class _Search:
             self._orders(labels, tail, self._state(labels), [])
 
     def _plans(self, labels: list[int]) -> list[tuple[LimitPolicy, list[int], list[int]]]:
-        """The policies of `tried` whose plans for `labels` are feasible, limit some op that
-        may run beside another of its pool below what it asks for, differ from each other's
-        (the first of equal plans kept) and whose bound under `labels` is below the best
-        found; each with its ops' shortest runs under the plan and their tails.  A count at
-        or above an op's request is no limit: such plans are the same schedule.  A limit on
-        an op that can run beside no op of its pool (on another stream, neither reaching the
-        other) only lengthens it, as a core count below an op's request never shortens it,
-        so such limits are left out of the plan (an assumption about the simulator: that a
-        longer op never lets the rest finish sooner)."""
-        # The ops that may run beside another op of their pool: on another stream, neither
-        # reaching the other.  A limit on any other op only lengthens it.
-        beside = {
-            v
-            for v in range(self.n)
-            for u in range(self.n)
-            if u != v
-            and self.pool[v] >= 0
-            and self.pool[u] == self.pool[v]
-            and labels[u] != labels[v]
-            and u not in self.reach[v]
-            and v not in self.reach[u]
-        }
+        """The policies of `tried` whose plans for `labels` are feasible, limit some op below
+        what it asks for, differ from each other's (the first of equal plans kept) and whose
+        bound under `labels` is below the best found; each with its ops' shortest runs under
+        the plan and their tails.  A count at or above an op's request is no limit: such
+        plans are the same schedule."""
         seen: set[frozenset[tuple[int, str, int]]] = set()
         out: list[LimitPolicy] = []
         for policy in self.tried:
@@ -271,11 +258,8 @@ class _Search:
                 (v, policy.engine, count)
                 for op, count in counts.items()
                 for v in [self.node_of[op]]
-                if v in beside
-                and (
-                    not (self.pool[v] >= 0 and POOL_ENGINES[self.pool[v]] == policy.engine)
-                    or count < self.want[v]
-                )
+                if not (self.pool[v] >= 0 and POOL_ENGINES[self.pool[v]] == policy.engine)
+                or count < self.want[v]
             )
             if not plan or plan in seen:
                 continue
@@ -475,13 +459,19 @@ def exact_with_limits(
     rest on the other streams that hold ops the engine's limits act on (seed 003's pair rule
     kept, its kernel table deciding which ops a limit acts on).
 
+    The grid's other stream count is `total - count` when one other stream holds such ops,
+    else `min(total - count, total // 2)`; on the 910B2's 48 vector cores: 24/24, 12/36 or
+    12/24, 6/42 or 6/24.
+
     One branch and bound for the whole grid: the canonical labellings and least orders of
     `exact_schedule` are searched once, every schedule judged without limits and then under
     each policy that gives its labelling a plan of its own (`_Search._plans`: feasible under
     the pair rule, limiting some op below what it asks for, unlike every earlier policy's
-    plan); a policy replaces the best only when strictly faster, so ties within a schedule
-    go to no limits.  The bound prunes across policies: it holds under any limits, since a
-    limit never makes an op faster than its shortest run."""
+    plan, and with a bound below the best); a policy replaces the best only when strictly
+    faster, so ties within a schedule go to no limits.  The bound without limits prunes
+    every policy at once: it holds under any limits, since a limit never makes an op faster
+    than its shortest run.  The cost is about that of `exact_schedule` times the plans per
+    schedule: 7-8-op graphs in seconds to minutes (`bench/run.py oracle --limits`)."""
     schedulable = [
         prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
         for n in range(len(prog))
