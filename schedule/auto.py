@@ -905,9 +905,10 @@ def _neighbours(
 ) -> Iterator[tuple[Assignment, list[int]]]:
     """`_polish`'s neighbours of `assignment` (indexed by `prog`'s nodes), each with the nodes
     it moves: another stream made the default one, one op on another stream, two ops of
-    different streams exchanged, one op issued elsewhere between its last producer and its
-    first user (never reordering two collectives: every rank issues each group's in the
-    written order).  Pinned ops and nodes that are not compute ops stay on their stream."""
+    different streams exchanged, one op issued anywhere after its last producer (its users,
+    and any collective that would pass an earlier one of its group, issued after it as early
+    as they can: every rank issues each group's collectives in the written order).  Pinned
+    ops and nodes that are not compute ops stay on their stream."""
     free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
     for swapped in _default_swaps(prog, assignment, pinned):
         yield swapped, []
@@ -925,21 +926,41 @@ def _neighbours(
                 yield dataclasses.replace(assignment, stream_of=stream_of), [a, b]
     order = list(assignment.order) if assignment.order is not None else list(range(len(prog)))
     position = {n: i for i, n in enumerate(order)}
-    users = prog.users()
+    seen = {tuple(order)}
     for n in order:
         if prog.kind[n] is not NodeKind.COMPUTE:
             continue
         low = max((position[p] + 1 for p, _ in prog.deps[n]), default=0)
-        high = min(min((position[u] for u in users[n]), default=len(order)), len(order) - 1)
-        for target in range(low, high):
-            if target == position[n]:
-                continue
+        for target in range(low, len(order) - 1):  # the return stays last
             moved = [m for m in order if m != n]
             moved.insert(target, n)
-            if keep_collective_order(prog, moved) != moved:
+            # Past its users, they follow it (each as early as it can), as do collectives
+            # that would come before an earlier one of their group.
+            moved = keep_collective_order(prog, _topological(prog, moved))
+            if tuple(moved) in seen:
                 continue
+            seen.add(tuple(moved))
             keep = None if moved == list(range(len(prog))) else moved
             yield dataclasses.replace(assignment, order=keep), [n]
+
+
+def _topological(prog: Program, wanted: Sequence[int]) -> list[int]:
+    """`prog`'s nodes in a topological order as close to `wanted` as Kahn's algorithm gets
+    by always issuing the ready node that comes first in `wanted`."""
+    position = {n: i for i, n in enumerate(wanted)}
+    users = prog.users()
+    indegree = [len({p for p, _ in deps}) for deps in prog.deps]
+    ready = [(position[n], n) for n in range(len(prog)) if indegree[n] == 0]
+    heapq.heapify(ready)
+    out: list[int] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        out.append(n)
+        for u in set(users[n]):
+            indegree[u] -= 1
+            if indegree[u] == 0:
+                heapq.heappush(ready, (position[u], u))
+    return out
 
 
 def _default_swaps(
