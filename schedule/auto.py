@@ -757,6 +757,7 @@ def _with_limits(
         max_streams,
         reserved,
         polish,
+        reorder,
     )
     if reorder and _polishable(prog, pinned, result, tried, polish):
         # Compound moves: an issue-position move with a stream refinement after it
@@ -789,6 +790,7 @@ def _with_limits(
                 max_streams,
                 reserved,
                 polish,
+                reorder,
             )
             again_key = _judged(prog, hw, limits, profile, cache, again[1], again[0]).key()
             if again_key >= key:
@@ -816,13 +818,15 @@ def _polish(
     max_streams: int,
     reserved: Collection[str],
     trials: int,
+    reorder: bool,
 ) -> tuple[Assignment, LimitPolicy | None]:
     """The last step of `_with_limits` on small graphs: a local search over streams, issue
     order and policy together, where the searches before it fix the policy first.
 
     First the schedule's policy is chosen again among all of `tried` and none.  Then each
     neighbour (`_neighbours`: another stream made the default one, one op on another stream,
-    two ops of different streams exchanged, one op issued elsewhere) is judged under the
+    two ops of different streams exchanged, one op issued elsewhere: with `reorder` only,
+    as ops in a `coreset.limit` scope keep the written order) is judged under the
     policy and, when it moves an op some policies hold, under those; when none lowers the
     key, every neighbour under every other policy (a move may pay only under a limit the
     schedule has no use for yet: on a generated 7-op graph the optimum puts an all_to_all
@@ -858,7 +862,7 @@ def _polish(
                     best, policy = judged, under
         rounds = [None, *(p for p in (None, *tried) if p is not policy)]
         for i, under in enumerate(rounds):
-            neighbours = _neighbours(prog, best.assignment, pinned, max_streams, reserved)
+            neighbours = _neighbours(prog, best.assignment, pinned, max_streams, reserved, reorder)
             for candidate, moved in neighbours:
                 unders = [under]
                 if i == 0:  # the policy, and those that hold an op moved
@@ -902,13 +906,14 @@ def _neighbours(
     pinned: Sequence[str | None],
     max_streams: int,
     reserved: Collection[str],
+    reorder: bool,
 ) -> Iterator[tuple[Assignment, list[int]]]:
     """`_polish`'s neighbours of `assignment` (indexed by `prog`'s nodes), each with the nodes
     it moves: another stream made the default one, one op on another stream, two ops of
-    different streams exchanged, one op issued anywhere after its last producer (its users,
-    and any collective that would pass an earlier one of its group, issued after it as early
-    as they can: every rank issues each group's collectives in the written order).  Pinned
-    ops and nodes that are not compute ops stay on their stream."""
+    different streams exchanged and, with `reorder`, one op issued anywhere after its last
+    producer (its users, and any collective that would pass an earlier one of its group,
+    issued after it as early as they can: every rank issues each group's collectives in the
+    written order).  Pinned ops and nodes that are not compute ops stay on their stream."""
     free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
     for swapped in _default_swaps(prog, assignment, pinned):
         yield swapped, []
@@ -924,6 +929,8 @@ def _neighbours(
                 stream_of = list(assignment.stream_of)
                 stream_of[a], stream_of[b] = stream_of[b], stream_of[a]
                 yield dataclasses.replace(assignment, stream_of=stream_of), [a, b]
+    if not reorder:
+        return
     order = list(assignment.order) if assignment.order is not None else list(range(len(prog)))
     position = {n: i for i, n in enumerate(order)}
     seen = {tuple(order)}
