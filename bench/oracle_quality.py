@@ -10,15 +10,15 @@ worst and the geometric mean ratio.
 
 With `limits` (`bench/run.py oracle --limits`) the graphs hold cores while they wait, which
 core limits act on: their collectives are aiv-mode (`comm_rate` 0.3 so that most graphs have
-one) and on every other graph a quarter of the matmul and vector ops are `full_core_sync`; each
-size draws its own graphs (seed `100 * ops + k`: the graphs of one seed and several sizes share
-their first ops), and graphs that no limit acts on (no op holds cores while it waits: the
-oracle without limits covers them) are skipped and counted.  `auto` is `assign_auto(search_limits=True)` as
-`stream-partition{mode=auto limits=true}` calls it, judged with the limits it chose, and the
-optimum is `npuir.schedule.oracle.exact_with_limits` (every order, stream assignment and
-core-limit policy on the grid of `npuir.schedule.limits`).  Each graph also gives `auto`
-without limits, so the report shows what the limits are worth.  The summary is also given
-per size.
+one) and on every other graph a quarter of the matmul and vector ops are `full_core_sync`.
+Each size draws its own graphs (seed `100 * ops + k`: the graphs of one seed and several sizes
+share their first ops); graphs that no limit acts on (no op holds cores while it waits: the
+oracle without limits covers them) are skipped and counted.  `auto` is
+`assign_auto(search_limits=True)` as `stream-partition{mode=auto limits=true}` calls it,
+judged with the limits it chose, and the optimum is `npuir.schedule.oracle.exact_with_limits`
+(every order, stream assignment and core-limit policy on the grid of `npuir.schedule.limits`).
+Each graph also gives `auto` without limits, so the report shows what the limits are worth.
+The summary is also given per size.
 """
 
 from __future__ import annotations
