@@ -4,15 +4,15 @@ routed experts), annotated for TorchAir: the shared expert runs on a stream of i
     python examples/moe_decoder.py model.pt2      # torch.export it (needs torch)
     npuir-advise model.pt2                        # where the scopes should go, as edits here
 
-On an Ascend machine `import torchair` is TorchAir itself; elsewhere npuir's
-`torch_scope` stands in for `torchair.scope` (the same `air::` ops, the same signatures),
-so every edit `npuir-advise` prints applies to this file as it is.
+On an Ascend machine `import torchair` is TorchAir itself; elsewhere `npuir.torchair`
+stands in for it (the same `air::` ops, the same signatures; the `examples/torchair`
+folder beside this file is not a TorchAir), so every edit `npuir-advise` prints applies
+to this file as it is.
 """
 
 from __future__ import annotations
 
 import sys
-from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -21,10 +21,9 @@ from torch import nn
 
 try:
     import torchair  # type: ignore[import-not-found]
+    from torchair import scope as _  # noqa: F401  (TorchAir itself, not a folder here)
 except ImportError:
-    from npuir.frontends import torch_scope
-
-    torchair = SimpleNamespace(scope=torch_scope)
+    import npuir.torchair as torchair  # type: ignore[no-redef]
 
 TOKENS, HIDDEN, INTER, EXPERTS, TOP_K, HEADS = 64, 512, 1024, 8, 2, 8
 

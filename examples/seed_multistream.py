@@ -3,22 +3,22 @@ as a torch module: the Python twin of `examples/seed_multistream.mlir`.
 
     python examples/seed_multistream.py seed.pt2     # torch.export it (needs torch)
     npuir-advise seed.pt2                            # the advice, as edits to this file
+
+Without TorchAir (`import torchair`), `npuir.torchair` gives the same scope functions.
 """
 
 from __future__ import annotations
 
 import sys
-from types import SimpleNamespace
 from typing import Any
 
 import torch
 
 try:
     import torchair  # type: ignore[import-not-found]
+    from torchair import scope as _  # noqa: F401  (TorchAir itself, not a folder here)
 except ImportError:
-    from npuir.frontends import torch_scope
-
-    torchair = SimpleNamespace(scope=torch_scope)
+    import npuir.torchair as torchair  # type: ignore[no-redef]
 
 
 class Seed(torch.nn.Module):

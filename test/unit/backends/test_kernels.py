@@ -156,6 +156,27 @@ def test_matmul_low_precision_matches_f32_reference_cast(dt: np.dtype[Any]) -> N
     np.testing.assert_allclose(f64(out), f64(expected), rtol=2 * eps_of(dt))
 
 
+def test_low_precision_matmul_sums_in_four_partial_sums_then_in_order() -> None:
+    # The products are 2**24, 1, 1, 1, 0, 1, 1, 1, exact in f32 (spacing 2 at 2**24).
+    # Four partial sums take k mod 4 in turn: 2**24, 2, 2, 2, added in order to
+    # 2**24 + 6. A sequential f32 sum stays at 2**24 (each + 1 rounds to even), a
+    # pairwise tree gives 2**24 + 4.
+    a = np.array([[4096, 1, 1, 1, 0, 1, 1, 1]], F16)
+    b = np.array([[4096, 1, 1, 1, 1, 1, 1, 1]], F16).T.copy()
+    out = one("npu.matmul", a, b, **{RESULT_DTYPES: ("f32",)})
+    assert out[0, 0] == np.float32(2**24 + 6)
+
+
+def test_low_precision_matmul_is_eager_torch_on_cpu_bit_for_bit() -> None:
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator().manual_seed(0)
+    for batch, m, k, n in (((), 64, 1003, 48), ((3,), 17, 70, 20), ((), 1, 9, 4)):
+        a = torch.randn(*batch, m, k, generator=gen, dtype=torch.float16)
+        b = torch.randn(*batch, k, n, generator=gen, dtype=torch.float16)
+        name = "npu.batch_matmul" if batch else "npu.matmul"
+        assert_same(one(name, a.numpy(), b.numpy()), (a @ b).numpy())
+
+
 def test_bf16_matmul_accumulates_in_f32() -> None:
     # 256 + 1 rounds back to 256 in bf16 (8-bit mantissa): a bf16 accumulator would stay at
     # 256; an f32 accumulator reaches 256 + 256 = 512, which bf16 represents exactly.
