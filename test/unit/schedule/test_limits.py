@@ -173,9 +173,10 @@ def test_a_user_limit_that_breaks_the_pair_rule_refuses_the_plan() -> None:
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**31), ops=st.integers(2, 10))
-def test_limits_are_never_slower_and_keep_the_rules(seed: int, ops: int) -> None:
-    text = random_dag(seed, DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv"))
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 10), sync=st.sampled_from([0.0, 0.3]))
+def test_limits_are_never_slower_and_keep_the_rules(seed: int, ops: int, sync: float) -> None:
+    cfg = DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv", sync_rate=sync)
+    text = random_dag(seed, cfg)
     with_limits = _lowered(text, limits=True)  # coreset-check: the pair rule holds
     assert _makespan(with_limits) <= _makespan(_lowered(text, limits=False))
     # Every group's collectives stay in their written order.
