@@ -63,32 +63,53 @@ def _prefix(name: str) -> str:
     return name.split(".", 1)[0] if "." in name else ""
 
 
+@cache
+def _attribute_verifier(name: str) -> AttributeVerifier | None:
+    """The verifier of the dialect an attribute `name` is named after (looked up once per
+    name: a module repeats a few names on every op)."""
+    return _verifier(_prefix(name))
+
+
 def verify_op_attributes(op: Operation) -> None:
     """Check every npuir dialect attribute on `op` (and, for a function, its arguments')."""
     for name, value in op.attributes.items():
-        if (verifier := _verifier(_prefix(name))) is not None:
+        if (verifier := _attribute_verifier(name)) is not None:
             verifier.verify_operation_attribute(op, name, value)
     if isinstance(op, FuncOp) and op.arg_attrs is not None:
         for index, attrs in enumerate(op.arg_attrs):
             assert isinstance(attrs, DictionaryAttr)
             for name, value in attrs.data.items():
-                if (verifier := _verifier(_prefix(name))) is not None:
+                if (verifier := _attribute_verifier(name)) is not None:
                     verifier.verify_argument_attribute(op, index, name, value)
 
 
 _ENCLOSING_VERIFIED: ContextVar[bool] = ContextVar("enclosing_verified", default=False)
+_WALK_FACTS: ContextVar[dict[tuple[str, Operation], object] | None] = ContextVar(
+    "walk_facts", default=None
+)
 
 
 @contextmanager
 def enclosing_ops_verified() -> Iterator[None]:
     """Within this block, ops skip re-checking their function's and module's
     attributes: the caller verifies every op in walk order, so it has checked
-    those (at the function and the module, where an error belongs) already."""
+    those (at the function and the module, where an error belongs) already.
+    The IR does not change meanwhile, so verifiers may remember what they read of
+    an enclosing op (`walk_facts`)."""
     token = _ENCLOSING_VERIFIED.set(True)
+    facts = _WALK_FACTS.set({})
     try:
         yield
     finally:
+        _WALK_FACTS.reset(facts)
         _ENCLOSING_VERIFIED.reset(token)
+
+
+def walk_facts() -> dict[tuple[str, Operation], object] | None:
+    """Inside `enclosing_ops_verified`: a table for what a verifier reads of an enclosing
+    op (keyed by what it is and the op), kept for the one walk; None elsewhere (the IR
+    may change between two checks)."""
+    return _WALK_FACTS.get()
 
 
 class VerifiesDialectAttributes(OpTrait):

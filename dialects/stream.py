@@ -40,7 +40,7 @@ from xdsl.traits import HasParent, SingleBlockImplicitTerminator, SymbolOpInterf
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.dialects import effects, scope, validation
-from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes
+from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes, walk_facts
 
 MAIN_TAG = validation.MAIN_STREAM
 """The label of the stream that ops outside any `stream.switch` run on (the main stream):
@@ -305,8 +305,21 @@ class StreamAttributeVerifier(AttributeVerifier):
         if module is None:
             return  # a detached op: nothing to resolve against yet
         name = value.root_reference.data
-        if not any(isinstance(o, DeclOp) and o.sym_name.data == name for o in module.ops):
+        if name not in _declared(module):
             raise VerifyException(f"names stream @{name}, which no 'stream.decl' declares")
+
+
+def _declared(module: ModuleOp) -> Collection[str]:
+    """The stream symbols `module` declares (read once per verifier walk)."""
+    facts = walk_facts()
+    if facts is not None:
+        known = facts.get(("stream.decl", module))
+        if isinstance(known, frozenset):
+            return known
+    names = frozenset(o.sym_name.data for o in module.ops if isinstance(o, DeclOp))
+    if facts is not None:
+        facts[("stream.decl", module)] = names
+    return names
 
 
 Stream = Dialect(

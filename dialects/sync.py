@@ -104,6 +104,11 @@ class WaitOp(IRDLOperation):
         return self.stream.root_reference.data
 
     def verify_(self) -> None:
+        self.verify_event_source()
+
+    def verify_event_source(self) -> None:
+        """The check that depends on where the op stands (its operand's producer), not on
+        its signature: run at every op even when the verifier memoises the rest."""
         if not isinstance(self.event.owner, RecordOp):
             raise VerifyException("waits on a value that is not the result of 'sync.record'")
 

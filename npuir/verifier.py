@@ -11,7 +11,9 @@ dataflow; a declaration has none).
 
 An `npu` op's own checks and its IRDL constraints depend only on its class, its
 operand and result types and its attributes, and a program repeats a few such
-signatures thousands of times: they run once per signature (`_SignatureMemo`).  What
+signatures thousands of times: they run once per signature (`_SignatureMemo`).  So do
+the `sync` ops' (`insert-events` writes one record and one wait per cross-stream edge),
+but for a wait's check that its event comes from a `sync.record`, which runs at each.  What
 depends on where the op stands runs at every op: the order of definitions and uses,
 the dialect attributes (`stream.on` names a stream its module declares), and xDSL's
 check that a block ends in a terminator (an op that ends its block is verified whole).
@@ -31,6 +33,7 @@ from npuir.dialects.attributes import (
     verify_op_attributes,
 )
 from npuir.dialects.npu import NpuOp
+from npuir.dialects.sync import RecordOp, WaitOp
 from npuir.dialects.validation import ValidationError
 from npuir.gc_pause import without_collector
 
@@ -47,38 +50,36 @@ class _SignatureMemo:
         self._by_id: set[tuple[object, ...]] = set()
         self._by_value: set[tuple[object, ...]] = set()
 
-    @staticmethod
-    def _parts(op: Operation) -> list[Attribute] | None:
-        parts: list[Attribute] = []
-        for operand in op.operands:
-            if isinstance(operand, ErasedSSAValue):
-                return None  # xDSL's own check reports it
-            parts.append(operand.type)
-        parts.extend(op.result_types)
-        return parts
-
     def passed(
         self, op: Operation
     ) -> tuple[bool, tuple[tuple[object, ...], tuple[object, ...]] | None]:
         """Whether `op`'s signature passed already, and its key to record it by."""
-        parts = self._parts(op)
-        if parts is None:
-            return False, None
-        attrs = tuple(op.attributes.items())
-        props = tuple(op.properties.items())
+        parts: list[Attribute] = []
+        for operand in op.operands:
+            if isinstance(operand, ErasedSSAValue):
+                return False, None  # xDSL's own check reports it
+            parts.append(operand.type)
+        parts.extend(op.result_types)
+        attrs, props = op.attributes, op.properties
         id_key = (
             type(op),
             len(op.operands),
             *map(id, parts),
-            *(id(v) for _, v in attrs),
-            *(k for k, _ in attrs),
-            *(id(v) for _, v in props),
-            *(k for k, _ in props),
+            *map(id, attrs.values()),
+            *attrs,
+            *map(id, props.values()),
+            *props,
         )
         if id_key in self._by_id:
             return True, None
         try:
-            value_key = (type(op), len(op.operands), *parts, attrs, props)
+            value_key = (
+                type(op),
+                len(op.operands),
+                *parts,
+                tuple(attrs.items()),
+                tuple(props.items()),
+            )
             hit = value_key in self._by_value
         except TypeError:
             return False, None  # an unhashable attribute: verify every time
@@ -91,6 +92,10 @@ class _SignatureMemo:
         id_key, value_key = key
         self._by_id.add(id_key)
         self._by_value.add(value_key)
+
+
+_BY_SIGNATURE = (NpuOp, RecordOp, WaitOp)
+"""The ops whose own verification `_SignatureMemo` memoises."""
 
 
 USE_BEFORE_DEF = Kind(
@@ -112,12 +117,15 @@ def verify(root: Operation) -> None:
             _check_defined_before_use(op, seen)
             seen.add(op)
             try:
-                if isinstance(op, NpuOp) and not _ends_block(op):
+                if isinstance(op, _BY_SIGNATURE) and not _ends_block(op):
                     passed, key = memo.passed(op)
                     if passed:
                         # Only the dialect attributes can fail where the same
-                        # signature passed: they look at the op's module.
+                        # signature passed: they look at the op's module (and a
+                        # wait's event source at its operand's producer).
                         verify_op_attributes(op)
+                        if isinstance(op, WaitOp):
+                            op.verify_event_source()
                         continue
                     op.verify(verify_nested_ops=False)
                     if key is not None:

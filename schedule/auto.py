@@ -55,7 +55,11 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    another order; each move's refinement is capped, and the phase simulates
    about 10k ops in all).  The number of trials of steps 4 and 5 is fixed by
    the graph size (not by a clock), so results are deterministic and a 10k-op
-   graph finishes in seconds.
+   graph finishes in seconds.  Above about 2.5k ops the two steps share one
+   budget of simulated ops (at least four whole-program simulations), so the
+   search's cost stays linear in the program's size; below, each keeps its own.
+   The judges of one search share their judgements, so no assignment is
+   simulated twice in the same issue order.
 
 Ops inside a `coreset.limit` scope keep the written order: then every
 candidate is issued as written.  Pinned ops stay on their tag's stream in
@@ -111,6 +115,10 @@ INFEASIBLE = 1 << 62
 LimitFn = Callable[[Program, int, str], int | None]
 """Core limit of a node of the *un-partitioned* program (None: unlimited)."""
 
+Memos = dict[bytes, dict[bytes, "Judged"]]
+"""Judgements shared by the judges of one search (one policy): digest of a judge's issue
+order (its program's ops) -> digest of an assignment (`_digest`) -> its judgement."""
+
 # Trials of the local search: about this many simulated ops in total, so the
 # search costs the same few seconds whatever the graph size (bounded below and
 # above for tiny and huge graphs).
@@ -121,6 +129,11 @@ _REFINED = 2
 # Issue-position moves: about this many simulated ops in all (at most the refinement's
 # trials), and each move's stream refinement at most this share of them.
 _REORDER_OPS, _REORDER_REFINE = 10_000, 16
+# Both phases together: at most about this many simulated ops (and at least _MIN_SIMS
+# whole simulations).  Small programs never reach it (their trials are the phases' own);
+# on large ones the per-phase floors above would each simulate the whole program a
+# fixed number of times, so the phases share this instead (`_phase_trials`).
+_PHASE_OPS, _MIN_SIMS = _SEARCH_OPS + _REORDER_OPS, 4
 # List schedules with jittered priorities: at most this many, and about this many
 # planned ops in all, so that only small graphs get them; ranks move by up to
 # +-_JITTER of themselves, from a fixed seed (results stay deterministic).
@@ -167,6 +180,7 @@ class Judge:
         cache: SimCache | None = None,
         known_limits: dict[tuple[int, str], int | None] | None = None,
         policy: LimitPolicy | None = None,
+        memos: Memos | None = None,
     ) -> None:
         self.prog = prog
         self.chained = with_collective_chain(prog)
@@ -178,8 +192,13 @@ class Judge:
         self.known_limits = known_limits if known_limits is not None else {}
         """(id of an op, engine) -> its core limit, shared by the judges of one search
         (the ops outlive it)."""
-        self.judged: dict[bytes, Judged] = {}
-        """Digest of an assignment -> its judgement."""
+        self.judged: dict[bytes, Judged] = (
+            {} if memos is None else memos.setdefault(_order_digest(prog), {})
+        )
+        """Digest of an assignment -> its judgement; with `memos`, shared with every judge
+        of the same issue order (the search's judges apply one policy and one set of
+        limits, so an assignment judged in one is judged in all: a reordering that comes
+        back to an order, or starts from the refinement's winner, simulates nothing new)."""
         self.hw = hw
         self.profile = profile
         self.cache = cache if cache is not None else SimCache(hw)
@@ -265,11 +284,19 @@ class Judge:
         return Judged(name, assignment, span, waits, critical)
 
 
+def _order_digest(prog: Program) -> bytes:
+    """A digest of `prog`'s issue order: its ops, by identity (they outlive the search)."""
+    return hashlib.blake2b(array("q", map(id, prog.ops)).tobytes(), digest_size=20).digest()
+
+
 def _digest(assignment: Assignment) -> bytes:
-    """A digest of everything in `assignment` that its simulation depends on."""
+    """A digest of everything in `assignment` that its simulation depends on: the streams
+    of the nodes, and each stream's priority (not its tag or symbol, which the simulator
+    does not read: two assignments that differ only in the names a move made up run
+    alike)."""
     h = hashlib.blake2b(digest_size=20)
     h.update(array("q", assignment.stream_of).tobytes())
-    h.update(repr(assignment.streams).encode())
+    h.update(array("q", [info.priority for info in assignment.streams]).tobytes())
     if assignment.order is not None:
         h.update(b"order")
         h.update(array("q", assignment.order).tobytes())
@@ -989,6 +1016,25 @@ def _default_swaps(
     return out
 
 
+def _phase_trials(size: int) -> tuple[int, int]:
+    """The trials of the refinement and of the reordering for a program of `size` nodes.
+
+    Each trial simulates the whole program, so a trial costs `size` simulated ops.  Each
+    phase's own count (`_SEARCH_OPS`, `_REORDER_OPS`, bounded by `_MIN_TRIALS` and
+    `_MAX_TRIALS`) is kept while the two together stay within `_PHASE_OPS` simulated ops
+    (every program below about 2.5k nodes, so small graphs search exactly as much as ever);
+    above, the phases share `max(_MIN_SIMS, _PHASE_OPS // size)` simulations, the
+    reordering a quarter of them (at least two: its start and one move)."""
+    size = max(1, size)
+    trials = max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // size))
+    moves = max(_MIN_TRIALS, min(trials, _REORDER_OPS // size))
+    shared = max(_MIN_SIMS, _PHASE_OPS // size)
+    if trials + moves <= shared:
+        return trials, moves
+    moves = min(moves, max(2, shared // 4))
+    return shared - moves, moves
+
+
 def _search(
     prog: Program,
     pinned: Sequence[str | None],
@@ -1012,6 +1058,7 @@ def _search(
     request = Request(prog, pinned, priorities, max_streams, reserved)
     cache = SimCache(hw)
     known_limits: dict[tuple[int, str], int | None] = {}
+    memos: Memos = {}
     costs = NodeCosts(prog, hw, limits=limits, cache=cache, profile=profile)
     solo = _Solo.of(costs, hw, len(prog))
     # GE's automatic multi-stream and Opara are candidates too; Opara brings its own order.
@@ -1035,14 +1082,16 @@ def _search(
     for _, result in costed:
         if result.order is not None and result.order not in orders:
             orders.append(result.order)
-    trials = max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // max(1, len(prog))))
+    trials, moves = _phase_trials(len(prog))
     winners: list[tuple[Judged, Judge, list[str | None], list[int] | None]] = []
     for i, order in enumerate(orders):
         if order is None:
-            judge = Judge(prog, hw, limits, profile, cache, known_limits, policy)
+            judge = Judge(prog, hw, limits, profile, cache, known_limits, policy, memos)
             pins, user_pins = list(pinned), list(user)
         else:
-            judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits, policy)
+            judge = Judge(
+                permuted(prog, order), hw, limits, profile, cache, known_limits, policy, memos
+            )
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
         candidates: list[Judged] = []
         if i < listed:
@@ -1081,9 +1130,21 @@ def _search(
         result = Assignment(best.assignment.streams, stream_of, best_order)
     if not reorder:
         return result
-    moves = max(_MIN_TRIALS, min(trials, _REORDER_OPS // max(1, len(prog))))
+    # The reordering's judges share the search's judgements: its start (`best`) and any
+    # order it tries again are not simulated twice.
     return _reorder(
-        chained, hw, limits, profile, cache, result, pinned, max_streams, reserved, moves, policy
+        chained,
+        hw,
+        limits,
+        profile,
+        cache,
+        result,
+        pinned,
+        max_streams,
+        reserved,
+        moves,
+        policy,
+        memos=memos,
     )
 
 
@@ -1097,9 +1158,10 @@ def _judge_in_order(
     assignment: Assignment,
     order: list[int],
     policy: LimitPolicy | None = None,
+    memos: Memos | None = None,
 ) -> tuple[Judged, Judge]:
     """`assignment` (indexed by `prog`'s nodes) judged when issued in `order`."""
-    judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits, policy)
+    judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits, policy, memos)
     moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
     return judge("reorder", moved), judge
 
@@ -1116,6 +1178,7 @@ def _reorder(
     reserved: Collection[str],
     trials: int,
     policy: LimitPolicy | None = None,
+    memos: Memos | None = None,
 ) -> Assignment:
     """Issue-position moves: each op of the critical path (then every other op) moved to
     another place in the issue order between its last producer and its first user, each
@@ -1127,12 +1190,18 @@ def _reorder(
     moves are tried; at most `trials` simulations in all (the caller bounds them by the
     program's size).  Every place is tried: a move that leaves the op's rank on its own
     stream and core pool alone still matters once the refinement moves it to the stream
-    of an op it passed (a generated 8-op graph needs exactly that)."""
+    of an op it passed (a generated 8-op graph needs exactly that).
+
+    `memos` are the judgements of the caller's judges under the same policy (see `Judge`)."""
     order = list(result.order) if result.order is not None else list(range(len(prog)))
     if limits is None:
         limits = _written_limits(prog, hw)  # read once, not once per order tried
     known_limits: dict[tuple[int, str], int | None] = {}
-    best, _ = _judge_in_order(prog, hw, limits, profile, cache, known_limits, result, order, policy)
+    if memos is None:
+        memos = {}
+    best, _ = _judge_in_order(
+        prog, hw, limits, profile, cache, known_limits, result, order, policy, memos
+    )
     spent = 1
     per_move = max(_MIN_TRIALS, trials // _REORDER_REFINE)
     users = prog.users()
@@ -1141,7 +1210,8 @@ def _reorder(
         improved = False
         position = {n: i for i, n in enumerate(order)}
         critical = [order[n] for n in best.critical]
-        rest = [n for n in order if n not in set(critical)]
+        on_path = set(critical)
+        rest = [n for n in order if n not in on_path]
         for node in critical + rest:
             if prog.kind[node] is not NodeKind.COMPUTE:
                 continue
@@ -1160,7 +1230,7 @@ def _reorder(
                     continue  # the collectives keep their written order on every rank
                 spent += 1
                 judged, judge = _judge_in_order(
-                    prog, hw, limits, profile, cache, known_limits, result, moved, policy
+                    prog, hw, limits, profile, cache, known_limits, result, moved, policy, memos
                 )
                 # The move and a stream refinement in its order together (an order can pay
                 # only once the streams follow it, e.g. with another default stream).

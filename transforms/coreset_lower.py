@@ -100,21 +100,32 @@ def _tags_used(root: Operation, decls: dict[str, str]) -> set[str]:
 
 def _warn_unused_stream_limits(ctx: Context, module: ModuleOp) -> None:
     """A stream limit naming a tag no scope uses limits nothing: most likely a typo."""
+    # One walk finds the stream limits; the tags in use are read only when there are some.
+    found = [
+        (func, limit)
+        for func in module.ops
+        for limit in (func.walk() if isinstance(func, FuncOp) else [func])
+        if isinstance(limit, coreset.StreamLimitOp)
+    ]
+    if not found:
+        return
     decls = {d.symbol: d.tag.data for d in module.ops if isinstance(d, stream.DeclOp)}
-    everywhere = _tags_used(module, decls)
-    for func in module.ops:
-        scope_tags = _tags_used(func, decls) if isinstance(func, FuncOp) else everywhere
-        for limit in func.walk() if isinstance(func, FuncOp) else [func]:
-            if not isinstance(limit, coreset.StreamLimitOp) or limit.tag.data in scope_tags:
-                continue
-            where = f"@{func.sym_name.data}" if isinstance(func, FuncOp) else "the module"
-            warn(
-                ctx,
-                limit,
-                f'coreset.stream_limit names stream "{limit.tag.data}", which no scope in '
-                f"{where} uses; it limits nothing",
-                STREAM_LIMIT_UNUSED,
-            )
+    # Tags used: a function's limit against its own ops, a module-level one against all.
+    used: dict[Operation, set[str]] = {}
+    for func, limit in found:
+        where_tags = func if isinstance(func, FuncOp) else module
+        if where_tags not in used:
+            used[where_tags] = _tags_used(where_tags, decls)
+        if limit.tag.data in used[where_tags]:
+            continue
+        where = f"@{func.sym_name.data}" if isinstance(func, FuncOp) else "the module"
+        warn(
+            ctx,
+            limit,
+            f'coreset.stream_limit names stream "{limit.tag.data}", which no scope in '
+            f"{where} uses; it limits nothing",
+            STREAM_LIMIT_UNUSED,
+        )
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,17 @@ func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {
 }
 """
 
+WAIT_ON_AN_ARGUMENT = """\
+stream.decl @s0 "a" priority 0
+stream.decl @s1 "b" priority 0
+func.func @a(%e: !sync.event) {
+  %r = sync.record on @s0 {event_id = 0 : i64}
+  sync.wait %r on @s1
+  sync.wait %e on @s1
+  func.return
+}
+"""
+
 SAME_SIGNATURE_TWICE_BAD_RESULT = """\
 func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {
   %r = npu.relu %x : (tensor<8xf16>) -> tensor<8xf16>
@@ -91,3 +102,27 @@ func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {
 
     verify(module)
     assert len(calls) == 1
+
+
+def test_a_waits_event_source_is_checked_at_each_wait() -> None:
+    # The second wait has the first's signature (event type, stream); its event is a
+    # function argument, not a `sync.record`'s result.
+    assert _error_at(WAIT_ON_AN_ARGUMENT) == (6, 3)
+
+
+def test_what_a_walk_read_of_the_module_is_not_kept_for_the_next() -> None:
+    # The stream declarations are read once per verification: after the one an op names
+    # is erased, the next verification reports that op.
+    from npuir.dialects.stream import DeclOp
+    from npuir.verifier import verify
+
+    text = TWO_MODULES.split("  builtin.module {\n    func.func @b")[0] + "}\n"
+    module = npuir.parse_text(npuir.make_context(), text, "m.mlir")
+    verify(module)
+    decl = next(op for op in module.walk() if isinstance(op, DeclOp))
+    block = decl.parent_block()
+    assert block is not None
+    block.erase_op(decl)
+    with pytest.raises(DiagnosticError) as info:
+        verify(module)
+    assert "which no 'stream.decl' declares" in info.value.diagnostic.message

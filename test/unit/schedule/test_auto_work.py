@@ -101,3 +101,44 @@ def test_argument_readers_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch
     args = prog.func.body.block.args
     assert len(read) == len(args)
     assert set(map(id, read)) == set(map(id, args))
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 8, 40, 200, 375, 1000, 2500])
+def test_small_programs_keep_each_phases_own_trials(size: int) -> None:
+    # Below the shared budget each phase searches as much as its own count allows.
+    trials = max(auto._MIN_TRIALS, min(auto._MAX_TRIALS, auto._SEARCH_OPS // size))
+    moves = max(auto._MIN_TRIALS, min(trials, auto._REORDER_OPS // size))
+    assert auto._phase_trials(size) == (trials, moves)
+
+
+@pytest.mark.parametrize("size", [10_000, 30_000, 100_000, 1_000_000])
+def test_large_programs_share_one_budget_of_simulated_ops(size: int) -> None:
+    refine, reorder = auto._phase_trials(size)
+    whole = max(auto._MIN_SIMS, auto._PHASE_OPS // size)
+    assert refine + reorder == whole  # the budget, spent in whole-program simulations
+    assert reorder >= 2 and refine >= 1  # the reordering's start and one move; one move
+    assert (refine + reorder) * size <= max(auto._PHASE_OPS, auto._MIN_SIMS * size)
+
+
+def test_the_reordering_does_not_simulate_the_refinements_winner_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Judges of one search share their judgements by issue order: the reordering starts
+    # from the refined winner, judged already, and an order it comes back to costs nothing.
+    seen: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    original = auto.simulate
+
+    def recording(programs: list[Program], *args: object, **kwargs: object) -> object:
+        lowered = programs[0]
+        seen.append((tuple(map(id, lowered.ops)), tuple(lowered.stream)))
+        return original(programs, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(auto, "simulate", recording)
+    body = "\n".join(
+        f"  %m{i} = npu.matmul %x, %w : {T}\n  %a{i} = npu.add %m{i}, %x : {T}" for i in range(3)
+    )
+    prog = _program(body)
+    none: list[str | None] = [None] * len(prog)
+    auto.assign_auto(prog, none, {}, 8, TINY)
+    assert len(seen) > 10
+    assert len(set(seen)) == len(seen)
