@@ -181,7 +181,6 @@ def program_with_events(
     out, origin = _with_sync_nodes(
         prog, plan, lambda p: records[p], lambda n, i: waits[n][i], plan.event_ids
     )
-    out.index = {op: i for i, op in enumerate(out.ops)}
     out.pinned = [None] * len(out.ops)
     new_of = [-1] * (len(prog) + 1)
     for lowered, n in enumerate(origin):
@@ -242,4 +241,8 @@ def _with_sync_nodes(
             if event_ids is not None:
                 out.event_id[r] = event_ids[n]
             record_node[n] = r
+    # Each op at its own node: `lowered_program` stands the producer's op in for its record
+    # and the consumer's for its waits, so those must not take the op's entry.
+    out.index = {op: i for i, op in enumerate(out.ops)}
+    out.index.update((out.ops[i], i) for i, o in enumerate(origin) if o >= 0)
     return out, origin

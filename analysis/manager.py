@@ -4,8 +4,10 @@ MLIR's `AnalysisManager` is the model.  A pass asks for an analysis of an op thr
 `analyses(ctx).get(factory, *args)`; the first call computes `factory(*args)`, later calls
 with the same factory and arguments (compared by identity for IR objects) return the same
 object.  A pass that rewrites IR and already knows an analysis of what it wrote hands it
-on with `provide` (insert-events gives the lowered program graph to the checks and the
-runner), so each function's graph is read from the IR once per IR state at most.  `run_passes` clears the cache before a pipeline and after every pass that does not
+on with `provide` (stream-partition gives the partitioned graph to insert-events, which
+gives the lowered one to the checks and the runner), and a pass that changes IR but not an
+analysis says so with `keep`, so each function's graph is read from the IR once per
+lowering.  `run_passes` clears the cache before a pipeline and after every pass that does not
 declare, with `PRESERVES = ALL`, that it leaves the IR as it found it (MLIR's
 `markAllAnalysesPreserved`); a pass may also name the factories it keeps, as a tuple.
 
@@ -64,6 +66,14 @@ class AnalysisManager:
         takes effect when the pass ends, and survives that pass's invalidation."""
         self._provided[(factory, *args)] = value
         self.computed += 1
+
+    def keep(self, factory: Callable[..., Any], *args: Hashable) -> None:
+        """Declare that the running pass leaves `factory(*args)` valid, when it is cached:
+        like `provide` with the value already there (`coreset-lower` keeps the graph of
+        each function whose data it did not change)."""
+        key = (factory, *args)
+        if key in self._cache:
+            self._provided[key] = self._cache[key]
 
     def reset(self) -> None:
         """Forget everything, what a failed pass provided too (a pipeline starts so)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import FuncOp
@@ -33,6 +34,7 @@ from xdsl.dialects.func import FuncOp
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.memory import Buffers, Lifetimes, antichain_bound, find_buffers
 from npuir.analysis.program import Program
+from npuir.diagnostics import Kind
 from npuir.dialects.npu import DYN, tensor_bytes
 
 
@@ -174,23 +176,40 @@ def argument_bytes(func: FuncOp) -> int:
     )
 
 
-def over_budget(name: str, fp: FunctionPlan, budget: int) -> str:
-    """Why `fp` does not fit `budget`: the buffers live together at the peak (the heaviest
-    antichain), largest first."""
+OVER_BUDGET = Kind(
+    "mem.over-budget",
+    "{function} needs {peak} bytes of device memory, over the budget of {budget} bytes; at its "
+    "peak {live} bytes are live at once (no plan can fit: these buffers are live together; "
+    "largest: {largest})",
+)
+"""A function's plan needs more device memory than the budget allows, and no plan can fit:
+the buffers live at once at its peak (the heaviest antichain) take more.  Arguments:
+`function`, `peak`, `budget`, `live` (bytes), `largest` (the largest of those buffers)."""
+UNFITTED = Kind(
+    "mem.over-budget.unfitted",
+    "{function} needs {peak} bytes of device memory, over the budget of {budget} bytes; at its "
+    "peak {live} bytes are live at once (the buffers live together need only {live} bytes, but "
+    "no planner fitted them; largest: {largest})",
+)
+"""As `OVER_BUDGET`, but the buffers live together would fit: no planner found the plan."""
+
+
+def over_budget_facts(name: str, fp: FunctionPlan, budget: int) -> tuple[Kind, dict[str, Any]]:
+    """Why `fp` does not fit `budget`, as a kind and its arguments: the buffers live together
+    at the peak (the heaviest antichain), largest first."""
     chain = antichain_bound(fp.lifetimes)
     bufs = fp.buffers
     largest = sorted(chain.buffers, key=lambda b: (-bufs.size[b], b))[:4]
     named = ", ".join(f"{bufs.describe(b)} {bufs.size[b]} bytes" for b in largest)
-    what = (
-        "no plan can fit: these buffers are live together"
-        if chain.bytes > budget
-        else f"the buffers live together need only {chain.bytes} bytes, but no planner fitted them"
-    )
-    return (
-        f"{name} needs {fp.peak} bytes of device memory, over the budget of "
-        f"{budget} bytes; at its peak {chain.bytes} bytes are live at once ({what}; largest: "
-        f"{named})"
-    )
+    kind = OVER_BUDGET if chain.bytes > budget else UNFITTED
+    args = {"function": name, "peak": fp.peak, "budget": budget, "live": chain.bytes}
+    return kind, {**args, "largest": named}
+
+
+def over_budget(name: str, fp: FunctionPlan, budget: int) -> str:
+    """Why `fp` does not fit `budget`, in words (`over_budget_facts` rendered)."""
+    kind, args = over_budget_facts(name, fp, budget)
+    return kind.render(args)
 
 
 def parse_budget(spec: str, hbm_bytes: int, argument_bytes: int) -> int:

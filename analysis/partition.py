@@ -136,7 +136,14 @@ from enum import StrEnum
 
 from xdsl.ir import Block, Operation
 
-from npuir.analysis.program import DEFAULT_STREAM, DepKind, NodeKind, Program, StreamInfo
+from npuir.analysis.program import (
+    DEFAULT_STREAM,
+    DepKind,
+    NodeKind,
+    Program,
+    StreamInfo,
+    canonical_deps,
+)
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import CollectiveOp, Engine, NpuOp
@@ -249,6 +256,46 @@ def permuted(prog: Program, order: Sequence[int]) -> Program:
     out.index = {op: i for i, op in enumerate(out.ops)}
     out.scopes, out.priorities = prog.scopes, prog.priorities
     out.priority_clash, out.wait_tensors = prog.priority_clash, prog.wait_tensors
+    return out
+
+
+def partitioned_program(
+    prog: Program,
+    stream_of: Sequence[int],
+    order: Sequence[int] | None,
+    added: Sequence[tuple[int, int]],
+    waits: Sequence[tuple[stream.WaitTensorOp, int]],
+) -> Program | None:
+    """The graph `build_program` reads from `prog`'s function once `stream-partition` has
+    written it, made from what the pass knows: node `n` of `prog` on stream `stream_of[n]`
+    (an index into the module's streams, which the caller sets as `streams`), issued in
+    `order` (None: as written), with a control dependency for each `(after, before)` in
+    `added` (the `stream.wait_tensor`s the pass adds: the collective chain, a memory
+    budget's orderings), and `waits` every `stream.wait_tensor` in program order with the
+    node after it in the new order.  Dependencies are listed canonically
+    (`canonical_deps`).  None when `prog` already has `sync` nodes (the pass then leaves
+    the graph to be read)."""
+    if any(k is NodeKind.RECORD or k is NodeKind.WAIT for k in prog.kind):
+        return None
+    issue = list(order) if order is not None else list(range(len(prog)))
+    position = {old: new for new, old in enumerate(issue)}
+    extra: dict[int, list[int]] = {}
+    for after, before in added:
+        extra.setdefault(after, []).append(before)
+    out = Program(prog.func)
+    for old in issue:
+        out.ops.append(prog.ops[old])
+        out.kind.append(prog.kind[old])
+        out.stream.append(DEFAULT_STREAM if prog.kind[old] is NodeKind.RETURN else stream_of[old])
+        deps = [(position[p], k) for p, k in prog.deps[old]]
+        deps += [(position[p], DepKind.CONTROL) for p in extra.get(old, ())]
+        out.deps.append(canonical_deps(deps))
+        out.event_of.append(-1)
+        out.event_id.append(-1)
+    out.index = {op: i for i, op in enumerate(out.ops)}
+    out.pinned = [None] * len(out.ops)
+    out.wait_tensors = [(wait, None) for wait, _ in waits]
+    out.wait_positions = [at for _, at in waits]
     return out
 
 
@@ -885,6 +932,7 @@ __all__ = [
     "cover_paths",
     "keep_collective_order",
     "max_matching",
+    "partitioned_program",
     "path_cover",
     "pinned_tags",
     "transitive_reduction",

@@ -26,6 +26,7 @@ start.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -293,7 +294,7 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
         program.event_of.append(-1)
 
         deps: list[tuple[int, DepKind]] = []
-        seen: set[int] = set()
+        seen: dict[int, int] = {}
         if kind is NodeKind.WAIT:
             assert isinstance(op, sync.WaitOp)
             owner = op.event.owner
@@ -311,14 +312,29 @@ def build_program(func: FuncOp, streams: list[StreamInfo] | None = None) -> Prog
                 if waits:
                     controls = controls + _waited_before(n, operand, waits, resolver)
                 for p, k in ((producer, DepKind.DATA), *((c, DepKind.CONTROL) for c in controls)):
-                    if p < 0 or p in seen:
+                    if p < 0:
+                        continue
+                    if p in seen:
+                        if k is DepKind.DATA:  # read as well as waited for: a data dependency
+                            deps[seen[p]] = (p, k)
                         continue
                     if p >= n:
                         raise error(op, USE_BEFORE_COMPUTE, producer=program.describe(p))
-                    seen.add(p)
+                    seen[p] = len(deps)
                     deps.append((p, k))
-        program.deps.append(deps)
+        program.deps.append(canonical_deps(deps) if streams is not None else deps)
     return program
+
+
+def canonical_deps(deps: Iterable[tuple[int, DepKind]]) -> list[tuple[int, DepKind]]:
+    """`deps` with one entry per producer, in producer order: a producer the node both
+    reads and waits for is a data dependency.  A lowered function's graph lists its
+    dependencies so, whether it is read from the IR or made by the pass that wrote it
+    (`stream-partition` hands on the graph of what it wrote), so the two are equal."""
+    kinds: dict[int, DepKind] = {}
+    for p, k in deps:
+        kinds[p] = min(k, kinds.get(p, k))
+    return sorted(kinds.items())
 
 
 def _waited_before(
@@ -395,6 +411,7 @@ __all__ = [
     "Program",
     "StreamInfo",
     "build_program",
+    "canonical_deps",
     "defined_functions",
     "is_dispatcher",
     "is_lowered",

@@ -49,7 +49,7 @@ from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_
 from npuir.backends.npu.memory import imas_line, memory_report
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.pools import Layout, LayoutError, Pool, host_bytes_available
-from npuir.backends.npu.profile import PROFILE_UNREADABLE, Profile, read_profile
+from npuir.backends.npu.profile import Profile, read_profile
 from npuir.backends.npu.report import build_report, memory_warning
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.context import NpuirContext, make_context
@@ -66,12 +66,23 @@ from npuir.progress import progress
 from npuir.schedule.device import UNKNOWN_DEVICE, device_spec
 from npuir.transforms.pipelines import PIPELINES
 
-INPUT_SHAPE = Kind("input.shape-mismatch")
-"""An input array whose shape the argument does not take."""
-INPUT_DTYPE = Kind("input.dtype-mismatch")
-"""An input array whose dtype the argument does not take."""
-INPUT_MISSING = Kind("input.missing-array")
-"""An inputs file without an array the program needs."""
+INPUT_SHAPE = Kind(
+    "input.shape-mismatch",
+    "{where} has shape {shape}, which does not fit argument {index} of @{function}, {type}",
+)
+"""An input array whose shape the argument does not take; arguments: `where` (the array),
+`shape`, `index`, `function`, `type`."""
+INPUT_DTYPE = Kind(
+    "input.dtype-mismatch",
+    "{where} has dtype {dtype}, but argument {index} of @{function} is {type}: save it as {want}",
+)
+"""An input array whose dtype the argument does not take; arguments: `where`, `dtype`,
+`index`, `function`, `type`, `want`."""
+INPUT_MISSING = Kind(
+    "input.missing-array", "'{path}' has no array 'arg{index}'{alternative} for rank {rank}"
+)
+"""An inputs file without an array the program needs; arguments: `path`, `index`,
+`alternative` (`" or 'name'"` when the argument has a name, else empty), `rank`."""
 STATE_MISSING = Kind(
     "input.missing-state",
     "argument {index} of @{function} is the program's state '{state}', which '{path}' does "
@@ -79,34 +90,72 @@ STATE_MISSING = Kind(
 )
 """A `.pt2` argument marked as the program's state (`torch.state`) that the archive lacks;
 arguments: `index`, `function`, `state`, `path`."""
-EMPTY_AXIS = Kind("input.empty-axis")
-"""An argument that indexes an empty axis."""
-HW_INVALID = Kind("hw.invalid")
-"""A hardware description that cannot be used."""
+EMPTY_AXIS = Kind(
+    "input.empty-axis",
+    "argument {index} of @{function} indexes an empty axis; give inputs with --inputs",
+)
+"""An argument that indexes an empty axis; arguments: `index`, `function`."""
+HW_INVALID = Kind("hw.invalid", "--hw: {reason}")
+"""A hardware description that cannot be used; argument: `reason` (the description
+reader's message, `npuir.hardware.HardwareError`: text only)."""
 
-REFERENCE_FAILS = Kind("check.reference-fails")
-"""The unscheduled program fails to run."""
-NUMERICS_ERROR = Kind("run.numerics")
-"""The numeric run refuses the program."""
-NO_MEMORY_PLAN = Kind("run.no-memory-plan")
-"""`--check-memory` on a function that has no memory plan."""
-HOST_MEMORY = Kind("run.host-memory")
-"""`--check-memory`: the planned pools do not fit the host's free memory."""
-NO_GEAR = Kind("gear.no-match")
-"""No gear matches the input shapes."""
-MISSING_RANKS = Kind("collective.missing-ranks")
-"""A collective's group reaches past the ranks run."""
-SHAPES_ILL_TYPED = Kind("input.shape-ill-typed")
-"""The shapes given do not type-check."""
-EXTERNAL_ENTRY = Kind("run.external-function")
-"""The entry is an external declaration."""
-NO_FUNCTION = Kind("run.no-function")
+REFERENCE_FAILS = Kind("check.reference-fails", "the unscheduled program fails: {reason}")
+"""The unscheduled program fails to run; argument: `reason` (the interpreter's message)."""
+NUMERICS_ERROR = Kind("run.numerics", "{reason}")
+"""The numeric run refuses the program; `reason` is the interpreter's message
+(`npuir.backends.npu.numerics.NumericsError`: text only, made where the run stopped)."""
+NO_MEMORY_PLAN = Kind("run.no-memory-plan", "--check-memory: {reason}")
+"""`--check-memory` on a function that has no usable memory plan; argument: `reason` (the
+layout reader's message)."""
+HOST_MEMORY = Kind(
+    "run.host-memory",
+    "--check-memory: the planned pools take {total} bytes over {ranks} rank(s), more than the "
+    "{available} bytes this host has free; run without --check-memory",
+)
+"""`--check-memory`: the planned pools do not fit the host's free memory; arguments:
+`total`, `ranks`, `available`."""
+NO_GEAR = Kind("gear.no-match", "{reason}")
+"""No gear matches the input shapes; `reason` is the gear dispatcher's message (text
+only)."""
+MISSING_RANKS = Kind(
+    "collective.missing-ranks",
+    "{group}: run all {needed} ranks (--ranks {needed}, or one --entries function per rank), "
+    "or pass --mirror-peers to take the missing ranks as copies of those present",
+)
+"""A collective's group reaches past the ranks run; arguments: `group` (described),
+`needed`."""
+TOO_MANY_MIRRORED = Kind(
+    "collective.missing-ranks.too-many",
+    "{group}: --mirror-peers takes at most {limit} missing ranks as copies, and this group "
+    "misses {missing}",
+)
+"""`--mirror-peers` asked to copy more ranks than it takes; arguments: `group`, `limit`,
+`missing`."""
+SHAPES_ILL_TYPED = Kind("input.shape-ill-typed", "the shapes given do not type-check: {reason}")
+"""The shapes given do not type-check; argument: `reason` (the shape rule's message)."""
+EXTERNAL_ENTRY = Kind(
+    "run.external-function", "@{function} is an external declaration: it has no body to run"
+)
+"""The entry is an external declaration; argument: `function`."""
+NO_FUNCTION = Kind("run.no-function", "the module has no function to run")
 """The module has no function to run."""
 
-COLLECTIVE_MISMATCH = Kind("collective.mismatch")
-"""Collectives that pair up across ranks but differ (op, group size, mode, shape, dtype)."""
-BEYOND_HOST = Kind("run.beyond-host-memory")
-"""Computing the values would need more memory than the host has available."""
+COLLECTIVE_MISMATCH = Kind("collective.mismatch", "{reason}")
+"""Collectives that pair up across ranks but differ (op, group size, mode, shape, dtype);
+`reason` is the pairing's own description of the difference
+(`npuir.backends.npu.groups`)."""
+FIT_FAILED = Kind("profile.unreadable.fit-hw", "--fit-hw {path}: {reason}")
+"""`--fit-hw` cannot fit the device to the profile; arguments: `path`, `reason` (the fit's
+message)."""
+BEYOND_HOST = Kind(
+    "run.beyond-host-memory",
+    "computing this program's values{checked} needs about {need} of host memory, more than "
+    "the {available} available{largest}; --timing-only simulates the schedule without "
+    "computing them",
+)
+"""Computing the values would need more memory than the host has available; arguments:
+`need`, `available` (readable sizes), `checked` (" with --check ..." or empty), `largest`
+(the largest tensor, or empty)."""
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_DEADLOCK, EXIT_CHECK = 0, 1, 2, 3, 4
 
@@ -185,12 +234,12 @@ def _hardware(config: RunConfig, module: ModuleOp) -> Hardware:
         return load_hardware(spec)
     except HardwareError as exc:
         if config.hw is None:
-            raise error(module, str(exc), UNKNOWN_DEVICE) from None
+            raise error(module, UNKNOWN_DEVICE, reason=str(exc)) from None
         # A preset that does not exist or a file that cannot be read is a bad flag value; a
         # file that can be read but is wrong is bad input (its message names file and line).
         if not Path(config.hw).is_file():
             raise UsageError(f"--hw: {exc}") from None
-        raise DiagnosticError(Diagnostic("error", f"--hw: {exc}", kind=HW_INVALID.code)) from None
+        raise DiagnosticError(Diagnostic.of("error", HW_INVALID, reason=str(exc))) from None
 
 
 def _functions(module: ModuleOp) -> dict[str, FuncOp]:
@@ -207,7 +256,7 @@ def _default_entry(module: ModuleOp) -> str:
                 called.add(op.fallback_name)
     candidates = [name for name, f in funcs.items() if name not in called and not f.is_declaration]
     if not candidates:
-        raise error(module, "the module has no function to run", NO_FUNCTION)
+        raise error(module, NO_FUNCTION)
     if len(candidates) > 1 and "main" in candidates:
         return "main"
     return candidates[0]
@@ -240,11 +289,7 @@ def entry_names(config: RunConfig, module: ModuleOp) -> list[str]:
                 + ")"
             )
         if funcs[name].is_declaration:
-            raise error(
-                funcs[name],
-                f"@{name} is an external declaration: it has no body to run",
-                EXTERNAL_ENTRY,
-            )
+            raise error(funcs[name], EXTERNAL_ENTRY, function=name)
     return names
 
 
@@ -366,12 +411,7 @@ def _index_bound(func: FuncOp, index: int, shapes: Sequence[tuple[int, ...]]) ->
                     bound = size if bound is None else min(bound, size)
     if bound == 0:
         raise DiagnosticError(
-            Diagnostic(
-                "error",
-                f"argument {index} of @{func.sym_name.data} indexes an empty axis; "
-                "give inputs with --inputs",
-                kind=EMPTY_AXIS.code,
-            )
+            Diagnostic.of("error", EMPTY_AXIS, index=index, function=func.sym_name.data)
         )
     return bound
 
@@ -443,10 +483,8 @@ def load_inputs(
             if key is None:
                 named = f" or '{hint}'" if hint else ""
                 raise DiagnosticError(
-                    Diagnostic(
-                        "error",
-                        f"'{path}' has no array 'arg{index}'{named} for rank {rank}",
-                        kind=INPUT_MISSING.code,
+                    Diagnostic.of(
+                        "error", INPUT_MISSING, path=path, index=index, alternative=named, rank=rank
                     )
                 )
             assert isinstance(ty, TensorType)
@@ -492,21 +530,28 @@ def _given_input(
         array = array.view(dtype)
     if array.dtype != dtype:
         raise DiagnosticError(
-            Diagnostic(
+            Diagnostic.of(
                 "error",
-                f"{where} has dtype {array.dtype}, but argument {index} of "
-                f"@{func.sym_name.data} is {ty}: save it as {dtype}",
-                kind=INPUT_DTYPE.code,
+                INPUT_DTYPE,
+                where=where,
+                dtype=str(array.dtype),
+                index=index,
+                function=func.sym_name.data,
+                type=str(ty),
+                want=str(dtype),
             )
         )
     shape = tuple(ty.get_shape())
     if array.ndim != len(shape) or any(d != npu.DYN and d != n for d, n in zip(shape, array.shape)):
         raise DiagnosticError(
-            Diagnostic(
+            Diagnostic.of(
                 "error",
-                f"{where} has shape {'x'.join(map(str, array.shape)) or 'scalar'}, which does "
-                f"not fit argument {index} of @{func.sym_name.data}, {ty}",
-                kind=INPUT_SHAPE.code,
+                INPUT_SHAPE,
+                where=where,
+                shape="x".join(map(str, array.shape)) or "scalar",
+                index=index,
+                function=func.sym_name.data,
+                type=str(ty),
             )
         )
     return array
@@ -531,9 +576,7 @@ def timing_function(func: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:
     try:
         return specialise(func, func.sym_name.data, fixed, upper_bound_data_dependent=True)
     except RetypeError as exc:
-        raise error(
-            exc.op, f"the shapes given do not type-check: {exc}", SHAPES_ILL_TYPED
-        ) from None
+        raise error(exc.op, SHAPES_ILL_TYPED, reason=str(exc)) from None
 
 
 RUN_PIPELINE = PIPELINES["npu-default"].replace("coreset-check", "coreset-check{pair-rule=warning}")
@@ -603,10 +646,11 @@ def _refuse_beyond_host(
     checked = " with --check (which also runs the unscheduled program)" if config.check else ""
     raise error(
         where or programs[0].func,
-        f"computing this program's values{checked} needs about {gib(need)} of host memory, "
-        f"more than the {gib(available)} available{what}; --timing-only simulates the "
-        "schedule without computing them",
         BEYOND_HOST,
+        checked=checked,
+        need=gib(need),
+        available=gib(available),
+        largest=what,
     )
 
 
@@ -615,26 +659,21 @@ def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[Partial
     Collectives that pair up across ranks but differ are an error at the later rank's."""
     mismatched = mismatched_pairs([collectives(f) for f in funcs], len(funcs))
     if mismatched:
-        raise error(mismatched[0].op, mismatched[0].describe(), COLLECTIVE_MISMATCH)
+        raise error(mismatched[0].op, COLLECTIVE_MISMATCH, reason=mismatched[0].describe())
     partial = partial_groups([collectives(f) for f in funcs], len(funcs))
     for group in partial if mirror_peers else ():
         if len(group.missing) > MAX_MIRRORED:
             raise error(
                 group.op,
-                f"{group.describe()}: --mirror-peers takes at most {MAX_MIRRORED} missing "
-                f"ranks as copies, and this group misses {len(group.missing)}",
-                MISSING_RANKS,
+                TOO_MANY_MIRRORED,
+                group=group.describe(),
+                limit=MAX_MIRRORED,
+                missing=len(group.missing),
             )
     if partial and not mirror_peers:
         first = partial[0]
         needed = max(p.present[0] + p.group_size for p in partial)
-        raise error(
-            first.op,
-            f"{first.describe()}: run all {needed} ranks (--ranks {needed}, or one --entries "
-            "function per rank), or pass --mirror-peers to take the missing ranks as copies "
-            "of those present",
-            MISSING_RANKS,
-        )
+        raise error(first.op, MISSING_RANKS, group=first.describe(), needed=needed)
     return partial
 
 
@@ -659,7 +698,7 @@ def _programs(
         try:
             func, label = resolve_entry(module, funcs[name], rank_shapes)
         except NumericsError as exc:
-            raise error(exc.op, str(exc), NO_GEAR) from None
+            raise error(exc.op, NO_GEAR, reason=str(exc)) from None
         actual.append(func)
         gears.append(label)
         key = (func.sym_name.data, tuple(rank_shapes))
@@ -803,7 +842,7 @@ def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnos
         return fit_hardware(programs, profile, hw), warnings
     except FitError as exc:
         raise DiagnosticError(
-            Diagnostic("error", f"--fit-hw {profile_path}: {exc}", kind=PROFILE_UNREADABLE.code)
+            Diagnostic.of("error", FIT_FAILED, path=profile_path, reason=str(exc))
         ) from None
 
 
@@ -863,7 +902,7 @@ def run_program(config: RunConfig) -> RunOutcome:
                 module, actual, inputs, mirror_peers=config.mirror_peers, pools=pools
             )
         except NumericsError as exc:
-            raise error(exc.op or module, str(exc), NUMERICS_ERROR) from None
+            raise error(exc.op or module, NUMERICS_ERROR, reason=str(exc)) from None
         if config.check:
             check = _check(original, names, inputs, outputs, config.mirror_peers)
     report = build_report(
@@ -914,16 +953,11 @@ def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
         try:
             layouts.append(Layout.of(module, func))
         except LayoutError as exc:
-            raise error(exc.op, f"--check-memory: {exc}", NO_MEMORY_PLAN) from None
+            raise error(exc.op, NO_MEMORY_PLAN, reason=str(exc)) from None
     total = sum(layout.pool_bytes for layout in layouts)
     available = host_bytes_available()
     if available is not None and total > available:
-        raise error(
-            funcs[0],
-            f"--check-memory: the planned pools take {total} bytes over {len(funcs)} rank(s), "
-            f"more than the {available} bytes this host has free; run without --check-memory",
-            HOST_MEMORY,
-        )
+        raise error(funcs[0], HOST_MEMORY, total=total, ranks=len(funcs), available=available)
     return [Pool(layout) for layout in layouts]
 
 
@@ -985,9 +1019,7 @@ def _check(
     try:
         reference = run_ranks(original, reference_funcs, inputs, mirror_peers=mirror_peers)
     except NumericsError as exc:
-        raise error(
-            exc.op or original, f"the unscheduled program fails: {exc}", REFERENCE_FAILS
-        ) from None
+        raise error(exc.op or original, REFERENCE_FAILS, reason=str(exc)) from None
     mismatches: list[str] = []
     for rank, (got, want) in enumerate(zip(outputs, reference)):
         for index, (a, b) in enumerate(zip(got, want)):

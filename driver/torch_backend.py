@@ -81,16 +81,33 @@ from npuir.schedule.device import device_of
 
 Array = np.ndarray[Any, Any]
 
-GEAR_MISMATCH = Kind("torchair.gear-mismatch")
-"""A call whose geared dims are no gear of `set_dim_gears`."""
-MODE_CONFLICT = Kind("torchair.mode-conflict")
-"""A stream scope in `reduce-overhead` mode (in-graph multi-stream is max-autotune only)."""
-TRACE_FAILED = Kind("torchair.trace-failed")
-"""torch.export could not re-trace dynamo's graph (its own message follows)."""
-RUN_FAILED = Kind("torchair.run-failed")
-"""The interpreter could not run the compiled program on the inputs given."""
-BAD_ARGUMENT = Kind("torchair.bad-argument")
-"""A wrong argument to `get_npu_backend` or `reports`."""
+GEAR_MISMATCH = Kind(
+    "torchair.gear-mismatch",
+    "input shapes ({shapes}) match no gear of set_dim_gears ({gears}, policy {policy})",
+)
+"""A call whose geared dims are no gear of `set_dim_gears`; arguments: `shapes`, `gears`
+(per geared input), `policy`."""
+MODE_CONFLICT = Kind(
+    "torchair.mode-conflict",
+    'stream scope "{tag}": in-graph multi-stream (npu_stream_switch) needs mode '
+    '"max-autotune"; config.mode is "reduce-overhead"',
+)
+"""A stream scope in `reduce-overhead` mode (in-graph multi-stream is max-autotune only);
+argument: `tag`."""
+TRACE_FAILED = Kind("torchair.trace-failed", "torch.export could not trace the graph: {reason}")
+"""torch.export could not re-trace dynamo's graph; argument: `reason` (torch's message)."""
+RUN_FAILED = Kind("torchair.run-failed", "the compiled program failed: {reason}")
+"""The interpreter could not run the compiled program on the inputs given; argument:
+`reason` (the interpreter's)."""
+BAD_CONFIG = Kind(
+    "torchair.bad-argument.compiler-config",
+    "compiler_config must be a CompilerConfig, got {type}",
+)
+"""`get_npu_backend` given something else as `compiler_config`; argument: `type`."""
+NOT_COMPILED = Kind(
+    "torchair.bad-argument.reports", "reports() takes a model compiled with get_npu_backend"
+)
+"""`reports` given a model not compiled with `get_npu_backend`."""
 
 _GRAPH_IDS = itertools.count()
 """TorchAir numbers the concrete graphs of a process from 0."""
@@ -276,12 +293,8 @@ def _gear_check(
         named = "; ".join(f"{names[i]}: {gears[i]}" for i in sorted(gears))
         shapes = "; ".join(f"{names[i]}: {tuple(args[i].shape)}" for i in sorted(gears))
         raise TorchairError(
-            Diagnostic(
-                "error",
-                f"input shapes ({shapes}) match no gear of set_dim_gears ({named}, "
-                f"policy {policy})",
-                _caller(),
-                GEAR_MISMATCH.code,
+            Diagnostic.of(
+                "error", GEAR_MISMATCH, _caller(), shapes=shapes, gears=named, policy=policy
             )
         )
 
@@ -353,9 +366,7 @@ class _Compiled:
         try:
             results = run_ranks(self.module, [func], [arrays])[0]
         except NumericsError as exc:
-            raise TorchairError(
-                Diagnostic("error", f"the compiled program failed: {exc}", None, RUN_FAILED.code)
-            ) from None
+            raise TorchairError(Diagnostic.of("error", RUN_FAILED, reason=str(exc))) from None
         out = []
         for array, (dtype, _) in zip(results, self.outputs):
             out.append(torch.from_numpy(np.ascontiguousarray(array)).to(dtype))
@@ -459,12 +470,7 @@ class NpuBackend:
     ) -> None:
         if compiler_config is not None and not isinstance(compiler_config, CompilerConfig):
             raise TorchairError(
-                Diagnostic(
-                    "error",
-                    f"compiler_config must be a CompilerConfig, got {type(compiler_config).__name__}",
-                    _caller(),
-                    BAD_ARGUMENT.code,
-                )
+                Diagnostic.of("error", BAD_CONFIG, _caller(), type=type(compiler_config).__name__)
             )
         self.config = compiler_config if compiler_config is not None else CompilerConfig()
         self.decompositions = dict(custom_decompositions or {})
@@ -673,11 +679,8 @@ class NpuBackend:
                 )
         except Exception as exc:  # torch's own error, e.g. gears that the graph cannot honour
             raise TorchairError(
-                Diagnostic(
-                    "error",
-                    f"torch.export could not trace the graph: {str(exc).splitlines()[0]}",
-                    _caller(),
-                    TRACE_FAILED.code,
+                Diagnostic.of(
+                    "error", TRACE_FAILED, _caller(), reason=(str(exc).splitlines() or [""])[0]
                 )
             ) from None
 
@@ -687,14 +690,7 @@ class NpuBackend:
         for op in module.walk():
             if isinstance(op, stream.SwitchOp):
                 raise TorchairError(
-                    Diagnostic(
-                        "error",
-                        f'stream scope "{op.tag.data}": in-graph multi-stream '
-                        '(npu_stream_switch) needs mode "max-autotune"; config.mode is '
-                        '"reduce-overhead"',
-                        op_location(op),
-                        MODE_CONFLICT.code,
-                    )
+                    Diagnostic.of("error", MODE_CONFLICT, op_location(op), tag=op.tag.data)
                 )
 
     def _dump(self, graph_id: int, module: ModuleOp, text: str) -> None:
@@ -732,14 +728,7 @@ def reports(compiled: Any) -> list[ScheduleReport]:
             fn = getattr(fn, "compiler_fn", fn)
         backend = fn
     if not isinstance(backend, NpuBackend):
-        raise TorchairError(
-            Diagnostic(
-                "error",
-                "reports() takes a model compiled with get_npu_backend",
-                _caller(),
-                BAD_ARGUMENT.code,
-            )
-        )
+        raise TorchairError(Diagnostic.of("error", NOT_COMPILED, _caller()))
     return list(backend.reports)
 
 

@@ -75,6 +75,7 @@ from npuir.dialects import coreset, npu, stream, validation
 from npuir.frontends.ge_graph import (
     I64_MAX,
     I64_MIN,
+    OUT_OF_I64,
     Edge,
     Graph,
     Node,
@@ -87,8 +88,120 @@ from npuir.frontends.protobuf_text import Message
 from npuir.gc_pause import without_collector
 from npuir.verifier import verify
 
-GE_IMPORT_WARNING = Kind("ge.import-warning")
-"""Something the GE importer could not keep (an unknown op type, an ignored attribute)."""
+# What the importer refuses (`ge.invalid-dump.<what>`, as in `npuir.frontends.ge_graph`).
+NO_DTYPE = Kind("ge.invalid-dump.no-dtype", "output {index} of '{node}' has no dtype")
+"""An output descriptor without a dtype; arguments: `index`, `node`."""
+UNKNOWN_DTYPE = Kind(
+    "ge.invalid-dump.unknown-dtype",
+    "unsupported element type {dtype} in output {index} of '{node}' (npuir knows {known})",
+)
+"""A dtype npuir has no element type for; arguments: `dtype`, `index`, `node`, `known`."""
+UNKNOWN_RANK = Kind(
+    "ge.invalid-dump.unknown-rank",
+    "output {index} of '{node}' has dim {dim}; npuir needs a known rank",
+)
+"""A dim below -1 (an unknown rank) or beyond i64; arguments: `index`, `node`, `dim`."""
+UNNAMED_OP = Kind("ge.invalid-dump.unnamed-op", "a '{type}' op has no name")
+"""An op without a name; argument: `type` ("untyped" when it has none either)."""
+UNTYPED_OP = Kind("ge.invalid-dump.untyped-op", "op '{node}' has no type")
+"""An op without a type; argument: `node`."""
+DUPLICATE_NAME = Kind(
+    "ge.invalid-dump.duplicate-name", "a second op is named '{node}' (the first is at {first})"
+)
+"""Two ops with one name; arguments: `node`, `first` (the first one's location)."""
+UNKNOWN_SOURCE = Kind(
+    "ge.invalid-dump.unknown-source", "{edge} '{source}' of '{node}' names no op in the graph"
+)
+"""An input naming no op; arguments: `edge` ("input" or "control input"), `source`, `node`."""
+NO_SUCH_OUTPUT = Kind(
+    "ge.invalid-dump.no-such-output",
+    "input '{source}:{index}' of '{node}': '{source}' has {outputs} output descriptor(s)",
+)
+"""An input naming an output its op does not describe; arguments: `source`, `index`,
+`node`, `outputs`."""
+CYCLE = Kind("ge.invalid-dump.cycle", "op '{node}' is on a cycle of inputs")
+"""The inputs form a cycle; argument: `node` (the first op on it in file order)."""
+NO_DESCRIPTOR = Kind("ge.invalid-dump.no-descriptor", "'{node}' has no output descriptor #{index}")
+"""A value read from an output the op does not describe; arguments: `node`, `index`."""
+STRICT_UNKNOWN = Kind(
+    "ge.invalid-dump.unknown-type", "GE type '{type}' is not in the op table; --strict refuses it"
+)
+"""Under `--strict`, the one GE type not in the op table; argument: `type`."""
+STRICT_UNKNOWNS = Kind(
+    "ge.invalid-dump.unknown-types",
+    "GE type '{type}' is not in the op table (unknown types: {types}); --strict refuses it",
+)
+"""Under `--strict`, several GE types not in the op table; arguments: `type` (the first
+met), `types` (all, sorted, comma-separated)."""
+NO_VALUE = Kind(
+    "ge.invalid-dump.no-value",
+    "input '{source}:{index}' of '{node}' is not produced ('{source_type}' gives no value there)",
+)
+"""An input reading an output its op gives no value at; arguments: `source`, `index`,
+`node`, `source_type`."""
+BAD_CORE_COUNT = Kind(
+    "ge.invalid-dump.core-count",
+    "'{node}' asks for {cube} cube / {vector} vector cores; counts must be >= 1",
+)
+"""A core-count attribute below 1; arguments: `node`, `cube`, `vector` (None when unset)."""
+UNREPRESENTABLE = Kind("ge.invalid-dump.unrepresentable", "cannot import '{node}': {reason}")
+"""A value no IR attribute can hold (e.g. a priority beyond i64); arguments: `node`,
+`reason` (the IR's verifier's message)."""
+IDENTITY_WITHOUT_INPUT = Kind(
+    "ge.invalid-dump.identity-without-input", "Identity '{node}' has no data input"
+)
+"""An Identity op with nothing to forward; argument: `node`."""
+NO_SUCH_GRAPH = Kind(
+    "ge.invalid-dump.no-such-graph", "no graph named '{graph}' in the dump (it has {names})"
+)
+"""`--graph` names no graph of the dump; arguments: `graph`, `names`."""
+
+# What the importer could not keep (`ge.import-warning.<what>`).
+SEVERAL_GRAPHS = Kind(
+    "ge.import-warning.several-graphs",
+    "the dump holds {count} graphs; imported '{graph}' (others: {others}; pick one with --graph)",
+)
+"""A dump with several graphs and no `--graph`; arguments: `count`, `graph` (the one
+imported), `others`."""
+ARGUMENT_CONTROL = Kind(
+    "ge.import-warning.argument-control",
+    "control input '{source}' of '{node}' is dropped: a function argument is ready before any "
+    "op runs",
+)
+"""A control input on a graph input; arguments: `source`, `node`."""
+RETURN_CONTROL = Kind(
+    "ge.import-warning.return-control",
+    "control input '{source}' of output '{node}' orders nothing in a function return",
+)
+"""A control input on a NetOutput; arguments: `source`, `node`."""
+NO_OUTPUT = Kind(
+    "ge.import-warning.no-output",
+    "graph '{graph}' has no NetOutput or End: the function returns nothing",
+)
+"""A graph without outputs; argument: `graph`."""
+UNKNOWN_TYPE = Kind(
+    "ge.import-warning.unknown-type",
+    "GE type '{type}' is not in the op table: {count} op(s) imported as npu.opaque "
+    "(engine {engine})",
+)
+"""A GE type not in the op table; arguments: `type`, `count`, `engine`."""
+FALLBACK_WARNING = Kind(
+    "ge.import-warning.fallback",
+    "{count} '{type}' op(s) imported as npu.opaque because their attributes do not fit "
+    "{target} (first: '{node}': {reason})",
+)
+"""Ops of a known type whose attributes the npu op cannot take; arguments: `count`, `type`,
+`target` (the npu op), `node`, `reason` (the first one's)."""
+NO_VALUE_TO_WAIT = Kind(
+    "ge.import-warning.control-without-value",
+    "control input '{source}' of '{node}' is dropped: '{source}' produces no value to wait on",
+)
+"""A control input from an op without a value; arguments: `source`, `node`."""
+NOTHING_TO_WAIT = Kind(
+    "ge.import-warning.control-without-input",
+    "control input '{source}' of '{node}' is dropped: '{node}' has no data input to wait",
+)
+"""A control input on an op without data inputs; arguments: `source`, `node`."""
 
 CONST_ATTR = "ge.const"
 """Argument attribute marking a function argument that was a GE constant."""
@@ -215,7 +328,7 @@ def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
     table = op_table()
     dtype = desc.get("dtype")
     if dtype is None:
-        raise _fail(where, f"output {index} of '{owner.name}' has no dtype")
+        raise _fail(where, NO_DTYPE, index=index, node=owner.name)
     if isinstance(dtype, int):
         name = table.dtype_numbers.get(dtype)
     else:
@@ -225,7 +338,11 @@ def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
         at = desc.entries("dtype")[-1]
         raise _fail(
             _loc(owner.location.filename, at.line, at.column),
-            f"unsupported element type {dtype} in output {index} of '{owner.name}' (npuir knows {known})",
+            UNKNOWN_DTYPE,
+            dtype=dtype,
+            index=index,
+            node=owner.name,
+            known=known,
         )
     layout = desc.get("layout")
     layout = layout if isinstance(layout, str) else "ND"
@@ -244,9 +361,7 @@ def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
     shape: list[int] = []
     for d in dims:
         if not isinstance(d, int) or not -1 <= d <= I64_MAX:
-            raise _fail(
-                where, f"output {index} of '{owner.name}' has dim {d}; npuir needs a known rank"
-            )
+            raise _fail(where, UNKNOWN_RANK, index=index, node=owner.name, dim=d)
         shape.append(npu.DYN if d == -1 else d)
     return TensorInfo(TensorType(_ELEMENT_TYPES[name], shape), fmt)
 
@@ -678,14 +793,12 @@ class _Importer:
     def index_nodes(self) -> None:
         for node in self.graph.nodes:
             if not node.name:
-                raise _fail(node.location, f"a '{node.type or 'untyped'}' op has no name")
+                raise _fail(node.location, UNNAMED_OP, type=node.type or "untyped")
             if not node.type:
-                raise _fail(node.location, f"op '{node.name}' has no type")
+                raise _fail(node.location, UNTYPED_OP, node=node.name)
             if node.name in self.by_name:
                 first = self.by_name[node.name].location
-                raise _fail(
-                    node.location, f"a second op is named '{node.name}' (the first is at {first})"
-                )
+                raise _fail(node.location, DUPLICATE_NAME, node=node.name, first=str(first))
             self.by_name[node.name] = node
         for node in self.graph.nodes:
             for edge in [*node.inputs, *node.controls]:
@@ -693,8 +806,7 @@ class _Importer:
                 if src is None:
                     kind = "control input" if edge.control else "input"
                     raise _fail(
-                        edge.location,
-                        f"{kind} '{edge.source}' of '{node.name}' names no op in the graph",
+                        edge.location, UNKNOWN_SOURCE, edge=kind, source=edge.source, node=node.name
                     )
                 forwards = (
                     src.type in self.table.rules
@@ -707,8 +819,11 @@ class _Importer:
                 ):
                     raise _fail(
                         edge.location,
-                        f"input '{edge.source}:{edge.index}' of '{node.name}': '{edge.source}' has "
-                        f"{len(src.outputs)} output descriptor(s)",
+                        NO_SUCH_OUTPUT,
+                        source=edge.source,
+                        index=edge.index,
+                        node=node.name,
+                        outputs=len(src.outputs),
                     )
 
     def topological(self) -> list[Node]:
@@ -732,19 +847,19 @@ class _Importer:
                     heapq.heappush(ready, (user.order, user.name))
         if len(out) != len(self.graph.nodes):
             stuck = min((n for n in self.graph.nodes if indeg[n.name] > 0), key=lambda n: n.order)
-            raise _fail(stuck.location, f"op '{stuck.name}' is on a cycle of inputs")
+            raise _fail(stuck.location, CYCLE, node=stuck.name)
         return out
 
     def info(self, node: Node, index: int) -> TensorInfo:
         key = (node.name, index)
         if key not in self.infos:
             if index >= len(node.outputs):
-                raise _fail(node.location, f"'{node.name}' has no output descriptor #{index}")
+                raise _fail(node.location, NO_DESCRIPTOR, node=node.name, index=index)
             self.infos[key] = tensor_info(node.outputs[index], node, index)
         return self.infos[key]
 
-    def warn(self, location: SourceLocation | None, message: str) -> None:
-        self.warnings.append(Diagnostic("warning", message, location, kind=GE_IMPORT_WARNING.code))
+    def warn(self, location: SourceLocation | None, kind: Kind, /, **args: Any) -> None:
+        self.warnings.append(Diagnostic.of("warning", kind, location, **args))
 
     # -- scopes ----------------------------------------------------------------
 
@@ -771,7 +886,7 @@ class _Importer:
             raw = int(text) if re.fullmatch(r"-?\d+", text) else _number_or_text(text)
         where = _loc(node.location.filename, value.line, value.column)
         if isinstance(raw, int) and not I64_MIN <= raw <= I64_MAX:
-            raise _fail(where, f"attribute '{key}' of '{node.name}' is {raw}, outside i64")
+            raise _fail(where, OUT_OF_I64, key=key, node=node.name, value=raw)
         try:
             return rule(raw)
         except validation.ValidationError as exc:
@@ -812,11 +927,7 @@ class _Importer:
             arg_attrs.append(DictionaryAttr(attrs))
         for n in args:
             for e in n.controls:
-                self.warn(
-                    e.location,
-                    f"control input '{e.source}' of '{n.name}' is dropped: "
-                    "a function argument is ready before any op runs",
-                )
+                self.warn(e.location, ARGUMENT_CONTROL, source=e.source, node=n.name)
         block = Block(arg_types=arg_types)
         for n, arg in zip(args, block.args):
             self.values[(n.name, 0)] = arg
@@ -846,15 +957,9 @@ class _Importer:
                 returned.append(self.value(e, out))
             self.summary.record(out.type, RETURN)
             for e in out.controls:
-                self.warn(
-                    e.location,
-                    f"control input '{e.source}' of output '{out.name}' orders nothing in a function return",
-                )
+                self.warn(e.location, RETURN_CONTROL, source=e.source, node=out.name)
         if not outputs:
-            self.warn(
-                _loc(self.filename, 1, 1),
-                f"graph '{self.graph.name}' has no NetOutput or End: the function returns nothing",
-            )
+            self.warn(_loc(self.filename, 1, 1), NO_OUTPUT, graph=self.graph.name)
         ret = func.ReturnOp(*returned)
         if outputs:
             ret.location = self.location(outputs[0])
@@ -876,27 +981,26 @@ class _Importer:
                 unknown[n.type].append(n)
         for t, nodes in unknown.items():
             engine = self.engine_of(nodes[0])
-            message = (
-                f"GE type '{t}' is not in the op table: {len(nodes)} op(s) imported as "
-                f"npu.opaque (engine {engine.value})"
-            )
+            if self.strict and len(unknown) == 1:
+                raise _fail(nodes[0].location, STRICT_UNKNOWN, type=t)
             if self.strict:
-                others = (
-                    "" if len(unknown) == 1 else f" (unknown types: {', '.join(sorted(unknown))})"
-                )
-                raise _fail(
-                    nodes[0].location,
-                    f"GE type '{t}' is not in the op table{others}; --strict refuses it",
-                )
-            self.warn(nodes[0].location, message)
+                types = ", ".join(sorted(unknown))
+                raise _fail(nodes[0].location, STRICT_UNKNOWNS, type=t, types=types)
+            self.warn(
+                nodes[0].location, UNKNOWN_TYPE, type=t, count=len(nodes), engine=engine.value
+            )
 
     def report_fallbacks(self) -> None:
         for t, cases in self.fallbacks.items():
             node, reason = cases[0]
             self.warn(
                 node.location,
-                f"{len(cases)} '{t}' op(s) imported as npu.opaque because their attributes do not "
-                f"fit {self.table.rules[t].op or 'the npu ops'} (first: '{node.name}': {reason})",
+                FALLBACK_WARNING,
+                count=len(cases),
+                type=t,
+                target=self.table.rules[t].op or "the npu ops",
+                node=node.name,
+                reason=reason,
             )
 
     @staticmethod
@@ -930,7 +1034,11 @@ class _Importer:
             src = self.by_name[edge.source]
             raise _fail(
                 edge.location,
-                f"input '{edge.source}:{edge.index}' of '{user.name}' is not produced ('{src.type}' gives no value there)",
+                NO_VALUE,
+                source=edge.source,
+                index=edge.index,
+                node=user.name,
+                source_type=src.type,
             )
         return self.values[key]
 
@@ -960,7 +1068,10 @@ class _Importer:
             if (cube is not None and cube < 1) or (vector is not None and vector < 1):
                 raise _fail(
                     nodes[0].location,
-                    f"'{nodes[0].name}' asks for {cube} cube / {vector} vector cores; counts must be >= 1",
+                    BAD_CORE_COUNT,
+                    node=nodes[0].name,
+                    cube=cube,
+                    vector=vector,
                 )
             inner.add_op(coreset.YieldOp(*escaping_values))
             limit = coreset.LimitOp(cube, vector, Region(inner), types)
@@ -988,8 +1099,8 @@ class _Importer:
             self._build_node(node, block)
         except VerifyException as exc:
             # Values no IR attribute can hold (e.g. a priority beyond i64) reach here.
-            message = str(exc).splitlines()[0]
-            raise _fail(node.location, f"cannot import '{node.name}': {message}") from None
+            reason = str(exc).splitlines()[0]
+            raise _fail(node.location, UNREPRESENTABLE, node=node.name, reason=reason) from None
 
     def _build_node(self, node: Node, block: Block) -> None:
         loc = self.location(node)
@@ -1008,16 +1119,10 @@ class _Importer:
         for c in node.controls:
             dep = self.values.get((c.source, 0))
             if dep is None:
-                self.warn(
-                    c.location,
-                    f"control input '{c.source}' of '{node.name}' is dropped: '{c.source}' produces no value to wait on",
-                )
+                self.warn(c.location, NO_VALUE_TO_WAIT, source=c.source, node=node.name)
                 continue
             if not operands:
-                self.warn(
-                    c.location,
-                    f"control input '{c.source}' of '{node.name}' is dropped: '{node.name}' has no data input to wait",
-                )
+                self.warn(c.location, NOTHING_TO_WAIT, source=c.source, node=node.name)
                 continue
             operands[0] = emit(stream.WaitTensorOp(operands[0], dep)).results[0]
             waited = True
@@ -1025,7 +1130,7 @@ class _Importer:
         rule = self.table.rules.get(node.type)
         if rule is not None and rule.builder == "identity":
             if not operands:
-                raise _fail(node.location, f"Identity '{node.name}' has no data input")
+                raise _fail(node.location, IDENTITY_WITHOUT_INPUT, node=node.name)
             self.values[(node.name, 0)] = operands[0]
             self.formats[(node.name, 0)] = formats[0] if formats else "ND"
             self.summary.record(node.type, WAIT if waited else FORWARDED)
@@ -1120,9 +1225,7 @@ def import_text(
         matches = [g for g in graphs if g.name == graph]
         if not matches:
             names = ", ".join(f"'{g.name}'" for g in graphs)
-            raise _fail(
-                _loc(filename, 1, 1), f"no graph named '{graph}' in the dump (it has {names})"
-            )
+            raise _fail(_loc(filename, 1, 1), NO_SUCH_GRAPH, graph=graph, names=names)
         chosen = matches[0]
     importer = _Importer(chosen, filename, strict)
     module = importer.run()
@@ -1131,10 +1234,13 @@ def import_text(
         others = ", ".join(f"'{g.name}'" for g in graphs[1:])
         warnings.insert(
             0,
-            Diagnostic(
+            Diagnostic.of(
                 "warning",
-                f"the dump holds {len(graphs)} graphs; imported '{chosen.name}' (others: {others}; pick one with --graph)",
+                SEVERAL_GRAPHS,
                 _loc(filename, 1, 1),
+                count=len(graphs),
+                graph=chosen.name,
+                others=others,
             ),
         )
     verify(module)

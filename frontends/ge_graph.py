@@ -19,8 +19,30 @@ from typing import Any
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.frontends.protobuf_text import Ident, Message, parse
 
-GE_INVALID = Kind("ge.invalid-dump")
-"""A GE dump the importer refuses."""
+# A GE dump the importer refuses: one kind per reason, each `ge.invalid-dump.<what>`
+# (a consumer that only cares that the dump was refused matches the prefix).
+OUT_OF_I64 = Kind(
+    "ge.invalid-dump.out-of-i64", "attribute '{key}' of '{node}' is {value}, outside i64"
+)
+"""An integer attribute beyond i64; arguments: `key`, `node`, `value`."""
+NEGATIVE_OUTPUT = Kind(
+    "ge.invalid-dump.negative-output",
+    "input '{input}' names output {index}; outputs count from 0",
+)
+"""An input naming an output below -1 (-1 is a control edge); arguments: `input`, `index`."""
+INPUT_NOT_STRING = Kind("ge.invalid-dump.input-not-string", "an input must be a string")
+"""An `input:` entry that is not a string."""
+BAD_INNER_TEXT = Kind(
+    "ge.invalid-dump.attribute-text",
+    "attribute '{key}': {reason} (line {line}, column {column} of the string)",
+)
+"""GE text held in an attribute string does not parse; arguments: `key`, `reason` (the
+parser's message), `line`, `column` (within the string)."""
+NOT_A_DUMP = Kind(
+    "ge.invalid-dump.not-a-dump",
+    "not a GE or TorchAir graph dump: no 'graph', 'op' or 'node' blocks at the top level",
+)
+"""A file with none of the three dump shapes at its top level."""
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
@@ -62,7 +84,7 @@ class Node:
             return None
         if not I64_MIN <= raw <= I64_MAX:
             where = loc(self.location.filename, value.line, value.column)
-            raise fail(where, f"attribute '{key}' of '{self.name}' is {raw}, outside i64")
+            raise fail(where, OUT_OF_I64, key=key, node=self.name, value=raw)
         return raw
 
     def attr_float(self, key: str) -> float | None:
@@ -105,9 +127,9 @@ def loc(filename: str, line: int, column: int) -> SourceLocation:
     return SourceLocation(filename, line, column)
 
 
-def fail(location: SourceLocation | None, message: str) -> DiagnosticError:
-    """The error for a dump the importer refuses."""
-    return DiagnosticError(Diagnostic("error", message, location, kind=GE_INVALID.code))
+def fail(location: SourceLocation | None, kind: Kind, /, **args: Any) -> DiagnosticError:
+    """The error of `kind` for a dump the importer refuses, at `location`."""
+    return DiagnosticError(Diagnostic.of("error", kind, location, **args))
 
 
 def _edge(text: str, location: SourceLocation) -> Edge | None:
@@ -121,7 +143,7 @@ def _edge(text: str, location: SourceLocation) -> Edge | None:
     if sep and re.fullmatch(r"-?\d+", index):
         k = int(index)
         if k < -1:
-            raise fail(location, f"input '{text}' names output {k}; outputs count from 0")
+            raise fail(location, NEGATIVE_OUTPUT, input=text, index=k)
         return Edge(name, k, k == -1, location)
     return Edge(text, 0, False, location)
 
@@ -129,7 +151,7 @@ def _edge(text: str, location: SourceLocation) -> Edge | None:
 def _add_inputs(node: Node, msg: Message, filename: str) -> None:
     for entry in msg.entries("input"):
         if not isinstance(entry.value, str):
-            raise fail(loc(filename, entry.line, entry.column), "an input must be a string")
+            raise fail(loc(filename, entry.line, entry.column), INPUT_NOT_STRING)
         edge = _edge(entry.value, loc(filename, entry.line, entry.column))
         if edge is not None:
             (node.controls if edge.control else node.inputs).append(edge)
@@ -188,9 +210,12 @@ def _parse_inner(text: str, where: SourceLocation, key: str) -> Message:
     try:
         return parse(text, "<attribute>")
     except DiagnosticError as exc:
-        inner = exc.diagnostic.location
-        at = f" (line {inner.line}, column {inner.column} of the string)" if inner else ""
-        raise fail(where, f"attribute '{key}': {exc.diagnostic.message}{at}") from None
+        inner = exc.diagnostic.location  # the parser locates every error
+        line, column = (inner.line, inner.column) if inner is not None else (1, 1)
+        reason = exc.diagnostic.message
+        raise fail(
+            where, BAD_INNER_TEXT, key=key, reason=reason, line=line, column=column
+        ) from None
 
 
 def read_graphs(text: str, filename: str) -> list[Graph]:
@@ -210,7 +235,4 @@ def read_graphs(text: str, filename: str) -> list[Graph]:
     if top.fields.get("node"):
         nodes = [_node_node(m, i, filename) for i, m in enumerate(top.messages("node"))]
         return [Graph(_text_of(top, "name") or stem, nodes)]
-    raise fail(
-        loc(filename, 1, 1),
-        "not a GE or TorchAir graph dump: no 'graph', 'op' or 'node' blocks at the top level",
-    )
+    raise fail(loc(filename, 1, 1), NOT_A_DUMP)

@@ -32,8 +32,8 @@ from npuir.dialects import coreset, stream
 from npuir.dialects.npu import DYN, OP_NAME, NpuOp, dtype_name
 from npuir.frontends.ge import op_table
 
-UNWRITABLE = Kind("ge.unwritable-op")
-"""An op the GE dump writer cannot name as a GE op."""
+UNWRITABLE = Kind("ge.unwritable-op", "graph_dump cannot write '{op_name}' as a GE op")
+"""An op the GE dump writer cannot name as a GE op; argument: `op_name`."""
 
 STREAM_LABEL = "_user_stream_label"
 STREAM_PRIORITY = "_user_stream_priority"
@@ -144,7 +144,7 @@ class _Writer:
             elif isinstance(op, stream.YieldOp | coreset.YieldOp):
                 continue
             else:
-                raise error(op, f"graph_dump cannot write '{op.name}' as a GE op", UNWRITABLE)
+                raise error(op, UNWRITABLE, op_name=op.name)
 
     def enter(self, op: Operation, scope: list[tuple[str, str]]) -> None:
         body = list(op.regions[0].block.ops)

@@ -66,12 +66,145 @@ __all__ = [
     "read_pt2",
 ]
 
-PT2_INVALID = Kind("pt2.invalid")
-"""An archive whose layout or JSON is not what torch.export.save writes."""
-PT2_UNSAFE = Kind("pt2.unsafe-entry")
-"""A pickled entry, or a string torch would evaluate: refused, never read."""
-INPUT_TOO_LARGE = Kind("input.too-large")
-"""An input that would take more than it may (a zip bomb, more than the host's memory)."""
+# An archive whose layout or JSON is not what torch.export.save writes: `pt2.invalid.<what>`.
+NO_ARCHIVE_FORMAT = Kind(
+    "pt2.invalid.no-archive-format",
+    "not a torch.export archive: it has no 'archive_format' entry",
+)
+"""A zip without the `archive_format` entry every torch.export archive has."""
+NOT_PT2 = Kind("pt2.invalid.archive-format", "archive_format is not 'pt2'")
+"""An `archive_format` entry that names another format."""
+BIG_ENDIAN = Kind("pt2.invalid.byteorder", "only little-endian archives are read")
+"""A big-endian archive."""
+MISSING_ENTRY = Kind("pt2.invalid.missing-entry", "the archive has no entry '{entry}'")
+"""An entry the archive's layout needs; argument: `entry`."""
+UNREADABLE_ENTRY = Kind("pt2.invalid.unreadable-entry", "cannot read the entry: {reason}")
+"""An entry the zip reader cannot inflate; argument: `reason` (the zip reader's)."""
+NOT_UTF8 = Kind("pt2.invalid.not-utf8", "the entry is not UTF-8 ({reason} at byte {byte})")
+"""A JSON entry that is not UTF-8; arguments: `reason`, `byte`."""
+BAD_JSON = Kind("pt2.invalid.json", "invalid JSON: {reason}")
+"""A JSON entry that does not parse; argument: `reason` (the JSON parser's)."""
+NO_CONFIG = Kind("pt2.invalid.no-config", "the payload config has no 'config' object")
+"""A weights or constants config without its `config` object."""
+NO_DESCRIPTION = Kind(
+    "pt2.invalid.no-payload-description", "{what} '{fqn}' has no payload description"
+)
+"""A tensor whose config entry is no object; arguments: `what` ("weight" or "constant"),
+`fqn`."""
+NO_PAYLOAD = Kind("pt2.invalid.no-payload", "{what} '{fqn}' names no payload in the archive")
+"""A tensor whose payload the archive does not hold; arguments: `what`, `fqn`."""
+NO_TENSOR_META = Kind("pt2.invalid.no-tensor-meta", "{what} '{fqn}' has no tensor_meta")
+"""A tensor without `tensor_meta`; arguments: `what`, `fqn`."""
+BAD_DTYPE = Kind("pt2.invalid.dtype", "{what} '{fqn}' has dtype {dtype}, which npuir does not read")
+"""A tensor of a dtype npuir does not read; arguments: `what`, `fqn`, `dtype` (as written)."""
+NOT_STRIDED = Kind("pt2.invalid.layout", "{what} '{fqn}' is not a strided (dense) tensor")
+"""A sparse or otherwise non-strided tensor; arguments: `what`, `fqn`."""
+BAD_SIZES = Kind("pt2.invalid.sizes", "{what} '{fqn}' has symbolic or malformed sizes/strides")
+"""A tensor whose sizes or strides are not integers, or not as many; arguments: `what`,
+`fqn`."""
+NEGATIVE_SIZES = Kind(
+    "pt2.invalid.negative-sizes", "{what} '{fqn}' has negative sizes, strides or offset"
+)
+"""A tensor with a negative size, stride or offset (or more than 64 dims); arguments:
+`what`, `fqn`."""
+SHORT_PAYLOAD = Kind(
+    "pt2.invalid.short-payload",
+    "{what} '{fqn}' needs {needed} elements of its payload '{payload}', which holds {elements}",
+)
+"""A tensor reaching past its payload; arguments: `what`, `fqn`, `needed`, `payload`,
+`elements`."""
+NO_GRAPH_MODULE = Kind(
+    "pt2.invalid.no-graph-module", "the serialized program has no 'graph_module'"
+)
+"""A program without its graph module."""
+BAD_RANGE_CONSTRAINTS = Kind("pt2.invalid.range-constraints", "range_constraints is not an object")
+"""A program whose `range_constraints` is no object."""
+NO_PROGRAM = Kind("pt2.invalid.no-program", "the archive holds no program (models/*.json)")
+"""An archive without a program."""
+SEVERAL_PROGRAMS = Kind(
+    "pt2.invalid.several-programs",
+    "the archive holds several programs ({models}); npuir reads one",
+)
+"""An archive with several programs and none named `model`; argument: `models`."""
+TORCH_REBUILD = Kind("pt2.invalid.torch-rebuild", "torch cannot rebuild the program: {reason}")
+"""torch's deserializer refuses a program the checks let through; argument: `reason`."""
+
+# A pickled entry, or a string torch would evaluate: refused, never read
+# (`pt2.unsafe-entry.<what>`).
+PICKLED_TENSOR = Kind(
+    "pt2.unsafe-entry.pickle",
+    "{what} '{fqn}' is stored as a pickle ('{name}', use_pickle), which can run code when "
+    "loaded; npuir reads only raw tensor payloads from a .pt2 and refuses it (re-export the "
+    "model with plain tensors)",
+)
+"""A tensor stored with `use_pickle`; arguments: `what`, `fqn`, `name` (its payload)."""
+PICKLED_OBJECT = Kind(
+    "pt2.unsafe-entry.pickled-object",
+    "{what} '{fqn}' is a pickled object ('{name}'), which can run code when loaded; npuir "
+    "reads only raw tensor payloads from a .pt2 and refuses it",
+)
+"""A custom or opaque object (a pickle); arguments: `what`, `fqn`, `name`."""
+LEGACY_PICKLE = Kind(
+    "pt2.unsafe-entry.legacy-pickle",
+    "the weights or constants are one pickle (the legacy format), which can run code when "
+    "loaded; npuir refuses it (re-save with a current torch.export.save)",
+)
+"""Weights or constants saved as one pickle (older torch.export.save)."""
+LONG_EXPRESSION = Kind(
+    "pt2.unsafe-entry.long-expression",
+    "a shape expression of {length} characters; refused (torch would evaluate it)",
+)
+"""A shape expression longer than any torch writes; argument: `length`."""
+NOT_ARITHMETIC = Kind(
+    "pt2.unsafe-entry.not-arithmetic",
+    "shape expression {expression} has {rest}, which is not arithmetic; refused (torch would "
+    "evaluate it)",
+)
+"""A shape expression with more than arithmetic; arguments: `expression`, `rest` (quoted,
+cut short)."""
+NOT_A_SYMBOL = Kind(
+    "pt2.unsafe-entry.not-a-symbol",
+    "shape expression {expression} names '{name}', which is no shape symbol; refused (torch "
+    "would evaluate it)",
+)
+"""A shape expression naming something other than a shape symbol or function; arguments:
+`expression`, `name`."""
+EXPRESSION_NOT_TEXT = Kind(
+    "pt2.unsafe-entry.expression-not-text",
+    "a shape expression is not text; refused (torch would evaluate it)",
+)
+"""An `expr_str` that is not a string."""
+BAD_TARGET = Kind(
+    "pt2.unsafe-entry.target",
+    "node target '{target}' is not an operator name (torch.ops.*, _operator.*)",
+)
+"""A node target that names no operator; argument: `target` (cut short)."""
+BAD_CONSTRAINT = Kind(
+    "pt2.unsafe-entry.range-constraint", "range constraint '{name}' is not a shape symbol"
+)
+"""A range constraint keyed by something other than a shape symbol; argument: `name`."""
+
+# An input that would take more than it may: `input.too-large.<what>`.
+TOO_MANY_ENTRIES = Kind(
+    "input.too-large.entries", "the archive has {entries} entries, more than {limit}"
+)
+"""An archive with more entries than `MAX_ENTRIES`; arguments: `entries`, `limit`."""
+ZIP_BOMB = Kind(
+    "input.too-large.zip-bomb",
+    "entry '{entry}' expands from {compressed} to {size} bytes (over {ratio}x: a zip bomb); "
+    "refused unread",
+)
+"""A compressed entry expanding past `MAX_RATIO`; arguments: `entry`, `compressed`,
+`size`, `ratio`."""
+ENTRY_TOO_LARGE = Kind("input.too-large.entry", "entry is {size} bytes, more than {limit}")
+"""An entry beyond the size its role allows; arguments: `size`, `limit`."""
+BEYOND_HOST = Kind(
+    "input.too-large.host-memory",
+    "the {what}s take {total}, more than the {available} this host has available; refused "
+    "before reading",
+)
+"""Tensors that would not fit the host's memory; arguments: `what`, `total` and
+`available` (readable sizes), `bytes` and `available_bytes` (byte counts)."""
 INPUT_TOO_DEEP = Kind(
     "input.too-deep", "JSON nested more than {limit} levels deep (torch writes about 12)"
 )
@@ -159,21 +292,18 @@ class _Reader:
     # -- errors -----------------------------------------------------------
 
     def fail(
-        self,
-        message: str,
-        entry: str | None = None,
-        key: str | None = None,
-        kind: Kind = PT2_INVALID,
+        self, kind: Kind, entry: str | None = None, key: str | None = None, /, **args: Any
     ) -> DiagnosticError:
-        """An error located at `entry` (at the first occurrence of `key` in it, if given)."""
+        """An error of `kind` with `args`, located at `entry` (at the first occurrence of
+        `key` in it, if given)."""
         if entry is None:
             where = SourceLocation(self.path, 1, 0)
-            return DiagnosticError(Diagnostic("error", message, where, kind=kind.code))
+            return DiagnosticError(Diagnostic.of("error", kind, where, **args))
         line, column = 1, 0
         if key is not None:
             line, column = self._position(entry, json.dumps(key))
         where = SourceLocation(f"{self.path}/{self.root}{entry}", line, column)
-        return DiagnosticError(Diagnostic("error", message, where, kind=kind.code))
+        return DiagnosticError(Diagnostic.of("error", kind, where, **args))
 
     def unreadable(self, reason: str) -> DiagnosticError:
         """The archive itself cannot be opened (`input.unreadable`)."""
@@ -205,27 +335,26 @@ class _Reader:
         except (zipfile.BadZipFile, ValueError, EOFError, RuntimeError) as exc:
             raise self.unreadable(f"not a torch.export archive (a zip file): {exc}") from None
         if len(infos) > MAX_ENTRIES:
-            raise self.fail(
-                f"the archive has {len(infos)} entries, more than {MAX_ENTRIES}",
-                kind=INPUT_TOO_LARGE,
-            )
+            raise self.fail(TOO_MANY_ENTRIES, entries=len(infos), limit=MAX_ENTRIES)
         for info in infos:
             expanded = info.file_size > MAX_RATIO * max(info.compress_size, 1) + 65536
             if info.compress_type != zipfile.ZIP_STORED and expanded:
                 raise self.fail(
-                    f"entry '{info.filename}' expands from {info.compress_size} to "
-                    f"{info.file_size} bytes (over {MAX_RATIO}x: a zip bomb); refused unread",
-                    kind=INPUT_TOO_LARGE,
+                    ZIP_BOMB,
+                    entry=info.filename,
+                    compressed=info.compress_size,
+                    size=info.file_size,
+                    ratio=MAX_RATIO,
                 )
             self.names[info.filename] = info
         formats = [n for n in self.names if n == "archive_format" or n.endswith("/archive_format")]
         if not formats:
-            raise self.fail("not a torch.export archive: it has no 'archive_format' entry")
+            raise self.fail(NO_ARCHIVE_FORMAT)
         self.root = min(formats, key=len)[: -len("archive_format")]
         if self.read_bytes("archive_format", 64).strip() != b"pt2":
-            raise self.fail("archive_format is not 'pt2'", "archive_format")
+            raise self.fail(NOT_PT2, "archive_format")
         if "byteorder" in self.relative() and self.read_bytes("byteorder", 64).strip() != b"little":
-            raise self.fail("only little-endian archives are read", "byteorder")
+            raise self.fail(BIG_ENDIAN, "byteorder")
 
     def relative(self) -> set[str]:
         return {n[len(self.root) :] for n in self.names if n.startswith(self.root)}
@@ -236,24 +365,20 @@ class _Reader:
     def read_bytes(self, entry: str, limit: int) -> bytes:
         info = self.names.get(self.root + entry)
         if info is None:
-            raise self.fail(f"the archive has no entry '{self.root + entry}'")
+            raise self.fail(MISSING_ENTRY, entry=self.root + entry)
         if info.file_size > limit:
-            raise self.fail(
-                f"entry is {info.file_size} bytes, more than {limit}", entry, kind=INPUT_TOO_LARGE
-            )
+            raise self.fail(ENTRY_TOO_LARGE, entry, size=info.file_size, limit=limit)
         try:
             return self.zip.read(info)
         except (OSError, zipfile.BadZipFile, ValueError, EOFError, RuntimeError) as exc:
-            raise self.fail(f"cannot read the entry: {exc}", entry) from None
+            raise self.fail(UNREADABLE_ENTRY, entry, reason=str(exc)) from None
 
     def read_json(self, entry: str) -> Any:
         data = self.read_bytes(entry, MAX_JSON_BYTES)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise self.fail(
-                f"the entry is not UTF-8 ({exc.reason} at byte {exc.start})", entry
-            ) from None
+            raise self.fail(NOT_UTF8, entry, reason=exc.reason, byte=exc.start) from None
         depth, where = bracket_depth(text, MAX_JSON_DEPTH)
         if depth > MAX_JSON_DEPTH:
             line = text.count("\n", 0, where) + 1
@@ -265,13 +390,14 @@ class _Reader:
         try:
             return json.loads(text)
         except (ValueError, RecursionError) as exc:
-            raise self.fail(f"invalid JSON: {exc}", entry) from None
+            raise self.fail(BAD_JSON, entry, reason=str(exc)) from None
 
 
-def _check_expr(expr: str) -> str | None:
-    """Why `expr` is not a plain shape expression, or None when it is."""
+def _check_expr(expr: str) -> tuple[Kind, dict[str, Any]] | None:
+    """Why `expr` is not a plain shape expression (a kind and its arguments), or None when
+    it is."""
     if len(expr) > _MAX_EXPR:
-        return f"a shape expression of {len(expr)} characters"
+        return LONG_EXPRESSION, {"length": len(expr)}
     pos = 0
     while pos < len(expr):
         match = _EXPR_TOKEN.match(expr, pos)
@@ -279,10 +405,10 @@ def _check_expr(expr: str) -> str | None:
             rest = expr[pos:].strip()
             if not rest:
                 return None
-            return f"shape expression {expr[:80]!r} has {rest[:20]!r}, which is not arithmetic"
+            return NOT_ARITHMETIC, {"expression": repr(expr[:80]), "rest": repr(rest[:20])}
         name = match.group(1)
         if name is not None and not (_SYMBOL.fullmatch(name) or name in _SHAPE_FUNCTIONS):
-            return f"shape expression {expr[:80]!r} names '{name}', which is no shape symbol"
+            return NOT_A_SYMBOL, {"expression": repr(expr[:80]), "name": name}
         pos = match.end()
     return None
 
@@ -321,28 +447,29 @@ class _Tensors:
         r = self.reader
         config = r.read_json(self.entry)
         if not isinstance(config, dict) or not isinstance(config.get("config"), dict):
-            raise r.fail("the payload config has no 'config' object", self.entry)
+            raise r.fail(NO_CONFIG, self.entry)
         items: dict[str, Any] = config["config"]
         total = 0
         for fqn, meta in items.items():
             if not isinstance(meta, dict):
-                raise r.fail(f"{self.kind} '{fqn}' has no payload description", self.entry, fqn)
+                raise r.fail(NO_DESCRIPTION, self.entry, fqn, what=self.kind, fqn=fqn)
             self._refuse_code(fqn, meta)
             name = meta.get("path_name")
             if not isinstance(name, str) or not r.has(self.directory + name) or "/" in name:
-                raise r.fail(
-                    f"{self.kind} '{fqn}' names no payload in the archive", self.entry, fqn
-                )
+                raise r.fail(NO_PAYLOAD, self.entry, fqn, what=self.kind, fqn=fqn)
             if name not in self.payloads:
                 self.payloads[name] = b""
                 total += r.names[r.root + self.directory + name].file_size
         available = available_bytes()
         if available is not None and total > available:
             raise r.fail(
-                f"the {self.kind}s take {gib(total)}, more than the {gib(available)} "
-                "this host has available; refused before reading",
+                BEYOND_HOST,
                 self.entry,
-                kind=INPUT_TOO_LARGE,
+                what=self.kind,
+                total=gib(total),
+                available=gib(available),
+                bytes=total,
+                available_bytes=available,
             )
         for name in self.payloads:
             self.payloads[name] = r.read_bytes(self.directory + name, 1 << 62)
@@ -358,49 +485,34 @@ class _Tensors:
         name = str(meta.get("path_name", ""))
         if meta.get("use_pickle"):
             raise self.reader.fail(
-                f"{self.kind} '{fqn}' is stored as a pickle ('{name}', use_pickle), which can run "
-                "code when loaded; npuir reads only raw tensor payloads from a .pt2 and refuses it "
-                "(re-export the model with plain tensors)",
-                self.entry,
-                fqn,
-                PT2_UNSAFE,
+                PICKLED_TENSOR, self.entry, fqn, what=self.kind, fqn=fqn, name=name
             )
         if name.startswith(("custom_obj_", "opaque_obj_")):
             raise self.reader.fail(
-                f"{self.kind} '{fqn}' is a pickled object ('{name}'), which can run code when "
-                "loaded; npuir reads only raw tensor payloads from a .pt2 and refuses it",
-                self.entry,
-                fqn,
-                PT2_UNSAFE,
+                PICKLED_OBJECT, self.entry, fqn, what=self.kind, fqn=fqn, name=name
             )
 
     def _array(self, fqn: str, meta: dict[str, Any]) -> np.ndarray[Any, Any]:
         r = self.reader
         tm = meta.get("tensor_meta")
         if not isinstance(tm, dict):
-            raise r.fail(f"{self.kind} '{fqn}' has no tensor_meta", self.entry, fqn)
+            raise r.fail(NO_TENSOR_META, self.entry, fqn, what=self.kind, fqn=fqn)
         dtype = _DTYPES.get(tm.get("dtype", -1)) if isinstance(tm.get("dtype"), int) else None
         if dtype is None:
             raise r.fail(
-                f"{self.kind} '{fqn}' has dtype {tm.get('dtype')!r}, which npuir does not read",
-                self.entry,
-                fqn,
+                BAD_DTYPE, self.entry, fqn, what=self.kind, fqn=fqn, dtype=repr(tm.get("dtype"))
             )
         if tm.get("layout", _STRIDED) != _STRIDED:
-            raise r.fail(f"{self.kind} '{fqn}' is not a strided (dense) tensor", self.entry, fqn)
+            raise r.fail(NOT_STRIDED, self.entry, fqn, what=self.kind, fqn=fqn)
         sizes = [_int(s) for s in tm.get("sizes", [])]
         strides = [_int(s) for s in tm.get("strides", [])]
         offset = _int(tm.get("storage_offset", {"as_int": 0}))
         if None in sizes or None in strides or offset is None or len(sizes) != len(strides):
-            raise r.fail(
-                f"{self.kind} '{fqn}' has symbolic or malformed sizes/strides", self.entry, fqn
-            )
+            raise r.fail(BAD_SIZES, self.entry, fqn, what=self.kind, fqn=fqn)
         shape = [int(s) for s in sizes if s is not None]
         steps = [int(s) for s in strides if s is not None]
         if any(s < 0 for s in shape) or any(s < 0 for s in steps) or offset < 0 or len(shape) > 64:
-            raise r.fail(
-                f"{self.kind} '{fqn}' has negative sizes, strides or offset", self.entry, fqn
-            )
+            raise r.fail(NEGATIVE_SIZES, self.entry, fqn, what=self.kind, fqn=fqn)
         payload = self.payloads[str(meta["path_name"])]
         elements = len(payload) // dtype.itemsize
         if 0 in shape:
@@ -408,10 +520,14 @@ class _Tensors:
         last = offset + sum((n - 1) * s for n, s in zip(shape, steps))
         if last >= elements:
             raise r.fail(
-                f"{self.kind} '{fqn}' needs {last + 1} elements of its payload "
-                f"'{meta['path_name']}', which holds {elements}",
+                SHORT_PAYLOAD,
                 self.entry,
                 fqn,
+                what=self.kind,
+                fqn=fqn,
+                needed=last + 1,
+                payload=str(meta["path_name"]),
+                elements=elements,
             )
         flat = np.frombuffer(payload, dtype, count=elements)
         view = np.lib.stride_tricks.as_strided(
@@ -422,33 +538,22 @@ class _Tensors:
 
 def _check_program(reader: _Reader, entry: str, program: Any) -> None:
     if not isinstance(program, dict) or not isinstance(program.get("graph_module"), dict):
-        raise reader.fail("the serialized program has no 'graph_module'", entry)
+        raise reader.fail(NO_GRAPH_MODULE, entry)
     for key, value in _walk(program):
         if key == "expr_str":
-            why = _check_expr(value) if isinstance(value, str) else "a shape expression is not text"
+            why = _check_expr(value) if isinstance(value, str) else (EXPRESSION_NOT_TEXT, {})
             if why is not None:
-                raise reader.fail(
-                    f"{why}; refused (torch would evaluate it)",
-                    entry,
-                    value if isinstance(value, str) else None,
-                    PT2_UNSAFE,
-                )
+                kind, args = why
+                raise reader.fail(kind, entry, value if isinstance(value, str) else None, **args)
         elif key == "target" and isinstance(value, str):
             if not _TARGET.fullmatch(value) or "__" in value:
-                raise reader.fail(
-                    f"node target '{value[:80]}' is not an operator name (torch.ops.*, _operator.*)",
-                    entry,
-                    value,
-                    PT2_UNSAFE,
-                )
+                raise reader.fail(BAD_TARGET, entry, value, target=value[:80])
     constraints = program.get("range_constraints", {})
     if not isinstance(constraints, dict):
-        raise reader.fail("range_constraints is not an object", entry)
+        raise reader.fail(BAD_RANGE_CONSTRAINTS, entry)
     for name in constraints:
         if not _SYMBOL.fullmatch(name):
-            raise reader.fail(
-                f"range constraint '{name[:80]}' is not a shape symbol", entry, name, PT2_UNSAFE
-            )
+            raise reader.fail(BAD_CONSTRAINT, entry, name, name=name[:80])
     program["guards_code"] = []
 
 
@@ -465,20 +570,13 @@ def read_pt2(path: str | Path, data: bytes | None = None) -> Pt2Archive:
             if n.startswith("models/") and n.endswith(".json") and n.count("/") == 1
         )
         if not models:
-            raise reader.fail("the archive holds no program (models/*.json)")
+            raise reader.fail(NO_PROGRAM)
         if len(models) > 1 and "model" not in models:
-            raise reader.fail(
-                f"the archive holds several programs ({', '.join(models)}); npuir reads one"
-            )
+            raise reader.fail(SEVERAL_PROGRAMS, models=", ".join(models))
         model = "model" if "model" in models else models[0]
         for legacy in (f"data/weights/{model}.pt", f"data/constants/{model}.pt"):
             if reader.has(legacy):
-                raise reader.fail(
-                    "the weights or constants are one pickle (the legacy format), which can run "
-                    "code when loaded; npuir refuses it (re-save with a current torch.export.save)",
-                    legacy,
-                    kind=PT2_UNSAFE,
-                )
+                raise reader.fail(LEGACY_PICKLE, legacy)
         entry = f"models/{model}.json"
         program = reader.read_json(entry)
         _check_program(reader, entry, program)
@@ -518,6 +616,9 @@ def exported_program(archive: Pt2Archive) -> torch.export.ExportedProgram:
         )
     constants: dict[str, Any] = {fqn: _tensor(a) for fqn, a in archive.constants.items()}
     where = SourceLocation(f"{archive.path}/models/{archive.model}.json", 1, 0)
+    # Only torch's code runs in this block, on the archive's (untrusted) program: its
+    # deserializer checks that input with `assert`s and lets type and key errors through,
+    # so here those are the archive's faults, not npuir's (npuir's own code is outside).
     try:
         serialized = _dict_to_dataclass(schema.ExportedProgram, archive.program)
         return ExportedProgramDeserializer(None).deserialize(serialized, state, constants, None)
@@ -532,12 +633,7 @@ def exported_program(archive: Pt2Archive) -> torch.export.ExportedProgram:
     ) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DiagnosticError(
-            Diagnostic(
-                "error",
-                f"torch cannot rebuild the program: {message[:300]}",
-                where,
-                kind=PT2_INVALID.code,
-            )
+            Diagnostic.of("error", TORCH_REBUILD, where, reason=message[:300])
         ) from None
 
 

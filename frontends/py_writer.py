@@ -44,8 +44,20 @@ from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import DYN, ConstantOp, NpuOp, dtype_name
 
-UNWRITABLE = Kind("torchair.unwritable-op")
-"""An op no single `npuir.torchair.ops` call builds."""
+UNWRITABLE = Kind("torchair.unwritable-op", "graph_dump py cannot write '{op_name}'")
+"""An op the builder script has no statement for; argument: `op_name`."""
+NO_SINGLE_CALL = Kind(
+    "torchair.unwritable-op.no-single-call",
+    "graph_dump py cannot write '{op_name}' as one torchair.ops call",
+)
+"""An op no single `npuir.torchair.ops` call builds; argument: `op_name`."""
+UNWRITABLE_ATTRIBUTE = Kind(
+    "torchair.unwritable-op.argument-attribute",
+    "graph_dump py cannot write the argument attribute '{key}'",
+)
+"""A function argument attribute the builder script cannot spell; argument: `key`."""
+HALF_LIMIT = Kind("torchair.unwritable-op.half-limit", "limit_core_num takes both core counts")
+"""A `coreset.limit` giving one engine's count only (`limit_core_num` takes both)."""
 
 _BINARY = {"npu.add": "add", "npu.sub": "sub", "npu.mul": "mul", "npu.div": "div"}
 _BINARY["npu.maximum"] = "maximum"
@@ -125,7 +137,7 @@ class _Writer:
         if isinstance(value, ArrayAttr) and all(isinstance(v, StringAttr) for v in value.data):
             items = ", ".join(f"StringAttr({v.data!r})" for v in value.data)
             return f"{key!r}: ArrayAttr([{items}])"
-        raise error(None, f"graph_dump py cannot write the argument attribute '{key}'", UNWRITABLE)
+        raise error(None, UNWRITABLE_ATTRIBUTE, key=key)
 
     def block(self, ops: list[Operation], indent: str) -> None:
         for op in ops:
@@ -136,7 +148,7 @@ class _Writer:
                 cube = op.cube.value.data if op.cube is not None else None
                 vector = op.vector.value.data if op.vector is not None else None
                 if cube is None or vector is None:
-                    raise error(op, "limit_core_num takes both core counts", UNWRITABLE)
+                    raise error(op, HALF_LIMIT)
                 self.scope(op, f"tng.scope.limit_core_num({cube}, {vector})", indent)
             elif isinstance(op, stream.YieldOp | coreset.YieldOp):
                 continue
@@ -156,7 +168,7 @@ class _Writer:
                 call = self.call(op)
                 self.lines.append(f"{indent}{self.fresh(op.results[0])} = {call}")
             else:
-                raise error(op, f"graph_dump py cannot write '{op.name}'", UNWRITABLE)
+                raise error(op, UNWRITABLE, op_name=op.name)
 
     def scope(self, op: Operation, opener: str, indent: str) -> None:
         self.lines.append(f"{indent}with {opener}:")
@@ -205,7 +217,7 @@ class _Writer:
         if name in ("npu.reduce_sum", "npu.reduce_max"):
             fn = "sum" if name == "npu.reduce_sum" else "amax"
             return f"ops.{fn}({args[0]}, {_ints(op, 'axes')}, {_has(op, 'keepdims')})"
-        raise error(op, f"graph_dump py cannot write '{name}' as one torchair.ops call", UNWRITABLE)
+        raise error(op, NO_SINGLE_CALL, op_name=name)
 
 
 def builder_script(module: ModuleOp, title: str) -> str:

@@ -68,7 +68,7 @@ from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, read_pt2
 from npuir.frontends.pt2_graph import Graph as Pt2Graph
 from npuir.frontends.pt2_graph import Node as Pt2Node
 from npuir.frontends.pt2_graph import Pt2GraphError, graph_of
-from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, ops, scope
+from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, ops
 from npuir.frontends.torchair import _keys as _air
 from npuir.frontends.torchair._errors import fail, refused
 from npuir.frontends.torchair._graph import detached, element_type, tensor_type
@@ -290,8 +290,15 @@ class _Importer:
         attrs = dict(zip(keys, values))
         if _air.ERROR in attrs:
             # a mistake the trace carried (see torchair.scope), with its rule's kind
-            kind = kinds().get(attrs.get(_air.ERROR_KIND, "")) or scope.BAD_SCOPE
-            raise fail(attrs[_air.ERROR], kind=kind)
+            kind = kinds().get(attrs.get(_air.ERROR_KIND, ""))
+            args = {
+                k[len(_air.ERROR_ARG) :]: v
+                for k, v in attrs.items()
+                if k.startswith(_air.ERROR_ARG)
+            }
+            if kind is not None and kind.fields <= args.keys():
+                raise fail(kind, **args)
+            raise fail(attrs[_air.ERROR])  # no kind this process knows: the text alone
         opened = 0
         try:
             if _air.STREAM_LABEL in attrs:
@@ -354,12 +361,13 @@ class _Importer:
                 # A `.pt2` node whose arguments are not what its operator takes.
                 loc = SourceLocation(where[0], where[1], 0) if where else None
                 raise TorchairError(
-                    Diagnostic(
+                    Diagnostic.of(
                         "error",
-                        f"cannot import '{node.name}' ({node.target}): its arguments are not "
-                        f"what the operator takes ({type(exc).__name__})",
+                        UNSUPPORTED_NODE,
                         loc,
-                        kind=UNSUPPORTED_NODE.code,
+                        node=node.name,
+                        target=str(node.target),
+                        reason=f"its arguments are not what the operator takes ({type(exc).__name__})",
                     )
                 ) from None
             except UnsupportedOp as exc:

@@ -29,8 +29,9 @@ from npuir.progress import progress
 from npuir.registry import PassRegistry, default_registry
 from npuir.verifier import verify
 
-PASS_FAILED = Kind("pass.failed")
-"""An xDSL-level failure inside a pass."""
+PASS_FAILED = Kind("pass.failed", "{pass_name}: {reason}")
+"""An xDSL-level failure inside a pass; arguments: `pass_name`, `reason` (xDSL's
+`DiagnosticException` message, text only)."""
 
 PassCallback = Callable[[ModulePass, ModuleOp], None]
 
@@ -182,7 +183,7 @@ def _run_passes(
         except DiagnosticException as exc:
             # An xDSL-level failure inside a pass carries no location of its own.
             raise DiagnosticError(
-                Diagnostic("error", f"{p.name}: {exc}", kind=PASS_FAILED.code)
+                Diagnostic.of("error", PASS_FAILED, pass_name=p.name, reason=str(exc))
             ) from None
         manager.invalidate(preserved_by(p))
         if verify_each:

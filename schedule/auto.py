@@ -47,6 +47,12 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    moves: each off-critical producer of a critical op to another stream,
    another stream made the default one (its ops need no join before the
    return), and each stream merged into another.
+   On programs of up to `HAZARD_SEARCH_NODES` nodes, a schedule with a
+   hold-and-wait hazard (an aiv collective or a `full_core_sync` op beside an
+   op it can starve, under the limits it is judged with:
+   `npuir.schedule.core_check.assignment_hazard`) is judged infeasible:
+   `stream-partition` would not keep it but fall back to the written
+   partition, so the search looks for the best schedule it keeps.
 5. **Reorder.** Issue-position moves on the winner: an op (critical path
    first) moved anywhere between its last producer and its first user, each
    followed by a stream refinement in the new order, the pair kept if it
@@ -83,7 +89,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from npuir.analysis.core_limits import CoreLimits, limit_fn
+from npuir.analysis.core_limits import CoreLimits, engines_used, limit_fn
 from npuir.analysis.events import lowered_program
 from npuir.analysis.partition import (
     Assignment,
@@ -102,6 +108,7 @@ from npuir.dialects.npu import NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import Hardware
 from npuir.progress import progress
+from npuir.schedule.core_check import CoreChecker, has_holder
 from npuir.schedule.limits import LimitPolicy, LimitSpace, policies
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara, solo_durations
@@ -111,6 +118,12 @@ BASELINES = (Mode.SINGLE, Mode.GE, Mode.ENGINE, Mode.NIMBLE)
 
 INFEASIBLE = 1 << 62
 """The makespan of a schedule that deadlocks or whose limits break seed 003's pair rule."""
+
+HAZARD_SEARCH_NODES = 100
+"""Programs of at most this many nodes are searched for hazard-free schedules only: the
+check costs a happens-before relation a trial, which made auto with limits 5x slower on a
+200-op program with aiv collectives (8.5 -> 43 CPU-s); above it, a hazardous result is
+left to `stream-partition`'s fallback to the written partition, as before."""
 
 LimitFn = Callable[[Program, int, str], int | None]
 """Core limit of a node of the *un-partitioned* program (None: unlimited)."""
@@ -181,8 +194,16 @@ class Judge:
         known_limits: dict[tuple[int, str], int | None] | None = None,
         policy: LimitPolicy | None = None,
         memos: Memos | None = None,
+        refuse_hazards: bool = False,
     ) -> None:
         self.prog = prog
+        self.refuse_hazards = (
+            refuse_hazards and len(prog) <= HAZARD_SEARCH_NODES and has_holder(prog)
+        )
+        """Whether a schedule with a hold-and-wait hazard (`assignment_hazard`, under the
+        limits it is simulated with) is judged `INFEASIBLE`: `stream-partition` would not
+        keep it, but fall back to the written partition.  Only up to
+        `HAZARD_SEARCH_NODES` nodes (the check costs a happens-before relation a trial)."""
         self.chained = with_collective_chain(prog)
         """`prog` as it is lowered and judged: each group's collectives one after another
         (`stream-partition` chains them in every mode that places ops)."""
@@ -197,7 +218,7 @@ class Judge:
         )
         """Digest of an assignment -> its judgement; with `memos`, shared with every judge
         of the same issue order (the search's judges apply one policy and one set of
-        limits, so an assignment judged in one is judged in all: a reordering that comes
+        limits and refuse the same hazards, so an assignment judged in one is judged in all: a reordering that comes
         back to an order, or starts from the refinement's winner, simulates nothing new)."""
         self.hw = hw
         self.profile = profile
@@ -269,6 +290,8 @@ class Judge:
                 limit = known[key] = base_limits(self.prog, node, engine)
                 return limit
 
+        if self.refuse_hazards and _has_hazard(lowered, origin, limit_fn, self.hw):
+            return Judged(name, assignment, INFEASIBLE, 0, [])
         # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
         result = simulate(
             [lowered],
@@ -287,6 +310,44 @@ class Judge:
 def _order_digest(prog: Program) -> bytes:
     """A digest of `prog`'s issue order: its ops, by identity (they outlive the search)."""
     return hashlib.blake2b(array("q", map(id, prog.ops)).tobytes(), digest_size=20).digest()
+
+
+@dataclass(frozen=True)
+class _SimulatedLimits:
+    """The core counts a judge simulates a lowered program with, as `CoreChecker` reads
+    them (`Limits`): per op, its limit on each engine it uses, else the device's."""
+
+    node_of: dict[Operation, int]
+    limit_fn: LimitFn | None
+    prog: Program
+    hw: Hardware
+
+    def of(self, op: NpuOp) -> dict[str, int]:
+        n = self.node_of[op]
+        out: dict[str, int] = {}
+        for engine in engines_used(op):
+            given = self.limit_fn(self.prog, n, engine) if self.limit_fn is not None else None
+            out[engine] = self.hw.cores(engine) if given is None else given
+        return out
+
+    def configured(self, op: NpuOp, engine: str) -> bool:
+        fn = self.limit_fn
+        return fn is not None and fn(self.prog, self.node_of[op], engine) is not None
+
+
+def _has_hazard(
+    lowered: Program, origin: Sequence[int], limit_fn: LimitFn | None, hw: Hardware
+) -> bool:
+    """Whether the lowered program has a hold-and-wait hazard (`CoreChecker.any_hazard`, the
+    check `assignment_hazard` makes for `stream-partition`) under the limits it is
+    simulated with."""
+    node_of = {
+        lowered.ops[n]: n
+        for n in range(len(lowered))
+        if lowered.kind[n] is NodeKind.COMPUTE and origin[n] >= 0
+    }
+    counts = _SimulatedLimits(node_of, limit_fn, lowered, hw)
+    return CoreChecker(lowered, counts, hw).any_hazard() is not None
 
 
 def _digest(assignment: Assignment) -> bytes:
@@ -699,7 +760,9 @@ def _judged(
 ) -> Judged:
     """`result` (indexed by `prog`'s nodes, issued in its own order) judged under `policy`."""
     if result.order is None:
-        return Judge(prog, hw, limits, profile, cache, policy=policy)("limits", result)
+        return Judge(prog, hw, limits, profile, cache, policy=policy, refuse_hazards=True)(
+            "limits", result
+        )
     judged, _ = _judge_in_order(prog, hw, limits, profile, cache, {}, result, result.order, policy)
     return judged
 
@@ -1086,11 +1149,13 @@ def _search(
     winners: list[tuple[Judged, Judge, list[str | None], list[int] | None]] = []
     for i, order in enumerate(orders):
         if order is None:
-            judge = Judge(prog, hw, limits, profile, cache, known_limits, policy, memos)
+            judge = Judge(
+                prog, hw, limits, profile, cache, known_limits, policy, memos, refuse_hazards=True
+            )
             pins, user_pins = list(pinned), list(user)
         else:
             judge = Judge(
-                permuted(prog, order), hw, limits, profile, cache, known_limits, policy, memos
+                permuted(prog, order), hw, limits, profile, cache, known_limits, policy, memos, True
             )
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
         candidates: list[Judged] = []
@@ -1161,7 +1226,9 @@ def _judge_in_order(
     memos: Memos | None = None,
 ) -> tuple[Judged, Judge]:
     """`assignment` (indexed by `prog`'s nodes) judged when issued in `order`."""
-    judge = Judge(permuted(prog, order), hw, limits, profile, cache, known_limits, policy, memos)
+    judge = Judge(
+        permuted(prog, order), hw, limits, profile, cache, known_limits, policy, memos, True
+    )
     moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
     return judge("reorder", moved), judge
 

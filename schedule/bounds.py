@@ -2,7 +2,9 @@
 
 No race-free schedule of a function on the simulated device
 (`npuir.backends.npu.simulator`) can finish before the largest of the bounds below, whatever
-its stream assignment, issue order, events and core limits, as long as it runs each
+its stream assignment, issue order, events and core limits (those the program writes in
+scopes kept, and an aiv collective's as a mode chooses them, 8; none on an engine no mode
+limits, 9), as long as it runs each
 communicator group's collectives one after another (`npuir.analysis.partition.
 collective_chain`: every mode that places ops lowers them so, and one stream runs them so;
 a hand-annotated `user` schedule with one group on two streams is outside the bound).  The
@@ -123,6 +125,45 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    ``max f(p)`` (still a bound).  Schedules that leave a cross-stream dependence to timing
    alone are outside this term.
 
+8. **Written limits.**  A count an enclosing `coreset.limit` scope or the module's
+   global limit gives an op (where seed 003's table lets it act) is kept by every mode
+   (`stream-partition`'s limit search changes only ops without one, and a scope moves with
+   its op), so the op runs as the simulator runs it under that count g: an ordinary op on
+   exactly ``min(par, g)`` blocks, a `full_core_sync` op and an aiv collective holding
+   exactly g cores.  Its options in every term above are those alone.  Stream limits are
+   left out (a mode may move the op to another stream).  An ordinary op without a written
+   limit keeps every option, since a mode may limit it (auto's limit search gives the ops
+   beside a holder the rest of the engine).  An aiv collective without one holds at least
+   `least_aiv_cores` (the smallest count on auto's grid, an eighth of the vector cores:
+   the only counts a mode gives it; unlimited, it holds them all): one option, that many
+   cores for its whole run.  A limit below it that only a hand-run simulation applies
+   is outside the bound.
+
+9. **Serial engines.**  Call engine e *serial* when no mode can limit its ops and each
+   asks for all of them: the program writes no limit on e (no scope, stream limit or
+   global count for e anywhere in the module), no op of e holds its cores while it waits
+   (a `full_core_sync` op, or an aiv collective for the vector cores: only where one is does
+   a mode limit an engine -- `stream-partition`'s limit search and `coreset-partition` limit
+   nothing else), and every op of e that takes a task has ``par >= C``, so runs exactly C
+   blocks.  Then at every instant e's cores are all free or all held by one op that got
+   them all at one instant: by induction over the simulation's events, an op starts only
+   when a core is free, so when all are, and takes all C (it has C blocks; a second op
+   starting then gets none); all C blocks, dispatched together, wait through the launch
+   together and end together, freeing every core at once.  So each op of e holds all C
+   cores for ``d(v) = L + b(C)``: its only option is one rigid C-core piece of that length
+   (energy ``C d(v)``), and terms 4-6 use it -- the window of 4 becomes
+   ``min_S h + sum_S d(v) + min_S t``, e's ops one after another.
+
+**Launch is charged on one core** elsewhere in the core-time terms (4-6), although an op
+granted all its cores at its start holds them all through its launch: on an engine a mode
+or the program may limit, a limit one below the engine on one op leaves a core on which an
+op of another stream launches meanwhile, and that schedule can beat every schedule without
+limits (`test_bound.py`'s `test_a_core_limit_hides_a_launch_so_the_bound_counts_it_on_one_core`:
+the seed's model, its critical matmul limited to 23 of 24 cube cores -- which breaks seed
+003's pair rule, 23 + 24 > 24, and `coreset-check` refuses it, but the simulator runs it).
+On an engine with ops narrower than it, block dispatch alone staggers launches the same
+way, so term 9 leaves such engines out.
+
 Events, launch queues, waiting for peers or for cores, and cores held before a start only
 lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
 order.  The simulator models no link contention (a collective's duration is fixed by its
@@ -137,8 +178,11 @@ import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
 
+from npuir.analysis.core_limits import CoreLimits, engines_used, limit_has_no_effect
 from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.partition import with_collective_chain
 from npuir.analysis.program import NodeKind, Program
@@ -152,17 +196,23 @@ from npuir.backends.npu.cost import (
     runs_without_task,
     static_hbm_share,
 )
+from npuir.diagnostics import DiagnosticError
+from npuir.dialects import coreset
 from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
 from npuir.hardware import Hardware
+from npuir.schedule.core_check import holds_while_waiting
+from npuir.schedule.limits import grid
 
 __all__ = [
     "ENERGETIC_BUDGET",
     "MOLDABLE_BUDGET",
     "WINDOW_PAIRS_OPS",
     "LowerBound",
+    "least_aiv_cores",
     "lower_bound",
     "lower_bound_ns",
     "program_bound",
+    "serial_engines",
     "shortest_runs",
 ]
 
@@ -273,16 +323,29 @@ def _held(cores: int, ns: int) -> _Option:
     return _Option(cores * ns, ns, ((cores, ns),))
 
 
-def _options(op: NpuOp, work: OpWork, full_core_sync: bool, hw: Hardware) -> _Options:
-    """Every way the simulator may run `work` (module docstring)."""
+def _options(
+    op: NpuOp,
+    work: OpWork,
+    full_core_sync: bool,
+    hw: Hardware,
+    written: int | None = None,
+    serial: bool = False,
+) -> _Options:
+    """Every way the simulator may run `work` (module docstring); with `written`, the
+    count a limit the program writes gives it (bound 8); with `serial`, its engine runs
+    one op at a time on every core (bound 9)."""
     if runs_without_task(op):
         return _Options(None, (_Option(0, 0, ()),))
+    if serial:
+        total = hw.cores(work.engine)
+        block = duration_ns(hw, work, total, static_hbm_share(hw, work.engine, total))
+        return _Options(work.engine, (_held(total, hw.launch_ns + block),))
     if work.engine == "comm":
         assert work.collective is not None  # guaranteed by OpWork validation
         ns = hw.launch_ns + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
-        # Cores do not change a collective's duration, so one core dominates for aiv.
+        # Cores do not change a collective's duration: the fewest it may hold dominate (8).
         return (
-            _Options("vector", (_held(1, ns),))
+            _Options("vector", (_held(written or least_aiv_cores(hw), ns),))
             if work.mode == CommMode.AIV
             else _Options(None, (_Option(0, ns, ()),))
         )
@@ -291,19 +354,98 @@ def _options(op: NpuOp, work: OpWork, full_core_sync: bool, hw: Hardware) -> _Op
     launch = hw.launch_ns
     kept: list[_Option] = []
     if full_core_sync:
-        for g in range(1, total + 1):
+        for g in range(written or 1, (written or total) + 1):
             share = static_hbm_share(hw, work.engine, g)
             option = _held(g, launch + duration_ns(hw, work, min(g, par), share))
             if not kept or option.duration < kept[-1].duration:
                 kept.append(option)
     else:
-        for blocks in range(1, par + 1):
+        least = most = min(written, par) if written is not None else None
+        for blocks in range(least or 1, (most or par) + 1):
             block = duration_ns(hw, work, blocks, static_hbm_share(hw, work.engine, blocks))
             pieces = ((1, launch + block),) + (((blocks - 1, block),) if blocks > 1 else ())
             option = _Option(launch + blocks * block, launch + block, pieces)
             if not kept or option.duration < kept[-1].duration:
                 kept.append(option)
     return _Options(work.engine, tuple(kept))
+
+
+def _written_counts(prog: Program, hw: Hardware) -> dict[Operation, int]:
+    """Per op, the count on the engine whose cores it takes that a limit the program writes
+    gives it and every mode keeps (bound 8): an enclosing `coreset.limit` scope or the
+    module's global limit, where seed 003's table lets the limit act.  Stream limits are
+    left out (a mode may move the op to another stream), and so is everything in a
+    program that is not inside a module."""
+    ops = [op for n, op in enumerate(prog.ops) if prog.kind[n] is NodeKind.COMPUTE]
+    module = ops[0].get_toplevel_object() if ops else None
+    if not isinstance(module, ModuleOp):
+        return {}
+    try:
+        limits = CoreLimits(module, hw).run()
+    except DiagnosticError:
+        return {}  # an ill-formed limit: the bound takes none (still valid)
+    out: dict[Operation, int] = {}
+    for op in ops:
+        if not isinstance(op, NpuOp):
+            continue
+        for engine in engines_used(op):
+            try:
+                limit = limits.limit(op, engine)
+            except KeyError:
+                continue  # an op of a function the module does not define
+            kept = isinstance(limit.source, coreset.LimitOp | ModuleOp)
+            if kept and limit_has_no_effect(op, engine) is None:
+                out[op] = max(1, min(limit.count, hw.cores(engine)))
+    return out
+
+
+def least_aiv_cores(hw: Hardware) -> int:
+    """The fewest vector cores an aiv collective without a written limit holds in any
+    mode's schedule (bound 8): the smallest count of `npuir.schedule.limits.grid`, the
+    only counts auto's limit search gives an op that holds cores while it waits (one of
+    another stream gets the rest, at least half the engine); no other mode limits one."""
+    return min(grid(hw, "vector"))
+
+
+def serial_engines(prog: Program, hw: Hardware) -> set[str]:
+    """The engines bound 9 takes as running one op at a time on all their cores: no mode
+    limits them and each of their ops asks for every core (module docstring)."""
+    ops = [op for n, op in enumerate(prog.ops) if prog.kind[n] is NodeKind.COMPUTE]
+    module = ops[0].get_toplevel_object() if ops else None
+    if not isinstance(module, ModuleOp):
+        return set()
+    try:
+        limits = CoreLimits(module, hw).run()
+    except DiagnosticError:
+        return set()
+    engines = set(CORE_ENGINES)
+    written = module.attributes.get(coreset.GLOBAL)
+    for engine in CORE_ENGINES:
+        if isinstance(written, coreset.CoresAttr) and written.count(engine) is not None:
+            engines.discard(engine)
+    for op in module.walk():
+        if isinstance(op, coreset.StreamLimitOp):
+            engines -= {e for e in CORE_ENGINES if op.limit(e) is not None}
+        elif isinstance(op, coreset.LimitOp):
+            engines -= {e for e in CORE_ENGINES if op.count(e) is not None}
+    for op in ops:
+        if not isinstance(op, NpuOp) or not engines:
+            continue
+        used = engines_used(op)
+        if holds_while_waiting(op):
+            engines -= set(used)  # a mode may limit this engine's ops (auto's limit search)
+            continue
+        if runs_without_task(op):
+            continue
+        for engine in used:
+            try:
+                configured = limits.configured(op, engine)
+            except KeyError:
+                configured = True  # not resolved: take it as limited
+            narrow = parallelism(hw, op_work(op, hw)) < hw.cores(engine)
+            if configured or narrow:
+                engines.discard(engine)
+    return engines
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -323,16 +465,21 @@ class _Bounder:
         self.shortest = [0] * n_nodes
         self.core_time = [0] * n_nodes
         self.arithmetic = [0.0] * n_nodes
-        memo: dict[tuple[OpWork, bool, bool], _Options] = {}
+        memo: dict[tuple[OpWork, bool, bool, int | None, bool], _Options] = {}
+        written = _written_counts(prog, hw)
+        self.serial = serial_engines(prog, hw)
+        """Bound 9's engines: every op of each runs alone on all its cores."""
         for n, op in enumerate(prog.ops):
             if prog.kind[n] is not NodeKind.COMPUTE or not isinstance(op, NpuOp):
                 continue
             work = op_work(op, hw)
             accum = op.full_core_sync and work.engine != "comm"
-            key = (work, accum, runs_without_task(op))
+            count = written.get(op)
+            alone = work.engine in self.serial
+            key = (work, accum, runs_without_task(op), count, alone)
             opts = memo.get(key)
             if opts is None:
-                opts = memo[key] = _options(op, work, accum, hw)
+                opts = memo[key] = _options(op, work, accum, hw, count, alone)
             self.opts[n] = opts
             self.shortest[n] = opts.shortest
             self.core_time[n] = opts.least_core_time

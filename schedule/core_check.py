@@ -281,10 +281,6 @@ def function_checkers(
     manager = cache if cache is not None else AnalysisManager()
     for func in scheduled_functions(module):
         if not streams:
-            raise error(
-                func,
-                "coreset-check needs a partitioned module; run stream-partition first",
-                NOT_PARTITIONED,
-            )
+            raise error(func, NOT_PARTITIONED, needs="coreset-check", unit="module")
         lowered = manager.get(LoweredFunction, func, streams)
         yield func, CoreChecker(lowered.prog, limits, hw, lowered.happens_before)

@@ -13,8 +13,9 @@ from npuir.diagnostics import Kind, error
 from npuir.dialects.npu import target_of
 from npuir.hardware import DEFAULT_HARDWARE, Hardware, HardwareError, load_hardware
 
-UNKNOWN_DEVICE = Kind("device.unknown")
-"""The module's target device is not a known preset."""
+UNKNOWN_DEVICE = Kind("device.unknown", "{reason}")
+"""The module's target device is not a known preset (or its description cannot be used);
+`reason` is the device reader's message (`npuir.hardware.HardwareError`: text only)."""
 
 __all__ = ["device_of", "device_spec"]
 
@@ -29,4 +30,4 @@ def device_of(module: ModuleOp, hw: str | None) -> Hardware:
     try:
         return load_hardware(device_spec(module, hw))
     except HardwareError as exc:
-        raise error(module, str(exc), UNKNOWN_DEVICE) from None
+        raise error(module, UNKNOWN_DEVICE, reason=str(exc)) from None

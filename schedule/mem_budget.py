@@ -48,17 +48,18 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult
 
 from npuir.analysis.events import lowered_program
 from npuir.analysis.happens_before import HappensBefore
-from npuir.analysis.mem_planners import FunctionPlan, over_budget, plan_program
+from npuir.analysis.mem_planners import FunctionPlan, over_budget_facts, plan_program
 from npuir.analysis.memory import Antichain, antichain_bound
 from npuir.analysis.partition import Assignment, permuted, with_collective_chain
 from npuir.analysis.program import DepKind, NodeKind, Program, waited_value
+from npuir.diagnostics import Kind
 from npuir.dialects import stream
 from npuir.dialects.npu import CollectiveOp
 from npuir.hardware import Hardware
@@ -73,7 +74,14 @@ class Favor(Enum):
 
 
 class BudgetError(Exception):
-    """No candidate fits: the message names the buffers live together at the peak."""
+    """No candidate fits: `kind` and `facts` (`npuir.analysis.mem_planners.over_budget_facts`
+    of the last plan tried) name the buffers live together at its peak; the message is
+    them rendered."""
+
+    def __init__(self, kind: Kind, facts: dict[str, Any]) -> None:
+        super().__init__(kind.render(facts))
+        self.kind = kind
+        self.facts = facts
 
 
 class Ordering(NamedTuple):
@@ -477,7 +485,7 @@ def fit_budget(
     best = search.best_fitting()
     if best is None:
         assert last_plan is not None
-        raise BudgetError(over_budget(name, last_plan, budget))
+        raise BudgetError(*over_budget_facts(name, last_plan, budget))
     kept = dataclasses.replace(best, assignment=_compact(best.assignment))
     return BudgetSearch(kept, search.tried)
 

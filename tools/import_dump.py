@@ -36,8 +36,12 @@ EXIT_CODES = (
 )
 
 
-ALREADY_MLIR = Kind("input.already-mlir")
-"""npuir-import given MLIR, which needs no import."""
+ALREADY_MLIR = Kind(
+    "input.already-mlir",
+    "'{path}' is MLIR already, not a graph dump or a torch.export archive (npuir-opt and "
+    "npuir-run read it as it is)",
+)
+"""npuir-import given MLIR, which needs no import; argument: `path`."""
 
 
 def _arg_parser() -> argparse.ArgumentParser:
@@ -94,8 +98,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                     "error",
                     ALREADY_MLIR,
                     SourceLocation(source.filename, 1, 0),
-                    message=f"'{source.filename}' is MLIR already, not a graph dump or a "
-                    "torch.export archive (npuir-opt and npuir-run read it as it is)",
+                    path=source.filename,
                 )
             )
         result = import_text(ctx, source.text(ctx), source.filename, args.graph, args.strict)

@@ -46,8 +46,9 @@ from npuir.tools.cli import (
 )
 from npuir.tools.output import write_bytes, write_output, write_text
 
-USAGE = Kind("usage.invalid")
-"""A tool invoked the wrong way."""
+USAGE = Kind("usage.invalid", "{reason}")
+"""A tool invoked the wrong way; `reason` is the `UsageError`'s message (text only, made
+where the flag or option was read)."""
 
 EXIT_CODES = (
     (EXIT_OK, "ok"),
@@ -282,7 +283,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         outcome = run_program(config)
         _write_files(args, outcome)
     except UsageError as exc:
-        return _fail(args, EXIT_USAGE, Diagnostic("error", str(exc), kind=USAGE.code), (), sources)
+        return _fail(args, EXIT_USAGE, Diagnostic.of("error", USAGE, reason=str(exc)), (), sources)
     except DiagnosticError as exc:
         return _fail(args, EXIT_INPUT, exc.diagnostic, exc.notes, sources)
     if args.json:

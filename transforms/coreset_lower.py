@@ -19,6 +19,8 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, engines_used
+from npuir.analysis.manager import LoweredFunction, analyses
+from npuir.analysis.program import module_streams, scheduled_functions
 from npuir.context import warn
 from npuir.diagnostics import Kind
 from npuir.dialects import coreset, scope, stream
@@ -26,11 +28,19 @@ from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.device import device_of
 
-STREAM_LIMIT_UNUSED = Kind("core.stream-limit-unused")
-"""A stream limit that names no stream in use."""
-LIMIT_NO_EFFECT = Kind("core.limit-no-effect")
+STREAM_LIMIT_UNUSED = Kind(
+    "core.stream-limit-unused",
+    'coreset.stream_limit names stream "{tag}", which no scope in {where} uses; it limits nothing',
+)
+"""A stream limit that names no stream in use; arguments: `tag`, `where` (`@function` or
+"the module")."""
+LIMIT_NO_EFFECT = Kind(
+    "core.limit-no-effect",
+    "the core limit ({counts}) has no effect on '{op_name}': {reason} (seed 003)",
+)
 """A core limit on an op it does not act on (seed 003's table: AI CPU, ATB, TBE on cube,
-collectives that hold no cores); arguments: `op_name`, `limits`, `reason`."""
+collectives that hold no cores); arguments: `op_name`, `limits` (`"engine count"` each),
+`counts` (the same, comma-separated), `reason`."""
 
 
 def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
@@ -45,25 +55,26 @@ def _warn_no_effect(ctx: Context, limits: CoreLimits) -> None:
         warn(
             ctx,
             op,
-            f"the core limit ({', '.join(counts)}) has no effect on '{op.name}': "
-            f"{reason[op]} (seed 003)",
             LIMIT_NO_EFFECT,
             op_name=op.name,
             limits=counts,
+            counts=", ".join(counts),
             reason=reason[op],
         )
 
 
-def inline_limits(module: ModuleOp) -> None:
+def inline_limits(module: ModuleOp) -> set[FuncOp]:
     """Replace each `coreset.limit` by its body; erase `coreset.stream_limit`s; then point
     the later uses of each tensor waited on inside a scope at the wait's result
     (`stream.bind_later_uses`), which the scope hid.  Waits outside every scope were
     bound by `stream-partition` already (or are `chain_collectives`' own, which order
     their collective alone); a chain wait inside a scope is bound here too, which
     orders the later uses of its tensor after the previous collective as well: later,
-    never earlier, than the program asks."""
+    never earlier, than the program asks.  Returns the functions whose data that changed
+    (the others keep their program graph: scopes are transparent to it)."""
     ops = list(module.walk())
     hidden = {op for op in ops if isinstance(op, stream.WaitTensorOp) and _in_limit_scope(op)}
+    rebound = {f for f in (_function_of(w) for w in hidden) if f is not None}
     for op in reversed(ops):
         if isinstance(op, coreset.StreamLimitOp):
             block = op.parent_block()
@@ -74,6 +85,15 @@ def inline_limits(module: ModuleOp) -> None:
     for func in module.ops:
         if isinstance(func, FuncOp):
             stream.bind_later_uses(func, hidden)
+    return rebound
+
+
+def _function_of(op: Operation) -> FuncOp | None:
+    """The function `op` is nested in."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, FuncOp):
+        parent = parent.parent_op()
+    return parent
 
 
 def _in_limit_scope(op: Operation) -> bool:
@@ -122,9 +142,9 @@ def _warn_unused_stream_limits(ctx: Context, module: ModuleOp) -> None:
         warn(
             ctx,
             limit,
-            f'coreset.stream_limit names stream "{limit.tag.data}", which no scope in '
-            f"{where} uses; it limits nothing",
             STREAM_LIMIT_UNUSED,
+            tag=limit.tag.data,
+            where=where,
         )
 
 
@@ -162,4 +182,10 @@ class CoresetLowerPass(ModulePass):
             if attr is None:
                 attr = cache[key] = coreset.CoresAttr(*key)
             inner.attributes[coreset.CORES] = attr
-        inline_limits(op)
+        rebound = inline_limits(op)
+        # The program graph does not see scopes or core counts: a function whose waits
+        # the inlining did not rebind keeps the graph stream-partition handed on.
+        manager, streams = analyses(ctx), tuple(module_streams(op))
+        for func in scheduled_functions(op):
+            if func not in rebound:
+                manager.keep(LoweredFunction, func, streams)

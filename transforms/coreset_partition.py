@@ -61,11 +61,22 @@ from npuir.schedule.auto import INFEASIBLE, Judge
 from npuir.schedule.core_check import CoreChecker, OverriddenLimits
 from npuir.schedule.device import device_of
 
-LIMITS_CHOSEN = Kind("core.limits-chosen")
-"""The limits coreset-partition chose."""
-NO_HAZARD_FREE_LIMITS = Kind("core.no-hazard-free-limits")
+LIMITS_CHOSEN = Kind(
+    "core.limits-chosen",
+    "coreset-partition limits {limited} in @{function} to {count} {engine} cores (simulated "
+    "makespans of the module's functions sum to {makespan_ns} ns)",
+)
+"""The limits coreset-partition chose; arguments: `limited` (the op), `function`, `count`, `engine`,
+`makespan_ns`."""
+NO_HAZARD_FREE_LIMITS = Kind(
+    "core.no-hazard-free-limits", "coreset-partition found no hazard-free limits within its budget"
+)
 """No hazard-free limits within the budget."""
-HAZARD_UNFIXABLE = Kind("core.hazard-unfixable")
+HAZARD_UNFIXABLE = Kind(
+    "core.hazard-unfixable",
+    "coreset-partition cannot remove this hazard: every op involved has a limit the user set; "
+    "lower one of them",
+)
 """A hazard whose ops all carry user limits."""
 
 
@@ -214,12 +225,7 @@ class CoresetPartitionPass(ModulePass):
             room = hw.cores(found.engine) - found.other_demand
             rooms[key] = min(room, rooms.get(key, room))
         if not rooms:
-            raise error(
-                stuck[0],
-                "coreset-partition cannot remove this hazard: every op involved has a limit the "
-                "user set; lower one of them",
-                HAZARD_UNFIXABLE,
-            )
+            raise error(stuck[0], HAZARD_UNFIXABLE)
         keys = sorted(rooms, key=lambda k: (order[k[0]], k[1]))
         best: tuple[int, list[int], list[Choice]] | None = None
         options = [_halvings(rooms[k]) for k in keys]
@@ -234,12 +240,7 @@ class CoresetPartitionPass(ModulePass):
             if best is None or rank[:2] < best[:2]:
                 best = rank
         if best is None:
-            warn(
-                ctx,
-                op,
-                "coreset-partition found no hazard-free limits within its budget",
-                NO_HAZARD_FREE_LIMITS,
-            )
+            warn(ctx, op, NO_HAZARD_FREE_LIMITS)
             return
         for c in best[2]:
             name = c.op.results[0].name_hint if c.op.results else None
@@ -247,10 +248,12 @@ class CoresetPartitionPass(ModulePass):
             remark(
                 ctx,
                 c.op,
-                f"coreset-partition limits {what} in @{_function_of(c.op).sym_name.data} to "
-                f"{c.count} {c.engine} cores (simulated makespans of the module's functions "
-                f"sum to {best[0]} ns)",
                 LIMITS_CHOSEN,
+                limited=what,
+                function=_function_of(c.op).sym_name.data,
+                count=c.count,
+                engine=c.engine,
+                makespan_ns=best[0],
             )
         self._write(op, best[2])
 

@@ -49,16 +49,25 @@ from npuir.dialects.npu import DYN
 from npuir.dialects.shapes import Dim, RetypeError, specialise
 from npuir.passes import option
 
-GEAR_DROPPED = Kind("gear.dropped")
-"""A `product` gear that does not type-check is dropped."""
-GEAR_ILL_TYPED = Kind("gear.ill-typed")
-"""A gear whose shapes do not type-check."""
-TOO_FEW_GEARS = Kind("gear.too-few")
-"""Fewer than two gears after merging."""
-TOO_MANY_GEARS = Kind("gear.too-many")
-"""More gears than allowed after merging."""
-ZIP_LENGTHS = Kind("gear.zip-lengths")
-"""`zip` gear lists of different lengths."""
+GEAR_DROPPED = Kind("gear.dropped", "dropping gear ({gear}): it does not type-check ({reason})")
+"""A `product` gear that does not type-check is dropped; arguments: `gear` (its dims and
+values), `reason` (the shape rule's message)."""
+GEAR_ILL_TYPED = Kind("gear.ill-typed", "gear ({gear}) does not type-check: {reason}")
+"""A gear whose shapes do not type-check; arguments: `gear`, `reason`."""
+TOO_FEW_GEARS = Kind(
+    "gear.too-few",
+    "{count} gear after merging; a gear set needs at least 2 (GE's rule: with one shape, "
+    "make the dims static instead)",
+)
+"""Fewer than two gears after merging; argument: `count`."""
+TOO_MANY_GEARS = Kind("gear.too-many", "{count} gears after merging; at most {limit} are allowed")
+"""More gears than allowed after merging; arguments: `count`, `limit`."""
+ZIP_LENGTHS = Kind(
+    "gear.zip-lengths",
+    'gear.policy "zip" pairs the i-th values of every annotated dim, so all lists need the '
+    "same length; got {lengths}",
+)
+"""`zip` gear lists of different lengths; argument: `lengths` (each dim's count)."""
 
 MAX_GEARS = 100
 """The most gears one function may have (the gear seed document's limit)."""
@@ -88,9 +97,8 @@ def combine(
             described = ", ".join(f"arg{a} dim {d}: {len(v)}" for (a, d), v in dims)
             raise error(
                 func,
-                f'gear.policy "zip" pairs the i-th values of every annotated dim, so all '
-                f"lists need the same length; got {described}",
                 ZIP_LENGTHS,
+                lengths=described,
             )
         gears = list(zip(*lists))
     else:
@@ -98,26 +106,13 @@ def combine(
         for values in lists:
             count *= len(set(values))
         if count > MAX_GEARS:
-            raise error(
-                func,
-                f"{count} gears after merging; at most {MAX_GEARS} are allowed",
-                TOO_MANY_GEARS,
-            )
+            raise error(func, TOO_MANY_GEARS, count=count, limit=MAX_GEARS)
         gears = list(itertools.product(*lists))
     unique = list(dict.fromkeys(gears))
     if len(unique) > MAX_GEARS:
-        raise error(
-            func,
-            f"{len(unique)} gears after merging; at most {MAX_GEARS} are allowed",
-            TOO_MANY_GEARS,
-        )
+        raise error(func, TOO_MANY_GEARS, count=len(unique), limit=MAX_GEARS)
     if len(unique) < 2:
-        raise error(
-            func,
-            f"{len(unique)} gear after merging; a gear set needs at least 2 (GE's rule: "
-            "with one shape, make the dims static instead)",
-            TOO_FEW_GEARS,
-        )
+        raise error(func, TOO_FEW_GEARS, count=len(unique))
     return unique
 
 
@@ -182,17 +177,16 @@ class GearMultiversionPass(ModulePass):
                 cases.append((values, name))
             except RetypeError as exc:
                 where = self._original_of(func, exc.op)
-                failure = error(
-                    where, f"gear ({described}) does not type-check: {exc}", GEAR_ILL_TYPED
-                )
+                failure = error(where, GEAR_ILL_TYPED, gear=described, reason=str(exc))
                 if policy is gear.Policy.ZIP:
                     raise failure from None
                 failures.append((values, failure))
                 warn(
                     ctx,
                     where,
-                    f"dropping gear ({described}): it does not type-check ({exc})",
                     GEAR_DROPPED,
+                    gear=described,
+                    reason=str(exc),
                 )
         if not versions:
             raise failures[0][1]

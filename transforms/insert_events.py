@@ -35,7 +35,6 @@ from npuir.analysis.manager import LoweredFunction, analyses
 from npuir.analysis.program import (
     NOT_PARTITIONED,
     Program,
-    build_program,
     is_lowered,
     module_streams,
     scheduled_functions,
@@ -47,9 +46,18 @@ from npuir.dialects.npu import NpuOp
 from npuir.passes import option
 from npuir.schedule.device import device_of
 
-EVENTS_SUMMARY = Kind("sync.events-summary")
-"""How many events insert-events placed."""
-EVENT_LIMIT = Kind("sync.event-limit")
+EVENTS_SUMMARY = Kind(
+    "sync.events-summary",
+    "insert-events on @{function}: {cross} cross-stream orderings (data, wait_tensor and "
+    "joins), {waits} waits, {records} records, {events} event ids",
+)
+"""How many events insert-events placed; arguments: `function`, `cross`, `waits`,
+`records`, `events`."""
+EVENT_LIMIT = Kind(
+    "sync.event-limit",
+    "the program needs {used} event ids at once but the limit is {limit} (max-events, or the "
+    "device's event limit)",
+)
 """More event ids needed at once than the limit."""
 
 
@@ -143,17 +151,13 @@ class InsertEventsPass(ModulePass):
                 raise error(func, NOT_PARTITIONED, needs="insert-events", unit="function")
             if not streams:
                 continue  # no work and no streams: nothing to order
-            prog = build_program(func, streams)
+            # stream-partition handed on the graph of what it wrote (else it is read here).
+            prog = analyses(ctx).get(LoweredFunction, func, tuple(streams)).prog
             plan = plan_events(prog)
             used = len(set(plan.event_ids.values()))
             if used > limit:
                 worst = prog.ops[plan.recorded[-1]]
-                raise error(
-                    worst,
-                    f"the program needs {used} event ids at once but the limit is {limit} "
-                    "(max-events, or the device's event limit)",
-                    EVENT_LIMIT,
-                )
+                raise error(worst, EVENT_LIMIT, used=used, limit=limit)
             records, waits = _rewrite(prog, plan)
             # The graph of what was just written, handed to the checks and the runner
             # after this pass (the analysis cache) instead of being read back from the IR.
@@ -168,8 +172,10 @@ class InsertEventsPass(ModulePass):
                 remark(
                     ctx,
                     func,
-                    f"insert-events on @{func.sym_name.data}: {plan.cross_deps} cross-stream orderings "
-                    f"(data, wait_tensor and joins), {placed} waits, {len(plan.recorded)} records, "
-                    f"{used} event ids",
                     EVENTS_SUMMARY,
+                    function=func.sym_name.data,
+                    cross=plan.cross_deps,
+                    waits=placed,
+                    records=len(plan.recorded),
+                    events=used,
                 )

@@ -33,7 +33,7 @@ from npuir.analysis.mem_planners import (
     Algo,
     FunctionPlan,
     argument_bytes,
-    over_budget,
+    over_budget_facts,
     parse_budget,
     plan_program,
 )
@@ -51,10 +51,15 @@ from npuir.gc_pause import without_collector
 from npuir.passes import option
 from npuir.schedule.device import device_of
 
-OVER_BUDGET = Kind("mem.over-budget")
-"""A function's plan needs more device memory than the budget allows."""
-PLAN_SUMMARY = Kind("mem.plan-summary")
-"""`stats=true`: the plan in GE's `[IMAS]AfterAssignMemory` terms."""
+PLAN_SUMMARY = Kind(
+    "mem.plan-summary",
+    "[IMAS]AfterAssignMemory : @{function} memoffset[{peak}], memtype[HBM], "
+    "theory_min[{theory_min}], zero_copy[0], total_size[{peak}], no_reuse[{no_reuse}], "
+    "streams[{streams}] algo[{algo}]",
+)
+"""`stats=true`: the plan in GE's `[IMAS]AfterAssignMemory` terms; arguments: `function`,
+`peak`, `theory_min` (the antichain bound), `no_reuse`, `streams`, `algo`.  (A plan over
+`budget` is `npuir.analysis.mem_planners.OVER_BUDGET` or `UNFITTED`.)"""
 
 
 def write_plan(func: FuncOp, fp: FunctionPlan) -> None:
@@ -73,15 +78,6 @@ def write_plan(func: FuncOp, fp: FunctionPlan) -> None:
         if any(o != mem.UNPLANNED for o, _ in places):
             mem.set_placement(op, places)
     mem.set_pool_size(func, fp.peak)
-
-
-def imas_line(func: FuncOp, fp: FunctionPlan, theory_min: int, streams: int) -> str:
-    """One line as GE's memory assigner logs its result (`[IMAS]AfterAssignMemory`)."""
-    return (
-        f"[IMAS]AfterAssignMemory : @{func.sym_name.data} memoffset[{fp.peak}], memtype[HBM], "
-        f"theory_min[{theory_min}], zero_copy[0], total_size[{fp.peak}], "
-        f"no_reuse[{fp.no_reuse}], streams[{streams}] algo[{fp.plan.algo.value}]"
-    )
 
 
 @dataclass(frozen=True)
@@ -127,10 +123,19 @@ class MemPlanPass(ModulePass):
                 hbm = device_of(op, self.hw).hbm_bytes
                 budget = parse_budget(self.budget, hbm, argument_bytes(func))
                 if fp.peak > budget:
-                    raise error(
-                        func, over_budget(f"@{func.sym_name.data}", fp, budget), OVER_BUDGET
-                    )
+                    kind, args = over_budget_facts(f"@{func.sym_name.data}", fp, budget)
+                    raise error(func, kind, **args)
             write_plan(func, fp)
             if self.stats:
                 bound = antichain_bound(fp.lifetimes).bytes
-                remark(ctx, func, imas_line(func, fp, bound, len(streams)), PLAN_SUMMARY)
+                remark(
+                    ctx,
+                    func,
+                    PLAN_SUMMARY,
+                    function=func.sym_name.data,
+                    peak=fp.peak,
+                    theory_min=bound,
+                    no_reuse=fp.no_reuse,
+                    streams=len(streams),
+                    algo=fp.plan.algo.value,
+                )

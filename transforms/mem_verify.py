@@ -40,13 +40,64 @@ from npuir.dialects import mem, stream
 from npuir.dialects.npu import DYN, NpuOp, tensor_bytes
 from npuir.gc_pause import without_collector
 
-OVERLAP = Kind("mem.unordered-overlap")
-"""Two buffers share addresses but happens-before does not order them."""
-BAD_PLACE = Kind("mem.bad-place")
-"""A place that cannot hold its tensor: too small, unaligned, beyond the pool, a returned
-tensor in the pool, a view elsewhere than its source."""
-NO_PLAN = Kind("mem.no-plan")
-"""A lowered function without a memory plan."""
+OVERLAP = Kind(
+    "mem.unordered-overlap",
+    "mem-verify: {writer} on stream {writer_stream} writes [{start}, {end}), which overlaps the "
+    "buffer of {owner} at [{owner_start}, {owner_end}), but {access} on stream {access_stream} "
+    "{how} that buffer and is not ordered before the write (no stream order or event puts it "
+    "first)",
+)
+"""Two buffers share addresses but happens-before does not order them; arguments: `writer`
+and `writer_stream` (the later write), `start`, `end`, `owner` (the buffer's writer),
+`owner_start`, `owner_end`, `access` and `access_stream` (the unordered access), `how`
+("writes" or "reads")."""
+OVERLAP_NOTE = Kind("mem.unordered-overlap.first-writer", "the buffer of {owner} is written here")
+"""The note beside `OVERLAP`, at the buffer's writer; argument: `owner`."""
+# A place that cannot hold its tensor: `mem.bad-place.<what>`; `result` is the op's result
+# number.
+RETURNED_IN_POOL = Kind(
+    "mem.bad-place.returned-in-pool",
+    "mem-verify: result {result} is returned, so it lives in the caller's memory, yet it has a "
+    "place in the pool",
+)
+"""A returned tensor placed in the pool; argument: `result`."""
+NO_PLACE = Kind(
+    "mem.bad-place.missing",
+    "mem-verify: result {result} is written to device memory but has no place",
+)
+"""A tensor written to device memory without a place; argument: `result`."""
+TOO_SMALL = Kind(
+    "mem.bad-place.too-small",
+    "mem-verify: result {result} takes {need} bytes but mem.size gives it {size}",
+)
+"""A place smaller than its tensor; arguments: `result`, `need`, `size`."""
+UNALIGNED = Kind(
+    "mem.bad-place.unaligned", "mem-verify: result {result}'s place is not {align}-byte aligned"
+)
+"""A place off the alignment; arguments: `result`, `align`."""
+BEYOND_POOL = Kind(
+    "mem.bad-place.beyond-pool",
+    "mem-verify: result {result} at [{start}, {end}) lies beyond the pool of {pool} bytes",
+)
+"""A place past the pool's end; arguments: `result`, `start`, `end`, `pool`."""
+DYNAMIC_PLANNED = Kind(
+    "mem.bad-place.dynamic",
+    "mem-verify: a buffer of dynamic shape cannot be planned statically, yet the function "
+    "carries a plan",
+)
+"""A function with a dynamic-shape buffer that carries a static plan."""
+VIEW_IN_POOL = Kind(
+    "mem.bad-place.view-in-pool",
+    "mem-verify: a view of a tensor the pool does not hold has a place in the pool",
+)
+"""A view placed in the pool while its source is not."""
+VIEW_ELSEWHERE = Kind(
+    "mem.bad-place.view-elsewhere",
+    "mem-verify: a view shares its source's buffer, at {place}, but its place is {got}",
+)
+"""A view placed elsewhere than its source; arguments: `place`, `got`."""
+NO_PLAN = Kind("mem.no-plan", "mem-verify: @{function} has no memory plan; run mem-plan first")
+"""A lowered function without a memory plan; argument: `function`."""
 
 
 @dataclass
@@ -81,10 +132,6 @@ def _uses(value: SSAValue) -> tuple[list[Operation], bool, list[SSAValue]]:
     return readers, returned, views
 
 
-def _bad(op: Operation, message: str) -> DiagnosticError:
-    return error(op, f"mem-verify: {message}", BAD_PLACE)
-
-
 def _buffers(prog: Program, pool: int | None) -> list[_Placed]:
     """Every planned buffer, checked for a sound place; views and externals checked too."""
     func = prog.func
@@ -114,11 +161,7 @@ def _buffers(prog: Program, pool: int | None) -> list[_Placed]:
             place = None if places is None else places[i]
             if returned:
                 if place is not None and place[0] != mem.UNPLANNED:
-                    raise _bad(
-                        op,
-                        f"result {i} is returned, so it lives in the caller's "
-                        "memory, yet it has a place in the pool",
-                    )
+                    raise error(op, RETURNED_IN_POOL, result=i)
                 for v in views:
                     _check_view(v, None)
                 continue
@@ -131,35 +174,25 @@ def _buffers(prog: Program, pool: int | None) -> list[_Placed]:
                 if pool is None and places is None:
                     expected.append((op, [], []))
                     continue
-                raise _bad(op, f"result {i} is written to device memory but has no place")
+                raise error(op, NO_PLACE, result=i)
             offset, size = place
             need = tensor_bytes(ty)
             if size < need:
-                raise _bad(op, f"result {i} takes {need} bytes but mem.size gives it {size}")
+                raise error(op, TOO_SMALL, result=i, need=need, size=size)
             if offset % mem.ALIGN or size % mem.ALIGN:
-                raise _bad(op, f"result {i}'s place is not {mem.ALIGN}-byte aligned")
+                raise error(op, UNALIGNED, result=i, align=mem.ALIGN)
             if pool is not None and offset + size > pool:
-                raise _bad(
-                    op,
-                    f"result {i} at [{offset}, {offset + size}) lies beyond the "
-                    f"pool of {pool} bytes",
-                )
+                raise error(op, BEYOND_POOL, result=i, start=offset, end=offset + size, pool=pool)
             for v in views:
                 _check_view(v, place)
             nodes = sorted({prog.index[r] for r in readers if r in prog.index})
             placed.append(_Placed(n, res, offset, size, nodes))
     if dynamic is not None:
         if planned_anything:
-            raise _bad(
-                dynamic,
-                "a buffer of dynamic shape cannot be planned statically, yet "
-                "the function carries a plan",
-            )
+            raise error(dynamic, DYNAMIC_PLANNED)
         return []
     if not planned_anything and expected:
-        raise error(
-            func, f"mem-verify: @{func.sym_name.data} has no memory plan; run mem-plan first"
-        )
+        raise error(func, NO_PLAN, function=func.sym_name.data)
     return placed
 
 
@@ -170,14 +203,10 @@ def _check_view(view: SSAValue, place: tuple[int, int] | None) -> None:
     want_none = place is None or place[0] == mem.UNPLANNED
     if want_none:
         if got is not None and got[0][0] != mem.UNPLANNED:
-            raise _bad(op, "a view of a tensor the pool does not hold has a place in the pool")
+            raise error(op, VIEW_IN_POOL)
         return
     if got is None or got[0] != place:
-        raise _bad(
-            op,
-            f"a view shares its source's buffer, at {place}, but its place is "
-            f"{None if got is None else got[0]}",
-        )
+        raise error(op, VIEW_ELSEWHERE, place=str(place), got=str(None if got is None else got[0]))
 
 
 def _ordered_before(b: _Placed, c: _Placed, hb: HappensBefore) -> int | None:
@@ -231,21 +260,21 @@ def check_plan(prog: Program, hb: HappensBefore) -> DiagnosticError | None:
 def _collision(prog: Program, b: _Placed, c: _Placed, access: int) -> DiagnosticError:
     first, second = prog.ops[b.writer], prog.ops[c.writer]
     how = "writes" if access == b.writer else "reads"
-    message = (
-        f"mem-verify: {prog.describe(c.writer)} on stream "
-        f"{prog.stream_name(prog.stream[c.writer])} writes [{c.offset}, {c.offset + c.size}), "
-        f"which overlaps the buffer of {prog.describe(b.writer)} at "
-        f"[{b.offset}, {b.offset + b.size}), but {prog.describe(access)} on stream "
-        f"{prog.stream_name(prog.stream[access])} {how} that buffer and is not ordered before "
-        "the write (no stream order or event puts it first)"
-    )
-    diag = error(second, message, OVERLAP).diagnostic
-    note = Diagnostic(
-        "note",
-        f"the buffer of {prog.describe(b.writer)} is written here",
-        op_location(first),
-        OVERLAP.code,
-    )
+    diag = error(
+        second,
+        OVERLAP,
+        writer=prog.describe(c.writer),
+        writer_stream=prog.stream_name(prog.stream[c.writer]),
+        start=c.offset,
+        end=c.offset + c.size,
+        owner=prog.describe(b.writer),
+        owner_start=b.offset,
+        owner_end=b.offset + b.size,
+        access=prog.describe(access),
+        access_stream=prog.stream_name(prog.stream[access]),
+        how=how,
+    ).diagnostic
+    note = Diagnostic.of("note", OVERLAP_NOTE, op_location(first), owner=prog.describe(b.writer))
     return DiagnosticError(diag, (note,))
 
 

@@ -24,6 +24,7 @@ any rank cannot deadlock on cores; the written program runs as the user ran it.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, get_args
@@ -35,6 +36,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
+from npuir.analysis.manager import LoweredFunction, analyses
 from npuir.analysis.mem_planners import argument_bytes, parse_budget
 from npuir.analysis.partition import (
     PRIORITY_CONFLICT,
@@ -44,6 +46,7 @@ from npuir.analysis.partition import (
     Strategy,
     assign,
     collective_chain,
+    partitioned_program,
     pinned_tags,
 )
 from npuir.analysis.program import (
@@ -67,9 +70,11 @@ from npuir.schedule.core_check import OverriddenLimits, assignment_hazard, has_h
 from npuir.schedule.device import device_of
 from npuir.schedule.mem_budget import BudgetError, Favor, Ordering, fit_budget
 
-PARTITION_FAILED = Kind("stream.partition-failed", "{reason}")
-"""The partition cannot be built; `reason` is what the mode's assignment refused, `mode`
-the mode."""
+PARTITION_FAILED = Kind(
+    "stream.partition-failed", "mode={mode} cannot partition @{function}: {reason}"
+)
+"""The partition cannot be built; arguments: `mode`, `function`, `reason` (what the mode's
+assignment refused, its `ValueError`'s text)."""
 MAX_STREAMS = Kind(
     "stream.max-streams",
     'the stream label "{tag}" needs a stream beyond max-streams={max_streams} (the default '
@@ -90,9 +95,15 @@ SINGLE_STREAM_CONFLICT = Kind(
     "ignore-tags=true)",
 )
 """Single-stream mode meets a user stream label; argument: `tag`."""
-AUTO_OVER_BUDGET = Kind("stream.over-memory-budget", "{reason}")
-"""No schedule auto can find, one stream included, fits the memory budget; `reason` says by
-how much, `budget` is the budget in bytes."""
+AUTO_OVER_BUDGET = Kind(
+    "stream.over-memory-budget",
+    "mode=auto finds no schedule whose memory plan fits mem-budget ({budget} bytes), one "
+    "stream included: the last one tried, for {function}, needs {peak} bytes, {live} of them "
+    "live at once at its peak (largest: {largest})",
+)
+"""No schedule auto can find, one stream included, fits the memory budget; arguments:
+`budget`, and of the last schedule tried (`npuir.analysis.mem_planners.over_budget_facts`)
+`function`, `peak`, `live`, `largest`."""
 DEFAULT_PRIORITY = Kind(
     "stream.default-priority",
     'stream "{tag}" is given priority {priority} here, but the default stream\'s priority is '
@@ -168,13 +179,14 @@ def _has_dynamic_args(func: FuncOp) -> bool:
     )
 
 
-def chain_collectives(func: FuncOp) -> int:
+def chain_collectives(func: FuncOp) -> list[tuple[stream.WaitTensorOp, Operation, Operation]]:
     """Order each collective after the previous one of its group (in issue order) with a
     `stream.wait_tensor` on its input, on its own stream, unless it already uses that
     collective's result; return how many waits were added.  Runs on a partitioned
     function whose `stream.switch` scopes are flattened; a previous collective inside a
     `coreset.limit` scope that does not hold the later one is not visible there, and
-    such a pair is left as it is.
+    such a pair is left as it is.  Returns each wait added with the two collectives it
+    orders (the earlier, the later).
 
     Collectives of a group pair up across ranks by issue order, and the ranks' functions
     are partitioned one by one; a mode that put a group's later collective on another
@@ -184,7 +196,7 @@ def chain_collectives(func: FuncOp) -> int:
     mode run a group's collectives in their written order, as one HCCL communicator does.
     """
     ops = [op for op in func.body.walk() if isinstance(op, CollectiveOp)]
-    added = 0
+    added: list[tuple[stream.WaitTensorOp, Operation, Operation]] = []
     for earlier, later in collective_chain(ops):
         previous, op = ops[earlier], ops[later]
         if any(v.owner is previous for v in op.operands):
@@ -198,15 +210,19 @@ def chain_collectives(func: FuncOp) -> int:
             wait.attributes[stream.STREAM_ON] = on
         parent.insert_op_before(wait, op)
         op.operands[0] = wait.result
-        added += 1
+        added.append((wait, previous, op))
     return added
 
 
-def write_orderings(prog: Program, orderings: Sequence[Ordering]) -> None:
+def write_orderings(
+    prog: Program, orderings: Sequence[Ordering]
+) -> list[tuple[stream.WaitTensorOp, int, int]]:
     """Spell each ordering the memory budget added (`npuir.schedule.mem_budget`) as a
     `stream.wait_tensor` right before its later op, on the operand the search chose, after
     its earlier op's first result, on the later op's stream.  Runs on the partitioned,
-    flattened function, once its ops are in their issue order."""
+    flattened function, once its ops are in their issue order.  Returns each wait written
+    with the two nodes it orders (the later, the earlier)."""
+    written: list[tuple[stream.WaitTensorOp, int, int]] = []
     for o in orderings:
         op, before = prog.ops[o.after], prog.ops[o.before]
         block = op.parent_block()
@@ -218,14 +234,17 @@ def write_orderings(prog: Program, orderings: Sequence[Ordering]) -> None:
             wait.attributes[stream.STREAM_ON] = on
         block.insert_op_before(wait, op)
         op.operands[o.operand] = wait.result
+        written.append((wait, o.after, o.before))
+    return written
 
 
-def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
+def reissue(func: FuncOp, prog: Program, order: list[int]) -> list[tuple[stream.WaitTensorOp, int]]:
     """Issue the ops of a flat function in `order` (node indices of `prog`).
 
     Ops that are not nodes keep their place in front (`coreset.stream_limit`);
     a `stream.wait_tensor` goes right before its first user — its `dep`'s
-    producer precedes every user already, as a control dependency.
+    producer precedes every user already, as a control dependency.  Returns every
+    `stream.wait_tensor` in its new place: with the number of nodes issued before it.
     """
     block = func.body.block
     nodes = [prog.ops[n] for n in order]
@@ -235,14 +254,21 @@ def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
     for op in list(block.ops):
         op.detach()
     placed: set[Operation] = set()
+    waits_placed: list[tuple[stream.WaitTensorOp, int]] = []
+    issued = 0
 
     def place(op: Operation) -> None:
+        nonlocal issued
         for operand in op.operands:
             owner = operand.owner
             if isinstance(owner, stream.WaitTensorOp) and owner not in placed:
                 place(owner)
         placed.add(op)
         block.add_op(op)
+        if isinstance(op, stream.WaitTensorOp):
+            waits_placed.append((op, issued))
+        else:
+            issued += 1
 
     for op in leading:
         block.add_op(op)
@@ -252,6 +278,7 @@ def reissue(func: FuncOp, prog: Program, order: list[int]) -> None:
         if wait not in placed:
             place(wait)
     place(nodes[-1])
+    return waits_placed
 
 
 def flatten_switches(func: FuncOp) -> None:
@@ -434,9 +461,19 @@ class StreamPartitionPass(ModulePass):
         hazard = self._hazard(op, plans)
         if hazard is not None:
             plans = self._written(ctx, requested, plans, hazard, how)
+        graphs: list[tuple[FuncOp, Program | None]] = []
         for func, prog, mode, use_tags, (result, pinned, orderings) in plans:
-            self._partition(func, prog, mode, use_tags, table, result, pinned, orderings)
+            graph = self._partition(func, prog, mode, use_tags, table, result, pinned, orderings)
+            graphs.append((func, graph))
         self._declare(op, table)
+        # The graph of what was just written, handed to the passes after this one (the
+        # analysis cache) instead of being read back from the IR.
+        streams = tuple(table.infos)
+        manager = analyses(ctx)
+        for func, graph in graphs:
+            if graph is not None:
+                graph.streams = list(streams)
+                manager.provide(LoweredFunction, func, streams, value=LoweredFunction.of(graph))
 
     def _hazard(
         self, module: ModuleOp, plans: list[_Plan]
@@ -526,7 +563,9 @@ class StreamPartitionPass(ModulePass):
                 strategies=strategies,
             )
         except ValueError as exc:
-            raise error(func, PARTITION_FAILED, reason=str(exc), mode=str(mode)) from None
+            raise error(
+                func, PARTITION_FAILED, reason=str(exc), mode=str(mode), function=func.sym_name.data
+            ) from None
         orderings: tuple[Ordering, ...] = ()
         if self.mem_budget is not None and mode is Mode.AUTO:
             result, orderings = self._fit_budget(func, prog, result, pinned)
@@ -542,10 +581,13 @@ class StreamPartitionPass(ModulePass):
         result: Assignment,
         pinned: list[str | None],
         orderings: tuple[Ordering, ...],
-    ) -> None:
-        """Write `result` into `func`: streams on every op, scopes flattened, the order."""
+    ) -> Program | None:
+        """Write `result` into `func`: streams on every op, scopes flattened, the order.
+        Returns the program graph of what it wrote (`partitioned_program`; its `streams`
+        are the module's, set by the caller once every function is partitioned)."""
         scopes = prog.scopes if use_tags else {}
         refs = [table.get(info.tag, info.priority, scopes.get(info.tag)) for info in result.streams]
+        stream_index = [table.by_tag[info.tag] for info in result.streams]
         for n, kind in enumerate(prog.kind):
             if kind is NodeKind.COMPUTE:
                 prog.ops[n].attributes[stream.STREAM_ON] = refs[result.stream_of[n]]
@@ -556,13 +598,29 @@ class StreamPartitionPass(ModulePass):
         flatten_switches(func)
         stream.bind_later_uses(func)
         if result.order is not None:
-            reissue(func, prog, result.order)
+            waits = reissue(func, prog, result.order)
+            position = {old: new for new, old in enumerate(result.order)}
+        else:
+            waits = [(wait, at) for (wait, _), at in zip(prog.wait_tensors, prog.wait_positions)]
+            position = {n: n for n in range(len(prog))}
+        added: list[tuple[int, int]] = []
+
+        def written(wait: stream.WaitTensorOp, after: int, before: int) -> None:
+            # The wait stands right before node `after`, behind the waits already there.
+            added.append((after, before))
+            at = position[after]
+            waits.insert(bisect.bisect_right([p for _, p in waits], at), (wait, at))
+
         if mode.places_ops:
-            chain_collectives(func)
-        write_orderings(prog, orderings)
+            for wait, previous, later in chain_collectives(func):
+                written(wait, prog.index[later], prog.index[previous])
+        for wait, after, before in write_orderings(prog, orderings):
+            written(wait, after, before)
         # Limits last: a collective chained to an earlier one must see it in its block.
         for node, engine, count in result.limits:
             coreset.wrap(prog.ops[node], engine, count)
+        stream_of = [stream_index[s] for s in result.stream_of]
+        return partitioned_program(prog, stream_of, result.order, added, waits)
 
     def _fit_budget(
         self, func: FuncOp, prog: Program, result: Assignment, pinned: list[str | None]
@@ -587,7 +645,7 @@ class StreamPartitionPass(ModulePass):
                 f"@{func.sym_name.data}",
             )
         except BudgetError as exc:
-            raise error(func, AUTO_OVER_BUDGET, reason=str(exc), budget=budget) from None
+            raise error(func, AUTO_OVER_BUDGET, **{**exc.facts, "budget": budget}) from None
         return found.best.assignment, found.best.orderings
 
     @staticmethod

@@ -62,8 +62,12 @@ WANT = "stream.want"
 HOIST = "stream.hoist"
 """On an npu op: issue it before the other ops of its source line."""
 
-LOWERED_INPUT = Kind("stream.source-form-lowered")
-"""`stream-source-form` given a lowered function."""
+LOWERED_INPUT = Kind(
+    "stream.source-form-lowered",
+    "stream-source-form: @{function} is lowered (its events fix an order); give it the "
+    "partitioned or source-form function",
+)
+"""`stream-source-form` given a lowered function; argument: `function`."""
 
 
 def _want(op: Operation) -> str | None:
@@ -169,9 +173,8 @@ class StreamSourceFormPass(ModulePass):
             if any(isinstance(o, sync.RecordOp | sync.WaitOp) for o in walk_nested(func)):
                 raise error(
                     func,
-                    f"stream-source-form: @{func.sym_name.data} is lowered (its events fix "
-                    "an order); give it the partitioned or source-form function",
                     LOWERED_INPUT,
+                    function=func.sym_name.data,
                 )
         decls = [d for d in op.ops if isinstance(d, stream.DeclOp)]
         tags = {d.symbol: d.tag.data for d in decls}

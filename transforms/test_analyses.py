@@ -21,8 +21,16 @@ from npuir.analysis.program import NodeKind, build_program, module_streams, sche
 from npuir.context import remark
 from npuir.diagnostics import Kind
 
-ANALYSIS_DUMP = Kind("test.analysis")
-"""What the analyses found (for lit tests)."""
+DEPENDENCES = Kind("test.analysis.dependences", "#{node} {described} <- [{predecessors}]")
+"""A node's predecessors in the dependence graph (for lit tests); arguments: `node`, `described`,
+`predecessors` (kind and op of each, comma-separated)."""
+ORDERING = Kind(
+    "test.analysis.ordering", "{producer} on {producer_stream} -> {consumer} on {stream}: {verdict}"
+)
+"""Whether happens-before orders a cross-stream dependency (for lit tests); arguments:
+`producer`, `producer_stream`, `consumer`, `stream`, `verdict` ("ordered" or "UNORDERED")."""
+UNJOINED = Kind("test.analysis.unjoined", "stream {stream} is not joined")
+"""A stream the function's return does not wait for (for lit tests); argument: `stream`."""
 
 
 def _funcs(module: ModuleOp) -> list[FuncOp]:
@@ -43,7 +51,14 @@ class TestDependenceGraphPass(ModulePass):
                 preds = ", ".join(
                     f"{k.name.lower()} {prog.describe(p)}" for p, k in graph.predecessors(n)
                 )
-                remark(ctx, prog.ops[n], f"#{n} {prog.describe(n)} <- [{preds}]", ANALYSIS_DUMP)
+                remark(
+                    ctx,
+                    prog.ops[n],
+                    DEPENDENCES,
+                    node=n,
+                    described=prog.describe(n),
+                    predecessors=preds,
+                )
 
 
 @dataclass(frozen=True)
@@ -67,11 +82,12 @@ class TestHappensBeforePass(ModulePass):
                     remark(
                         ctx,
                         prog.ops[n],
-                        f"{prog.describe(p)} on {prog.stream_name(prog.stream[p])} -> "
-                        f"{prog.describe(n)} on {prog.stream_name(prog.stream[n])}: {verdict}",
-                        ANALYSIS_DUMP,
+                        ORDERING,
+                        producer=prog.describe(p),
+                        producer_stream=prog.stream_name(prog.stream[p]),
+                        consumer=prog.describe(n),
+                        stream=prog.stream_name(prog.stream[n]),
+                        verdict=verdict,
                     )
             for ret, s in hb.unjoined():
-                remark(
-                    ctx, prog.ops[ret], f"stream {prog.stream_name(s)} is not joined", ANALYSIS_DUMP
-                )
+                remark(ctx, prog.ops[ret], UNJOINED, stream=prog.stream_name(s))

@@ -45,8 +45,28 @@ from npuir.analysis.program import NodeKind, Program
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.dialects.npu import OP_NAME, NpuOp, shape_of
 
-PROFILE_UNREADABLE = Kind("profile.unreadable")
-"""A profile that cannot be read."""
+# A profile that cannot be read: `profile.unreadable.<what>`.
+PROFILE_UNREADABLE = Kind("profile.unreadable", "cannot read profile '{path}': {reason}")
+"""The file cannot be read; arguments: `path`, `reason` (the system's)."""
+NOT_A_NUMBER = Kind("profile.unreadable.number", "'{column}' is '{text}', which is not {expected}")
+"""A cell that is not the number its column holds; arguments: `column`, `text`,
+`expected`."""
+EMPTY_PROFILE = Kind("profile.unreadable.empty", "the profile is empty; it needs a header row")
+"""A profile without a header row."""
+NOT_CSV = Kind("profile.unreadable.csv", "not CSV: {reason}")
+"""Text the CSV reader refuses; argument: `reason` (its message)."""
+MISSING_COLUMNS = Kind(
+    "profile.unreadable.columns",
+    "the header has no column {missing}; an op summary needs {needed}",
+)
+"""A header without a column the op summary needs; arguments: `missing`, `needed` (quoted
+names, comma-separated)."""
+ROW_LENGTH = Kind("profile.unreadable.row", "the row has {cells} cells, the header {columns}")
+"""A row with another number of cells than the header; arguments: `cells`, `columns`."""
+EMPTY_NAME = Kind("profile.unreadable.op-name", "'Op Name' is empty")
+"""A row without an op name."""
+TASK_TYPE = Kind("profile.unreadable.task-type", "'Task Type' is '{task}'; expected one of {known}")
+"""A task type msprof does not write; arguments: `task`, `known`."""
 
 if TYPE_CHECKING:
     from .simulator import SimResult
@@ -162,10 +182,8 @@ class Profile:
         return self.by_kind_and_shapes.get((kind_of(op).lower(), shapes_of(op.operands)))
 
 
-def _error(path: str, line: int, message: str) -> DiagnosticError:
-    return DiagnosticError(
-        Diagnostic("error", message, SourceLocation(path, line, 0), kind=PROFILE_UNREADABLE.code)
-    )
+def _error(path: str, line: int, kind: Kind, /, **args: object) -> DiagnosticError:
+    return DiagnosticError(Diagnostic.of("error", kind, SourceLocation(path, line, 0), **args))
 
 
 def _number(path: str, line: int, column: str, text: str, integer: bool) -> float:
@@ -178,7 +196,7 @@ def _number(path: str, line: int, column: str, text: str, integer: bool) -> floa
         value = -1
     if not (value >= 0 and math.isfinite(value)):
         what = "a whole number >= 0" if integer else "a number of microseconds >= 0"
-        raise _error(path, line, f"'{column}' is '{text}', which is not {what}")
+        raise _error(path, line, NOT_A_NUMBER, column=column, text=text, expected=what)
     return value
 
 
@@ -189,25 +207,23 @@ def read_profile(path: str) -> Profile:
     except (OSError, UnicodeDecodeError) as exc:
         message = getattr(exc, "strerror", None) or str(exc)
         raise DiagnosticError(
-            Diagnostic(
-                "error", f"cannot read profile '{path}': {message}", kind=PROFILE_UNREADABLE.code
-            )
+            Diagnostic.of("error", PROFILE_UNREADABLE, path=path, reason=message)
         ) from None
     reader = csv.reader(io.StringIO(text))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
-        raise _error(path, 1, "the profile is empty; it needs a header row") from None
+        raise _error(path, 1, EMPTY_PROFILE) from None
     except csv.Error as exc:
-        raise _error(path, 1, f"not CSV: {exc}") from None
+        raise _error(path, 1, NOT_CSV, reason=str(exc)) from None
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise _error(
             path,
             1,
-            "the header has no column "
-            + ", ".join(f"'{c}'" for c in missing)
-            + f"; an op summary needs {', '.join(repr(c) for c in COLUMNS)}",
+            MISSING_COLUMNS,
+            missing=", ".join(f"'{c}'" for c in missing),
+            needed=", ".join(repr(c) for c in COLUMNS),
         )
     at = {name: header.index(name) for name in (*COLUMNS, _SHAPES) if name in header}
     by_name: dict[str, _Rows] = {}
@@ -219,19 +235,14 @@ def read_profile(path: str) -> Profile:
             if not any(c.strip() for c in cells):
                 continue
             if len(cells) != len(header):
-                raise _error(
-                    path, line, f"the row has {len(cells)} cells, the header {len(header)}"
-                )
+                raise _error(path, line, ROW_LENGTH, cells=len(cells), columns=len(header))
             name = cells[at["Op Name"]].strip()
             if not name:
-                raise _error(path, line, "'Op Name' is empty")
+                raise _error(path, line, EMPTY_NAME)
             task = cells[at["Task Type"]].strip()
             if task not in _KNOWN_TASK_TYPES:
                 raise _error(
-                    path,
-                    line,
-                    f"'Task Type' is '{task}'; expected one of "
-                    + ", ".join(sorted(_KNOWN_TASK_TYPES)),
+                    path, line, TASK_TYPE, task=task, known=", ".join(sorted(_KNOWN_TASK_TYPES))
                 )
             us = _number(path, line, "Task Duration(us)", cells[at["Task Duration(us)"]], False)
             block = int(_number(path, line, "Block Dim", cells[at["Block Dim"]], True))
@@ -242,7 +253,7 @@ def read_profile(path: str) -> Profile:
                 key = (cells[at["OP Type"]].strip().lower(), cells[at[_SHAPES]].strip())
                 by_kind.setdefault(key, _Rows()).add(us, block, mix, task)
     except csv.Error as exc:
-        raise _error(path, reader.line_num, f"not CSV: {exc}") from None
+        raise _error(path, reader.line_num, NOT_CSV, reason=str(exc)) from None
     return Profile(
         path,
         rows,

@@ -18,8 +18,11 @@ from npuir.backends.npu.simulator import SimResult
 from npuir.diagnostics import Diagnostic, Kind, diagnostic_json
 from npuir.hardware import Hardware
 
-MEMORY_EXCEEDS_HBM = Kind("run.memory-exceeds-hbm")
-"""The run's peak live memory does not fit the device's HBM."""
+MEMORY_EXCEEDS_HBM = Kind(
+    "run.memory-exceeds-hbm", "peak live memory {peak} bytes exceeds {device}'s HBM ({hbm} bytes)"
+)
+"""The run's peak live memory does not fit the device's HBM; arguments: `peak`, `device`,
+`hbm`."""
 
 
 def _where(programs: Sequence[Program], rank: int, stream: int) -> dict[str, Any]:
@@ -59,8 +62,9 @@ def memory_warning(result: SimResult, hw: Hardware) -> list[Diagnostic]:
     peak = result.peak_memory_bytes
     if peak <= hw.hbm_bytes:
         return []
-    message = f"peak live memory {peak} bytes exceeds {hw.name}'s HBM ({hw.hbm_bytes} bytes)"
-    return [Diagnostic("warning", message, kind=MEMORY_EXCEEDS_HBM.code)]
+    return [
+        Diagnostic.of("warning", MEMORY_EXCEEDS_HBM, peak=peak, device=hw.name, hbm=hw.hbm_bytes)
+    ]
 
 
 def build_report(

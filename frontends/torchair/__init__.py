@@ -11,7 +11,12 @@ docstring for the API.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
+from collections.abc import Sequence
+from types import ModuleType
 
 from npuir.dialects.npu import OP_NAME
 
@@ -20,10 +25,42 @@ from ._errors import TorchairError
 from ._graph import Graph, Program, Tensor, current_graph
 from .configs.compiler_config import CompilerConfig
 
+
+class _RegisterAfterTorch(importlib.abc.MetaPathFinder):
+    """Defines the `air::` ops as soon as torch is imported, when `npuir.torchair` was
+    imported first: a trace (dynamo, `torch.export`) cannot define ops, so they must exist
+    before the first one, whichever of the two modules the user imported first."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)  # once; and the lookup below must not find this finder
+        spec = importlib.util.find_spec(name)
+        loader = spec.loader if spec is not None else None
+        if spec is None or loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            if f"{__name__}._air" in sys.modules:
+                return  # `_air` itself imports torch: it defines the ops on first use
+            from . import _air
+
+            _air.register()
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
 if "torch" in sys.modules:  # a torch user: define the air:: ops before any trace needs them
     from . import _air
 
     _air.register()
+elif not any(isinstance(f, _RegisterAfterTorch) for f in sys.meta_path):
+    sys.meta_path.insert(0, _RegisterAfterTorch())
 
 
 __all__ = [

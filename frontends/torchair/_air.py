@@ -38,6 +38,7 @@ from torch.fx.node import has_side_effect
 from ._keys import (
     AICORE_NUM,
     ERROR,
+    ERROR_ARG,
     ERROR_KIND,
     INNER_PARALLEL,
     STREAM_LABEL,
@@ -48,6 +49,7 @@ from ._keys import (
 __all__ = [
     "AICORE_NUM",
     "ERROR",
+    "ERROR_ARG",
     "ERROR_KIND",
     "INNER_PARALLEL",
     "STREAM_LABEL",
@@ -123,9 +125,14 @@ def wait_tensor(self: torch.Tensor, dependency: torch.Tensor) -> torch.Tensor:
     return result
 
 
-def deferred_error(message: str, kind: str = "") -> None:
-    """Carry a mistake found during a trace, and its kind, to the converter (see `ERROR`)."""
-    torch.ops.air.scope_enter([ERROR, ERROR_KIND], [message, kind])
+def deferred_error(message: str, kind: str = "", args: dict[str, Any] | None = None) -> None:
+    """Carry a mistake found during a trace, its kind and its arguments (as text, one
+    `ERROR_ARG` key each) to the converter (see `ERROR`)."""
+    keys, values = [ERROR, ERROR_KIND], [message, kind]
+    for name, value in (args or {}).items():
+        keys.append(ERROR_ARG + name)
+        values.append(str(value))
+    torch.ops.air.scope_enter(keys, values)
     torch.ops.air.scope_exit()
 
 

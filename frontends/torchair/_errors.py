@@ -11,6 +11,7 @@ import itertools
 import sys
 from pathlib import Path
 from types import CodeType, FrameType
+from typing import Any
 
 from npuir.diagnostics import UNCLASSIFIED, Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.dialects.validation import ValidationError
@@ -65,12 +66,19 @@ def user_location() -> SourceLocation | None:
 
 
 def fail(
-    message: str, where: SourceLocation | None = None, kind: Kind | None = None
+    what: str | Kind,
+    /,
+    where: SourceLocation | None = None,
+    kind: Kind | None = None,
+    **args: Any,
 ) -> TorchairError:
-    """Build (not raise) an error at `where`, or at the user's current line (of `kind`,
-    a kind whose template is `{message}`)."""
+    """Build (not raise) an error at `where`, or at the user's current line: of kind
+    `what` with `args` (its message rendered from them), or a bare message `what` (of
+    `kind`, a kind whose template is `{message}`)."""
+    if isinstance(what, Kind):
+        return TorchairError(Diagnostic.of("error", what, where or user_location(), **args))
     code = kind.code if kind is not None else UNCLASSIFIED.code
-    return TorchairError(Diagnostic("error", message, where or user_location(), code))
+    return TorchairError(Diagnostic("error", what, where or user_location(), code))
 
 
 def refused(exc: ValidationError, where: SourceLocation | None = None) -> TorchairError:

@@ -44,13 +44,88 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.diagnostics import DiagnosticError, SourceLocation
+from npuir.diagnostics import DiagnosticError, Kind, SourceLocation
 from npuir.dialects import coreset, gear, npu, stream, validation
 from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
 
 from ._errors import FORCED, TorchairError, fail, refused, user_location
 from .configs.compiler_config import CompilerConfig
+
+# Building a graph the wrong way: `torchair.graph.<what>` (values as Python writes them).
+BAD_DTYPE = Kind("torchair.graph.dtype", "unsupported dtype {dtype} (choose from: {choices})")
+"""A dtype npuir has no element type for; arguments: `dtype`, `choices`."""
+BAD_SHAPE = Kind("torchair.graph.shape", "shape must be a sequence of dims, got {value}")
+"""A shape that is no sequence; argument: `value`."""
+BAD_DIM = Kind(
+    "torchair.graph.dim",
+    "dim {dim} in shape {shape} is not a size >= 0 or None (dynamic)",
+)
+"""A dim that is neither a size nor dynamic; arguments: `dim`, `shape`."""
+NO_GRAPH = Kind(
+    "torchair.graph.none-open", "no graph is being built; create one with torchair.Graph(name)"
+)
+"""An op built outside every graph."""
+BAD_NAME = Kind("torchair.graph.name", "graph name must be a non-empty string, got {value}")
+"""A graph name that is not a non-empty string; argument: `value`."""
+FINISHED = Kind(
+    "torchair.graph.finished",
+    "graph '{graph}' is finished (its module was built); build a new one",
+)
+"""A graph changed after its module was built; argument: `graph`."""
+BAD_CONSTANT = Kind("torchair.graph.constant", "a constant is a finite Python number, got {value}")
+"""A constant that is not a finite number; argument: `value`."""
+OUTPUTS_TWICE = Kind("torchair.graph.outputs-twice", "graph '{graph}' already has outputs")
+"""`output` called twice; argument: `graph`."""
+NOT_ITS_TENSOR = Kind(
+    "torchair.graph.not-a-tensor", "{what}: expected a Tensor of graph '{graph}', got {value}"
+)
+"""An operand that is no tensor; arguments: `what`, `graph`, `value`."""
+OTHER_GRAPH = Kind(
+    "torchair.graph.other-graph",
+    "{what}: the tensor belongs to graph '{owner}', not to '{graph}' (the current graph; "
+    "`with g:` selects another)",
+)
+"""A tensor of another graph; arguments: `what`, `owner`, `graph`."""
+ILL_TYPED = Kind("torchair.graph.ill-typed", "'{op_name}': {reason}")
+"""An op whose operand types its type rule refuses; arguments: `op_name`, `reason` (the
+rule's message)."""
+UNOPENED_SCOPE = Kind("torchair.graph.scope-not-open", "a scope is closed that was never opened")
+"""A scope closed twice."""
+GEARS_NOT_AN_INPUT = Kind(
+    "torchair.bad-gears.not-an-input",
+    "set_dim_gears applies to an input of the current graph (g.input(...))",
+)
+"""`set_dim_gears` on a builder tensor that is no input."""
+GEAR_DIM = Kind("torchair.bad-gears.dim", "dim index {dim} in dim_gears must be in [0, {last}]")
+"""A dim index outside the tensor's rank; arguments: `dim`, `last`."""
+GEARS_NOT_INTS = Kind(
+    "torchair.bad-gears.not-ints",
+    "gears for dim {dim} must be a list or tuple of ints, got {gears}",
+)
+"""A dim's gears that are not a list of ints; arguments: `dim`, `gears`."""
+STATIC_USED = Kind(
+    "torchair.bad-gears.static-used",
+    "dim {dim} of input {index} is static and the input is already used; call set_dim_gears "
+    "before using it, or declare the dim None",
+)
+"""Gears on a static dim of an input already used; arguments: `dim`, `index`."""
+OPEN_SCOPE = Kind("torchair.graph.open-scope", "graph '{graph}' still has an open scope")
+"""A graph built with a scope open; argument: `graph`."""
+NO_OUTPUTS = Kind("torchair.graph.no-outputs", "graph '{graph}' has no outputs; call g.output(...)")
+"""A graph built without outputs; argument: `graph`."""
+PROGRAM_FINISHED = Kind(
+    "torchair.graph.program-finished", "the program is finished (its module was built)"
+)
+"""A graph added to a program whose module was built."""
+DUPLICATE_GRAPH = Kind(
+    "torchair.graph.duplicate", "the program already has a graph named '{graph}'"
+)
+"""Two graphs of one program with one name; argument: `graph`."""
+NO_GRAPHS = Kind(
+    "torchair.graph.empty-program", "the program has no graphs; add one with p.graph(name)"
+)
+"""A program built without graphs."""
 
 _FILE_ATTRS: dict[str, StringAttr] = {}
 
@@ -98,14 +173,14 @@ def element_type(dtype: object) -> Attribute:
     name = _DTYPE_ALIASES.get(name, name)
     ty = _DTYPES.get(name)
     if ty is None:
-        raise fail(f"unsupported dtype {dtype!r} (choose from: {', '.join(_DTYPES)})")
+        raise fail(BAD_DTYPE, dtype=repr(dtype), choices=", ".join(_DTYPES))
     return ty
 
 
 def tensor_type(shape: Sequence[int | str | None], dtype: object) -> TensorType[Attribute]:
     """`tensor<...>` for a shape whose dynamic dims are None, -1 or "?"."""
     if isinstance(shape, int) or not isinstance(shape, Sequence) or isinstance(shape, str):
-        raise fail(f"shape must be a sequence of dims, got {shape!r}")
+        raise fail(BAD_SHAPE, value=repr(shape))
     dims: list[int] = []
     for d in shape:
         if d is None or d == "?" or d == -1:
@@ -113,7 +188,7 @@ def tensor_type(shape: Sequence[int | str | None], dtype: object) -> TensorType[
         elif isinstance(d, int) and not isinstance(d, bool) and d >= 0:
             dims.append(d)
         else:
-            raise fail(f"dim {d!r} in shape {tuple(shape)} is not a size >= 0 or None (dynamic)")
+            raise fail(BAD_DIM, dim=repr(d), shape=str(tuple(shape)))
     return TensorType(element_type(dtype), dims)
 
 
@@ -262,7 +337,7 @@ def current_graph() -> Graph:
     if _ENTERED:
         return _ENTERED[-1]
     if not _LATEST:
-        raise fail("no graph is being built; create one with torchair.Graph(name)")
+        raise fail(NO_GRAPH)
     return _LATEST[0]
 
 
@@ -306,7 +381,7 @@ class Graph(_Built):
         _program: Program | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
-            raise fail(f"graph name must be a non-empty string, got {name!r}")
+            raise fail(BAD_NAME, value=repr(name))
         self.name = name
         self.target = target
         self.config = config if config is not None else CompilerConfig()
@@ -358,7 +433,7 @@ class Graph(_Built):
 
     def _check_open(self) -> None:
         if self._func is not None:
-            raise fail(f"graph '{self.name}' is finished (its module was built); build a new one")
+            raise fail(FINISHED, graph=self.name)
 
     def input(
         self,
@@ -383,7 +458,7 @@ class Graph(_Built):
         value and dtype; it stands at the top of the function, outside every scope."""
         self._check_open()
         if not isinstance(value, int | float) or not math.isfinite(value):
-            raise fail(f"a constant is a finite Python number, got {value!r}")
+            raise fail(BAD_CONSTANT, value=repr(value))
         elem = element_type(dtype)
         key = (float(value), dtype_name(elem))
         made = self._constants.get(key)
@@ -398,18 +473,15 @@ class Graph(_Built):
         """The function's results, in order (`func.return`)."""
         self._check_open()
         if self._outputs is not None:
-            raise fail(f"graph '{self.name}' already has outputs")
+            raise fail(OUTPUTS_TWICE, graph=self.name)
         self._outputs = [self.value_of(v, "output") for v in values]
 
     def value_of(self, tensor: object, what: str) -> SSAValue:
         """The SSA value a user's tensor stands for here, after any wait on it."""
         if not isinstance(tensor, Tensor):
-            raise fail(f"{what}: expected a Tensor of graph '{self.name}', got {tensor!r}")
+            raise fail(NOT_ITS_TENSOR, what=what, graph=self.name, value=repr(tensor))
         if tensor.graph is not self:
-            raise fail(
-                f"{what}: the tensor belongs to graph '{tensor.graph.name}', not to "
-                f"'{self.name}' (the current graph; `with g:` selects another)"
-            )
+            raise fail(OTHER_GRAPH, what=what, owner=tensor.graph.name, graph=self.name)
         return _resolve(self._open[-1], tensor.value)
 
     def location(self) -> LocationAttr | None:
@@ -442,7 +514,7 @@ class Graph(_Built):
                 inferred = op.infer_result_types([v.type for v in operands])
             except VerifyException as exc:
                 op.drop_all_references()
-                raise fail(f"'{op.name}': {exc}") from None
+                raise fail(ILL_TYPED, op_name=op.name, reason=str(exc)) from None
             for result, ty in zip(list(op.results), inferred):
                 if result.type != ty:
                     Rewriter.replace_value_with_new_type(result, ty)
@@ -478,7 +550,7 @@ class Graph(_Built):
 
     def close_scope(self) -> None:
         if len(self._open) == 1:
-            raise fail("a scope is closed that was never opened")
+            raise fail(UNOPENED_SCOPE)
         self._open.pop()
 
     def set_stream_limit(self, stream_tag: str, cube_num: int = -1, vector_num: int = -1) -> None:
@@ -509,18 +581,16 @@ class Graph(_Built):
         self._check_open()
         value = tensor.value if isinstance(tensor, Tensor) else None
         if value is None or tensor.graph is not self or value not in self._block.args:
-            raise fail("set_dim_gears applies to an input of the current graph (g.input(...))")
+            raise fail(GEARS_NOT_AN_INPUT)
         index = self._block.args.index(value)
         shape = list(tensor.type.get_shape())
         checked: dict[int, list[int]] = {}
         try:
             for dim, gears in dim_gears.items():
                 if not isinstance(dim, int) or not 0 <= dim < len(shape):
-                    raise fail(f"dim index {dim!r} in dim_gears must be in [0, {len(shape) - 1}]")
+                    raise fail(GEAR_DIM, dim=repr(dim), last=len(shape) - 1)
                 if not isinstance(gears, list | tuple):
-                    raise fail(
-                        f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}"
-                    )
+                    raise fail(GEARS_NOT_INTS, dim=dim, gears=repr(gears))
                 checked[dim] = validation.gear_list(dim, gears)
             validation.gears_once(f"input {index}", self._gears.get(index), checked)
             # Dims without gears must be static: a `?` one would have no size in any version.
@@ -534,10 +604,7 @@ class Graph(_Built):
             # As TorchAir's mark_dynamic: the annotated dims become dynamic,
             # which is only sound before anything has used the input.
             if value.uses:
-                raise fail(
-                    f"dim {static[0]} of input {index} is static and the input is already "
-                    "used; call set_dim_gears before using it, or declare the dim None"
-                )
+                raise fail(STATIC_USED, dim=static[0], index=index)
             for d in static:
                 shape[d] = DYN
             tensor.value = Rewriter.replace_value_with_new_type(
@@ -552,9 +619,9 @@ class Graph(_Built):
         if self._func is not None:
             return self._func
         if len(self._open) > 1:
-            raise fail(f"graph '{self.name}' still has an open scope")
+            raise fail(OPEN_SCOPE, graph=self.name)
         if self._outputs is None:
-            raise fail(f"graph '{self.name}' has no outputs; call g.output(...)")
+            raise fail(NO_OUTPUTS, graph=self.name)
         ret = ReturnOp(*self._outputs)
         self._scope_of[ret] = self._root
         constants = [t.value.owner for t in self._constants.values()]
@@ -685,9 +752,9 @@ class Program(_Built):
     def graph(self, name: str) -> Graph:
         """A new function of this program, made the current graph."""
         if self._module is not None:
-            raise fail("the program is finished (its module was built)")
+            raise fail(PROGRAM_FINISHED)
         if any(g.name == name for g in self.graphs):
-            raise fail(f"the program already has a graph named '{name}'")
+            raise fail(DUPLICATE_GRAPH, graph=name)
         g = Graph(name, self.target, self.config, _program=self)
         self.graphs.append(g)
         return g
@@ -697,7 +764,7 @@ class Program(_Built):
         """The finished, verified module: one function per graph, in creation order."""
         if self._module is None:
             if not self.graphs:
-                raise fail("the program has no graphs; add one with p.graph(name)")
+                raise fail(NO_GRAPHS)
             module = ModuleOp([g.build_function() for g in self.graphs])
             module.attributes.update(self.graphs[0]._module_attributes())
             verify_built(module)

@@ -16,3 +16,7 @@ error, so the message travels in the graph and the converter raises it, located
 at the model's line."""
 ERROR_KIND = "_npuir_error_kind"
 """Beside `ERROR`: the diagnostic kind of the carried mistake."""
+ERROR_ARG = "_npuir_error_arg:"
+"""Beside `ERROR`: the prefix of the keys carrying the mistake's arguments, one key per
+argument (`_npuir_error_arg:value`), each value as text; its message is rendered from
+them and its kind."""

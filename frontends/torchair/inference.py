@@ -18,10 +18,41 @@ from npuir.diagnostics import Kind
 from npuir.dialects import gear
 
 from ._errors import fail
-from ._graph import Tensor
+from ._graph import GEAR_DIM, GEARS_NOT_INTS, Tensor
 
-BAD_GEARS = Kind("torchair.bad-gears")
-"""Gears `set_dim_gears` refuses (TorchAir's checks)."""
+# Gears `set_dim_gears` refuses (TorchAir's checks): `torchair.bad-gears.<what>`; values
+# given are shown as Python writes them (repr).
+NOT_A_DICT = Kind(
+    "torchair.bad-gears.not-a-dict", "dim_gears must be a dict {{dim: [gears]}}, got {value}"
+)
+"""`dim_gears` is no dict; argument: `value`."""
+BAD_DIM = GEAR_DIM
+"""A dim index outside the tensor's rank (the builder's kind: one code, one template)."""
+NOT_INTS = GEARS_NOT_INTS
+"""A dim's gears that are not a list of ints (the builder's kind)."""
+GEAR_COUNT = Kind(
+    "torchair.bad-gears.count", "dim {dim} has {count} gears; give between 2 and {limit}"
+)
+"""Too few or too many gears for a dim; arguments: `dim`, `count`, `limit`."""
+GEAR_TOO_SMALL = Kind(
+    "torchair.bad-gears.too-small",
+    "gears for dim {dim} must be >= 2 (dynamo specialises sizes 0 and 1), got {gears}",
+)
+"""A gear below 2; arguments: `dim`, `gears`."""
+GEARS_REFUSED = Kind("torchair.bad-gears.refused", "{reason}")
+"""Gears the `gear.dims` attribute's own verifier refuses (e.g. more than 100 merged
+gears); `reason` is that verifier's message, which holds text only (as `verify.op`)."""
+NOT_A_TENSOR = Kind(
+    "torchair.bad-gears.not-a-tensor",
+    "set_dim_gears takes a torch tensor or a graph input, got {value}",
+)
+"""`set_dim_gears` on something that is no tensor; argument: `value`."""
+ALREADY_SET = Kind(
+    "torchair.bad-gears.already-set",
+    "the tensor already has dim gears {previous}; setting different ones is not supported (as "
+    "in TorchAir)",
+)
+"""Different gears set twice on one tensor; argument: `previous`."""
 
 GEARS_ATTR = "_npuir_dim_gears"
 """Where a torch tensor keeps its gears ({dim: [values]})."""
@@ -33,33 +64,24 @@ MAX_GEARS = 100
 def _check(dim_gears: object, rank: int) -> dict[int, list[int]]:
     """TorchAir's checks: dims in range, 2..100 whole-number gears >= 2 per dim."""
     if not isinstance(dim_gears, dict):
-        raise fail(f"dim_gears must be a dict {{dim: [gears]}}, got {dim_gears!r}", kind=BAD_GEARS)
+        raise fail(NOT_A_DICT, value=repr(dim_gears))
     checked: dict[int, list[int]] = {}
     for dim, gears in dim_gears.items():
         if not isinstance(dim, int) or isinstance(dim, bool) or not 0 <= dim < rank:
-            raise fail(f"dim index {dim!r} in dim_gears must be in [0, {rank - 1}]", kind=BAD_GEARS)
+            raise fail(BAD_DIM, dim=repr(dim), last=rank - 1)
         if not isinstance(gears, list | tuple) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in gears
         ):
-            raise fail(
-                f"gears for dim {dim} must be a list or tuple of ints, got {gears!r}",
-                kind=BAD_GEARS,
-            )
+            raise fail(NOT_INTS, dim=dim, gears=repr(gears))
         if not 2 <= len(gears) <= MAX_GEARS:
-            raise fail(
-                f"dim {dim} has {len(gears)} gears; give between 2 and {MAX_GEARS}", kind=BAD_GEARS
-            )
+            raise fail(GEAR_COUNT, dim=dim, count=len(gears), limit=MAX_GEARS)
         if any(v < 2 for v in gears):
-            raise fail(
-                f"gears for dim {dim} must be >= 2 (dynamo specialises sizes 0 and 1), "
-                f"got {list(gears)}",
-                kind=BAD_GEARS,
-            )
+            raise fail(GEAR_TOO_SMALL, dim=dim, gears=str(list(gears)))
         checked[dim] = list(gears)
     try:
         gear.DimsAttr(checked).verify()
     except Exception as exc:  # the dialect's own check (e.g. more than 100 merged gears)
-        raise fail(str(exc), kind=BAD_GEARS) from None
+        raise fail(GEARS_REFUSED, reason=str(exc)) from None
     return checked
 
 
@@ -76,25 +98,17 @@ def set_dim_gears(t: Any, dim_gears: dict[int, Sequence[int]]) -> None:
     """
     if isinstance(t, Tensor):
         if not isinstance(dim_gears, dict):
-            raise fail(
-                f"dim_gears must be a dict {{dim: [gears]}}, got {dim_gears!r}", kind=BAD_GEARS
-            )
+            raise fail(NOT_A_DICT, value=repr(dim_gears))
         t.graph.set_gears(t, dim_gears)
         return
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(t, torch.Tensor):
-        raise fail(
-            f"set_dim_gears takes a torch tensor or a graph input, got {t!r}", kind=BAD_GEARS
-        )
+        raise fail(NOT_A_TENSOR, value=repr(t))
     checked = _check(dim_gears, t.dim())
     previous = getattr(t, GEARS_ATTR, None)
     if previous is not None:
         if previous != checked:
-            raise fail(
-                f"the tensor already has dim gears {previous}; setting different ones is not "
-                "supported (as in TorchAir)",
-                kind=BAD_GEARS,
-            )
+            raise fail(ALREADY_SET, previous=str(previous))
         return
     import torch.fx.experimental._config as fx_config
 

@@ -41,11 +41,82 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from npuir.diagnostics import Kind
 from npuir.dialects import npu
 from npuir.dialects.npu import DYN
 
 from ._errors import fail
 from ._graph import Graph, Tensor, current_graph, element_type
+
+# A bad argument to an op builder: `torchair.bad-op-argument.<what>`.  `what` names the
+# builder (and the argument); values given are shown as Python writes them (repr).
+NOT_A_TENSOR = Kind(
+    "torchair.bad-op-argument.not-a-tensor", "{what}: expected a Tensor, got {value}"
+)
+"""An operand that is not a tensor of the current graph; arguments: `what`, `value`."""
+NOT_AN_INT = Kind("torchair.bad-op-argument.not-an-int", "{what} must be an int, got {value}")
+"""An integer argument that is not an int; arguments: `what`, `value`."""
+NOT_DIMS = Kind(
+    "torchair.bad-op-argument.dims", "{what} must be an int or a sequence of ints, got {value}"
+)
+"""Dims that are neither an int nor ints; arguments: `what`, `value`."""
+DIM_RANGE = Kind(
+    "torchair.bad-op-argument.dim-range", "{what} {dim} is out of range for a tensor of rank {rank}"
+)
+"""A dim outside the tensor's rank; arguments: `what`, `dim`, `rank`."""
+GELU_APPROXIMATE = Kind(
+    "torchair.bad-op-argument.gelu-approximate",
+    'gelu: approximate must be "none" or "tanh", got {value}',
+)
+"""A gelu approximation torch does not have; argument: `value`."""
+MATMUL_RANK = Kind(
+    "torchair.bad-op-argument.matmul-rank",
+    "matmul: operands of rank {rank_a} and {rank_b}; npuir supports rank >= 2",
+)
+"""matmul of a rank-1 operand; arguments: `rank_a`, `rank_b`."""
+LINEAR_RANK = Kind(
+    "torchair.bad-op-argument.linear-rank",
+    "linear: input must have rank >= 2 and weight rank 2, got {input_rank} and {weight_rank}",
+)
+"""linear with operands of other ranks; arguments: `input_rank`, `weight_rank`."""
+EPSILON = Kind(
+    "torchair.bad-op-argument.epsilon", "rms_norm: epsilon must be a number, got {value}"
+)
+"""A non-numeric rms_norm epsilon; argument: `value`."""
+PERM_LENGTH = Kind(
+    "torchair.bad-op-argument.perm-length",
+    "permute: {given} dims given for a tensor of rank {rank}",
+)
+"""A permutation of another length than the rank; arguments: `given`, `rank`."""
+NOT_A_SHAPE = Kind(
+    "torchair.bad-op-argument.shape", "reshape: shape must be a sequence of dims, got {value}"
+)
+"""A reshape target that is no sequence; argument: `value`."""
+EMPTY_CAT = Kind(
+    "torchair.bad-op-argument.empty-cat", "cat: expected a non-empty sequence of Tensors"
+)
+"""cat of nothing."""
+SLICE_STEP = Kind("torchair.bad-op-argument.slice-step", "slice: step must be >= 1, got {step}")
+"""A slice step below 1; argument: `step`."""
+DYNAMIC_SLICE = Kind(
+    "torchair.bad-op-argument.dynamic-slice",
+    "slice: the sliced tensor has dynamic dims; npu.slice needs static sizes (give gears, or "
+    "slice a static dim with explicit non-negative bounds)",
+)
+"""A slice npu.slice cannot express with static sizes."""
+GROUP_SIZE = Kind(
+    "torchair.bad-op-argument.group-size", "{what}: group_size must be >= 1, got {value}"
+)
+"""A collective's group size below 1; arguments: `what`, `value`."""
+COMM_MODE = Kind(
+    "torchair.bad-op-argument.comm-mode", "{what}: mode must be {choices}, got {value}"
+)
+"""A collective mode HCCL does not have; arguments: `what`, `choices`, `value`."""
+GROUP_NAME = Kind(
+    "torchair.bad-op-argument.group",
+    "{what}: group must be a string naming the communicator, got {value}",
+)
+"""A collective group that is no string; arguments: `what`, `value`."""
 
 __all__ = [
     "add",
@@ -102,7 +173,7 @@ def _graph_of(what: str, *tensors: object) -> Graph:
     graph = current_graph()
     for t in tensors:
         if not isinstance(t, Tensor):
-            raise fail(f"{what}: expected a Tensor, got {t!r}")
+            raise fail(NOT_A_TENSOR, what=what, value=repr(t))
     return graph
 
 
@@ -138,7 +209,7 @@ def _one(
 
 def _int(value: object, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise fail(f"{what} must be an int, got {value!r}")
+        raise fail(NOT_AN_INT, what=what, value=repr(value))
     return value
 
 
@@ -157,7 +228,7 @@ def _dims(dim: int | Sequence[int] | None, what: str) -> list[int] | None:
         return [dim]
     if isinstance(dim, Sequence) and not isinstance(dim, str):
         return [_int(d, what) for d in dim]
-    raise fail(f"{what} must be an int or a sequence of ints, got {dim!r}")
+    raise fail(NOT_DIMS, what=what, value=repr(dim))
 
 
 def _rank(t: Tensor) -> int:
@@ -167,7 +238,7 @@ def _rank(t: Tensor) -> int:
 def _axis(dim: int, rank: int, what: str) -> int:
     _int(dim, what)
     if not -rank <= dim < rank:
-        raise fail(f"{what} {dim} is out of range for a tensor of rank {rank}")
+        raise fail(DIM_RANGE, what=what, dim=dim, rank=rank)
     return dim % rank
 
 
@@ -224,7 +295,7 @@ def relu(input: Tensor) -> Tensor:
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """GELU, exact unless `approximate="tanh"` (torch's argument)."""
     if approximate not in ("none", "tanh"):
-        raise fail(f'gelu: approximate must be "none" or "tanh", got {approximate!r}')
+        raise fail(GELU_APPROXIMATE, value=repr(approximate))
     attrs: dict[str, Attribute] = {}
     if approximate == "tanh":
         attrs["approximate"] = StringAttr("tanh")
@@ -280,7 +351,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     _graph_of("matmul", input, other)
     ra, rb = _rank(input), _rank(other)
     if ra < 2 or rb < 2:
-        raise fail(f"matmul: operands of rank {ra} and {rb}; npuir supports rank >= 2")
+        raise fail(MATMUL_RANK, rank_a=ra, rank_b=rb)
     if rb == 2:
         return _flat_matmul(input, other, False, "matmul")
     return _one("matmul", npu.BatchMatmulOp, [input, other])
@@ -290,10 +361,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`input @ weight.T + bias` (weight is `[out, in]`, as in `nn.Linear`)."""
     _graph_of("linear", input, weight)
     if _rank(input) < 2 or _rank(weight) != 2:
-        raise fail(
-            f"linear: input must have rank >= 2 and weight rank 2, "
-            f"got {_rank(input)} and {_rank(weight)}"
-        )
+        raise fail(LINEAR_RANK, input_rank=_rank(input), weight_rank=_rank(weight))
     out = _flat_matmul(input, weight, True, "linear")
     return out if bias is None else add(out, bias)
 
@@ -310,7 +378,7 @@ def softmax(input: Tensor, dim: int = -1) -> Tensor:
 def rms_norm(input: Tensor, gamma: Tensor, epsilon: float = 1e-6) -> Tensor:
     """RMS normalisation over the last dim, scaled by `gamma` (torch_npu's `npu_rms_norm`)."""
     if not isinstance(epsilon, int | float) or isinstance(epsilon, bool):
-        raise fail(f"rms_norm: epsilon must be a number, got {epsilon!r}")
+        raise fail(EPSILON, value=repr(epsilon))
     return _one("rms_norm", npu.RmsNormOp, [input, gamma], {"epsilon": FloatAttr(epsilon, f32)})
 
 
@@ -359,7 +427,7 @@ def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
     perm = _dims(dims, "permute: dims") or []
     rank = _rank(input)
     if len(perm) != rank:
-        raise fail(f"permute: {len(perm)} dims given for a tensor of rank {rank}")
+        raise fail(PERM_LENGTH, given=len(perm), rank=rank)
     return _one("permute", npu.TransposeOp, [input], {"perm": _array([p % rank for p in perm])})
 
 
@@ -377,7 +445,7 @@ def reshape(input: Tensor, shape: Sequence[int | None]) -> Tensor:
     """View `input` with `shape`; one dim may be -1 (solved), None is dynamic."""
     _graph_of("reshape", input)
     if isinstance(shape, int) or not isinstance(shape, Sequence):
-        raise fail(f"reshape: shape must be a sequence of dims, got {shape!r}")
+        raise fail(NOT_A_SHAPE, value=repr(shape))
     dims = [DYN if d is None or d == -1 else _int(d, "reshape: dim") for d in shape]
     target = TensorType(input.type.element_type, dims)
     return _one("reshape", npu.ReshapeOp, [input], result_type=target)
@@ -389,7 +457,7 @@ view = reshape
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join `tensors` along `dim`."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence) or not tensors:
-        raise fail("cat: expected a non-empty sequence of Tensors")
+        raise fail(EMPTY_CAT)
     return _one("cat", npu.ConcatOp, list(tensors), {"axis": _i64(_int(dim, "cat: dim"))})
 
 
@@ -401,14 +469,11 @@ def slice(
     shape = list(input.type.get_shape())
     ax = _axis(dim, len(shape), "slice: dim")
     if _int(step, "slice: step") < 1:
-        raise fail(f"slice: step must be >= 1, got {step}")
+        raise fail(SLICE_STEP, step=step)
     others = [i for i, d in enumerate(shape) if d == DYN and i != ax]
     size = shape[ax]
     if others or (size == DYN and (start is None or end is None or start < 0 or end < 0)):
-        raise fail(
-            "slice: the sliced tensor has dynamic dims; npu.slice needs static sizes "
-            "(give gears, or slice a static dim with explicit non-negative bounds)"
-        )
+        raise fail(DYNAMIC_SLICE)
     lo = 0 if start is None else _int(start, "slice: start")
     hi = size if end is None else _int(end, "slice: end")
     if size != DYN:
@@ -470,13 +535,15 @@ def _collective(
     group: str | None,
 ) -> Tensor:
     if _int(group_size, f"{what}: group_size") < 1:
-        raise fail(f"{what}: group_size must be >= 1, got {group_size}")
+        raise fail(GROUP_SIZE, what=what, value=group_size)
     if mode not in tuple(npu.CommMode):
-        raise fail(f"{what}: mode must be {npu.CollectiveOp.MODE.spelled_choices()}, got {mode!r}")
+        raise fail(
+            COMM_MODE, what=what, choices=npu.CollectiveOp.MODE.spelled_choices(), value=repr(mode)
+        )
     attrs: dict[str, Attribute] = {"group_size": _i64(group_size), "mode": StringAttr(mode)}
     if group is not None:
         if not isinstance(group, str):
-            raise fail(f"{what}: group must be a string naming the communicator, got {group!r}")
+            raise fail(GROUP_NAME, what=what, value=repr(group))
         attrs["group"] = StringAttr(group)
     return _one(what, op_type, [input], attrs)
 

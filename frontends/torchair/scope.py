@@ -38,9 +38,18 @@ from npuir.hardware import known_device
 from ._errors import fail
 from ._graph import Graph, Tensor, building, current_graph
 
-BAD_SCOPE = Kind("torchair.bad-scope-argument")
-"""A scope argument no shared rule covers (`enable_inner_parallel`, wait operands); tags,
-priorities and core counts have the kinds of `npuir.dialects.validation`."""
+INNER_PARALLEL = Kind(
+    "torchair.bad-scope-argument.inner-parallel",
+    "enable_inner_parallel must be True or False, got {value}",
+)
+"""A non-bool `enable_inner_parallel`; argument: `value` (as Python writes it)."""
+WAIT_ARGUMENTS = Kind(
+    "torchair.bad-scope-argument.wait-tensor",
+    "npu_wait_tensor(self, dependency) takes two {what}",
+)
+"""`npu_wait_tensor` given something other than two tensors; argument: `what` ("torch
+Tensors" on torch, "Tensors" on a builder graph).  (The scope arguments the shared rules
+check have those rules' kinds, `npuir.dialects.validation`.)"""
 
 
 def _torch_traced() -> bool:
@@ -59,24 +68,23 @@ def _on_torch() -> bool:
     return not building() and "torch" in sys.modules
 
 
-def _report(error: validation.Problem | str) -> None:
-    """Raise a mistake at the user's line, of the rule's kind when a shared rule refused a
-    value (`npuir.dialects.validation`); while a torch trace runs, carry it in the graph.
-    The rules are asked for a verdict, never to raise: dynamo traces this code."""
-    kind, message = (
-        (error[0], error[0].render(error[1])) if isinstance(error, tuple) else (BAD_SCOPE, error)
-    )
+def _report(problem: validation.Problem) -> None:
+    """Raise a mistake (a kind and its arguments: a shared rule's verdict,
+    `npuir.dialects.validation`, or this module's) at the user's line; while a torch trace
+    runs, carry it in the graph.  The rules are asked for a verdict, never to raise: dynamo
+    traces this code."""
+    kind, args = problem
     if _torch_traced():
         from . import _air
 
-        _air.deferred_error(message, kind.code)
+        _air.deferred_error(kind.render(args), kind.code, args)
         return
-    raise fail(message, kind=kind)
+    raise fail(kind, **args)
 
 
 def stream_switch_error(
     stream_tag: object, stream_priority: object, inner: object
-) -> validation.Problem | str | None:
+) -> validation.Problem | None:
     """What is wrong with `npu_stream_switch`'s arguments, or None."""
     problem = validation.stream_tag_problem(stream_tag) or validation.stream_priority_problem(
         stream_priority
@@ -84,7 +92,7 @@ def stream_switch_error(
     if problem is not None:
         return problem
     if not isinstance(inner, bool):
-        return f"enable_inner_parallel must be True or False, got {inner!r}"
+        return INNER_PARALLEL, {"value": repr(inner)}
     return None
 
 
@@ -209,10 +217,10 @@ def npu_wait_tensor(self: Any, dependency: Any) -> Any:
         if _air.is_tensor(self) and _air.is_tensor(dependency):
             return _air.wait_tensor(self, dependency)
         if _air.is_tensor(self) or _air.is_tensor(dependency) or _torch_traced():
-            _report("npu_wait_tensor(self, dependency) takes two torch Tensors")
+            _report((WAIT_ARGUMENTS, {"what": "torch Tensors"}))
             return self
     if not isinstance(self, Tensor) or not isinstance(dependency, Tensor):
-        raise fail("npu_wait_tensor(self, dependency) takes two Tensors", kind=BAD_SCOPE)
+        raise fail(WAIT_ARGUMENTS, what="Tensors")
     return current_graph().wait_tensor(self, dependency)
 
 

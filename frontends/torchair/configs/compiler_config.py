@@ -48,8 +48,50 @@ from npuir.dialects.gear import Policy
 
 from .._errors import fail
 
-BAD_OPTION = Kind("torchair.bad-option")
-"""A CompilerConfig option TorchAir does not have, or a bad value of one."""
+# A CompilerConfig option TorchAir does not have, or a bad value of one:
+# `torchair.bad-option.<what>`; `value` is the value given, as Python writes it (repr).
+UNKNOWN_OPTION = Kind(
+    "torchair.bad-option.unknown", "CompilerConfig has no option '{path}' (options here: {known})"
+)
+"""An option TorchAir does not have; arguments: `path`, `known` (the section's options)."""
+DUMP_TYPE = Kind(
+    "torchair.bad-option.dump-type",
+    'debug.graph_dump.type must be "txt", "pbtxt" or "py", got {value}',
+)
+"""A graph dump type TorchAir does not write; argument: `value`."""
+DUMP_PATH = Kind(
+    "torchair.bad-option.dump-path", "debug.graph_dump.path must be a directory name, got {value}"
+)
+"""A graph dump path that is not a non-empty string; argument: `value`."""
+DUMP_SECTION = Kind(
+    "torchair.bad-option.dump-section",
+    "debug.graph_dump is a section; set debug.graph_dump.type / .path",
+)
+"""`debug.graph_dump` assigned a value instead of its options."""
+SINGLE_STREAM = Kind(
+    "torchair.bad-option.single-stream",
+    "ge_config.enable_single_stream must be True or False, got {value}",
+)
+"""A non-bool `enable_single_stream`; argument: `value`."""
+AICORE_NUM = Kind(
+    "torchair.bad-option.aicore-num",
+    'ge_config.aicore_num must be "A|V" (cube and vector core counts >= 1, either may be '
+    "empty), got {value}",
+)
+"""An `aicore_num` that is not `"A|V"`; argument: `value`."""
+MERGE_POLICY = Kind(
+    "torchair.bad-option.merge-policy",
+    'dynamic_gears_merge_policy must be "zip" or "product", got {value}',
+)
+"""A gear merge policy TorchAir does not have; argument: `value`."""
+BAD_MODE = Kind(
+    "torchair.bad-option.mode", 'mode must be "max-autotune" or "reduce-overhead", got {value}'
+)
+"""A mode TorchAir does not have; argument: `value`."""
+SECTION = Kind(
+    "torchair.bad-option.section", "{name} is a section of CompilerConfig; set its options instead"
+)
+"""A section of CompilerConfig assigned a value; argument: `name`."""
 
 POLICIES: tuple[str, ...] = tuple(Policy)
 MODES = ("max-autotune", "reduce-overhead")
@@ -92,9 +134,7 @@ class _Section:
             _meaningless(path)
         else:
             known = ", ".join(sorted(self._OPTIONS + self._ACCEPTED)) or "none"
-            raise fail(
-                f"CompilerConfig has no option '{path}' (options here: {known})", kind=BAD_OPTION
-            )
+            raise fail(UNKNOWN_OPTION, path=path, known=known)
         super().__setattr__(name, value)
 
     def _check(self, name: str, value: object) -> None:
@@ -113,14 +153,9 @@ class _GraphDump(_Section):
 
     def _check(self, name: str, value: object) -> None:
         if name == "type" and value is not None and value not in DUMP_TYPES:
-            raise fail(
-                f'debug.graph_dump.type must be "txt", "pbtxt" or "py", got {value!r}',
-                kind=BAD_OPTION,
-            )
+            raise fail(DUMP_TYPE, value=repr(value))
         if name == "path" and (not isinstance(value, str) or not value):
-            raise fail(
-                f"debug.graph_dump.path must be a directory name, got {value!r}", kind=BAD_OPTION
-            )
+            raise fail(DUMP_PATH, value=repr(value))
 
 
 class _Debug(_Section):
@@ -135,9 +170,7 @@ class _Debug(_Section):
 
     def _check(self, name: str, value: object) -> None:
         if not isinstance(value, _GraphDump):
-            raise fail(
-                "debug.graph_dump is a section; set debug.graph_dump.type / .path", kind=BAD_OPTION
-            )
+            raise fail(DUMP_SECTION)
 
 
 class _GEConfig(_Section):
@@ -161,10 +194,7 @@ class _GEConfig(_Section):
 
     def _check(self, name: str, value: object) -> None:
         if name == "enable_single_stream" and not isinstance(value, bool):
-            raise fail(
-                f"ge_config.enable_single_stream must be True or False, got {value!r}",
-                kind=BAD_OPTION,
-            )
+            raise fail(SINGLE_STREAM, value=repr(value))
         if name == "aicore_num" and value is not None:
             _parse_aicore_num(value)
 
@@ -185,11 +215,7 @@ def _parse_aicore_num(value: object) -> tuple[int | None, int | None]:
     else:
         if len(counts) == 2 and counts != [None, None]:
             return counts[0], counts[1]
-    raise fail(
-        f'ge_config.aicore_num must be "A|V" (cube and vector core counts >= 1, '
-        f"either may be empty), got {value!r}",
-        kind=BAD_OPTION,
-    )
+    raise fail(AICORE_NUM, value=repr(value))
 
 
 class _InferenceConfig(_Section):
@@ -203,10 +229,7 @@ class _InferenceConfig(_Section):
 
     def _check(self, name: str, value: object) -> None:
         if value not in POLICIES:
-            raise fail(
-                f'dynamic_gears_merge_policy must be "zip" or "product", got {value!r}',
-                kind=BAD_OPTION,
-            )
+            raise fail(MERGE_POLICY, value=repr(value))
 
 
 class _ExperimentalConfig(_Section):
@@ -242,9 +265,7 @@ class CompilerConfig(_Section):
 
     def _check(self, name: str, value: object) -> None:
         if name == "mode" and value not in MODES:
-            raise fail(
-                f'mode must be "max-autotune" or "reduce-overhead", got {value!r}', kind=BAD_OPTION
-            )
+            raise fail(BAD_MODE, value=repr(value))
         sections = {
             "debug": _Debug,
             "ge_config": _GEConfig,
@@ -252,9 +273,7 @@ class CompilerConfig(_Section):
             "experimental_config": _ExperimentalConfig,
         }
         if name in sections and not isinstance(value, sections[name]):
-            raise fail(
-                f"{name} is a section of CompilerConfig; set its options instead", kind=BAD_OPTION
-            )
+            raise fail(SECTION, name=name)
 
     def dynamic_multi_stream(self) -> bool:
         """Whether graphs with dynamic-shape inputs may use several streams

@@ -49,11 +49,31 @@ def test_check_passes_share_one_happens_before(monkeypatch: pytest.MonkeyPatch) 
     assert len(runs) == len(functions) == 1
 
 
+@dataclass(frozen=True)
+class _MayChange(ModulePass):
+    """Changes nothing, but declares nothing preserved (as any pass that rewrites IR)."""
+
+    name = "test-may-change"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        pass
+
+
 def test_a_pass_that_may_change_the_ir_drops_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx, module = _lowered()
     runs = _count_happens_before(monkeypatch)
+    check = build_pipeline("sync-verify")
+    run_passes(ctx, module, [*check, _MayChange(), *check])
+    assert len(runs) == 2  # the pass declares nothing preserved
+
+
+def test_coreset_lower_keeps_the_graph_it_does_not_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """coreset-lower changes the IR, but not a function's program graph unless it rebinds
+    a wait its scopes hid: the seed's graph survives it."""
+    ctx, module = _lowered()
+    runs = _count_happens_before(monkeypatch)
     run_passes(ctx, module, build_pipeline("sync-verify,coreset-lower,sync-verify"))
-    assert len(runs) == 2  # coreset-lower declares nothing preserved
+    assert len(runs) == 1
 
 
 def test_manager_keys_on_the_ir_and_keeps_what_is_preserved() -> None:
@@ -159,10 +179,11 @@ def test_insert_events_hands_on_the_graph_of_what_it_wrote(path: Path) -> None:
 def test_one_run_of_the_seed_reads_no_lowered_function_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """One `npuir-run` of the seed lowers it twice (as written and on one stream); each
-    lowering reads the function's graph from the IR twice (as written, for
-    stream-partition, and partitioned, for insert-events) and never after insert-events:
-    the checks, the simulation and the report share the graph insert-events handed on."""
+    """One `npuir-run` of the seed lowers it three times; each lowering reads the
+    function's graph from the IR once (as written, for stream-partition) and never after:
+    insert-events takes the partitioned graph stream-partition handed on (coreset-lower
+    keeps it), and the checks, the simulation and the report share the lowered graph
+    insert-events handed on."""
     from npuir.analysis import program
     from npuir.tools.run import run
 
@@ -183,5 +204,35 @@ def test_one_run_of_the_seed_reads_no_lowered_function_back(
     monkeypatch.setattr("npuir.driver.run.run_passes", counted_run)
     assert run([str(SEED), "--timing-only"]) == 0
     functions = len([f for f in npuir.load(SEED).ops if isinstance(f, FuncOp)])
-    assert len(lowerings) >= 2
-    assert len(reads) == 2 * functions * len(lowerings)
+    assert len(lowerings) == 3
+    assert len(reads) == functions * len(lowerings) == 3
+
+
+def test_lowered_program_indexes_each_op_at_its_own_node() -> None:
+    """`lowered_program` (what auto's judge simulates) fills `Program.index`: each op of the
+    unlowered program maps to its own node, not to the record or wait placed beside it (the
+    simulator finds a tensor's readers through it, for peak memory)."""
+    from npuir.analysis.events import lowered_program
+    from npuir.analysis.partition import assign
+    from npuir.backends.npu.simulator import simulate
+    from npuir.hardware import PRESETS
+
+    ctx = npuir.make_context()
+    module = npuir.parse_file(ctx, ROOT / "examples" / "multi_branch.mlir")
+    run_passes(ctx, module, build_pipeline("gear-multiversion"))
+    func = scheduled_functions(module)[0]
+    prog = build_program(func)
+    pinned = [None] * len(prog)
+    lowered, origin = lowered_program(prog, assign("engine", prog, pinned, {}, 8))
+    assert any(o < 0 for o in origin)  # it has records and waits (else nothing to check)
+    for n, o in enumerate(origin):
+        if o >= 0:
+            assert lowered.index[prog.ops[o]] == n
+    assert set(lowered.index) == set(prog.ops)
+    # What the passes write and what the judge simulates hold the same memory at the peak.
+    hw = PRESETS["910b2"]
+    written = npuir.parse_file(ctx, ROOT / "examples" / "multi_branch.mlir")
+    run_passes(ctx, written, build_pipeline("stream-partition{mode=engine},insert-events"))
+    read = build_program(scheduled_functions(written)[0], list(module_streams(written)))
+    judged = simulate([lowered], hw).peak_memory_bytes
+    assert judged == simulate([read], hw).peak_memory_bytes > 0

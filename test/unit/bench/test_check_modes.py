@@ -54,7 +54,7 @@ def test_the_harness_finds_collectives_taken_out_of_order(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(partition, "keep_collective_order", unchanged)
     monkeypatch.setattr(auto, "keep_collective_order", unchanged)
-    monkeypatch.setattr(stream_partition, "chain_collectives", lambda func: 0)
+    monkeypatch.setattr(stream_partition, "chain_collectives", lambda func: [])
     report = check_modes.run(0, seeds=[171, 177])
     assert report.outcomes["deadlock"] + report.outcomes["wrong"] + report.outcomes["rejected"] > 0
 

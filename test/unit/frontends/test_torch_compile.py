@@ -106,6 +106,29 @@ def test_scope_ops_survive_dynamo_aot_and_export_in_order() -> None:
     assert seen == {"dynamo": order, "aot": order, "export": order}
 
 
+def test_the_air_ops_exist_whichever_module_is_imported_first() -> None:
+    """`import npuir.torchair` before `import torch` defines the `air::` ops when torch
+    arrives, so a trace (a user's own backend, `torch.export`) finds them: in a fresh
+    process, export the seed's model with nothing else run first."""
+    code = (
+        "import npuir.torchair as tng, sys\n"
+        "assert 'torch' not in sys.modules\n"
+        "import torch\n"
+        "assert all(hasattr(torch.ops.air, n) for n in ('scope_enter', 'scope_exit', "
+        "'wait_tensor'))\n"
+        "class M(torch.nn.Module):\n"
+        "    def forward(self, x, y):\n"
+        "        with tng.scope.npu_stream_switch('1'):\n"
+        "            z = torch.add(x, y)\n"
+        "        return z\n"
+        "ep = torch.export.export(M(), (torch.ones(2), torch.ones(2)))\n"
+        "print(sum(1 for n in ep.graph.nodes if 'air' in str(n.target)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2"]  # scope_enter and scope_exit
+
+
 def test_an_annotated_model_runs_eagerly() -> None:
     xs = _inputs()
     for got, want in zip(Seed()(*xs), (xs[0] + xs[1], xs[2] @ xs[3], xs[2] @ xs[3])):
@@ -218,10 +241,11 @@ def test_config_options_are_checked_at_torchairs_paths() -> None:
     assert config.mode == "max-autotune" and config.debug.graph_dump.path == "."
     with pytest.raises(TorchairError, match=r"'ge_config\.no_such_option'") as caught:
         config.ge_config.no_such_option = 1  # the option is named
-    assert caught.value.diagnostic.kind == "torchair.bad-option"
+    assert caught.value.diagnostic.kind == "torchair.bad-option.unknown"
     with pytest.raises(TorchairError) as caught:
         config.mode = "fast"
-    assert caught.value.diagnostic.kind == "torchair.bad-option"
+    assert caught.value.diagnostic.kind == "torchair.bad-option.mode"
+    assert caught.value.diagnostic.args["value"] == "'fast'"
     with pytest.warns(UserWarning, match="experimental_config.frozen_parameter"):
         config.experimental_config.frozen_parameter = True
     from npuir.torchair.configs.compiler_config import CompilerConfig
@@ -512,19 +536,19 @@ def test_dims_without_gears_are_specialised_to_the_sizes_of_each_call() -> None:
 
 
 @pytest.mark.parametrize(
-    ("gears", "match"),
+    ("gears", "match", "kind"),
     [
-        ({0: [2]}, "between 2 and 100"),
-        ({0: [1, 4]}, "must be >= 2"),
-        ({3: [2, 4]}, r"must be in \[0, 1\]"),
-        ({0: [2.0, 4]}, "list or tuple of ints"),
-        ([2, 4], "must be a dict"),
+        ({0: [2]}, "between 2 and 100", "count"),
+        ({0: [1, 4]}, "must be >= 2", "too-small"),
+        ({3: [2, 4]}, r"must be in \[0, 1\]", "dim"),
+        ({0: [2.0, 4]}, "list or tuple of ints", "not-ints"),
+        ([2, 4], "must be a dict", "not-a-dict"),
     ],
 )
-def test_bad_gears_on_torch_tensors_are_located_errors(gears: Any, match: str) -> None:
+def test_bad_gears_on_torch_tensors_are_located_errors(gears: Any, match: str, kind: str) -> None:
     with pytest.raises(TorchairError, match=rf"^{HERE}:\d+:\d+: error: .*{match}") as caught:
         tng.inference.set_dim_gears(torch.ones(2, 2), gears)
-    assert caught.value.diagnostic.kind == "torchair.bad-gears"
+    assert caught.value.diagnostic.kind == f"torchair.bad-gears.{kind}"
 
 
 def test_a_tensor_gets_one_set_of_gears() -> None:
@@ -533,7 +557,7 @@ def test_a_tensor_gets_one_set_of_gears() -> None:
     tng.inference.set_dim_gears(t, {0: [2, 4]})  # the same again is fine
     with pytest.raises(TorchairError) as caught:
         tng.inference.set_dim_gears(t, {0: [2, 8]})
-    assert caught.value.diagnostic.kind == "torchair.bad-gears"
+    assert caught.value.diagnostic.kind == "torchair.bad-gears.already-set"
 
 
 _ODD = [None, -1, 0, 1, 2, 1.5, "", "x", "1|2", "|", "3|", [], {}, True, 10**30, float("nan")]

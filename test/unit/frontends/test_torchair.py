@@ -463,3 +463,30 @@ def test_building_lowering_and_simulating_never_parse_or_print(
     func = scheduled_functions(module)[0]
     result = simulate([build_program(func, module_streams(module))], load_hardware("910b2"))
     assert result.makespan_ns > 0 and not result.races
+
+
+@pytest.mark.parametrize(
+    ("mistake", "kind"),
+    [
+        (lambda g, x: ops.add(x, 1), "torchair.bad-op-argument.not-a-tensor"),
+        (lambda g, x: ops.slice(x, 5), "torchair.bad-op-argument.dim-range"),
+        (lambda g, x: ops.slice(x, 0, 0, 1, 0), "torchair.bad-op-argument.slice-step"),
+        (lambda g, x: ops.cat([]), "torchair.bad-op-argument.empty-cat"),
+        (lambda g, x: g.input([2], "f99"), "torchair.graph.dtype"),
+        (lambda g, x: g.input([-5], "f16"), "torchair.graph.dim"),
+        (lambda g, x: (g.output(x), g.output(x)), "torchair.graph.outputs-twice"),
+    ],
+)
+def test_builder_mistakes_have_kinds_and_their_facts(mistake: object, kind: str) -> None:
+    """A builder mistake is a located error of its own kind whose message is rendered from
+    the arguments it carries (never `npuir.unclassified`)."""
+    from npuir.diagnostics import kinds
+
+    g = torchair.Graph("f")
+    with g:
+        x = g.input([2, 2], "f16")
+        with pytest.raises(torchair.TorchairError) as caught:
+            mistake(g, x)  # type: ignore[operator]
+    d = caught.value.diagnostic
+    assert d.kind == kind and d.location is not None
+    assert d.message == kinds()[kind].render(d.args)
