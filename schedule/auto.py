@@ -935,7 +935,9 @@ def _polish(
         key = (tuple(order), -1 if under is None else tried.index(under))
         if key not in judges:
             issued = prog if candidate.order is None else permuted(prog, order)
-            judges[key] = Judge(issued, hw, limits, profile, cache, known, under)
+            judges[key] = Judge(
+                issued, hw, limits, profile, cache, known, under, refuse_hazards=True
+            )
         moved = Assignment(candidate.streams, [candidate.stream_of[n] for n in order])
         judged = judges[key]("polish", moved)
         return Judged(judged.name, candidate, judged.makespan, judged.waits, judged.critical)

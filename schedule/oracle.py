@@ -51,6 +51,9 @@ by branch and bound:
   run on the cores it leaves them (`_Search._durations`), per labelling and
   again per order, so a plan that cannot beat the best is not simulated.
 
+A schedule with a hold-and-wait hazard is infeasible, as in `auto`
+(`Judge`'s `refuse_hazards`: `stream-partition` would not keep it).
+
 Ops that are not schedulable (`func.return`, ops outside the `npu` dialect)
 stay on the default stream, as in `auto`; pinned ops are refused.  The cost
 grows as (labellings x classes), about Bell(n + 1) labellings, so the solver
@@ -372,6 +375,7 @@ class _Search:
             self.limits,
             cache=self.cache,
             known_limits=self.known,
+            refuse_hazards=True,
         )
         tried = [self.policy]
         if self.tried:
