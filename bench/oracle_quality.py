@@ -8,18 +8,24 @@ same simulation (`npuir.schedule.auto.Judge`: one rank, mirrored peers).  The re
 graph, auto / optimum, and in all: how many graphs auto solves exactly, how many within 1%, the
 worst and the geometric mean ratio.
 
-With `limits` (`bench/run.py oracle --limits`) the graphs' collectives are aiv-mode (they hold
-vector cores, which core limits act on; `comm_rate` 0.3 so that most graphs have one), `auto`
-is `assign_auto(search_limits=True)` as `stream-partition{mode=auto limits=true}` calls it, judged
-with the limits it chose, and the optimum is `npuir.schedule.oracle.exact_with_limits` (every
-order, stream assignment and core-limit policy on the grid of `npuir.schedule.limits`).  Each
-graph also gives the optimum without limits, so the report shows what the limits are worth.
+With `limits` (`bench/run.py oracle --limits`) the graphs hold cores while they wait, which
+core limits act on: their collectives are aiv-mode (`comm_rate` 0.3 so that most graphs have
+one) and on every other graph a quarter of the matmul and vector ops are `full_core_sync`.
+Each size draws its own graphs (seed `100 * ops + k`: the graphs of one seed and several sizes
+share their first ops); graphs that no limit acts on (no op holds cores while it waits: the
+oracle without limits covers them) are skipped and counted.  `auto` is
+`assign_auto(search_limits=True)` as `stream-partition{mode=auto limits=true}` calls it,
+judged with the limits it chose, and the optimum is `npuir.schedule.oracle.exact_with_limits`
+(every order, stream assignment and core-limit policy on the grid of `npuir.schedule.limits`).
+Each graph also gives `auto` without limits, so the report shows what the limits are worth.
+The summary is also given per size.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from workloads import DagConfig, random_dag
@@ -30,6 +36,7 @@ from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program, build_program
 from npuir.hardware import Hardware, load_hardware
 from npuir.schedule.auto import Judge, assign_auto
+from npuir.schedule.limits import policies
 from npuir.schedule.oracle import exact_schedule, exact_with_limits
 
 HW = "910b2"
@@ -52,19 +59,41 @@ def judged_makespan(prog: Program, assignment: Assignment, hw: Hardware) -> int:
     return Judge(permuted(prog, order), hw, limits)("judged", moved).makespan
 
 
+def _graphs(
+    ops: int, count: int, limits: bool, hw: Hardware
+) -> Iterator[tuple[int, Program | None]]:
+    """`count` graphs of `ops` ops (module docstring) with their seeds; with `limits`, also
+    the graphs drawn on the way that no limit acts on (with None for the program)."""
+    k = found = 0
+    while found < count:
+        seed, cfg = k, DagConfig(ops=ops, rows=256, cols=512)
+        if limits:
+            seed, sync = 100 * ops + k, 0.25 if k % 2 else 0.0
+            cfg = DagConfig(
+                ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv", sync_rate=sync
+            )
+        k += 1
+        text = random_dag(seed, cfg)
+        module = npuir.parse_text(npuir.make_context(), text)
+        prog = build_program(next(op for op in module.ops if isinstance(op, FuncOp)))
+        if limits and not policies(prog, hw):
+            yield seed, None
+            continue
+        found += 1
+        yield seed, prog
+
+
 def run_oracle(sizes: list[int], seeds: int, limits: bool = False) -> dict[str, Any]:
     """`seeds` graphs of each op count in `sizes` (seeds 0.. of random_dag); with `limits`,
     aiv collectives and core limits searched (module docstring)."""
     hw = load_hardware(HW)
     graphs: list[dict[str, Any]] = []
+    skipped = 0
     for ops in sizes:
-        for seed in range(seeds):
-            cfg = DagConfig(ops=ops, rows=256, cols=512)
-            if limits:
-                cfg = DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv")
-            text = random_dag(seed, cfg)
-            module = npuir.parse_text(npuir.make_context(), text)
-            prog = build_program(next(op for op in module.ops if isinstance(op, FuncOp)))
+        for seed, prog in _graphs(ops, seeds, limits, hw):
+            if prog is None:
+                skipped += 1
+                continue
             start = time.perf_counter()
             row: dict[str, Any] = {"ops": ops, "seed": seed}
             if limits:
@@ -72,7 +101,6 @@ def run_oracle(sizes: list[int], seeds: int, limits: bool = False) -> dict[str, 
                 exact = found.exact
                 row["policies"] = found.policies
                 row["optimum_limits"] = None if found.policy is None else found.policy.describe()
-                row["optimum_unlimited_ns"] = exact_schedule(prog, hw).makespan
             else:
                 exact = exact_schedule(prog, hw)
             solve_s = time.perf_counter() - start
@@ -89,17 +117,23 @@ def run_oracle(sizes: list[int], seeds: int, limits: bool = False) -> dict[str, 
             )
             if limits:
                 row["auto_limits"] = len(auto.limits)
+                unlimited = assign_auto(prog, [None] * len(prog), {}, 8, hw)
+                row["auto_unlimited_ns"] = judged_makespan(prog, unlimited, hw)
             graphs.append(row)
+    per_size = {str(ops): _summary([g for g in graphs if g["ops"] == ops]) for ops in sizes}
+    summary = {"hardware": HW, "limits": limits, "graphs": graphs, "per_size": per_size}
+    return summary | {"skipped": skipped} | _summary(graphs)
+
+
+def _summary(graphs: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many of `graphs` auto solves exactly and within 1%, the worst and geomean ratio."""
     ratios = [g["ratio"] for g in graphs]
     return {
-        "hardware": HW,
-        "limits": limits,
-        "graphs": graphs,
         "count": len(graphs),
         "optimal": sum(1 for r in ratios if r <= 1.0),
         "within_1pct": sum(1 for r in ratios if r <= 1.01),
-        "worst": max(ratios),
-        "geomean": math.exp(sum(math.log(r) for r in ratios) / len(ratios)),
+        "worst": max(ratios, default=1.0),
+        "geomean": math.exp(sum(math.log(r) for r in ratios) / max(1, len(ratios))),
     }
 
 
@@ -110,12 +144,19 @@ def print_oracle(result: dict[str, Any]) -> None:
             f"auto {g['auto_ns']:>7} ns, auto/optimum {g['ratio']:.4f} "
             f"({g['schedules']} schedules, {g['solve_s']} s)"
             + (
-                f"; limits: optimum {g['optimum_limits'] or 'none'} "
-                f"(without: {g['optimum_unlimited_ns']} ns), auto limits {g['auto_limits']} ops"
+                f"; limits: optimum {g['optimum_limits'] or 'none'}, auto limits "
+                f"{g['auto_limits']} ops (auto without: {g['auto_unlimited_ns']} ns)"
                 if "policies" in g
                 else ""
             )
         )
+    for ops, size in result["per_size"].items():
+        print(
+            f"{ops} ops: {size['count']} graphs, auto exactly optimal on {size['optimal']}, "
+            f"within 1% on {size['within_1pct']}, worst {size['worst']:.4f}"
+        )
+    if result["skipped"]:
+        print(f"({result['skipped']} graphs drawn on the way skipped: no limit acts on them)")
     print(
         f"{result['count']} graphs: auto exactly optimal on {result['optimal']}, "
         f"within 1% on {result['within_1pct']}, worst {result['worst']:.4f}, "

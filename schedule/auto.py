@@ -248,18 +248,41 @@ class Judge:
         self.judged[digest] = judged
         return judged
 
-    def _simulate(self, name: str, assignment: Assignment) -> Judged:
+    def under_policies(
+        self, name: str, assignment: Assignment, tried: Sequence[LimitPolicy | None]
+    ) -> list[Judged]:
+        """`assignment` judged under each of `tried` (None: no chosen limits) instead of this
+        judge's policy, lowered once for all (the oracle's many policies per schedule).  Not
+        cached: a judgement depends on the policy."""
+        lowering = lowered_program(self.chained, assignment)
+        out: list[Judged] = []
+        for policy in tried:
+            self.trials += 1
+            out.append(self._simulate(name, assignment, policy, lowering))
+        return out
+
+    def _simulate(
+        self,
+        name: str,
+        assignment: Assignment,
+        policy: LimitPolicy | None = None,
+        lowering: tuple[Program, list[int]] | None = None,
+    ) -> Judged:
+        """`assignment` simulated under `policy` (given with `lowering`, its lowered program:
+        see `under_policies`; else this judge's own)."""
+        if lowering is None:
+            policy = self.policy
         chosen: dict[Operation, int] = {}
-        if self.policy is not None:
-            planned = self.policy.limits(self.prog, assignment.stream_of)
+        if policy is not None:
+            planned = policy.limits(self.prog, assignment.stream_of)
             if planned is None:
                 return Judged(name, assignment, INFEASIBLE, 0, [])
             chosen = planned
-        lowered, origin = lowered_program(self.chained, assignment)
+        lowered, origin = lowering or lowered_program(self.chained, assignment)
         limit_fn: LimitFn | None = None
         if self.limits is not None or chosen:
             base_limits, ops, known = self.limits, self.prog.ops, self.known_limits
-            policy_engine = self.policy.engine if self.policy is not None else None
+            policy_engine = policy.engine if policy is not None else None
 
             def limit_fn(p: Program, n: int, engine: str) -> int | None:
                 node = origin[n]
@@ -820,6 +843,14 @@ LIMIT_SEARCHES = 2
 """How many limit policies `_with_limits` runs the whole search under (the best screened)."""
 
 
+_POLISH_ROUNDS = 2
+"""How many times `_with_limits` reorders the polished schedule and polishes it again."""
+
+_POLISH_TRIALS = 4000
+"""At most this many simulations per `_polish` (fewer on bigger graphs: `_SEARCH_OPS` simulated
+ops in all); a graph whose neighbourhood under every policy needs more is not polished."""
+
+
 def _judged(
     prog: Program,
     hw: Hardware,
@@ -903,6 +934,60 @@ def _with_limits(
             if key < best_key:
                 best_key, best = key, (candidate, policy)
     result, chosen = best
+    trials = max(_MIN_TRIALS, min(_MAX_TRIALS, _SEARCH_OPS // max(1, len(prog))))
+    polish = max(_MIN_TRIALS, min(_POLISH_TRIALS, _SEARCH_OPS // max(1, len(prog))))
+    result, chosen = _polish(
+        prog,
+        hw,
+        limits,
+        profile,
+        cache,
+        result,
+        chosen,
+        tried,
+        pinned,
+        max_streams,
+        reserved,
+        polish,
+        reorder,
+    )
+    if reorder and _polishable(prog, pinned, result, tried, polish):
+        # Compound moves: an issue-position move with a stream refinement after it
+        # (`_reorder`), under the polished policy, then the polish again; kept while better.
+        key = _judged(prog, hw, limits, profile, cache, chosen, result).key()
+        for _ in range(_POLISH_ROUNDS):
+            moved = _reorder(
+                prog,
+                hw,
+                limits,
+                profile,
+                cache,
+                result,
+                pinned,
+                max_streams,
+                reserved,
+                polish // 4,
+                chosen,
+            )
+            again = _polish(
+                prog,
+                hw,
+                limits,
+                profile,
+                cache,
+                moved,
+                chosen,
+                tried,
+                pinned,
+                max_streams,
+                reserved,
+                polish,
+                reorder,
+            )
+            again_key = _judged(prog, hw, limits, profile, cache, again[1], again[0]).key()
+            if again_key >= key:
+                break
+            (result, chosen), key = again, again_key
     if chosen is None:
         return result
     counts = chosen.limits(prog, result.stream_of)
@@ -910,6 +995,173 @@ def _with_limits(
     index = {op: n for n, op in enumerate(prog.ops)}
     written = tuple(sorted((index[op], chosen.engine, c) for op, c in counts.items()))
     return dataclasses.replace(result, limits=written)
+
+
+def _polish(
+    prog: Program,
+    hw: Hardware,
+    limits: LimitFn | None,
+    profile: Profile | None,
+    cache: SimCache,
+    result: Assignment,
+    policy: LimitPolicy | None,
+    tried: Sequence[LimitPolicy],
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+    trials: int,
+    reorder: bool,
+) -> tuple[Assignment, LimitPolicy | None]:
+    """The last step of `_with_limits` on small graphs: a local search over streams, issue
+    order and policy together, where the searches before it fix the policy first.
+
+    First the schedule's policy is chosen again among all of `tried` and none.  Then each
+    neighbour (`_neighbours`: another stream made the default one, one op on another stream,
+    two ops of different streams exchanged, one op issued elsewhere: with `reorder` only,
+    as ops in a `coreset.limit` scope keep the written order) is judged under the
+    policy and, when it moves an op some policies hold, under those; when none lowers the
+    key, every neighbour under every other policy (a move may pay only under a limit the
+    schedule has no use for yet: on a generated 7-op graph the optimum puts an all_to_all
+    and a vector op beside another collective, limited to an eighth).  The first change that
+    lowers the key is kept and the scan restarts.  At most `trials` simulations; a graph
+    whose neighbourhood under every policy needs more is left as it is
+    (`_polishable`)."""
+    if not _polishable(prog, pinned, result, tried, trials):
+        return result, policy
+    known: dict[tuple[int, str], int | None] = {}
+    judges: dict[tuple[tuple[int, ...], int], Judge] = {}
+    written = list(range(len(prog)))
+
+    def judge(candidate: Assignment, under: LimitPolicy | None) -> Judged:
+        order = candidate.order if candidate.order is not None else written
+        key = (tuple(order), -1 if under is None else tried.index(under))
+        if key not in judges:
+            issued = prog if candidate.order is None else permuted(prog, order)
+            judges[key] = Judge(
+                issued, hw, limits, profile, cache, known, under, refuse_hazards=True
+            )
+        moved = Assignment(candidate.streams, [candidate.stream_of[n] for n in order])
+        judged = judges[key]("polish", moved)
+        return Judged(judged.name, candidate, judged.makespan, judged.waits, judged.critical)
+
+    best = judge(result, policy)
+    spent, improved = 1, True
+    while improved and spent < trials:
+        improved = False
+        for under in (None, *tried):
+            if under is not policy:
+                spent += 1
+                judged = judge(best.assignment, under)
+                if judged.key() < best.key():
+                    best, policy = judged, under
+        rounds = [None, *(p for p in (None, *tried) if p is not policy)]
+        for i, under in enumerate(rounds):
+            neighbours = _neighbours(prog, best.assignment, pinned, max_streams, reserved, reorder)
+            for candidate, moved in neighbours:
+                unders = [under]
+                if i == 0:  # the policy, and those that hold an op moved
+                    ops = {prog.ops[n] for n in moved}
+                    unders = [policy] + [p for p in tried if p is not policy and p.holders & ops]
+                for each in unders:
+                    if spent >= trials:
+                        break
+                    spent += 1
+                    judged = judge(candidate, each)
+                    if judged.key() < best.key():
+                        best, policy, improved = judged, each, True
+                        break
+                if improved or spent >= trials:
+                    break
+            if improved or spent >= trials:
+                break
+    return best.assignment, policy
+
+
+def _polishable(
+    prog: Program,
+    pinned: Sequence[str | None],
+    result: Assignment,
+    tried: Sequence[LimitPolicy],
+    trials: int,
+) -> bool:
+    """Whether `_polish` can judge every neighbour of `result` under every policy in `trials`
+    (counting every op issued anywhere, an upper bound on the order moves)."""
+    free = sum(
+        1 for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE
+    )
+    streams = len(result.streams)
+    neighbours = free * streams + free * (free - 1) // 2 + streams + free * len(prog)
+    return neighbours * (len(tried) + 1) <= trials
+
+
+def _neighbours(
+    prog: Program,
+    assignment: Assignment,
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+    reorder: bool,
+) -> Iterator[tuple[Assignment, list[int]]]:
+    """`_polish`'s neighbours of `assignment` (indexed by `prog`'s nodes), each with the nodes
+    it moves: another stream made the default one, one op on another stream, two ops of
+    different streams exchanged and, with `reorder`, one op issued anywhere after its last
+    producer (its users, and any collective that would pass an earlier one of its group,
+    issued after it as early as they can: every rank issues each group's collectives in the
+    written order).  Pinned ops and nodes that are not compute ops stay on their stream."""
+    free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
+    for swapped in _default_swaps(prog, assignment, pinned):
+        yield swapped, []
+    for n in free:
+        for target in range(len(assignment.streams) + 1):
+            if target != assignment.stream_of[n]:
+                moved = _move(assignment, [n], target, max_streams, reserved)
+                if moved is not None:
+                    yield dataclasses.replace(moved, order=assignment.order), [n]
+    for i, a in enumerate(free):
+        for b in free[i + 1 :]:
+            if assignment.stream_of[a] != assignment.stream_of[b]:
+                stream_of = list(assignment.stream_of)
+                stream_of[a], stream_of[b] = stream_of[b], stream_of[a]
+                yield dataclasses.replace(assignment, stream_of=stream_of), [a, b]
+    if not reorder:
+        return
+    order = list(assignment.order) if assignment.order is not None else list(range(len(prog)))
+    position = {n: i for i, n in enumerate(order)}
+    seen = {tuple(order)}
+    for n in order:
+        if prog.kind[n] is not NodeKind.COMPUTE:
+            continue
+        low = max((position[p] + 1 for p, _ in prog.deps[n]), default=0)
+        for target in range(low, len(order) - 1):  # the return stays last
+            moved = [m for m in order if m != n]
+            moved.insert(target, n)
+            # Past its users, they follow it (each as early as it can), as do collectives
+            # that would come before an earlier one of their group.
+            moved = keep_collective_order(prog, _topological(prog, moved))
+            if tuple(moved) in seen:
+                continue
+            seen.add(tuple(moved))
+            keep = None if moved == list(range(len(prog))) else moved
+            yield dataclasses.replace(assignment, order=keep), [n]
+
+
+def _topological(prog: Program, wanted: Sequence[int]) -> list[int]:
+    """`prog`'s nodes in a topological order as close to `wanted` as Kahn's algorithm gets
+    by always issuing the ready node that comes first in `wanted`."""
+    position = {n: i for i, n in enumerate(wanted)}
+    users = prog.users()
+    indegree = [len({p for p, _ in deps}) for deps in prog.deps]
+    ready = [(position[n], n) for n in range(len(prog)) if indegree[n] == 0]
+    heapq.heapify(ready)
+    out: list[int] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        out.append(n)
+        for u in set(users[n]):
+            indegree[u] -= 1
+            if indegree[u] == 0:
+                heapq.heappush(ready, (position[u], u))
+    return out
 
 
 def _default_swaps(

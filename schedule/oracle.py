@@ -42,6 +42,18 @@ by branch and bound:
   search stops early when the best found meets `npuir.schedule.bounds`' bound
   of the whole program.
 
+- **Limits.** `exact_with_limits` adds the core-limit policies of
+  `npuir.schedule.limits` (its docstring states the grid) to the same search:
+  a policy's plan depends on the labelling alone, so each labelling is given
+  the policies whose plans are distinct and can act (`_Search._plans`) and
+  every schedule is simulated without limits and under each of them.  A
+  plan's bound lengthens the ops that hold cores while they wait to their
+  run on the cores it leaves them (`_Search._durations`), per labelling and
+  again per order, so a plan that cannot beat the best is not simulated.
+
+A schedule with a hold-and-wait hazard is infeasible, as in `auto`
+(`Judge`'s `refuse_hazards`: `stream-partition` would not keep it).
+
 Ops that are not schedulable (`func.return`, ops outside the `npu` dialect)
 stay on the default stream, as in `auto`; pinned ops are refused.  The cost
 grows as (labellings x classes), about Bell(n + 1) labellings, so the solver
@@ -56,11 +68,11 @@ from dataclasses import dataclass
 
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
-from npuir.backends.npu.simulator import NodeCosts, SimCache
+from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import Hardware
-from npuir.schedule.auto import INFEASIBLE, Judge, LimitFn
+from npuir.schedule.auto import Judge, LimitFn
 from npuir.schedule.bounds import program_bound, shortest_runs
 from npuir.schedule.limits import LimitPolicy, policies
 
@@ -167,9 +179,17 @@ class _Search:
         limits: LimitFn | None,
         prune: bool = True,
         policy: LimitPolicy | None = None,
+        tried: Sequence[LimitPolicy] = (),
     ) -> None:
         self.prog = prog
         self.policy = policy
+        self.tried = list(tried)
+        """With limits (`exact_with_limits`): every schedule is judged under each policy of
+        `tried` that gives its labelling a distinct feasible plan, after no limits."""
+        self.plans: list[tuple[LimitPolicy, list[int], list[int]]] = []
+        """The policies of `tried` that give the current labelling distinct plans, each with
+        its ops' shortest runs under the plan and the tails those give (`_plans`)."""
+        self.best_policy: LimitPolicy | None = None
         self.prune = prune
         """False: simulate every class (the tests count them)."""
         self.hw = hw
@@ -191,8 +211,11 @@ class _Search:
         self.returns = [v for v in range(n) if prog.kind[v] is NodeKind.RETURN]
         self.collective = [isinstance(op, CollectiveOp) for op in prog.ops]
         self.colls = [v for v in range(n) if self.collective[v]]
-        pools = NodeCosts(prog, hw, limits=self.limits, cache=self.cache).pool
-        self.pool = list(pools)  # -1 (no pool) is one more pool
+        costs = NodeCosts(prog, hw, limits=self.limits, cache=self.cache)
+        self.pool = list(costs.pool)  # -1 (no pool) is one more pool
+        self.want = list(costs.want)
+        self.costs = costs
+        self.node_of = {op: v for v, op in enumerate(prog.ops)}
         self.duration = shortest_runs(prog, hw)
         self.event = hw.event_record_ns + hw.event_wait_ns
         self.floor = math.ceil(program_bound(prog, hw).ns)
@@ -217,25 +240,69 @@ class _Search:
         for bound, _, labels, tail in ranked:
             if self.prune and (bound >= self.best_span or self.best_span <= self.floor):
                 return  # the rest are bounded no lower, or nothing beats the whole bound
+            if self.tried:
+                self.plans = self._plans(labels)
             self.labellings += 1
             self._orders(labels, tail, self._state(labels), [])
 
-    def _state(self, labels: list[int]) -> _State:
-        """Nothing placed yet under `labels`."""
+    def _plans(self, labels: list[int]) -> list[tuple[LimitPolicy, list[int], list[int]]]:
+        """The policies of `tried` whose plans for `labels` are feasible, limit some op below
+        what it asks for, differ from each other's (the first of equal plans kept) and whose
+        bound under `labels` is below the best found; each with its ops' shortest runs under
+        the plan and their tails.  A count at or above an op's request is no limit: such
+        plans are the same schedule."""
+        seen: set[frozenset[tuple[int, str, int]]] = set()
+        out: list[LimitPolicy] = []
+        for policy in self.tried:
+            counts = policy.limits(self.prog, labels)
+            if counts is None:
+                continue  # breaks the pair rule under these streams
+            plan = frozenset(
+                (v, policy.engine, count)
+                for op, count in counts.items()
+                for v in [self.node_of[op]]
+                if not (self.pool[v] >= 0 and POOL_ENGINES[self.pool[v]] == policy.engine)
+                or count < self.want[v]
+            )
+            if not plan or plan in seen:
+                continue
+            seen.add(plan)
+            duration = self._durations(plan)
+            tail = self._tails(labels, duration)
+            if self._bound(labels, tail, self._state(labels, duration), duration) < self.best_span:
+                out.append((policy, duration, tail))
+        return out
+
+    def _durations(self, plan: frozenset[tuple[int, str, int]]) -> list[int]:
+        """Per node, no run of it under `plan` is shorter: a node that holds cores while it
+        waits runs exactly on the cores its limit leaves it (`NodeCosts.duration_ns`), the
+        others are bounded by their shortest run whatever their cores."""
+        duration = list(self.duration)
+        for v, _, count in plan:
+            if self.costs.holds_and_waits[v]:
+                cores = min(count, self.want[v])
+                duration[v] = max(duration[v], self.costs.duration_ns(v, cores))
+        return duration
+
+    def _state(self, labels: list[int], duration: list[int] | None = None) -> _State:
+        """Nothing placed yet under `labels` (ops lasting `duration`, by default their
+        shortest runs)."""
+        duration = duration if duration is not None else self.duration
         rest = [0] * (max(labels) + 1)
         for v in range(self.n):
-            rest[labels[v]] += self.duration[v]
+            rest[labels[v]] += duration[v]
         return _State(self.n, len(rest), rest)
 
-    def _tails(self, labels: list[int]) -> list[int]:
-        """Per node, what must follow its end: its longest path of shortest runs (an
-        event on each edge between streams) and the join before the return."""
+    def _tails(self, labels: list[int], duration: list[int] | None = None) -> list[int]:
+        """Per node, what must follow its end: its longest path of shortest runs (or of
+        `duration`; an event on each edge between streams) and the join before the return."""
+        duration = duration if duration is not None else self.duration
         tail = [0] * self.n
         for v in range(self.n - 1, -1, -1):
             best = self.event if labels[v] != DEFAULT_STREAM and self.schedulable[v] else 0
             for u in self.users[v]:
                 cross = self.event if labels[u] != labels[v] else 0
-                best = max(best, cross + self.duration[u] + tail[u])
+                best = max(best, cross + duration[u] + tail[u])
             tail[v] = best
         return tail
 
@@ -243,8 +310,12 @@ class _Search:
         """Whether the completions of the placed ops may beat the best found."""
         return not self.prune or self._bound(labels, tail, state) < self.best_span
 
-    def _bound(self, labels: list[int], tail: list[int], state: _State) -> int:
-        """A lower bound on every completion of the placed ops (module docstring)."""
+    def _bound(
+        self, labels: list[int], tail: list[int], state: _State, duration: list[int] | None = None
+    ) -> int:
+        """A lower bound on every completion of the placed ops (module docstring), the ops
+        lasting at least `duration` (by default their shortest runs)."""
+        duration = duration if duration is not None else self.duration
         bound = max((state.end[v] + tail[v] for v in range(self.n) if state.placed[v]), default=0)
         for s, left in enumerate(state.rest):
             join = self.event if s != DEFAULT_STREAM and left else 0
@@ -253,7 +324,7 @@ class _Search:
         # op with no producer starts at 0.
         for v in range(self.n):
             if not state.placed[v] and not self.deps[v]:
-                bound = max(bound, self.duration[v] + tail[v])
+                bound = max(bound, duration[v] + tail[v])
         return bound
 
     def _orders(self, labels: list[int], tail: list[int], state: _State, order: list[int]) -> None:
@@ -294,8 +365,8 @@ class _Search:
         return True
 
     def _judge(self, order: list[int], labels: list[int]) -> None:
-        """Simulate the schedule; keep it if it is the fastest so far."""
-        self.schedules += 1
+        """Simulate the schedule (with limits: under each of the labelling's plans); keep it
+        if it is the fastest so far."""
         count = max(labels) + 1
         streams = [StreamInfo(f"s{s}", MAIN_TAG if s == 0 else f"x{s}", 0) for s in range(count)]
         judge = Judge(
@@ -304,13 +375,35 @@ class _Search:
             self.limits,
             cache=self.cache,
             known_limits=self.known,
-            policy=self.policy,
+            refuse_hazards=True,
         )
-        span = judge("exact", Assignment(streams, [labels[v] for v in order])).makespan
-        if self.best is None or span < self.best_span:
-            keep = None if order == list(range(self.n)) else list(order)
-            self.best = Assignment(streams, list(labels), keep)
-            self.best_span = span
+        tried = [self.policy]
+        if self.tried:
+            # Under a plan whose bound for this order is no lower than the best, no need.
+            tried = [None] + [
+                policy
+                for policy, duration, tail in self.plans
+                if self._placed_bound(order, labels, duration, tail) < self.best_span
+            ]
+        assignment = Assignment(streams, [labels[v] for v in order])
+        for policy, judged in zip(tried, judge.under_policies("exact", assignment, tried)):
+            self.schedules += 1
+            span = judged.makespan
+            if self.best is None or span < self.best_span:
+                keep = None if order == list(range(self.n)) else list(order)
+                self.best = Assignment(streams, list(labels), keep)
+                self.best_span = span
+                self.best_policy = policy
+
+    def _placed_bound(
+        self, order: list[int], labels: list[int], duration: list[int], tail: list[int]
+    ) -> int:
+        """`_bound` of the whole of `order` placed, the ops lasting `duration`."""
+        state = self._state(labels, duration)
+        for v in order:
+            if self.prog.kind[v] is not NodeKind.RETURN:
+                state.place(v, labels, self.deps, duration, self.event)
+        return self._bound(labels, tail, state, duration)
 
 
 class _State:
@@ -355,22 +448,45 @@ class ExactWithLimits:
     policy: LimitPolicy | None
     """None: the optimum needs no limits."""
     policies: int
-    """Limit policies tried (besides none)."""
+    """Limit policies on the grid (besides none)."""
 
 
 def exact_with_limits(
     prog: Program, hw: Hardware, max_streams: int = 8, limits: LimitFn | None = None
 ) -> ExactWithLimits:
     """The fastest schedule of `prog` over every issue order, stream assignment and core-limit
-    policy `stream-partition{mode=auto limits=true}` may choose
-    (`npuir.schedule.limits.policies`: per holder of cores, or all holders, a half, a quarter
-    or an eighth of the engine on their streams and the rest on the others, seed 003's pair
-    rule kept): `exact_schedule` once without limits and once per policy; ties go to fewer
-    limits.  The cost is (policies + 1) exact solves."""
+    policy `stream-partition{mode=auto limits=true}` may choose.
+
+    The grid (`npuir.schedule.limits.policies`): per engine, for each of the first
+    `MAX_SINGLE_HOLDERS` free ops that hold cores while they wait, and for all of them
+    together, a half, a quarter or an eighth of the engine (`GRID`) on their streams and the
+    rest on the other streams that hold ops the engine's limits act on (seed 003's pair rule
+    kept, its kernel table deciding which ops a limit acts on).
+
+    The grid's other stream count is `total - count` when one other stream holds such ops,
+    else `min(total - count, total // 2)`; on the 910B2's 48 vector cores: 24/24, 12/36 or
+    12/24, 6/42 or 6/24.
+
+    One branch and bound for the whole grid: the canonical labellings and least orders of
+    `exact_schedule` are searched once, every schedule judged without limits and then under
+    each policy that gives its labelling a plan of its own (`_Search._plans`: feasible under
+    the pair rule, limiting some op below what it asks for, unlike every earlier policy's
+    plan, and with a bound below the best); a policy replaces the best only when strictly
+    faster, so ties within a schedule go to no limits.  The bound without limits prunes
+    every policy at once: it holds under any limits, since a limit never makes an op faster
+    than its shortest run.  The cost is about that of `exact_schedule` times the plans per
+    schedule: 7-8-op graphs in seconds to minutes (`bench/run.py oracle --limits`)."""
+    schedulable = [
+        prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
+        for n in range(len(prog))
+    ]
+    if sum(schedulable) > MAX_OPS:
+        raise ValueError(f"{sum(schedulable)} ops: the exact solver takes at most {MAX_OPS}")
+    if any(tag is not None for tag in prog.pinned):
+        raise ValueError("the exact solver assigns every op: the program has pinned ops")
     tried = policies(prog, hw)
-    best = ExactWithLimits(exact_schedule(prog, hw, max_streams, limits), None, len(tried))
-    for policy in tried:
-        found = exact_schedule(prog, hw, max_streams, limits, policy)
-        if found.makespan < best.exact.makespan and found.makespan < INFEASIBLE:
-            best = ExactWithLimits(found, policy, len(tried))
-    return best
+    search = _Search(prog, hw, max(1, max_streams), limits, tried=tried)
+    search.run()
+    assert search.best is not None
+    found = Exact(search.best_span, search.best, search.labellings, search.schedules)
+    return ExactWithLimits(found, search.best_policy, len(tried))

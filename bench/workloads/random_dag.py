@@ -7,7 +7,8 @@ values, sometimes anywhere earlier, so the graph has both long chains and wide f
 Values nobody reads are returned.  Unannotated.  Collectives are sdma by default: aiv
 collectives on several streams of one rank can hold-and-wait on each other's vector cores,
 which is the core-limiting seed's business; `comm_mode="aiv"` makes them so for the oracle's
-core-limit graphs.
+core-limit graphs, and `sync_rate` makes some matmul and vector ops `full_core_sync` (the
+other kind of op that holds cores while it waits).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ class DagConfig:
     comm_mode: str = "sdma"
     """The collectives' mode: "sdma" (no cores) or "aiv" (held vector cores, which core
     limits act on; `bench/run.py oracle --limits` uses it)."""
+    sync_rate: float = 0.0
+    """Probability that a matmul or vector op is `full_core_sync` (it collects all the cores it
+    asks for before it starts and holds them: the other kind of op core limits act on)."""
 
 
 def random_dag(seed: int, cfg: DagConfig | None = None) -> str:
@@ -55,10 +59,17 @@ def random_dag(seed: int, cfg: DagConfig | None = None) -> str:
         used.add(v)
         return v
 
+    def held(attrs: str = "") -> str:
+        """`attrs` with `full_core_sync` added at `sync_rate` (no draw when it is 0, so the
+        graphs without it stay as they were)."""
+        if c.sync_rate <= 0 or rng.random() >= c.sync_rate:
+            return attrs
+        return f"{attrs}, full_core_sync" if attrs else "full_core_sync"
+
     for i in range(c.ops):
         r = rng.random()
         if r < c.cube_rate:
-            out = f.op("matmul", [pick(), rng.choice(weights)], act, stem=f"mm{i}")
+            out = f.op("matmul", [pick(), rng.choice(weights)], act, held(), stem=f"mm{i}")
         elif r < c.cube_rate + c.comm_rate:
             kind, group = rng.choice((("all_reduce", "tp"), ("all_to_all", "ep")))
             attrs = f'group_size = {c.group_size} : i64, group = "{group}", mode = "{c.comm_mode}"'
@@ -66,16 +77,15 @@ def random_dag(seed: int, cfg: DagConfig | None = None) -> str:
         else:
             s = rng.random()
             if s < 0.4:
-                out = f.op(rng.choice(UNARY), [pick()], act, stem=f"v{i}")
+                out = f.op(rng.choice(UNARY), [pick()], act, held(), stem=f"v{i}")
             elif s < 0.85:
                 a, b = pick(), pick()
-                out = f.op(rng.choice(BINARY), [a, b], act, stem=f"v{i}")
+                out = f.op(rng.choice(BINARY), [a, b], act, held(), stem=f"v{i}")
             elif s < 0.93:
-                out = f.op("softmax", [pick()], act, "axis = -1 : i64", stem=f"v{i}")
+                out = f.op("softmax", [pick()], act, held("axis = -1 : i64"), stem=f"v{i}")
             else:
-                out = f.op(
-                    "rms_norm", [pick(), gamma], act, "epsilon = 1.0e-06 : f32", stem=f"v{i}"
-                )
+                norm = held("epsilon = 1.0e-06 : f32")
+                out = f.op("rms_norm", [pick(), gamma], act, norm, stem=f"v{i}")
         values.append(out)
     sinks = [v for v in values[len(inputs) :] if v not in used]
     f.return_(*sinks)

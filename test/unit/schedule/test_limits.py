@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
@@ -21,7 +22,7 @@ from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.hardware import load_hardware
 from npuir.schedule.auto import Judge, assign_auto
 from npuir.schedule.limits import LimitPolicy, LimitSpace, grid, policies
-from npuir.schedule.oracle import exact_schedule, exact_with_limits
+from npuir.schedule.oracle import ExactWithLimits, exact_schedule, exact_with_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
@@ -172,9 +173,10 @@ def test_a_user_limit_that_breaks_the_pair_rule_refuses_the_plan() -> None:
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**31), ops=st.integers(2, 10))
-def test_limits_are_never_slower_and_keep_the_rules(seed: int, ops: int) -> None:
-    text = random_dag(seed, DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv"))
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 10), sync=st.sampled_from([0.0, 0.3]))
+def test_limits_are_never_slower_and_keep_the_rules(seed: int, ops: int, sync: float) -> None:
+    cfg = DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv", sync_rate=sync)
+    text = random_dag(seed, cfg)
     with_limits = _lowered(text, limits=True)  # coreset-check: the pair rule holds
     assert _makespan(with_limits) <= _makespan(_lowered(text, limits=False))
     # Every group's collectives stay in their written order.
@@ -209,3 +211,52 @@ def test_auto_with_limits_is_near_optimal_on_small_graphs() -> None:
         exact += span == best.exact.makespan
     assert exact >= 3
     assert paid >= 2  # not vacuous: on these graphs the optimum needs limits
+
+
+@pytest.mark.parametrize(("ops", "seed"), [(5, 501), (5, 503), (6, 601), (6, 604), (6, 605)])
+def test_auto_with_limits_meets_the_optimum_on_bench_graphs(ops: int, seed: int) -> None:
+    """Graphs of `bench/run.py oracle --limits` (aiv collectives; on odd seeds a quarter of
+    the ops full_core_sync) whose optimum needs limits: auto with limits finds it."""
+    sync = 0.25 if seed % 2 else 0.0
+    cfg = DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv", sync_rate=sync)
+    prog = _prog(random_dag(seed, cfg))
+    best = exact_with_limits(prog, HW)
+    assert best.policy is not None  # not vacuous: the optimum needs limits
+    auto = assign_auto(prog, [None] * len(prog), {}, 8, HW, search_limits=True)
+    assert auto.limits
+    assert _judged(prog, auto) == best.exact.makespan
+
+
+@pytest.mark.parametrize(
+    ("seed", "sync"), [(1, 0.0), (5, 0.0), (0, 0.4), (1, 0.4), (4, 0.4), (7, 0.4)]
+)
+def test_one_search_over_the_grid_finds_the_optimum_of_a_search_per_policy(
+    seed: int, sync: float
+) -> None:
+    """`exact_with_limits` searches the labellings and orders once, each schedule judged
+    under the distinct plans its labelling gives; the optimum is that of one exact search
+    per policy (and one without), on 4-op graphs with aiv collectives and, with `sync`,
+    full_core_sync ops."""
+    cfg = DagConfig(ops=4, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv", sync_rate=sync)
+    prog = _prog(random_dag(seed, cfg))
+    tried = policies(prog, HW)
+    assert tried  # not vacuous: some op holds cores while it waits
+    each = [exact_schedule(prog, HW).makespan]
+    each += [exact_schedule(prog, HW, policy=policy).makespan for policy in tried]
+    found = exact_with_limits(prog, HW)
+    assert found.exact.makespan == min(each)
+    assert found.policies == len(tried)
+    if found.policy is not None:  # the optimum needs its limits
+        assert found.exact.makespan < each[0]
+        assert _judged(prog, _with_plan(prog, found)) == found.exact.makespan
+
+
+def _with_plan(prog: Program, found: ExactWithLimits) -> Assignment:
+    """The oracle's optimum with the limits its policy gives it, as `assign_auto` writes them."""
+    assert found.policy is not None
+    assignment = found.exact.assignment
+    counts = found.policy.limits(prog, assignment.stream_of)
+    assert counts is not None
+    index = {op: n for n, op in enumerate(prog.ops)}
+    written = tuple(sorted((index[op], found.policy.engine, c) for op, c in counts.items()))
+    return Assignment(assignment.streams, assignment.stream_of, assignment.order, written)
