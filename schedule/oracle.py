@@ -142,6 +142,19 @@ def _labellings(
     yield from extend(0, 0)
 
 
+def _check_solvable(prog: Program) -> None:
+    """Raise ValueError unless the exact solver can take `prog`: at most `MAX_OPS`
+    schedulable ops, none pinned (the solver assigns every op)."""
+    schedulable = sum(
+        prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
+        for n in range(len(prog))
+    )
+    if schedulable > MAX_OPS:
+        raise ValueError(f"{schedulable} ops: the exact solver takes at most {MAX_OPS}")
+    if any(tag is not None for tag in prog.pinned):
+        raise ValueError("the exact solver assigns every op: the program has pinned ops")
+
+
 def exact_schedule(
     prog: Program,
     hw: Hardware,
@@ -154,14 +167,7 @@ def exact_schedule(
     schedulable ops or for pinned ops (the solver assigns freely).  With `policy` every
     schedule is judged under that core-limit policy (`exact_with_limits`); the bound stays
     valid, since a limit never makes an op faster than its shortest run."""
-    schedulable = [
-        prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
-        for n in range(len(prog))
-    ]
-    if sum(schedulable) > MAX_OPS:
-        raise ValueError(f"{sum(schedulable)} ops: the exact solver takes at most {MAX_OPS}")
-    if any(tag is not None for tag in prog.pinned):
-        raise ValueError("the exact solver assigns every op: the program has pinned ops")
+    _check_solvable(prog)
     search = _Search(prog, hw, max(1, max_streams), limits, policy=policy)
     search.run()
     assert search.best is not None
@@ -476,14 +482,7 @@ def exact_with_limits(
     every policy at once: it holds under any limits, since a limit never makes an op faster
     than its shortest run.  The cost is about that of `exact_schedule` times the plans per
     schedule: 7-8-op graphs in seconds to minutes (`bench/run.py oracle --limits`)."""
-    schedulable = [
-        prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
-        for n in range(len(prog))
-    ]
-    if sum(schedulable) > MAX_OPS:
-        raise ValueError(f"{sum(schedulable)} ops: the exact solver takes at most {MAX_OPS}")
-    if any(tag is not None for tag in prog.pinned):
-        raise ValueError("the exact solver assigns every op: the program has pinned ops")
+    _check_solvable(prog)
     tried = policies(prog, hw)
     search = _Search(prog, hw, max(1, max_streams), limits, tried=tried)
     search.run()
