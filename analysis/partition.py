@@ -130,7 +130,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -299,6 +299,36 @@ def partitioned_program(
     return out
 
 
+def nearest_topological(
+    prog: Program, wanted: Sequence[int], extra: Iterable[tuple[int, int]] = ()
+) -> list[int]:
+    """`prog`'s nodes in a topological order of its dependences plus the `extra`
+    ``(before, after)`` edges, as close to `wanted` as Kahn's algorithm gets by always
+    issuing the ready node that comes first in `wanted`; an order that already respects
+    them all comes back unchanged.  Nodes on a cycle are left out (fewer nodes return)."""
+    position = {n: i for i, n in enumerate(wanted)}
+    users: list[list[int]] = [[] for _ in prog.ops]
+    indegree = [0] * len(prog.ops)
+    for n, deps in enumerate(prog.deps):
+        for p in {p for p, _ in deps}:
+            users[p].append(n)
+            indegree[n] += 1
+    for before, after in extra:
+        users[before].append(after)
+        indegree[after] += 1
+    ready = [(position[n], n) for n in range(len(prog)) if indegree[n] == 0]
+    heapq.heapify(ready)
+    out: list[int] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        out.append(n)
+        for u in users[n]:
+            indegree[u] -= 1
+            if indegree[u] == 0:
+                heapq.heappush(ready, (position[u], u))
+    return out
+
+
 def keep_collective_order(prog: Program, order: Sequence[int]) -> list[int]:
     """`order` (a topological issue order of `prog`'s nodes, the return last) changed as
     little as possible so that the collectives keep their relative order in `prog`.
@@ -310,29 +340,10 @@ def keep_collective_order(prog: Program, order: Sequence[int]) -> list[int]:
     colls = [n for n, op in enumerate(prog.ops) if isinstance(op, CollectiveOp)]
     if len(colls) < 2:
         return list(order)
-    position = {n: i for i, n in enumerate(order)}
     chosen = set(colls)
     if [n for n in order if n in chosen] == colls:
         return list(order)
-    after: dict[int, int] = {a: b for a, b in itertools.pairwise(colls)}
-    indegree = [len({p for p, _ in deps}) for deps in prog.deps]
-    for b in colls[1:]:
-        indegree[b] += 1
-    users: list[list[int]] = [[] for _ in prog.ops]
-    for n, deps in enumerate(prog.deps):
-        for p in {p for p, _ in deps}:
-            users[p].append(n)
-    ready = [(position[n], n) for n in range(len(prog)) if indegree[n] == 0]
-    heapq.heapify(ready)
-    out: list[int] = []
-    while ready:
-        _, n = heapq.heappop(ready)
-        out.append(n)
-        released = users[n] + ([after[n]] if n in after else [])
-        for u in released:
-            indegree[u] -= 1
-            if indegree[u] == 0:
-                heapq.heappush(ready, (position[u], u))
+    out = nearest_topological(prog, order, itertools.pairwise(colls))
     if len(out) != len(prog):
         raise AssertionError("keep_collective_order: the written order is not topological")
     returns = [n for n in out if prog.kind[n] is NodeKind.RETURN]

@@ -100,6 +100,7 @@ from npuir.analysis.partition import (
     Strategy,
     assign,
     keep_collective_order,
+    nearest_topological,
     permuted,
     with_collective_chain,
 )
@@ -1148,20 +1149,7 @@ def _neighbours(
 def _topological(prog: Program, wanted: Sequence[int]) -> list[int]:
     """`prog`'s nodes in a topological order as close to `wanted` as Kahn's algorithm gets
     by always issuing the ready node that comes first in `wanted`."""
-    position = {n: i for i, n in enumerate(wanted)}
-    users = prog.users()
-    indegree = [len({p for p, _ in deps}) for deps in prog.deps]
-    ready = [(position[n], n) for n in range(len(prog)) if indegree[n] == 0]
-    heapq.heapify(ready)
-    out: list[int] = []
-    while ready:
-        _, n = heapq.heappop(ready)
-        out.append(n)
-        for u in set(users[n]):
-            indegree[u] -= 1
-            if indegree[u] == 0:
-                heapq.heappush(ready, (position[u], u))
-    return out
+    return nearest_topological(prog, wanted)
 
 
 def _default_swaps(
