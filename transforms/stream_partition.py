@@ -127,6 +127,11 @@ _Plan = tuple[FuncOp, Program, Mode, bool, _Planned]
 """A function, its program, the mode it gets, whether tags count, and the assignment."""
 
 
+def _position(wait: tuple[stream.WaitTensorOp, int]) -> int:
+    """Where a `stream.wait_tensor` stands: the issue position of the node it precedes."""
+    return wait[1]
+
+
 class StreamTable:
     """The module's streams by tag: default first, then in order of first use."""
 
@@ -609,7 +614,7 @@ class StreamPartitionPass(ModulePass):
             # The wait stands right before node `after`, behind the waits already there.
             added.append((after, before))
             at = position[after]
-            waits.insert(bisect.bisect_right([p for _, p in waits], at), (wait, at))
+            waits.insert(bisect.bisect_right(waits, at, key=_position), (wait, at))
 
         if mode.places_ops:
             for wait, previous, later in chain_collectives(func):
