@@ -185,6 +185,16 @@ def call_sites(graph: torch.fx.Graph) -> set[tuple[str, int]]:
     return {site for node in graph.nodes for site in _user_frames(node)[:-1]}
 
 
+def _unsupported(node: Any, where: tuple[str, int] | None, reason: str) -> TorchairError:
+    """The error for a node the importer cannot turn into an npu op, at the model's line."""
+    loc = SourceLocation(where[0], where[1], 0) if where else None
+    return TorchairError(
+        Diagnostic.of(
+            "error", UNSUPPORTED_NODE, loc, node=node.name, target=str(node.target), reason=reason
+        )
+    )
+
+
 class _DynamicSize:
     """A size known only at run time (`aten.sym_size.int` of a `?` dim)."""
 
@@ -371,29 +381,10 @@ class _Importer:
                 if not isinstance(node, Pt2Node):
                     raise  # torch checked the graph: a bug of the importer's
                 # A `.pt2` node whose arguments are not what its operator takes.
-                loc = SourceLocation(where[0], where[1], 0) if where else None
-                raise TorchairError(
-                    Diagnostic.of(
-                        "error",
-                        UNSUPPORTED_NODE,
-                        loc,
-                        node=node.name,
-                        target=str(node.target),
-                        reason=f"its arguments are not what the operator takes ({type(exc).__name__})",
-                    )
-                ) from None
+                reason = f"its arguments are not what the operator takes ({type(exc).__name__})"
+                raise _unsupported(node, where, reason) from None
             except UnsupportedOp as exc:
-                loc = SourceLocation(where[0], where[1], 0) if where else None
-                raise TorchairError(
-                    Diagnostic.of(
-                        "error",
-                        UNSUPPORTED_NODE,
-                        loc,
-                        node=node.name,
-                        target=str(node.target),
-                        reason=str(exc),
-                    )
-                ) from None
+                raise _unsupported(node, where, str(exc)) from None
         if self.scopes:
             raise TorchairError(Diagnostic.of("error", UNBALANCED_SCOPE))
         for kind, places in self.opaque.items():
