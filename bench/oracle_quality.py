@@ -44,7 +44,9 @@ HW = "910b2"
 
 def judged_makespan(prog: Program, assignment: Assignment, hw: Hardware) -> int:
     """The makespan `Judge` gives `assignment` (issued in its own order, if it has one), with
-    the core limits it carries (none written in the graph itself)."""
+    the core limits it carries (none written in the graph itself); a schedule with a
+    hold-and-wait hazard is infeasible, as in the oracle (`stream-partition` would not keep
+    it)."""
     chosen = {prog.ops[n]: (engine, count) for n, engine, count in assignment.limits}
 
     def limit(p: Program, n: int, engine: str) -> int | None:
@@ -53,18 +55,19 @@ def judged_makespan(prog: Program, assignment: Assignment, hw: Hardware) -> int:
 
     limits = limit if chosen else None
     if assignment.order is None:
-        return Judge(prog, hw, limits)("judged", assignment).makespan
+        return Judge(prog, hw, limits, refuse_hazards=True)("judged", assignment).makespan
     order = assignment.order
     moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
-    return Judge(permuted(prog, order), hw, limits)("judged", moved).makespan
+    return Judge(permuted(prog, order), hw, limits, refuse_hazards=True)("judged", moved).makespan
 
 
 def _graphs(
-    ops: int, count: int, limits: bool, hw: Hardware
+    ops: int, count: int, limits: bool, hw: Hardware, first: int = 0
 ) -> Iterator[tuple[int, Program | None]]:
-    """`count` graphs of `ops` ops (module docstring) with their seeds; with `limits`, also
-    the graphs drawn on the way that no limit acts on (with None for the program)."""
-    k = found = 0
+    """`count` graphs of `ops` ops (module docstring) with their seeds, the `first` ones
+    left out; with `limits`, also the graphs drawn on the way that no limit acts on (with
+    None for the program)."""
+    k, found = first, 0
     while found < count:
         seed, cfg = k, DagConfig(ops=ops, rows=256, cols=512)
         if limits:
@@ -83,14 +86,17 @@ def _graphs(
         yield seed, prog
 
 
-def run_oracle(sizes: list[int], seeds: int, limits: bool = False) -> dict[str, Any]:
-    """`seeds` graphs of each op count in `sizes` (seeds 0.. of random_dag); with `limits`,
-    aiv collectives and core limits searched (module docstring)."""
+def run_oracle(
+    sizes: list[int], seeds: int, limits: bool = False, first: int = 0
+) -> dict[str, Any]:
+    """`seeds` graphs of each op count in `sizes` (seeds `first`.. of random_dag, with
+    `limits` `100 * ops + first`..); with `limits`, aiv collectives and core limits searched
+    (module docstring)."""
     hw = load_hardware(HW)
     graphs: list[dict[str, Any]] = []
     skipped = 0
     for ops in sizes:
-        for seed, prog in _graphs(ops, seeds, limits, hw):
+        for seed, prog in _graphs(ops, seeds, limits, hw, first):
             if prog is None:
                 skipped += 1
                 continue
@@ -121,7 +127,13 @@ def run_oracle(sizes: list[int], seeds: int, limits: bool = False) -> dict[str, 
                 row["auto_unlimited_ns"] = judged_makespan(prog, unlimited, hw)
             graphs.append(row)
     per_size = {str(ops): _summary([g for g in graphs if g["ops"] == ops]) for ops in sizes}
-    summary = {"hardware": HW, "limits": limits, "graphs": graphs, "per_size": per_size}
+    summary = {
+        "hardware": HW,
+        "limits": limits,
+        "first": first,
+        "graphs": graphs,
+        "per_size": per_size,
+    }
     return summary | {"skipped": skipped} | _summary(graphs)
 
 

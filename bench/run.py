@@ -103,6 +103,9 @@ def main() -> None:
     o.add_argument("--sizes", default="5,6,7,8", help="op counts (the solver takes up to 8)")
     o.add_argument("--seeds", type=int, default=8, help="graphs per op count")
     o.add_argument(
+        "--first", type=int, default=0, help="skip this many seeds (another set of graphs)"
+    )
+    o.add_argument(
         "--limits",
         action="store_true",
         help="aiv collectives; auto limits=true against the optimum over core limits too",
@@ -163,7 +166,7 @@ def main() -> None:
 
         sizes = "4" if args.quick else args.sizes
         seeds = 3 if args.quick else args.seeds
-        result = run_oracle([int(n) for n in sizes.split(",")], seeds, args.limits)
+        result = run_oracle([int(n) for n in sizes.split(",")], seeds, args.limits, args.first)
         printer = print_oracle
     elif args.command == "sim":
         from sim_throughput import print_sim, run_sim

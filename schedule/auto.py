@@ -81,6 +81,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import heapq
+import itertools
 import random
 from array import array
 from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
@@ -112,7 +113,7 @@ from npuir.backends.npu.simulator import (
     SimCache,
     simulate_span,
 )
-from npuir.dialects.npu import NpuOp
+from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import Hardware
 from npuir.progress import progress
@@ -1020,13 +1021,23 @@ def _polish(
     neighbour (`_neighbours`: another stream made the default one, one op on another stream,
     two ops of different streams exchanged, one op issued elsewhere: with `reorder` only,
     as ops in a `coreset.limit` scope keep the written order) is judged under the
-    policy and, when it moves an op some policies hold, under those; when none lowers the
-    key, every neighbour under every other policy (a move may pay only under a limit the
-    schedule has no use for yet: on a generated 7-op graph the optimum puts an all_to_all
-    and a vector op beside another collective, limited to an eighth).  The first change that
-    lowers the key is kept and the scan restarts.  At most `trials` simulations; a graph
-    whose neighbourhood under every policy needs more is left as it is
-    (`_polishable`)."""
+    policy and, when it moves an op some policies hold, under those, and the best of them
+    all is kept if it lowers the key; when none does, every neighbour under every other
+    policy (a move may pay only under a limit the schedule has no use for yet: on a
+    generated 7-op graph the optimum puts an all_to_all and a vector op beside another
+    collective, limited to an eighth), the first change that lowers the key kept.  Then the
+    scan restarts.
+
+    A neighbour that is refused (a hold-and-wait hazard, the pair rule, a deadlock) is
+    judged again with each op it moved issued elsewhere (`_reissued`), the best of those
+    standing for it: the result is hazard-free, yet the search can pass through a stream
+    assignment that is hazard-free only in another order (seed 703 of `bench/run.py oracle
+    --limits`: the optimum's all_to_all, moved beside a `full_core_sync` matmul under a
+    limit of its own, must be issued before the matmul, which then waits for the
+    collective's producer on the other stream).  The best neighbour, not the first, is
+    taken under the schedule's own policies: there the first move that pays (another
+    collective limited) led away from that one.  At most `trials` simulations; a graph
+    whose neighbourhood under every policy needs more is left as it is (`_polishable`)."""
     if not _polishable(prog, pinned, result, tried, trials):
         return result, policy
     known: dict[tuple[int, str], int | None] = {}
@@ -1058,6 +1069,7 @@ def _polish(
         rounds = [None, *(p for p in (None, *tried) if p is not policy)]
         for i, under in enumerate(rounds):
             neighbours = _neighbours(prog, best.assignment, pinned, max_streams, reserved, reorder)
+            found: tuple[Judged, LimitPolicy | None] | None = None
             for candidate, moved in neighbours:
                 unders = [under]
                 if i == 0:  # the policy, and those that hold an op moved
@@ -1068,12 +1080,24 @@ def _polish(
                         break
                     spent += 1
                     judged = judge(candidate, each)
-                    if judged.key() < best.key():
-                        best, policy, improved = judged, each, True
-                        break
-                if improved or spent >= trials:
+                    if judged.makespan == INFEASIBLE and reorder:
+                        for reissued in _reissued(prog, candidate, moved):
+                            if spent >= trials:
+                                break
+                            spent += 1
+                            again = judge(reissued, each)
+                            if again.key() < judged.key():
+                                judged = again
+                    if judged.key() < (best if found is None else found[0]).key():
+                        found = judged, each
+                        if i > 0:
+                            break
+                if (found is not None and i > 0) or spent >= trials:
                     break
-            if improved or spent >= trials:
+            if found is not None:
+                (best, policy), improved = found, True
+                break
+            if spent >= trials:
                 break
     return best.assignment, policy
 
@@ -1127,23 +1151,53 @@ def _neighbours(
     if not reorder:
         return
     order = list(assignment.order) if assignment.order is not None else list(range(len(prog)))
-    position = {n: i for i, n in enumerate(order)}
     seen = {tuple(order)}
     for n in order:
-        if prog.kind[n] is not NodeKind.COMPUTE:
+        if prog.kind[n] is NodeKind.COMPUTE:
+            for moved in _issue_moves(prog, order, n, seen):
+                yield dataclasses.replace(assignment, order=moved), [n]
+
+
+def _reissued(prog: Program, assignment: Assignment, moved: Sequence[int]) -> Iterator[Assignment]:
+    """`assignment` with one of the `moved` nodes issued elsewhere (`_issue_moves`)."""
+    order = list(assignment.order) if assignment.order is not None else list(range(len(prog)))
+    seen = {tuple(order)}
+    for n in moved:
+        for again in _issue_moves(prog, order, n, seen):
+            yield dataclasses.replace(assignment, order=again)
+
+
+def _issue_moves(
+    prog: Program, order: list[int], n: int, seen: set[tuple[int, ...]]
+) -> Iterator[list[int] | None]:
+    """The issue orders with node `n` issued anywhere after its last producer in `order`
+    (None: the written order), each not in `seen` (which gains it).  What `n` needs comes
+    with it: issued earlier than a collective before it (every rank issues the collectives
+    in their written order), `n` takes that collective and its producers along, just before
+    it; issued past its users, they follow it (each as early as it can), as do the
+    collectives after it."""
+    colls = [m for m, op in enumerate(prog.ops) if isinstance(op, CollectiveOp)]
+    earlier = {b: a for a, b in itertools.pairwise(colls)}
+    needs: set[int] = set()
+    stack = [n]
+    while stack:
+        m = stack.pop()
+        for p in [p for p, _ in prog.deps[m]] + ([earlier[m]] if m in earlier else []):
+            if p not in needs:
+                needs.add(p)
+                stack.append(p)
+    position = {m: i for i, m in enumerate(order)}
+    low = max((position[p] + 1 for p, _ in prog.deps[n]), default=0)
+    rest = [m for m in order if m != n]
+    for target in range(low, len(order) - 1):  # the return stays last
+        after = rest[target:]
+        moved = rest[:target] + [m for m in after if m in needs] + [n]
+        moved += [m for m in after if m not in needs]
+        moved = keep_collective_order(prog, _topological(prog, moved))
+        if tuple(moved) in seen:
             continue
-        low = max((position[p] + 1 for p, _ in prog.deps[n]), default=0)
-        for target in range(low, len(order) - 1):  # the return stays last
-            moved = [m for m in order if m != n]
-            moved.insert(target, n)
-            # Past its users, they follow it (each as early as it can), as do collectives
-            # that would come before an earlier one of their group.
-            moved = keep_collective_order(prog, _topological(prog, moved))
-            if tuple(moved) in seen:
-                continue
-            seen.add(tuple(moved))
-            keep = None if moved == list(range(len(prog))) else moved
-            yield dataclasses.replace(assignment, order=keep), [n]
+        seen.add(tuple(moved))
+        yield None if moved == list(range(len(prog))) else moved
 
 
 def _topological(prog: Program, wanted: Sequence[int]) -> list[int]:
