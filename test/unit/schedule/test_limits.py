@@ -4,6 +4,8 @@ with limits than without where a collective holds vector cores, never slower any
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import sys
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from npuir.backends.npu.simulator import simulate
 from npuir.dialects import coreset
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.hardware import load_hardware
-from npuir.schedule.auto import Judge, assign_auto
+from npuir.schedule.auto import INFEASIBLE, Judge, _issue_moves, assign_auto
 from npuir.schedule.limits import LimitPolicy, LimitSpace, grid, policies
 from npuir.schedule.oracle import ExactWithLimits, exact_schedule, exact_with_limits
 
@@ -77,7 +79,8 @@ def _prog(text: str) -> Program:
 
 
 def _judged(prog: Program, assignment: Assignment) -> int:
-    """What the judge gives `assignment` with the limits it carries."""
+    """What the judge gives `assignment` with the limits it carries (`INFEASIBLE` with a
+    hold-and-wait hazard, as the oracle judges it: `stream-partition` would not keep it)."""
     chosen = {prog.ops[n]: (engine, count) for n, engine, count in assignment.limits}
 
     def limit(p: Program, n: int, engine: str) -> int | None:
@@ -85,10 +88,10 @@ def _judged(prog: Program, assignment: Assignment) -> int:
         return given[1] if given is not None and given[0] == engine else None
 
     if assignment.order is None:
-        return Judge(prog, HW, limit)("t", assignment).makespan
+        return Judge(prog, HW, limit, refuse_hazards=True)("t", assignment).makespan
     order = assignment.order
     moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
-    return Judge(permuted(prog, order), HW, limit)("t", moved).makespan
+    return Judge(permuted(prog, order), HW, limit, refuse_hazards=True)("t", moved).makespan
 
 
 def test_limiting_an_aiv_collective_makes_auto_faster() -> None:
@@ -225,6 +228,58 @@ def test_auto_with_limits_meets_the_optimum_on_bench_graphs(ops: int, seed: int)
     auto = assign_auto(prog, [None] * len(prog), {}, 8, HW, search_limits=True)
     assert auto.limits
     assert _judged(prog, auto) == best.exact.makespan
+
+
+def test_a_move_refused_as_issued_is_tried_in_another_issue_order() -> None:
+    """Seed 703 of `bench/run.py oracle --limits` (7 ops, aiv collectives, full_core_sync
+    matmuls): the optimum's streams are hazard-free only in its own issue order (its
+    all_to_all, limited to an eighth beside a full_core_sync matmul, issued before the
+    matmul, which then waits for the collective's producer on the other stream); issued
+    as written, a hold-and-wait hazard refuses them.  Auto's polish issues the op of a
+    refused move elsewhere, and finds the optimum."""
+    cfg = DagConfig(ops=7, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv", sync_rate=0.25)
+    prog = _prog(random_dag(703, cfg))
+    best = exact_with_limits(prog, HW)
+    plan = _with_plan(prog, best)
+    assert plan.order is not None
+    # Not vacuous: the same streams and limits issued as written are refused.
+    assert _judged(prog, dataclasses.replace(plan, order=None)) == INFEASIBLE
+    auto = assign_auto(prog, [None] * len(prog), {}, 8, HW, search_limits=True)
+    assert _judged(prog, auto) == best.exact.makespan
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 9))
+def test_an_issue_move_takes_what_the_op_needs_along(seed: int, ops: int) -> None:
+    """Each order `_issue_moves` gives is topological, keeps the collectives' written order
+    and is new; the earliest one issues the op right after its last producer, with only what
+    it needs (its producers, the collectives before it and theirs) moved ahead of it."""
+    cfg = DagConfig(ops=ops, rows=64, cols=64, comm_rate=0.4, comm_mode="aiv")
+    prog = _prog(random_dag(seed, cfg))
+    written = list(range(len(prog)))
+    colls = [n for n, op in enumerate(prog.ops) if isinstance(op, CollectiveOp)]
+    earlier = {b: a for a, b in itertools.pairwise(colls)}
+    for n in range(len(prog) - 1):
+        seen = {tuple(written)}
+        orders = [o if o is not None else written for o in _issue_moves(prog, written, n, seen)]
+        assert len({tuple(o) for o in orders}) == len(orders)
+        for order in orders:
+            position = {m: i for i, m in enumerate(order)}
+            assert sorted(order) == written and order[-1] == written[-1]
+            assert all(position[p] < position[m] for m in written for p, _ in prog.deps[m])
+            assert [m for m in order if m in colls] == colls
+        needs: set[int] = set()
+        stack = [n]
+        while stack:
+            m = stack.pop()
+            for p in [p for p, _ in prog.deps[m]] + ([earlier[m]] if m in earlier else []):
+                if p not in needs:
+                    needs.add(p)
+                    stack.append(p)
+        low = max((p + 1 for p, _ in prog.deps[n]), default=0)
+        first = written[:low] + sorted(needs - set(written[:low])) + [n]
+        if tuple(first) != tuple(written[: len(first)]):
+            assert orders and orders[0][: len(first)] == first
 
 
 @pytest.mark.parametrize(
