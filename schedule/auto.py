@@ -1036,8 +1036,11 @@ def _polish(
     limit of its own, must be issued before the matmul, which then waits for the
     collective's producer on the other stream).  The best neighbour, not the first, is
     taken under the schedule's own policies: there the first move that pays (another
-    collective limited) led away from that one.  At most `trials` simulations; a graph
-    whose neighbourhood under every policy needs more is left as it is (`_polishable`)."""
+    collective limited) led away from that one.  When no neighbour pays, another stream is
+    made the default one together with one more move (under the schedule's policy): the
+    swap alone costs the joins of the old default stream's ops, which the move can take
+    away (seed 656 of `--first 50`).  At most `trials` simulations; a graph whose
+    neighbourhood under every policy needs more is left as it is (`_polishable`)."""
     if not _polishable(prog, pinned, result, tried, trials):
         return result, policy
     known: dict[tuple[int, str], int | None] = {}
@@ -1099,6 +1102,23 @@ def _polish(
                 break
             if spent >= trials:
                 break
+        if not improved:
+            # Stuck: another stream made the default one and one more move (the swap alone
+            # costs the old default stream's joins; the move can take one away).
+            for swapped in _default_swaps(prog, best.assignment, pinned):
+                more = _neighbours(prog, swapped, pinned, max_streams, reserved, reorder)
+                for candidate, moved in more:
+                    if spent >= trials:
+                        break
+                    if not moved:
+                        continue
+                    spent += 1
+                    judged = judge(candidate, policy)
+                    if judged.key() < best.key():
+                        best, improved = judged, True
+                        break
+                if improved or spent >= trials:
+                    break
     return best.assignment, policy
 
 
