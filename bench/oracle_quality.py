@@ -4,9 +4,10 @@ Each graph is `workloads.random_dag` (cube matmuls, vector ops, sdma all_reduces
 activations so that launch, memory and compute all weigh) of a few ops.  Its optimum over every
 issue order and stream assignment is `npuir.schedule.oracle.exact_schedule`; `auto` is
 `assign_auto` as `stream-partition{mode=auto ignore-tags=true}` calls it; both are judged by the
-same simulation (`npuir.schedule.auto.Judge`: one rank, mirrored peers).  The report gives, per
-graph, auto / optimum, and in all: how many graphs auto solves exactly, how many within 1%, the
-worst and the geometric mean ratio.
+same simulation (`npuir.schedule.auto.Judge`: one rank, mirrored peers, a schedule with a
+hold-and-wait hazard infeasible).  The report gives, per graph, auto / optimum, and in all: how
+many graphs auto solves exactly, how many within 1%, the worst and the geometric mean ratio.
+`--first N` leaves out each size's first N seeds: another set of graphs.
 
 With `limits` (`bench/run.py oracle --limits`) the graphs hold cores while they wait, which
 core limits act on: their collectives are aiv-mode (`comm_rate` 0.3 so that most graphs have

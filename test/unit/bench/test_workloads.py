@@ -154,3 +154,18 @@ def test_ges_modes_are_not_slower_than_one_stream_on_the_moe_decoder() -> None:
     for mode in ("nimble", "minidag"):
         value = span[mode]
         assert value is not None and value <= 1.15 * single, (mode, span)
+
+
+def test_oracle_first_draws_another_set_of_graphs() -> None:
+    """`bench/run.py oracle --first N` leaves out each size's first N seeds (with `--limits`,
+    seeds `100 * ops + k`), so its graphs are others than the default set's."""
+    from oracle_quality import _graphs
+
+    from npuir.hardware import load_hardware
+
+    hw = load_hardware("910b2")
+    assert [seed for seed, _ in _graphs(4, 3, False, hw, first=2)] == [2, 3, 4]
+    default = {seed for seed, _ in _graphs(5, 2, True, hw)}
+    other = [seed for seed, prog in _graphs(5, 2, True, hw, first=50) if prog is not None]
+    assert len(other) == 2 and all(seed >= 550 for seed in other)
+    assert not default & set(other)
