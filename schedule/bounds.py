@@ -186,7 +186,21 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    Quadratic in the program (every node's ancestors), it is made only within
    `CROWDED_BUDGET`; beyond it h and t stay longest paths.
 
-**Launch is charged on one core** elsewhere in the core-time terms (4-6), although an op
+12. **The last op of an engine.**  Some op X of engine e ends last among e's ops, and no
+   earlier than ``E_e = max_theta (theta + max(sum a / C, L + sum q / C))`` over the ops of e
+   whose h is at least theta: they hold a(v) core-nanoseconds inside [theta, X's end] (q(v)
+   after ``theta + L``), the windows of 4 and 10 without their tail.  X has no descendant on
+   e (a descendant holds cores after X has ended, so ends later).  Fix a schedule and its X:
+   term 7's pass, with X's end raised to E_e -- and on a serial engine (9), where every op
+   runs exactly d(v), X's start raised to ``E_e - d(X)`` -- gives every node a bound on its
+   start in that schedule, so the least over the candidates X of the pass's end is a bound.
+   It charges the joins after an engine's busy window: in the seed's model the matmul that
+   ends at the cube's end at best is joined by the return after it, with a wait on the
+   default stream or a record and a wait from its own.  One pass per candidate (the
+   nodes from X on), fewest tail first, stopping at the first that does not beat the other
+   terms; made only within `LAST_OP_BUDGET`.
+
+**Launch is charged on one core** outside term 9 (in 4-6 and 10-12), although an op
 granted all its cores at its start holds them all through its launch: on an engine a mode
 or the program may limit, a limit one below the engine on one op leaves a core on which an
 op of another stream launches meanwhile, and that schedule can beat every schedule without
@@ -194,7 +208,10 @@ limits (`test_bound.py`'s `test_a_core_limit_hides_a_launch_so_the_bound_counts_
 the seed's model, its critical matmul limited to 23 of 24 cube cores -- which breaks seed
 003's pair rule, 23 + 24 > 24, and `coreset-check` refuses it, but the simulator runs it).
 On an engine with ops narrower than it, block dispatch alone staggers launches the same
-way, so term 9 leaves such engines out.
+way, so term 9 leaves such engines out -- and not by a little: beside one two-block matmul,
+ops that ask for the whole cube can start on the two cores it frees while another computes
+on the rest, and a schedule of six such matmuls beats their launches and runs one after
+another (`test_a_narrow_op_lets_the_wide_ones_hide_their_launches`).
 
 Events, launch queues, waiting for peers or for cores, and cores held before a start only
 lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
@@ -207,6 +224,7 @@ cost model only.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -239,6 +257,7 @@ from npuir.schedule.limits import grid
 __all__ = [
     "CROWDED_BUDGET",
     "ENERGETIC_BUDGET",
+    "LAST_OP_BUDGET",
     "MOLDABLE_BUDGET",
     "WINDOW_PAIRS_OPS",
     "LowerBound",
@@ -273,6 +292,10 @@ _LAMBDA_STEPS = 16
 _MIXED_PATHS = 24
 """Term 5 mixes up to 24 more paths into each single-path combination, budget allowing."""
 
+LAST_OP_BUDGET = 3_000_000
+"""Most node, edge and producer-pair visits bound 12 may make (one pass of bound 7 per op
+that may end last on an engine); beyond it the engines left are left out (still valid)."""
+
 _JOIN_FANIN = 32
 """Term 7 weighs the stream choices of a node's producers up to this many (O(k^2))."""
 
@@ -300,6 +323,8 @@ class LowerBound:
     """Bound 6; None when over `ENERGETIC_BUDGET` or when it did not beat the others."""
     joins_ns: int = 0
     """Bound 7: the critical path with the events its joins need."""
+    last_op_ns: dict[str, int] = field(default_factory=dict[str, int])
+    """Per engine: bound 7 after the engine's last op (bound 12), where it beat the others."""
 
     @property
     def plain_ns(self) -> float:
@@ -320,6 +345,7 @@ class LowerBound:
             *self.moldable_ns.values(),
             self.energetic_ns or 0,
             self.joins_ns,
+            *self.last_op_ns.values(),
         )
 
 
@@ -550,6 +576,7 @@ class _Bounder:
         for n in range(n_nodes - 1, -1, -1):
             for p in self.deps[n]:
                 self.tail[p] = max(self.tail[p], self.tail[n] + self.shortest[n])
+        self.compute_nodes = [n for n in range(n_nodes) if prog.kind[n] is NodeKind.COMPUTE]
         self.by_pool: dict[str, list[int]] = {e: [] for e in CORE_ENGINES}
         for n, opts in enumerate(self.opts):
             if opts is not None and opts.pool is not None:
@@ -637,30 +664,47 @@ class _Bounder:
 
     def joins(self) -> int:
         """Bound 7: the critical path with a join's events (module docstring)."""
+        n_nodes = len(self.prog)
+        self.join_start = [0] * n_nodes
+        """Per node, s(v) of bound 7 (kept for bound 12)."""
+        self.join_finish = [0] * n_nodes
+        """Per node, the least end bound 7 gives it: ``s(v) + d(v)``."""
+        return self._join_pass(0, self.join_start, self.join_finish)
+
+    def _join_pass(
+        self, first: int, start: list[int], finish: list[int], raised: tuple[int, int] = (0, 0)
+    ) -> int:
+        """Bound 7's pass over the nodes from `first` on (the earlier ones' `start` and
+        `finish` given), in place; `raised` (bound 12) is a start and an end that node
+        `first` is known to reach.  The largest end among the nodes passed."""
         prog = self.prog
         record, wait = self.hw.event_record_ns, self.hw.event_wait_ns
-        start = [0] * len(prog)
         end = 0
-        ops = [n for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE]
-        for v in range(len(prog)):
+        for v in range(first, len(prog)):
             producers = set(self.deps[v])
             cap = _JOIN_FANIN
             if prog.kind[v] is NodeKind.RETURN:
                 # The return joins the last op of every stream: every op before it.
-                producers.update(n for n in ops if n < v)
+                producers.update(n for n in self.compute_nodes if n < v)
                 cap = _RETURN_FANIN
+            begin = 0
             if producers:
-                finish = {p: start[p] + self.shortest[p] for p in producers}
-                plain = max(finish.values())
+                ends = {p: finish[p] for p in producers}
+                plain = max(ends.values())
                 joined = prog.kind[v] in (NodeKind.COMPUTE, NodeKind.RETURN) and all(
                     prog.kind[p] is NodeKind.COMPUTE for p in producers
                 )
                 if not joined or len(producers) > cap:
-                    start[v] = plain
+                    begin = plain
                 else:
-                    start[v] = max(plain, self._join(start, finish, record, wait))
-            start[v] = max(start[v], self.head[v])  # bound 11's heads are starts' bounds too
-            end = max(end, start[v] + self.shortest[v])
+                    begin = max(plain, self._join(start, ends, record, wait))
+            begin = max(begin, self.head[v])  # bound 11's heads are starts' bounds too
+            done = begin + self.shortest[v]
+            if v == first:
+                begin = max(begin, raised[0])
+                done = max(done, begin + self.shortest[v], raised[1])
+            start[v], finish[v] = begin, done
+            end = max(end, done)
         return end
 
     def _join(self, start: list[int], finish: dict[int, int], record: int, wait: int) -> int:
@@ -689,6 +733,81 @@ class _Bounder:
             cross = released + wait if released is not None else 0
             best = min(best, max(cross, serial))
         return best
+
+    # -- bound 12 -------------------------------------------------------------------------
+
+    def engine_end(self, e: str) -> int:
+        """A least end for the op of engine `e` that ends last (bound 12): the windows of 4
+        and 10 without a tail, over the ops whose head is at least each threshold."""
+        cores, launch = self.hw.cores(e), self.hw.launch_ns
+        best = 0
+        energy = after = 0
+        order = sorted(self.by_pool[e], key=lambda n: -self.head[n])
+        for i, n in enumerate(order):
+            energy += self.core_time[n]
+            after += self.after_launch[n]
+            if i + 1 < len(order) and self.head[order[i + 1]] == self.head[n]:
+                continue  # take every op at this threshold before measuring
+            spread = max(_ceil_div(energy, cores), launch + _ceil_div(after, cores))
+            best = max(best, self.head[n] + spread)
+        return best
+
+    def last_candidates(self, e: str) -> list[int]:
+        """The ops of engine `e` that may end last among its ops: those without a
+        descendant on `e` (a descendant holds cores and so ends later), fewest tail first."""
+        n_nodes = len(self.prog)
+        on_engine = [False] * n_nodes
+        for n in self.by_pool[e]:
+            on_engine[n] = True
+        below = [False] * n_nodes  # some descendant is on e
+        for v in range(n_nodes - 1, -1, -1):
+            if on_engine[v] or below[v]:
+                for p in self.deps[v]:
+                    below[p] = True
+        return sorted((n for n in self.by_pool[e] if not below[n]), key=lambda n: self.tail[n])
+
+    def join_cost(self) -> int:
+        """Node, edge and producer-pair visits of one pass of bound 7."""
+        cost = 0
+        for v in range(len(self.prog)):
+            fanin = len(self.deps[v])
+            if self.prog.kind[v] is NodeKind.RETURN:
+                fanin = max(fanin, min(len(self.compute_nodes), _RETURN_FANIN))
+            cost += 1 + fanin + (fanin * fanin if fanin <= _RETURN_FANIN else 0)
+        return cost
+
+    def last_on_engine(self, known: int) -> dict[str, int]:
+        """Bound 12 per engine where it beats `known` (a valid bound): the least over the
+        ops that may end last on the engine of bound 7 with that op's end raised to the
+        engine's (`joins` must have run)."""
+        out: dict[str, int] = {}
+        per_pass = self.join_cost()
+        spent = 0
+        for e, nodes in self.by_pool.items():
+            if not nodes:
+                continue
+            candidates = self.last_candidates(e)
+            spent += len(candidates) * per_pass
+            if spent > LAST_OP_BUDGET:
+                break
+            engine_end = self.engine_end(e)
+            serial = e in self.serial
+            prefix = [0]
+            for f in self.join_finish:
+                prefix.append(max(prefix[-1], f))
+            least: int | None = None
+            for x in candidates:
+                # On a serial engine every op runs exactly d(v) (9): x starts that much
+                # before the engine's end.
+                lift = (engine_end - self.shortest[x] if serial else 0, engine_end)
+                start, finish = list(self.join_start), list(self.join_finish)
+                end = max(prefix[x], self._join_pass(x, start, finish, lift))
+                least = end if least is None else min(least, end)
+                if least <= known:
+                    break
+            if least is not None and least > known:
+                out[e] = least
+        return out
 
     def arithmetic_terms(self) -> tuple[dict[str, float], dict[str, float]]:
         """Bounds 2 and 3, per engine with arithmetic."""
@@ -981,6 +1100,7 @@ def program_bound(prog: Program, hw: Hardware, crowded: bool = True) -> LowerBou
             )
     affordable = [e for e in sets if b.energetic_cost(e) <= ENERGETIC_BUDGET]
     bound.energetic_ns = b.energetic(int(bound.ns), affordable)
+    bound.last_op_ns = b.last_on_engine(math.ceil(bound.ns))
     return bound
 
 
