@@ -94,8 +94,22 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    argument needs.)  If the energies of e's ops in some interval exceed ``C * (t2 - t1)``,
    no schedule has makespan M -- or less, the test being made on the integer M.  The bound
    is one more than the largest M found impossible by a search upward from the other terms,
-   over the intervals whose ends are releases, deadlines and r + d(v), D - d(v).  Every M
+   over the intervals whose ends are releases, deadlines, r + d(v), D - d(v) and, for an op
+   whose blocks no mode changes, its later blocks' earliest end ``r + L + b`` and latest
+   start ``D - b`` (the ends of their compulsory parts).  Every M
    proven impossible is a sound bound on its own, so the search needs no monotonicity.
+
+   Before the energies, *compulsory parts* tighten releases and deadlines.  Take an op u
+   with one option that holds every core: a rigid C-core piece of length p (then u holds
+   every core over ``[D - p, r + p]``), or C blocks of length b with ``D - r < L + 2b`` (no
+   core can run two of them, so each core runs one, computing inside ``[r + L, D]``, and
+   every core is u's over ``[D - b, r + L + b]``).  No other op's piece overlaps that
+   interval [k1, k2]: an op whose first piece (held from its start, its shortest over its
+   options) cannot end by k1 from its release starts at k2 or later, and one none of whose
+   pieces can start at k2 and end by its deadline ends by k1.  Repeated while something
+   changes; an op left without room makes M impossible.  It is the one-core-per-block
+   argument the energies (cores as a continuous resource) miss: two ops that each need the
+   whole engine within windows too short for two rounds of blocks run one after the other.
    The test costs ``intervals x options`` per op; it is made on the engines where that stays
    within `ENERGETIC_BUDGET` (a few dozen ops), and leaving an engine out keeps the bound
    valid, only looser.
@@ -154,6 +168,9 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    cores for ``d(v) = L + b(C)``: its only option is one rigid C-core piece of that length
    (energy ``C d(v)``), and terms 4-6 use it -- the window of 4 becomes
    ``min_S h + sum_S d(v) + min_S t``, e's ops one after another.
+   On an engine that meets the first two conditions only (no mode limits it, some op is
+   narrower than it), each ordinary op still runs exactly ``min(par, C)`` blocks: that is
+   its only option (`unlimited_engines`).
 
 10. **Core-time after the launches.**  An op computes on its cores only after its own
    launch: an ordinary op's every block runs its ``b(B)`` after ``s + L`` (blocks dispatched
@@ -268,6 +285,7 @@ __all__ = [
     "program_bound",
     "serial_engines",
     "shortest_runs",
+    "unlimited_engines",
 ]
 
 MOLDABLE_BUDGET = 2_000_000
@@ -480,6 +498,13 @@ def least_aiv_cores(hw: Hardware) -> int:
 def serial_engines(prog: Program, hw: Hardware) -> set[str]:
     """The engines bound 9 takes as running one op at a time on all their cores: no mode
     limits them and each of their ops asks for every core (module docstring)."""
+    return unlimited_engines(prog, hw, narrow=False)
+
+
+def unlimited_engines(prog: Program, hw: Hardware, narrow: bool = True) -> set[str]:
+    """The engines no mode limits (bound 9's first two conditions): every ordinary op of
+    them runs exactly ``min(par, C)`` blocks.  With `narrow` false, only those whose every
+    op asks for every core (bound 9's serial engines)."""
     ops = [op for n, op in enumerate(prog.ops) if prog.kind[n] is NodeKind.COMPUTE]
     module = ops[0].get_toplevel_object() if ops else None
     if not isinstance(module, ModuleOp):
@@ -512,8 +537,8 @@ def serial_engines(prog: Program, hw: Hardware) -> set[str]:
                 configured = limits.configured(op, engine)
             except KeyError:
                 configured = True  # not resolved: take it as limited
-            narrow = parallelism(hw, op_work(op, hw)) < hw.cores(engine)
-            if configured or narrow:
+            below = parallelism(hw, op_work(op, hw)) < hw.cores(engine)
+            if configured or (below and not narrow):
                 engines.discard(engine)
     return engines
 
@@ -548,6 +573,8 @@ class _Bounder:
         self.arithmetic = [0.0] * n_nodes
         memo: dict[tuple[OpWork, bool, bool, int | None, bool], _Options] = {}
         written = _written_counts(prog, hw)
+        unlimited = unlimited_engines(prog, hw)
+        """Engines no mode limits: an ordinary op runs ``min(par, C)`` blocks (9)."""
         self.serial = serial_engines(prog, hw)
         """Bound 9's engines: every op of each runs alone on all its cores."""
         for n, op in enumerate(prog.ops):
@@ -557,6 +584,8 @@ class _Bounder:
             accum = op.full_core_sync and work.engine != "comm"
             count = written.get(op)
             alone = work.engine in self.serial
+            if count is None and not accum and work.engine in unlimited:
+                count = hw.cores(work.engine)  # its only option: min(par, C) blocks (9)
             key = (work, accum, runs_without_task(op), count, alone)
             opts = memo.get(key)
             if opts is None:
@@ -996,13 +1025,77 @@ class _Bounder:
     def energetic_cost(self, e: str) -> int:
         """Op-option-interval evaluations of one test of bound 6 on engine `e`."""
         nodes = self.by_pool[e]
-        points = 3 * len(nodes)
+        points = 5 * len(nodes)
         options = 0
         for n in nodes:
             opts = self.opts[n]
             assert opts is not None
             options += sum(len(o.pieces) for o in opts.options)
         return points * points * options
+
+    def _keep_out(
+        self, nodes: list[int], release: np.ndarray, deadline: np.ndarray, cores: int
+    ) -> bool:
+        """Bound 6's compulsory parts (module docstring): tighten `release` and `deadline`
+        in place around the intervals where an op holds every core in any schedule; False
+        when some op is left no room."""
+        launch = self.hw.launch_ns
+        first = [0] * len(nodes)  # the shortest first piece over the op's options
+        last = [0] * len(nodes)  # the shortest piece
+        for i, n in enumerate(nodes):
+            opts = self.opts[n]
+            assert opts is not None
+            first[i] = min(o.pieces[0][1] for o in opts.options)
+            last[i] = min(p for o in opts.options for _, p in o.pieces)
+        full: list[tuple[int, int, int, bool]] = []  # (node index, block, width, blocks)
+        for i, n in enumerate(nodes):
+            opts = self.opts[n]
+            assert opts is not None
+            if len(opts.options) != 1:
+                continue
+            pieces = opts.options[0].pieces
+            if len(pieces) == 1 and pieces[0][0] == cores:
+                full.append((i, pieces[0][1], pieces[0][1], False))
+            elif len(pieces) == 2 and 1 + pieces[1][0] == cores:
+                full.append((i, pieces[1][1], launch + pieces[1][1], True))
+        for _ in range(len(full) + 1):
+            changed = False
+            for i, block, span, blocks in full:
+                r, dl = int(release[i]), int(deadline[i])
+                if blocks and dl - r >= launch + 2 * block:
+                    continue  # a core may run two of its blocks: no part is compulsory
+                k1, k2 = dl - block, r + span
+                if k1 >= k2:
+                    continue
+                for j in range(len(nodes)):
+                    if j == i:
+                        continue
+                    if first[j] and release[j] < k2 and release[j] + first[j] > k1:
+                        release[j] = k2  # its first block cannot end before k1
+                        changed = True
+                    if last[j] and deadline[j] > k1 and deadline[j] - last[j] < k2:
+                        deadline[j] = k1  # none of its blocks can start after k2
+                        changed = True
+                    if release[j] + self.shortest[nodes[j]] > deadline[j]:
+                        return False
+            if not changed:
+                break
+        return True
+
+    def _piece_ends(self, nodes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Per op of `nodes` with one option of two pieces (an ordinary op on more than one
+        block whose count no mode changes), its later blocks' earliest end after the op's
+        release (launch and block) and their length; 0 and 0 for the others."""
+        launch = self.hw.launch_ns
+        early = np.zeros(len(nodes), dtype=np.int64)
+        late = np.zeros(len(nodes), dtype=np.int64)
+        for i, n in enumerate(nodes):
+            opts = self.opts[n]
+            assert opts is not None
+            if len(opts.options) == 1 and len(opts.options[0].pieces) == 2:
+                block = opts.options[0].pieces[1][1]
+                early[i], late[i] = launch + block, block
+        return early, late
 
     def impossible(self, makespan: int, engines: list[str]) -> bool:
         """Whether the energetic test (bound 6) on `engines` shows that no schedule ends by
@@ -1015,7 +1108,19 @@ class _Bounder:
             shortest = np.array([self.shortest[n] for n in nodes], dtype=np.int64)
             if np.any(release + shortest > deadline):
                 return True
-            inner = np.concatenate([release + shortest, deadline - shortest])
+            if not self._keep_out(nodes, release, deadline, self.hw.cores(e)):
+                return True
+            # Where a piece ends when pushed earliest and starts when pushed latest: its
+            # compulsory part's ends (an ordinary op's later blocks after its launch).
+            early_end, late_start = self._piece_ends(nodes)
+            inner = np.concatenate(
+                [
+                    release + shortest,
+                    deadline - shortest,
+                    release + early_end,
+                    deadline - late_start,
+                ]
+            )
             t1 = np.unique(np.concatenate([release, inner]))[:, None]
             t2 = np.unique(np.concatenate([deadline, inner]))[None, :]
             width = np.maximum(t2 - t1, 0)

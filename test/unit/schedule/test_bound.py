@@ -882,3 +882,104 @@ def test_no_limit_policy_gives_an_aiv_collective_fewer_cores_than_the_bound_take
         for op, count in (counts or {}).items():
             if isinstance(op, CollectiveOp) and op.uses_vector_cores:
                 assert count >= least, (policy.describe(), count)
+
+
+LINE = "tensor<1x1000xf16>"
+"""An exp of it, or a matmul of it with a `SQUARE` weight, asks for one core."""
+
+
+def _wide_narrow_graph(seed: int, ops: int) -> str:
+    """A random graph of ops that ask for every core (matmuls, exps and adds of `SQUARE`
+    values) and ops that ask for one (the same on `LINE` values), no limit anywhere: no
+    mode limits either engine, so every op runs its parallelism's blocks (term 9), and the
+    narrow ops keep the engines from being serial."""
+    rng = random.Random(seed)
+    big, line = ["%x"], ["%r"]
+    lines = [f"func.func @g(%x: {SQUARE}, %r: {LINE}, %w: {SQUARE}) -> ({SQUARE}, {LINE}) {{"]
+    for i in range(ops):
+        kind = rng.random()
+        if kind < 0.3:
+            src, ty = rng.choice(big), SQUARE
+            lines.append(f"  %v{i} = npu.matmul {src}, %w : ({ty}, {SQUARE}) -> {ty}")
+        elif kind < 0.45:
+            src, ty = rng.choice(line), LINE
+            lines.append(f"  %v{i} = npu.matmul {src}, %w : ({ty}, {SQUARE}) -> {ty}")
+        elif kind < 0.85:
+            ty = SQUARE if kind < 0.7 else LINE
+            src = rng.choice(big if ty == SQUARE else line)
+            lines.append(f"  %v{i} = npu.exp {src} : ({ty}) -> {ty}")
+        else:
+            ty = SQUARE
+            a, b = rng.choice(big), rng.choice(line)
+            lines.append(f"  %v{i} = npu.add {a}, {b} : ({SQUARE}, {LINE}) -> {SQUARE}")
+        (big if ty == SQUARE else line).append(f"%v{i}")
+    lines.append(f"  func.return {big[-1]}, {line[-1]} : {SQUARE}, {LINE}\n}}")
+    return "\n".join(lines)
+
+
+@settings(max_examples=16, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31), ops=st.integers(2, 6), slow=st.booleans())
+def test_the_bound_never_exceeds_the_exact_optimum_of_wide_and_narrow_graphs(
+    seed: int, ops: int, slow: bool
+) -> None:
+    """Bound 6's compulsory parts and the unlimited engines' one option, against the exact
+    optimum (found without the bound) on 910B2 and on `tiny` with a 2 us launch."""
+    hw = SLOW_LAUNCH if slow else HW
+    prog = _program(_wide_narrow_graph(seed, ops))
+    bound = lower_bound(prog, hw)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(oracle, "program_bound", lambda p, h: LowerBound(0, {}))
+        optimum = exact_schedule(prog, hw).makespan
+    assert bound.ns <= optimum, (bound, optimum)
+
+
+def test_an_op_that_holds_every_core_keeps_the_others_out_of_its_compulsory_part(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two matmuls that ask for every cube core beside one that asks for one core (so the
+    cube is not serial): within windows too short for two rounds of blocks each runs one
+    block on every core, and the second cannot start its first block inside the first's
+    compulsory part.  Bound 6 with compulsory parts is above the bound without them, and
+    below the exact optimum and every mode."""
+    text = (
+        f"func.func @g(%x: {SQUARE}, %r: {LINE}, %w: {SQUARE}) -> ({SQUARE}, {LINE}) {{\n"
+        f"  %a = npu.add %x, %r : ({SQUARE}, {LINE}) -> {SQUARE}\n"
+        f"  %m = npu.matmul %a, %w : ({SQUARE}, {SQUARE}) -> {SQUARE}\n"
+        f"  %n = npu.matmul %r, %w : ({LINE}, {SQUARE}) -> {LINE}\n"
+        f"  %k = npu.matmul %x, %w : ({SQUARE}, {SQUARE}) -> {SQUARE}\n"
+        f"  func.return %k, %n : {SQUARE}, {LINE}\n}}"
+    )
+    prog = _program(text)
+    assert "cube" in bounds.unlimited_engines(prog, HW)
+    assert "cube" not in bounds.serial_engines(prog, HW)
+    bound = lower_bound(prog, HW)
+    assert bound.energetic_ns is not None and bound.ns == bound.energetic_ns
+    with monkeypatch.context() as patch:
+        patch.setattr(bounds._Bounder, "_keep_out", lambda self, *args: True)
+        assert lower_bound(prog, HW).ns < bound.ns
+    assert bound.ns <= _exact(prog, monkeypatch)
+    assert bound.ns <= min(_spans(text, HW, (*ALL_MODES, "auto:nolimits")))
+
+
+def test_an_engine_no_mode_limits_runs_each_op_on_its_parallelism() -> None:
+    """On an unlimited engine that is not serial (a narrow matmul beside a wide one), each
+    ordinary op's only option is its parallelism in blocks, so its shortest run is its run
+    on that many blocks, launch included; with a limit written anywhere on the engine it
+    keeps every block count a limit may give it."""
+    wide, narrow = f"({SQUARE}, {SQUARE}) -> {SQUARE}", f"({LINE}, {SQUARE}) -> {LINE}"
+    body = (
+        f"  %n = npu.matmul %r, %w : {narrow}\n"
+        f"  %k = npu.matmul %x, %w : {wide}\n"
+        f"  func.return %k, %n : {SQUARE}, {LINE}\n}}"
+    )
+    head = f"func.func @g(%x: {SQUARE}, %r: {LINE}, %w: {SQUARE}) -> ({SQUARE}, {LINE}) {{\n"
+    prog = _program(head + body)
+    matmul = prog.ops[1]
+    assert isinstance(matmul, NpuOp) and "cube" in bounds.unlimited_engines(prog, HW)
+    work = op_work(matmul, HW)
+    cores = HW.cores("cube")
+    alone = HW.launch_ns + duration_ns(HW, work, cores, static_hbm_share(HW, "cube", cores))
+    assert bounds.shortest_runs(prog, HW)[1] == alone
+    limited = _program('coreset.stream_limit "x" cube 12\n' + head + body)
+    assert "cube" not in bounds.unlimited_engines(limited, HW)
+    assert bounds.shortest_runs(limited, HW)[1] <= alone
