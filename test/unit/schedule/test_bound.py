@@ -983,3 +983,36 @@ def test_an_engine_no_mode_limits_runs_each_op_on_its_parallelism() -> None:
     limited = _program('coreset.stream_limit "x" cube 12\n' + head + body)
     assert "cube" not in bounds.unlimited_engines(limited, HW)
     assert bounds.shortest_runs(limited, HW)[1] <= alone
+
+
+def test_a_narrow_op_lets_the_wide_ones_hide_their_launches() -> None:
+    """Why the core-time terms charge launch on one core on an engine with a narrow op,
+    even where no mode limits it: one matmul of two blocks beside six that ask for every
+    cube core.  With the streams and priorities below, wide matmuls start on the two cores
+    the narrow one (or another's last blocks) frees while a third computes on the rest,
+    and the seven end before the six wide ones could run one after another with their
+    launches on every core.  The bound stays below that schedule."""
+    act, thin = "tensor<256x2048xf16>", "tensor<256x64xf16>"
+    widths = (8192, 4096, 2048, 2048, 2048, 2048)
+    args = ", ".join(f"%w{i}: tensor<2048x{n}xf16>" for i, n in enumerate(widths))
+    outs = [thin] + [f"tensor<256x{n}xf16>" for n in widths]
+    lines = [f"func.func @g(%x: {act}, %a: tensor<2048x64xf16>, {args}) -> ({', '.join(outs)}) {{"]
+    lines.append(f"  %n = npu.matmul %x, %a : ({act}, tensor<2048x64xf16>) -> {thin}")
+    for i, n in enumerate(widths):
+        weight = f"tensor<2048x{n}xf16>"
+        lines.append(f"  %m{i} = npu.matmul %x, %w{i} : ({act}, {weight}) -> {outs[i + 1]}")
+    names = ", ".join(["%n"] + [f"%m{i}" for i in range(len(widths))])
+    lines.append(f"  func.return {names} : {', '.join(outs)}\n}}")
+    prog = _program("\n".join(lines))
+    assert "cube" in bounds.unlimited_engines(prog, HW)
+    assert "cube" not in bounds.serial_engines(prog, HW)
+    runs = bounds.shortest_runs(prog, HW)
+    one_after_another = sum(runs[1 : 1 + len(widths)])  # each with launch on every core
+    priorities = (2, 0, 3, 2, 0, 1)
+    streams = [StreamInfo("s0", MAIN_TAG, priorities[0])] + [
+        StreamInfo(f"s{i}", f"t{i}", p) for i, p in enumerate(priorities) if i
+    ]
+    plan = Assignment(streams, [1, 3, 1, 0, 1, 5, 3, 0], [6, 1, 0, 4, 2, 3, 5, 7])
+    staggered = Judge(prog, HW, None)("staggered", plan)
+    assert staggered.makespan < one_after_another
+    assert lower_bound(prog, HW).ns <= staggered.makespan
