@@ -107,9 +107,10 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    interval [k1, k2]: an op whose first piece (held from its start, its shortest over its
    options) cannot end by k1 from its release starts at k2 or later, and one none of whose
    pieces can start at k2 and end by its deadline ends by k1.  Repeated while something
-   changes; an op left without room makes M impossible.  It is the one-core-per-block
-   argument the energies (cores as a continuous resource) miss: two ops that each need the
-   whole engine within windows too short for two rounds of blocks run one after the other.
+   changes (at most `_KEEP_OUT_ROUNDS` times); an op left without room makes M
+   impossible.  It is the one-core-per-block argument the energies (cores as a continuous
+   resource) miss: two ops that each need the whole engine within windows too short for
+   two rounds of blocks run one after the other.
    The test costs ``intervals x options`` per op; it is made on the engines where that stays
    within `ENERGETIC_BUDGET` (a few dozen ops), and leaving an engine out keeps the bound
    valid, only looser.
@@ -319,6 +320,10 @@ _JOIN_FANIN = 32
 
 _RETURN_FANIN = 512
 """... and of the ops the return joins, up to this many."""
+
+_KEEP_OUT_ROUNDS = 4
+"""Term 6 tightens releases and deadlines by compulsory parts at most this many times over
+(each round costs ops x ops; stopping early only leaves the windows wider)."""
 
 _ENERGETIC_PRECISION = 10_000
 """Term 6 stops refining once its impossible and possible M are within 1/10000 of each other."""
@@ -1058,7 +1063,7 @@ class _Bounder:
                 full.append((i, pieces[0][1], pieces[0][1], False))
             elif len(pieces) == 2 and 1 + pieces[1][0] == cores:
                 full.append((i, pieces[1][1], launch + pieces[1][1], True))
-        for _ in range(len(full) + 1):
+        for _ in range(_KEEP_OUT_ROUNDS):
             changed = False
             for i, block, span, blocks in full:
                 r, dl = int(release[i]), int(deadline[i])
