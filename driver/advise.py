@@ -50,6 +50,7 @@ advised makespan is the edited program's.
 from __future__ import annotations
 
 import ast
+import math
 import os
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -872,6 +873,16 @@ class Search:
     def cost(self, tags: dict[Unit, str]) -> tuple[float, list[list[tuple[Unit, float]]]]:
         """The weighted makespan of `tags` and each target's critical nodes (`with` blocks
         that cannot say `tags` cost infinitely much)."""
+        costed = self.cost_below(tags, None)
+        assert costed is not None
+        return costed
+
+    def cost_below(
+        self, tags: dict[Unit, str], below: float | None
+    ) -> tuple[float, list[list[tuple[Unit, float]]]] | None:
+        """`cost(tags)`, or with `below`, None when the cost is sure not to be below it
+        (one target whose makespan floor says so: `Judge.within`).  That answer is not
+        kept: a later call without `below` simulates."""
         tags = {**tags, **self.pinned}
         key = tuple(sorted(((u, t) for u, t in tags.items()), key=repr))
         hit = self.cache.get(key)
@@ -897,7 +908,16 @@ class Search:
                 critical.append([])
                 continue
             self.trials += 1
-            judged = judge("structured", assignment)
+            if below is not None and len(self.targets) == 1 and target.weight > 0:
+                # Below `below` only with a makespan under (below - total) / weight; the
+                # bound is rounded up, so that float rounding cannot refuse a winner.
+                most = math.ceil((below - total) / target.weight)
+                within = judge.within("structured", assignment, most)
+                if within is None:
+                    return None
+                judged = within
+            else:
+                judged = judge("structured", assignment)
             total += target.weight * judged.makespan
             critical.append(
                 [
@@ -1002,7 +1022,10 @@ class Search:
                         continue
                     trial = dict(best)
                     trial.update((u, tag) for u in group)
-                    c, _ = self.cost(trial)
+                    costed = self.cost_below(trial, best_cost)
+                    if costed is None:
+                        continue
+                    c = costed[0]
                     if c < best_cost:
                         best, best_cost, improved = trial, c, True
                         break

@@ -491,7 +491,7 @@ class NodeCosts:
             event_of=prog.event_of,
             event_id=prog.event_id,
             streams=[StreamInfo("s0", stream.MAIN_TAG, 0)],
-            index=prog.index,
+            given_index=prog.given_index,
         )
         limit_fn = limits if limits is not None else coreset_limit
 
