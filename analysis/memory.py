@@ -331,6 +331,7 @@ class _FlowGraph:
     def max_flow(self, s: int, t: int) -> int:
         total = 0
         to, cap, head = self.to, self.cap, self.head
+        sizes = [len(arcs) for arcs in head]
         while True:
             level = self._levels(s, t)
             if level[t] < 0:
@@ -342,26 +343,28 @@ class _FlowGraph:
                 u = s
                 while u != t:
                     arcs = head[u]
+                    size = sizes[u]
+                    deeper = level[u] + 1
                     i = ptr[u]
-                    while i < len(arcs):
+                    while i < size:
                         e = arcs[i]
-                        v = to[e]
-                        if cap[e] > 0 and level[v] == level[u] + 1:
+                        if cap[e] > 0 and level[to[e]] == deeper:
                             break
                         i += 1
                     ptr[u] = i
-                    if i == len(arcs):
+                    if i == size:
                         if u == s:
                             break
                         level[u] = -1  # a dead end: never enter it again this phase
                         e = path.pop()
                         u = to[e ^ 1]
                         continue
-                    path.append(arcs[i])
-                    u = to[arcs[i]]
+                    e = arcs[i]
+                    path.append(e)
+                    u = to[e]
                 if u != t:
                     break
-                pushed = min(cap[e] for e in path)
+                pushed = min([cap[e] for e in path])
                 for e in path:
                     cap[e] -= pushed
                     cap[e ^ 1] += pushed
