@@ -712,8 +712,9 @@ class Target:
             isinstance(op, stream.WaitTensorOp) for op in walk_nested(func)
         )
         """Whether a variant only reissues the nodes (`_reordered`): no wait binds uses."""
-        self.base = func.clone()
-        """The function as written, its waits not yet bound (for variants)."""
+        self.base = None if self.reorders_only else func.clone()
+        """The function as written, its waits not yet bound (for `_rebuilt`; None without
+        waits, when binding changes nothing and `func` itself serves)."""
         self.hw = hw
         self.counts = counts
         self.infos = infos
@@ -804,7 +805,7 @@ class Target:
         calls hoisted."""
         from npuir.dialects import scope as scope_utils
 
-        func = self.base.clone()
+        func = (self.base or self.func).clone()
         copies = [op for op in walk_nested(func) if isinstance(op, NpuOp)]
         original = dict(zip(copies, self.ops))
         for op in reversed([o for o in walk_nested(func) if isinstance(o, stream.SwitchOp)]):
