@@ -37,7 +37,6 @@ from npuir.dialects.sync import RecordOp, WaitOp
 from npuir.dialects.validation import ValidationError
 from npuir.gc_pause import without_collector
 
-
 _PASSED_VALUES: dict[tuple[object, ...], None] = {}
 """The value keys of the signatures that passed, kept across walks: a tool that verifies
 many variants of one program (`npuir-advise` lowers it once per row) checks each signature
