@@ -45,6 +45,12 @@ stays valid however long it is kept; the oldest go beyond `_PASSED_KEPT`."""
 _PASSED_KEPT = 4096
 
 
+def forget_passed_signatures() -> None:
+    """Empty the memo kept across walks, so that the next walk checks every signature (what
+    a benchmark of one verification measures)."""
+    _PASSED_VALUES.clear()
+
+
 class _SignatureMemo:
     """The signatures of the ops whose own verification passed.
 
