@@ -38,6 +38,7 @@ __all__ = [
     "lowered_program",
     "plan_events",
     "program_with_events",
+    "with_assignment",
 ]
 
 
@@ -162,18 +163,28 @@ def _wait_done(
     return clock[u] > position[consumer]
 
 
-def lowered_program(prog: Program, assignment: Assignment) -> tuple[Program, list[int]]:
+def with_assignment(prog: Program, assignment: Assignment) -> Program:
+    """`prog` with its nodes on `assignment`'s streams (the same issue order)."""
+    return dataclasses.replace(
+        prog, stream=list(assignment.stream_of), streams=list(assignment.streams)
+    )
+
+
+def lowered_program(
+    prog: Program, assignment: Assignment, plan: EventPlan | None = None
+) -> tuple[Program, list[int]]:
     """The compact program `stream-partition` + `insert-events` would produce.
 
     Nodes keep their issue order; each cross-stream dependency gets the waits
     `plan_events` chooses, a record right after its producer and waits right
     before the consumer, exactly as the passes place them.  Also returns, per
     lowered node, the node of `prog` it comes from (-1 for records and waits).
+    `plan` is `plan_events(with_assignment(prog, assignment), assign_ids=False)`
+    when the caller has it already.
     """
-    assigned = dataclasses.replace(
-        prog, stream=list(assignment.stream_of), streams=list(assignment.streams)
-    )
-    plan = plan_events(assigned, assign_ids=False)
+    assigned = with_assignment(prog, assignment)
+    if plan is None:
+        plan = plan_events(assigned, assign_ids=False)
     return _with_sync_nodes(assigned, plan, lambda n: prog.ops[n], lambda n, _p: prog.ops[n])
 
 
@@ -265,8 +276,7 @@ def _with_sync_nodes(
             if event_ids is not None:
                 out.event_id[r] = event_ids[n]
             record_node[n] = r
-    # Each op at its own node: `lowered_program` stands the producer's op in for its record
-    # and the consumer's for its waits, so those must not take the op's entry.
-    out.index = {op: i for i, op in enumerate(out.ops)}
-    out.index.update((out.ops[i], i) for i, o in enumerate(origin) if o >= 0)
+    # `out.index` is derived when first read (`Program.index`): each op at its own node, as
+    # `lowered_program` stands the producer's op in for its record and the consumer's for
+    # its waits.
     return out, origin

@@ -40,6 +40,7 @@ residual graph, so the caller gets a certificate (`Antichain.buffers`).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -250,8 +251,23 @@ def antichain_bound(lt: Lifetimes) -> Antichain:
             graph.add(a, b, inf)
     for wait, record in hb.bound_record.items():
         graph.add(record, wait, inf)
-    # Position of each node on its stream, to find where a buffer's join leads.
-    clocks_on = [[hb.start_clock[n] for n in nodes] for nodes in on_stream]
+    # Per stream, each stream's clock column along it (non-decreasing), to find where a
+    # buffer's join leads: the first node of stream t whose clock passes every last access
+    # is the latest of the first nodes passing each one (a bisection per access).
+    columns = [
+        [[hb.start_clock[n][u] for n in nodes] for u in range(len(on_stream))]
+        for nodes in on_stream
+    ]
+    head, to, cap = graph.head, graph.to, graph.cap
+
+    def arc(u: int, v: int, c: int) -> None:  # `_FlowGraph.add`, inlined for the hot loop
+        head[u].append(len(to))
+        to.append(v)
+        cap.append(c)
+        head[v].append(len(to))
+        to.append(u)
+        cap.append(0)
+
     writer_weight: dict[int, int] = {}
     for b in range(n_bufs):
         join = n_nodes + b
@@ -260,15 +276,16 @@ def antichain_bound(lt: Lifetimes) -> Antichain:
         for t, p in last.items():
             a = on_stream[t][p]
             if a != w:
-                graph.add(a, join, inf)
-        graph.add(w, join, inf)  # the buffer's own edge (its lower bound is the supply below)
+                arc(a, join, inf)
+        arc(w, join, inf)  # the buffer's own edge (its lower bound is the supply below)
         for t, nodes in enumerate(on_stream):
-            i = _first_dominating(clocks_on[t], last)
+            column = columns[t]
+            i = max((bisect_right(column[u], p) for u, p in last.items()), default=0)
             if i < len(nodes):
-                graph.add(join, nodes[i], inf)
+                arc(join, nodes[i], inf)
         # The residual of the one-path-per-buffer flow: its size can go back from the sink
         # through the join, and leave through the writer towards the source.
-        graph.add(sink, join, bufs.size[b])
+        arc(sink, join, bufs.size[b])
         writer_weight[w] = writer_weight.get(w, 0) + bufs.size[b]
     for w, weight in writer_weight.items():
         graph.add(w, source, weight)
@@ -276,20 +293,6 @@ def antichain_bound(lt: Lifetimes) -> Antichain:
     reach = graph.reachable(sink)
     chosen = tuple(b for b in range(n_bufs) if reach[n_nodes + b] and not reach[bufs.writer[b]])
     return Antichain(sum(bufs.size) - returned, chosen)
-
-
-def _first_dominating(clocks: list[list[int]], last: dict[int, int]) -> int:
-    """Index of the first clock (non-decreasing along a stream) above every position of
-    `last`, or len(clocks)."""
-    lo, hi = 0, len(clocks)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        clock = clocks[mid]
-        if all(clock[t] > p for t, p in last.items()):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 class _FlowGraph:
@@ -331,6 +334,7 @@ class _FlowGraph:
     def max_flow(self, s: int, t: int) -> int:
         total = 0
         to, cap, head = self.to, self.cap, self.head
+        sizes = [len(arcs) for arcs in head]
         while True:
             level = self._levels(s, t)
             if level[t] < 0:
@@ -342,26 +346,28 @@ class _FlowGraph:
                 u = s
                 while u != t:
                     arcs = head[u]
+                    size = sizes[u]
+                    deeper = level[u] + 1
                     i = ptr[u]
-                    while i < len(arcs):
+                    while i < size:
                         e = arcs[i]
-                        v = to[e]
-                        if cap[e] > 0 and level[v] == level[u] + 1:
+                        if cap[e] > 0 and level[to[e]] == deeper:
                             break
                         i += 1
                     ptr[u] = i
-                    if i == len(arcs):
+                    if i == size:
                         if u == s:
                             break
                         level[u] = -1  # a dead end: never enter it again this phase
                         e = path.pop()
                         u = to[e ^ 1]
                         continue
-                    path.append(arcs[i])
-                    u = to[arcs[i]]
+                    e = arcs[i]
+                    path.append(e)
+                    u = to[e]
                 if u != t:
                     break
-                pushed = min(cap[e] for e in path)
+                pushed = min([cap[e] for e in path])
                 for e in path:
                     cap[e] -= pushed
                     cap[e ^ 1] += pushed

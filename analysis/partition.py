@@ -253,7 +253,6 @@ def permuted(prog: Program, order: Sequence[int]) -> Program:
         out.event_of.append(-1 if prog.event_of[old] < 0 else position[prog.event_of[old]])
         out.event_id.append(prog.event_id[old])
         out.pinned.append(prog.pinned[old])
-    out.index = {op: i for i, op in enumerate(out.ops)}
     out.scopes, out.priorities = prog.scopes, prog.priorities
     out.priority_clash, out.wait_tensors = prog.priority_clash, prog.wait_tensors
     return out

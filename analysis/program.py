@@ -118,7 +118,8 @@ class Program:
     event_of: list[int] = field(default_factory=list[int])
     event_id: list[int] = field(default_factory=list[int])
     streams: list[StreamInfo] = field(default_factory=list[StreamInfo])
-    index: dict[Operation, int] = field(default_factory=dict[Operation, int])
+    given_index: dict[Operation, int] | None = field(default=None, repr=False, compare=False)
+    """`index` as the builder set it; None: derived from `ops` on first use."""
     pinned: list[str | None] = field(default_factory=list[str | None])
     """Per node, the tag of its innermost `stream.switch` (None outside every scope)."""
     scopes: dict[str, SwitchOp] = field(default_factory=dict[str, SwitchOp])
@@ -136,6 +137,28 @@ class Program:
 
     def __len__(self) -> int:
         return len(self.ops)
+
+    @property
+    def index(self) -> dict[Operation, int]:
+        """Each op's node.  An op standing at several nodes (`lowered_program` stands a
+        compute op in for its records and waits) maps to its compute node.  Derived on
+        first use: a search lowers thousands of programs and the simulator reads none of
+        their indexes."""
+        if self.given_index is None:
+            ops, kinds = self.ops, self.kind
+            index = {op: i for i, op in enumerate(ops)}
+            if len(index) < len(ops):
+                index.update(
+                    (ops[i], i)
+                    for i, k in enumerate(kinds)
+                    if k is not NodeKind.WAIT and k is not NodeKind.RECORD
+                )
+            self.given_index = index
+        return self.given_index
+
+    @index.setter
+    def index(self, value: dict[Operation, int]) -> None:
+        self.given_index = value
 
     def users(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in self.ops]

@@ -123,6 +123,8 @@ class WorkloadResult:
             "core_window_bound_ns": self.bound.core_window_ns,
             "moldable_bound_ns": self.bound.moldable_ns,
             "energetic_bound_ns": self.bound.energetic_ns,
+            "joins_bound_ns": self.bound.joins_ns,
+            "last_op_bound_ns": self.bound.last_op_ns,
             "modes": {m: r.to_json() for m, r in self.modes.items()},
         }
 

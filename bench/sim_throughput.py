@@ -12,7 +12,8 @@ figures.  `gc.freeze()` after building the IR keeps the cyclic collector from wa
 Measured separately, per size: `build_program` (reading the Program out of the IR) and
 `simulate` (one rank, its collectives' peers mirrored, a fresh cache each call), each as ops per second,
 where ops are the `npu` ops; nodes (ops plus records, waits and the return) are reported
-too.  Each is run `repeats` times and the fastest run counts (these machines are noisy).
+too.  Each is run `repeats` times and the fastest run counts (these machines are noisy);
+times are CPU seconds of this process, so that other load on the machine does not count.
 """
 
 from __future__ import annotations
@@ -108,16 +109,16 @@ class SimFigures:
 def measure(n_ops: int, repeats: int = 3) -> SimFigures:
     hw = load_hardware(HW)
     gc.collect()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     module = lowered_layers(n_ops)
-    t1 = time.perf_counter()
+    t1 = time.process_time()
     gc.freeze()
     try:
         ctx = npuir.make_context()
         npuir.run_passes(
             ctx, module, npuir.build_pipeline("insert-events,sync-verify"), verify_each=False
         )
-        t2 = time.perf_counter()
+        t2 = time.process_time()
         gc.freeze()
         (func,) = scheduled_functions(module)
         ops = sum(1 for op in func.body.block.ops if isinstance(op, npu.NpuOp))
@@ -125,11 +126,11 @@ def measure(n_ops: int, repeats: int = 3) -> SimFigures:
         program_s: list[float] = []
         simulate_s: list[float] = []
         for _ in range(repeats):
-            t3 = time.perf_counter()
+            t3 = time.process_time()
             prog = build_program(func, streams)
-            t4 = time.perf_counter()
+            t4 = time.process_time()
             result = simulate([prog], hw, mirror_peers=True)
-            t5 = time.perf_counter()
+            t5 = time.process_time()
             program_s.append(t4 - t3)
             simulate_s.append(t5 - t4)
         # With the ops' cost signatures already read from the IR (a SimCache,
@@ -138,9 +139,9 @@ def measure(n_ops: int, repeats: int = 3) -> SimFigures:
         simulate([prog], hw, cache=cache, mirror_peers=True)
         warm_s: list[float] = []
         for _ in range(repeats):
-            t6 = time.perf_counter()
+            t6 = time.process_time()
             simulate([prog], hw, cache=cache, mirror_peers=True)
-            warm_s.append(time.perf_counter() - t6)
+            warm_s.append(time.process_time() - t6)
     finally:
         gc.unfreeze()
     assert result.deadlock is None and not result.races

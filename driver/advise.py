@@ -50,6 +50,7 @@ advised makespan is the edited program's.
 from __future__ import annotations
 
 import ast
+import math
 import os
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -67,7 +68,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
-from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign
+from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo, build_program
 from npuir.api import print_ir
 from npuir.backends.npu.explain import Explanation, compare, explain
@@ -78,7 +79,7 @@ from npuir.deep_stack import on_deep_stack
 from npuir.diagnostics import DiagnosticError, UsageError, error
 from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
-from npuir.dialects.scope import walk_nested
+from npuir.dialects.scope import ScopeOp, walk_nested
 from npuir.dialects.stream import bind_later_uses
 from npuir.driver.mem_tradeoff import Point, memory_tradeoff
 from npuir.driver.run import (
@@ -98,7 +99,7 @@ from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 from npuir.transforms.coreset_check import HOLD_AND_WAIT
 from npuir.transforms.gear_multiversion import annotated_dims, combine
-from npuir.transforms.stream_source_form import HOIST, WANT, escaping, hoist, wrap
+from npuir.transforms.stream_source_form import HOIST, WANT, escaping, hoist, hoisted_order, wrap
 
 TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
 GRANULARITIES = ("line", "scope", "op")
@@ -706,8 +707,14 @@ class Target:
                         self.wait_scopes.add(_scope_key(parent))
                     parent = parent.parent_op()
         self.name = func.sym_name.data
-        self.base = func.clone()
-        """The function as written, its waits not yet bound (for variants)."""
+        self.func = func
+        self.reorders_only = not any(
+            isinstance(op, stream.WaitTensorOp) for op in walk_nested(func)
+        )
+        """Whether a variant only reissues the nodes (`_reordered`): no wait binds uses."""
+        self.base = None if self.reorders_only else func.clone()
+        """The function as written, its waits not yet bound (for `_rebuilt`; None without
+        waits, when binding changes nothing and `func` itself serves)."""
         self.hw = hw
         self.counts = counts
         self.infos = infos
@@ -744,11 +751,61 @@ class Target:
         if not removed and not hoisted:
             return self.prog, self.units, self.judge
         hit = self._variants.get((removed, hoisted))
-        if hit is not None:
-            return hit
+        if hit is None:
+            hit = self._variants[(removed, hoisted)] = (
+                self._reordered(hoisted) if self.reorders_only else None
+            ) or self._rebuilt(removed, hoisted)
+        return hit
+
+    def _reordered(
+        self, hoisted: frozenset[tuple[Site, str]]
+    ) -> tuple[Program, list[Unit | None], Judge] | None:
+        """The variant with the calls `hoisted`, as the program's nodes reissued: without
+        `stream.wait_tensor`s hoisting only changes the issue order (no wait binds another
+        use), so the function need not be copied and read again.  None when the walk does
+        not give every node once (then `_rebuilt` is the answer)."""
+        infos = self.infos
+
+        def marked(op: Operation) -> bool:
+            info = infos.get(op)
+            return info is not None and (info.site, info.base) in hoisted
+
+        index = self.prog.index
+        order: list[int] = []
+        # Issue order (`issue_order`), each block's ops hoisted as `hoist` would; the lists
+        # are reversed so that the next op is popped from the end.
+        stack = [hoisted_order(list(self.func.body.block.ops), marked)[::-1]]
+        while stack:
+            ops = stack[-1]
+            if not ops:
+                stack.pop()
+                continue
+            op = ops.pop()
+            if isinstance(op, ScopeOp):
+                stack.append(hoisted_order(list(op.body.block.ops), marked)[::-1])
+            elif (node := index.get(op)) is not None:
+                order.append(node)
+        if sorted(order) != list(range(len(self.prog))):
+            return None
+        prog = permuted(self.prog, order)
+        units = [self.units[n] for n in order]
+        judge = self.judge
+        return (
+            prog,
+            units,
+            Judge(prog, self.hw, judge.limits, cache=judge.cache, known_limits=judge.known_limits),
+        )
+
+    def _rebuilt(
+        self,
+        removed: frozenset[tuple[str, int, str]],
+        hoisted: frozenset[tuple[Site, str]],
+    ) -> tuple[Program, list[Unit | None], Judge]:
+        """The variant read from a copy of the function with the scopes inlined and the
+        calls hoisted."""
         from npuir.dialects import scope as scope_utils
 
-        func = self.base.clone()
+        func = (self.base or self.func).clone()
         copies = [op for op in walk_nested(func) if isinstance(op, NpuOp)]
         original = dict(zip(copies, self.ops))
         for op in reversed([o for o in walk_nested(func) if isinstance(o, stream.SwitchOp)]):
@@ -784,9 +841,7 @@ class Target:
 
         self._origin.update(original)
         # The variant's ops are copies of the target's: the same signatures, read once.
-        hit = (prog, units, Judge(prog, self.hw, limit, cache=self.judge.cache))
-        self._variants[(removed, hoisted)] = hit
-        return hit
+        return prog, units, Judge(prog, self.hw, limit, cache=self.judge.cache)
 
 
 def _scope_key(op: stream.SwitchOp) -> tuple[str, int, str]:
@@ -872,6 +927,16 @@ class Search:
     def cost(self, tags: dict[Unit, str]) -> tuple[float, list[list[tuple[Unit, float]]]]:
         """The weighted makespan of `tags` and each target's critical nodes (`with` blocks
         that cannot say `tags` cost infinitely much)."""
+        costed = self.cost_below(tags, None)
+        assert costed is not None
+        return costed
+
+    def cost_below(
+        self, tags: dict[Unit, str], below: float | None
+    ) -> tuple[float, list[list[tuple[Unit, float]]]] | None:
+        """`cost(tags)`, or with `below`, None when the cost is sure to be above it (one
+        target whose makespan floor says so: `Judge.within`).  That answer is not kept: a
+        later call without `below` simulates."""
         tags = {**tags, **self.pinned}
         key = tuple(sorted(((u, t) for u, t in tags.items()), key=repr))
         hit = self.cache.get(key)
@@ -897,7 +962,16 @@ class Search:
                 critical.append([])
                 continue
             self.trials += 1
-            judged = judge("structured", assignment)
+            if below is not None and len(self.targets) == 1 and target.weight > 0:
+                # At most `below` only with a makespan at most (below - total) / weight;
+                # rounded up, so that float rounding cannot refuse a candidate.
+                most = math.ceil((below - total) / target.weight)
+                within = judge.within("structured", assignment, most)
+                if within is None:
+                    return None
+                judged = within
+            else:
+                judged = judge("structured", assignment)
             total += target.weight * judged.makespan
             critical.append(
                 [
@@ -969,7 +1043,10 @@ class Search:
                 if looked >= budget:
                     break
                 looked += 1
-                c = self.cost(trial)[0]
+                costed = self.cost_below(trial, min(best_cost + worth, cap))
+                if costed is None:
+                    continue
+                c = costed[0]
                 if c < best_cost + worth and c <= cap:
                     seen.add(key)
                     best, best_cost, changed = trial, c, True
@@ -1002,7 +1079,10 @@ class Search:
                         continue
                     trial = dict(best)
                     trial.update((u, tag) for u in group)
-                    c, _ = self.cost(trial)
+                    costed = self.cost_below(trial, best_cost)
+                    if costed is None:
+                        continue
+                    c = costed[0]
                     if c < best_cost:
                         best, best_cost, improved = trial, c, True
                         break

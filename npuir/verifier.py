@@ -37,18 +37,32 @@ from npuir.dialects.sync import RecordOp, WaitOp
 from npuir.dialects.validation import ValidationError
 from npuir.gc_pause import without_collector
 
+_PASSED_VALUES: dict[tuple[object, ...], None] = {}
+"""The value keys of the signatures that passed, kept across walks: a tool that verifies
+many variants of one program (`npuir-advise` lowers it once per row) checks each signature
+once.  A key holds the types and attributes themselves (values, not identities), so it
+stays valid however long it is kept; the oldest go beyond `_PASSED_KEPT`."""
+_PASSED_KEPT = 4096
+
+
+def forget_passed_signatures() -> None:
+    """Empty the memo kept across walks, so that the next walk checks every signature (what
+    a benchmark of one verification measures)."""
+    _PASSED_VALUES.clear()
+
 
 class _SignatureMemo:
-    """The signatures of the ops whose own verification passed, during one walk.
+    """The signatures of the ops whose own verification passed.
 
-    Looked up first by the identity of the types and attributes (the parser shares
-    them, and the module keeps every one alive while the walk lasts, so an identity
-    cannot be reused), then by their values (IR that passes built shares fewer).
+    Looked up first by the identity of the types and attributes, within one walk (the
+    parser shares them, and the module keeps every one alive while the walk lasts, so an
+    identity cannot be reused), then by their values, across walks (`_PASSED_VALUES`: IR
+    that passes built shares fewer).
     """
 
     def __init__(self) -> None:
         self._by_id: set[tuple[object, ...]] = set()
-        self._by_value: set[tuple[object, ...]] = set()
+        self._by_value = _PASSED_VALUES
 
     def passed(
         self, op: Operation
@@ -91,7 +105,10 @@ class _SignatureMemo:
     def record(self, key: tuple[tuple[object, ...], tuple[object, ...]]) -> None:
         id_key, value_key = key
         self._by_id.add(id_key)
-        self._by_value.add(value_key)
+        values = self._by_value
+        values[value_key] = None
+        if len(values) > _PASSED_KEPT:
+            del values[next(iter(values))]
 
 
 _BY_SIGNATURE = (NpuOp, RecordOp, WaitOp)

@@ -93,7 +93,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from npuir.analysis.core_limits import CoreLimits, engines_used, limit_fn
-from npuir.analysis.events import lowered_program
+from npuir.analysis.events import EventPlan, lowered_program, plan_events, with_assignment
 from npuir.analysis.partition import (
     Assignment,
     Mode,
@@ -234,9 +234,26 @@ class Judge:
         self.cache = cache if cache is not None else SimCache(hw)
         # No limits given: the program's own (its scopes and stream limits), never none.
         self.limits = limits if limits is not None else _written_limits(prog, hw)
+        self._written: dict[str, list[object]] = {}
+        """Per engine, each node's written limit once read (`_written_limit`)."""
+        self._floors: list[int] | None = None
+        """Per node, its least run time (`_floor_costs`), once computed."""
+        self._floorable = True
         self.trials = 0
 
     def __call__(self, name: str, assignment: Assignment) -> Judged:
+        judged = self._judge(name, assignment, None)
+        assert judged is not None
+        return judged
+
+    def within(self, name: str, assignment: Assignment, most: int) -> Judged | None:
+        """`assignment` judged, or None when its makespan is sure to exceed `most` (its
+        `_makespan_floor` does) -- then it is not simulated: a search that keeps only a
+        candidate that beats one of makespan `most` takes the same steps without it.  It
+        counts as a trial either way."""
+        return self._judge(name, assignment, most)
+
+    def _judge(self, name: str, assignment: Assignment, beat: int | None) -> Judged | None:
         self.trials += 1
         progress.advance()
         # Candidates often coincide (GE, Nimble and the minidag variants on a graph with
@@ -246,9 +263,59 @@ class Judge:
         seen = self.judged.get(digest)
         if seen is not None:
             return Judged(name, assignment, seen.makespan, seen.waits, seen.critical)
-        judged = self._simulate(name, assignment)
+        lowering = None
+        floors = self._floor_costs() if beat is not None and self.policy is None else None
+        if floors is not None and beat is not None:
+            assigned = with_assignment(self.chained, assignment)
+            plan = plan_events(assigned, assign_ids=False)
+            if _makespan_floor(assigned, plan, floors, self.hw) > beat:
+                return None  # not kept: a caller without a bound still simulates it
+            lowering = lowered_program(self.chained, assignment, plan)
+        judged = self._simulate(name, assignment, self.policy, lowering)
         self.judged[digest] = judged
         return judged
+
+    def _floor_costs(self) -> list[int] | None:
+        """Per node of the chained program, the least time it can run in the simulator
+        (`_makespan_floor`) under the limits it is simulated with when no policy chooses
+        any; None when the program has `sync` nodes of its own (their events bind by id,
+        which the floor does not follow)."""
+        if self._floors is None and self._floorable:
+            prog = self.chained
+            if any(k is NodeKind.RECORD or k is NodeKind.WAIT for k in prog.kind):
+                self._floorable = False
+                return None
+            written = self._written_limit
+            costs = NodeCosts(
+                prog,
+                self.hw,
+                limits=(lambda _p, n, engine: written(n, engine))
+                if self.limits is not None
+                else None,
+                cache=self.cache,
+                profile=self.profile,
+            )
+            self._floors = [costs.duration_ns(n, costs.want[n]) for n in range(len(prog))]
+        return self._floors
+
+    def _written_limit(self, node: int, engine: str) -> int | None:
+        """The core limit the program writes for `node` on `engine` (None: unlimited).  A
+        node's written limit depends on its op alone, whatever the assignment: it is read
+        once per judge and engine (and once per op for judges sharing `known_limits`)."""
+        table = self._written.get(engine)
+        if table is None:
+            table = self._written[engine] = [_UNREAD] * len(self.prog)
+        limit = table[node]
+        if limit is _UNREAD:
+            if self.limits is None:
+                limit = None
+            else:
+                key = (id(self.prog.ops[node]), engine)
+                limit = self.known_limits.get(key, _UNREAD)
+                if limit is _UNREAD:
+                    limit = self.known_limits[key] = self.limits(self.prog, node, engine)
+            table[node] = limit
+        return limit  # type: ignore[return-value]
 
     def under_policies(
         self, name: str, assignment: Assignment, tried: Sequence[LimitPolicy | None]
@@ -283,21 +350,21 @@ class Judge:
         lowered, origin = lowering or lowered_program(self.chained, assignment)
         limit_fn: LimitFn | None = None
         if self.limits is not None or chosen:
-            base_limits, ops, known = self.limits, self.prog.ops, self.known_limits
-            policy_engine = policy.engine if policy is not None else None
+            written = self._written_limit
+            if not chosen:
 
-            def limit_fn(p: Program, n: int, engine: str) -> int | None:
-                node = origin[n]
-                if engine == policy_engine and ops[node] in chosen:
-                    return chosen[ops[node]]
-                if base_limits is None:
-                    return None
-                # A node's written limit depends on its op alone, whatever the assignment.
-                key = (id(ops[node]), engine)
-                if key in known:
-                    return known[key]
-                limit = known[key] = base_limits(self.prog, node, engine)
-                return limit
+                def limit_fn(p: Program, n: int, engine: str) -> int | None:
+                    return written(origin[n], engine)
+
+            else:
+                ops = self.prog.ops
+                policy_engine = policy.engine if policy is not None else None
+
+                def limit_fn(p: Program, n: int, engine: str) -> int | None:
+                    node = origin[n]
+                    if engine == policy_engine and ops[node] in chosen:
+                        return chosen[ops[node]]
+                    return written(node, engine)
 
         if self.refuse_hazards and _has_hazard(lowered, origin, limit_fn, self.hw):
             return Judged(name, assignment, INFEASIBLE, 0, [])
@@ -314,6 +381,44 @@ class Judge:
         span = INFEASIBLE if result.deadlocked else result.makespan_ns
         critical = [origin[n] for r, n in result.critical_path if r == 0 and origin[n] >= 0]
         return Judged(name, assignment, span, waits, critical)
+
+
+def _makespan_floor(assigned: Program, plan: EventPlan, floors: list[int], hw: Hardware) -> int:
+    """A lower bound on the makespan `simulate_span` gives `assigned` lowered with
+    `plan` (its records and waits), each node running at least `floors[n]` (per node of
+    the unlowered program: its run time with every core it asks for).
+
+    The longest path along each stream and from each record to its waits, every node
+    at its least duration.  Sound because in the simulator (i) a stream issues a node
+    only once the node before it has ended, (ii) a wait starts no earlier than its
+    record ends, and (iii) a node runs no shorter than its floor: an ordinary op its
+    launch, then its blocks, at most `want` at a time and each `block_ns` long, so
+    that its last block starts no earlier than ``(ceil(blocks / want) - 1)`` block
+    durations after the launch (at any instant before ``m`` block durations, at most
+    ``m * want`` blocks have started); a hold-and-wait op, a collective, a record, a
+    wait and the return run their fixed time once they start.  The makespan is the
+    latest end, so it is at least the latest floor end.  (Data dependencies add no
+    edge: the simulator does not wait on them, the events order them.)"""
+    record_ns, wait_ns = hw.event_record_ns, hw.event_wait_ns
+    waits_before = plan.waits_before
+    recorded = set(plan.recorded)
+    last = [0] * len(assigned.streams)
+    record_end: dict[int, int] = {}
+    for n, s in enumerate(assigned.stream):
+        t = last[s]
+        for p in waits_before.get(n, ()):
+            ready = record_end[p]
+            t = (t if t > ready else ready) + wait_ns
+        t += floors[n]
+        if n in recorded:
+            t += record_ns
+            record_end[n] = t
+        last[s] = t
+    return max(last, default=0)
+
+
+_UNREAD = object()
+"""A written limit not read yet (None is a limit: unlimited)."""
 
 
 def _order_digest(prog: Program) -> bytes:
@@ -621,14 +726,14 @@ def _improve(
                 moved = _move(best.assignment, group, target, max_streams, reserved)
                 if moved is None:
                     continue
-                candidate = judge(f"{best.name}+move", moved)
-                if candidate.key() < best.key():
+                candidate = judge.within(f"{best.name}+move", moved, best.makespan)
+                if candidate is not None and candidate.key() < best.key():
                     return candidate
     for name, moved in _structural_moves(prog, best, pinned, max_streams, reserved):
         if judge.trials >= budget:
             return None
-        candidate = judge(f"{best.name}+{name}", moved)
-        if candidate.key() < best.key():
+        candidate = judge.within(f"{best.name}+{name}", moved, best.makespan)
+        if candidate is not None and candidate.key() < best.key():
             return candidate
     return None
 

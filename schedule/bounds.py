@@ -94,8 +94,23 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    argument needs.)  If the energies of e's ops in some interval exceed ``C * (t2 - t1)``,
    no schedule has makespan M -- or less, the test being made on the integer M.  The bound
    is one more than the largest M found impossible by a search upward from the other terms,
-   over the intervals whose ends are releases, deadlines and r + d(v), D - d(v).  Every M
+   over the intervals whose ends are releases, deadlines, r + d(v), D - d(v) and, for an op
+   whose blocks no mode changes, its later blocks' earliest end ``r + L + b`` and latest
+   start ``D - b`` (the ends of their compulsory parts).  Every M
    proven impossible is a sound bound on its own, so the search needs no monotonicity.
+
+   Before the energies, *compulsory parts* tighten releases and deadlines.  Take an op u
+   with one option that holds every core: a rigid C-core piece of length p (then u holds
+   every core over ``[D - p, r + p]``), or C blocks of length b with ``D - r < L + 2b`` (no
+   core can run two of them, so each core runs one, computing inside ``[r + L, D]``, and
+   every core is u's over ``[D - b, r + L + b]``).  No other op's piece overlaps that
+   interval [k1, k2]: an op whose first piece (held from its start, its shortest over its
+   options) cannot end by k1 from its release starts at k2 or later, and one none of whose
+   pieces can start at k2 and end by its deadline ends by k1.  Repeated while something
+   changes (at most `_KEEP_OUT_ROUNDS` times); an op left without room makes M
+   impossible.  It is the one-core-per-block argument the energies (cores as a continuous
+   resource) miss: two ops that each need the whole engine within windows too short for
+   two rounds of blocks run one after the other.
    The test costs ``intervals x options`` per op; it is made on the engines where that stays
    within `ENERGETIC_BUDGET` (a few dozen ops), and leaving an engine out keeps the bound
    valid, only looser.
@@ -154,6 +169,9 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    cores for ``d(v) = L + b(C)``: its only option is one rigid C-core piece of that length
    (energy ``C d(v)``), and terms 4-6 use it -- the window of 4 becomes
    ``min_S h + sum_S d(v) + min_S t``, e's ops one after another.
+   On an engine that meets the first two conditions only (no mode limits it, some op is
+   narrower than it), each ordinary op still runs exactly ``min(par, C)`` blocks: that is
+   its only option (`unlimited_engines`).
 
 10. **Core-time after the launches.**  An op computes on its cores only after its own
    launch: an ordinary op's every block runs its ``b(B)`` after ``s + L`` (blocks dispatched
@@ -186,7 +204,21 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    Quadratic in the program (every node's ancestors), it is made only within
    `CROWDED_BUDGET`; beyond it h and t stay longest paths.
 
-**Launch is charged on one core** elsewhere in the core-time terms (4-6), although an op
+12. **The last op of an engine.**  Some op X of engine e ends last among e's ops, and no
+   earlier than ``E_e = max_theta (theta + max(sum a / C, L + sum q / C))`` over the ops of e
+   whose h is at least theta: they hold a(v) core-nanoseconds inside [theta, X's end] (q(v)
+   after ``theta + L``), the windows of 4 and 10 without their tail.  X has no descendant on
+   e (a descendant holds cores after X has ended, so ends later).  Fix a schedule and its X:
+   term 7's pass, with X's end raised to E_e -- and on a serial engine (9), where every op
+   runs exactly d(v), X's start raised to ``E_e - d(X)`` -- gives every node a bound on its
+   start in that schedule, so the least over the candidates X of the pass's end is a bound.
+   It charges the joins after an engine's busy window: in the seed's model the matmul that
+   ends at the cube's end at best is joined by the return after it, with a wait on the
+   default stream or a record and a wait from its own.  One pass per candidate (the
+   nodes from X on), fewest tail first, stopping at the first that does not beat the other
+   terms; made only within `LAST_OP_BUDGET`.
+
+**Launch is charged on one core** outside term 9 (in 4-6 and 10-12), although an op
 granted all its cores at its start holds them all through its launch: on an engine a mode
 or the program may limit, a limit one below the engine on one op leaves a core on which an
 op of another stream launches meanwhile, and that schedule can beat every schedule without
@@ -194,7 +226,10 @@ limits (`test_bound.py`'s `test_a_core_limit_hides_a_launch_so_the_bound_counts_
 the seed's model, its critical matmul limited to 23 of 24 cube cores -- which breaks seed
 003's pair rule, 23 + 24 > 24, and `coreset-check` refuses it, but the simulator runs it).
 On an engine with ops narrower than it, block dispatch alone staggers launches the same
-way, so term 9 leaves such engines out.
+way, so term 9 leaves such engines out -- and not by a little: beside one two-block matmul,
+ops that ask for the whole cube can start on the two cores it frees while another computes
+on the rest, and a schedule of six such matmuls beats their launches and runs one after
+another (`test_a_narrow_op_lets_the_wide_ones_hide_their_launches`).
 
 Events, launch queues, waiting for peers or for cores, and cores held before a start only
 lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
@@ -207,6 +242,7 @@ cost model only.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -239,6 +275,7 @@ from npuir.schedule.limits import grid
 __all__ = [
     "CROWDED_BUDGET",
     "ENERGETIC_BUDGET",
+    "LAST_OP_BUDGET",
     "MOLDABLE_BUDGET",
     "WINDOW_PAIRS_OPS",
     "LowerBound",
@@ -249,6 +286,7 @@ __all__ = [
     "program_bound",
     "serial_engines",
     "shortest_runs",
+    "unlimited_engines",
 ]
 
 MOLDABLE_BUDGET = 2_000_000
@@ -273,11 +311,19 @@ _LAMBDA_STEPS = 16
 _MIXED_PATHS = 24
 """Term 5 mixes up to 24 more paths into each single-path combination, budget allowing."""
 
+LAST_OP_BUDGET = 3_000_000
+"""Most node, edge and producer-pair visits bound 12 may make (one pass of bound 7 per op
+that may end last on an engine); beyond it the engines left are left out (still valid)."""
+
 _JOIN_FANIN = 32
 """Term 7 weighs the stream choices of a node's producers up to this many (O(k^2))."""
 
 _RETURN_FANIN = 512
 """... and of the ops the return joins, up to this many."""
+
+_KEEP_OUT_ROUNDS = 4
+"""Term 6 tightens releases and deadlines by compulsory parts at most this many times over
+(each round costs ops x ops; stopping early only leaves the windows wider)."""
 
 _ENERGETIC_PRECISION = 10_000
 """Term 6 stops refining once its impossible and possible M are within 1/10000 of each other."""
@@ -300,6 +346,8 @@ class LowerBound:
     """Bound 6; None when over `ENERGETIC_BUDGET` or when it did not beat the others."""
     joins_ns: int = 0
     """Bound 7: the critical path with the events its joins need."""
+    last_op_ns: dict[str, int] = field(default_factory=dict[str, int])
+    """Per engine: bound 7 after the engine's last op (bound 12), where it beat the others."""
 
     @property
     def plain_ns(self) -> float:
@@ -320,6 +368,7 @@ class LowerBound:
             *self.moldable_ns.values(),
             self.energetic_ns or 0,
             self.joins_ns,
+            *self.last_op_ns.values(),
         )
 
 
@@ -454,6 +503,13 @@ def least_aiv_cores(hw: Hardware) -> int:
 def serial_engines(prog: Program, hw: Hardware) -> set[str]:
     """The engines bound 9 takes as running one op at a time on all their cores: no mode
     limits them and each of their ops asks for every core (module docstring)."""
+    return unlimited_engines(prog, hw, narrow=False)
+
+
+def unlimited_engines(prog: Program, hw: Hardware, narrow: bool = True) -> set[str]:
+    """The engines no mode limits (bound 9's first two conditions): every ordinary op of
+    them runs exactly ``min(par, C)`` blocks.  With `narrow` false, only those whose every
+    op asks for every core (bound 9's serial engines)."""
     ops = [op for n, op in enumerate(prog.ops) if prog.kind[n] is NodeKind.COMPUTE]
     module = ops[0].get_toplevel_object() if ops else None
     if not isinstance(module, ModuleOp):
@@ -486,8 +542,8 @@ def serial_engines(prog: Program, hw: Hardware) -> set[str]:
                 configured = limits.configured(op, engine)
             except KeyError:
                 configured = True  # not resolved: take it as limited
-            narrow = parallelism(hw, op_work(op, hw)) < hw.cores(engine)
-            if configured or narrow:
+            below = parallelism(hw, op_work(op, hw)) < hw.cores(engine)
+            if configured or (below and not narrow):
                 engines.discard(engine)
     return engines
 
@@ -522,6 +578,8 @@ class _Bounder:
         self.arithmetic = [0.0] * n_nodes
         memo: dict[tuple[OpWork, bool, bool, int | None, bool], _Options] = {}
         written = _written_counts(prog, hw)
+        unlimited = unlimited_engines(prog, hw)
+        """Engines no mode limits: an ordinary op runs ``min(par, C)`` blocks (9)."""
         self.serial = serial_engines(prog, hw)
         """Bound 9's engines: every op of each runs alone on all its cores."""
         for n, op in enumerate(prog.ops):
@@ -531,6 +589,8 @@ class _Bounder:
             accum = op.full_core_sync and work.engine != "comm"
             count = written.get(op)
             alone = work.engine in self.serial
+            if count is None and not accum and work.engine in unlimited:
+                count = hw.cores(work.engine)  # its only option: min(par, C) blocks (9)
             key = (work, accum, runs_without_task(op), count, alone)
             opts = memo.get(key)
             if opts is None:
@@ -550,6 +610,7 @@ class _Bounder:
         for n in range(n_nodes - 1, -1, -1):
             for p in self.deps[n]:
                 self.tail[p] = max(self.tail[p], self.tail[n] + self.shortest[n])
+        self.compute_nodes = [n for n in range(n_nodes) if prog.kind[n] is NodeKind.COMPUTE]
         self.by_pool: dict[str, list[int]] = {e: [] for e in CORE_ENGINES}
         for n, opts in enumerate(self.opts):
             if opts is not None and opts.pool is not None:
@@ -637,30 +698,47 @@ class _Bounder:
 
     def joins(self) -> int:
         """Bound 7: the critical path with a join's events (module docstring)."""
+        n_nodes = len(self.prog)
+        self.join_start = [0] * n_nodes
+        """Per node, s(v) of bound 7 (kept for bound 12)."""
+        self.join_finish = [0] * n_nodes
+        """Per node, the least end bound 7 gives it: ``s(v) + d(v)``."""
+        return self._join_pass(0, self.join_start, self.join_finish)
+
+    def _join_pass(
+        self, first: int, start: list[int], finish: list[int], raised: tuple[int, int] = (0, 0)
+    ) -> int:
+        """Bound 7's pass over the nodes from `first` on (the earlier ones' `start` and
+        `finish` given), in place; `raised` (bound 12) is a start and an end that node
+        `first` is known to reach.  The largest end among the nodes passed."""
         prog = self.prog
         record, wait = self.hw.event_record_ns, self.hw.event_wait_ns
-        start = [0] * len(prog)
         end = 0
-        ops = [n for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE]
-        for v in range(len(prog)):
+        for v in range(first, len(prog)):
             producers = set(self.deps[v])
             cap = _JOIN_FANIN
             if prog.kind[v] is NodeKind.RETURN:
                 # The return joins the last op of every stream: every op before it.
-                producers.update(n for n in ops if n < v)
+                producers.update(n for n in self.compute_nodes if n < v)
                 cap = _RETURN_FANIN
+            begin = 0
             if producers:
-                finish = {p: start[p] + self.shortest[p] for p in producers}
-                plain = max(finish.values())
+                ends = {p: finish[p] for p in producers}
+                plain = max(ends.values())
                 joined = prog.kind[v] in (NodeKind.COMPUTE, NodeKind.RETURN) and all(
                     prog.kind[p] is NodeKind.COMPUTE for p in producers
                 )
                 if not joined or len(producers) > cap:
-                    start[v] = plain
+                    begin = plain
                 else:
-                    start[v] = max(plain, self._join(start, finish, record, wait))
-            start[v] = max(start[v], self.head[v])  # bound 11's heads are starts' bounds too
-            end = max(end, start[v] + self.shortest[v])
+                    begin = max(plain, self._join(start, ends, record, wait))
+            begin = max(begin, self.head[v])  # bound 11's heads are starts' bounds too
+            done = begin + self.shortest[v]
+            if v == first:
+                begin = max(begin, raised[0])
+                done = max(done, begin + self.shortest[v], raised[1])
+            start[v], finish[v] = begin, done
+            end = max(end, done)
         return end
 
     def _join(self, start: list[int], finish: dict[int, int], record: int, wait: int) -> int:
@@ -689,6 +767,81 @@ class _Bounder:
             cross = released + wait if released is not None else 0
             best = min(best, max(cross, serial))
         return best
+
+    # -- bound 12 -------------------------------------------------------------------------
+
+    def engine_end(self, e: str) -> int:
+        """A least end for the op of engine `e` that ends last (bound 12): the windows of 4
+        and 10 without a tail, over the ops whose head is at least each threshold."""
+        cores, launch = self.hw.cores(e), self.hw.launch_ns
+        best = 0
+        energy = after = 0
+        order = sorted(self.by_pool[e], key=lambda n: -self.head[n])
+        for i, n in enumerate(order):
+            energy += self.core_time[n]
+            after += self.after_launch[n]
+            if i + 1 < len(order) and self.head[order[i + 1]] == self.head[n]:
+                continue  # take every op at this threshold before measuring
+            spread = max(_ceil_div(energy, cores), launch + _ceil_div(after, cores))
+            best = max(best, self.head[n] + spread)
+        return best
+
+    def last_candidates(self, e: str) -> list[int]:
+        """The ops of engine `e` that may end last among its ops: those without a
+        descendant on `e` (a descendant holds cores and so ends later), fewest tail first."""
+        n_nodes = len(self.prog)
+        on_engine = [False] * n_nodes
+        for n in self.by_pool[e]:
+            on_engine[n] = True
+        below = [False] * n_nodes  # some descendant is on e
+        for v in range(n_nodes - 1, -1, -1):
+            if on_engine[v] or below[v]:
+                for p in self.deps[v]:
+                    below[p] = True
+        return sorted((n for n in self.by_pool[e] if not below[n]), key=lambda n: self.tail[n])
+
+    def join_cost(self) -> int:
+        """Node, edge and producer-pair visits of one pass of bound 7."""
+        cost = 0
+        for v in range(len(self.prog)):
+            fanin = len(self.deps[v])
+            if self.prog.kind[v] is NodeKind.RETURN:
+                fanin = max(fanin, min(len(self.compute_nodes), _RETURN_FANIN))
+            cost += 1 + fanin + (fanin * fanin if fanin <= _RETURN_FANIN else 0)
+        return cost
+
+    def last_on_engine(self, known: int) -> dict[str, int]:
+        """Bound 12 per engine where it beats `known` (a valid bound): the least over the
+        ops that may end last on the engine of bound 7 with that op's end raised to the
+        engine's (`joins` must have run)."""
+        out: dict[str, int] = {}
+        per_pass = self.join_cost()
+        spent = 0
+        for e, nodes in self.by_pool.items():
+            if not nodes:
+                continue
+            candidates = self.last_candidates(e)
+            spent += len(candidates) * per_pass
+            if spent > LAST_OP_BUDGET:
+                break
+            engine_end = self.engine_end(e)
+            serial = e in self.serial
+            prefix = [0]
+            for f in self.join_finish:
+                prefix.append(max(prefix[-1], f))
+            least: int | None = None
+            for x in candidates:
+                # On a serial engine every op runs exactly d(v) (9): x starts that much
+                # before the engine's end.
+                lift = (engine_end - self.shortest[x] if serial else 0, engine_end)
+                start, finish = list(self.join_start), list(self.join_finish)
+                end = max(prefix[x], self._join_pass(x, start, finish, lift))
+                least = end if least is None else min(least, end)
+                if least <= known:
+                    break
+            if least is not None and least > known:
+                out[e] = least
+        return out
 
     def arithmetic_terms(self) -> tuple[dict[str, float], dict[str, float]]:
         """Bounds 2 and 3, per engine with arithmetic."""
@@ -877,13 +1030,77 @@ class _Bounder:
     def energetic_cost(self, e: str) -> int:
         """Op-option-interval evaluations of one test of bound 6 on engine `e`."""
         nodes = self.by_pool[e]
-        points = 3 * len(nodes)
+        points = 5 * len(nodes)
         options = 0
         for n in nodes:
             opts = self.opts[n]
             assert opts is not None
             options += sum(len(o.pieces) for o in opts.options)
         return points * points * options
+
+    def _keep_out(
+        self, nodes: list[int], release: np.ndarray, deadline: np.ndarray, cores: int
+    ) -> bool:
+        """Bound 6's compulsory parts (module docstring): tighten `release` and `deadline`
+        in place around the intervals where an op holds every core in any schedule; False
+        when some op is left no room."""
+        launch = self.hw.launch_ns
+        first = [0] * len(nodes)  # the shortest first piece over the op's options
+        last = [0] * len(nodes)  # the shortest piece
+        for i, n in enumerate(nodes):
+            opts = self.opts[n]
+            assert opts is not None
+            first[i] = min(o.pieces[0][1] for o in opts.options)
+            last[i] = min(p for o in opts.options for _, p in o.pieces)
+        full: list[tuple[int, int, int, bool]] = []  # (node index, block, width, blocks)
+        for i, n in enumerate(nodes):
+            opts = self.opts[n]
+            assert opts is not None
+            if len(opts.options) != 1:
+                continue
+            pieces = opts.options[0].pieces
+            if len(pieces) == 1 and pieces[0][0] == cores:
+                full.append((i, pieces[0][1], pieces[0][1], False))
+            elif len(pieces) == 2 and 1 + pieces[1][0] == cores:
+                full.append((i, pieces[1][1], launch + pieces[1][1], True))
+        for _ in range(_KEEP_OUT_ROUNDS):
+            changed = False
+            for i, block, span, blocks in full:
+                r, dl = int(release[i]), int(deadline[i])
+                if blocks and dl - r >= launch + 2 * block:
+                    continue  # a core may run two of its blocks: no part is compulsory
+                k1, k2 = dl - block, r + span
+                if k1 >= k2:
+                    continue
+                for j in range(len(nodes)):
+                    if j == i:
+                        continue
+                    if first[j] and release[j] < k2 and release[j] + first[j] > k1:
+                        release[j] = k2  # its first block cannot end before k1
+                        changed = True
+                    if last[j] and deadline[j] > k1 and deadline[j] - last[j] < k2:
+                        deadline[j] = k1  # none of its blocks can start after k2
+                        changed = True
+                    if release[j] + self.shortest[nodes[j]] > deadline[j]:
+                        return False
+            if not changed:
+                break
+        return True
+
+    def _piece_ends(self, nodes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Per op of `nodes` with one option of two pieces (an ordinary op on more than one
+        block whose count no mode changes), its later blocks' earliest end after the op's
+        release (launch and block) and their length; 0 and 0 for the others."""
+        launch = self.hw.launch_ns
+        early = np.zeros(len(nodes), dtype=np.int64)
+        late = np.zeros(len(nodes), dtype=np.int64)
+        for i, n in enumerate(nodes):
+            opts = self.opts[n]
+            assert opts is not None
+            if len(opts.options) == 1 and len(opts.options[0].pieces) == 2:
+                block = opts.options[0].pieces[1][1]
+                early[i], late[i] = launch + block, block
+        return early, late
 
     def impossible(self, makespan: int, engines: list[str]) -> bool:
         """Whether the energetic test (bound 6) on `engines` shows that no schedule ends by
@@ -896,7 +1113,19 @@ class _Bounder:
             shortest = np.array([self.shortest[n] for n in nodes], dtype=np.int64)
             if np.any(release + shortest > deadline):
                 return True
-            inner = np.concatenate([release + shortest, deadline - shortest])
+            if not self._keep_out(nodes, release, deadline, self.hw.cores(e)):
+                return True
+            # Where a piece ends when pushed earliest and starts when pushed latest: its
+            # compulsory part's ends (an ordinary op's later blocks after its launch).
+            early_end, late_start = self._piece_ends(nodes)
+            inner = np.concatenate(
+                [
+                    release + shortest,
+                    deadline - shortest,
+                    release + early_end,
+                    deadline - late_start,
+                ]
+            )
             t1 = np.unique(np.concatenate([release, inner]))[:, None]
             t2 = np.unique(np.concatenate([deadline, inner]))[None, :]
             width = np.maximum(t2 - t1, 0)
@@ -981,6 +1210,7 @@ def program_bound(prog: Program, hw: Hardware, crowded: bool = True) -> LowerBou
             )
     affordable = [e for e in sets if b.energetic_cost(e) <= ENERGETIC_BUDGET]
     bound.energetic_ns = b.energetic(int(bound.ns), affordable)
+    bound.last_op_ns = b.last_on_engine(math.ceil(bound.ns))
     return bound
 
 

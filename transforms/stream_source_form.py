@@ -136,9 +136,10 @@ def _runs(ops: list[Operation], key: Callable[[Operation], str | None]) -> list[
     return out
 
 
-def hoist(block: Block) -> None:
-    """Step 2 in one block: each op marked `stream.hoist` before the other ops of its line."""
-    ops = list(block.ops)
+def hoisted_order(ops: list[Operation], marked: Callable[[Operation], bool]) -> list[Operation]:
+    """`ops` (one block's, in order) with each run of npu ops from one source line
+    reordered so that its `marked` ops come first, each part in its own order."""
+    out: list[Operation] = []
     i = 0
     while i < len(ops):
         line = _line(ops[i]) if isinstance(ops[i], NpuOp) else None
@@ -151,14 +152,25 @@ def hoist(block: Block) -> None:
         ):
             j += 1
         run = ops[i:j]
-        hoisted = [o for o in run if HOIST in o.attributes]
-        if hoisted and len(hoisted) < len(run):
-            first = next(o for o in run if HOIST not in o.attributes)
-            for op in hoisted:
-                if run.index(op) > run.index(first):
-                    op.detach()
-                    block.insert_op_before(op, first)
+        out.extend(o for o in run if marked(o))
+        out.extend(o for o in run if not marked(o))
         i = j
+    return out
+
+
+def hoist(block: Block) -> None:
+    """Step 2 in one block: each op marked `stream.hoist` before the other ops of its line."""
+    previous: Operation | None = None
+    for op in hoisted_order(list(block.ops), lambda o: HOIST in o.attributes):
+        if op.prev_op is not previous:
+            op.detach()
+            if previous is None:
+                first = block.first_op
+                assert first is not None
+                block.insert_op_before(op, first)
+            else:
+                block.insert_op_after(op, previous)
+        previous = op
 
 
 @dataclass(frozen=True)

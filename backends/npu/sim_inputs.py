@@ -114,9 +114,12 @@ def _bound_records(prog: Program) -> list[int]:
     id issued before the wait; without, the record the wait names.  Computed here directly so
     the simulator does not pay for the vector clocks.
     """
+    kinds, event_of, event_id = prog.kind, prog.event_of, prog.event_id
+    if max(event_id, default=-1) < 0:  # no physical ids (a search's lowered programs)
+        wait = NodeKind.WAIT
+        return [e if k is wait else -1 for k, e in zip(kinds, event_of)]
     latest: dict[int, int] = {}
     bound = [-1] * len(prog)
-    kinds, event_of, event_id = prog.kind, prog.event_of, prog.event_id
     for n in range(len(prog)):
         kind = kinds[n]
         if kind is NodeKind.WAIT:
@@ -491,7 +494,7 @@ class NodeCosts:
             event_of=prog.event_of,
             event_id=prog.event_id,
             streams=[StreamInfo("s0", stream.MAIN_TAG, 0)],
-            index=prog.index,
+            given_index=prog.given_index,
         )
         limit_fn = limits if limits is not None else coreset_limit
 

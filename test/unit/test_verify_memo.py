@@ -98,10 +98,25 @@ func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {
         original(self)
 
     monkeypatch.setattr(ReluOp, "verify_", counting)
-    from npuir.verifier import verify
+    from npuir import verifier
 
-    verify(module)
+    verifier.forget_passed_signatures()  # the parse's own walk
+    verifier.verify(module)
     assert len(calls) == 1
+    # A later walk (another copy, as a tool verifying many variants makes) checks no
+    # signature again; a new signature it does.
+    verifier.verify(module.clone())
+    assert len(calls) == 1
+    wider = npuir.parse_text(npuir.make_context(), text.replace("8xf16", "16xf16"), "w.mlir")
+    calls.clear()
+    verifier.verify(wider)
+    assert calls == []  # (the parse verified it already)
+    # Only the newest signatures are kept: one here, so each walk evicts the other's.
+    monkeypatch.setattr(verifier, "_PASSED_KEPT", 1)
+    monkeypatch.setattr(verifier, "_PASSED_VALUES", {})
+    for each in (wider, module, wider, wider):
+        verifier.verify(each)
+    assert len(calls) == 3
 
 
 def test_a_waits_event_source_is_checked_at_each_wait() -> None:
