@@ -552,6 +552,18 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` for a 1-d integer array (sorted, each value once), without the
+    import of `numpy.ma` that `np.unique` makes on first use (10 ms of a tool's start)."""
+    ordered = np.sort(values)
+    if ordered.size == 0:
+        return ordered
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
 def _energy(option: _Option) -> int:
     """An option's energy (bounds 4-5)."""
     return option.energy
@@ -964,34 +976,44 @@ class _Bounder:
         count = [0] * n_nodes
         for n in first:
             count[n] += 1
+        # Each op of S as its options' (energy, duration) pairs, read once for every round.
+        pairs: list[tuple[tuple[int, int], ...] | None] = [None] * n_nodes
+        for n in range(n_nodes):
+            opts = self.opts[n]
+            if in_set[n] and opts is not None:
+                pairs[n] = tuple((energy(o), o.duration) for o in opts.options)
+        shortest = self.shortest
         best = 0
         for t in range(2, rounds + 2):
-            # Gradient of the current mix (t - 1 paths), then the path along it.
+            # Gradient of the current mix (t - 1 paths), then the path along it: each op of
+            # S at the duration of its first option of least k (t-1) g + (K-k) C c d.
             slope = [0] * n_nodes
+            scale = k * (t - 1)
             for n in range(n_nodes):
-                opts = self.opts[n]
-                if in_set[n] and opts is not None:
-                    c = count[n]
-                    slope[n] = min(
-                        opts.options,
-                        key=lambda o: k * (t - 1) * energy(o) + off_path * c * o.duration,
-                    ).duration
-                else:
-                    slope[n] = self.shortest[n]
+                options = pairs[n]
+                if options is None:
+                    slope[n] = shortest[n]
+                    continue
+                c = off_path * count[n]
+                least, duration = -1, 0
+                for g, d in options:
+                    value = scale * g + c * d
+                    if least < 0 or value < least:
+                        least, duration = value, d
+                slope[n] = duration
             _, path = self._heaviest_path(slope)
             for n in path:
                 count[n] += 1
             # M * K * C * t >= k t (C ends + sum_S g d) + (K - k) C sum_v count_v d_v
             total = k * t * cores * ends
+            scale = k * t
             for n in range(n_nodes):
-                opts = self.opts[n]
-                if in_set[n] and opts is not None:
-                    c = count[n]
-                    total += min(
-                        k * t * energy(o) + off_path * c * o.duration for o in opts.options
-                    )
+                options = pairs[n]
+                if options is not None:
+                    c = off_path * count[n]
+                    total += min([scale * g + c * d for g, d in options])
                 elif count[n]:
-                    total += off_path * count[n] * self.shortest[n]
+                    total += off_path * count[n] * shortest[n]
             best = max(best, _ceil_div(total, steps * cores * t))
         return best
 
@@ -1126,8 +1148,8 @@ class _Bounder:
                     deadline - late_start,
                 ]
             )
-            t1 = np.unique(np.concatenate([release, inner]))[:, None]
-            t2 = np.unique(np.concatenate([deadline, inner]))[None, :]
+            t1 = _distinct(np.concatenate([release, inner]))[:, None]
+            t2 = _distinct(np.concatenate([deadline, inner]))[None, :]
             width = np.maximum(t2 - t1, 0)
             energy = np.zeros(width.shape, dtype=np.int64)
             for i, n in enumerate(nodes):
