@@ -11,13 +11,16 @@ dispatching on it, and spends about 200 us per op doing so.
 position, looks its operands up, takes its types and attribute dictionary from caches
 keyed by their text (a program repeats a handful of signatures thousands of times), and
 builds the op the way xDSL would: `Operation.create` with the same operands, result
-types, attributes and location, the results registered under their names.  What a
+types, attributes and location, the results registered under their names.  A trailing
+file location (`loc("model.py":12:5)`, what every import route and `--mlir-print-debuginfo`
+write on every op) is read by the reference parser's location rule.  What a
 cache does not hold yet is parsed once by xDSL's own parser on that fragment of text.
 
 Anything else is handed back (`read` returns None, having consumed nothing) and xDSL's
 parser reads the op from the same position: other dialects' ops and op shapes, regions,
-properties, `loc(...)`, aliases (`#`, `!`), a value used before its definition, counts
-that do not fit the op's definition, a name defined twice, or a fragment xDSL refuses.
+properties, other locations (aliases, names, ranges, fused), aliases (`#`, `!`), a value
+used before its definition, counts that do not fit the op's definition, a name defined
+twice, or a fragment xDSL refuses.
 So the fast path never reports an error itself: every diagnostic comes from the
 reference parser, at the same place, with the same text (`--parser=xdsl` selects the
 reference path alone, and `test/unit/test_fastparse.py` compares the two).
@@ -29,6 +32,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from xdsl.dialects.builtin import LocationAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.constraints import VerificationContext
@@ -405,16 +409,21 @@ class OpLineReader:
             parser.resume_at(start)
             return None
         token = parser.current_token
-        if token.kind in _CONTINUES or (
-            token.kind is MLIRTokenKind.BARE_IDENT and token.text == "loc"
-        ):
+        location: LocationAttr | None = None
+        if token.kind is MLIRTokenKind.BARE_IDENT and token.text == "loc":
+            location = _file_location(parser, token.span.start)
+            if location is None:
+                parser.resume_at(start)
+                return None
+            token = parser.current_token
+        if token.kind in _CONTINUES:
             parser.resume_at(start)
             return None
         op = cls.create(
             operands=operands,
             result_types=out_types,
             attributes=attributes,
-            location=parser.location_of(start),
+            location=location if location is not None else parser.location_of(start),
         )
         if results:
             valid = self._valid_names
@@ -496,6 +505,24 @@ class OpLineReader:
             parser.resume_at(start)
             return None
         return attributes, out_types
+
+
+_FILE_LOC = re.compile(r'loc\((?P<file>"[^"\\\n]*+"):[0-9]{1,9}:[0-9]{1,9}\)')
+"""A file location as the printer writes it (`loc("model.py":12:5)`): no escapes in the
+name, no aliases, no nesting -- every other location is the reference parser's."""
+
+
+def _file_location(parser: LocatingParser, at: int) -> LocationAttr | None:
+    """The file location written at `at` (the `loc` token), read by the reference parser's
+    own location rule, the parser past it; None, with the parser where it was on failure,
+    when the text there is another kind of location."""
+    if _FILE_LOC.match(parser.lexer.input.content, at) is None:
+        return None
+    try:
+        location = parser.parse_optional_location()
+    except ParseError:
+        return None
+    return location
 
 
 def _resume(parser: LocatingParser, end: int, start: int) -> bool:

@@ -8,6 +8,7 @@ same diagnostic.  Longer runs: `python bench/parse_diff.py --cases 10000`.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -80,6 +81,48 @@ def test_fast_path_reads_the_benchmark_ops(monkeypatch: pytest.MonkeyPatch) -> N
     module = parse_module(ctx, text, "t.mlir", ctx.diagnostics.sources)
     leaf_ops = [op for op in module.walk() if not op.regions]
     assert len(built) == len(leaf_ops)
+
+
+def test_fast_path_reads_ops_with_file_locations(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What an import route writes: every op with `loc("file":line:col)`.  The fast path
+    # reads those ops (with the location they name, as xDSL's parser gives it) and leaves
+    # other locations to the reference parser.
+    from generate import transformer_layers
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    from npuir import make_context, print_ir
+    from npuir.fastparse import OpLineReader
+    from npuir.parsing import parse_module
+
+    ctx = make_context()
+    source = transformer_layers(20)
+    ctx.diagnostics.sources.add("t.mlir", source)
+    located = print_ir(parse_module(ctx, source, "t.mlir", ctx.diagnostics.sources), debuginfo=True)
+    located = re.sub(r'loc\("t\.mlir":(\d+):', r'loc("other.py":\1:', located, count=1)
+    renamed = re.sub(r'loc\(("t\.mlir":\d+:\d+)\)', r'loc("step"(\1))', located, count=1)
+    assert "other.py" in located and renamed != located
+    built: list[object] = []
+    original = OpLineReader.read
+
+    def counting(self: OpLineReader, parser: object, start: int) -> object:
+        op = original(self, parser, start)  # type: ignore[arg-type]
+        if op is not None:
+            built.append(op)
+        return op
+
+    monkeypatch.setattr(OpLineReader, "read", counting)
+    ctx.diagnostics.sources.add("l.mlir", located)
+    module = parse_module(ctx, located, "l.mlir", ctx.diagnostics.sources)
+    leaf_ops = [op for op in module.walk() if not op.regions and op.name != "builtin.module"]
+    assert len(built) == len(leaf_ops)
+    assert all(isinstance(op.location, FileLineColLoc) for op in built)
+    assert any(op.location.filename.data == "other.py" for op in built)  # type: ignore[attr-defined]
+    assert print_ir(module, debuginfo=True) == located
+    built.clear()
+    ctx.diagnostics.sources.add("n.mlir", renamed)
+    module = parse_module(ctx, renamed, "n.mlir", ctx.diagnostics.sources)
+    assert print_ir(module, debuginfo=True) == renamed
+    assert len(built) == len(leaf_ops) - 1  # the op with a named location: xDSL's
 
 
 def test_parser_xdsl_selects_the_reference_path(
