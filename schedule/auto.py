@@ -80,7 +80,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import heapq
 import itertools
 import random
 from array import array
@@ -615,19 +614,8 @@ def upward_rank_order(prog: Program, duration: Sequence[int]) -> list[int]:
     """A list-scheduling issue order: among the ops whose producers are issued,
     the one with the longest `duration`-weighted path to the end goes first
     (HEFT's upward rank); ties keep the written order, and the return stays last."""
-    users = prog.users()
     rank = upward_ranks(prog, duration.__getitem__)
-    indegree = [len(d) for d in prog.deps]
-    ready = [(-rank[n], n) for n in range(len(prog)) if indegree[n] == 0]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        _, n = heapq.heappop(ready)
-        order.append(n)
-        for u in users[n]:
-            indegree[u] -= 1
-            if indegree[u] == 0:
-                heapq.heappush(ready, (-rank[u], u))
+    order = nearest_topological(prog, sorted(range(len(prog)), key=lambda n: (-rank[n], n)))
     returns = [n for n in order if prog.kind[n] is NodeKind.RETURN]
     return [n for n in order if prog.kind[n] is not NodeKind.RETURN] + returns
 

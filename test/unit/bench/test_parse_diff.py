@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,24 @@ def _report(found: list[tuple[str, parse_diff.Outcome, parse_diff.Outcome]]) -> 
     return "\n".join(
         f"{label}\n  fast: {fast!r:.300}\n  xdsl: {ref!r:.300}" for label, fast, ref in found
     )
+
+
+def _recorded(monkeypatch: pytest.MonkeyPatch, method: str) -> list[Any]:
+    """What `OpLineReader.<method>` builds from now on (its results other than None): the
+    differential tests would pass with a fast path that never fires."""
+    from npuir.fastparse import OpLineReader
+
+    got: list[Any] = []
+    original = getattr(OpLineReader, method)
+
+    def recording(self: OpLineReader, parser: object, start: int) -> object:
+        out = original(self, parser, start)
+        if out is not None:
+            got.append(out)
+        return out
+
+    monkeypatch.setattr(OpLineReader, method, recording)
+    return got
 
 
 def test_repository_inputs_read_the_same() -> None:
@@ -62,22 +81,12 @@ def test_fast_path_reads_the_benchmark_ops(monkeypatch: pytest.MonkeyPatch) -> N
     from generate import transformer_layers
 
     from npuir import make_context
-    from npuir.fastparse import OpLineReader
     from npuir.parsing import parse_module
-
-    built: list[str] = []
-    original = OpLineReader.read
-
-    def counting(self: OpLineReader, parser: object, start: int) -> object:
-        op = original(self, parser, start)  # type: ignore[arg-type]
-        if op is not None:
-            built.append(op.name)
-        return op
 
     text = transformer_layers(100)
     ctx = make_context()
     ctx.diagnostics.sources.add("t.mlir", text)
-    monkeypatch.setattr(OpLineReader, "read", counting)
+    built = _recorded(monkeypatch, "read")
     module = parse_module(ctx, text, "t.mlir", ctx.diagnostics.sources)
     leaf_ops = [op for op in module.walk() if not op.regions]
     assert len(built) == len(leaf_ops)
@@ -91,7 +100,6 @@ def test_fast_path_reads_ops_with_file_locations(monkeypatch: pytest.MonkeyPatch
     from xdsl.dialects.builtin import FileLineColLoc
 
     from npuir import make_context, print_ir
-    from npuir.fastparse import OpLineReader
     from npuir.parsing import parse_module
 
     ctx = make_context()
@@ -101,22 +109,13 @@ def test_fast_path_reads_ops_with_file_locations(monkeypatch: pytest.MonkeyPatch
     located = re.sub(r'loc\("t\.mlir":(\d+):', r'loc("other.py":\1:', located, count=1)
     renamed = re.sub(r'loc\(("t\.mlir":\d+:\d+)\)', r'loc("step"(\1))', located, count=1)
     assert "other.py" in located and renamed != located
-    built: list[object] = []
-    original = OpLineReader.read
-
-    def counting(self: OpLineReader, parser: object, start: int) -> object:
-        op = original(self, parser, start)  # type: ignore[arg-type]
-        if op is not None:
-            built.append(op)
-        return op
-
-    monkeypatch.setattr(OpLineReader, "read", counting)
+    built = _recorded(monkeypatch, "read")
     ctx.diagnostics.sources.add("l.mlir", located)
     module = parse_module(ctx, located, "l.mlir", ctx.diagnostics.sources)
     leaf_ops = [op for op in module.walk() if not op.regions and op.name != "builtin.module"]
     assert len(built) == len(leaf_ops)
     assert all(isinstance(op.location, FileLineColLoc) for op in built)
-    assert any(op.location.filename.data == "other.py" for op in built)  # type: ignore[attr-defined]
+    assert any(op.location.filename.data == "other.py" for op in built)
     assert print_ir(module, debuginfo=True) == located
     built.clear()
     ctx.diagnostics.sources.add("n.mlir", renamed)
@@ -221,20 +220,10 @@ def test_fast_path_reads_custom_ops_with_regions(monkeypatch: pytest.MonkeyPatch
     from valid_programs import program
 
     from npuir import make_context
-    from npuir.fastparse import OpLineReader, RegionOpHeader
     from npuir.parsing import parse_module
 
     text = "\n".join(program(seed).text for seed in range(3))
-    read: list[RegionOpHeader] = []
-    original = OpLineReader.region_op_header
-
-    def counting(self: OpLineReader, parser: object, start: int) -> object:
-        got = original(self, parser, start)  # type: ignore[arg-type]
-        if got is not None:
-            read.append(got)
-        return got
-
-    monkeypatch.setattr(OpLineReader, "region_op_header", counting)
+    read = _recorded(monkeypatch, "region_op_header")
     ctx = make_context()
     ctx.diagnostics.sources.add("t.mlir", text)
     module = parse_module(ctx, text, "t.mlir", ctx.diagnostics.sources)
