@@ -14,7 +14,8 @@ operand and result types and its attributes, and a program repeats a few such
 signatures thousands of times: they run once per signature (`_SignatureMemo`).  So do
 the `sync` ops' (`insert-events` writes one record and one wait per cross-stream edge),
 but for a wait's check that its event comes from a `sync.record`, which runs at each.  What
-depends on where the op stands runs at every op: the order of definitions and uses,
+depends on where the op stands runs at every op: that a program's op (an npu op, a
+scope, a wait, an event) stands in a function, the order of definitions and uses,
 the dialect attributes (`stream.on` names a stream its module declares), and xDSL's
 check that a block ends in a terminator (an op that ends its block is verified whole).
 """
@@ -33,6 +34,8 @@ from npuir.dialects.attributes import (
     verify_op_attributes,
 )
 from npuir.dialects.npu import NpuOp
+from npuir.dialects.scope import ScopeOp
+from npuir.dialects.stream import WaitTensorOp
 from npuir.dialects.sync import RecordOp, WaitOp
 from npuir.dialects.validation import ValidationError
 from npuir.gc_pause import without_collector
@@ -123,6 +126,18 @@ USE_BEFORE_DEF = Kind(
 """A value used before it is defined; arguments: `op_name` (the user), `value`."""
 
 
+OUTSIDE_FUNCTION = Kind(
+    "verify.outside-function",
+    "'{op_name}' op stands outside every function (a program's ops run where a function "
+    "issues them: put it in a func.func)",
+)
+"""An op of a program (an npu op, a scope, a wait or an event) whose parent is neither a
+function nor a scope; arguments: `op_name`."""
+
+_PROGRAM_OPS = (NpuOp, ScopeOp, WaitTensorOp, RecordOp, WaitOp)
+"""Ops that only run where a function issues them (every pass reads them per function)."""
+
+
 @deep_stack
 @without_collector  # it allocates while the whole module is alive: collections would walk it
 def verify(root: Operation) -> None:
@@ -133,6 +148,10 @@ def verify(root: Operation) -> None:
         for op in root.walk():
             _check_defined_before_use(op, seen)
             seen.add(op)
+            # Where the op stands: a scope's parent is checked too, so every program op is
+            # inside a function whatever the nesting.
+            if isinstance(op, _PROGRAM_OPS) and not isinstance(op.parent_op(), FuncOp | ScopeOp):
+                raise error(op, OUTSIDE_FUNCTION, op_name=op.name)
             try:
                 if isinstance(op, _BY_SIGNATURE) and not _ends_block(op):
                     passed, key = memo.passed(op)

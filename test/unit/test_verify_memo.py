@@ -1,9 +1,12 @@
 """Verification memoised by op signature (npuir.verifier) still checks what depends on
 where an op stands: a later op with a signature that passed earlier is reported when
 its module declares no such stream, when it ends its block without being a
-terminator, and when it uses a value before its definition."""
+terminator, when it uses a value before its definition, and when it stands outside
+every function."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +144,50 @@ def test_what_a_walk_read_of_the_module_is_not_kept_for_the_next() -> None:
     with pytest.raises(DiagnosticError) as info:
         verify(module)
     assert "which no 'stream.decl' declares" in info.value.diagnostic.message
+
+
+@pytest.mark.parametrize(
+    ("text", "at"),
+    [
+        # An npu op at module level (a fuzzed input once crashed coreset-lower with it: the
+        # core-limit analysis reads functions only), here after one in a function with its
+        # signature, so the check cannot be memoised away.
+        (
+            "func.func @f(%x: tensor<8xf16>) -> tensor<8xf16> {\n"
+            "  %r = npu.relu %x : (tensor<8xf16>) -> tensor<8xf16>\n"
+            "  func.return %r : tensor<8xf16>\n"
+            "}\n"
+            "%s = npu.relu %q : (tensor<8xf16>) -> tensor<8xf16>\n"
+            "func.func @g(%q: tensor<8xf16>) {\n  func.return\n}\n",
+            (5, 1),
+        ),
+        # A scope at module level: its ops' parent is a scope, the scope's is the module.
+        (
+            'stream.switch "1" {\n  stream.yield\n}\n',
+            (1, 1),
+        ),
+    ],
+)
+def test_a_program_op_outside_every_function_is_located(text: str, at: tuple[int, int]) -> None:
+    from npuir.verifier import OUTSIDE_FUNCTION
+
+    with pytest.raises(DiagnosticError) as info:
+        npuir.parse_text(npuir.make_context(), text, "m.mlir")
+    diagnostic = info.value.diagnostic
+    assert diagnostic.kind == OUTSIDE_FUNCTION.code
+    assert diagnostic.location is not None
+    assert (diagnostic.location.line, diagnostic.location.column) == at
+
+
+def test_the_fuzzed_module_level_op_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    # What the fuzzer found (seed 3535027883): a stray npu op between two functions whose
+    # operands name the next function's arguments; npuir-opt reports it and exits 1.
+    from npuir.tools import opt
+
+    path = tmp_path / "m.mlir"
+    path.write_text(
+        "func.func @a() {\n  func.return\n}\n"
+        "npu.relu %q : (tensor<8xf16>) -> tensor<8xf16>\n"
+        "func.func @b(%q: tensor<8xf16>) {\n  func.return\n}\n"
+    )
+    assert opt.run([str(path), "-p", "stream-partition{mode=engine},coreset-lower"]) == 1
