@@ -159,6 +159,11 @@ _PHASE_OPS, _MIN_SIMS = _SEARCH_OPS + _REORDER_OPS, 4
 # planned ops in all, so that only small graphs get them; ranks move by up to
 # +-_JITTER of themselves, from a fixed seed (results stay deterministic).
 _JITTERED, _JITTER_OPS, _JITTER, _JITTER_SEED = 24, 20_000, 0.3, 1
+# Kicks (`_kick`): about this many simulated ops in all and at most this many trials
+# (none below _KICK_MIN: a program too big for them is not kicked); each kick makes
+# _KICK_MOVES random moves, then refines with at most _KICK_REFINE trials; a fixed seed.
+_KICK_OPS, _KICK_MAX, _KICK_MIN = 40_000, 1500, 100
+_KICK_MOVES, _KICK_REFINE, _KICK_SEED = 2, 20, 2
 
 
 @dataclass
@@ -661,9 +666,11 @@ def _refine(
     max_streams: int,
     reserved: Collection[str],
     trials: int,
+    levels: bool = False,
 ) -> Judged:
     """Local search along the critical path: move one op, or the chain it starts
-    on its stream, elsewhere; each accepted move restarts the scan.
+    on its stream, elsewhere (with `levels`, each move also with its target stream at the
+    other priority level: `_with_levels`); each accepted move restarts the scan.
 
     Every step is a trial (one simulation, linear in the program) or costs no
     more than the trial it prepares: the critical path is read once per
@@ -673,7 +680,7 @@ def _refine(
     budget = judge.trials + trials
     users = prog.users()
     while judge.trials < budget:
-        improved = _improve(judge, best, pinned, max_streams, reserved, budget, users)
+        improved = _improve(judge, best, pinned, max_streams, reserved, budget, users, levels)
         if improved is None:
             break
         best = improved
@@ -688,6 +695,7 @@ def _improve(
     reserved: Collection[str],
     budget: int,
     users: list[list[int]],
+    levels: bool = False,
 ) -> Judged | None:
     """The first move along `best`'s critical path that lowers its key, or None
     when no move does (or the budget runs out first)."""
@@ -714,9 +722,13 @@ def _improve(
                 moved = _move(best.assignment, group, target, max_streams, reserved)
                 if moved is None:
                     continue
-                candidate = judge.within(f"{best.name}+move", moved, best.makespan)
-                if candidate is not None and candidate.key() < best.key():
-                    return candidate
+                variants = _with_levels(moved, moved.stream_of[node], pinned) if levels else [moved]
+                for variant in variants:
+                    if judge.trials >= budget:
+                        return None
+                    candidate = judge.within(f"{best.name}+move", variant, best.makespan)
+                    if candidate is not None and candidate.key() < best.key():
+                        return candidate
     for name, moved in _structural_moves(prog, best, pinned, max_streams, reserved):
         if judge.trials >= budget:
             return None
@@ -724,6 +736,36 @@ def _improve(
         if candidate is not None and candidate.key() < best.key():
             return candidate
     return None
+
+
+BACKGROUND = 1
+"""The priority of the one stream `auto` may make less urgent than all others (which keep
+priority 0, as the default stream has): the cores a pool frees go to the waiting requests
+of every other stream first, then to its own."""
+
+
+def _with_levels(
+    assignment: Assignment, stream: int, pinned: Sequence[str | None]
+) -> Iterator[Assignment]:
+    """`assignment`, then (unless `stream` is the default one, or `stream` or the present
+    background stream holds a pinned op: the user gave those their priorities) the same
+    with `stream` made the background stream (`BACKGROUND`, every other stream at 0) or,
+    if it is that already, with no background stream."""
+    yield assignment
+    held = {s for n, s in enumerate(assignment.stream_of) if pinned[n] is not None}
+    background = [
+        s for s, info in enumerate(assignment.streams) if info.priority == BACKGROUND
+    ]
+    if stream == DEFAULT_STREAM or stream in held or held.intersection(background):
+        return
+    if any(info.priority not in (0, BACKGROUND) for info in assignment.streams):
+        return  # the user's own priorities: left alone
+    making = assignment.streams[stream].priority != BACKGROUND
+    streams = [
+        dataclasses.replace(info, priority=BACKGROUND if making and s == stream else 0)
+        for s, info in enumerate(assignment.streams)
+    ]
+    yield dataclasses.replace(assignment, streams=streams)
 
 
 def _structural_moves(
@@ -1470,7 +1512,7 @@ def _search(
         return result
     # The reordering's judges share the search's judgements: its start (`best`) and any
     # order it tries again are not simulated twice.
-    return _reorder(
+    result = _reorder(
         chained,
         hw,
         limits,
@@ -1484,6 +1526,158 @@ def _search(
         policy,
         memos=memos,
     )
+    kicks = min(_KICK_MAX, _KICK_OPS // max(1, len(prog)))
+    if kicks < _KICK_MIN:
+        return result
+    return _kick(
+        chained,
+        hw,
+        limits,
+        profile,
+        cache,
+        result,
+        pinned,
+        max_streams,
+        reserved,
+        kicks,
+        policy,
+        memos,
+    )
+
+
+def _kick(
+    prog: Program,
+    hw: Hardware,
+    limits: LimitFn | None,
+    profile: Profile | None,
+    cache: SimCache,
+    result: Assignment,
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+    trials: int,
+    policy: LimitPolicy | None,
+    memos: Memos,
+) -> Assignment:
+    """Iterated local search over streams, stream priorities and issue order together: the
+    best schedule is kicked by `_KICK_MOVES` random moves (`_random_move`: an op to another
+    stream, a stream made more or less urgent, an op issued elsewhere), the kicked schedule
+    refined along its critical path (`_refine`, whose moves also try the target stream at
+    the other priority level), and the result kept if it lowers the key.
+
+    The refinement before it only takes moves that pay at once; a schedule that needs two
+    changes together -- on `multi_branch`, a stream made `BACKGROUND` so that a thin matmul
+    on an urgent stream takes its two cube cores beside a full-width one, *and* an op moved
+    so that the cores it frees go to the deep chain -- is out of its reach.  At most
+    `trials` trials (the caller bounds them by the program's size), from a fixed seed, so
+    the result is deterministic; the judges share the search's judgements (`memos`)."""
+    if limits is None:
+        limits = _written_limits(prog, hw)
+    free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
+    if not free:
+        return result
+    rng = random.Random(_KICK_SEED)
+    users = prog.users()
+    written = list(range(len(prog)))
+    known_limits: dict[tuple[int, str], int | None] = {}
+    judges: dict[tuple[int, ...], Judge] = {}
+
+    def judge_of(order: list[int]) -> Judge:
+        key = tuple(order)
+        judge = judges.get(key)
+        if judge is None:
+            if len(judges) >= _KICK_REFINE:
+                judges.clear()  # each keeps a permuted program: keep a few
+            issued = prog if order == written else permuted(prog, order)
+            judge = judges[key] = Judge(
+                issued, hw, limits, profile, cache, known_limits, policy, memos, True
+            )
+        return judge
+
+    def refined(candidate: Assignment) -> tuple[Judged, Assignment]:
+        order = candidate.order if candidate.order is not None else written
+        judge = judge_of(order)
+        start = judge("kick", Assignment(candidate.streams, [candidate.stream_of[n] for n in order]))
+        before = judge.trials
+        pins = [pinned[n] for n in order]
+        found = _refine(judge, start, pins, max_streams, reserved, _KICK_REFINE, levels=True)
+        nonlocal spent
+        spent += 1 + judge.trials - before
+        stream_of = [0] * len(order)
+        for new, old in enumerate(order):
+            stream_of[old] = found.assignment.stream_of[new]
+        return found, Assignment(found.assignment.streams, stream_of, candidate.order)
+
+    spent = 0
+    best, result = refined(result)
+    while spent < trials:
+        kicked = result
+        for _ in range(_KICK_MOVES):
+            kicked = _random_move(prog, kicked, free, users, pinned, max_streams, reserved, rng)
+        judged, candidate = refined(kicked)
+        if judged.key() < best.key():
+            best, result = judged, candidate
+    held = {s for n, s in enumerate(result.stream_of) if pinned[n] is not None}
+    made = [
+        s for s, info in enumerate(result.streams) if info.priority == BACKGROUND and s not in held
+    ]
+    if made:
+        # A background stream is kept only where it pays (a kick moves two things at once).
+        levels = [
+            dataclasses.replace(info, priority=0) if s in made else info
+            for s, info in enumerate(result.streams)
+        ]
+        plain = dataclasses.replace(result, streams=levels)
+        order = plain.order if plain.order is not None else written
+        even = judge_of(order)("kick", Assignment(levels, [plain.stream_of[n] for n in order]))
+        if even.key() <= best.key():
+            result = plain
+    if result.order == written:
+        return dataclasses.replace(result, order=None)
+    return result
+
+
+def _random_move(
+    prog: Program,
+    assignment: Assignment,
+    free: Sequence[int],
+    users: list[list[int]],
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+    rng: random.Random,
+) -> Assignment:
+    """`assignment` with one random move (`_kick`): one of the `free` ops to another stream
+    (or a new one), a stream that holds no pinned op but the default one set to the other
+    priority level, or an op issued anywhere between its last producer and its first user
+    (never passing a collective: every rank issues them in the written order).  A move that
+    cannot be made leaves `assignment` as it is."""
+    order = list(assignment.order) if assignment.order is not None else list(range(len(prog)))
+    kind = rng.random()
+    if kind < 0.4:
+        node = rng.choice(free)
+        target = rng.randrange(len(assignment.streams) + 1)
+        if target == assignment.stream_of[node]:
+            return assignment
+        moved = _move(assignment, [node], target, max_streams, reserved)
+        return assignment if moved is None else dataclasses.replace(moved, order=assignment.order)
+    if kind < 0.7:
+        if len(assignment.streams) < 2:
+            return assignment
+        stream = rng.randrange(1, len(assignment.streams))
+        variants = list(_with_levels(assignment, stream, pinned))
+        return variants[-1]
+    node = rng.choice(free)
+    position = {n: i for i, n in enumerate(order)}
+    low = max((position[p] + 1 for p, _ in prog.deps[node]), default=0)
+    high = min(min((position[u] for u in users[node]), default=len(order)), len(order) - 1)
+    if high - low < 2:
+        return assignment
+    order.remove(node)
+    order.insert(rng.randrange(low, high), node)
+    if keep_collective_order(prog, order) != order:
+        return assignment
+    return dataclasses.replace(assignment, order=order)
 
 
 def _judge_in_order(

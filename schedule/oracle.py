@@ -13,12 +13,20 @@ by branch and bound:
   the other labels are numbered by first appearance in node order (a
   restricted growth string), at most `max_streams` in all, and every
   partition of the ops into streams, with every choice of which part (or
-  none) is the default stream, comes exactly once.  (Stream priorities are
-  all equal, as `auto` makes them, so no other relabelling can change the
-  simulation.)
+  none) is the default stream, comes exactly once.
+- **Priorities.** `auto` leaves every stream at priority 0 or makes one other
+  than the default one its background stream (`BACKGROUND`,
+  `npuir.schedule.auto`), so every labelling is judged under each such choice
+  that can change the simulation: the simulator reads a
+  priority only to order the waiting core requests of one pool (lower first,
+  then issue order), so two choices that order the streams of every pool
+  alike -- the same levels wherever a pool's streams differ, all equal
+  wherever they do not -- run alike, and only the first is judged
+  (`_priority_choices`).  Streams still carry no identity beyond the default
+  one and their level, so the canonical labellings stay exhaustive.
 - **Orders.** The simulator reads the issue order in two places only: each
   stream runs its ops first-in first-out, and free cores of a pool go to
-  waiting requests of equal priority in issue order (the events `plan_events`
+  waiting requests of one pool by priority, then in issue order (the events `plan_events`
   inserts follow from the per-stream sequences).  So two ops on different
   streams and different pools, neither depending on the other, *commute*:
   swapping them where they are adjacent cannot change the simulation, and the
@@ -72,7 +80,7 @@ from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import Hardware
-from npuir.schedule.auto import Judge, LimitFn
+from npuir.schedule.auto import BACKGROUND, Judge, LimitFn
 from npuir.schedule.bounds import program_bound, shortest_runs
 from npuir.schedule.limits import LimitPolicy, policies
 
@@ -161,14 +169,16 @@ def exact_schedule(
     max_streams: int = 8,
     limits: LimitFn | None = None,
     policy: LimitPolicy | None = None,
+    priorities: bool = True,
 ) -> Exact:
-    """The fastest schedule of `prog` over every issue order and stream assignment
-    (see the module docstring).  Raises ValueError for more than `MAX_OPS`
+    """The fastest schedule of `prog` over every issue order, stream assignment and
+    stream priorities (see the module docstring; `priorities` False: every stream at
+    priority 0).  Raises ValueError for more than `MAX_OPS`
     schedulable ops or for pinned ops (the solver assigns freely).  With `policy` every
     schedule is judged under that core-limit policy (`exact_with_limits`); the bound stays
     valid, since a limit never makes an op faster than its shortest run."""
     _check_solvable(prog)
-    search = _Search(prog, hw, max(1, max_streams), limits, policy=policy)
+    search = _Search(prog, hw, max(1, max_streams), limits, policy=policy, priorities=priorities)
     search.run()
     assert search.best is not None
     return Exact(search.best_span, search.best, search.labellings, search.schedules)
@@ -186,8 +196,14 @@ class _Search:
         prune: bool = True,
         policy: LimitPolicy | None = None,
         tried: Sequence[LimitPolicy] = (),
+        priorities: bool = True,
     ) -> None:
         self.prog = prog
+        self.priorities = priorities
+        """Whether each labelling is judged under every priority choice that can matter
+        (`_priority_choices`), else with every stream at 0."""
+        self.choices: list[list[int]] = [[]]
+        """The current labelling's priority choices (per stream), the all-0 one first."""
         self.policy = policy
         self.tried = list(tried)
         """With limits (`exact_with_limits`): every schedule is judged under each policy of
@@ -248,8 +264,40 @@ class _Search:
                 return  # the rest are bounded no lower, or nothing beats the whole bound
             if self.tried:
                 self.plans = self._plans(labels)
+            self.choices = self._priority_choices(labels)
             self.labellings += 1
             self._orders(labels, tail, self._state(labels), [])
+
+    def _priority_choices(self, labels: list[int]) -> list[list[int]]:
+        """Per stream of `labels`, a priority for each choice `auto` can make (every stream
+        at 0, or one other than the default one at `BACKGROUND`) that orders some pool's
+        streams unlike every earlier choice (module docstring); the all-0 choice first.
+        Without `priorities`, that one only."""
+        count = max(labels) + 1
+        zero = [0] * count
+        if not self.priorities or count < 2:
+            return [zero]
+        pools: dict[int, set[int]] = {}
+        for v in range(self.n):
+            if self.pool[v] >= 0:
+                pools.setdefault(self.pool[v], set()).add(labels[v])
+        shared = [sorted(streams) for streams in pools.values() if len(streams) > 1]
+        # Only a stream that shares a pool with another can change an order.
+        free = sorted({s for streams in shared for s in streams if s != DEFAULT_STREAM})
+        seen: set[tuple[tuple[int, ...] | None, ...]] = set()
+        out: list[list[int]] = []
+        for background in [None, *free]:
+            levels = list(zero)
+            if background is not None:
+                levels[background] = BACKGROUND
+            key = tuple(
+                None if len({levels[s] for s in streams}) == 1 else tuple(levels[s] for s in streams)
+                for streams in shared
+            )
+            if key not in seen:
+                seen.add(key)
+                out.append(levels)
+        return out
 
     def _plans(self, labels: list[int]) -> list[tuple[LimitPolicy, list[int], list[int]]]:
         """The policies of `tried` whose plans for `labels` are feasible, limit some op below
@@ -374,7 +422,6 @@ class _Search:
         """Simulate the schedule (with limits: under each of the labelling's plans); keep it
         if it is the fastest so far."""
         count = max(labels) + 1
-        streams = [StreamInfo(f"s{s}", MAIN_TAG if s == 0 else f"x{s}", 0) for s in range(count)]
         judge = Judge(
             permuted(self.prog, order),
             self.hw,
@@ -391,15 +438,20 @@ class _Search:
                 for policy, duration, tail in self.plans
                 if self._placed_bound(order, labels, duration, tail) < self.best_span
             ]
-        assignment = Assignment(streams, [labels[v] for v in order])
-        for policy, judged in zip(tried, judge.under_policies("exact", assignment, tried)):
-            self.schedules += 1
-            span = judged.makespan
-            if self.best is None or span < self.best_span:
-                keep = None if order == list(range(self.n)) else list(order)
-                self.best = Assignment(streams, list(labels), keep)
-                self.best_span = span
-                self.best_policy = policy
+        for levels in self.choices if len(self.choices[0]) == count else [[0] * count]:
+            streams = [
+                StreamInfo(f"s{s}", MAIN_TAG if s == 0 else f"x{s}", levels[s])
+                for s in range(count)
+            ]
+            assignment = Assignment(streams, [labels[v] for v in order])
+            for policy, judged in zip(tried, judge.under_policies("exact", assignment, tried)):
+                self.schedules += 1
+                span = judged.makespan
+                if self.best is None or span < self.best_span:
+                    keep = None if order == list(range(self.n)) else list(order)
+                    self.best = Assignment(streams, list(labels), keep)
+                    self.best_span = span
+                    self.best_policy = policy
 
     def _placed_bound(
         self, order: list[int], labels: list[int], duration: list[int], tail: list[int]
@@ -458,10 +510,15 @@ class ExactWithLimits:
 
 
 def exact_with_limits(
-    prog: Program, hw: Hardware, max_streams: int = 8, limits: LimitFn | None = None
+    prog: Program,
+    hw: Hardware,
+    max_streams: int = 8,
+    limits: LimitFn | None = None,
+    priorities: bool = True,
 ) -> ExactWithLimits:
-    """The fastest schedule of `prog` over every issue order, stream assignment and core-limit
-    policy `stream-partition{mode=auto limits=true}` may choose.
+    """The fastest schedule of `prog` over every issue order, stream assignment, stream
+    priority choice (as `exact_schedule`; `priorities` False: none) and core-limit policy
+    `stream-partition{mode=auto limits=true}` may choose.
 
     The grid (`npuir.schedule.limits.policies`): per engine, for each of the first
     `MAX_SINGLE_HOLDERS` free ops that hold cores while they wait, and for all of them
@@ -484,7 +541,7 @@ def exact_with_limits(
     schedule: 7-8-op graphs in seconds to minutes (`bench/run.py oracle --limits`)."""
     _check_solvable(prog)
     tried = policies(prog, hw)
-    search = _Search(prog, hw, max(1, max_streams), limits, tried=tried)
+    search = _Search(prog, hw, max(1, max_streams), limits, tried=tried, priorities=priorities)
     search.run()
     assert search.best is not None
     found = Exact(search.best_span, search.best, search.labellings, search.schedules)

@@ -101,11 +101,12 @@ def test_the_lower_bound_never_exceeds_the_optimum(seed: int) -> None:
     assert program_bound(prog, HW).ns <= exact_schedule(prog, HW).makespan
 
 
-def _classes(prog: Program) -> int:
+def _classes(prog: Program, priorities: bool = False) -> int:
     """Schedules that may simulate differently, by brute force: every order keeping the
     collectives' order and every labelling, told apart by the stream of each op, the
     sequence on each stream and the order of each core pool's ops (the collectives and
-    ops without a pool as one more pool)."""
+    ops without a pool as one more pool); with `priorities`, also by which streams of each
+    core pool are behind the others (none, or auto's one background stream)."""
     pool = NodeCosts(prog, HW).pool
     movable = [prog.kind[n] is NodeKind.COMPUTE for n in range(len(prog))]
     labellings = [list(x) for x in _labellings(movable, [0] * len(prog), 8)]
@@ -118,17 +119,36 @@ def _classes(prog: Program) -> int:
                 tuple(n for n in order if labels[n] == s) for s in range(max(labels) + 1)
             )
             pools = tuple(tuple(n for n in order if pool[n] == p) for p in sorted(set(pool)))
-            keys.add((tuple(labels), streams, pools))
+            behind: set[tuple[frozenset[int], ...]] = {()}
+            if priorities:
+                # Per core pool (not ops without one: they wait for no core), the pool's
+                # streams that are behind, when some but not all of them are.
+                cored = [{labels[n] for n in range(len(prog)) if pool[n] == p} for p in set(pool)]
+                cored = [users for p, users in zip(set(pool), cored) if p >= 0]
+                behind = {
+                    tuple(
+                        frozenset(s for s in users if s == background)
+                        if background in users and len(users) > 1
+                        else frozenset()
+                        for users in cored
+                    )
+                    for background in range(1, max(labels) + 1)
+                } | {tuple(frozenset() for _ in cored)}
+            for which in behind:
+                keys.add((tuple(labels), streams, pools, which))
     return len(keys)
 
 
+@pytest.mark.parametrize("priorities", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_without_the_bound_each_class_of_schedules_is_simulated_once(seed: int) -> None:
+def test_without_the_bound_each_class_of_schedules_is_simulated_once(
+    seed: int, priorities: bool
+) -> None:
     prog = _prog(random_dag(seed, DagConfig(ops=4, rows=256, cols=512)))
-    search = _Search(prog, HW, 8, None, prune=False)
+    search = _Search(prog, HW, 8, None, prune=False, priorities=priorities)
     search.run()
     # One more: the first schedule judged, every op on the default stream as written.
-    assert search.schedules == _classes(prog) + 1
+    assert search.schedules == _classes(prog, priorities) + 1
 
 
 @pytest.mark.parametrize("seed", range(3))
