@@ -291,7 +291,9 @@ class _Search:
             if background is not None:
                 levels[background] = BACKGROUND
             key = tuple(
-                None if len({levels[s] for s in streams}) == 1 else tuple(levels[s] for s in streams)
+                None
+                if len({levels[s] for s in streams}) == 1
+                else tuple(levels[s] for s in streams)
                 for streams in shared
             )
             if key not in seen:
