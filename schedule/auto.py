@@ -66,7 +66,8 @@ costs.  `auto` does, because it judges every assignment with the simulator:
    search's cost stays linear in the program's size; below, each keeps its own.
    The judges of one search share their judgements, so no assignment is
    simulated twice in the same issue order.
-6. **Kick.** On programs of up to `_KICK_OPS // _KICK_MIN` nodes, an iterated
+6. **Kick.** On programs of up to `_KICK_OPS // _KICK_MIN` nodes (in the search
+   without limit policies, the one every call starts with), an iterated
    local search from the winner (`_kick`): two random moves -- an op to
    another stream, an op issued elsewhere, or a **stream priority**: one
    stream other than the default one made the background stream
@@ -1538,7 +1539,9 @@ def _search(
         memos=memos,
     )
     kicks = min(_KICK_MAX, _KICK_OPS // max(1, len(prog)))
-    if kicks < _KICK_MIN:
+    if kicks < _KICK_MIN or policy is not None:
+        # Under a limit policy (`_with_limits`' searches) the schedule found without one,
+        # kicked, is a candidate already, and the polish follows: no second kick.
         return result
     return _kick(
         chained,
