@@ -125,12 +125,15 @@ def test_the_reordering_does_not_simulate_the_refinements_winner_again(
 ) -> None:
     # Judges of one search share their judgements by issue order: the reordering starts
     # from the refined winner, judged already, and an order it comes back to costs nothing.
-    seen: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    # (A schedule is its order, streams and the streams' priorities: the kicks try one
+    # assignment at two priority levels.)
+    seen: list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = []
     original = auto.simulate_span
 
     def recording(programs: list[Program], *args: object, **kwargs: object) -> object:
         lowered = programs[0]
-        seen.append((tuple(map(id, lowered.ops)), tuple(lowered.stream)))
+        priorities = tuple(info.priority for info in lowered.streams)
+        seen.append((tuple(map(id, lowered.ops)), tuple(lowered.stream), priorities))
         return original(programs, *args, **kwargs)
 
     monkeypatch.setattr(auto, "simulate_span", recording)
