@@ -1575,9 +1575,10 @@ def _kick(
 ) -> Assignment:
     """Iterated local search over streams, stream priorities and issue order together: the
     best schedule is kicked by `_KICK_MOVES` random moves (`_random_move`: an op to another
-    stream, a stream made more or less urgent, an op issued elsewhere), the kicked schedule
-    refined along its critical path (`_refine`, whose moves also try the target stream at
-    the other priority level), and the result kept if it lowers the key.
+    stream, a stream made the background one or back, an op issued elsewhere), the kicked
+    schedule refined along its critical path (`_refine`, whose moves also try the target
+    stream as the background one: `_with_levels`), and the result kept if it lowers the
+    key.
 
     The refinement before it only takes moves that pay at once; a schedule that needs two
     changes together is out of its reach.  On `multi_branch` (95.3 -> 93.6 us): a vector op
@@ -1586,10 +1587,10 @@ def _kick(
     last blocks leave; when its first blocks end, the wide matmul (issued before it) is
     ready and, at equal priority, takes every freed core, so the low-rank matmul's last two
     blocks wait for the wide one's 26 us and the joins after them are late; behind the
-    background stream, they finish at once.  At most `trials` trials (the caller bounds them by the program's size),
-    from a fixed seed, so the result is deterministic; the judges share the search's
-    judgements (`memos`).  A background stream in the result is dropped when the same
-    schedule with every stream at 0 is as good."""
+    background stream, they finish at once.  At most `trials` trials (the caller bounds
+    them by the program's size), from a fixed seed, so the result is deterministic; the
+    judges share the search's judgements (`memos`).  A background stream in the result is
+    dropped when the same schedule with every stream at 0 is as good."""
     if limits is None:
         limits = _written_limits(prog, hw)
     free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]

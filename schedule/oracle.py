@@ -22,7 +22,9 @@ by branch and bound:
   then issue order), so two choices that order the streams of every pool
   alike -- the same levels wherever a pool's streams differ, all equal
   wherever they do not -- run alike, and only the first is judged
-  (`_priority_choices`).  Streams still carry no identity beyond the default
+  (`_priority_choices`).  A pool whose ops together ask for no more cores
+  than it has never makes a request wait, so its streams' order cannot
+  matter either (`_Search.contended`).  Streams still carry no identity beyond the default
   one and their level, so the canonical labellings stay exhaustive.
 - **Orders.** The simulator reads the issue order in two places only: each
   stream runs its ops first-in first-out, and free cores of a pool go to
@@ -236,6 +238,14 @@ class _Search:
         costs = NodeCosts(prog, hw, limits=self.limits, cache=self.cache)
         self.pool = list(costs.pool)  # -1 (no pool) is one more pool
         self.want = list(costs.want)
+        asked = [0] * len(POOL_ENGINES)
+        for v, wanted in enumerate(NodeCosts(prog, hw, cache=self.cache).want):
+            if self.pool[v] >= 0:
+                asked[self.pool[v]] += wanted
+        self.contended = {p for p, engine in enumerate(POOL_ENGINES) if asked[p] > hw.cores(engine)}
+        """The core pools whose ops together ask for more cores than the pool has (each op's
+        request without any limit, which a limit only lowers): in any other, every request
+        is served the moment it is made, whatever the priorities."""
         self.costs = costs
         self.node_of = {op: v for v, op in enumerate(prog.ops)}
         self.duration = shortest_runs(prog, hw)
@@ -279,7 +289,7 @@ class _Search:
             return [zero]
         pools: dict[int, set[int]] = {}
         for v in range(self.n):
-            if self.pool[v] >= 0:
+            if self.pool[v] in self.contended:
                 pools.setdefault(self.pool[v], set()).add(labels[v])
         shared = [sorted(streams) for streams in pools.values() if len(streams) > 1]
         # Only a stream that shares a pool with another can change an order.

@@ -12,7 +12,7 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.partition import Assignment, assign, keep_collective_order, permuted
 from npuir.analysis.program import NodeKind, Program, build_program
-from npuir.backends.npu.simulator import NodeCosts
+from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
 from npuir.dialects.npu import CollectiveOp
 from npuir.hardware import load_hardware
 from npuir.schedule.auto import BASELINES, Judge, assign_auto
@@ -106,8 +106,11 @@ def _classes(prog: Program, priorities: bool = False) -> int:
     collectives' order and every labelling, told apart by the stream of each op, the
     sequence on each stream and the order of each core pool's ops (the collectives and
     ops without a pool as one more pool); with `priorities`, also by which streams of each
-    core pool are behind the others (none, or auto's one background stream)."""
-    pool = NodeCosts(prog, HW).pool
+    core pool are behind the others (none, or auto's one background stream), where the
+    pool's ops together ask for more cores than it has (elsewhere no request waits)."""
+    costs = NodeCosts(prog, HW)
+    pool = costs.pool
+    asked = {p: sum(w for q, w in zip(pool, costs.want) if q == p) for p in set(pool)}
     movable = [prog.kind[n] is NodeKind.COMPUTE for n in range(len(prog))]
     labellings = [list(x) for x in _labellings(movable, [0] * len(prog), 8)]
     keys = set()
@@ -124,7 +127,11 @@ def _classes(prog: Program, priorities: bool = False) -> int:
                 # Per core pool (not ops without one: they wait for no core), the pool's
                 # streams that are behind, when some but not all of them are.
                 cored = [{labels[n] for n in range(len(prog)) if pool[n] == p} for p in set(pool)]
-                cored = [users for p, users in zip(set(pool), cored) if p >= 0]
+                cored = [
+                    users
+                    for p, users in zip(set(pool), cored)
+                    if p >= 0 and asked[p] > HW.cores(POOL_ENGINES[p])
+                ]
                 behind = {
                     tuple(
                         frozenset(s for s in users if s == background)
@@ -144,8 +151,11 @@ def _classes(prog: Program, priorities: bool = False) -> int:
 def test_without_the_bound_each_class_of_schedules_is_simulated_once(
     seed: int, priorities: bool
 ) -> None:
-    prog = _prog(random_dag(seed, DagConfig(ops=4, rows=256, cols=512)))
+    # With priorities, wide ops: their pools are contended, so the choices count.
+    wide = DagConfig(ops=4, rows=256, cols=2048, cube_rate=0.5)
+    prog = _prog(random_dag(seed, wide if priorities else DagConfig(ops=4, rows=256, cols=512)))
     search = _Search(prog, HW, 8, None, prune=False, priorities=priorities)
+    assert search.contended or not priorities
     search.run()
     # One more: the first schedule judged, every op on the default stream as written.
     assert search.schedules == _classes(prog, priorities) + 1
