@@ -120,8 +120,9 @@ def least_makespan(
         core, span, starts, placed, ends = state
         if bound >= cap or budget[0] <= 0 or all(e >= 0 for e in ends):
             return bound
+        done = _done(ends)
         for j in range(k):
-            if ends[j] >= 0 or preds[j] & ~_done(ends):
+            if ends[j] >= 0 or preds[j] & ~done:
                 continue
             budget[0] -= 1
             s = starts[j] if starts[j] >= 0 else start_of(j, ends)
