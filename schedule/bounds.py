@@ -218,7 +218,7 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    nodes from X on), fewest tail first, stopping at the first that does not beat the other
    terms; made only within `LAST_OP_BUDGET`.
 
-13. **One core's chain of blocks.**  On an engine no mode limits (9's first two
+14. **One core's chain of blocks.**  On an engine no mode limits (9's first two
    conditions: `unlimited_engines`), every ordinary op v runs exactly ``B = min(par, C)``
    blocks of ``b(B)`` each; call v *full-width* when ``B = C``.  From the dispatch rules,
    each block of v computes for b without a break on one core, no earlier than ``s(v) + L``
@@ -355,19 +355,19 @@ LAST_OP_BUDGET = 3_000_000
 that may end last on an engine); beyond it the engines left are left out (still valid)."""
 
 FULL_WIDTH_OPS = 24
-"""Bound 13 is tried on engines with at most this many ops on which it reasons."""
+"""Bound 14 is tried on engines with at most this many ops on which it reasons."""
 
 FULL_WIDTH_CHOICES = 10
 """... and at most this many full-width ops among them (each doubles its search)."""
 
 FULL_WIDTH_BUDGET = 3_000_000
-"""Most node and edge visits bound 13's paths between full-width ops may make."""
+"""Most node and edge visits bound 14's paths between full-width ops may make."""
 
 FULL_WIDTH_HOSTS = 2
-"""Bound 13 takes a core to host each of this many narrow ops, those with the longest blocks."""
+"""Bound 14 takes a core to host each of this many narrow ops, those with the longest blocks."""
 
 FULL_WIDTH_VISITS = 40_000
-"""Most ops bound 13's searches place per engine; beyond it the engine is left out."""
+"""Most ops bound 14's searches place per engine; beyond it the engine is left out."""
 
 _JOIN_FANIN = 32
 """Term 7 weighs the stream choices of a node's producers up to this many (O(k^2))."""
@@ -403,8 +403,7 @@ class LowerBound:
     last_op_ns: dict[str, int] = field(default_factory=dict[str, int])
     """Per engine: bound 7 after the engine's last op (bound 12), where it beat the others."""
     full_width_ns: dict[str, int] = field(default_factory=dict[str, int])
-    """Per engine: full-width ops one after another on every core (bound 13), where it beat
-    the others."""
+    """Per engine: one core's chain of blocks (bound 14), where it beat the others."""
 
     @property
     def plain_ns(self) -> float:
@@ -648,9 +647,9 @@ class _Bounder:
         self.arithmetic = [0.0] * n_nodes
         self.block = [-1] * n_nodes
         """Per node, the duration of one block of an ordinary op on an engine no mode limits
-        (bound 13); -1 for the others."""
+        (bound 14); -1 for the others."""
         self.full = [False] * n_nodes
-        """Per node, whether it is such an op with a block for every core (bound 13)."""
+        """Per node, whether it is such an op with a block for every core (bound 14)."""
         memo: dict[tuple[OpWork, bool, bool, int | None, bool], _Options] = {}
         written = _written_counts(prog, hw)
         unlimited = unlimited_engines(prog, hw)
@@ -680,7 +679,7 @@ class _Bounder:
                 and not accum
                 and not runs_without_task(op)
             ):
-                # Bound 13: its blocks' duration, and whether it runs one on every core.
+                # Bound 14: its blocks' duration, and whether it runs one on every core.
                 self.block[n] = opts.shortest - hw.launch_ns
                 self.full[n] = parallelism(hw, work) >= hw.cores(work.engine)
             if work.engine != "comm" and work.flops:
@@ -927,10 +926,10 @@ class _Bounder:
                 out[e] = least
         return out
 
-    # -- bound 13 -------------------------------------------------------------------------
+    # -- bound 14 -------------------------------------------------------------------------
 
     def full_width(self, e: str, known: int) -> int | None:
-        """Bound 13 on engine `e` where it beats `known` (a valid bound), else None: over
+        """Bound 14 on engine `e` where it beats `known` (a valid bound), else None: over
         every choice of which full-width ops run two blocks on one core, the largest least
         makespan of the core chains that choice implies (module docstring)."""
         ops = [n for n in self.by_pool[e] if self.block[n] >= 0]

@@ -1,6 +1,6 @@
-"""Bound 13's search: the blocks one core runs, one after another.
+"""Bound 14's search: the blocks one core runs, one after another.
 
-`npuir.schedule.bounds` (its docstring, bound 13) reduces a question about an engine's
+`npuir.schedule.bounds` (its docstring, bound 14) reduces a question about an engine's
 schedules to one about a single core: which of the engine's ops run blocks on that core,
 how many, and in what order.  This module answers the reduced question: the least makespan
 of a *chain problem*, by best-first branch and bound.
@@ -22,7 +22,7 @@ are the least ones, and so is the makespan).  The search places ops and blocks i
 that respects the lags and takes the least makespan over all such orders.  It is exact
 unless it runs out of `budget` or meets `cap`: then it returns the least bound left in its
 queue, which no order beats either -- so the result is always a lower bound on the
-problem's least makespan, which is all bound 13 needs.
+problem's least makespan, which is all bound 14 needs.
 """
 
 from __future__ import annotations

@@ -957,7 +957,7 @@ def test_an_op_that_holds_every_core_keeps_the_others_out_of_its_compulsory_part
     assert bound.energetic_ns is not None and bound.ns == bound.energetic_ns
     with monkeypatch.context() as patch:
         patch.setattr(bounds._Bounder, "_keep_out", lambda self, *args: True)
-        patch.setattr(bounds._Bounder, "full_width", lambda self, *args: None)  # bound 13
+        patch.setattr(bounds._Bounder, "full_width", lambda self, *args: None)  # bound 14
         assert lower_bound(prog, HW).ns < bound.ns
     assert bound.ns <= _exact(prog, monkeypatch)
     assert bound.ns <= min(_spans(text, HW, (*ALL_MODES, "auto:nolimits")))
@@ -1028,7 +1028,7 @@ times as long as `SQUARE`'s; one of it by the 4000x1000 weight gives `SQUARE` ba
 def _chains_graph(seed: int, chains: int, length: int) -> str:
     """Independent chains of matmuls that ask for every cube core (square ones, and pairs
     through `WIDE` with longer blocks), vector ops between them and narrow matmuls (one
-    block) added in, joined at the end: bound 13's ground, an unlimited cube whose
+    block) added in, joined at the end: bound 14's ground, an unlimited cube whose
     full-width ops are not alone."""
     rng = random.Random(seed)
     up, down = "tensor<1000x4000xf16>", "tensor<4000x1000xf16>"
@@ -1112,7 +1112,7 @@ def _random_plan(rng: random.Random, prog: Program) -> Assignment:
 def test_the_chain_term_never_exceeds_a_simulated_makespan_or_the_optimum(
     seed: int, chains: int, length: int, slow: bool
 ) -> None:
-    """Bound 13 (and every other term) on `_chains_graph`s, 910B2 and `tiny` with a 2 us
+    """Bound 14 (and every other term) on `_chains_graph`s, 910B2 and `tiny` with a 2 us
     launch: never above the makespan of random schedules (streams, issue orders and stream
     priorities) nor of any mode, and, up to 6 ops, of the exact optimum."""
     hw = SLOW_LAUNCH if slow else HW
@@ -1135,7 +1135,7 @@ def test_a_core_that_runs_a_narrow_block_runs_a_block_of_every_spread_op(
 ) -> None:
     """A one-block matmul feeding a square one, beside a matmul pair through `WIDE`: the
     core that runs the narrow block also runs a block of each full-width op that runs one
-    on every core, and a full-width op that does not runs two on some core.  Bound 13 is
+    on every core, and a full-width op that does not runs two on some core.  Bound 14 is
     the bound, above every other term; without the narrow op's core it is not; below the
     exact optimum and every mode."""
     up, down = "tensor<1000x4000xf16>", "tensor<4000x1000xf16>"
@@ -1163,7 +1163,7 @@ def test_a_core_that_runs_a_narrow_block_runs_a_block_of_every_spread_op(
 
 def test_a_long_op_keeps_the_multi_branch_chain_of_matmuls_from_overlapping_it() -> None:
     """`multi_branch`: four square matmuls with a gelu between each two, beside an MLP's
-    matmuls whose blocks are three and two times as long.  Bound 13 is its bound, above
+    matmuls whose blocks are three and two times as long.  Bound 14 is its bound, above
     every other term, and below every mode's makespan."""
     text = WORKLOADS["multi_branch"]()
     bound = _bound(text, HW)
@@ -1172,7 +1172,7 @@ def test_a_long_op_keeps_the_multi_branch_chain_of_matmuls_from_overlapping_it()
 
 
 def test_the_chain_term_is_left_out_beyond_its_budgets(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without search budget, or with more full-width ops than it takes, bound 13 is not
+    """Without search budget, or with more full-width ops than it takes, bound 14 is not
     computed and the bound is the other terms': lower, still valid."""
     text = WORKLOADS["multi_branch"]()
     full = _bound(text, HW)

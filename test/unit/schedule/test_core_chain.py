@@ -1,4 +1,4 @@
-"""Bound 13's chain search: exact against every order of a small chain problem, and a
+"""Bound 14's chain search: exact against every order of a small chain problem, and a
 lower bound when it stops early."""
 
 from __future__ import annotations
