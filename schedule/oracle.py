@@ -21,11 +21,16 @@ by branch and bound:
   priority only to order the waiting core requests of one pool (lower first,
   then issue order), so two choices that order the streams of every pool
   alike -- the same levels wherever a pool's streams differ, all equal
-  wherever they do not -- run alike, and only the first is judged
-  (`_priority_choices`).  A pool whose ops together ask for no more cores
-  than it has never makes a request wait, so its streams' order cannot
-  matter either (`_Search.contended`).  Streams still carry no identity beyond the default
-  one and their level, so the canonical labellings stay exhaustive.
+  wherever they do not -- run alike.  And a priority orders requests only
+  when some wait for cores: the ops whose requests stand at one instant
+  (running or waiting) are on distinct streams (a stream runs one op at a
+  time) and on no common path of the graph (a consumer waits for its
+  producer's end, through a wait or its stream), so a stream's level can
+  change the simulation only if it holds an op of a *crowd* -- ops of one
+  pool, on no common path, on distinct streams, that together want more
+  than the pool's cores -- and only those choices are judged
+  (`_priority_choices`).  Streams still carry no identity beyond the
+  default one and their level, so the canonical labellings stay exhaustive.
 - **Orders.** The simulator reads the issue order in two places only: each
   stream runs its ops first-in first-out, and free cores of a pool go to
   waiting requests of one pool by priority, then in issue order (the events `plan_events`
@@ -72,6 +77,7 @@ refuses more than `MAX_OPS` ops.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -238,14 +244,11 @@ class _Search:
         costs = NodeCosts(prog, hw, limits=self.limits, cache=self.cache)
         self.pool = list(costs.pool)  # -1 (no pool) is one more pool
         self.want = list(costs.want)
-        asked = [0] * len(POOL_ENGINES)
-        for v, wanted in enumerate(NodeCosts(prog, hw, cache=self.cache).want):
-            if self.pool[v] >= 0:
-                asked[self.pool[v]] += wanted
-        self.contended = {p for p, engine in enumerate(POOL_ENGINES) if asked[p] > hw.cores(engine)}
-        """The core pools whose ops together ask for more cores than the pool has (each op's
-        request without any limit, which a limit only lowers): in any other, every request
-        is served the moment it is made, whatever the priorities."""
+        self.crowds = self._crowds(NodeCosts(prog, hw, cache=self.cache).want, hw)
+        """Sets of ops of one core pool, no two on one path of the graph, that together ask
+        for more cores than the pool has (each op's request without any limit, which a
+        limit only lowers): only where such a set runs on distinct streams can a stream's
+        priority change the simulation (`_priority_choices`)."""
         self.costs = costs
         self.node_of = {op: v for v, op in enumerate(prog.ops)}
         self.duration = shortest_runs(prog, hw)
@@ -278,37 +281,44 @@ class _Search:
             self.labellings += 1
             self._orders(labels, tail, self._state(labels), [])
 
+    def _crowds(self, want: Sequence[int], hw: Hardware) -> list[list[int]]:
+        """`crowds`: every set of ops of one core pool that lie on no common path of the
+        (chained) graph and together want more than the pool's cores."""
+        reach = [set(self.deps[v]) for v in range(self.n)]
+        for v in range(self.n):  # nodes are in a topological order
+            for p in list(reach[v]):
+                reach[v] |= reach[p]
+        crowds: list[list[int]] = []
+        for pool, engine in enumerate(POOL_ENGINES):
+            ops = [v for v in range(self.n) if self.pool[v] == pool]
+            for size in range(2, len(ops) + 1):
+                for crowd in itertools.combinations(ops, size):
+                    if sum(want[v] for v in crowd) <= hw.cores(engine):
+                        continue
+                    if all(a not in reach[b] for a, b in itertools.combinations(crowd, 2)):
+                        crowds.append(list(crowd))
+        return crowds
+
     def _priority_choices(self, labels: list[int]) -> list[list[int]]:
-        """Per stream of `labels`, a priority for each choice `auto` can make (every stream
-        at 0, or one other than the default one at `BACKGROUND`) that orders some pool's
-        streams unlike every earlier choice (module docstring); the all-0 choice first.
-        Without `priorities`, that one only."""
+        """Per stream of `labels`, a priority for each choice `auto` can make that can
+        change the simulation (module docstring): every stream at 0 first, then each stream
+        other than the default one at `BACKGROUND` that holds an op of a crowd (`crowds`)
+        whose ops are on distinct streams.  Without `priorities`, the first only."""
         count = max(labels) + 1
         zero = [0] * count
         if not self.priorities or count < 2:
             return [zero]
-        pools: dict[int, set[int]] = {}
-        for v in range(self.n):
-            if self.pool[v] in self.contended:
-                pools.setdefault(self.pool[v], set()).add(labels[v])
-        shared = [sorted(streams) for streams in pools.values() if len(streams) > 1]
-        # Only a stream that shares a pool with another can change an order.
-        free = sorted({s for streams in shared for s in streams if s != DEFAULT_STREAM})
-        seen: set[tuple[tuple[int, ...] | None, ...]] = set()
-        out: list[list[int]] = []
-        for background in [None, *free]:
+        behind: set[int] = set()
+        for crowd in self.crowds:
+            streams = {labels[v] for v in crowd}
+            if len(streams) == len(crowd):
+                behind |= streams
+        behind.discard(DEFAULT_STREAM)
+        out = [zero]
+        for background in sorted(behind):
             levels = list(zero)
-            if background is not None:
-                levels[background] = BACKGROUND
-            key = tuple(
-                None
-                if len({levels[s] for s in streams}) == 1
-                else tuple(levels[s] for s in streams)
-                for streams in shared
-            )
-            if key not in seen:
-                seen.add(key)
-                out.append(levels)
+            levels[background] = BACKGROUND
+            out.append(levels)
         return out
 
     def _plans(self, labels: list[int]) -> list[tuple[LimitPolicy, list[int], list[int]]]:

@@ -3,6 +3,7 @@ optimal" on a generated graph."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -10,7 +11,13 @@ import pytest
 from xdsl.dialects.func import FuncOp
 
 import npuir
-from npuir.analysis.partition import Assignment, assign, keep_collective_order, permuted
+from npuir.analysis.partition import (
+    Assignment,
+    assign,
+    keep_collective_order,
+    permuted,
+    with_collective_chain,
+)
 from npuir.analysis.program import NodeKind, Program, build_program
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
 from npuir.dialects.npu import CollectiveOp
@@ -105,42 +112,42 @@ def _classes(prog: Program, priorities: bool = False) -> int:
     """Schedules that may simulate differently, by brute force: every order keeping the
     collectives' order and every labelling, told apart by the stream of each op, the
     sequence on each stream and the order of each core pool's ops (the collectives and
-    ops without a pool as one more pool); with `priorities`, also by which streams of each
-    core pool are behind the others (none, or auto's one background stream), where the
-    pool's ops together ask for more cores than it has (elsewhere no request waits)."""
+    ops without a pool as one more pool); with `priorities`, also by which stream is
+    auto's background one, where that stream has an op that may wait for cores beside
+    another stream's (ops of one pool, on distinct streams and on no common path, that
+    together want more than the pool's cores)."""
     costs = NodeCosts(prog, HW)
     pool = costs.pool
-    asked = {p: sum(w for q, w in zip(pool, costs.want) if q == p) for p in set(pool)}
-    movable = [prog.kind[n] is NodeKind.COMPUTE for n in range(len(prog))]
-    labellings = [list(x) for x in _labellings(movable, [0] * len(prog), 8)]
+    n = len(prog)
+
+    def below(a: int, b: int) -> bool:  # a path from a to b (the collectives chained)
+        return a == b or any(below(a, p) for p, _ in with_collective_chain(prog).deps[b])
+
+    crowds = [
+        crowd
+        for size in range(2, n + 1)
+        for crowd in itertools.combinations(range(n), size)
+        if len({pool[v] for v in crowd}) == 1
+        and pool[crowd[0]] >= 0
+        and sum(costs.want[v] for v in crowd) > HW.cores(POOL_ENGINES[pool[crowd[0]]])
+        and not any(below(a, b) for a, b in itertools.combinations(crowd, 2))
+    ]
+    movable = [prog.kind[v] is NodeKind.COMPUTE for v in range(n)]
+    labellings = [list(x) for x in _labellings(movable, [0] * n, 8)]
     keys = set()
     for order in topological_orders(prog):
         if keep_collective_order(prog, order) != order:
             continue
         for labels in labellings:
             streams = tuple(
-                tuple(n for n in order if labels[n] == s) for s in range(max(labels) + 1)
+                tuple(v for v in order if labels[v] == s) for s in range(max(labels) + 1)
             )
-            pools = tuple(tuple(n for n in order if pool[n] == p) for p in sorted(set(pool)))
-            behind: set[tuple[frozenset[int], ...]] = {()}
+            pools = tuple(tuple(v for v in order if pool[v] == p) for p in sorted(set(pool)))
+            behind = {0}  # 0: no background stream
             if priorities:
-                # Per core pool (not ops without one: they wait for no core), the pool's
-                # streams that are behind, when some but not all of them are.
-                cored = [{labels[n] for n in range(len(prog)) if pool[n] == p} for p in set(pool)]
-                cored = [
-                    users
-                    for p, users in zip(set(pool), cored)
-                    if p >= 0 and asked[p] > HW.cores(POOL_ENGINES[p])
-                ]
-                behind = {
-                    tuple(
-                        frozenset(s for s in users if s == background)
-                        if background in users and len(users) > 1
-                        else frozenset()
-                        for users in cored
-                    )
-                    for background in range(1, max(labels) + 1)
-                } | {tuple(frozenset() for _ in cored)}
+                for crowd in crowds:
+                    if len({labels[v] for v in crowd}) == len(crowd):
+                        behind |= {labels[v] for v in crowd}
             for which in behind:
                 keys.add((tuple(labels), streams, pools, which))
     return len(keys)
@@ -151,11 +158,11 @@ def _classes(prog: Program, priorities: bool = False) -> int:
 def test_without_the_bound_each_class_of_schedules_is_simulated_once(
     seed: int, priorities: bool
 ) -> None:
-    # With priorities, wide ops: their pools are contended, so the choices count.
+    # With priorities, wide ops: some of them crowd a pool, so the choices count.
     wide = DagConfig(ops=4, rows=256, cols=2048, cube_rate=0.5)
     prog = _prog(random_dag(seed, wide if priorities else DagConfig(ops=4, rows=256, cols=512)))
     search = _Search(prog, HW, 8, None, prune=False, priorities=priorities)
-    assert search.contended or not priorities
+    assert search.crowds or not priorities
     search.run()
     # One more: the first schedule judged, every op on the default stream as written.
     assert search.schedules == _classes(prog, priorities) + 1
