@@ -242,8 +242,9 @@ cost model only.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -277,6 +278,8 @@ __all__ = [
     "ENERGETIC_BUDGET",
     "LAST_OP_BUDGET",
     "MOLDABLE_BUDGET",
+    "STRUCTURE_BUDGET",
+    "STRUCTURE_OPS",
     "WINDOW_PAIRS_OPS",
     "LowerBound",
     "heads_and_tails",
@@ -315,6 +318,13 @@ LAST_OP_BUDGET = 3_000_000
 """Most node, edge and producer-pair visits bound 12 may make (one pass of bound 7 per op
 that may end last on an engine); beyond it the engines left are left out (still valid)."""
 
+STRUCTURE_OPS = 6
+"""Bound 13 is made on programs of at most this many compute ops (one function, unlowered)."""
+
+STRUCTURE_BUDGET = 200_000
+"""Most node visits bound 13 may make over all the stream structures it weighs (about a
+second of Python); a program whose structures would take more is left out (still valid)."""
+
 _JOIN_FANIN = 32
 """Term 7 weighs the stream choices of a node's producers up to this many (O(k^2))."""
 
@@ -348,6 +358,9 @@ class LowerBound:
     """Bound 7: the critical path with the events its joins need."""
     last_op_ns: dict[str, int] = field(default_factory=dict[str, int])
     """Per engine: bound 7 after the engine's last op (bound 12), where it beat the others."""
+    structure_ns: int | None = None
+    """Bound 13 (every stream structure of a small program, its records counted); None when
+    the program is too large for it or it did not beat the others."""
 
     @property
     def plain_ns(self) -> float:
@@ -369,6 +382,7 @@ class LowerBound:
             self.energetic_ns or 0,
             self.joins_ns,
             *self.last_op_ns.values(),
+            self.structure_ns or 0,
         )
 
 
@@ -855,6 +869,198 @@ class _Bounder:
                 out[e] = least
         return out
 
+    # -- bound 13 -------------------------------------------------------------------------
+
+    def stream_structures(self, known: int) -> int | None:
+        """Bound 13 when it beats `known` (a valid bound), else None: the least over every
+        stream structure of the program's compute ops, and every side of each record,
+        of bound 7's pass and bound 12 with that structure known (module docstring)."""
+        prog = self.prog
+        nodes = self.compute_nodes
+        returns = [n for n in range(len(prog)) if prog.kind[n] is NodeKind.RETURN]
+        if (
+            not nodes
+            or len(nodes) > STRUCTURE_OPS
+            or len(nodes) + len(returns) != len(prog)
+            or len(returns) > 1
+            or (returns and returns[0] != len(prog) - 1)
+        ):
+            return None
+        below: list[set[int]] = [set() for _ in range(len(prog))]  # descendants
+        for v in range(len(prog) - 1, -1, -1):
+            for p in self.deps[v]:
+                below[p] |= below[v] | {v}
+        self._spent = 0
+        self._consumers: list[list[int]] = [[] for _ in range(len(prog))]
+        for v in nodes:
+            for p in self.deps[v]:
+                self._consumers[p].append(v)
+        best: int | None = None
+        for groups in _structures(nodes, below):
+            for default in (None, *range(len(groups))):
+                value = self._structure_value(groups, default, known)
+                if value is None:
+                    return None  # over budget, or a structure the others already bound
+                if value < 0:
+                    continue  # no race-free schedule has this structure
+                best = value if best is None else min(best, value)
+        return best
+
+    def _structure_value(
+        self, groups: list[list[int]], default: int | None, known: int
+    ) -> int | None:
+        """Bound 13 for one structure: the least over the sides of its records; None when
+        it is at most `known` or the budget is spent, -1 when no schedule has it."""
+        group = {n: g for g, members in enumerate(groups) for n in members}
+        after: dict[int, int] = {}  # the next op on its stream, where one is
+        for members in groups:
+            for x, y in itertools.pairwise(members):
+                after[x] = y
+        # Ops with a consumer on another stream and an op after them on theirs: the record
+        # the consumer waits for lies before that op or after it.
+        sided = [
+            x for x in after if any(group.get(c, group[x]) != group[x] for c in self._consumers[x])
+        ]
+        least: int | None = None
+        for late in range(1 << len(sided)):
+            later = {x for i, x in enumerate(sided) if late >> i & 1}
+            early = set(sided) - later
+            value = self._structured(groups, group, after, later, early, default)
+            if value is None:
+                return None
+            if value < 0:
+                continue
+            if value <= known:
+                return None
+            least = value if least is None else min(least, value)
+        return -1 if least is None else least
+
+    def _structured(
+        self,
+        groups: list[list[int]],
+        group: dict[int, int],
+        after: dict[int, int],
+        later: set[int],
+        early: set[int],
+        default: int | None,
+    ) -> int | None:
+        """Bound 13 for one structure and one side of each record: bound 7's pass with the
+        structure known, and bound 12 on it; -1 when no schedule has it (its streams and
+        records make a cycle), None when the budget is spent."""
+        prog = self.prog
+        n_nodes = len(prog)
+        succs: list[list[int]] = [[] for _ in range(n_nodes)]
+        for v in range(n_nodes):
+            for p in self.deps[v]:
+                succs[p].append(v)
+        for x, y in after.items():
+            succs[x].append(y)  # first in, first out
+        for x in later:
+            for c in self._consumers[x]:
+                if group.get(c, -1) != group[x]:
+                    succs[after[x]].append(c)  # c waits for a record after the next op
+        order = _topological(succs)
+        if order is None:
+            return -1
+        self._spent += n_nodes
+        start, finish = self._structured_pass(
+            order, groups, group, after, later, early, default, None
+        )
+        end = max(max(finish), *start)
+        # Bound 12 with the structure known: the engine's ends from the starts above, and
+        # only the ops that reach no other op of the engine may end last.
+        reach: list[set[int]] = [set() for _ in range(n_nodes)]
+        for v in reversed(order):
+            for w in succs[v]:
+                reach[v] |= reach[w] | {w}
+        for e, members in self.by_pool.items():
+            if not members:
+                continue
+            engine_end = self._engine_end_from(e, start)
+            serial = e in self.serial
+            engine_least: int | None = None
+            for x in members:
+                if any(y in reach[x] for y in members):
+                    continue
+                self._spent += n_nodes
+                if self._spent > STRUCTURE_BUDGET:
+                    return None
+                lift = (x, engine_end - self.shortest[x] if serial else 0, engine_end)
+                s2, f2 = self._structured_pass(
+                    order, groups, group, after, later, early, default, lift
+                )
+                value = max(max(f2), *s2)
+                engine_least = value if engine_least is None else min(engine_least, value)
+            if engine_least is not None:
+                end = max(end, engine_least)
+        if self._spent > STRUCTURE_BUDGET:
+            return None
+        return end
+
+    def _engine_end_from(self, e: str, start: list[int]) -> int:
+        """`engine_end` with the given starts as thresholds (bound 13)."""
+        cores, launch = self.hw.cores(e), self.hw.launch_ns
+        best = energy = after = 0
+        order = sorted(self.by_pool[e], key=lambda n: -start[n])
+        for i, n in enumerate(order):
+            energy += self.core_time[n]
+            after += self.after_launch[n]
+            if i + 1 < len(order) and start[order[i + 1]] == start[n]:
+                continue
+            spread = max(_ceil_div(energy, cores), launch + _ceil_div(after, cores))
+            best = max(best, start[n] + spread)
+        return best
+
+    def _structured_pass(
+        self,
+        order: list[int],
+        groups: list[list[int]],
+        group: dict[int, int],
+        after: dict[int, int],
+        later: set[int],
+        early: set[int],
+        default: int | None,
+        lift: tuple[int, int, int] | None,
+    ) -> tuple[list[int], list[int]]:
+        """Per node, a least start and end in every schedule of the structure (bound 13);
+        `lift` is an op and a start and an end it is known to reach (bound 12)."""
+        record, wait = self.hw.event_record_ns, self.hw.event_wait_ns
+        n_nodes = len(self.prog)
+        start, finish = [0] * n_nodes, [0] * n_nodes
+
+        def released(x: int) -> int:
+            """When the record a consumer of x on another stream waits for has executed."""
+            return finish[after[x] if x in later else x] + record
+
+        for v in order:
+            if self.prog.kind[v] is NodeKind.RETURN:
+                ahead = groups[default] if default is not None else []
+                waited = [released(m[-1]) for g, m in enumerate(groups) if g != default]
+            else:
+                members = groups[group[v]]
+                ahead = members[: members.index(v)]
+                waited = [released(p) for p in self.deps[v] if group[p] != group[v]]
+            jobs: list[tuple[int, int]] = []
+            floor = self.head[v]
+            for x in ahead:
+                jobs.append((start[x], self.shortest[x]))
+                floor = max(floor, finish[x])
+                if x in early:
+                    # The record right after x, before the next op: on this stream too.
+                    jobs.append((finish[x], record))
+                    floor = max(floor, finish[x] + record)
+            if waited:
+                cross = max(waited)
+                jobs.append((cross, wait))
+                floor = max(floor, cross + wait)
+            begin = max(floor, _serial_end(jobs))
+            done = begin + self.shortest[v]
+            if lift is not None and lift[0] == v:
+                begin = max(begin, lift[1])
+                done = max(begin + self.shortest[v], lift[2])
+            start[v], finish[v] = begin, done
+        return start, finish
+
     def arithmetic_terms(self) -> tuple[dict[str, float], dict[str, float]]:
         """Bounds 2 and 3, per engine with arithmetic."""
         engine_ns: dict[str, float] = {}
@@ -1196,6 +1402,58 @@ class _Bounder:
         return proven + 1
 
 
+def _serial_end(jobs: list[tuple[int, int]]) -> int:
+    """The least end of `jobs` (release, duration) run one after another, each from its
+    release on: ``max_t (t + sum of the durations released at t or later)``."""
+    best, total = 0, 0
+    for release, duration in sorted(jobs, reverse=True):
+        total += duration
+        best = max(best, release + total)
+    return best
+
+
+def _topological(succs: list[list[int]]) -> list[int] | None:
+    """A topological order of the graph `succs`, or None when it has a cycle."""
+    indegree = [0] * len(succs)
+    for out in succs:
+        for w in out:
+            indegree[w] += 1
+    ready = [v for v in range(len(succs)) if not indegree[v]]
+    order: list[int] = []
+    while ready:
+        v = ready.pop()
+        order.append(v)
+        for w in succs[v]:
+            indegree[w] -= 1
+            if not indegree[w]:
+                ready.append(w)
+    return order if len(order) == len(succs) else None
+
+
+def _structures(nodes: list[int], below: list[set[int]]) -> Iterator[list[list[int]]]:
+    """Every stream structure of `nodes` (in topological order; `below` their
+    descendants): a partition into streams and an issue order on each that puts no op
+    before one of its ancestors (bound 13)."""
+    groups: list[list[int]] = []
+
+    def place(i: int) -> Iterator[list[list[int]]]:
+        if i == len(nodes):
+            yield [list(g) for g in groups]
+            return
+        n = nodes[i]
+        for members in groups:
+            first = 1 + max((k for k, m in enumerate(members) if n in below[m]), default=-1)
+            for at in range(first, len(members) + 1):
+                members.insert(at, n)
+                yield from place(i + 1)
+                members.pop(at)
+        groups.append([n])
+        yield from place(i + 1)
+        groups.pop()
+
+    yield from place(0)
+
+
 def shortest_runs(prog: Program, hw: Hardware) -> list[int]:
     """Per node, ``d(v)`` of the module docstring: no run of it is shorter, whatever its
     blockDim, cores or core limit (0 for nodes that are not compute ops)."""
@@ -1233,6 +1491,7 @@ def program_bound(prog: Program, hw: Hardware, crowded: bool = True) -> LowerBou
     affordable = [e for e in sets if b.energetic_cost(e) <= ENERGETIC_BUDGET]
     bound.energetic_ns = b.energetic(int(bound.ns), affordable)
     bound.last_op_ns = b.last_on_engine(math.ceil(bound.ns))
+    bound.structure_ns = b.stream_structures(math.ceil(bound.ns))
     return bound
 
 
