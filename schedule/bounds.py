@@ -218,6 +218,44 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    nodes from X on), fewest tail first, stopping at the first that does not beat the other
    terms; made only within `LAST_OP_BUDGET`.
 
+13. **Stream structures of a small program.**  Restrict a schedule to the compute ops: which
+   of them share a stream and in what order each stream issues them is its *structure*.
+   Terms 7 and 12 weigh each op's producers on its stream or elsewhere one op at a time;
+   with the structure fixed, who follows whom on a stream is known, and so is the record
+   a cross-stream consumer needs.  For an op x with a consumer c on another stream, c's
+   happens-before chain leaves x's stream through a record issued after x (term 7); it
+   executes after x ends.  Let y be the op after x on x's stream.  Either some such record
+   (for some consumer of x elsewhere) is issued before y: it holds x's stream for
+   `event_record_ns` after x's end, so y and every later op of the stream start at least
+   ``f(x) + event_record_ns``, and it is one more job of that stream released at f(x); or
+   every such record is issued after y: it executes after y's end, so every consumer of x
+   elsewhere starts at least ``f(y) + event_record_ns + event_wait_ns``, after y (an
+   edge y -> c).  Each x with a consumer elsewhere and an op after it has these two
+   *sides*; every schedule of the structure takes one side per such x.
+   For one structure and one side per record, take in a topological order of the
+   dependences, the stream orders and the edges above (a cycle: no race-free schedule has
+   this case) a least start for every op: at least h(v) (11), the end of every op before
+   it on its stream, ``f(x) + event_record_ns`` after an op x whose record is issued right
+   after it, ``rel + event_wait_ns`` with rel the latest executed record among its
+   producers on other streams (``f(p) + event_record_ns``, or ``f(y) + event_record_ns``
+   on the later side), and ``ser`` (7) of the jobs its stream runs before it: the ops
+   before it (released at their starts), the records right after them, and one wait
+   released at rel (several waits may be one, so one is counted).  The return runs on the
+   default stream after that stream's ops (the structure says which stream is the default,
+   or none) and waits, once at least, for the record after the last op of every other
+   stream.  Term 12 then runs with the structure known: the engine's end E_e from these
+   starts as thresholds, and only an op that reaches no other op of its engine through the
+   dependences, stream orders and edges above may end last.  Each value bounds every
+   schedule of its structure and sides; the bound is the least over all of them (the
+   structures are the partitions of the ops into streams with every issue order that
+   puts no op before an ancestor, times the default stream's choice).  In the seed's model
+   it is the exact optimum: the record after the add either delays the first matmul on
+   the add's stream (and so the cube's busy window) or makes the other matmul wait for the
+   first one's end, and with both matmuls on the add's stream the same holds one op later
+   for the first matmul's record.  Made on one unlowered function of at most
+   `STRUCTURE_OPS` compute ops, within `STRUCTURE_BUDGET`, stopping at the first structure
+   that does not beat the other terms.
+
 **Launch is charged on one core** outside term 9 (in 4-6 and 10-12), although an op
 granted all its cores at its start holds them all through its launch: on an engine a mode
 or the program may limit, a limit one below the engine on one op leaves a core on which an
