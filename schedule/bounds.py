@@ -626,6 +626,24 @@ def _after_launch(option: _Option) -> int:
     return option.after_launch
 
 
+@dataclass(frozen=True, eq=False)
+class _Case:
+    """One case of bound 13: a stream structure and a side for each record."""
+
+    groups: list[list[int]]
+    """The compute ops of each stream, in issue order."""
+    group: dict[int, int]
+    """Each compute op's stream (an index into `groups`)."""
+    after: dict[int, int]
+    """The op after each op on its stream, where there is one."""
+    later: set[int]
+    """The ops whose consumers elsewhere wait for a record after the op after them."""
+    early: set[int]
+    """The ops with a record right after them (before the op after them)."""
+    consumers: list[list[int]]
+    """Each node's compute consumers."""
+
+
 class _Bounder:
     """One program's per-node options, paths and the terms computed from them."""
 
@@ -911,8 +929,9 @@ class _Bounder:
 
     def stream_structures(self, known: int) -> int | None:
         """Bound 13 when it beats `known` (a valid bound), else None: the least over every
-        stream structure of the program's compute ops, and every side of each record,
-        of bound 7's pass and bound 12 with that structure known (module docstring)."""
+        stream structure of the program's compute ops, every choice of the default stream
+        and every side of each record, of bound 7's pass and bound 12 with that structure
+        known (module docstring)."""
         prog = self.prog
         nodes = self.compute_nodes
         returns = [n for n in range(len(prog)) if prog.kind[n] is NodeKind.RETURN]
@@ -928,112 +947,82 @@ class _Bounder:
         for v in range(len(prog) - 1, -1, -1):
             for p in self.deps[v]:
                 below[p] |= below[v] | {v}
-        self._spent = 0
-        self._consumers: list[list[int]] = [[] for _ in range(len(prog))]
+        consumers: list[list[int]] = [[] for _ in range(len(prog))]
         for v in nodes:
             for p in self.deps[v]:
-                self._consumers[p].append(v)
+                consumers[p].append(v)
+        spent = 0
         best: int | None = None
         for groups in _structures(nodes, below):
-            for default in (None, *range(len(groups))):
-                value = self._structure_value(groups, default, known)
+            group = {n: g for g, members in enumerate(groups) for n in members}
+            after = {x: y for members in groups for x, y in itertools.pairwise(members)}
+            # Ops with a consumer on another stream and an op after them on theirs: the
+            # record the consumer waits for lies before that op or after it.
+            sided = [x for x in after if any(group[c] != group[x] for c in consumers[x])]
+            for late in range(1 << len(sided)):
+                later = {x for i, x in enumerate(sided) if late >> i & 1}
+                case = _Case(groups, group, after, later, set(sided) - later, consumers)
+                spent += self._structure_cost()
+                if spent > STRUCTURE_BUDGET:
+                    return None
+                value = self._structured(case, best)
                 if value is None:
-                    return None  # over budget, or a structure the others already bound
-                if value < 0:
-                    continue  # no race-free schedule has this structure
+                    continue  # no race-free schedule has this structure and sides
+                if value <= known:
+                    return None  # the term cannot beat the others
                 best = value if best is None else min(best, value)
         return best
 
-    def _structure_value(
-        self, groups: list[list[int]], default: int | None, known: int
-    ) -> int | None:
-        """Bound 13 for one structure: the least over the sides of its records; None when
-        it is at most `known` or the budget is spent, -1 when no schedule has it."""
-        group = {n: g for g, members in enumerate(groups) for n in members}
-        after: dict[int, int] = {}  # the next op on its stream, where one is
-        for members in groups:
-            for x, y in itertools.pairwise(members):
-                after[x] = y
-        # Ops with a consumer on another stream and an op after them on theirs: the record
-        # the consumer waits for lies before that op or after it.
-        sided = [
-            x for x in after if any(group.get(c, group[x]) != group[x] for c in self._consumers[x])
-        ]
-        least: int | None = None
-        for late in range(1 << len(sided)):
-            later = {x for i, x in enumerate(sided) if late >> i & 1}
-            early = set(sided) - later
-            value = self._structured(groups, group, after, later, early, default)
-            if value is None:
-                return None
-            if value < 0:
-                continue
-            if value <= known:
-                return None
-            least = value if least is None else min(least, value)
-        return -1 if least is None else least
+    def _structure_cost(self) -> int:
+        """Node visits of `_structured` on one case, at most: a pass, and one per op that
+        may end last."""
+        return len(self.prog) * (1 + len(self.compute_nodes))
 
-    def _structured(
-        self,
-        groups: list[list[int]],
-        group: dict[int, int],
-        after: dict[int, int],
-        later: set[int],
-        early: set[int],
-        default: int | None,
-    ) -> int | None:
-        """Bound 13 for one structure and one side of each record: bound 7's pass with the
-        structure known, and bound 12 on it; -1 when no schedule has it (its streams and
-        records make a cycle), None when the budget is spent."""
+    def _structured(self, case: _Case, best: int | None) -> int | None:
+        """Bound 13 for one structure and one side of each record, the least over the
+        default stream's choices: bound 7's pass with the structure known, and bound 12 on
+        it; None when no schedule has it (its streams and records make a cycle).  Once
+        the value reaches `best` (the least of other cases) it is not refined further."""
         prog = self.prog
         n_nodes = len(prog)
         succs: list[list[int]] = [[] for _ in range(n_nodes)]
         for v in range(n_nodes):
             for p in self.deps[v]:
                 succs[p].append(v)
-        for x, y in after.items():
+        for x, y in case.after.items():
             succs[x].append(y)  # first in, first out
-        for x in later:
-            for c in self._consumers[x]:
-                if group.get(c, -1) != group[x]:
-                    succs[after[x]].append(c)  # c waits for a record after the next op
+        for x in case.later:
+            for c in case.consumers[x]:
+                if case.group[c] != case.group[x]:
+                    succs[case.after[x]].append(c)  # c waits for a record after the next op
         order = _topological(succs)
         if order is None:
-            return -1
-        self._spent += n_nodes
-        start, finish = self._structured_pass(
-            order, groups, group, after, later, early, default, None
-        )
-        end = max(max(finish), *start)
-        # Bound 12 with the structure known: the engine's ends from the starts above, and
-        # only the ops that reach no other op of the engine may end last.
+            return None
+        order = [v for v in order if prog.kind[v] is NodeKind.COMPUTE]
+        start, finish = self._structured_pass(order, case, None)
+        # Per choice of the default stream (none, or one of the structure's): the end.
+        ends = self._structured_ends(start, finish, case)
+        # Bound 12 with the structure known: the engine's end from the starts above as
+        # thresholds, and only the ops that reach no other op of the engine may end last.
         reach: list[set[int]] = [set() for _ in range(n_nodes)]
         for v in reversed(order):
             for w in succs[v]:
                 reach[v] |= reach[w] | {w}
         for e, members in self.by_pool.items():
-            if not members:
-                continue
+            if not members or (best is not None and min(ends) >= best):
+                continue  # bound 12 only raises the ends: this case is not the least
             engine_end = self._engine_end_from(e, start)
             serial = e in self.serial
-            engine_least: int | None = None
+            least: list[int] | None = None
             for x in members:
                 if any(y in reach[x] for y in members):
-                    continue
-                self._spent += n_nodes
-                if self._spent > STRUCTURE_BUDGET:
-                    return None
+                    continue  # an op of the engine after it ends later
                 lift = (x, engine_end - self.shortest[x] if serial else 0, engine_end)
-                s2, f2 = self._structured_pass(
-                    order, groups, group, after, later, early, default, lift
-                )
-                value = max(max(f2), *s2)
-                engine_least = value if engine_least is None else min(engine_least, value)
-            if engine_least is not None:
-                end = max(end, engine_least)
-        if self._spent > STRUCTURE_BUDGET:
-            return None
-        return end
+                lifted = self._structured_ends(*self._structured_pass(order, case, lift), case)
+                least = lifted if least is None else [min(a, b) for a, b in zip(least, lifted)]
+            if least is not None:
+                ends = [max(a, b) for a, b in zip(ends, least)]
+        return min(ends)
 
     def _engine_end_from(self, e: str, start: list[int]) -> int:
         """`engine_end` with the given starts as thresholds (bound 13)."""
@@ -1050,54 +1039,78 @@ class _Bounder:
         return best
 
     def _structured_pass(
-        self,
-        order: list[int],
-        groups: list[list[int]],
-        group: dict[int, int],
-        after: dict[int, int],
-        later: set[int],
-        early: set[int],
-        default: int | None,
-        lift: tuple[int, int, int] | None,
+        self, order: list[int], case: _Case, lift: tuple[int, int, int] | None
     ) -> tuple[list[int], list[int]]:
-        """Per node, a least start and end in every schedule of the structure (bound 13);
+        """Per compute op, a least start and end in every schedule of the case (bound 13);
         `lift` is an op and a start and an end it is known to reach (bound 12)."""
-        record, wait = self.hw.event_record_ns, self.hw.event_wait_ns
+        wait = self.hw.event_wait_ns
         n_nodes = len(self.prog)
         start, finish = [0] * n_nodes, [0] * n_nodes
-
-        def released(x: int) -> int:
-            """When the record a consumer of x on another stream waits for has executed."""
-            return finish[after[x] if x in later else x] + record
-
         for v in order:
-            if self.prog.kind[v] is NodeKind.RETURN:
-                ahead = groups[default] if default is not None else []
-                waited = [released(m[-1]) for g, m in enumerate(groups) if g != default]
-            else:
-                members = groups[group[v]]
-                ahead = members[: members.index(v)]
-                waited = [released(p) for p in self.deps[v] if group[p] != group[v]]
-            jobs: list[tuple[int, int]] = []
-            floor = self.head[v]
-            for x in ahead:
-                jobs.append((start[x], self.shortest[x]))
-                floor = max(floor, finish[x])
-                if x in early:
-                    # The record right after x, before the next op: on this stream too.
-                    jobs.append((finish[x], record))
-                    floor = max(floor, finish[x] + record)
+            members = case.groups[case.group[v]]
+            floor, jobs = self._ahead(members[: members.index(v)], start, finish, case)
+            waited = [
+                self._released(p, finish, case)
+                for p in self.deps[v]
+                if case.group[p] != case.group[v]
+            ]
             if waited:
-                cross = max(waited)
-                jobs.append((cross, wait))
-                floor = max(floor, cross + wait)
-            begin = max(floor, _serial_end(jobs))
+                jobs.append((max(waited), wait))
+                floor = max(floor, max(waited) + wait)
+            begin = max(floor, self.head[v], _serial_end(jobs))
             done = begin + self.shortest[v]
             if lift is not None and lift[0] == v:
                 begin = max(begin, lift[1])
                 done = max(begin + self.shortest[v], lift[2])
             start[v], finish[v] = begin, done
         return start, finish
+
+    def _structured_ends(self, start: list[int], finish: list[int], case: _Case) -> list[int]:
+        """The least end of the case's schedules with the default stream on none of its
+        streams, then on each: the latest op's end, or the return's start (bound 13)."""
+        wait = self.hw.event_wait_ns
+        latest = max(finish[n] for n in self.compute_nodes)
+        head = max((self.head[n] for n in range(len(self.prog)) if n not in case.group), default=0)
+        ends: list[int] = []
+        for default in (None, *range(len(case.groups))):
+            floor, jobs = (
+                self._ahead(case.groups[default], start, finish, case)
+                if default is not None
+                else (0, [])
+            )
+            # The return waits, once at least, for the record after every other stream.
+            waited = [
+                self._released(members[-1], finish, case)
+                for g, members in enumerate(case.groups)
+                if g != default
+            ]
+            if waited:
+                jobs.append((max(waited), wait))
+                floor = max(floor, max(waited) + wait)
+            ends.append(max(latest, head, floor, _serial_end(jobs)))
+        return ends
+
+    def _ahead(
+        self, ahead: list[int], start: list[int], finish: list[int], case: _Case
+    ) -> tuple[int, list[tuple[int, int]]]:
+        """What the ops `ahead` of a node on its stream give it: a least start and the jobs
+        its stream runs before it (the ops, released at their starts, and the records
+        issued right after them)."""
+        record = self.hw.event_record_ns
+        floor = 0
+        jobs: list[tuple[int, int]] = []
+        for x in ahead:
+            jobs.append((start[x], self.shortest[x]))
+            floor = max(floor, finish[x])
+            if x in case.early:
+                jobs.append((finish[x], record))
+                floor = max(floor, finish[x] + record)
+        return floor, jobs
+
+    def _released(self, x: int, finish: list[int], case: _Case) -> int:
+        """When the record a consumer of `x` on another stream waits for has executed, at
+        the earliest: after x, or after the op after it (bound 13's sides)."""
+        return finish[case.after[x] if x in case.later else x] + self.hw.event_record_ns
 
     def arithmetic_terms(self) -> tuple[dict[str, float], dict[str, float]]:
         """Bounds 2 and 3, per engine with arithmetic."""
@@ -1471,7 +1484,10 @@ def _topological(succs: list[list[int]]) -> list[int] | None:
 def _structures(nodes: list[int], below: list[set[int]]) -> Iterator[list[list[int]]]:
     """Every stream structure of `nodes` (in topological order; `below` their
     descendants): a partition into streams and an issue order on each that puts no op
-    before one of its ancestors (bound 13)."""
+    before one of its ancestors (bound 13).  Each op goes first right after an ancestor
+    that ends a stream, then on a stream of its own, then everywhere else: the structures
+    of good schedules come early, where the search may stop (a chain on one stream, the
+    branches beside it)."""
     groups: list[list[int]] = []
 
     def place(i: int) -> Iterator[list[list[int]]]:
@@ -1479,15 +1495,23 @@ def _structures(nodes: list[int], below: list[set[int]]) -> Iterator[list[list[i
             yield [list(g) for g in groups]
             return
         n = nodes[i]
-        for members in groups:
+        places: list[tuple[int, int, int]] = []  # (preference, stream, position)
+        for g, members in enumerate(groups):
             first = 1 + max((k for k, m in enumerate(members) if n in below[m]), default=-1)
             for at in range(first, len(members) + 1):
-                members.insert(at, n)
+                chained = at == len(members) and n in below[members[-1]]
+                places.append((0 if chained else 2, g, at))
+        places.append((1, len(groups), 0))
+        places.sort()
+        for _, g, at in places:
+            if g == len(groups):
+                groups.append([n])
                 yield from place(i + 1)
-                members.pop(at)
-        groups.append([n])
-        yield from place(i + 1)
-        groups.pop()
+                groups.pop()
+            else:
+                groups[g].insert(at, n)
+                yield from place(i + 1)
+                groups[g].pop(at)
 
     yield from place(0)
 
