@@ -766,6 +766,22 @@ def test_the_last_op_of_a_serial_engine_is_joined_after_the_engines_end(
     assert bound.ns <= min(_spans(_seed_model(""), HW, (*ALL_MODES, "auto:nolimits")))
 
 
+def test_the_stream_structures_are_left_out_beyond_their_size_and_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bound 13 on the seed's model, then without it (too many ops for it, or no budget):
+    the others' maximum, lower and still valid."""
+    prog = _program(_seed_model(""))
+    full = lower_bound(prog, HW)
+    assert full.structure_ns == full.ns > full.last_op_ns["cube"]
+    for name, value in (("STRUCTURE_OPS", 3), ("STRUCTURE_BUDGET", 0)):
+        with monkeypatch.context() as patch:
+            patch.setattr(bounds, name, value)
+            cheap = lower_bound(prog, HW)
+        assert cheap.structure_ns is None
+        assert cheap.ns == full.last_op_ns["cube"] < full.ns
+
+
 SQUARE = "tensor<1000x1000xf16>"
 """An add of it asks for every vector core, a matmul of two for every cube core."""
 
