@@ -934,11 +934,11 @@ class _Bounder:
         known (module docstring)."""
         prog = self.prog
         nodes = self.compute_nodes
+        if not nodes or len(nodes) > STRUCTURE_OPS:
+            return None
         returns = [n for n in range(len(prog)) if prog.kind[n] is NodeKind.RETURN]
         if (
-            not nodes
-            or len(nodes) > STRUCTURE_OPS
-            or len(nodes) + len(returns) != len(prog)
+            len(nodes) + len(returns) != len(prog)
             or len(returns) > 1
             or (returns and returns[0] != len(prog) - 1)
         ):
