@@ -248,7 +248,8 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    dependences, stream orders and edges above may end last.  Each value bounds every
    schedule of its structure and sides; the bound is the least over all of them (the
    structures are the partitions of the ops into streams with every issue order that
-   puts no op before an ancestor, times the default stream's choice).  In the seed's model
+   puts no op before an ancestor -- it would wait for the ancestor queued behind it, a
+   deadlock -- times the default stream's choice).  In the seed's model
    it is the exact optimum: the record after the add either delays the first matmul on
    the add's stream (and so the cube's busy window) or makes the other matmul wait for the
    first one's end, and with both matmuls on the add's stream the same holds one op later
