@@ -257,6 +257,39 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    `STRUCTURE_OPS` compute ops, within `STRUCTURE_BUDGET`, stopping at the first structure
    that does not beat the other terms.
 
+14. **One core's chain of blocks.**  On an engine no mode limits (9's first two
+   conditions: `unlimited_engines`), every ordinary op v runs exactly ``B = min(par, C)``
+   blocks of ``b(B)`` each; call v *full-width* when ``B = C``.  From the dispatch rules,
+   each block of v computes for b without a break on one core, no earlier than ``s(v) + L``
+   (a block dispatched during the launch waits for it), two blocks on one core compute one
+   after the other, and v ends with its last block: so v ends at least ``s(v) + L + b``, and
+   when some core runs two of its blocks, at least ``s(v) + L + 2b``.  A full-width op
+   either runs one block on every core (C blocks on C cores) -- call it *spread* -- or some
+   core runs two of them.
+
+   Fix a schedule, T its full-width ops that are not spread, and a core c.  The blocks c
+   runs, in time order, are a *chain*: each computes after the one before it ends and
+   after its op's start plus L, and its op ends no earlier.  Every spread op has a block on
+   c.  So the ops of e with the schedule's starts and ends solve this *chain problem*
+   (`npuir.schedule.core_chain`): each op starts at least h(v) and at least the lag after
+   each op of e it depends on (the longest d-weighted path between them), the makespan is
+   at least each op's end plus t(v); a spread op has one block on the chain and lasts at
+   least ``L + b``; an op of T has none there and lasts at least ``L + 2b``, a narrow op
+   none and at least ``L + b`` (the blocks the problem leaves out only make the real chain
+   later).  The problem's values are each at their least for a given order of the chain's
+   blocks, so its least makespan over every order, ``V(T)``, is at most M.  Each op w of T
+   also has a core that runs two of its blocks, and each narrow op a core that runs one:
+   that core's chain holds those blocks besides the spread ops', so M is at least
+   ``V(T, w)``, the problem with w's blocks on the chain.  T is not known, so the bound is
+   ``min_T max(V(T), max_w V(T, w))``, w over T and the `FULL_WIDTH_HOSTS` narrow ops with
+   the longest blocks (any of them gives a bound).  It charges what the windows of 4-6
+   cannot see: a long op's blocks on every core keep a chain of short full-width ops, each
+   waiting for a vector op between them, from overlapping it, and running a short op on
+   half the cores doubles its blocks on a core.  Each V is found by branch and bound (a
+   search stopped by its budget gives the least bound left in its queue, still a bound);
+   only on engines of at most `FULL_WIDTH_OPS` such ops with at most `FULL_WIDTH_CHOICES`
+   full-width ones, and an engine whose search runs out of `FULL_WIDTH_VISITS` is left out.
+
 **Launch is charged on one core** outside term 9 (in 4-6 and 10-12), although an op
 granted all its cores at its start holds them all through its launch: on an engine a mode
 or the program may limit, a limit one below the engine on one op leaves a core on which an
@@ -309,12 +342,18 @@ from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset
 from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
 from npuir.hardware import Hardware
+from npuir.schedule.core_chain import ChainProblem, least_makespan
 from npuir.schedule.core_check import holds_while_waiting
 from npuir.schedule.limits import grid
 
 __all__ = [
     "CROWDED_BUDGET",
     "ENERGETIC_BUDGET",
+    "FULL_WIDTH_BUDGET",
+    "FULL_WIDTH_CHOICES",
+    "FULL_WIDTH_HOSTS",
+    "FULL_WIDTH_OPS",
+    "FULL_WIDTH_VISITS",
     "LAST_OP_BUDGET",
     "MOLDABLE_BUDGET",
     "STRUCTURE_BUDGET",
@@ -363,6 +402,20 @@ STRUCTURE_OPS = 6
 STRUCTURE_BUDGET = 200_000
 """Most node visits bound 13 may make over all the stream structures it weighs (about a
 second of Python); a program whose structures would take more is left out (still valid)."""
+FULL_WIDTH_OPS = 24
+"""Bound 14 is tried on engines with at most this many ops on which it reasons."""
+
+FULL_WIDTH_CHOICES = 10
+"""... and at most this many full-width ops among them (each doubles its search)."""
+
+FULL_WIDTH_BUDGET = 3_000_000
+"""Most node and edge visits bound 14's paths between full-width ops may make."""
+
+FULL_WIDTH_HOSTS = 2
+"""Bound 14 takes a core to host each of this many narrow ops, those with the longest blocks."""
+
+FULL_WIDTH_VISITS = 40_000
+"""Most ops bound 14's searches place per engine; beyond it the engine is left out."""
 
 _JOIN_FANIN = 32
 """Term 7 weighs the stream choices of a node's producers up to this many (O(k^2))."""
@@ -400,6 +453,8 @@ class LowerBound:
     structure_ns: int | None = None
     """Bound 13 (every stream structure of a small program, its records counted); None when
     the program is too large for it or it did not beat the others."""
+    full_width_ns: dict[str, int] = field(default_factory=dict[str, int])
+    """Per engine: one core's chain of blocks (bound 14), where it beat the others."""
 
     @property
     def plain_ns(self) -> float:
@@ -422,6 +477,7 @@ class LowerBound:
             self.joins_ns,
             *self.last_op_ns.values(),
             self.structure_ns or 0,
+            *self.full_width_ns.values(),
         )
 
 
@@ -659,6 +715,11 @@ class _Bounder:
         self.core_time = [0] * n_nodes
         self.after_launch = [0] * n_nodes
         self.arithmetic = [0.0] * n_nodes
+        self.block = [-1] * n_nodes
+        """Per node, the duration of one block of an ordinary op on an engine no mode limits
+        (bound 14); -1 for the others."""
+        self.full = [False] * n_nodes
+        """Per node, whether it is such an op with a block for every core (bound 14)."""
         memo: dict[tuple[OpWork, bool, bool, int | None, bool], _Options] = {}
         written = _written_counts(prog, hw)
         unlimited = unlimited_engines(prog, hw)
@@ -682,6 +743,15 @@ class _Bounder:
             self.shortest[n] = opts.shortest
             self.core_time[n] = opts.least_core_time
             self.after_launch[n] = opts.least_after_launch
+            if (
+                work.engine in unlimited
+                and work.engine != "comm"
+                and not accum
+                and not runs_without_task(op)
+            ):
+                # Bound 14: its blocks' duration, and whether it runs one on every core.
+                self.block[n] = opts.shortest - hw.launch_ns
+                self.full[n] = parallelism(hw, work) >= hw.cores(work.engine)
             if work.engine != "comm" and work.flops:
                 rate = hw.flops_per_core(work.engine, work.dtype)
                 self.arithmetic[n] = work.flops * NS_PER_S / rate
@@ -1112,6 +1182,77 @@ class _Bounder:
         """When the record a consumer of `x` on another stream waits for has executed, at
         the earliest: after x, or after the op after it (bound 13's sides)."""
         return finish[case.after[x] if x in case.later else x] + self.hw.event_record_ns
+
+    # -- bound 14 -------------------------------------------------------------------------
+
+    def full_width(self, e: str, known: int) -> int | None:
+        """Bound 14 on engine `e` where it beats `known` (a valid bound), else None: over
+        every choice of which full-width ops run two blocks on one core, the largest least
+        makespan of the core chains that choice implies (module docstring)."""
+        ops = [n for n in self.by_pool[e] if self.block[n] >= 0]
+        full = [j for j, n in enumerate(ops) if self.full[n]]
+        if not full or len(ops) > FULL_WIDTH_OPS or len(full) > FULL_WIDTH_CHOICES:
+            return None
+        span = sum(len(d) for d in self.deps[ops[0] :]) + len(self.prog) - ops[0]
+        if len(ops) * span > FULL_WIDTH_BUDGET:
+            return None
+        launch = self.hw.launch_ns
+        block = [self.block[n] for n in ops]
+        problem = ChainProblem(
+            [self.head[n] for n in ops],
+            [self.tail[n] for n in ops],
+            block,
+            self._full_width_lags(ops),
+            launch,
+        )
+        # The narrow ops a chain is taken to host: those with the longest blocks (the max
+        # over any of them is a bound; more hosts cost a search each).
+        narrow = sorted(
+            (j for j, n in enumerate(ops) if not self.full[n]), key=lambda j: -block[j]
+        )[:FULL_WIDTH_HOSTS]
+        budget = [FULL_WIDTH_VISITS]
+        best: int | None = None
+        for mask in range(1 << len(full)):
+            twice = [j for i, j in enumerate(full) if mask >> i & 1]
+            runs = [1 if self.full[n] else 0 for n in ops]
+            least = [launch + b for b in block]
+            for j in twice:
+                runs[j] = 0
+                least[j] = launch + 2 * block[j]
+            cap = best if best is not None else 1 << 62
+            value = least_makespan(problem, runs, least, cap, budget)
+            for w in sorted(twice, key=lambda j: -block[j]) + narrow:
+                if value >= cap:
+                    break
+                hosted = list(runs)
+                hosted[w] = 2 if w in twice else 1
+                value = max(value, least_makespan(problem, hosted, least, cap, budget))
+            best = value if best is None else min(best, value)
+            if best <= known or budget[0] <= 0:
+                return None  # it cannot beat the others, or it ran out before the end
+        return best if best is not None and best > known else None
+
+    def _full_width_lags(self, full: list[int]) -> list[list[int]]:
+        """Per pair of `full`'s ops, the longest d-weighted path from the first's end to the
+        second's start (the ops between at their shortest runs), or -1 when the second does
+        not depend on the first."""
+        index = {n: i for i, n in enumerate(full)}
+        lags = [[-1] * len(full) for _ in full]
+        n_nodes = len(self.prog)
+        for i, u in enumerate(full):
+            dist = [-1] * n_nodes
+            for x in range(u + 1, n_nodes):
+                best = -1
+                for p in self.deps[x]:
+                    if p == u:
+                        best = max(best, 0)
+                    elif dist[p] >= 0:
+                        best = max(best, dist[p] + self.shortest[p])
+                dist[x] = best
+                j = index.get(x)
+                if j is not None and best >= 0:
+                    lags[i][j] = best
+        return lags
 
     def arithmetic_terms(self) -> tuple[dict[str, float], dict[str, float]]:
         """Bounds 2 and 3, per engine with arithmetic."""
@@ -1555,6 +1696,10 @@ def program_bound(prog: Program, hw: Hardware, crowded: bool = True) -> LowerBou
     bound.energetic_ns = b.energetic(int(bound.ns), affordable)
     bound.last_op_ns = b.last_on_engine(math.ceil(bound.ns))
     bound.structure_ns = b.stream_structures(math.ceil(bound.ns))
+    for e in b.by_pool:
+        found = b.full_width(e, math.ceil(bound.ns))
+        if found is not None:
+            bound.full_width_ns[e] = found
     return bound
 
 

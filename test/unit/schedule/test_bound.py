@@ -20,6 +20,7 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.partition import Assignment
 from npuir.analysis.program import (
+    NodeKind,
     Program,
     StreamInfo,
     build_program,
@@ -40,7 +41,7 @@ from npuir.schedule.oracle import exact_schedule
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
-from workloads import DagConfig, random_dag
+from workloads import WORKLOADS, DagConfig, random_dag
 
 HW = load_hardware("910b2")
 MODES = ("single", "engine", "minidag:weighted", "opara", "auto")
@@ -975,6 +976,7 @@ def test_an_op_that_holds_every_core_keeps_the_others_out_of_its_compulsory_part
     assert bound.energetic_ns is not None and bound.ns == bound.energetic_ns
     with monkeypatch.context() as patch:
         patch.setattr(bounds._Bounder, "_keep_out", lambda self, *args: True)
+        patch.setattr(bounds._Bounder, "full_width", lambda self, *args: None)  # bound 14
         assert lower_bound(prog, HW).ns < bound.ns
     assert bound.ns <= _exact(prog, monkeypatch)
     assert bound.ns <= min(_spans(text, HW, (*ALL_MODES, "auto:nolimits")))
@@ -1070,3 +1072,167 @@ def test_the_stream_structures_never_exceed_the_exact_optimum(family: str) -> No
         assert bound.ns <= optimum, (family, seed, bound, optimum)
         decided += bound.structure_ns is not None and bound.structure_ns == bound.ns
     assert decided or family != "serial" or SWEEP < 8
+
+
+WIDE = "tensor<1000x4000xf16>"
+"""A matmul of `SQUARE` by a 1000x4000 weight asks for every cube core and runs blocks four
+times as long as `SQUARE`'s; one of it by the 4000x1000 weight gives `SQUARE` back."""
+
+
+def _chains_graph(seed: int, chains: int, length: int) -> str:
+    """Independent chains of matmuls that ask for every cube core (square ones, and pairs
+    through `WIDE` with longer blocks), vector ops between them and narrow matmuls (one
+    block) added in, joined at the end: bound 14's ground, an unlimited cube whose
+    full-width ops are not alone."""
+    rng = random.Random(seed)
+    up, down = "tensor<1000x4000xf16>", "tensor<4000x1000xf16>"
+    lines = [
+        f"func.func @g(%x: {SQUARE}, %r: {LINE}, %w: {SQUARE}, %wu: {up}, %wd: {down})"
+        f" -> ({SQUARE}) {{"
+    ]
+    ends: list[str] = []
+    i = 0
+    for _ in range(chains):
+        cur, wide = "%x", False
+        for _ in range(rng.randint(1, length)):
+            kind = rng.random()
+            if wide:
+                lines.append(f"  %v{i} = npu.matmul {cur}, %wd : ({WIDE}, {down}) -> {SQUARE}")
+                wide = False
+            elif kind < 0.35:
+                lines.append(f"  %v{i} = npu.matmul {cur}, %w : ({SQUARE}, {SQUARE}) -> {SQUARE}")
+            elif kind < 0.5:
+                lines.append(f"  %v{i} = npu.matmul {cur}, %wu : ({SQUARE}, {up}) -> {WIDE}")
+                wide = True
+            elif kind < 0.62:
+                lines.append(f"  %n{i} = npu.matmul %r, %w : ({LINE}, {SQUARE}) -> {LINE}")
+                lines.append(f"  %v{i} = npu.add {cur}, %n{i} : ({SQUARE}, {LINE}) -> {SQUARE}")
+            else:
+                op = rng.choice(["exp", "relu", "sigmoid"])
+                lines.append(f"  %v{i} = npu.{op} {cur} : ({SQUARE}) -> {SQUARE}")
+            cur = f"%v{i}"
+            i += 1
+        if wide:
+            lines.append(f"  %v{i} = npu.matmul {cur}, %wd : ({WIDE}, {down}) -> {SQUARE}")
+            cur = f"%v{i}"
+            i += 1
+        ends.append(cur)
+    out = ends[0]
+    for end in ends[1:]:
+        lines.append(f"  %v{i} = npu.add {out}, {end} : ({SQUARE}, {SQUARE}) -> {SQUARE}")
+        out = f"%v{i}"
+        i += 1
+    lines.append(f"  func.return {out} : {SQUARE}\n}}")
+    return "\n".join(lines)
+
+
+def _random_plan(rng: random.Random, prog: Program) -> Assignment:
+    """A random schedule of `prog`: streams, a topological issue order (the return last)
+    and stream priorities."""
+    count = rng.randint(1, 4)
+    streams = [StreamInfo("s0", MAIN_TAG, rng.randrange(3))] + [
+        StreamInfo(f"s{i}", f"t{i}", rng.randrange(3)) for i in range(1, count)
+    ]
+    compute = [n for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE]
+    stream_of = [0] * len(prog)
+    for n in compute:
+        stream_of[n] = rng.randrange(count)
+    waiting = [len({p for p, _ in deps}) for deps in prog.deps]
+    users: list[list[int]] = [[] for _ in range(len(prog))]
+    for n, deps in enumerate(prog.deps):
+        for p in {p for p, _ in deps}:
+            users[p].append(n)
+    ready = [n for n in range(len(prog)) if not waiting[n]]
+    order: list[int] = []
+    while ready:
+        last = [n for n in ready if prog.kind[n] is NodeKind.RETURN]
+        n = rng.choice([n for n in ready if n not in last] or last)
+        ready.remove(n)
+        order.append(n)
+        for u in users[n]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                ready.append(u)
+    return Assignment(streams, stream_of, order)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(
+    seed=st.integers(0, 2**31),
+    chains=st.integers(2, 3),
+    length=st.integers(1, 3),
+    slow=st.booleans(),
+)
+def test_the_chain_term_never_exceeds_a_simulated_makespan_or_the_optimum(
+    seed: int, chains: int, length: int, slow: bool
+) -> None:
+    """Bound 14 (and every other term) on `_chains_graph`s, 910B2 and `tiny` with a 2 us
+    launch: never above the makespan of random schedules (streams, issue orders and stream
+    priorities) nor of any mode, and, up to 6 ops, of the exact optimum."""
+    hw = SLOW_LAUNCH if slow else HW
+    text = _chains_graph(seed, chains, length)
+    prog = _program(text)
+    bound = lower_bound(prog, hw).ns
+    judge = Judge(prog, hw, None)
+    rng = random.Random(seed)
+    for i in range(30):
+        assert bound <= judge(f"random{i}", _random_plan(rng, prog)).makespan
+    assert bound <= min(_spans(text, hw, ("single", "opara", "auto", "auto:nolimits")))
+    if sum(prog.kind[n] is NodeKind.COMPUTE for n in range(len(prog))) <= 6:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(oracle, "program_bound", lambda p, h: LowerBound(0, {}))
+            assert bound <= exact_schedule(prog, hw).makespan
+
+
+def test_a_core_that_runs_a_narrow_block_runs_a_block_of_every_spread_op(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A one-block matmul feeding a square one, beside a matmul pair through `WIDE`: the
+    core that runs the narrow block also runs a block of each full-width op that runs one
+    on every core, and a full-width op that does not runs two on some core.  Bound 14 is
+    the bound, above every other term; without the narrow op's core it is not; below the
+    exact optimum and every mode."""
+    up, down = "tensor<1000x4000xf16>", "tensor<4000x1000xf16>"
+    text = (
+        f"func.func @g(%x: {SQUARE}, %r: {LINE}, %w: {SQUARE}, %wu: {up}, %wd: {down})"
+        f" -> ({SQUARE}) {{\n"
+        f"  %n = npu.matmul %r, %w : ({LINE}, {SQUARE}) -> {LINE}\n"
+        f"  %a = npu.add %x, %n : ({SQUARE}, {LINE}) -> {SQUARE}\n"
+        f"  %m = npu.matmul %a, %w : ({SQUARE}, {SQUARE}) -> {SQUARE}\n"
+        f"  %u = npu.matmul %x, %wu : ({SQUARE}, {up}) -> {WIDE}\n"
+        f"  %d = npu.matmul %u, %wd : ({WIDE}, {down}) -> {SQUARE}\n"
+        f"  %j = npu.add %m, %d : ({SQUARE}, {SQUARE}) -> {SQUARE}\n"
+        f"  func.return %j : {SQUARE}\n}}"
+    )
+    prog = _program(text)
+    bound = lower_bound(prog, HW)
+    others = dataclasses.replace(bound, full_width_ns={})
+    assert bound.ns == bound.full_width_ns["cube"] > others.ns
+    with monkeypatch.context() as patch:
+        patch.setattr(bounds, "FULL_WIDTH_HOSTS", 0)
+        assert lower_bound(prog, HW).ns == others.ns
+    assert bound.ns <= _exact(prog, monkeypatch)
+    assert bound.ns <= min(_spans(text, HW, (*ALL_MODES, "auto:nolimits")))
+
+
+def test_a_long_op_keeps_the_multi_branch_chain_of_matmuls_from_overlapping_it() -> None:
+    """`multi_branch`: four square matmuls with a gelu between each two, beside an MLP's
+    matmuls whose blocks are three and two times as long.  Bound 14 is its bound, above
+    every other term, and below every mode's makespan."""
+    text = WORKLOADS["multi_branch"]()
+    bound = _bound(text, HW)
+    assert bound.ns == bound.full_width_ns["cube"] > dataclasses.replace(bound, full_width_ns={}).ns
+    assert bound.ns <= min(_spans(text, HW, (*ALL_MODES, "auto:nolimits")))
+
+
+def test_the_chain_term_is_left_out_beyond_its_budgets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without search budget, or with more full-width ops than it takes, bound 14 is not
+    computed and the bound is the other terms': lower, still valid."""
+    text = WORKLOADS["multi_branch"]()
+    full = _bound(text, HW)
+    for name, value in (("FULL_WIDTH_VISITS", 0), ("FULL_WIDTH_CHOICES", 1), ("FULL_WIDTH_OPS", 1)):
+        with monkeypatch.context() as patch:
+            patch.setattr(bounds, name, value)
+            cheap = _bound(text, HW)
+        assert cheap.full_width_ns == {}
+        assert cheap.ns == dataclasses.replace(full, full_width_ns={}).ns < full.ns
