@@ -125,6 +125,7 @@ class WorkloadResult:
             "energetic_bound_ns": self.bound.energetic_ns,
             "joins_bound_ns": self.bound.joins_ns,
             "last_op_bound_ns": self.bound.last_op_ns,
+            "structure_bound_ns": self.bound.structure_ns,
             "full_width_bound_ns": self.bound.full_width_ns,
             "modes": {m: r.to_json() for m, r in self.modes.items()},
         }

@@ -218,6 +218,45 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
    nodes from X on), fewest tail first, stopping at the first that does not beat the other
    terms; made only within `LAST_OP_BUDGET`.
 
+13. **Stream structures of a small program.**  Restrict a schedule to the compute ops: which
+   of them share a stream and in what order each stream issues them is its *structure*.
+   Terms 7 and 12 weigh each op's producers on its stream or elsewhere one op at a time;
+   with the structure fixed, who follows whom on a stream is known, and so is the record
+   a cross-stream consumer needs.  For an op x with a consumer c on another stream, c's
+   happens-before chain leaves x's stream through a record issued after x (term 7); it
+   executes after x ends.  Let y be the op after x on x's stream.  Either some such record
+   (for some consumer of x elsewhere) is issued before y: it holds x's stream for
+   `event_record_ns` after x's end, so y and every later op of the stream start at least
+   ``f(x) + event_record_ns``, and it is one more job of that stream released at f(x); or
+   every such record is issued after y: it executes after y's end, so every consumer of x
+   elsewhere starts at least ``f(y) + event_record_ns + event_wait_ns``, after y (an
+   edge y -> c).  Each x with a consumer elsewhere and an op after it has these two
+   *sides*; every schedule of the structure takes one side per such x.
+   For one structure and one side per record, take in a topological order of the
+   dependences, the stream orders and the edges above (a cycle: no race-free schedule has
+   this case) a least start for every op: at least h(v) (11), the end of every op before
+   it on its stream, ``f(x) + event_record_ns`` after an op x whose record is issued right
+   after it, ``rel + event_wait_ns`` with rel the latest executed record among its
+   producers on other streams (``f(p) + event_record_ns``, or ``f(y) + event_record_ns``
+   on the later side), and ``ser`` (7) of the jobs its stream runs before it: the ops
+   before it (released at their starts), the records right after them, and one wait
+   released at rel (several waits may be one, so one is counted).  The return runs on the
+   default stream after that stream's ops (the structure says which stream is the default,
+   or none) and waits, once at least, for the record after the last op of every other
+   stream.  Term 12 then runs with the structure known: the engine's end E_e from these
+   starts as thresholds, and only an op that reaches no other op of its engine through the
+   dependences, stream orders and edges above may end last.  Each value bounds every
+   schedule of its structure and sides; the bound is the least over all of them (the
+   structures are the partitions of the ops into streams with every issue order that
+   puts no op before an ancestor -- it would wait for the ancestor queued behind it, a
+   deadlock -- times the default stream's choice).  In the seed's model
+   it is the exact optimum: the record after the add either delays the first matmul on
+   the add's stream (and so the cube's busy window) or makes the other matmul wait for the
+   first one's end, and with both matmuls on the add's stream the same holds one op later
+   for the first matmul's record.  Made on one unlowered function of at most
+   `STRUCTURE_OPS` compute ops, within `STRUCTURE_BUDGET`, stopping at the first structure
+   that does not beat the other terms.
+
 14. **One core's chain of blocks.**  On an engine no mode limits (9's first two
    conditions: `unlimited_engines`), every ordinary op v runs exactly ``B = min(par, C)``
    blocks of ``b(B)`` each; call v *full-width* when ``B = C``.  From the dispatch rules,
@@ -275,8 +314,9 @@ cost model only.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -316,6 +356,8 @@ __all__ = [
     "FULL_WIDTH_VISITS",
     "LAST_OP_BUDGET",
     "MOLDABLE_BUDGET",
+    "STRUCTURE_BUDGET",
+    "STRUCTURE_OPS",
     "WINDOW_PAIRS_OPS",
     "LowerBound",
     "heads_and_tails",
@@ -354,6 +396,12 @@ LAST_OP_BUDGET = 3_000_000
 """Most node, edge and producer-pair visits bound 12 may make (one pass of bound 7 per op
 that may end last on an engine); beyond it the engines left are left out (still valid)."""
 
+STRUCTURE_OPS = 6
+"""Bound 13 is made on programs of at most this many compute ops (one function, unlowered)."""
+
+STRUCTURE_BUDGET = 200_000
+"""Most node visits bound 13 may make over all the stream structures it weighs (about a
+second of Python); a program whose structures would take more is left out (still valid)."""
 FULL_WIDTH_OPS = 24
 """Bound 14 is tried on engines with at most this many ops on which it reasons."""
 
@@ -402,6 +450,9 @@ class LowerBound:
     """Bound 7: the critical path with the events its joins need."""
     last_op_ns: dict[str, int] = field(default_factory=dict[str, int])
     """Per engine: bound 7 after the engine's last op (bound 12), where it beat the others."""
+    structure_ns: int | None = None
+    """Bound 13 (every stream structure of a small program, its records counted); None when
+    the program is too large for it or it did not beat the others."""
     full_width_ns: dict[str, int] = field(default_factory=dict[str, int])
     """Per engine: one core's chain of blocks (bound 14), where it beat the others."""
 
@@ -425,6 +476,7 @@ class LowerBound:
             self.energetic_ns or 0,
             self.joins_ns,
             *self.last_op_ns.values(),
+            self.structure_ns or 0,
             *self.full_width_ns.values(),
         )
 
@@ -629,6 +681,24 @@ def _energy(option: _Option) -> int:
 def _after_launch(option: _Option) -> int:
     """An option's core-time after its launch (bound 10)."""
     return option.after_launch
+
+
+@dataclass(frozen=True, eq=False)
+class _Case:
+    """One case of bound 13: a stream structure and a side for each record."""
+
+    groups: list[list[int]]
+    """The compute ops of each stream, in issue order."""
+    group: dict[int, int]
+    """Each compute op's stream (an index into `groups`)."""
+    after: dict[int, int]
+    """The op after each op on its stream, where there is one."""
+    later: set[int]
+    """The ops whose consumers elsewhere wait for a record after the op after them."""
+    early: set[int]
+    """The ops with a record right after them (before the op after them)."""
+    consumers: list[list[int]]
+    """Each node's compute consumers."""
 
 
 class _Bounder:
@@ -925,6 +995,193 @@ class _Bounder:
             if least is not None and least > known:
                 out[e] = least
         return out
+
+    # -- bound 13 -------------------------------------------------------------------------
+
+    def stream_structures(self, known: int) -> int | None:
+        """Bound 13 when it beats `known` (a valid bound), else None: the least over every
+        stream structure of the program's compute ops, every choice of the default stream
+        and every side of each record, of bound 7's pass and bound 12 with that structure
+        known (module docstring)."""
+        prog = self.prog
+        nodes = self.compute_nodes
+        if not nodes or len(nodes) > STRUCTURE_OPS:
+            return None
+        returns = [n for n in range(len(prog)) if prog.kind[n] is NodeKind.RETURN]
+        if (
+            len(nodes) + len(returns) != len(prog)
+            or len(returns) > 1
+            or (returns and returns[0] != len(prog) - 1)
+        ):
+            return None
+        below: list[set[int]] = [set() for _ in range(len(prog))]  # descendants
+        for v in range(len(prog) - 1, -1, -1):
+            for p in self.deps[v]:
+                below[p] |= below[v] | {v}
+        consumers: list[list[int]] = [[] for _ in range(len(prog))]
+        for v in nodes:
+            for p in self.deps[v]:
+                consumers[p].append(v)
+        spent = 0
+        best: int | None = None
+        for groups in _structures(nodes, below):
+            group = {n: g for g, members in enumerate(groups) for n in members}
+            after = {x: y for members in groups for x, y in itertools.pairwise(members)}
+            # Ops with a consumer on another stream and an op after them on theirs: the
+            # record the consumer waits for lies before that op or after it.
+            sided = [x for x in after if any(group[c] != group[x] for c in consumers[x])]
+            for late in range(1 << len(sided)):
+                later = {x for i, x in enumerate(sided) if late >> i & 1}
+                case = _Case(groups, group, after, later, set(sided) - later, consumers)
+                spent += self._structure_cost()
+                if spent > STRUCTURE_BUDGET:
+                    return None
+                value = self._structured(case, best)
+                if value is None:
+                    continue  # no race-free schedule has this structure and sides
+                if value <= known:
+                    return None  # the term cannot beat the others
+                best = value if best is None else min(best, value)
+        return best
+
+    def _structure_cost(self) -> int:
+        """Node visits of `_structured` on one case, at most: a pass, and one per op that
+        may end last."""
+        return len(self.prog) * (1 + len(self.compute_nodes))
+
+    def _structured(self, case: _Case, best: int | None) -> int | None:
+        """Bound 13 for one structure and one side of each record, the least over the
+        default stream's choices: bound 7's pass with the structure known, and bound 12 on
+        it; None when no schedule has it (its streams and records make a cycle).  Once
+        the value reaches `best` (the least of other cases) it is not refined further."""
+        prog = self.prog
+        n_nodes = len(prog)
+        succs: list[list[int]] = [[] for _ in range(n_nodes)]
+        for v in range(n_nodes):
+            for p in self.deps[v]:
+                succs[p].append(v)
+        for x, y in case.after.items():
+            succs[x].append(y)  # first in, first out
+        for x in case.later:
+            for c in case.consumers[x]:
+                if case.group[c] != case.group[x]:
+                    succs[case.after[x]].append(c)  # c waits for a record after the next op
+        order = _topological(succs)
+        if order is None:
+            return None
+        order = [v for v in order if prog.kind[v] is NodeKind.COMPUTE]
+        start, finish = self._structured_pass(order, case, None)
+        # Per choice of the default stream (none, or one of the structure's): the end.
+        ends = self._structured_ends(start, finish, case)
+        # Bound 12 with the structure known: the engine's end from the starts above as
+        # thresholds, and only the ops that reach no other op of the engine may end last.
+        reach: list[set[int]] = [set() for _ in range(n_nodes)]
+        for v in reversed(order):
+            for w in succs[v]:
+                reach[v] |= reach[w] | {w}
+        for e, members in self.by_pool.items():
+            if not members or (best is not None and min(ends) >= best):
+                continue  # bound 12 only raises the ends: this case is not the least
+            engine_end = self._engine_end_from(e, start)
+            serial = e in self.serial
+            least: list[int] | None = None
+            for x in members:
+                if any(y in reach[x] for y in members):
+                    continue  # an op of the engine after it ends later
+                lift = (x, engine_end - self.shortest[x] if serial else 0, engine_end)
+                lifted = self._structured_ends(*self._structured_pass(order, case, lift), case)
+                least = lifted if least is None else [min(a, b) for a, b in zip(least, lifted)]
+            if least is not None:
+                ends = [max(a, b) for a, b in zip(ends, least)]
+        return min(ends)
+
+    def _engine_end_from(self, e: str, start: list[int]) -> int:
+        """`engine_end` with the given starts as thresholds (bound 13)."""
+        cores, launch = self.hw.cores(e), self.hw.launch_ns
+        best = energy = after = 0
+        order = sorted(self.by_pool[e], key=lambda n: -start[n])
+        for i, n in enumerate(order):
+            energy += self.core_time[n]
+            after += self.after_launch[n]
+            if i + 1 < len(order) and start[order[i + 1]] == start[n]:
+                continue
+            spread = max(_ceil_div(energy, cores), launch + _ceil_div(after, cores))
+            best = max(best, start[n] + spread)
+        return best
+
+    def _structured_pass(
+        self, order: list[int], case: _Case, lift: tuple[int, int, int] | None
+    ) -> tuple[list[int], list[int]]:
+        """Per compute op, a least start and end in every schedule of the case (bound 13);
+        `lift` is an op and a start and an end it is known to reach (bound 12)."""
+        wait = self.hw.event_wait_ns
+        n_nodes = len(self.prog)
+        start, finish = [0] * n_nodes, [0] * n_nodes
+        for v in order:
+            members = case.groups[case.group[v]]
+            floor, jobs = self._ahead(members[: members.index(v)], start, finish, case)
+            waited = [
+                self._released(p, finish, case)
+                for p in self.deps[v]
+                if case.group[p] != case.group[v]
+            ]
+            if waited:
+                jobs.append((max(waited), wait))
+                floor = max(floor, max(waited) + wait)
+            begin = max(floor, self.head[v], _serial_end(jobs))
+            done = begin + self.shortest[v]
+            if lift is not None and lift[0] == v:
+                begin = max(begin, lift[1])
+                done = max(begin + self.shortest[v], lift[2])
+            start[v], finish[v] = begin, done
+        return start, finish
+
+    def _structured_ends(self, start: list[int], finish: list[int], case: _Case) -> list[int]:
+        """The least end of the case's schedules with the default stream on none of its
+        streams, then on each: the latest op's end, or the return's start (bound 13)."""
+        wait = self.hw.event_wait_ns
+        latest = max(finish[n] for n in self.compute_nodes)
+        head = max((self.head[n] for n in range(len(self.prog)) if n not in case.group), default=0)
+        ends: list[int] = []
+        for default in (None, *range(len(case.groups))):
+            floor, jobs = (
+                self._ahead(case.groups[default], start, finish, case)
+                if default is not None
+                else (0, [])
+            )
+            # The return waits, once at least, for the record after every other stream.
+            waited = [
+                self._released(members[-1], finish, case)
+                for g, members in enumerate(case.groups)
+                if g != default
+            ]
+            if waited:
+                jobs.append((max(waited), wait))
+                floor = max(floor, max(waited) + wait)
+            ends.append(max(latest, head, floor, _serial_end(jobs)))
+        return ends
+
+    def _ahead(
+        self, ahead: list[int], start: list[int], finish: list[int], case: _Case
+    ) -> tuple[int, list[tuple[int, int]]]:
+        """What the ops `ahead` of a node on its stream give it: a least start and the jobs
+        its stream runs before it (the ops, released at their starts, and the records
+        issued right after them)."""
+        record = self.hw.event_record_ns
+        floor = 0
+        jobs: list[tuple[int, int]] = []
+        for x in ahead:
+            jobs.append((start[x], self.shortest[x]))
+            floor = max(floor, finish[x])
+            if x in case.early:
+                jobs.append((finish[x], record))
+                floor = max(floor, finish[x] + record)
+        return floor, jobs
+
+    def _released(self, x: int, finish: list[int], case: _Case) -> int:
+        """When the record a consumer of `x` on another stream waits for has executed, at
+        the earliest: after x, or after the op after it (bound 13's sides)."""
+        return finish[case.after[x] if x in case.later else x] + self.hw.event_record_ns
 
     # -- bound 14 -------------------------------------------------------------------------
 
@@ -1338,6 +1595,69 @@ class _Bounder:
         return proven + 1
 
 
+def _serial_end(jobs: list[tuple[int, int]]) -> int:
+    """The least end of `jobs` (release, duration) run one after another, each from its
+    release on: ``max_t (t + sum of the durations released at t or later)``."""
+    best, total = 0, 0
+    for release, duration in sorted(jobs, reverse=True):
+        total += duration
+        best = max(best, release + total)
+    return best
+
+
+def _topological(succs: list[list[int]]) -> list[int] | None:
+    """A topological order of the graph `succs`, or None when it has a cycle."""
+    indegree = [0] * len(succs)
+    for out in succs:
+        for w in out:
+            indegree[w] += 1
+    ready = [v for v in range(len(succs)) if not indegree[v]]
+    order: list[int] = []
+    while ready:
+        v = ready.pop()
+        order.append(v)
+        for w in succs[v]:
+            indegree[w] -= 1
+            if not indegree[w]:
+                ready.append(w)
+    return order if len(order) == len(succs) else None
+
+
+def _structures(nodes: list[int], below: list[set[int]]) -> Iterator[list[list[int]]]:
+    """Every stream structure of `nodes` (in topological order; `below` their
+    descendants): a partition into streams and an issue order on each that puts no op
+    before one of its ancestors (bound 13).  Each op goes first right after an ancestor
+    that ends a stream, then on a stream of its own, then everywhere else: the structures
+    of good schedules come early, where the search may stop (a chain on one stream, the
+    branches beside it)."""
+    groups: list[list[int]] = []
+
+    def place(i: int) -> Iterator[list[list[int]]]:
+        if i == len(nodes):
+            yield [list(g) for g in groups]
+            return
+        n = nodes[i]
+        places: list[tuple[int, int, int]] = []  # (preference, stream, position)
+        for g, members in enumerate(groups):
+            first = 1 + max((k for k, m in enumerate(members) if n in below[m]), default=-1)
+            for at in range(first, len(members) + 1):
+                chained = at == len(members) and n in below[members[-1]]
+                places.append((0 if chained else 2, g, at))
+        places.append((1, len(groups), 0))
+        places.sort()
+        for _, g, at in places:
+            if g == len(groups):
+                groups.append([n])
+                yield from place(i + 1)
+                groups.pop()
+            else:
+                groups[g].insert(at, n)
+                yield from place(i + 1)
+                groups[g].pop(at)
+
+    yield from place(0)
+
+
 def shortest_runs(prog: Program, hw: Hardware) -> list[int]:
     """Per node, ``d(v)`` of the module docstring: no run of it is shorter, whatever its
     blockDim, cores or core limit (0 for nodes that are not compute ops)."""
@@ -1375,6 +1695,7 @@ def program_bound(prog: Program, hw: Hardware, crowded: bool = True) -> LowerBou
     affordable = [e for e in sets if b.energetic_cost(e) <= ENERGETIC_BUDGET]
     bound.energetic_ns = b.energetic(int(bound.ns), affordable)
     bound.last_op_ns = b.last_on_engine(math.ceil(bound.ns))
+    bound.structure_ns = b.stream_structures(math.ceil(bound.ns))
     for e in b.by_pool:
         found = b.full_width(e, math.ceil(bound.ns))
         if found is not None:
