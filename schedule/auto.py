@@ -862,6 +862,15 @@ def _in_order(result: Assignment, order: list[int] | None) -> Assignment:
     return Assignment(result.streams, [result.stream_of[n] for n in order])
 
 
+def _by_node(judged: Assignment, order: list[int]) -> Assignment:
+    """`_in_order`'s inverse: a schedule of the program permuted to `order` (indexed by
+    position) as one of the program itself, issued in `order`."""
+    stream_of = [0] * len(order)
+    for new, old in enumerate(order):
+        stream_of[old] = judged.stream_of[new]
+    return Assignment(judged.streams, stream_of, order)
+
+
 def assign_auto(
     prog: Program,
     pinned: Sequence[str | None],
@@ -1204,8 +1213,7 @@ def _polish(
             judges[key] = Judge(
                 issued, hw, limits, profile, cache, known, under, refuse_hazards=True
             )
-        moved = Assignment(candidate.streams, [candidate.stream_of[n] for n in order])
-        judged = judges[key]("polish", moved)
+        judged = judges[key]("polish", _in_order(candidate, order))
         return Judged(judged.name, candidate, judged.makespan, judged.waits, judged.critical)
 
     def descend(steepest: bool) -> tuple[Judged, LimitPolicy | None]:
@@ -1516,10 +1524,7 @@ def _search(
     if best_order is None:
         result = best.assignment
     else:
-        stream_of = [0] * len(best_order)
-        for new, old in enumerate(best_order):
-            stream_of[old] = best.assignment.stream_of[new]
-        result = Assignment(best.assignment.streams, stream_of, best_order)
+        result = _by_node(best.assignment, best_order)
     if not reorder:
         return result
     # The reordering's judges share the search's judgements: its start (`best`) and any
@@ -1618,18 +1623,13 @@ def _kick(
     def refined(candidate: Assignment) -> tuple[Judged, Assignment]:
         order = candidate.order if candidate.order is not None else written
         judge = judge_of(order)
-        start = judge(
-            "kick", Assignment(candidate.streams, [candidate.stream_of[n] for n in order])
-        )
+        start = judge("kick", _in_order(candidate, order))
         before = judge.trials
         pins = [pinned[n] for n in order]
         found = _refine(judge, start, pins, max_streams, reserved, _KICK_REFINE, levels=True)
         nonlocal spent
         spent += 1 + judge.trials - before
-        stream_of = [0] * len(order)
-        for new, old in enumerate(order):
-            stream_of[old] = found.assignment.stream_of[new]
-        return found, Assignment(found.assignment.streams, stream_of, candidate.order)
+        return found, dataclasses.replace(_by_node(found.assignment, order), order=candidate.order)
 
     best, result = refined(result)
     while spent < trials:
@@ -1651,7 +1651,7 @@ def _kick(
         ]
         plain = dataclasses.replace(result, streams=levels)
         order = plain.order if plain.order is not None else written
-        even = judge_of(order)("kick", Assignment(levels, [plain.stream_of[n] for n in order]))
+        even = judge_of(order)("kick", _in_order(plain, order))
         if even.key() <= best.key():
             result = plain
     if result.order == written:
@@ -1718,7 +1718,7 @@ def _judge_in_order(
     judge = Judge(
         permuted(prog, order), hw, limits, profile, cache, known_limits, policy, memos, True
     )
-    moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
+    moved = _in_order(assignment, order)
     return judge("reorder", moved), judge
 
 
@@ -1796,10 +1796,7 @@ def _reorder(
                 judged = _refine(judge, judged, pins, max_streams, reserved, budget)
                 spent += judge.trials - before
                 if judged.key() < best.key():
-                    stream_of = [0] * len(moved)
-                    for new, old in enumerate(moved):
-                        stream_of[old] = judged.assignment.stream_of[new]
-                    result = Assignment(judged.assignment.streams, stream_of, moved)
+                    result = _by_node(judged.assignment, moved)
                     best, order, improved = judged, moved, True
                     break
             if improved or spent >= trials:

@@ -923,20 +923,22 @@ class _Bounder:
 
     # -- bound 12 -------------------------------------------------------------------------
 
-    def engine_end(self, e: str) -> int:
+    def engine_end(self, e: str, start: list[int] | None = None) -> int:
         """A least end for the op of engine `e` that ends last (bound 12): the windows of 4
-        and 10 without a tail, over the ops whose head is at least each threshold."""
+        and 10 without a tail, over the ops whose head (or, for bound 13, least start in
+        `start`) is at least each threshold."""
+        head = self.head if start is None else start
         cores, launch = self.hw.cores(e), self.hw.launch_ns
         best = 0
         energy = after = 0
-        order = sorted(self.by_pool[e], key=lambda n: -self.head[n])
+        order = sorted(self.by_pool[e], key=lambda n: -head[n])
         for i, n in enumerate(order):
             energy += self.core_time[n]
             after += self.after_launch[n]
-            if i + 1 < len(order) and self.head[order[i + 1]] == self.head[n]:
+            if i + 1 < len(order) and head[order[i + 1]] == head[n]:
                 continue  # take every op at this threshold before measuring
             spread = max(_ceil_div(energy, cores), launch + _ceil_div(after, cores))
-            best = max(best, self.head[n] + spread)
+            best = max(best, head[n] + spread)
         return best
 
     def last_candidates(self, e: str) -> list[int]:
@@ -1082,7 +1084,7 @@ class _Bounder:
         for e, members in self.by_pool.items():
             if not members or (best is not None and min(ends) >= best):
                 continue  # bound 12 only raises the ends: this case is not the least
-            engine_end = self._engine_end_from(e, start)
+            engine_end = self.engine_end(e, start)
             serial = e in self.serial
             least: list[int] | None = None
             for x in members:
@@ -1094,20 +1096,6 @@ class _Bounder:
             if least is not None:
                 ends = [max(a, b) for a, b in zip(ends, least)]
         return min(ends)
-
-    def _engine_end_from(self, e: str, start: list[int]) -> int:
-        """`engine_end` with the given starts as thresholds (bound 13)."""
-        cores, launch = self.hw.cores(e), self.hw.launch_ns
-        best = energy = after = 0
-        order = sorted(self.by_pool[e], key=lambda n: -start[n])
-        for i, n in enumerate(order):
-            energy += self.core_time[n]
-            after += self.after_launch[n]
-            if i + 1 < len(order) and start[order[i + 1]] == start[n]:
-                continue
-            spread = max(_ceil_div(energy, cores), launch + _ceil_div(after, cores))
-            best = max(best, start[n] + spread)
-        return best
 
     def _structured_pass(
         self, order: list[int], case: _Case, lift: tuple[int, int, int] | None
@@ -1193,8 +1181,8 @@ class _Bounder:
         full = [j for j, n in enumerate(ops) if self.full[n]]
         if not full or len(ops) > FULL_WIDTH_OPS or len(full) > FULL_WIDTH_CHOICES:
             return None
-        span = sum(len(d) for d in self.deps[ops[0] :]) + len(self.prog) - ops[0]
-        if len(ops) * span > FULL_WIDTH_BUDGET:
+        per_op = sum(len(d) for d in self.deps[ops[0] :]) + len(self.prog) - ops[0]
+        if len(ops) * per_op > FULL_WIDTH_BUDGET:  # `_full_width_lags`' visits
             return None
         launch = self.hw.launch_ns
         block = [self.block[n] for n in ops]
