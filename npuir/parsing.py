@@ -398,6 +398,9 @@ class LocatingParser(Parser):
             # Attributes verify as they are built (xDSL's builtin ones raise
             # ValueError for a value out of range): point at the attribute.
             self.raise_error(str(exc), start, self.pos)
+        except OverflowError as exc:
+            # A dense element too large for its float type (xDSL packs it unchecked).
+            self.raise_error(f"value out of range of its element type ({exc})", start, self.pos)
         finally:
             self._nesting -= 1
 

@@ -228,6 +228,16 @@ def test_an_integer_out_of_range_of_its_type_is_located_at_the_op() -> None:
     assert loc is not None and (loc.line, loc.column) == (2, 3)
 
 
+def test_a_dense_float_too_large_for_its_type_is_located_at_the_attribute() -> None:
+    """xDSL packs a dense float without a range check; 1e40 does not fit f16 (fuzz seed
+    3838016370 found the crash)."""
+    text = "func.func @f() {\n  %c = npu.constant dense<1.0e+40> : tensor<f16>\n  func.return\n}\n"
+    err = located_error(text)
+    assert "out of range of its element type" in err.diagnostic.message
+    loc = err.diagnostic.location
+    assert loc is not None and (loc.line, loc.column) == (2, text.split("\n")[1].index("dense") + 1)
+
+
 def test_the_longest_convertible_literal_is_read() -> None:
     module = parse_text(make_context(), with_attribute("9" * 4300 + " : i14300"))
     assert "9" * 4300 in print_ir(module)
