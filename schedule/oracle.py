@@ -48,7 +48,7 @@ by branch and bound:
   below the best found so far (at first: every op on the default stream in
   written order).  Per labelling, and again after each op placed, each op's
   start is bounded by its stream's previous op and its producers' ends, plus
-  ``hw.event_record_ns + hw.event_wait_ns`` for a producer on another stream
+  `timing.event_cost` (a record and a wait) for a producer on another stream
   (any happens-before chain between streams passes a record and a wait); each
   op lasts at least its shortest run (`npuir.schedule.bounds.shortest_runs`),
   and after it come its longest path of such runs (an event on each edge
@@ -84,6 +84,7 @@ from dataclasses import dataclass
 
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.backends.npu import timing
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
@@ -252,7 +253,7 @@ class _Search:
         self.costs = costs
         self.node_of = {op: v for v, op in enumerate(prog.ops)}
         self.duration = shortest_runs(prog, hw)
-        self.event = hw.event_record_ns + hw.event_wait_ns
+        self.event = timing.event_cost(hw)
         self.floor = math.ceil(program_bound(prog, hw).ns)
         self.labellings = 0
         self.schedules = 0

@@ -7,10 +7,11 @@ many blocks its work is split into), how many of them may run at once, its launc
 one block's duration.  Ops of the same signature share one reading (`SimCache`), and
 `NodeCosts` gives planners the same numbers.
 
-Block durations come from the roofline (`cost.duration_ns`): an op of ``B`` blocks runs
-each block on one core with ``1/C`` of HBM (``C`` = its engine's cores), which is exactly
-``duration_ns(work, B, static_hbm_share(engine, B))`` -- so an op granted all its blocks'
-cores at once takes what the cost model says for it on ``B`` cores.
+Every cost comes from `npuir.backends.npu.timing`: a block's duration (`timing.block_ns`:
+an op of ``B`` blocks runs each block on one core with ``1/C`` of HBM, ``C`` its engine's
+cores, so an op granted all its blocks' cores at once takes what the roofline says for it
+on ``B`` cores), the launch, a hold-and-wait op's or a collective's run, a record's and a
+wait's.
 """
 
 from __future__ import annotations
@@ -34,15 +35,8 @@ from npuir.dialects.npu import (
 from npuir.dialects.scope import ScopeOp
 from npuir.hardware import Hardware
 
-from .cost import (
-    OpWork,
-    collective_ns,
-    duration_ns,
-    op_work,
-    parallelism,
-    runs_without_task,
-    static_hbm_share,
-)
+from . import timing
+from .cost import OpWork, op_work, parallelism, runs_without_task
 from .profile import Profile, ProfiledCost
 
 __all__ = [
@@ -188,9 +182,7 @@ class _OpInfo:
         wid = works.setdefault(work, len(works))
         out = sum(tensor_bytes(r.type) for r in op.results if isinstance(r.type, TensorType))
         if work.engine == "comm":
-            fixed = hw.launch_ns + collective_ns(
-                hw, work.collective or "", work.group_size, work.comm_bytes
-            )
+            fixed = timing.collective_task_ns(hw, work)
             aiv = work.mode == CommMode.AIV
             return _OpInfo(
                 work,
@@ -327,9 +319,9 @@ class _Prepared:
             kind = kinds[n]
             if kind != _COMPUTE:
                 if kind == _RECORD:
-                    fixed[n] = hw.event_record_ns
+                    fixed[n] = timing.record_cost(hw)
                 elif kind == _WAIT:
-                    fixed[n] = hw.event_wait_ns
+                    fixed[n] = timing.wait_cost(hw)
                 continue
             op = ops[n]
             info = by_op.get(op)
@@ -382,11 +374,9 @@ class _Prepared:
                     key = info.work_id * _CORE_KEY + b
                     ns = block_memo.get(key)
                     if ns is None:
-                        ns = block_memo[key] = duration_ns(
-                            hw, info.work, b, static_hbm_share(hw, info.engine, b)
-                        )
+                        ns = block_memo[key] = timing.block_ns(hw, info.work, b)
                     self.block_ns[n] = ns
-                    self.launch[n] = hw.launch_ns
+                    self.launch[n] = timing.launch_cost(hw)
             if info.collective:
                 assert isinstance(op, CollectiveOp)
                 group = op.group
@@ -443,11 +433,7 @@ def _task_ns(
     key = wid * _CORE_KEY + granted
     dur = memo.get(key, -1)
     if dur < 0:
-        work = works[wid]
-        par = prep.par[n]
-        used = min(granted, par) if par else granted
-        share = static_hbm_share(hw, work.engine, granted)
-        dur = memo[key] = hw.launch_ns + duration_ns(hw, work, used, share)
+        dur = memo[key] = timing.held_ns(hw, works[wid], granted, prep.par[n])
     return dur
 
 

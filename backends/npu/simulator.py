@@ -6,11 +6,12 @@ the host is not modelled and every op is already enqueued.  The IR is read once
 into per-node arrays (`npuir.backends.npu.sim_inputs`); what a run measured is
 collected in `npuir.backends.npu.sim_results`.
 
-What runs when:
+What runs when (every cost and the rules below that involve one are
+`npuir.backends.npu.timing`'s; this module applies them):
 
 - **Streams.** Each stream runs its nodes first-in first-out in issue order.
-  A `sync.record` takes `hw.event_record_ns`; a `sync.wait` blocks its stream
-  until the record it is bound to has executed, then takes `hw.event_wait_ns`.
+  A `sync.record` takes `timing.record_cost`; a `sync.wait` blocks its stream
+  until the record it is bound to has executed, then takes `timing.wait_cost`.
   With physical event ids a wait is bound to the latest record of its id
   issued before it (what `HappensBefore.bound_record` computes).
   `func.return` costs nothing, and so do ops GE runs without a device task
@@ -27,9 +28,9 @@ What runs when:
     running at once.  It starts when it heads its stream and one core of its
     engine is free; from then on, whenever cores of its pool are free and it is
     first in line, it takes as many as it has blocks left.  Its launch
-    (`hw.launch_ns`) is paid once, at its start: blocks dispatched during the
+    (`timing.launch_cost`) is paid once, at its start: blocks dispatched during the
     launch wait for it on their cores, later ones start at once.  One block
-    runs ``duration_ns(work, B, static_hbm_share(engine, B))`` (`sim_inputs`):
+    runs ``timing.block_ns(work, B)`` (`sim_inputs`):
     an op granted all ``B`` cores at its start takes exactly what the cost
     model gives for ``B`` cores.  The op ends with its last block.
   - A `full_core_sync` op is the batch mode: it takes free cores as they
@@ -54,7 +55,7 @@ What runs when:
     engine, so none is a mixed kernel.
   Blocks dispatched together end together, so they are one event: an op costs
   one event per instant at which it gains cores, not one per block.
-- **Collectives.** Take ``hw.launch_ns + cost.collective_ns(...)``.  A
+- **Collectives.** Take ``timing.collective_task_ns`` (a launch and the ring time).  A
   collective of group size G is formed by consecutive ranks (0..G-1,
   G..2G-1, ...): the k-th collective of a communicator `group` on each of
   those ranks.  It starts on all of them at once, when every simulated member

@@ -27,8 +27,9 @@ from npuir.analysis.program import (
     module_streams,
     scheduled_functions,
 )
-from npuir.backends.npu.cost import collective_ns, duration_ns, op_work, static_hbm_share
+from npuir.backends.npu.cost import op_work
 from npuir.backends.npu.simulator import simulate
+from npuir.backends.npu.timing import collective_ns, duration_ns, static_hbm_share
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
 from npuir.hardware import PRESETS, Hardware, load_hardware
