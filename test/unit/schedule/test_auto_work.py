@@ -77,7 +77,7 @@ def test_argument_readers_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch
     # Every candidate's simulation needs the readers of each argument; they come from
     # the IR once per `auto` call (the cache its simulations share), not once per
     # candidate.
-    import npuir.backends.npu.sim_inputs as sim_inputs
+    import npuir.backends.npu.simulator.inputs as sim_inputs
 
     read: list[object] = []
     original = sim_inputs._value_readers

@@ -1,7 +1,7 @@
 """What the simulator reads from the IR: per-node arrays, computed once per program.
 
-`npuir.backends.npu.simulator` runs programs; this module turns one `Program` into the
-integer arrays its event loop touches (`_Prepared`): stream order, dependences, the record
+The event loop (`loop`) runs programs; this module turns one `Program` into the
+integer arrays it touches (`Prepared`): stream order, dependences, the record
 each wait is bound to, and for each compute op its engine's core pool, its `blockDim` (how
 many blocks its work is split into), how many of them may run at once, its launch cost and
 one block's duration.  Ops of the same signature share one reading (`SimCache`), and
@@ -35,17 +35,23 @@ from npuir.dialects.npu import (
 from npuir.dialects.scope import ScopeOp
 from npuir.hardware import Hardware
 
-from . import timing
-from .cost import OpWork, op_work, parallelism, runs_without_task
-from .profile import Profile, ProfiledCost
+from .. import timing
+from ..cost import OpWork, op_work, parallelism, runs_without_task
+from ..profile import Profile, ProfiledCost
 
 __all__ = [
+    "COMPUTE",
+    "NPOOLS",
     "POOL_ENGINES",
+    "RECORD",
+    "WAIT",
     "CoreLimitFn",
     "NodeCosts",
+    "Prepared",
     "SimCache",
     "UnloweredScopes",
     "coreset_limit",
+    "granted_ns",
     "refuse_unlowered_scopes",
 ]
 
@@ -57,14 +63,15 @@ can pass its own."""
 POOL_ENGINES: tuple[str, ...] = CORE_ENGINES
 """Engines with a pool of cores per rank, in pool-index order."""
 
-_NPOOLS = len(POOL_ENGINES)
+NPOOLS = len(POOL_ENGINES)
+"""Core pools per rank: a rank's pool ``i`` is global pool ``rank * NPOOLS + i``."""
 _POOL_INDEX = {e: i for i, e in enumerate(POOL_ENGINES)}
 _VECTOR_POOL = _POOL_INDEX["vector"]
 
-_COMPUTE = int(NodeKind.COMPUTE)
-_RECORD = int(NodeKind.RECORD)
-_WAIT = int(NodeKind.WAIT)
-_RETURN = int(NodeKind.RETURN)
+# Node kinds as the ints `Prepared.kind` holds (the event loop compares ints, not enums).
+COMPUTE = int(NodeKind.COMPUTE)
+RECORD = int(NodeKind.RECORD)
+WAIT = int(NodeKind.WAIT)
 
 # Memo keys pack (work id, cores granted) into one int.
 _CORE_KEY = 1 << 20
@@ -237,7 +244,7 @@ class SimCache:
         """The ops that read each function argument (`_value_readers`)."""
 
 
-class _Prepared:
+class Prepared:
     """One program's per-node arrays, computed once from the IR."""
 
     def __init__(
@@ -317,10 +324,10 @@ class _Prepared:
         on = stream.STREAM_ON
         for n in range(n_nodes):
             kind = kinds[n]
-            if kind != _COMPUTE:
-                if kind == _RECORD:
+            if kind != COMPUTE:
+                if kind == RECORD:
                     fixed[n] = timing.record_cost(hw)
-                elif kind == _WAIT:
+                elif kind == WAIT:
                     fixed[n] = timing.wait_cost(hw)
                 continue
             op = ops[n]
@@ -413,8 +420,8 @@ def _clamp(limit: int | None, total: int) -> int:
     return total if limit is None else max(1, min(limit, total))
 
 
-def _task_ns(
-    prep: _Prepared, n: int, granted: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
+def granted_ns(
+    prep: Prepared, n: int, granted: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
 ) -> int:
     """How long node `n` runs once started with `granted` cores (launch included), for
     every node but ordinary compute ops (see `_run_ns`): a hold-and-wait op runs all its
@@ -438,15 +445,15 @@ def _task_ns(
 
 
 def _run_ns(
-    prep: _Prepared, n: int, cores: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
+    prep: Prepared, n: int, cores: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
 ) -> int:
     """How long node `n` runs if it holds `cores` cores from its start to its end.
 
     An ordinary compute op runs its blocks in waves of ``min(cores, want)``: its launch,
-    then ``ceil(blocks / wave)`` block durations.  Other nodes: `_task_ns`."""
+    then ``ceil(blocks / wave)`` block durations.  Other nodes: `granted_ns`."""
     blocks = prep.blocks[n]
     if not blocks:
-        return _task_ns(prep, n, cores, hw, works, memo)
+        return granted_ns(prep, n, cores, hw, works, memo)
     wave = min(cores, prep.want[n])
     return prep.launch[n] + -(-blocks // wave) * prep.block_ns[n]
 
@@ -488,7 +495,7 @@ class NodeCosts:
             return limit_fn(prog, n, engine)
 
         self._hw = hw
-        self._prep = _Prepared(one_stream, hw, limit_of, cache, profile)
+        self._prep = Prepared(one_stream, hw, limit_of, cache, profile)
         self._works = list(cache.works)
         self._memo: dict[int, int] = {}
         self.pool: list[int] = self._prep.pool
