@@ -35,7 +35,7 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program, build_program
-from npuir.hardware import Hardware, load_hardware
+from npuir.backends.npu.hardware import Hardware, load_hardware
 from npuir.schedule.auto import Judge, assign_auto
 from npuir.schedule.limits import policies
 from npuir.schedule.oracle import exact_schedule, exact_with_limits

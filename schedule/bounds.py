@@ -338,10 +338,10 @@ from npuir.backends.npu.cost import (
     runs_without_task,
     static_hbm_share,
 )
+from npuir.backends.npu.hardware import Hardware
 from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset
 from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
-from npuir.hardware import Hardware
 from npuir.schedule.core_chain import ChainProblem, least_makespan
 from npuir.schedule.core_check import holds_while_waiting
 from npuir.schedule.limits import grid

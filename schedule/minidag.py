@@ -61,8 +61,8 @@ from enum import StrEnum
 from npuir.analysis.partition import Assignment, Mode, Request, assign, cover_paths
 from npuir.analysis.program import NodeKind, Program, StreamInfo
 from npuir.backends.npu.cost import OpWork, op_work, parallelism, solo_duration_ns
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import Hardware
 
 
 class Variant(StrEnum):

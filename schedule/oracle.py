@@ -84,10 +84,10 @@ from dataclasses import dataclass
 
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import Hardware
 from npuir.schedule.auto import BACKGROUND, Judge, LimitFn
 from npuir.schedule.bounds import program_bound, shortest_runs
 from npuir.schedule.limits import LimitPolicy, policies

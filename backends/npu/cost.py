@@ -76,6 +76,7 @@ from fractions import Fraction
 
 from xdsl.dialects.builtin import TensorType
 
+from npuir.backends.npu.hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 from npuir.dialects.npu import (
     DYN,
     ENGINES,
@@ -89,7 +90,6 @@ from npuir.dialects.npu import (
     shape_of,
     tensor_bytes,
 )
-from npuir.hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 
 __all__ = [
     "COLLECTIVES",

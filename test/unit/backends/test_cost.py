@@ -17,7 +17,7 @@ from npuir.backends.npu.cost import (
     static_hbm_share,
     vector_tiles,
 )
-from npuir.hardware import PRESETS
+from npuir.backends.npu.hardware import PRESETS
 
 TINY = PRESETS["tiny"]
 B2 = PRESETS["910b2"]

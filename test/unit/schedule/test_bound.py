@@ -28,10 +28,10 @@ from npuir.analysis.program import (
     scheduled_functions,
 )
 from npuir.backends.npu.cost import collective_ns, duration_ns, op_work, static_hbm_share
+from npuir.backends.npu.hardware import PRESETS, Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import PRESETS, Hardware, load_hardware
 from npuir.schedule import bounds, oracle
 from npuir.schedule.auto import Judge
 from npuir.schedule.bounds import LowerBound

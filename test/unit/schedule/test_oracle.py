@@ -19,9 +19,9 @@ from npuir.analysis.partition import (
     with_collective_chain,
 )
 from npuir.analysis.program import NodeKind, Program, build_program
+from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
 from npuir.dialects.npu import CollectiveOp
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import BASELINES, Judge, assign_auto
 from npuir.schedule.bounds import program_bound
 from npuir.schedule.oracle import _labellings, _Search, exact_schedule, topological_orders
