@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import ExactWithLimits, exact_schedule, exact_with_limits
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
@@ -24,7 +25,6 @@ from npuir.dialects import coreset
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.schedule.auto import INFEASIBLE, Judge, _issue_moves, assign_auto
 from npuir.schedule.limits import LimitPolicy, LimitSpace, grid, policies
-from npuir.schedule.oracle import ExactWithLimits, exact_schedule, exact_with_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracle import _labellings, _Search, exact_schedule, topological_orders
 from xdsl.dialects.func import FuncOp
 
 import npuir
@@ -24,7 +25,6 @@ from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
 from npuir.dialects.npu import CollectiveOp
 from npuir.schedule.auto import BASELINES, Judge, assign_auto
 from npuir.schedule.bounds import program_bound
-from npuir.schedule.oracle import _labellings, _Search, exact_schedule, topological_orders
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 

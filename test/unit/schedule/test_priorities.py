@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracle import exact_schedule
 from xdsl.dialects.func import FuncOp
 
 import npuir
@@ -20,7 +21,6 @@ from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program, StreamInfo, build_program
 from npuir.backends.npu.hardware import load_hardware
 from npuir.dialects.stream import MAIN_TAG
-from npuir.schedule.oracle import exact_schedule
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 

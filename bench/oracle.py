@@ -1,5 +1,9 @@
 """An exact schedule for small graphs: the oracle `stream-partition{mode=auto}` is tested against.
 
+Test and research support, not part of the `npuir` package (no product module may need it):
+`bench/` scripts and the tests under test/unit import it as `oracle`, with bench/ on
+`sys.path` (test/unit/conftest.py puts it there).
+
 `exact_schedule` finds the fastest of every schedule `auto` could return for a
 program of a few ops under the same judge (`npuir.schedule.auto.Judge`: the
 program lowered with `plan_events`' minimal events, each group's collectives
