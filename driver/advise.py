@@ -73,6 +73,7 @@ from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.api import print_ir
 from npuir.backends.npu import timing
 from npuir.backends.npu.explain import Explanation, compare, explain
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.memory import program_memory
 from npuir.backends.npu.numerics import NumericsError, resolve_entry
 from npuir.context import make_context
@@ -93,7 +94,6 @@ from npuir.driver.run import (
     timing_function,
 )
 from npuir.frontends.load import Format, load_source, read, source_of_text
-from npuir.hardware import Hardware
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.auto import Judge, cost_strategies, shared_searches
 from npuir.schedule.bounds import lower_bound_ns

@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from npuir.backends.npu.hardware import known_device
 from npuir.diagnostics import (
     Diagnostic,
     DiagnosticEngine,
@@ -72,7 +73,6 @@ from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairErro
 from npuir.frontends.torchair import _keys as _air
 from npuir.frontends.torchair._errors import fail, refused
 from npuir.frontends.torchair._graph import detached, element_type, tensor_type
-from npuir.hardware import known_device
 
 TORCH_IMPORT_WARNING = Kind(
     "torch.import-warning",

@@ -120,6 +120,7 @@ from npuir.analysis.partition import (
 )
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu import timing
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import (
     POOL_ENGINES,
@@ -129,7 +130,6 @@ from npuir.backends.npu.simulator import (
 )
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import Hardware
 from npuir.progress import progress
 from npuir.schedule.core_check import CoreChecker, has_holder
 from npuir.schedule.limits import LimitPolicy, LimitSpace, policies

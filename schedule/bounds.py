@@ -355,10 +355,10 @@ from npuir.analysis.partition import with_collective_chain
 from npuir.analysis.program import NodeKind, Program
 from npuir.backends.npu import timing
 from npuir.backends.npu.cost import OpWork, op_work, parallelism, runs_without_task
+from npuir.backends.npu.hardware import Hardware
 from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset
 from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
-from npuir.hardware import Hardware
 from npuir.schedule.core_chain import ChainProblem, least_makespan
 from npuir.schedule.core_check import holds_while_waiting
 from npuir.schedule.limits import grid

@@ -50,9 +50,9 @@ from dataclasses import dataclass
 from npuir.analysis.partition import Assignment
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu import timing
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import Hardware
 
 __all__ = ["STREAM_CAP", "TimedSchedule", "fresh_tag", "list_schedule", "upward_ranks"]
 

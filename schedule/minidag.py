@@ -62,8 +62,8 @@ from npuir.analysis.partition import Assignment, Mode, Request, assign, cover_pa
 from npuir.analysis.program import NodeKind, Program, StreamInfo
 from npuir.backends.npu import timing
 from npuir.backends.npu.cost import OpWork, op_work
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import Hardware
 
 
 class Variant(StrEnum):

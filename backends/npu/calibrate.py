@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from npuir.analysis.program import NodeKind, Program
+from npuir.backends.npu.hardware import DEFAULT_HARDWARE, PRESETS, Hardware, HardwareError
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import DEFAULT_HARDWARE, PRESETS, Hardware, HardwareError
 
 from . import timing
 from .cost import OpWork, op_work, parallelism

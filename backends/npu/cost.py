@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 
+from npuir.backends.npu.hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 from npuir.dialects.npu import (
     DYN,
     ENGINES,
@@ -33,7 +34,6 @@ from npuir.dialects.npu import (
     shape_of,
     tensor_bytes,
 )
-from npuir.hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 
 __all__ = [
     "COLLECTIVES",

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import StringAttr
 
 from npuir.analysis.program import NodeKind, Program
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import OP_NAME
-from npuir.hardware import Hardware
 
 from . import timing
 from .simulator import OpRecord, SimResult

@@ -106,8 +106,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import CommMode
-from npuir.hardware import Hardware
 
 from .cost import COLLECTIVES, OpWork, parallelism
 

@@ -31,9 +31,9 @@ import sys
 from types import TracebackType
 from typing import Any
 
+from npuir.backends.npu.hardware import known_device
 from npuir.diagnostics import Kind
 from npuir.dialects import validation
-from npuir.hardware import known_device
 
 from ._errors import fail
 from ._graph import Graph, Tensor, building, current_graph

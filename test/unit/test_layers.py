@@ -50,8 +50,12 @@ def test_the_package_names_load_on_first_use() -> None:
 def test_an_importer_loads_only_the_ir_layers(module: str) -> None:
     """The builder and the loader build IR with no pass, schedule, backend or driver
     behind them (and without torch); `npuir.torchair.get_npu_backend` loads the driver
-    only when it is used."""
+    only when it is used.  Of the backend they load the device description alone."""
     loaded = loaded_by(module, ("npuir", "torch"))
+    # The device description is the one backend module an importer reads (to check a
+    # `limit_core_num` against a device's core counts); the cost model and simulator stay out.
+    device = ("npuir.backends", "npuir.backends.npu", "npuir.backends.npu.hardware")
+    loaded = [m for m in loaded if m not in device]
     above = (
         "npuir.transforms",
         "npuir.backends",
@@ -64,4 +68,3 @@ def test_an_importer_loads_only_the_ir_layers(module: str) -> None:
         "torch",
     )
     assert [m for m in loaded if m.startswith(above)] == []
-    assert "npuir.hardware" in loaded or module == "npuir.frontends.load"

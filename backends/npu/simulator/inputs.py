@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuir.analysis.program import NodeKind, Program, StreamInfo
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects import coreset, stream
 from npuir.dialects.coreset import CoresAttr
 from npuir.dialects.npu import (
@@ -33,7 +34,6 @@ from npuir.dialects.npu import (
     tensor_bytes,
 )
 from npuir.dialects.scope import ScopeOp
-from npuir.hardware import Hardware
 
 from .. import timing
 from ..cost import OpWork, op_work, parallelism, runs_without_task

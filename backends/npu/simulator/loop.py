@@ -11,7 +11,7 @@ import heapq
 from collections.abc import Sequence
 
 from npuir.analysis.program import DepKind
-from npuir.hardware import Hardware
+from npuir.backends.npu.hardware import Hardware
 
 from ..cost import OpWork
 from .inputs import COMPUTE, NPOOLS, POOL_ENGINES, RECORD, WAIT, Prepared, granted_ns

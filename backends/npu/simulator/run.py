@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from npuir.analysis.program import Program
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import CollectiveOp
 from npuir.gc_pause import collector_paused
-from npuir.hardware import Hardware
 
 from ..groups import mismatched_pairs, partial_groups
 from ..profile import Profile

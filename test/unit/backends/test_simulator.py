@@ -28,10 +28,10 @@ import npuir
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import DepKind, NodeKind, Program, build_program, module_streams
 from npuir.backends.npu.cost import OpWork, op_work
+from npuir.backends.npu.hardware import PRESETS
 from npuir.backends.npu.simulator import OpRecord, SimCache, SimResult, simulate
 from npuir.dialects import stream
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import PRESETS
 
 TINY = PRESETS["tiny"]
 

@@ -11,7 +11,7 @@ import npuir
 import npuir.schedule.auto as auto
 from npuir.analysis.partition import Assignment, Mode, assign
 from npuir.analysis.program import Program, build_program
-from npuir.hardware import load_hardware
+from npuir.backends.npu.hardware import load_hardware
 
 TINY = load_hardware("tiny")
 

@@ -28,10 +28,10 @@ optional ``base`` preset and overrides fields by name::
 
 Every failure raises `HardwareError` with a message that says what to fix.
 
-This is the device *description* only -- pure data, no cost model -- so it sits low in
-npuir's layers, just above the dialects (it takes the engine names from `npuir.dialects.npu`):
-importers check a `limit_core_num` against a device's core counts without depending on the
-backends, and the cost model (`npuir.backends.npu.cost`) and the simulator read it from above.
+This is the device *description* only -- pure data, no cost model -- kept beside the cost
+model (`npuir.backends.npu.cost`) and the simulator that read it.  It imports nothing of the
+backend (only the engine names of `npuir.dialects.npu`), so an importer that checks a
+`limit_core_num` against a device's core counts loads this module and no cost model.
 """
 
 from __future__ import annotations

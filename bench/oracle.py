@@ -1,5 +1,9 @@
 """An exact schedule for small graphs: the oracle `stream-partition{mode=auto}` is tested against.
 
+Test and research support, not part of the `npuir` package (no product module may need it):
+`bench/` scripts and the tests under test/unit import it as `oracle`, with bench/ on
+`sys.path` (test/unit/conftest.py puts it there).
+
 `exact_schedule` finds the fastest of every schedule `auto` could return for a
 program of a few ops under the same judge (`npuir.schedule.auto.Judge`: the
 program lowered with `plan_events`' minimal events, each group's collectives
@@ -85,10 +89,10 @@ from dataclasses import dataclass
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
 from npuir.backends.npu import timing
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import Hardware
 from npuir.schedule.auto import BACKGROUND, Judge, LimitFn
 from npuir.schedule.bounds import program_bound, shortest_runs
 from npuir.schedule.limits import LimitPolicy, policies
