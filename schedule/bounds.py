@@ -307,8 +307,11 @@ ops that ask for the whole cube can start on the two cores it frees while anothe
 on the rest, and a schedule of six such matmuls beats their launches and runs one after
 another (`test_a_narrow_op_lets_the_wide_ones_hide_their_launches`).
 
-**The timing rules each term rests on** (`npuir.backends.npu.timing`; a change to a rule
-is a change to these terms' proofs, and to nothing else here):
+**The timing rules each term rests on** (`npuir.backends.npu.timing`).  The terms read
+every cost from there and their proofs use each cost only as a length, so a new cost for a
+task (a wait that also pays a launch, another roofline) reaches them with no edit here; a
+new start rule (when a record has executed, when a wait may start) changes what 7, 12 and
+13 argue, and they are the ones to re-prove:
 
 - *The roofline on a core grant* (`block_ns`, `held_ns`, `collective_task_ns`,
   `arithmetic_ns`): the options of every op, so d, a, q, h and t, and every term through

@@ -45,7 +45,8 @@ An op granted ``c`` cores of its engine takes::
     duration_ns = max(1, ceil(max(compute, memory)))        # in ns
 
 with ``c`` at most `cost.parallelism` (the cores its tiles can use).  Launch overhead is not
-included: `task_ns`, `block_ns` and the rules above add it.
+included: `task_ns`, `held_ns` and `collective_task_ns` add it, and an ordinary op pays it
+once before its blocks (`block_ns` leaves it out).
 
 HBM sharing
 -----------
