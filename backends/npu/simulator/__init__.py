@@ -9,7 +9,7 @@ the result types of `results`; `run` holds the entry points.  Import from the
 package: what it exports below is its interface.
 
 What runs when (every cost and the rules below that involve one are
-`npuir.backends.npu.timing`'s; this module applies them):
+`npuir.backends.npu.timing`'s; this package applies them):
 
 - **Streams.** Each stream runs its nodes first-in first-out in issue order.
   A `sync.record` takes `timing.record_cost`; a `sync.wait` blocks its stream
