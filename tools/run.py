@@ -36,8 +36,8 @@ from npuir.driver.run import (
     save_arrays,
 )
 from npuir.frontends.load import Format, read
+from npuir.passmanager.registry import load_passes
 from npuir.progress import progress
-from npuir.registry import load_passes
 from npuir.tools.cli import (
     add_common_arguments,
     exit_codes_epilog,

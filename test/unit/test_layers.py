@@ -62,7 +62,6 @@ def test_an_importer_loads_only_the_ir_layers(module: str) -> None:
         "npuir.schedule",
         "npuir.passmanager",
         "npuir.passes",
-        "npuir.registry",
         "npuir.driver",
         "npuir.tools",
         "torch",
