@@ -4,9 +4,9 @@ TorchAir's names (`Graph`, `Program`, `scope`, `inference`, `ops`, `CompilerConf
 as a Python API that builds npuir IR directly (no text, no parser), each op located at
 the user's line that created it.  It depends only on the IR layers (dialects, the
 verifier) and the device description `npuir.backends.npu.hardware`, so the importers
-(`npuir.frontends.torch`) and the driver build on it.  Users import the public facade `npuir.torchair`, which
-re-exports these names and adds `get_npu_backend` / `reports` from the driver; see its
-docstring for the API.
+(`npuir.frontends.torch`) and the driver build on it.  Users import the public facade
+`npuir.torchair` (folder `torchair/`), which re-exports these names and adds
+`get_npu_backend` / `reports` from the driver; see its docstring for the API.
 """
 
 from __future__ import annotations
