@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,9 +63,25 @@ def test_an_importer_loads_only_the_ir_layers(module: str) -> None:
         "npuir.schedule",
         "npuir.passmanager",
         "npuir.passes",
-        "npuir.registry",
         "npuir.driver",
         "npuir.tools",
         "torch",
     )
     assert [m for m in loaded if m.startswith(above)] == []
+
+
+def test_the_facade_folder_does_not_pose_as_torchair() -> None:
+    """torchair/ is npuir.torchair; from a clone's root (cwd on sys.path) `import torchair`
+    must not find it as TorchAir itself, so code that falls back on ImportError (the seeds)
+    gets npuir.torchair by its own name."""
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "try:\n    import torchair\nexcept ImportError as e:\n    print('refused', e)\n"
+        "import npuir.torchair\nprint(npuir.torchair.__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True
+    )
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("refused") and "import npuir.torchair" in lines[0]
+    assert lines[1] == "npuir.torchair"

@@ -20,7 +20,7 @@ from xdsl.universe import Universe
 import npuir
 from npuir.dialects import DIALECTS
 from npuir.dialects.npu import NPU_OPS, ConstantOp, Engine, NpuOp
-from npuir.registry import PassRegistry
+from npuir.passmanager.registry import PassRegistry
 from npuir.transforms import PASSES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,7 +142,7 @@ def test_ops_lit_test_uses_every_op_and_attribute(dialect: str) -> None:
 
 def test_entry_point_is_registered_once() -> None:
     ours = [ep for ep in entry_points(group="xdsl.universe") if ep.name == "npuir"]
-    assert [ep.value for ep in ours] == ["npuir.universe:NPUIR_UNIVERSE"]
+    assert [ep.value for ep in ours] == ["npuir.passmanager.universe:NPUIR_UNIVERSE"]
 
 
 def test_multiverse_sees_npuir_dialects_and_passes() -> None:
