@@ -81,7 +81,7 @@ def limit_has_no_effect(op: NpuOp, engine: str) -> str | None:
 
 
 class Device(Protocol):
-    """What the analysis needs of a device (`npuir.hardware.Hardware` is one)."""
+    """What the analysis needs of a device (`npuir.backends.npu.hardware.Hardware` is one)."""
 
     @property
     def name(self) -> str: ...

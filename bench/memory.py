@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import npuir
 from npuir.analysis.partition import STRATEGIES, Mode, assign
 from npuir.analysis.program import build_program, scheduled_functions
+from npuir.backends.npu.hardware import load_hardware
 from npuir.driver.run import RunConfig, run_program
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.mem_budget import BudgetError, fit_budget, planned
 from npuir.transforms.mem_plan import MemPlanPass

@@ -2,7 +2,7 @@
 
 Each graph is `workloads.random_dag` (cube matmuls, vector ops, sdma all_reduces; 256x512
 activations so that launch, memory and compute all weigh) of a few ops.  Its optimum over every
-issue order and stream assignment is `npuir.schedule.oracle.exact_schedule`; `auto` is
+issue order and stream assignment is `oracle.exact_schedule`; `auto` is
 `assign_auto` as `stream-partition{mode=auto ignore-tags=true}` calls it; both are judged by the
 same simulation (`npuir.schedule.auto.Judge`: one rank, mirrored peers, a schedule with a
 hold-and-wait hazard infeasible).  The report gives, per graph, auto / optimum, and in all: how
@@ -16,7 +16,7 @@ Each size draws its own graphs (seed `100 * ops + k`: the graphs of one seed and
 share their first ops); graphs that no limit acts on (no op holds cores while it waits: the
 oracle without limits covers them) are skipped and counted.  `auto` is
 `assign_auto(search_limits=True)` as `stream-partition{mode=auto limits=true}` calls it,
-judged with the limits it chose, and the optimum is `npuir.schedule.oracle.exact_with_limits`
+judged with the limits it chose, and the optimum is `oracle.exact_with_limits`
 (every order, stream assignment and core-limit policy on the grid of `npuir.schedule.limits`).
 Each graph also gives `auto` without limits, so the report shows what the limits are worth.
 The summary is also given per size.
@@ -29,16 +29,16 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from oracle import exact_schedule, exact_with_limits
 from workloads import DagConfig, random_dag
 from xdsl.dialects.func import FuncOp
 
 import npuir
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program, build_program
-from npuir.hardware import Hardware, load_hardware
+from npuir.backends.npu.hardware import Hardware, load_hardware
 from npuir.schedule.auto import Judge, assign_auto
 from npuir.schedule.limits import policies
-from npuir.schedule.oracle import exact_schedule, exact_with_limits
 
 HW = "910b2"
 

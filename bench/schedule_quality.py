@@ -37,10 +37,10 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.program import NodeKind, build_program, module_streams, scheduled_functions
 from npuir.backends.npu.groups import collectives
+from npuir.backends.npu.hardware import Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import Hardware, load_hardware
 from npuir.schedule.bounds import LowerBound
 from npuir.schedule.bounds import lower_bound as schedule_bound
 

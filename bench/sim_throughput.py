@@ -30,9 +30,9 @@ from xdsl.ir import Block, Region, SSAValue
 
 import npuir
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
+from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import SimCache, simulate
 from npuir.dialects import npu, stream
-from npuir.hardware import load_hardware
 
 HW = "910b2"
 

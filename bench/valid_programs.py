@@ -35,7 +35,7 @@ BINARY = ("add", "mul", "sub", "maximum")
 KINDS = ("all_reduce", "all_to_all", "all_gather", "reduce_scatter")
 TAGS = ("a", "b", "c")
 CORES = {"tiny": (2, 4), "910b2": (24, 48)}
-"""Cube and vector cores of each target (`npuir.hardware` presets)."""
+"""Cube and vector cores of each target (`npuir.backends.npu.hardware` presets)."""
 
 
 @dataclass

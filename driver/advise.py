@@ -71,7 +71,9 @@ from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo, build_program
 from npuir.api import print_ir
+from npuir.backends.npu import timing
 from npuir.backends.npu.explain import Explanation, compare, explain
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.memory import program_memory
 from npuir.backends.npu.numerics import NumericsError, resolve_entry
 from npuir.context import make_context
@@ -92,7 +94,6 @@ from npuir.driver.run import (
     timing_function,
 )
 from npuir.frontends.load import Format, load_source, read, source_of_text
-from npuir.hardware import Hardware
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.auto import Judge, cost_strategies, shared_searches
 from npuir.schedule.bounds import lower_bound_ns
@@ -1785,7 +1786,7 @@ def _advise_shared(
         )
         tags, best_cost = search.run(starts, search.trials + budget)
         tags, best_cost = search.simplify(
-            tags, best_cost, hw.launch_ns * sum(t.weight for t in targets), budget
+            tags, best_cost, timing.launch_cost(hw) * sum(t.weight for t in targets), budget
         )
         tags = _rename(tags, search)
         written_cost = search.cost(written_tags)[0]
@@ -1796,7 +1797,7 @@ def _advise_shared(
         assert plan is not None
         added = len(set(tags.values()) - set(written_tags.values()) - {stream.MAIN_TAG})
         gain = written_cost - best_cost
-        if gain <= KEEP_WITHIN * written_cost or gain < added * hw.launch_ns:
+        if gain <= KEEP_WITHIN * written_cost or gain < added * timing.launch_cost(hw):
             keep = True
             plan = _plan(written_tags, search)
             assert plan is not None

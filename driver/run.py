@@ -45,6 +45,7 @@ from npuir.backends.npu.groups import (
     mismatched_pairs,
     partial_groups,
 )
+from npuir.backends.npu.hardware import Hardware, HardwareError, load_hardware
 from npuir.backends.npu.kernels import numpy_dtype, positive_domain_ops, random_input
 from npuir.backends.npu.memory import imas_line, memory_report
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
@@ -59,7 +60,6 @@ from npuir.dialects.shapes import RetypeError, specialise
 from npuir.driver.npz import read_arrays
 from npuir.frontends.load import Source, load_source, read, source_of_text, state_arrays
 from npuir.frontends.pt2 import STATE_ATTR
-from npuir.hardware import Hardware, HardwareError, load_hardware
 from npuir.host import available_bytes, gib
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
@@ -97,7 +97,7 @@ EMPTY_AXIS = Kind(
 """An argument that indexes an empty axis; arguments: `index`, `function`."""
 HW_INVALID = Kind("hw.invalid", "--hw: {reason}")
 """A hardware description that cannot be used; argument: `reason` (the description
-reader's message, `npuir.hardware.HardwareError`: text only)."""
+reader's message, `npuir.backends.npu.hardware.HardwareError`: text only)."""
 
 REFERENCE_FAILS = Kind("check.reference-fails", "the unscheduled program fails: {reason}")
 """The unscheduled program fails to run; argument: `reason` (the interpreter's message)."""

@@ -72,7 +72,7 @@ from npuir.driver.run import RunConfig, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
 from npuir.frontends.torch import import_exported_program
-from npuir.frontends.torchair import CompilerConfig, TorchairError, _air
+from npuir.frontends.torchair import CompilerConfig, TorchairError, air_ops
 from npuir.frontends.torchair.core.utils import logger
 from npuir.frontends.torchair.inference import gears_of
 from npuir.passmanager.pipeline import build_pipeline, configured_pipeline, run_passes
@@ -121,7 +121,7 @@ VARIANTS: dict[str, str] = {
 """The report's variants besides the program as annotated (the config's own pipeline)."""
 
 _SKIP_DIRS = (
-    *(str(Path(m.__file__).resolve().parent) for m in (torch, _air) if m.__file__ is not None),
+    *(str(Path(m.__file__).resolve().parent) for m in (torch, air_ops) if m.__file__ is not None),
     str(Path(__file__).resolve().parent),
 )
 
@@ -484,7 +484,7 @@ class NpuBackend:
         self._warned: set[str] = set()
         self._gears: dict[str, dict[int, list[int]]] = {}
         """The gears of each input seen (by dynamo's source name, e.g. `L['x']`)."""
-        _air.register()
+        air_ops.register()
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:

@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from npuir.backends.npu.hardware import known_device
 from npuir.diagnostics import (
     Diagnostic,
     DiagnosticEngine,
@@ -68,11 +69,9 @@ from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, read_pt2
 from npuir.frontends.pt2_graph import Graph as Pt2Graph
 from npuir.frontends.pt2_graph import Node as Pt2Node
 from npuir.frontends.pt2_graph import Pt2GraphError, graph_of
-from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, ops
-from npuir.frontends.torchair import _keys as _air
-from npuir.frontends.torchair._errors import fail, refused
-from npuir.frontends.torchair._graph import detached, element_type, tensor_type
-from npuir.hardware import known_device
+from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, ops, scope_keys
+from npuir.frontends.torchair.errors import fail, refused
+from npuir.frontends.torchair.graph import detached, element_type, tensor_type
 
 TORCH_IMPORT_WARNING = Kind(
     "torch.import-warning",
@@ -104,7 +103,7 @@ CALL_SITES = "torch.call_sites"
 if TYPE_CHECKING:
     import torch
 
-_TORCHAIR_DIR = str(Path(_air.__file__).resolve().parent)
+_TORCHAIR_DIR = str(Path(scope_keys.__file__).resolve().parent)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _F32_EPS = 2.0**-23
 """`torch.finfo(torch.float32).eps`: rms_norm's default epsilon."""
@@ -310,27 +309,27 @@ class _Importer:
 
     def scope_enter(self, keys: Sequence[str], values: Sequence[str], *_: Any) -> None:
         attrs = dict(zip(keys, values))
-        if _air.ERROR in attrs:
+        if scope_keys.ERROR in attrs:
             # a mistake the trace carried (see torchair.scope), with its rule's kind
-            kind = kinds().get(attrs.get(_air.ERROR_KIND, ""))
+            kind = kinds().get(attrs.get(scope_keys.ERROR_KIND, ""))
             args = {
-                k[len(_air.ERROR_ARG) :]: v
+                k[len(scope_keys.ERROR_ARG) :]: v
                 for k, v in attrs.items()
-                if k.startswith(_air.ERROR_ARG)
+                if k.startswith(scope_keys.ERROR_ARG)
             }
             if kind is not None and kind.fields <= args.keys():
                 raise fail(kind, **args)
-            raise fail(attrs[_air.ERROR])  # no kind this process knows: the text alone
+            raise fail(attrs[scope_keys.ERROR])  # no kind this process knows: the text alone
         opened = 0
         try:
-            if _air.STREAM_LABEL in attrs:
-                tag = validation.stream_tag(attrs[_air.STREAM_LABEL])
+            if scope_keys.STREAM_LABEL in attrs:
+                tag = validation.stream_tag(attrs[scope_keys.STREAM_LABEL])
                 priority = validation.stream_priority(
-                    _scope_number(attrs.get(_air.STREAM_PRIORITY, "0"))
+                    _scope_number(attrs.get(scope_keys.STREAM_PRIORITY, "0"))
                 )
                 self.graph.open_scope(tag=tag, priority=priority)
                 opened += 1
-            if _air.AICORE_NUM in attrs or _air.VECTORCORE_NUM in attrs:
+            if scope_keys.AICORE_NUM in attrs or scope_keys.VECTORCORE_NUM in attrs:
                 hw = known_device(self.graph.target)
                 counts = tuple(
                     validation.core_count(
@@ -343,8 +342,8 @@ class _Importer:
                     if key in attrs
                     else None
                     for key, engine in (
-                        (_air.AICORE_NUM, "cube"),
-                        (_air.VECTORCORE_NUM, "vector"),
+                        (scope_keys.AICORE_NUM, "cube"),
+                        (scope_keys.VECTORCORE_NUM, "vector"),
                     )
                 )
                 self.graph.open_scope(counts=(counts[0], counts[1]))

@@ -2,7 +2,7 @@
 
 The implementation is `npuir.torchair.scope` (one set of functions for torch
 models and for the builder, one validation) over the `air::` ops of
-`npuir.torchair._air`; this module re-exports them:
+`npuir.frontends.torchair.air_ops`; this module re-exports them:
 
 ```python
 from npuir.frontends import torch_scope as scope   # same as: from npuir.torchair import scope
@@ -13,7 +13,7 @@ with scope.npu_stream_switch("1"):
 
 from __future__ import annotations
 
-from npuir.frontends.torchair._air import (
+from npuir.frontends.torchair.air_ops import (
     AICORE_NUM,
     ERROR,
     INNER_PARALLEL,

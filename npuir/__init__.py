@@ -12,6 +12,8 @@ The library API in one place:
   name, e.g. `"stream-partition,insert-events{max-events=8}"` or `"npu-default"`;
   `configured_pipeline(spec, options)` adds options (data, e.g. a TorchAir
   `CompilerConfig.pass_options()`) to the passes of a spec;
+  `load_passes(module)` registers the passes a module (or `.py` file) defines, as the
+  tools' `--load-pass` does;
 - `print_ir(op)`: the custom (or generic) textual form;
 - `Diagnostic`, `DiagnosticError`, `UsageError`: what the library raises.
 
@@ -40,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "build_pipeline": "npuir.passmanager.pipeline",
     "configured_pipeline": "npuir.passmanager.pipeline",
     "run_passes": "npuir.passmanager.pipeline",
+    "load_passes": "npuir.passmanager.registry",
 }
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "build_pipeline",
     "configured_pipeline",
     "load",
+    "load_passes",
     "make_context",
     "parse_file",
     "parse_text",
@@ -65,6 +69,7 @@ if TYPE_CHECKING:
     from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError
     from npuir.frontends.load import load, parse_file
     from npuir.passmanager.pipeline import build_pipeline, configured_pipeline, run_passes
+    from npuir.passmanager.registry import load_passes
     from npuir.verifier import verify
 
 

@@ -1,3 +1,5 @@
-"""The pass infrastructure: pass options (`options`, below the passes) and the pass manager
-that builds pipelines by name and runs them with verification and the analysis cache
-(`pipeline`, above the passes and their registry)."""
+"""The pass manager, one layer above the passes: the registry that resolves pass names
+(npuir's own, installed packages', loaded modules'), the pipeline builder and runner (with
+verification and the analysis cache), and the universe that publishes npuir's dialects and
+passes to a stock `xdsl-opt`.  What a pass author imports is `npuir.passes`, below the
+passes."""

@@ -24,9 +24,9 @@ from npuir.analysis.manager import analyses, preserved_by
 from npuir.deep_stack import deep_stack
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError
 from npuir.gc_pause import collector_paused
-from npuir.passmanager.options import options_of
+from npuir.passes import options_of
+from npuir.passmanager.registry import PassRegistry, default_registry
 from npuir.progress import progress
-from npuir.registry import PassRegistry, default_registry
 from npuir.verifier import verify
 
 PASS_FAILED = Kind("pass.failed", "{pass_name}: {reason}")
@@ -87,7 +87,7 @@ def build_pipeline(spec: str, registry: PassRegistry | None = None) -> list[Modu
     """Parse `spec` into pass instances; raise `UsageError` on a bad spec.
 
     Names resolve in `registry` (by default npuir's passes, the `npuir.passes`
-    entry points and the modules loaded with `npuir.registry.load_passes`).
+    entry points and the modules loaded with `npuir.passmanager.registry.load_passes`).
     """
     registry = registry or default_registry()
     try:

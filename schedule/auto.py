@@ -119,6 +119,8 @@ from npuir.analysis.partition import (
     with_collective_chain,
 )
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.backends.npu import timing
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import (
     POOL_ENGINES,
@@ -128,7 +130,6 @@ from npuir.backends.npu.simulator import (
 )
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import Hardware
 from npuir.progress import progress
 from npuir.schedule.core_check import CoreChecker, has_holder
 from npuir.schedule.limits import LimitPolicy, LimitSpace, policies
@@ -409,7 +410,7 @@ def _makespan_floor(assigned: Program, plan: EventPlan, floors: list[int], hw: H
     The longest path along each stream and from each record to its waits, every node
     at its least duration.  Sound because in the simulator (i) a stream issues a node
     only once the node before it has ended, (ii) a wait starts no earlier than its
-    record ends, and (iii) a node runs no shorter than its floor: an ordinary op its
+    record ends (`timing.wait_end`, `timing.record_end`), and (iii) a node runs no shorter than its floor: an ordinary op its
     launch, then its blocks, at most `want` at a time and each `block_ns` long, so
     that its last block starts no earlier than ``(ceil(blocks / want) - 1)`` block
     durations after the launch (at any instant before ``m`` block durations, at most
@@ -417,7 +418,6 @@ def _makespan_floor(assigned: Program, plan: EventPlan, floors: list[int], hw: H
     wait and the return run their fixed time once they start.  The makespan is the
     latest end, so it is at least the latest floor end.  (Data dependencies add no
     edge: the simulator does not wait on them, the events order them.)"""
-    record_ns, wait_ns = hw.event_record_ns, hw.event_wait_ns
     waits_before = plan.waits_before
     recorded = set(plan.recorded)
     last = [0] * len(assigned.streams)
@@ -425,12 +425,10 @@ def _makespan_floor(assigned: Program, plan: EventPlan, floors: list[int], hw: H
     for n, s in enumerate(assigned.stream):
         t = last[s]
         for p in waits_before.get(n, ()):
-            ready = record_end[p]
-            t = (t if t > ready else ready) + wait_ns
+            t = timing.wait_end(hw, t, record_end[p])
         t += floors[n]
         if n in recorded:
-            t += record_ns
-            record_end[n] = t
+            t = record_end[n] = timing.record_end(hw, t)
         last[s] = t
     return max(last, default=0)
 
@@ -540,7 +538,7 @@ def _earliest_finish(
         if tag is not None and tag not in by_tag:
             by_tag[tag] = len(streams)
             streams.append(StreamInfo(f"s{len(streams)}", tag, priorities.get(tag, 0)))
-    event_cost = hw.event_record_ns + hw.event_wait_ns
+    event = timing.event_cost(hw)
     stream_free = [0] * len(streams)
     finish = [0] * len(prog)
     saturated_free: dict[str, int] = {}
@@ -563,7 +561,7 @@ def _earliest_finish(
         for s in options:
             start = stream_free[s] if s < len(streams) else 0
             for p, _ in prog.deps[n]:
-                ready = finish[p] + (event_cost if stream_of[p] != s else 0)
+                ready = finish[p] + (event if stream_of[p] != s else 0)
                 start = max(start, ready)
             if engine is not None:
                 start = max(start, saturated_free.get(engine, 0))

@@ -9,11 +9,13 @@ communicator group's collectives one after another (`npuir.analysis.partition.
 collective_chain`: every mode that places ops lowers them so, and one stream runs them so;
 a hand-annotated `user` schedule with one group on two streams is outside the bound).  The
 dependences below are the program's with that chain added.  They rest on what the simulator
-does with one compute op v of engine e (``C`` = e's cores, ``L`` = `hw.launch_ns`):
+does with one compute op v of engine e (``C`` = e's cores, ``L`` = `timing.launch_cost`), all
+of it the rules of `npuir.backends.npu.timing` (the list after the terms says which term
+rests on which rule):
 
 - An *ordinary* op runs ``B`` blocks (its blockDim, ``1 <= B <= par``: its parallelism, or
   less under a core limit), each block to completion on one core in
-  ``b(B) = duration_ns(work, B, static_hbm_share(e, B))``.  It starts at s on one core; the
+  ``b(B) = timing.block_ns(work, B)``.  It starts at s on one core; the
   block dispatched then holds that core over [s, s + L + b(B)] (the launch is paid once,
   on the cores granted before it is over), and every other block holds a core for at least
   b(B) somewhere in the op's run.  So v runs for at least ``L + b(B)`` and holds at least
@@ -21,9 +23,10 @@ does with one compute op v of engine e (``C`` = e's cores, ``L`` = `hw.launch_ns
   length b(B), all inside its run.
 - A `full_core_sync` op is granted ``g`` cores, ``1 <= g <= C`` (its limit or every core),
   holds them from before its start to its end, and runs for
-  ``d(g) = L + duration_ns(work, min(g, par), static_hbm_share(e, g))``: one g-core piece of
+  ``d(g) = timing.held_ns(work, g, par)`` (L plus the roofline on ``min(g, par)`` cores with
+  a ``g / C`` share of HBM): one g-core piece of
   length d(g).  An aiv collective holds ``1 <= g <= C`` vector cores for its fixed ring
-  time plus L; an sdma collective holds none; an op GE runs without a device task
+  time plus L (`timing.collective_task_ns`); an sdma collective holds none; an op GE runs without a device task
   (`cost.runs_without_task`) takes no time and no core.
 
 Call each way v may run an *option* (its blockDim or cores) with a duration ``d`` and an
@@ -118,7 +121,8 @@ energy ``E`` (the core-nanoseconds above: ``L + B b(B)`` or ``g d(g)``); then
 7. **Events at joins.**  A synchronized schedule (every cross-stream dependence ordered by
    events, and the last op of every stream before the return, as `insert-events` makes it
    and `sync-verify` demands) pays for a join.  Let ``s(v)`` be a lower bound on v's
-   start, ``f(p) = s(p) + d(p)``, and ``ev`` = `hw.event_record_ns` + `hw.event_wait_ns`.
+   start, ``f(p) = s(p) + d(p)``, and ``ev`` = `timing.event_cost` (``event_record_ns`` +
+   ``event_wait_ns`` below stand for `timing.record_cost` and `timing.wait_cost`).
    For a producer p of v on another stream, any happens-before chain from p to v leaves
    p's stream through a record issued after p and reaches v's stream through a wait W
    issued before v; W blocks v's stream until that record has executed (after p ended,
@@ -303,6 +307,30 @@ ops that ask for the whole cube can start on the two cores it frees while anothe
 on the rest, and a schedule of six such matmuls beats their launches and runs one after
 another (`test_a_narrow_op_lets_the_wide_ones_hide_their_launches`).
 
+**The timing rules each term rests on** (`npuir.backends.npu.timing`).  The terms read
+every cost from there and their proofs use each cost only as a length, so a new cost for a
+task (a wait that also pays a launch, another roofline) reaches them with no edit here; a
+new start rule (when a record has executed, when a wait may start) changes what 7, 12 and
+13 argue, and they are the ones to re-prove:
+
+- *The roofline on a core grant* (`block_ns`, `held_ns`, `collective_task_ns`,
+  `arithmetic_ns`): the options of every op, so d, a, q, h and t, and every term through
+  them; 2 and 3 take `arithmetic_ns` as the least core-time of an op's arithmetic, which
+  needs the roofline's compute term to be FLOPs over cores times one core's rate.
+- *One launch at a task's start, before its blocks compute* (`launch_cost`): the options'
+  ``L`` (all terms), the windows after the launches (10, 11, 12), the later blocks'
+  earliest end in 6, the core chains of 14 (`core_chain`'s ``start + launch``), and the
+  serial engine's rigid pieces (9).
+- *A record holds its stream `record_cost`, and has executed at its end* (`record_cost`,
+  `record_end`): 7, 12, 13 (a wait's release at ``f(p) + event_record_ns``, and in 13 the
+  record that delays the op after x on its stream).
+- *A wait starts once its stream is free and its record has executed, then holds the
+  stream `wait_cost`* (`wait_cost`, `wait_end`): 7, 12, 13 (the wait as one more job of the
+  consumer's stream, released at its record's end).  A wait that cost more (say, a launch
+  as well) changes `wait_cost` only, and these terms stay proven: they read it as the
+  wait's length and nothing else.
+- Terms 1-6, 8-11 and 14 read no event cost: they hold for every schedule, events or not.
+
 Events, launch queues, waiting for peers or for cores, and cores held before a start only
 lengthen a schedule, so the maximum of all terms is a valid bound for every stream assignment and issue
 order.  The simulator models no link contention (a collective's duration is fixed by its
@@ -328,20 +356,12 @@ from npuir.analysis.core_limits import CoreLimits, engines_used, limit_has_no_ef
 from npuir.analysis.dependence import DependenceGraph
 from npuir.analysis.partition import with_collective_chain
 from npuir.analysis.program import NodeKind, Program
-from npuir.backends.npu.cost import (
-    NS_PER_S,
-    OpWork,
-    collective_ns,
-    duration_ns,
-    op_work,
-    parallelism,
-    runs_without_task,
-    static_hbm_share,
-)
+from npuir.backends.npu import timing
+from npuir.backends.npu.cost import OpWork, op_work, parallelism, runs_without_task
+from npuir.backends.npu.hardware import Hardware
 from npuir.diagnostics import DiagnosticError
 from npuir.dialects import coreset
 from npuir.dialects.npu import CORE_ENGINES, CommMode, NpuOp
-from npuir.hardware import Hardware
 from npuir.schedule.core_chain import ChainProblem, least_makespan
 from npuir.schedule.core_check import holds_while_waiting
 from npuir.schedule.limits import grid
@@ -538,33 +558,31 @@ def _options(
     one op at a time on every core (bound 9)."""
     if runs_without_task(op):
         return _Options(None, (_Option(0, 0, (), 0),))
+    launch = timing.launch_cost(hw)
     if serial:
         total = hw.cores(work.engine)
-        block = duration_ns(hw, work, total, static_hbm_share(hw, work.engine, total))
-        return _Options(work.engine, (_held(total, hw.launch_ns + block, hw.launch_ns),))
+        block = timing.block_ns(hw, work, total)
+        return _Options(work.engine, (_held(total, launch + block, launch),))
     if work.engine == "comm":
-        assert work.collective is not None  # guaranteed by OpWork validation
-        ns = hw.launch_ns + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
+        ns = timing.collective_task_ns(hw, work)
         # Cores do not change a collective's duration: the fewest it may hold dominate (8).
         return (
-            _Options("vector", (_held(written or least_aiv_cores(hw), ns, hw.launch_ns),))
+            _Options("vector", (_held(written or least_aiv_cores(hw), ns, launch),))
             if work.mode == CommMode.AIV
             else _Options(None, (_Option(0, ns, (), 0),))
         )
     par = max(1, parallelism(hw, work))
     total = hw.cores(work.engine)
-    launch = hw.launch_ns
     kept: list[_Option] = []
     if full_core_sync:
         for g in range(written or 1, (written or total) + 1):
-            share = static_hbm_share(hw, work.engine, g)
-            option = _held(g, launch + duration_ns(hw, work, min(g, par), share), launch)
+            option = _held(g, timing.held_ns(hw, work, g, par), launch)
             if not kept or option.duration < kept[-1].duration:
                 kept.append(option)
     else:
         least = most = min(written, par) if written is not None else None
         for blocks in range(least or 1, (most or par) + 1):
-            block = duration_ns(hw, work, blocks, static_hbm_share(hw, work.engine, blocks))
+            block = timing.block_ns(hw, work, blocks)
             pieces = ((1, launch + block),) + (((blocks - 1, block),) if blocks > 1 else ())
             option = _Option(launch + blocks * block, launch + block, pieces, blocks * block)
             if not kept or option.duration < kept[-1].duration:
@@ -750,11 +768,10 @@ class _Bounder:
                 and not runs_without_task(op)
             ):
                 # Bound 14: its blocks' duration, and whether it runs one on every core.
-                self.block[n] = opts.shortest - hw.launch_ns
+                self.block[n] = opts.shortest - timing.launch_cost(hw)
                 self.full[n] = parallelism(hw, work) >= hw.cores(work.engine)
             if work.engine != "comm" and work.flops:
-                rate = hw.flops_per_core(work.engine, work.dtype)
-                self.arithmetic[n] = work.flops * NS_PER_S / rate
+                self.arithmetic[n] = timing.arithmetic_ns(hw, work)
         self.head = [0] * n_nodes  # longest path into n, n excluded
         for n in range(n_nodes):
             for p in self.deps[n]:
@@ -779,7 +796,7 @@ class _Bounder:
         (or tails), gaps their longest paths to (or from) it; the best window over the
         ops whose threshold is at least each value."""
         best = 0
-        launch = self.hw.launch_ns
+        launch = timing.launch_cost(self.hw)
         members.sort(key=lambda m: -m[0])
         energy = after = 0
         gap = -1
@@ -865,7 +882,7 @@ class _Bounder:
         `finish` given), in place; `raised` (bound 12) is a start and an end that node
         `first` is known to reach.  The largest end among the nodes passed."""
         prog = self.prog
-        record, wait = self.hw.event_record_ns, self.hw.event_wait_ns
+        record, wait = timing.record_cost(self.hw), timing.wait_cost(self.hw)
         end = 0
         for v in range(first, len(prog)):
             producers = set(self.deps[v])
@@ -928,7 +945,7 @@ class _Bounder:
         and 10 without a tail, over the ops whose head (or, for bound 13, least start in
         `start`) is at least each threshold."""
         head = self.head if start is None else start
-        cores, launch = self.hw.cores(e), self.hw.launch_ns
+        cores, launch = self.hw.cores(e), timing.launch_cost(self.hw)
         best = 0
         energy = after = 0
         order = sorted(self.by_pool[e], key=lambda n: -head[n])
@@ -1102,7 +1119,7 @@ class _Bounder:
     ) -> tuple[list[int], list[int]]:
         """Per compute op, a least start and end in every schedule of the case (bound 13);
         `lift` is an op and a start and an end it is known to reach (bound 12)."""
-        wait = self.hw.event_wait_ns
+        wait = timing.wait_cost(self.hw)
         n_nodes = len(self.prog)
         start, finish = [0] * n_nodes, [0] * n_nodes
         for v in order:
@@ -1127,7 +1144,7 @@ class _Bounder:
     def _structured_ends(self, start: list[int], finish: list[int], case: _Case) -> list[int]:
         """The least end of the case's schedules with the default stream on none of its
         streams, then on each: the latest op's end, or the return's start (bound 13)."""
-        wait = self.hw.event_wait_ns
+        wait = timing.wait_cost(self.hw)
         latest = max(finish[n] for n in self.compute_nodes)
         head = max((self.head[n] for n in range(len(self.prog)) if n not in case.group), default=0)
         ends: list[int] = []
@@ -1155,7 +1172,7 @@ class _Bounder:
         """What the ops `ahead` of a node on its stream give it: a least start and the jobs
         its stream runs before it (the ops, released at their starts, and the records
         issued right after them)."""
-        record = self.hw.event_record_ns
+        record = timing.record_cost(self.hw)
         floor = 0
         jobs: list[tuple[int, int]] = []
         for x in ahead:
@@ -1169,7 +1186,7 @@ class _Bounder:
     def _released(self, x: int, finish: list[int], case: _Case) -> int:
         """When the record a consumer of `x` on another stream waits for has executed, at
         the earliest: after x, or after the op after it (bound 13's sides)."""
-        return finish[case.after[x] if x in case.later else x] + self.hw.event_record_ns
+        return timing.record_end(self.hw, finish[case.after[x] if x in case.later else x])
 
     # -- bound 14 -------------------------------------------------------------------------
 
@@ -1184,7 +1201,7 @@ class _Bounder:
         per_op = sum(len(d) for d in self.deps[ops[0] :]) + len(self.prog) - ops[0]
         if len(ops) * per_op > FULL_WIDTH_BUDGET:  # `_full_width_lags`' visits
             return None
-        launch = self.hw.launch_ns
+        launch = timing.launch_cost(self.hw)
         block = [self.block[n] for n in ops]
         problem = ChainProblem(
             [self.head[n] for n in ops],
@@ -1264,7 +1281,7 @@ class _Bounder:
         best, best_set = 0, nodes
         # Bound 4: the energies in the window; bound 10: what is held after each launch, in
         # a window a launch shorter.
-        for held, launch in ((self.core_time, 0), (self.after_launch, self.hw.launch_ns)):
+        for held, launch in ((self.core_time, 0), (self.after_launch, timing.launch_cost(self.hw))):
             for key, other in ((self.head, self.tail), (self.tail, self.head)):
                 order = sorted(nodes, key=lambda n: -key[n])
                 total = 0
@@ -1313,7 +1330,7 @@ class _Bounder:
             for n in members:
                 in_set[n] = True
             ends = min(self.head[n] for n in members) + min(self.tail[n] for n in members)
-            ends += self.hw.launch_ns if after else 0
+            ends += timing.launch_cost(self.hw) if after else 0
             least = sum(held[n] for n in members)
             for k in range(1, steps):
                 # M * K * C >= k * (C * ends + sum_S g d) + (K - k) * C * len_P
@@ -1453,7 +1470,7 @@ class _Bounder:
         """Bound 6's compulsory parts (module docstring): tighten `release` and `deadline`
         in place around the intervals where an op holds every core in any schedule; False
         when some op is left no room."""
-        launch = self.hw.launch_ns
+        launch = timing.launch_cost(self.hw)
         first = [0] * len(nodes)  # the shortest first piece over the op's options
         last = [0] * len(nodes)  # the shortest piece
         for i, n in enumerate(nodes):
@@ -1500,7 +1517,7 @@ class _Bounder:
         """Per op of `nodes` with one option of two pieces (an ordinary op on more than one
         block whose count no mode changes), its later blocks' earliest end after the op's
         release (launch and block) and their length; 0 and 0 for the others."""
-        launch = self.hw.launch_ns
+        launch = timing.launch_cost(self.hw)
         early = np.zeros(len(nodes), dtype=np.int64)
         late = np.zeros(len(nodes), dtype=np.int64)
         for i, n in enumerate(nodes):
@@ -1514,7 +1531,7 @@ class _Bounder:
     def impossible(self, makespan: int, engines: list[str]) -> bool:
         """Whether the energetic test (bound 6) on `engines` shows that no schedule ends by
         `makespan`."""
-        launch = self.hw.launch_ns
+        launch = timing.launch_cost(self.hw)
         for e in engines:
             nodes = self.by_pool[e]
             release = np.array([self.head[n] for n in nodes], dtype=np.int64)

@@ -28,9 +28,9 @@ from npuir.analysis.program import (
     scheduled_functions,
 )
 from npuir.backends.npu.cost import op_work, parallelism
+from npuir.backends.npu.hardware import Hardware
 from npuir.diagnostics import error
 from npuir.dialects.npu import CollectiveOp, NpuOp
-from npuir.hardware import Hardware
 
 
 def holds_while_waiting(op: NpuOp) -> bool:

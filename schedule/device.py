@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
+from npuir.backends.npu.hardware import DEFAULT_HARDWARE, Hardware, HardwareError, load_hardware
 from npuir.diagnostics import Kind, error
 from npuir.dialects.npu import target_of
-from npuir.hardware import DEFAULT_HARDWARE, Hardware, HardwareError, load_hardware
 
 UNKNOWN_DEVICE = Kind("device.unknown", "{reason}")
 """The module's target device is not a known preset (or its description cannot be used);
-`reason` is the device reader's message (`npuir.hardware.HardwareError`: text only)."""
+`reason` is the device reader's message (`npuir.backends.npu.hardware.HardwareError`: text only)."""
 
 __all__ = ["device_of", "device_spec"]
 

@@ -37,8 +37,8 @@ from xdsl.ir import Operation
 
 from npuir.analysis.core_limits import ENGINES, CoreLimits, engines_used, limit_has_no_effect
 from npuir.analysis.program import NodeKind, Program
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import Hardware
 from npuir.schedule.core_check import holds_while_waiting
 
 GRID = (2, 4, 8)

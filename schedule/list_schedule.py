@@ -49,9 +49,10 @@ from dataclasses import dataclass
 
 from npuir.analysis.partition import Assignment
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.backends.npu import timing
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import Hardware
 
 __all__ = ["STREAM_CAP", "TimedSchedule", "fresh_tag", "list_schedule", "upward_ranks"]
 
@@ -153,7 +154,7 @@ class _Planner:
                 latest[t] = end[p]
         ready = free_at
         for released in sorted(latest.values()):
-            ready = max(ready, released + hw.event_record_ns) + hw.event_wait_ns
+            ready = timing.wait_end(hw, ready, timing.record_end(hw, released))
         return ready, len(latest)
 
     def stream_for(self, n: int, now: int, not_before: int) -> tuple[int, int, bool]:
@@ -227,7 +228,7 @@ class _Planner:
             if t != s and not self.recorded[p]:
                 self.recorded[p] = True
                 if self.stream_last[t] == p:
-                    self.stream_free[t] += hw.event_record_ns
+                    self.stream_free[t] = timing.record_end(hw, self.stream_free[t])
         self.start[n], self.end[n], self.cores[n] = now, end, cores
         self.stream_of[n] = s
         self.stream_free[s], self.stream_last[s] = end, n

@@ -59,10 +59,10 @@ from npuir.analysis.mem_planners import FunctionPlan, over_budget_facts, plan_pr
 from npuir.analysis.memory import Antichain, antichain_bound
 from npuir.analysis.partition import Assignment, permuted, with_collective_chain
 from npuir.analysis.program import DepKind, NodeKind, Program, waited_value
+from npuir.backends.npu.hardware import Hardware
 from npuir.diagnostics import Kind
 from npuir.dialects import stream
 from npuir.dialects.npu import CollectiveOp
-from npuir.hardware import Hardware
 from npuir.schedule.auto import Judge, LimitFn
 
 

@@ -60,9 +60,10 @@ from enum import StrEnum
 
 from npuir.analysis.partition import Assignment, Mode, Request, assign, cover_paths
 from npuir.analysis.program import NodeKind, Program, StreamInfo
-from npuir.backends.npu.cost import OpWork, op_work, parallelism, solo_duration_ns
+from npuir.backends.npu import timing
+from npuir.backends.npu.cost import OpWork, op_work
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import Hardware
 
 
 class Variant(StrEnum):
@@ -122,7 +123,7 @@ def solo_durations(prog: Program, hw: Hardware) -> list[int]:
             work = works(op)
             ns = solo.get(work)
             if ns is None:
-                ns = solo[work] = hw.launch_ns + solo_duration_ns(hw, work)
+                ns = solo[work] = timing.solo_task_ns(hw, work)
             out[n] = ns
     return out
 
@@ -416,8 +417,7 @@ def _compute_bound(op: NpuOp, hw: Hardware, works: _Works) -> bool:
     work = works(op)
     if work.engine not in ("cube", "vector"):
         return False
-    rate = hw.flops_per_core(work.engine, work.dtype) * max(1, parallelism(hw, work))
-    return work.flops * hw.hbm_bandwidth >= work.bytes * rate
+    return timing.compute_bound(hw, work)
 
 
 def opara_order(prog: Program, hw: Hardware) -> list[int]:

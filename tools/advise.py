@@ -18,9 +18,9 @@ from npuir.tools.cli import (
     exit_codes_epilog,
     print_json,
     run_tool,
+    shape_argument,
 )
 from npuir.tools.output import write_text
-from npuir.tools.run import _shape
 
 EXIT_CODES = (
     (EXIT_OK, "ok: the advice is printed"),
@@ -61,7 +61,7 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--ranks", type=int, help="ranks running --entry (SPMD; default 1)")
     ap.add_argument(
         "--shape",
-        type=_shape,
+        type=shape_argument,
         action="append",
         default=[],
         metavar="ARG=DxD",

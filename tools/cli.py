@@ -94,6 +94,22 @@ def add_common_arguments(ap: argparse.ArgumentParser) -> None:
     )
 
 
+def shape_argument(text: str) -> tuple[str, tuple[int, ...]]:
+    """`--shape ARG=DxD...` (npuir-run and npuir-advise): the argument and its shape."""
+    arg, sep, dims = text.partition("=")
+    try:
+        if not sep or not arg:
+            raise ValueError
+        shape = tuple(int(d) for d in dims.lower().split("x"))
+        if any(d < 0 for d in shape):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not ARG=DxD... (e.g. 0=4x2 or x1=4x2)"
+        ) from None
+    return arg, shape
+
+
 def run_tool(
     prog: str,
     run: Callable[[list[str]], int],

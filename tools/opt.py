@@ -22,7 +22,7 @@ from npuir.diagnostics import DiagnosticError, UsageError
 from npuir.frontends.load import Format, load_source, read
 from npuir.parsing import SPLIT_MARKER, Chunk, parse_module, split_input
 from npuir.passmanager.pipeline import build_pipeline, run_passes
-from npuir.registry import describe_passes, load_passes
+from npuir.passmanager.registry import describe_passes, load_passes
 from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,

@@ -36,13 +36,14 @@ from npuir.driver.run import (
     save_arrays,
 )
 from npuir.frontends.load import Format, read
+from npuir.passmanager.registry import load_passes
 from npuir.progress import progress
-from npuir.registry import load_passes
 from npuir.tools.cli import (
     add_common_arguments,
     exit_codes_epilog,
     print_json,
     run_tool,
+    shape_argument,
 )
 from npuir.tools.output import write_bytes, write_output, write_text
 
@@ -57,21 +58,6 @@ EXIT_CODES = (
     (EXIT_DEADLOCK, "deadlock (also under --check)"),
     (EXIT_CHECK, "--check found an output that differs from the unscheduled program"),
 )
-
-
-def _shape(text: str) -> tuple[str, tuple[int, ...]]:
-    arg, sep, dims = text.partition("=")
-    try:
-        if not sep or not arg:
-            raise ValueError
-        shape = tuple(int(d) for d in dims.lower().split("x"))
-        if any(d < 0 for d in shape):
-            raise ValueError
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"'{text}' is not ARG=DxD... (e.g. 0=4x2 or x1=4x2)"
-        ) from None
-    return arg, shape
 
 
 def _seed(text: str) -> int:
@@ -110,7 +96,7 @@ def _arg_parser() -> argparse.ArgumentParser:
         "(the report lists which); without it such a group is an error",
     )
     ap.add_argument("--hw", help="device preset (910b2, 910b4, a3, tiny) or TOML file")
-    ap.add_argument("--shape", type=_shape, action="append", default=[], metavar="ARG=DxD")
+    ap.add_argument("--shape", type=shape_argument, action="append", default=[], metavar="ARG=DxD")
     ap.add_argument("--inputs", help=".npz with arrays argN (or rankR/argN)")
     ap.add_argument("--seed", type=_seed, default=0, help="seed for random inputs (>= 0)")
     ap.add_argument("--check", action="store_true", help="compare with the unscheduled program")

@@ -78,18 +78,6 @@ def _mem_verify() -> type[ModulePass]:
     return MemVerifyPass
 
 
-def _test_dependence_graph() -> type[ModulePass]:
-    from npuir.transforms.test_analyses import TestDependenceGraphPass
-
-    return TestDependenceGraphPass
-
-
-def _test_happens_before() -> type[ModulePass]:
-    from npuir.transforms.test_analyses import TestHappensBeforePass
-
-    return TestHappensBeforePass
-
-
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "gear-multiversion": _gear_multiversion,
     "stream-partition": _stream_partition,
@@ -102,7 +90,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "sync-verify": _sync_verify,
     "mem-plan": _mem_plan,
     "mem-verify": _mem_verify,
-    "test-dependence-graph": _test_dependence_graph,
-    "test-happens-before": _test_happens_before,
 }
-"""Every npuir pass by name."""
+"""Every npuir pass by name.  The `test-*` passes that print what an analysis computes are
+not among them: they live with the tests (test/lib/analysis_passes.py), and the lit tests
+load them with `--load-pass` (lit.cfg's `%test-passes`)."""

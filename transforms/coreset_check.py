@@ -52,9 +52,9 @@ from xdsl.passes import ModulePass
 
 from npuir.analysis.manager import ALL, Preserved, analyses
 from npuir.analysis.program import Program
+from npuir.backends.npu.hardware import Hardware
 from npuir.context import warn
 from npuir.diagnostics import Kind, error, op_location
-from npuir.hardware import Hardware
 from npuir.passes import option
 from npuir.schedule.core_check import CoreChecker, Hazard, function_checkers
 from npuir.schedule.device import device_of

@@ -49,13 +49,13 @@ from npuir.analysis.program import (
     module_streams,
     scheduled_functions,
 )
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.profile import Profile, read_profile
 from npuir.backends.npu.simulator import SimCache, simulate
 from npuir.context import remark, warn
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import Hardware
 from npuir.passes import option
 from npuir.schedule.auto import INFEASIBLE, Judge
 from npuir.schedule.core_check import CoreChecker, OverriddenLimits

@@ -3,13 +3,13 @@
 `npuir-run PROGRAM --fit-hw PROFILE.csv --fit-out hw.toml` asks: which `Hardware` makes the
 cost model predict the task durations the profile measured?  For every compute op of the
 program that the profile covers (`Profile.lookup`), on its profiled block dim ``c``, the
-simulator's model (`cost.duration_ns` plus `Hardware.launch_ns`) is
+simulator's model (`timing.task_ns`: the roofline plus the launch) is
 
     t = launch + max(flops * u[engine, dtype] / min(c, parallelism),   # compute-bound
                      bytes * v / share(c))                              # memory-bound
 
 with ``u = 1e9 / per-core rate`` (ns per FLOP on one core), ``v = 1e9 / HBM bandwidth`` and
-``share(c) = c / cores of the engine`` (`cost.static_hbm_share`).  The max makes it
+``share(c) = c / cores of the engine`` (`timing.static_hbm_share`).  The max makes it
 non-linear; once each op is known to be compute- or memory-bound it is linear in the unknowns
 (launch, every ``u`` the profile exercises, and ``v`` if some op is memory-bound).  So the
 fit alternates: classify every op with the current estimate (starting from the base
@@ -24,7 +24,6 @@ fitted model's prediction and the profiled duration, over the ops used.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,10 +32,11 @@ from typing import Any
 import numpy as np
 
 from npuir.analysis.program import NodeKind, Program
+from npuir.backends.npu.hardware import DEFAULT_HARDWARE, PRESETS, Hardware, HardwareError
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import DEFAULT_HARDWARE, PRESETS, Hardware, HardwareError
 
-from .cost import NS_PER_S, OpWork, op_work, parallelism
+from . import timing
+from .cost import OpWork, op_work, parallelism
 from .profile import Profile
 
 __all__ = ["Fit", "FitError", "fit_hardware"]
@@ -151,9 +151,9 @@ def fit_hardware(programs: Sequence[Program], profile: Profile, base: Hardware) 
         )
     rate_keys = sorted({(s.work.engine, s.work.dtype) for s in samples})
     # Unknowns, in ns: launch, ns per FLOP per core for each (engine, dtype), ns per byte.
-    launch = float(base.launch_ns)
-    per_flop = {k: NS_PER_S / base.flops_per_core(*k) for k in rate_keys}
-    per_byte = NS_PER_S / base.hbm_bandwidth
+    launch = float(timing.launch_cost(base))
+    per_flop = {k: timing.ns_per_flop(base, *k) for k in rate_keys}
+    per_byte = timing.ns_per_byte(base)
     observed = np.array([s.observed_ns for s in samples], dtype=np.float64)
     flop_terms = np.array([s.work.flops / s.cores for s in samples], dtype=np.float64)
     byte_terms = np.array([s.work.bytes / s.share for s in samples], dtype=np.float64)
@@ -213,23 +213,7 @@ def _fitted(
     informed: set[tuple[str, str]],
     per_byte: float | None,
 ) -> tuple[Hardware, tuple[str, ...]]:
-    changes: dict[str, Any] = {"launch_ns": round(launch), "name": f"{base.name}-fitted"}
-    fitted = ["launch_ns"]
-    tables = {"cube": dict(base.cube_flops), "vector": dict(base.vector_flops)}
-    for engine, dtype in sorted(informed):
-        rate = round(NS_PER_S / per_flop[(engine, dtype)])
-        if engine == "aicpu":
-            changes["aicpu_flops"] = rate
-            fitted.append("aicpu_flops")
-        else:
-            tables[engine][dtype] = rate
-            fitted.append(f"{engine}_flops.{dtype}")
-    changes["cube_flops"] = tables["cube"]
-    changes["vector_flops"] = tables["vector"]
-    if per_byte is not None:
-        changes["hbm_bandwidth"] = round(NS_PER_S / per_byte)
-        fitted.append("hbm_bandwidth")
     try:
-        return dataclasses.replace(base, **changes), tuple(fitted)
+        return timing.fitted_hardware(base, launch, {k: per_flop[k] for k in informed}, per_byte)
     except HardwareError as exc:
         raise FitError(f"the fitted device is not valid: {exc}") from None

@@ -1,81 +1,26 @@
-"""Roofline cost model: how many integer nanoseconds one op takes on a `Hardware`.
+"""What an op asks of the device: `OpWork`, read from an `npu` op by `op_work`.
 
-The model sees an op only through `OpWork` (engine, FLOPs, HBM bytes, dtype, independent
-tiles, and for collectives the kind, group size and bytes per rank), so its formulas do not
-depend on the IR; `op_work` (at the end of this module) is the one place that reads an `npu`
-op into an `OpWork`, for the simulator, the schedule layer and the benchmarks alike.
-
-Compute ops
------------
-An op granted ``c`` cores of its engine takes::
-
-    compute = flops / (c * flops_per_core(engine, dtype))
-    memory  = bytes / (hbm_bandwidth * hbm_share)
-    duration_ns = max(1, ceil(max(compute, memory)))        # in ns
+The timing model (`npuir.backends.npu.timing`) sees an op only through `OpWork` (engine,
+FLOPs, HBM bytes, dtype, independent tiles, and for collectives the kind, group size and
+bytes per rank), so its formulas do not depend on the IR; `op_work` (at the end of this
+module) is the one place that reads an `npu` op into an `OpWork`, for the simulator, the
+schedule layer and the benchmarks alike.  This module says how much work there is and how
+many cores it can use (`parallelism`); how long it takes is `timing`'s to say.
 
 `parallelism` says how many cores an op can use: ``min(tiles, cores of its engine)``, where
 tiles count independent output blocks (`matmul_tiles`) or UB-sized chunks (`vector_tiles`).
-Launch overhead is not included; the simulator adds ``hw.launch_ns`` itself.
-
-HBM sharing
------------
-HBM bandwidth is shared by a static partition so the simulator needs no bandwidth events: an
-op holding ``c`` of its engine's ``C`` cores gets ``c / C`` of the device bandwidth
-(`static_hbm_share`). One op on every core of its engine can saturate HBM, as a full-width
-vector kernel does on the real part, and ops splitting an engine's cores split its bandwidth
-fairly. The price of this simplicity: cube and vector ops running at the same time may
-together be granted up to twice the real bandwidth. Matmuls are usually compute-bound, so
-the error stays small in practice; callers wanting a stricter split pass their own
-``hbm_share`` to `duration_ns`.
-
-Collectives
------------
-Collectives use a ring over one link per step (``B`` = `OpWork.comm_bytes`, the bytes of the
-op's input tensor on each rank; ``G`` = group size; ``bw`` = ``hw.link_bandwidth``; ``lat`` =
-``hw.link_latency_ns``)::
-
-    all_reduce      2(G-1)/G * B / bw + 2(G-1) * lat
-    reduce_scatter   (G-1)/G * B / bw +  (G-1) * lat     input B, output B/G per rank
-    all_gather        (G-1) * B / bw +  (G-1) * lat     input B, output G*B per rank
-    all_to_all       (G-1)/G * B / bw +  (G-1) * lat     B/G to each peer
-
-(all_gather is the usual ``(G-1)/G * S`` with ``S = G*B`` its output.) ``G == 1`` costs 1 ns.
-Mode ``"sdma"`` moves data with the DMA engines and holds no compute cores; mode ``"aiv"``
-drives the copy from vector cores, which it holds for the whole op. Assumption: both modes
-see the same link time, since the link, not the issuing engine, is the bottleneck.
-
-Hand calculations on the ``tiny`` preset
-----------------------------------------
-``tiny`` has 2 cube and 4 vector cores, 1 FLOP/ns per core for f16 (cube and vector), HBM and
-link at 1 byte/ns, 32x32 cube tiles, 1 KiB vector tiles, 100 ns per link step:
-
-- f16 matmul 64x64x64: flops = 2*64^3 = 524288, bytes = 3 * 64*64 * 2 = 24576,
-  `matmul_tiles` = 2*2 = 4, `parallelism` = min(4, 2) = 2.
-  On 1 core, share 1.0: max(524288, 24576) = **524288 ns** (compute-bound).
-  On 2 cores, share 1.0: max(262144, 24576) = **262144 ns**.
-- f16 matmul 64x64x1 (outer product): flops = 8192, bytes = (64 + 64 + 4096) * 2 = 8448.
-  On 2 cores, share 1.0: max(4096, 8448) = **8448 ns** (memory-bound).
-- f16 elementwise add of 1024 elements: flops = 1024, bytes = 3*1024*2 = 6144.
-  `vector_tiles(tiny, 2048)` (output bytes) = 2. On 1 core, share 1.0: max(1024, 6144) =
-  **6144 ns**; on 2 cores with `static_hbm_share` = 2/4 = 0.5: max(512, 12288) = **12288 ns**;
-  on 4 cores, share 1.0: max(256, 6144) = **6144 ns**.
-- f32 on the cube runs at 1 FLOP per 4 ns: 1000 FLOP, 0 bytes, 1 core = **4000 ns**.
-- Collectives with B = 1024 bytes:
-  all_reduce G=2: 1024 + 200 = **1224 ns**; G=4: 1536 + 600 = **2136 ns**.
-  reduce_scatter G=2: 512 + 100 = **612 ns**; G=4: 768 + 300 = **1068 ns**.
-  all_gather G=2: 1024 + 100 = **1124 ns**; G=4: 3072 + 300 = **3372 ns**.
-  all_to_all G=2: 512 + 100 = **612 ns**; G=4: 768 + 300 = **1068 ns**.
-  Any collective with G=1: **1 ns**.
+Collectives use no compute core in mode ``"sdma"`` (the DMA engines move the data) and
+every vector core in mode ``"aiv"`` (the copy is driven from vector cores).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 from xdsl.dialects.builtin import TensorType
 
+from npuir.backends.npu.hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 from npuir.dialects.npu import (
     DYN,
     ENGINES,
@@ -89,7 +34,6 @@ from npuir.dialects.npu import (
     shape_of,
     tensor_bytes,
 )
-from npuir.hardware import CUBE_DTYPES, VECTOR_DTYPES, Hardware
 
 __all__ = [
     "COLLECTIVES",
@@ -97,27 +41,17 @@ __all__ = [
     "NO_TASK_GE_TYPES",
     "WORK_ENGINES",
     "OpWork",
-    "collective_ns",
-    "duration_ns",
     "matmul_tiles",
     "op_work",
     "parallelism",
     "runs_without_task",
-    "solo_duration_ns",
-    "static_hbm_share",
     "vector_tiles",
 ]
-
-NS_PER_S = 1_000_000_000
 
 # "comm" is an engine here but not a core pool: collectives run on the link.
 WORK_ENGINES: tuple[str, ...] = ENGINES
 COLLECTIVES: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 COMM_MODES: tuple[str, ...] = tuple(CommMode)
-
-# A bandwidth share is turned into an exact fraction so that 0.1 means 1/10, not the binary
-# float just above it, which could push a ceil up by one nanosecond.
-_SHARE_DENOMINATOR = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -203,92 +137,6 @@ def parallelism(hw: Hardware, work: OpWork) -> int:
     if work.engine == "comm":
         return hw.vector_cores if work.mode == CommMode.AIV else 0
     return min(work.tiles, hw.cores(work.engine))
-
-
-def static_hbm_share(hw: Hardware, engine: str, cores: int) -> float:
-    """Fraction of HBM bandwidth an op holding `cores` of `engine`'s cores is granted.
-
-    ``cores / cores of the engine``, capped at 1; see the module docstring for why. Collectives
-    do not draw on this budget (their cost is link time), so ``"comm"`` returns 1.0.
-    """
-    if engine == "comm":
-        return 1.0
-    total = hw.cores(engine)
-    if cores < 1:
-        raise ValueError(f"{engine} op needs at least 1 core, got {cores}")
-    return min(1.0, cores / total)
-
-
-def duration_ns(hw: Hardware, work: OpWork, cores: int, hbm_share: float = 1.0) -> int:
-    """Integer nanoseconds `work` takes on `cores` cores with `hbm_share` of HBM bandwidth.
-
-    Roofline ``max(compute, memory)`` rounded up, at least 1 ns; collectives use the ring
-    model (see `collective_ns`). Launch overhead is not included.
-
-    Raises `ValueError` if a compute op gets fewer than 1 or more than the device's cores of
-    its engine, if an aiv collective gets no vector core, or if `hbm_share` is not in (0, 1].
-    """
-    if work.engine == "comm":
-        if work.mode == CommMode.AIV and not 1 <= cores <= hw.vector_cores:
-            raise ValueError(f"aiv collective needs 1..{hw.vector_cores} vector cores, got {cores}")
-        if cores < 0:
-            raise ValueError(f"core count must be non-negative, got {cores}")
-        assert work.collective is not None  # guaranteed by OpWork validation
-        return collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
-
-    available = hw.cores(work.engine)
-    if not 1 <= cores <= available:
-        raise ValueError(f"{work.engine} op needs 1..{available} cores on {hw.name}, got {cores}")
-    if not 0.0 < hbm_share <= 1.0:
-        raise ValueError(f"hbm_share must be in (0, 1], got {hbm_share}")
-
-    rate = hw.flops_per_core(work.engine, work.dtype)
-    compute = Fraction(work.flops * NS_PER_S, cores * rate)
-    share = Fraction(hbm_share).limit_denominator(_SHARE_DENOMINATOR)
-    memory = Fraction(work.bytes * NS_PER_S) / (hw.hbm_bandwidth * share)
-    return max(1, math.ceil(max(compute, memory)))
-
-
-def collective_ns(hw: Hardware, collective: str, group_size: int, comm_bytes: int) -> int:
-    """Ring-model nanoseconds of `collective` over `group_size` ranks, `comm_bytes` per rank.
-
-    `comm_bytes` is the input tensor's size on each rank; formulas are in the module docstring.
-    A group of one costs 1 ns (the op still occupies its stream slot).
-    """
-    if group_size < 1:
-        raise ValueError(f"group size must be positive, got {group_size}")
-    if comm_bytes < 0:
-        raise ValueError(f"comm bytes must be non-negative, got {comm_bytes}")
-    g = group_size
-    if g == 1:
-        return 1
-    if collective == "all_reduce":
-        volume = Fraction(2 * (g - 1), g) * comm_bytes
-        hops = 2 * (g - 1)
-    elif collective in ("reduce_scatter", "all_to_all"):
-        volume = Fraction(g - 1, g) * comm_bytes
-        hops = g - 1
-    elif collective == "all_gather":
-        volume = Fraction((g - 1) * comm_bytes)
-        hops = g - 1
-    else:
-        raise ValueError(
-            f"unknown collective {collective!r}; expected one of {', '.join(COLLECTIVES)}"
-        )
-    link = volume * NS_PER_S / hw.link_bandwidth
-    return max(1, math.ceil(link + hops * hw.link_latency_ns))
-
-
-def solo_duration_ns(hw: Hardware, work: OpWork) -> int:
-    """Duration of `work` alone on the device, on every core it can use.
-
-    Uses `parallelism` and `static_hbm_share`; handy for estimates and for passes that rank
-    ops before any schedule exists.
-    """
-    cores = parallelism(hw, work)
-    if work.engine == "comm":
-        return duration_ns(hw, work, cores)
-    return duration_ns(hw, work, cores, static_hbm_share(hw, work.engine, cores))
 
 
 def _ceil_div(a: int, b: int) -> int:

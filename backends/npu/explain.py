@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import StringAttr
 
 from npuir.analysis.program import NodeKind, Program
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import OP_NAME
-from npuir.hardware import Hardware
 
+from . import timing
 from .simulator import OpRecord, SimResult
 
 
@@ -200,7 +201,7 @@ def explain(
         if kind in (NodeKind.RECORD, NodeKind.WAIT):
             out.critical_event_ns += rec.end - rec.start
         elif kind is NodeKind.COMPUTE:
-            launch = min(hw.launch_ns, rec.end - rec.start)
+            launch = min(timing.launch_cost(hw), rec.end - rec.start)
             out.critical_launch_ns += launch
             engine = rec.engine or "compute"
             out.critical_compute_ns[engine] = (

@@ -14,9 +14,9 @@ from typing import Any
 
 from npuir.analysis.program import Program
 from npuir.backends.npu.groups import ranks_text
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import SimResult
 from npuir.diagnostics import Diagnostic, Kind, diagnostic_json
-from npuir.hardware import Hardware
 
 MEMORY_EXCEEDS_HBM = Kind(
     "run.memory-exceeds-hbm", "peak live memory {peak} bytes exceeds {device}'s HBM ({hbm} bytes)"

@@ -3,10 +3,10 @@
 TorchAir's names (`Graph`, `Program`, `scope`, `inference`, `ops`, `CompilerConfig`)
 as a Python API that builds npuir IR directly (no text, no parser), each op located at
 the user's line that created it.  It depends only on the IR layers (dialects, the
-verifier, the device description `npuir.hardware`), so the importers (`npuir.frontends.torch`)
-and the driver build on it.  Users import the public facade `npuir.torchair`, which
-re-exports these names and adds `get_npu_backend` / `reports` from the driver; see its
-docstring for the API.
+verifier) and the device description `npuir.backends.npu.hardware`, so the importers
+(`npuir.frontends.torch`) and the driver build on it.  Users import the public facade
+`npuir.torchair` (folder `torchair/`), which re-exports these names and adds
+`get_npu_backend` / `reports` from the driver; see its docstring for the API.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from types import ModuleType
 from npuir.dialects.npu import OP_NAME
 
 from . import inference, ops, scope
-from ._errors import TorchairError
-from ._graph import Graph, Program, Tensor, current_graph
 from .configs.compiler_config import CompilerConfig
+from .errors import TorchairError
+from .graph import Graph, Program, Tensor, current_graph
 
 
 class _RegisterAfterTorch(importlib.abc.MetaPathFinder):
@@ -45,20 +45,20 @@ class _RegisterAfterTorch(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             run(module)
-            if f"{__name__}._air" in sys.modules:
-                return  # `_air` itself imports torch: it defines the ops on first use
-            from . import _air
+            if f"{__name__}.air_ops" in sys.modules:
+                return  # `air_ops` itself imports torch: it defines the ops on first use
+            from . import air_ops
 
-            _air.register()
+            air_ops.register()
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
 if "torch" in sys.modules:  # a torch user: define the air:: ops before any trace needs them
-    from . import _air
+    from . import air_ops
 
-    _air.register()
+    air_ops.register()
 elif not any(isinstance(f, _RegisterAfterTorch) for f in sys.meta_path):
     sys.meta_path.insert(0, _RegisterAfterTorch())
 

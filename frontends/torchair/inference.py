@@ -17,8 +17,8 @@ from typing import Any
 from npuir.diagnostics import Kind
 from npuir.dialects import gear
 
-from ._errors import fail
-from ._graph import GEAR_DIM, GEARS_NOT_INTS, Tensor
+from .errors import fail
+from .graph import GEAR_DIM, GEARS_NOT_INTS, Tensor
 
 # Gears `set_dim_gears` refuses (TorchAir's checks): `torchair.bad-gears.<what>`; values
 # given are shown as Python writes them (repr).

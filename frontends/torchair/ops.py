@@ -45,8 +45,8 @@ from npuir.diagnostics import Kind
 from npuir.dialects import npu
 from npuir.dialects.npu import DYN
 
-from ._errors import fail
-from ._graph import Graph, Tensor, current_graph, element_type
+from .errors import fail
+from .graph import Graph, Tensor, current_graph, element_type
 
 # A bad argument to an op builder: `torchair.bad-op-argument.<what>`.  `what` names the
 # builder (and the argument); values given are shown as Python writes them (repr).

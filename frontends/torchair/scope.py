@@ -5,7 +5,7 @@ set of functions serves two worlds:
 
 - in a torch model (eager, `torch.compile`, `torch.export`) the scopes call
   TorchAir's `air::scope_enter` / `air::scope_exit` and `npu_wait_tensor`
-  calls `air::wait_tensor` (see `_air`), exactly as TorchAir's do, so the
+  calls `air::wait_tensor` (see `air_ops`), exactly as TorchAir's do, so the
   traced graph carries them to the converter;
 - while an npuir `Graph` is being built, they build IR:
 
@@ -31,12 +31,12 @@ import sys
 from types import TracebackType
 from typing import Any
 
+from npuir.backends.npu.hardware import known_device
 from npuir.diagnostics import Kind
 from npuir.dialects import validation
-from npuir.hardware import known_device
 
-from ._errors import fail
-from ._graph import Graph, Tensor, building, current_graph
+from .errors import fail
+from .graph import Graph, Tensor, building, current_graph
 
 INNER_PARALLEL = Kind(
     "torchair.bad-scope-argument.inner-parallel",
@@ -56,9 +56,9 @@ def _torch_traced() -> bool:
     """True while dynamo or `torch.export` traces a torch model (torch imported)."""
     if "torch" not in sys.modules:
         return False
-    from . import _air
+    from . import air_ops
 
-    return _air.compiling()
+    return air_ops.compiling()
 
 
 def _on_torch() -> bool:
@@ -75,9 +75,9 @@ def _report(problem: validation.Problem) -> None:
     traces this code."""
     kind, args = problem
     if _torch_traced():
-        from . import _air
+        from . import air_ops
 
-        _air.deferred_error(kind.render(args), kind.code, args)
+        air_ops.deferred_error(kind.render(args), kind.code, args)
         return
     raise fail(kind, **args)
 
@@ -142,10 +142,10 @@ class _Scope:
         if not self._keys:  # a mistake already carried into the trace
             return
         if _on_torch():
-            from . import _air
+            from . import air_ops
 
             self._torch = True
-            _air.scope_enter(self._keys, self._values)
+            air_ops.scope_enter(self._keys, self._values)
             return
         self._graph = current_graph()
         self._graph.open_scope(self._tag, self._priority, self._counts)
@@ -154,9 +154,9 @@ class _Scope:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._torch:
-            from . import _air
+            from . import air_ops
 
-            _air.scope_exit()
+            air_ops.scope_exit()
         elif self._graph is not None:
             self._graph.close_scope()
 
@@ -212,11 +212,11 @@ def npu_wait_tensor(self: Any, dependency: Any) -> Any:
     The result is `self` (after the wait), for code that uses it.
     """
     if "torch" in sys.modules:
-        from . import _air
+        from . import air_ops
 
-        if _air.is_tensor(self) and _air.is_tensor(dependency):
-            return _air.wait_tensor(self, dependency)
-        if _air.is_tensor(self) or _air.is_tensor(dependency) or _torch_traced():
+        if air_ops.is_tensor(self) and air_ops.is_tensor(dependency):
+            return air_ops.wait_tensor(self, dependency)
+        if air_ops.is_tensor(self) or air_ops.is_tensor(dependency) or _torch_traced():
             _report((WAIT_ARGUMENTS, {"what": "torch Tensors"}))
             return self
     if not isinstance(self, Tensor) or not isinstance(dependency, Tensor):

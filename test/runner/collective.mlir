@@ -10,7 +10,7 @@
 //   relu of 512 f16: flops 512, bytes 2 * 1024 = 2048, vector_tiles(1024) = 1,
 //   so 1 core with HBM share 1/4: max(512, 2048 * 4) = 8192, + 100 = 8292 ns.
 //   all_reduce of B = 1024 bytes over G = 2 (sdma, no cores): 2(G-1)/G * B
-//   + 2(G-1) * 100 = 1024 + 200 = 1224 (cost.py), + 100 = 1324 ns.
+//   + 2(G-1) * 100 = 1024 + 200 = 1224 (timing.py), + 100 = 1324 ns.
 // --ranks 2: on each rank relu [0, 8292], all_reduce [8292, 9616]; makespan
 //   9616, each rank's default stream busy 9616.
 // --entries late,early: rank 0 relu [0, 8292]; rank 1 arrives at 0 and waits;

@@ -8,7 +8,7 @@
 //   %x, add of 32x32 f16: flops 1024, bytes 3 * 2048 = 6144;
 //     vector_tiles(2048 bytes) = 2, so 2 of the 4 cores, HBM share 2/4:
 //     max(1024 / 2, 6144 / 0.5) = 12288 ns, + launch 100 = 12388 ns
-//     (cost.py: "on 2 cores with static_hbm_share 0.5 ... 12288 ns").
+//     (timing.py: "on 2 cores with static_hbm_share 0.5 ... 12288 ns").
 //   %y0, relu of 32x32 f16: flops 1024, bytes 2 * 2048 = 4096; 2 cores, share
 //     2/4: max(512, 4096 / 0.5) = 8192, + 100 = 8292 ns.
 //   Both get their 2 cores at t = 0:

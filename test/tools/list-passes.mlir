@@ -2,6 +2,9 @@
 // under it, each option with its type, its default (none shown when unset)
 // and its meaning; then the named pipelines.  The input is not read.
 // RUN: npuir-opt --list-passes | filecheck %s
+// The test-* passes are test code (test/lib), loaded only by the lit tests that use them.
+// RUN: npuir-opt --list-passes | filecheck %s --check-prefix=PRODUCT
+// PRODUCT-NOT: {{^}}test-
 
 // CHECK-LABEL: coreset-check Check the stream pair rule
 // CHECK-NEXT:    hw: string
@@ -21,6 +24,5 @@
 // CHECK:         max-streams: int = 8
 
 // CHECK-LABEL: sync-verify Check that every cross-stream use is ordered
-// CHECK-NEXT:  test-dependence-graph
 
 // CHECK-LABEL: npu-default The standard lowering

@@ -1,6 +1,6 @@
-// RUN: npuir-opt %s --split-input-file -p test-dependence-graph 2>&1 >/dev/null | filecheck %s --check-prefix=DEP
-// RUN: npuir-opt %s --split-input-file -p stream-partition,test-happens-before 2>&1 >/dev/null | filecheck %s --check-prefix=HB
-// RUN: npuir-opt %s --split-input-file -p stream-partition,insert-events,test-happens-before 2>&1 >/dev/null | filecheck %s --check-prefix=AFTER
+// RUN: npuir-opt %s %test-passes --split-input-file -p test-dependence-graph 2>&1 >/dev/null | filecheck %s --check-prefix=DEP
+// RUN: npuir-opt %s %test-passes --split-input-file -p stream-partition,test-happens-before 2>&1 >/dev/null | filecheck %s --check-prefix=HB
+// RUN: npuir-opt %s %test-passes --split-input-file -p stream-partition,insert-events,test-happens-before 2>&1 >/dev/null | filecheck %s --check-prefix=AFTER
 
 // Tests that data edges are traced through scope results to the op that
 // produced the value, that wait_tensor adds a control edge to every user of

@@ -7,6 +7,9 @@ from pathlib import Path
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
+# bench/ holds test support that is not part of the npuir package: the exact oracle
+# (`import oracle`) and the workload generators (`import workloads`).
+sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "bench"))
 
 # The passes are tested with the IR verified after every one of them.
 os.environ.setdefault("NPUIR_VERIFY_EACH", "1")

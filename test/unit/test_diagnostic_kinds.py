@@ -123,7 +123,7 @@ def test_every_kind_is_declared_at_module_level() -> None:
         if isinstance(k, Kind)
     }
     test_kinds = {c for c in kinds() if c.startswith("test.")}  # this suite's own
-    assert set(kinds()) - test_kinds <= declared | {"test.analysis.dependences"}
+    assert set(kinds()) - test_kinds <= declared
 
 
 def test_every_message_on_the_lit_inputs_is_its_arguments_rendered() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from npuir.hardware import (
+from npuir.backends.npu.hardware import (
     CUBE_DTYPES,
     DEFAULT_HARDWARE,
     PRESETS,

@@ -17,7 +17,7 @@ import pytest
 
 from npuir.diagnostics import UsageError
 from npuir.passmanager.pipeline import build_pipeline
-from npuir.registry import PassRegistry
+from npuir.passmanager.registry import PassRegistry
 
 GOOD = """func.func @f(%a: tensor<4x8xf16>) -> tensor<4x8xf16> {
   %0 = npu.relu %a : (tensor<4x8xf16>) -> tensor<4x8xf16>
@@ -107,6 +107,20 @@ def test_load_pass_by_module_name_runs_it_by_name(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "remark: hi @f" in proc.stderr
     assert "func.func @f" in proc.stdout
+
+
+def test_load_passes_from_python_makes_build_pipeline_know_the_name(tmp_path: Path) -> None:
+    """`npuir.load_passes(module)` is `--load-pass` from Python (fresh process: it fills the
+    default registry)."""
+    path = _plugin(tmp_path, "hello_api", "test-hello-api")
+    code = (
+        "import npuir; "
+        f"print(npuir.load_passes({str(path)!r})); "
+        "print([p.name for p in npuir.build_pipeline('test-hello-api')])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["['test-hello-api']", "['test-hello-api']"]
 
 
 def test_load_pass_by_file_path_and_list_passes(tmp_path: Path) -> None:
@@ -246,7 +260,7 @@ def test_builtin_passes_do_not_read_the_entry_points(monkeypatch: pytest.MonkeyP
     def unreadable(group: str) -> list[object]:
         raise AssertionError(f"entry points of {group} read")
 
-    monkeypatch.setattr("npuir.registry.entry_points", unreadable)
+    monkeypatch.setattr("npuir.passmanager.registry.entry_points", unreadable)
     passes = build_pipeline("npu-default,insert-events{stats}", PassRegistry())
     assert [p.name for p in passes][-1] == "insert-events"
     with pytest.raises(AssertionError, match=r"entry points of npuir\.passes read"):

@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import ModuleOp
 from npuir.diagnostics import UsageError
 from npuir.passes import ModulePass, option, options_of
 from npuir.passmanager.pipeline import build_pipeline
-from npuir.registry import PassRegistry, describe_passes
+from npuir.passmanager.registry import PassRegistry, describe_passes
 from npuir.transforms import PASSES
 
 

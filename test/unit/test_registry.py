@@ -20,6 +20,7 @@ from xdsl.universe import Universe
 import npuir
 from npuir.dialects import DIALECTS
 from npuir.dialects.npu import NPU_OPS, ConstantOp, Engine, NpuOp
+from npuir.passmanager.registry import PassRegistry
 from npuir.transforms import PASSES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +69,17 @@ def test_list_passes_prints_every_pass_with_its_summary() -> None:
     for key in PASSES:
         assert key in lines, f"--list-passes does not list '{key}'"
         assert lines[key].split(maxsplit=1)[1].strip() == _summary(_pass(key))
+
+
+def test_no_product_pass_is_a_test_pass() -> None:
+    """The `test-*` passes (printing an analysis for lit) are test code: they register only
+    when a test loads test/lib/analysis_passes.py, never beside npuir's own passes."""
+    registry = PassRegistry()
+    product = [*registry.names(), *registry.pipelines]
+    assert product and [name for name in product if name.startswith("test-")] == []
+    lib = Path(__file__).resolve().parents[1] / "lib" / "analysis_passes.py"
+    loaded = registry.load_module(str(lib))
+    assert loaded and all(name.startswith("test-") for name in loaded)
 
 
 # --------------------------------------------------------------------------
@@ -130,7 +142,7 @@ def test_ops_lit_test_uses_every_op_and_attribute(dialect: str) -> None:
 
 def test_entry_point_is_registered_once() -> None:
     ours = [ep for ep in entry_points(group="xdsl.universe") if ep.name == "npuir"]
-    assert [ep.value for ep in ours] == ["npuir.universe:NPUIR_UNIVERSE"]
+    assert [ep.value for ep in ours] == ["npuir.passmanager.universe:NPUIR_UNIVERSE"]
 
 
 def test_multiverse_sees_npuir_dialects_and_passes() -> None:

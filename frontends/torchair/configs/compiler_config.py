@@ -46,7 +46,7 @@ from typing import ClassVar
 from npuir.diagnostics import Kind
 from npuir.dialects.gear import Policy
 
-from .._errors import fail
+from ..errors import fail
 
 # A CompilerConfig option TorchAir does not have, or a bad value of one:
 # `torchair.bad-option.<what>`; `value` is the value given, as Python writes it (repr).

@@ -19,9 +19,9 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.partition import STRATEGIES, Mode, assign, keep_collective_order, pinned_tags
 from npuir.analysis.program import build_program
+from npuir.backends.npu.hardware import load_hardware
 from npuir.dialects.npu import CollectiveOp
 from npuir.dialects.stream import bind_later_uses
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import cost_strategies
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))

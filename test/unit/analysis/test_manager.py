@@ -214,8 +214,8 @@ def test_lowered_program_indexes_each_op_at_its_own_node() -> None:
     simulator finds a tensor's readers through it, for peak memory)."""
     from npuir.analysis.events import lowered_program
     from npuir.analysis.partition import assign
+    from npuir.backends.npu.hardware import PRESETS
     from npuir.backends.npu.simulator import simulate
-    from npuir.hardware import PRESETS
 
     ctx = npuir.make_context()
     module = npuir.parse_file(ctx, ROOT / "examples" / "multi_branch.mlir")

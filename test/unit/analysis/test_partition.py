@@ -27,8 +27,8 @@ from npuir.analysis.partition import (
     transitive_reduction,
 )
 from npuir.analysis.program import NodeKind, Program, build_program, module_streams
+from npuir.backends.npu.hardware import load_hardware
 from npuir.dialects import stream
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import cost_strategies
 
 MAIN = stream.MAIN_TAG

@@ -12,9 +12,9 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.program import build_program, module_streams
 from npuir.backends.npu.groups import collectives, mismatched_pairs
+from npuir.backends.npu.hardware import PRESETS
 from npuir.backends.npu.numerics import NumericsError, run_ranks
 from npuir.backends.npu.simulator import simulate
-from npuir.hardware import PRESETS
 
 TEXT = """
 module attributes {npu.target = "tiny"} {

@@ -7,17 +7,14 @@ from typing import Any
 
 import pytest
 
-from npuir.backends.npu.cost import (
-    OpWork,
+from npuir.backends.npu.cost import OpWork, matmul_tiles, parallelism, vector_tiles
+from npuir.backends.npu.hardware import PRESETS
+from npuir.backends.npu.timing import (
     collective_ns,
     duration_ns,
-    matmul_tiles,
-    parallelism,
     solo_duration_ns,
     static_hbm_share,
-    vector_tiles,
 )
-from npuir.hardware import PRESETS
 
 TINY = PRESETS["tiny"]
 B2 = PRESETS["910b2"]

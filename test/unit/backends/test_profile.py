@@ -19,10 +19,10 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.program import Program, build_program, module_streams
 from npuir.backends.npu.calibrate import FitError, fit_hardware
+from npuir.backends.npu.hardware import PRESETS, load_hardware
 from npuir.backends.npu.profile import COLUMNS, profile_csv, read_profile
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.diagnostics import DiagnosticError
-from npuir.hardware import PRESETS, load_hardware
 
 TINY = PRESETS["tiny"]
 T = "tensor<1024xf16>"

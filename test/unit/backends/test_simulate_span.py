@@ -11,8 +11,8 @@ from xdsl.dialects.func import FuncOp
 
 import npuir
 from npuir.analysis.program import Program, build_program, module_streams, scheduled_functions
+from npuir.backends.npu.hardware import PRESETS, Hardware
 from npuir.backends.npu.simulator import simulate, simulate_span
-from npuir.hardware import PRESETS, Hardware
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.device import device_of
 

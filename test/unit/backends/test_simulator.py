@@ -1,6 +1,6 @@
 """Tests for the discrete-event simulator, with every time computed by hand on ``tiny``.
 
-``tiny`` (see `hardware.py` and the `cost.py` docstring): 2 cube and 4 vector cores at
+``tiny`` (see `hardware.py` and the `timing.py` docstring): 2 cube and 4 vector cores at
 1 FLOP/ns (f16, i1), HBM and link at 1 byte/ns, 32x32 cube tiles, 1 KiB vector tiles,
 launch 100 ns, record 10 ns, wait 20 ns, 100 ns per link step.  The ops used below:
 
@@ -28,10 +28,10 @@ import npuir
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import DepKind, NodeKind, Program, build_program, module_streams
 from npuir.backends.npu.cost import OpWork, op_work
+from npuir.backends.npu.hardware import PRESETS
 from npuir.backends.npu.simulator import OpRecord, SimCache, SimResult, simulate
 from npuir.dialects import stream
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import PRESETS
 
 TINY = PRESETS["tiny"]
 

@@ -14,6 +14,7 @@ from xdsl.dialects.func import FuncOp
 
 import npuir
 from npuir.analysis.program import Program, build_program, module_streams
+from npuir.backends.npu.hardware import PRESETS
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.backends.npu.trace import (
     PlotUnavailable,
@@ -24,7 +25,6 @@ from npuir.backends.npu.trace import (
     trace_events,
     trace_json,
 )
-from npuir.hardware import PRESETS
 
 TINY = PRESETS["tiny"]
 T = "tensor<1024xf16>"

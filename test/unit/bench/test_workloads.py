@@ -161,7 +161,7 @@ def test_oracle_first_draws_another_set_of_graphs() -> None:
     seeds `100 * ops + k`), so its graphs are others than the default set's."""
     from oracle_quality import _graphs
 
-    from npuir.hardware import load_hardware
+    from npuir.backends.npu.hardware import load_hardware
 
     hw = load_hardware("910b2")
     assert [seed for seed, _ in _graphs(4, 3, False, hw, first=2)] == [2, 3, 4]

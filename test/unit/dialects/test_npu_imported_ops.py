@@ -11,9 +11,9 @@ from xdsl.dialects.builtin import IntegerType, Signedness, TensorType
 
 import npuir
 from npuir.backends.npu.cost import matmul_tiles, op_work
+from npuir.backends.npu.hardware import PRESETS
 from npuir.backends.npu.kernels import MissingKernelError, kernel_for, numpy_dtype
 from npuir.dialects.npu import Conv2dOp, Engine, NpuOp, OpaqueOp, dtype_name, element_bytes
-from npuir.hardware import PRESETS
 
 
 def _ops(text: str) -> list[NpuOp]:

@@ -450,8 +450,8 @@ def test_building_lowering_and_simulating_never_parse_or_print(
     from xdsl.printer import Printer
 
     from npuir.analysis.program import build_program, module_streams, scheduled_functions
+    from npuir.backends.npu.hardware import load_hardware
     from npuir.backends.npu.simulator import simulate
-    from npuir.hardware import load_hardware
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the pipeline parsed or printed IR")

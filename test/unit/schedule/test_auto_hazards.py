@@ -19,7 +19,7 @@ import npuir.schedule.auto as auto
 from npuir.analysis.core_limits import CoreLimits
 from npuir.analysis.partition import Assignment, Mode, assign, permuted
 from npuir.analysis.program import Program, build_program
-from npuir.hardware import load_hardware
+from npuir.backends.npu.hardware import load_hardware
 from npuir.schedule.auto import INFEASIBLE, Judge, assign_auto
 from npuir.schedule.core_check import OverriddenLimits, assignment_hazard
 

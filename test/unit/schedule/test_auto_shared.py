@@ -11,7 +11,7 @@ from xdsl.dialects.func import FuncOp
 import npuir
 import npuir.schedule.auto as auto
 from npuir.analysis.program import Program, build_program
-from npuir.hardware import load_hardware
+from npuir.backends.npu.hardware import load_hardware
 
 TINY = load_hardware("tiny")
 T = "(tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>"

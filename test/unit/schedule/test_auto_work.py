@@ -11,7 +11,7 @@ import npuir
 import npuir.schedule.auto as auto
 from npuir.analysis.partition import Assignment, Mode, assign
 from npuir.analysis.program import Program, build_program
-from npuir.hardware import load_hardware
+from npuir.backends.npu.hardware import load_hardware
 
 TINY = load_hardware("tiny")
 
@@ -77,7 +77,7 @@ def test_argument_readers_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch
     # Every candidate's simulation needs the readers of each argument; they come from
     # the IR once per `auto` call (the cache its simulations share), not once per
     # candidate.
-    import npuir.backends.npu.sim_inputs as sim_inputs
+    import npuir.backends.npu.simulator.inputs as sim_inputs
 
     read: list[object] = []
     original = sim_inputs._value_readers

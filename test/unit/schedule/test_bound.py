@@ -10,9 +10,11 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
+import oracle
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import exact_schedule
 from randgraph import random_annotated_graph
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
@@ -27,17 +29,17 @@ from npuir.analysis.program import (
     module_streams,
     scheduled_functions,
 )
-from npuir.backends.npu.cost import collective_ns, duration_ns, op_work, static_hbm_share
+from npuir.backends.npu.cost import op_work
+from npuir.backends.npu.hardware import PRESETS, Hardware, load_hardware
 from npuir.backends.npu.simulator import simulate
+from npuir.backends.npu.timing import collective_ns, duration_ns, static_hbm_share
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import PRESETS, Hardware, load_hardware
-from npuir.schedule import bounds, oracle
+from npuir.schedule import bounds
 from npuir.schedule.auto import Judge
 from npuir.schedule.bounds import LowerBound
 from npuir.schedule.bounds import program_bound as lower_bound
 from npuir.schedule.limits import policies
-from npuir.schedule.oracle import exact_schedule
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 

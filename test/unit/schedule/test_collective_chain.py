@@ -24,10 +24,10 @@ from npuir.analysis.program import (
     module_streams,
     scheduled_functions,
 )
-from npuir.backends.npu.cost import collective_ns
+from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import simulate
+from npuir.backends.npu.timing import collective_ns
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import Judge, assign_auto
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))

@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import ExactWithLimits, exact_schedule, exact_with_limits
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
 import npuir
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program, build_program, module_streams, scheduled_functions
+from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.dialects import coreset
 from npuir.dialects.npu import CollectiveOp, NpuOp
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import INFEASIBLE, Judge, _issue_moves, assign_auto
 from npuir.schedule.limits import LimitPolicy, LimitSpace, grid, policies
-from npuir.schedule.oracle import ExactWithLimits, exact_schedule, exact_with_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 

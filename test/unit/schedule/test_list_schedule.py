@@ -10,8 +10,8 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.partition import pinned_tags
 from npuir.analysis.program import NodeKind, Program, build_program
+from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import NodeCosts
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import Judge
 from npuir.schedule.list_schedule import TimedSchedule, list_schedule, upward_ranks
 

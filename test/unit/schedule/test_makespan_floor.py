@@ -22,8 +22,8 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.partition import Assignment
 from npuir.analysis.program import NodeKind, Program, StreamInfo, build_program
+from npuir.backends.npu.hardware import PRESETS, Hardware, load_hardware
 from npuir.dialects.npu import NpuOp
-from npuir.hardware import PRESETS, Hardware, load_hardware
 from npuir.schedule import auto
 from npuir.schedule.auto import Judge, LimitFn, assign_auto
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracle import _labellings, _Search, exact_schedule, topological_orders
 from xdsl.dialects.func import FuncOp
 
 import npuir
@@ -19,12 +20,11 @@ from npuir.analysis.partition import (
     with_collective_chain,
 )
 from npuir.analysis.program import NodeKind, Program, build_program
+from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
 from npuir.dialects.npu import CollectiveOp
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import BASELINES, Judge, assign_auto
 from npuir.schedule.bounds import program_bound
-from npuir.schedule.oracle import _labellings, _Search, exact_schedule, topological_orders
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 

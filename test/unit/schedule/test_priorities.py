@@ -12,15 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracle import exact_schedule
 from xdsl.dialects.func import FuncOp
 
 import npuir
 import npuir.schedule.auto as auto
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import Program, StreamInfo, build_program
+from npuir.backends.npu.hardware import load_hardware
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import load_hardware
-from npuir.schedule.oracle import exact_schedule
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 

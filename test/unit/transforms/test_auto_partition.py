@@ -16,9 +16,9 @@ import npuir
 from npuir.analysis.events import lowered_program
 from npuir.analysis.partition import assign
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
+from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import simulate
 from npuir.dialects import stream
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import Judge
 
 EXAMPLES = Path(__file__).parents[3] / "examples"

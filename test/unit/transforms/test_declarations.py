@@ -35,7 +35,6 @@ BEFORE = {
     "coreset-partition": "stream-partition",
     "insert-events": "stream-partition",
     "sync-verify": "stream-partition,insert-events",
-    "test-happens-before": "stream-partition,insert-events",
     "mem-plan": "stream-partition,insert-events",
     "mem-verify": "stream-partition,insert-events,mem-plan",
 }

@@ -21,9 +21,9 @@ from xdsl.dialects.func import FuncOp
 import npuir
 from npuir.analysis.partition import STRATEGIES, Assignment, assign
 from npuir.analysis.program import Program, build_program, scheduled_functions
+from npuir.backends.npu.hardware import load_hardware
 from npuir.diagnostics import DiagnosticError
 from npuir.dialects import mem, stream
-from npuir.hardware import load_hardware
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.mem_budget import BudgetError, BudgetSearch, Favor, fit_budget, planned
 

@@ -10,9 +10,9 @@ from xdsl.dialects.func import FuncOp
 
 import npuir
 from npuir.analysis.program import build_program, module_streams
+from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import Race, simulate
 from npuir.dialects import sync
-from npuir.hardware import load_hardware
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = (ROOT / "examples" / "seed_multistream.mlir").read_text()

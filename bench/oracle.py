@@ -1,5 +1,9 @@
 """An exact schedule for small graphs: the oracle `stream-partition{mode=auto}` is tested against.
 
+Test and research support, not part of the `npuir` package (no product module may need it):
+`bench/` scripts and the tests under test/unit import it as `oracle`, with bench/ on
+`sys.path` (test/unit/conftest.py puts it there).
+
 `exact_schedule` finds the fastest of every schedule `auto` could return for a
 program of a few ops under the same judge (`npuir.schedule.auto.Judge`: the
 program lowered with `plan_events`' minimal events, each group's collectives
@@ -48,7 +52,7 @@ by branch and bound:
   below the best found so far (at first: every op on the default stream in
   written order).  Per labelling, and again after each op placed, each op's
   start is bounded by its stream's previous op and its producers' ends, plus
-  ``hw.event_record_ns + hw.event_wait_ns`` for a producer on another stream
+  `timing.event_cost` (a record and a wait) for a producer on another stream
   (any happens-before chain between streams passes a record and a wait); each
   op lasts at least its shortest run (`npuir.schedule.bounds.shortest_runs`),
   and after it come its longest path of such runs (an event on each edge
@@ -84,10 +88,11 @@ from dataclasses import dataclass
 
 from npuir.analysis.partition import Assignment, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo
+from npuir.backends.npu import timing
+from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts, SimCache
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
-from npuir.hardware import Hardware
 from npuir.schedule.auto import BACKGROUND, Judge, LimitFn
 from npuir.schedule.bounds import program_bound, shortest_runs
 from npuir.schedule.limits import LimitPolicy, policies
@@ -252,7 +257,7 @@ class _Search:
         self.costs = costs
         self.node_of = {op: v for v, op in enumerate(prog.ops)}
         self.duration = shortest_runs(prog, hw)
-        self.event = hw.event_record_ns + hw.event_wait_ns
+        self.event = timing.event_cost(hw)
         self.floor = math.ceil(program_bound(prog, hw).ns)
         self.labellings = 0
         self.schedules = 0

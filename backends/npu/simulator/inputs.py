@@ -1,16 +1,17 @@
 """What the simulator reads from the IR: per-node arrays, computed once per program.
 
-`npuir.backends.npu.simulator` runs programs; this module turns one `Program` into the
-integer arrays its event loop touches (`_Prepared`): stream order, dependences, the record
+The event loop (`loop`) runs programs; this module turns one `Program` into the
+integer arrays it touches (`Prepared`): stream order, dependences, the record
 each wait is bound to, and for each compute op its engine's core pool, its `blockDim` (how
 many blocks its work is split into), how many of them may run at once, its launch cost and
 one block's duration.  Ops of the same signature share one reading (`SimCache`), and
 `NodeCosts` gives planners the same numbers.
 
-Block durations come from the roofline (`cost.duration_ns`): an op of ``B`` blocks runs
-each block on one core with ``1/C`` of HBM (``C`` = its engine's cores), which is exactly
-``duration_ns(work, B, static_hbm_share(engine, B))`` -- so an op granted all its blocks'
-cores at once takes what the cost model says for it on ``B`` cores.
+Every cost comes from `npuir.backends.npu.timing`: a block's duration (`timing.block_ns`:
+an op of ``B`` blocks runs each block on one core with ``1/C`` of HBM, ``C`` its engine's
+cores, so an op granted all its blocks' cores at once takes what the roofline says for it
+on ``B`` cores), the launch, a hold-and-wait op's or a collective's run, a record's and a
+wait's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuir.analysis.program import NodeKind, Program, StreamInfo
+from npuir.backends.npu.hardware import Hardware
 from npuir.dialects import coreset, stream
 from npuir.dialects.coreset import CoresAttr
 from npuir.dialects.npu import (
@@ -32,26 +34,24 @@ from npuir.dialects.npu import (
     tensor_bytes,
 )
 from npuir.dialects.scope import ScopeOp
-from npuir.hardware import Hardware
 
-from .cost import (
-    OpWork,
-    collective_ns,
-    duration_ns,
-    op_work,
-    parallelism,
-    runs_without_task,
-    static_hbm_share,
-)
-from .profile import Profile, ProfiledCost
+from .. import timing
+from ..cost import OpWork, op_work, parallelism, runs_without_task
+from ..profile import Profile, ProfiledCost
 
 __all__ = [
+    "COMPUTE",
+    "NPOOLS",
     "POOL_ENGINES",
+    "RECORD",
+    "WAIT",
     "CoreLimitFn",
     "NodeCosts",
+    "Prepared",
     "SimCache",
     "UnloweredScopes",
     "coreset_limit",
+    "granted_ns",
     "refuse_unlowered_scopes",
 ]
 
@@ -63,14 +63,15 @@ can pass its own."""
 POOL_ENGINES: tuple[str, ...] = CORE_ENGINES
 """Engines with a pool of cores per rank, in pool-index order."""
 
-_NPOOLS = len(POOL_ENGINES)
+NPOOLS = len(POOL_ENGINES)
+"""Core pools per rank: a rank's pool ``i`` is global pool ``rank * NPOOLS + i``."""
 _POOL_INDEX = {e: i for i, e in enumerate(POOL_ENGINES)}
 _VECTOR_POOL = _POOL_INDEX["vector"]
 
-_COMPUTE = int(NodeKind.COMPUTE)
-_RECORD = int(NodeKind.RECORD)
-_WAIT = int(NodeKind.WAIT)
-_RETURN = int(NodeKind.RETURN)
+# Node kinds as the ints `Prepared.kind` holds (the event loop compares ints, not enums).
+COMPUTE = int(NodeKind.COMPUTE)
+RECORD = int(NodeKind.RECORD)
+WAIT = int(NodeKind.WAIT)
 
 # Memo keys pack (work id, cores granted) into one int.
 _CORE_KEY = 1 << 20
@@ -188,9 +189,7 @@ class _OpInfo:
         wid = works.setdefault(work, len(works))
         out = sum(tensor_bytes(r.type) for r in op.results if isinstance(r.type, TensorType))
         if work.engine == "comm":
-            fixed = hw.launch_ns + collective_ns(
-                hw, work.collective or "", work.group_size, work.comm_bytes
-            )
+            fixed = timing.collective_task_ns(hw, work)
             aiv = work.mode == CommMode.AIV
             return _OpInfo(
                 work,
@@ -245,7 +244,7 @@ class SimCache:
         """The ops that read each function argument (`_value_readers`)."""
 
 
-class _Prepared:
+class Prepared:
     """One program's per-node arrays, computed once from the IR."""
 
     def __init__(
@@ -325,11 +324,11 @@ class _Prepared:
         on = stream.STREAM_ON
         for n in range(n_nodes):
             kind = kinds[n]
-            if kind != _COMPUTE:
-                if kind == _RECORD:
-                    fixed[n] = hw.event_record_ns
-                elif kind == _WAIT:
-                    fixed[n] = hw.event_wait_ns
+            if kind != COMPUTE:
+                if kind == RECORD:
+                    fixed[n] = timing.record_cost(hw)
+                elif kind == WAIT:
+                    fixed[n] = timing.wait_cost(hw)
                 continue
             op = ops[n]
             info = by_op.get(op)
@@ -382,11 +381,9 @@ class _Prepared:
                     key = info.work_id * _CORE_KEY + b
                     ns = block_memo.get(key)
                     if ns is None:
-                        ns = block_memo[key] = duration_ns(
-                            hw, info.work, b, static_hbm_share(hw, info.engine, b)
-                        )
+                        ns = block_memo[key] = timing.block_ns(hw, info.work, b)
                     self.block_ns[n] = ns
-                    self.launch[n] = hw.launch_ns
+                    self.launch[n] = timing.launch_cost(hw)
             if info.collective:
                 assert isinstance(op, CollectiveOp)
                 group = op.group
@@ -423,8 +420,8 @@ def _clamp(limit: int | None, total: int) -> int:
     return total if limit is None else max(1, min(limit, total))
 
 
-def _task_ns(
-    prep: _Prepared, n: int, granted: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
+def granted_ns(
+    prep: Prepared, n: int, granted: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
 ) -> int:
     """How long node `n` runs once started with `granted` cores (launch included), for
     every node but ordinary compute ops (see `_run_ns`): a hold-and-wait op runs all its
@@ -443,24 +440,20 @@ def _task_ns(
     key = wid * _CORE_KEY + granted
     dur = memo.get(key, -1)
     if dur < 0:
-        work = works[wid]
-        par = prep.par[n]
-        used = min(granted, par) if par else granted
-        share = static_hbm_share(hw, work.engine, granted)
-        dur = memo[key] = hw.launch_ns + duration_ns(hw, work, used, share)
+        dur = memo[key] = timing.held_ns(hw, works[wid], granted, prep.par[n])
     return dur
 
 
 def _run_ns(
-    prep: _Prepared, n: int, cores: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
+    prep: Prepared, n: int, cores: int, hw: Hardware, works: list[OpWork], memo: dict[int, int]
 ) -> int:
     """How long node `n` runs if it holds `cores` cores from its start to its end.
 
     An ordinary compute op runs its blocks in waves of ``min(cores, want)``: its launch,
-    then ``ceil(blocks / wave)`` block durations.  Other nodes: `_task_ns`."""
+    then ``ceil(blocks / wave)`` block durations.  Other nodes: `granted_ns`."""
     blocks = prep.blocks[n]
     if not blocks:
-        return _task_ns(prep, n, cores, hw, works, memo)
+        return granted_ns(prep, n, cores, hw, works, memo)
     wave = min(cores, prep.want[n])
     return prep.launch[n] + -(-blocks // wave) * prep.block_ns[n]
 
@@ -502,7 +495,7 @@ class NodeCosts:
             return limit_fn(prog, n, engine)
 
         self._hw = hw
-        self._prep = _Prepared(one_stream, hw, limit_of, cache, profile)
+        self._prep = Prepared(one_stream, hw, limit_of, cache, profile)
         self._works = list(cache.works)
         self._memo: dict[int, int] = {}
         self.pool: list[int] = self._prep.pool

@@ -37,7 +37,7 @@ IR objects are built directly (no text, no parser); each op carries the
 location of the user's Python line that created it, and mistakes raise
 `TorchairError` located there.
 
-This package (folder `facade/torchair/`) is a thin public facade, the top of npuir's
+This package (folder `torchair/`) is a thin public facade, the top of npuir's
 layers beside the tools: the IR-building parts live in `npuir.frontends.torchair`
 (just above the IR layers, below the passes), `get_npu_backend` and `reports` in
 `npuir.driver.torch_backend`, and this package re-exports both, so the import
@@ -50,6 +50,15 @@ in TorchAir.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+if __name__ != "npuir.torchair":
+    # This folder is installed as npuir.torchair (pyproject's package-dir), but with a clone's
+    # root on sys.path (`python -m ...`, `python -c` there) Python also finds it as a
+    # top-level `torchair`, the name of TorchAir itself.  Refuse to pose as TorchAir: code
+    # that tries `import torchair` and falls back on ImportError (the seeds) gets npuir's.
+    raise ImportError(
+        f"{__file__} is npuir.torchair, not TorchAir: import npuir.torchair", name=__name__
+    )
 
 from npuir.frontends.torchair import (
     OP_NAME,

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from torch.fx.node import has_side_effect
 
-from ._keys import (
+from .scope_keys import (
     AICORE_NUM,
     ERROR,
     ERROR_ARG,

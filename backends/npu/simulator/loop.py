@@ -1,146 +1,23 @@
-"""Deterministic discrete-event simulation of lowered programs on an NPU model.
+"""The event loop: a `Simulation` runs prepared programs to their end or to a deadlock.
 
-The simulator runs one `Program` per rank (the same one N times for SPMD, one
-per rank for MPMD) against a `Hardware` in integer nanoseconds, in graph mode:
-the host is not modelled and every op is already enqueued.  The IR is read once
-into per-node arrays (`npuir.backends.npu.sim_inputs`); what a run measured is
-collected in `npuir.backends.npu.sim_results`.
-
-What runs when:
-
-- **Streams.** Each stream runs its nodes first-in first-out in issue order.
-  A `sync.record` takes `hw.event_record_ns`; a `sync.wait` blocks its stream
-  until the record it is bound to has executed, then takes `hw.event_wait_ns`.
-  With physical event ids a wait is bound to the latest record of its id
-  issued before it (what `HappensBefore.bound_record` computes).
-  `func.return` costs nothing, and so do ops GE runs without a device task
-  (metadata-only views such as `npu.reshape`; `cost.runs_without_task`).
-- **Cores: block dispatch.** Each rank has a pool of cube, vector and AI CPU
-  cores.  This is CANN's kernel launch model (`aclrtLaunchKernelAttrValue.schemMode`,
-  https://www.hiascend.com/document/detail/zh/canncommercial/82RC1/API/appdevgapi/aclcppdevg_03_1814.html):
-  a kernel of `blockDim` N runs N blocks, each to completion on one core.  In
-  the common mode (``schemMode = 0``) it starts as soon as *one* core is free
-  and its blocks go to cores as they become free; in the batch mode
-  (``schemMode = 1``) it starts only when all N cores are free at once.
-  - An ordinary op is ``B = min(parallelism, core limit)`` blocks
-    (`cost.parallelism`; the limit from `coreset.cores`), at most ``B`` of them
-    running at once.  It starts when it heads its stream and one core of its
-    engine is free; from then on, whenever cores of its pool are free and it is
-    first in line, it takes as many as it has blocks left.  Its launch
-    (`hw.launch_ns`) is paid once, at its start: blocks dispatched during the
-    launch wait for it on their cores, later ones start at once.  One block
-    runs ``duration_ns(work, B, static_hbm_share(engine, B))`` (`sim_inputs`):
-    an op granted all ``B`` cores at its start takes exactly what the cost
-    model gives for ``B`` cores.  The op ends with its last block.
-  - A `full_core_sync` op is the batch mode: it takes free cores as they
-    appear and *holds* them until it has all it asks for (its limit, or every
-    core of its engine), then runs on all of them and releases them at its end.
-  - An aiv-mode collective is gang-scheduled: its blocks spin until their peers
-    (the other blocks and the other ranks' copies) arrive, so every block must
-    be resident at once.  Its blocks go to vector cores as they free up (the
-    common mode) and each holds its core from then on; once it holds all it
-    asks for it waits for its group, and the ring transfer starts only when
-    every member is there; all its cores are released when it ends.  (HCCL's
-    AIV mode launches the collective as a vector kernel that polls flags in
-    peers' memory -- an assumption about its block layout: one per vector core
-    it asks for.)
-  - Free cores go to the waiting requests (ops queued at the head of their
-    stream, and started ops with blocks left) in order of stream priority
-    (lower number first), then issue order; a hold-and-wait request that is
-    accumulating keeps its place in that order, and nothing behind it gets a
-    core meanwhile.
-  - Mixed cube/vector kernels, which on separated-architecture chips (910B)
-    launch groups of 1 AIC + 2 AIV, are not modelled: every `npu` op names one
-    engine, so none is a mixed kernel.
-  Blocks dispatched together end together, so they are one event: an op costs
-  one event per instant at which it gains cores, not one per block.
-- **Collectives.** Take ``hw.launch_ns + cost.collective_ns(...)``.  A
-  collective of group size G is formed by consecutive ranks (0..G-1,
-  G..2G-1, ...): the k-th collective of a communicator `group` on each of
-  those ranks.  It starts on all of them at once, when every simulated member
-  is at its head (and, for aiv, holds its cores).  A group that reaches past
-  the ranks simulated (one rank of a G=8 program) is refused unless the caller
-  asks for ``mirror_peers``: then its missing members are taken to be
-  identical and to arrive at the same moment (`npuir.backends.npu.groups`).
-- **Races.** Independently of `sync-verify`, every node's producers
-  (`Program.deps`) must have finished when it starts; a violation is a
-  `Race`.  The run goes on as the hardware would.
-- **Deadlock.** When nothing can progress but work remains, the run stops and
-  `SimResult.deadlock` names every blocked op, what it holds, what it waits
-  for, and the wait-for cycle.  The event loop ends when no event is pending,
-  so the simulator never hangs.
-
-Also measured: per-stream busy time, per-engine utilisation, the critical
-path (which follows core contention as well as streams, data and events),
-events used, and peak live memory.
-
-Speed: per-node work (engine, `OpWork`, blocks and their duration, core
-request, collective key, bound record) is read from the IR once per program,
-shared between ops of the same signature and, through a `SimCache`, between
-calls; the event loop then touches only integer arrays and heaps
-(`bench/sim_throughput.py` measures it).
-
-    progs = [build_program(func, module_streams(module))]
-    result = simulate(progs, PRESETS["tiny"])
-    result.makespan_ns, result.races, result.deadlock
+The rules it applies are described in the package docstring (`npuir.backends.npu.simulator`);
+every cost it charges was read by `inputs` from `npuir.backends.npu.timing`.  Once the loop
+stops, `find_races` and `deadlock` report what went wrong and `measure` reads the rest.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from npuir.analysis.program import DepKind, Program
-from npuir.dialects.npu import CollectiveOp
-from npuir.gc_pause import collector_paused
-from npuir.hardware import Hardware
+from npuir.analysis.program import DepKind
+from npuir.backends.npu.hardware import Hardware
 
-from .cost import OpWork
-from .groups import mismatched_pairs, partial_groups
-from .profile import Profile
-from .sim_inputs import (
-    _COMPUTE,
-    _NPOOLS,
-    _RECORD,
-    _WAIT,
-    POOL_ENGINES,
-    CoreLimitFn,
-    NodeCosts,
-    SimCache,
-    UnloweredScopes,
-    _Prepared,
-    _task_ns,
-    coreset_limit,
-    refuse_unlowered_scopes,
-)
-from .sim_results import (
-    BlockedOp,
-    Deadlock,
-    OpRecord,
-    Race,
-    SimResult,
-    collect,
-    critical_path,
-    last_to_end,
-)
+from ..cost import OpWork
+from .inputs import COMPUTE, NPOOLS, POOL_ENGINES, RECORD, WAIT, Prepared, granted_ns
+from .results import BlockedOp, Deadlock, Race
 
-__all__ = [
-    "POOL_ENGINES",
-    "BlockedOp",
-    "CoreLimitFn",
-    "Deadlock",
-    "NodeCosts",
-    "OpRecord",
-    "Race",
-    "SimCache",
-    "SimResult",
-    "Span",
-    "UnloweredScopes",
-    "coreset_limit",
-    "simulate",
-    "simulate_span",
-]
+__all__ = ["Simulation"]
 
 # Stream states.
 _IDLE = 0  # the head node has not been looked at since the stream became free
@@ -156,10 +33,14 @@ _DONE = 5  # every node of the stream has run
 # ---------------------------------------------------------------------------------------------
 
 
-class _Simulation:
+class Simulation:
+    """The state of one run over `preps` (one per rank): per-node times and core holdings
+    by global node id (rank base plus node), per-stream positions, per-pool free cores and
+    request queues, and the heap of pending completions."""
+
     def __init__(
         self,
-        preps: list[_Prepared],
+        preps: list[Prepared],
         hw: Hardware,
         works: list[OpWork],
         record_steps: bool = True,
@@ -267,10 +148,10 @@ class _Simulation:
         n = nodes[ptr]
         g = self.base[r] + n
         kind = prep.kind[n]
-        if kind == _COMPUTE:
+        if kind == COMPUTE:
             pool = prep.pool[n]
             if pool >= 0:
-                gp = r * _NPOOLS + pool
+                gp = r * NPOOLS + pool
                 heapq.heappush(self.reqs[gp], (self.s_prio[gs], n))
                 self.s_state[gs] = _WAIT_CORES
                 self.dirty_pools.append(gp)
@@ -279,7 +160,7 @@ class _Simulation:
                 self._arrive(r, n, g)
             else:
                 self._start(r, n, g)
-        elif kind == _WAIT:
+        elif kind == WAIT:
             record = self.base[r] + prep.bound[n]
             rec_end = self.end[record]
             if 0 <= rec_end <= self.now:
@@ -295,7 +176,7 @@ class _Simulation:
         free = self.free[gp]
         if not free or not heap:
             return
-        r = gp // _NPOOLS
+        r = gp // NPOOLS
         prep = self.preps[r]
         base = self.base[r]
         cores = self.cores
@@ -371,7 +252,7 @@ class _Simulation:
         r = self.g_rank[g]
         n = g - self.base[r]
         prep = self.preps[r]
-        gp = r * _NPOOLS + prep.pool[n]
+        gp = r * NPOOLS + prep.pool[n]
         held = self.cores[g] - k
         self.cores[g] = held
         self.free[gp] += k
@@ -406,7 +287,7 @@ class _Simulation:
         prep = self.preps[r]
         now = self.now
         held = self.cores[g]
-        dur = _task_ns(prep, n, held, self.hw, self.works, self.memo)
+        dur = granted_ns(prep, n, held, self.hw, self.works, self.memo)
         self.start[g] = now
         end = now + dur
         self.end[g] = end
@@ -427,11 +308,11 @@ class _Simulation:
         self.finished += 1
         held = self.cores[g]
         if held:
-            gp = r * _NPOOLS + prep.pool[n]
+            gp = r * NPOOLS + prep.pool[n]
             self.free[gp] += held
             self.dirty_pools.append(gp)
             self.last_release[gp] = g
-        if prep.kind[n] == _RECORD:
+        if prep.kind[n] == RECORD:
             woken = self.waiters.pop(g, None)
             if woken:
                 self.dirty_streams.extend(woken)
@@ -482,7 +363,7 @@ class _Simulation:
             prep = self.preps[r]
             held = self.cores[self.base[r] + n]
             if held and prep.pool[n] >= 0:
-                holders.setdefault(r * _NPOOLS + prep.pool[n], []).append((r, n, held))
+                holders.setdefault(r * NPOOLS + prep.pool[n], []).append((r, n, held))
 
         blocked: list[BlockedOp] = []
         for (r, n), gs in sorted(heads.items()):
@@ -548,7 +429,7 @@ class _Simulation:
         held = self.cores[self.base[r] + n]
         pool = POOL_ENGINES[prep.pool[n]]
         others = tuple(
-            h for h in holders.get(r * _NPOOLS + prep.pool[n], []) if (h[0], h[1]) != (r, n)
+            h for h in holders.get(r * NPOOLS + prep.pool[n], []) if (h[0], h[1]) != (r, n)
         )
         need = prep.want[n] - held if prep.accum[n] else 1
         who = ", ".join(f"{self._name(hr, hn)} ({hc} cores)" for hr, hn, hc in others)
@@ -666,127 +547,3 @@ def _find_cycle(blocked: Sequence[BlockedOp]) -> tuple[tuple[int, int], ...]:
                 path.append(nxt)
                 iters.append(iter(edges[nxt]))
     return ()
-
-
-# ---------------------------------------------------------------------------------------------
-# Entry point
-# ---------------------------------------------------------------------------------------------
-
-
-def simulate(
-    programs: Sequence[Program],
-    hw: Hardware,
-    *,
-    limits: CoreLimitFn | None = None,
-    cache: SimCache | None = None,
-    mirror_peers: bool = False,
-    profile: Profile | None = None,
-) -> SimResult:
-    """Run `programs` (one per rank) on `hw` and measure what happens.
-
-    SPMD: pass the same `Program` once per rank (its per-node work is computed once).
-    `limits(program, node, engine)` gives each op's core limit; the default reads the
-    `coreset.cores` attribute `coreset-lower` writes, unlimited where absent.  `cache` keeps
-    what was read from the IR for later calls (see `SimCache`).  `mirror_peers` lets a
-    collective whose group reaches past `programs` run as if the missing ranks were copies
-    of the ones present (a planner looking at one rank of an SPMD program wants that).
-    `profile` replaces the cost model's durations and core demands for the ops it covers
-    (see `npuir.backends.npu.profile`); `SimResult.profiled_ops` says how many.
-
-    Raises `ValueError` if `programs` is empty, a node has no stream (not lowered), two
-    ranks' collectives that pair up differ (`groups.mismatched_pairs`), a group is partial
-    without `mirror_peers` (see `npuir.backends.npu.groups`), or
-    `cache` was made for another device; `UnloweredScopes` when `limits` is the default
-    but an op still stands in a `coreset.limit` or `stream.switch` scope (its limit would be
-    ignored: run `coreset-lower`, or pass `limits=npuir.analysis.core_limits.limit_fn(...)`,
-    which resolves scopes).  A deadlock is not an exception: it is
-    `SimResult.deadlock`.
-    """
-    # The run allocates many small objects and frees none of them in cycles; a collection
-    # would walk the whole IR each time, so the collector is paused for the run.
-    with collector_paused():
-        sim, prepared = _run(programs, hw, limits, cache, mirror_peers, profile, True)
-        sim.find_races()
-        deadlock = sim.deadlock() if sim.finished < sim.total else None
-        result = collect(sim, deadlock)
-        result.compute_ops = sum(p.compute_ops for p in prepared)
-        result.profiled_ops = sum(p.profiled for p in prepared)
-        return result
-
-
-@dataclass(frozen=True)
-class Span:
-    """What a search judges a schedule by (`simulate_span`)."""
-
-    makespan_ns: int
-    """As `SimResult.makespan_ns` when the run finishes; when it deadlocks, the latest end
-    of an op that ran (`SimResult` takes the later of that and the deadlock's time)."""
-    deadlocked: bool
-    critical_path: list[tuple[int, int]]
-    """As `SimResult.critical_path`."""
-
-
-def simulate_span(
-    programs: Sequence[Program],
-    hw: Hardware,
-    *,
-    limits: CoreLimitFn | None = None,
-    cache: SimCache | None = None,
-    mirror_peers: bool = False,
-    profile: Profile | None = None,
-) -> Span:
-    """The same run as `simulate` (same arguments, same errors), measured only for its
-    makespan, whether it deadlocks, and its critical path: no races, memory, utilisation,
-    events or deadlock report, which a search judging thousands of schedules does not
-    read."""
-    with collector_paused():
-        sim, _ = _run(programs, hw, limits, cache, mirror_peers, profile, False)
-        makespan, last = last_to_end(sim)
-        return Span(makespan, sim.finished < sim.total, critical_path(sim, last))
-
-
-def _run(
-    programs: Sequence[Program],
-    hw: Hardware,
-    limits: CoreLimitFn | None,
-    cache: SimCache | None,
-    mirror_peers: bool,
-    profile: Profile | None,
-    memory: bool,
-) -> tuple[_Simulation, list[_Prepared]]:
-    """Check `programs`, read them (once per distinct program; what memory needs only
-    with `memory`, which also keeps the ops' core steps) and run them; the finished (or
-    stuck) simulation and the distinct programs' inputs."""
-    if not programs:
-        raise ValueError("simulate needs at least one program (one per rank)")
-    if cache is None:
-        cache = SimCache(hw)
-    elif cache.hw is not hw and cache.hw != hw:
-        raise ValueError(f"the SimCache was made for {cache.hw.name}, not {hw.name}")
-    # One rank has no peer to differ from, and with `mirror_peers` no group is partial: a
-    # search judging one rank's schedules skips reading the collectives.
-    if len(programs) > 1 or not mirror_peers:
-        per_rank = [[op for op in prog.ops if isinstance(op, CollectiveOp)] for prog in programs]
-        mismatched = mismatched_pairs(per_rank, len(programs))
-        if mismatched:
-            raise ValueError(mismatched[0].describe())
-        if not mirror_peers:
-            partial = partial_groups(per_rank, len(programs))
-            if partial:
-                raise ValueError(
-                    partial[0].describe() + "; simulate every rank, or pass mirror_peers=True"
-                )
-    if limits is None:
-        for prog in {id(p): p for p in programs}.values():
-            refuse_unlowered_scopes(prog)
-    limit_fn = limits if limits is not None else coreset_limit
-    prepared: dict[int, _Prepared] = {}
-    preps: list[_Prepared] = []
-    for prog in programs:
-        prep = prepared.get(id(prog))
-        if prep is None:
-            prep = prepared[id(prog)] = _Prepared(prog, hw, limit_fn, cache, profile, memory)
-        preps.append(prep)
-    sim = _Simulation(preps, hw, list(cache.works), memory)
-    sim.run()
-    return sim, list(prepared.values())

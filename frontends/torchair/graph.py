@@ -49,8 +49,8 @@ from npuir.dialects import coreset, gear, npu, stream, validation
 from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
 
-from ._errors import FORCED, TorchairError, fail, refused, user_location
 from .configs.compiler_config import CompilerConfig
+from .errors import FORCED, TorchairError, fail, refused, user_location
 
 # Building a graph the wrong way: `torchair.graph.<what>` (values as Python writes them).
 BAD_DTYPE = Kind("torchair.graph.dtype", "unsupported dtype {dtype} (choose from: {choices})")

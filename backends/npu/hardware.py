@@ -10,7 +10,7 @@ Presets live in `PRESETS`:
 - ``910b2``: Ascend 910B2 (Atlas 800T A2), 24 cube / 48 vector cores, 64 GiB HBM.
 - ``910b4``: Ascend 910B4 (Atlas 800I A2 32 GB), 20 cube / 40 vector cores, 32 GiB HBM.
 - ``a3``: one die of an Ascend 910C package (Atlas A3); the package holds two such dies.
-- ``tiny``: round numbers for hand-checkable tests (see its comments and `cost.py`).
+- ``tiny``: round numbers for hand-checkable tests (see its comments and `timing.py`).
 
 Every number sits next to a comment naming its public source or saying ``assumption:``.
 The most-used source is CANN's per-SoC platform description, ``platform_config/<SoC>.ini``,
@@ -28,10 +28,11 @@ optional ``base`` preset and overrides fields by name::
 
 Every failure raises `HardwareError` with a message that says what to fix.
 
-This is the device *description* only -- pure data, no cost model -- so it sits low in
-npuir's layers, just above the dialects (it takes the engine names from `npuir.dialects.npu`):
-importers check a `limit_core_num` against a device's core counts without depending on the
-backends, and the cost model (`npuir.backends.npu.cost`) and the simulator read it from above.
+This is the device *description* only -- pure data, no cost model -- kept beside the timing
+model (`npuir.backends.npu.timing`, the one module that reads its timing fields) and the
+simulator that applies it.  It imports nothing of the
+backend (only the engine names of `npuir.dialects.npu`), so an importer that checks a
+`limit_core_num` against a device's core counts loads this module and no cost model.
 """
 
 from __future__ import annotations
@@ -417,7 +418,7 @@ _A3 = dataclasses.replace(
 # Every rate is 1 unit per nanosecond or a simple multiple, so durations are exact integers:
 #   cube f16/bf16: 1 FLOP/ns per core, f32 1 FLOP per 4 ns, i8 2 FLOP/ns;
 #   vector f16: 1 op/ns per core (f32 1 op per 2 ns); HBM 1 byte/ns; link 1 byte/ns.
-# Worked examples are in `cost.py`'s module docstring.
+# Worked examples are in `timing.py`'s module docstring.
 _TINY = Hardware(
     name="tiny",
     cube_cores=2,  # assumption: test device

@@ -1,5 +1,5 @@
 """The keys of TorchAir's `air::scope_enter` (the `_user_stream_label` TorchAir writes), and
-npuir's own for a mistake carried through a trace.  Apart from `_air` (which imports
+npuir's own for a mistake carried through a trace.  Apart from `air_ops` (which imports
 torch) so that a `.pt2` is imported without torch."""
 
 from __future__ import annotations

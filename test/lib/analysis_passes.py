@@ -1,5 +1,9 @@
 """Test passes that print what the analyses compute, for lit tests.
 
+They are not npuir passes (as MLIR keeps its test passes in a test library): a lit
+test loads them with `npuir-opt %test-passes -p test-dependence-graph`, where lit.cfg's
+`%test-passes` is `--load-pass` of this file.
+
 Each reports, as remarks located at the ops they describe, one line per
 fact: `test-dependence-graph` the predecessors of every op; and
 `test-happens-before` every cross-stream dependency with "ordered" or

@@ -203,7 +203,7 @@ def _first_line(exc: BaseException) -> str:
 
 def describe_passes(registry: PassRegistry | None = None) -> str:
     """`npuir-opt --list-passes`: each pass with its summary and options, then the pipelines."""
-    from npuir.passmanager.options import options_of
+    from npuir.passes import options_of
     from npuir.transforms.pipelines import PIPELINE_SUMMARIES
 
     registry = registry or default_registry()
