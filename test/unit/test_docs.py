@@ -363,3 +363,29 @@ def test_every_relative_link_resolves(page: Path) -> None:
 )
 def test_anchors_are_spelt_as_github_spells_them(heading: str, anchor: str) -> None:
     assert slug(heading.lstrip("# ")) == anchor
+
+
+HISTORY = [
+    re.compile(r"(?<![\w.])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?!\w)"),
+    re.compile(r"\bissues? #?\d+", re.I),
+    re.compile(r"\b(last|previous|this|two) stops?\b|\bstops? ago\b", re.I),
+]
+"""What a lab notebook says and a guide does not: commit hashes, issue numbers, "the last
+stop".  The changelog keeps the history."""
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_guides_speak_without_history(page: Path) -> None:
+    found = [
+        f"{page.relative_to(ROOT)}:{number}: {hit.group(0)}"
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        for pattern in HISTORY
+        if (hit := pattern.search(line)) is not None
+    ]
+    assert not found, found
+
+
+def test_the_history_check_sees_a_notebook() -> None:
+    notebook = "At 2ad4ac1, two stops ago (issue 25): 0.974; dense<5.000000e-01> is a float."
+    hits = [p.search(notebook) for p in HISTORY]
+    assert [h.group(0) if h else None for h in hits] == ["2ad4ac1", "issue 25", "two stops"]
