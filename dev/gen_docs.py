@@ -122,19 +122,19 @@ def ir_reference() -> str:
     for name, load in DIALECTS.items():
         dialect = load()
         module = importlib.import_module(f"npuir.dialects.{name}")
-        out += [f"## `{name}`", "", _doc(module), ""]
+        out += [f"### `{name}`", "", _doc(module), ""]
         out += [f"Defined in `{module.__name__}`."]
         for op in dialect.operations:
             doc = _doc(op)
             paragraphs = [p for p in _paragraphs(doc) if not p.startswith("```")]
-            out += ["", f"### `{op.name}`", ""]
+            out += ["", f"#### `{op.name}`", ""]
             out.append(_one_line(paragraphs[0]) if paragraphs else "(undocumented)")
             example = _mlir_example(doc)
             if example is not None:
                 out += ["", "```mlir", example, "```"]
         attributes = list(dialect.attributes)
         if attributes:
-            out += ["", f"### Attributes and types of `{name}`", ""]
+            out += ["", f"#### Attributes and types of `{name}`", ""]
             for attr in attributes:
                 first = _paragraphs(_doc(attr))
                 summary = _one_line(first[0]) if first else "(undocumented)"
