@@ -17,7 +17,7 @@ every node that uses `self` after the wait in program order -- through the
 wait's result or `self` itself, anywhere in the function: in the wait's scope,
 nested, or after the scope closes on any stream -- gains a *control*
 dependency on the producer of its `dep` (in a lowered function, which the
-lowering made use the wait's result, through that result) (the seed's meaning, DESIGN §2.2:
+lowering made use the wait's result, through that result) (the seed's meaning, docs/ir.md:
 "all nodes that use self" wait for `dep`).  `self` is traced through scopes
 and earlier waits, so a value that leaves a scope is the value it was inside.
 A dependency on a function argument is dropped: arguments are ready at the

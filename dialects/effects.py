@@ -1,6 +1,6 @@
 """What npuir's ops tell generic passes about their side effects.
 
-Lowered IR keeps its order in block position (DESIGN §2.2): ops on one stream
+Lowered IR keeps its order in block position (docs/ir.md, "Issue order"): ops on one stream
 run first-in first-out in issue order, and `sync.record`/`sync.wait` pairs
 order the streams.  xDSL's generic passes (`cse`, `dce`, `canonicalize`,
 loop-invariant code motion) move, merge and delete an op only when its

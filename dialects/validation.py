@@ -9,7 +9,7 @@ Each validator returns the checked value or raises `ValidationError`, a
 `VerifyException` that carries its diagnostic `Kind` and arguments; the verifier, the
 parser and the builders turn it into a located `DiagnosticError` of that kind.
 
-The rules are TorchAir's (seed documents 000-004) and DESIGN §2:
+The rules are TorchAir's (seed documents 000-004), as docs/ir.md states them:
 
 - a stream tag is a non-empty string, and not the main stream's reserved label;
 - a stream priority is a whole number >= 0 (TorchAir passes it as an int);

@@ -20,7 +20,7 @@ control input (`"dep:-1"` or `"^dep"`, TorchAir's `npu_wait_tensor`) becomes
 operand on the producer.  Program order is the order the dump lists its ops
 (kept wherever the edges allow: the earliest-listed ready op comes first;
 TorchAir lists them in the model's FX order), so an `Identity` wait means what
-`npu_wait_tensor` means on every route (DESIGN §2.2): every op listed after
+`npu_wait_tensor` means on every route (docs/ir.md): every op listed after
 it that reads the Identity's data input -- directly, as TorchAir's later
 statements do, or through the Identity's output -- is ordered after the control
 producer, wherever its stream label puts it.  `_user_stream_label` / `_user_stream_priority` become

@@ -23,7 +23,7 @@ used before its definition, counts that do not fit the op's definition, a name d
 twice, or a fragment xDSL refuses.
 So the fast path never reports an error itself: every diagnostic comes from the
 reference parser, at the same place, with the same text (`--parser=xdsl` selects the
-reference path alone, and `test/unit/test_fastparse.py` compares the two).
+reference path alone, and `test/unit/bench/test_parse_diff.py` compares the two).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ PIPELINES: dict[str, str] = {
     ),
 }
 """The standard pipelines; later passes (gears, core sets) join `npu-default`
-in the order DESIGN.md gives: gear-multiversion, stream-partition,
+in the order each needs the one before (docs/passes.md): gear-multiversion, stream-partition,
 coreset-lower, insert-events, coreset-check, sync-verify, then the memory plan and its
 check (mem-plan, mem-verify)."""
 

@@ -73,7 +73,7 @@ CUBE_DTYPES: frozenset[str] = frozenset({"f16", "bf16", "f32", "i8"})
 # Element types vector kernels run on. i1 is a boolean mask stored one byte per element.
 VECTOR_DTYPES: frozenset[str] = frozenset({"f16", "bf16", "f32", "i8", "i32", "i64", "i1"})
 
-# Preset that passes use when the caller gives no `hw=` (DESIGN.md section 4).
+# Preset that passes use when the caller gives no `hw=` (their `hw` option, docs/passes.md).
 DEFAULT_HARDWARE = "910b2"
 
 

@@ -11,7 +11,7 @@ tested and reused without xDSL.
 
 Attribute convention (:data:`KernelAttrs`)
     ``attrs`` is a plain ``Mapping[str, object]`` holding the op's attributes, already
-    decoded to Python values and keyed by their IR spelling (DESIGN.md §2.1):
+    decoded to Python values and keyed by their IR spelling (docs/ir.md):
 
     - integer attrs (``axis``, ``k``, ``group_size``) -> ``int``;
     - ``array<i64: ...>`` attrs (``axes``, ``perm``, ``offsets``, ``sizes``,

@@ -207,7 +207,7 @@ def npu_wait_tensor(self: Any, dependency: Any) -> Any:
 
     As in TorchAir, the call is a statement: every later use of `self`, in
     this scope, nested in it or after it closes, on any stream, is ordered after
-    `dependency`'s producer (DESIGN §2.2; the program graph orders them).  On
+    `dependency`'s producer (docs/ir.md; the program graph orders them).  On
     torch tensors it is `air::wait_tensor`.
     The result is `self` (after the wait), for code that uses it.
     """

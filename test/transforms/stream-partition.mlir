@@ -4,7 +4,7 @@
 // Tests that scopes are flattened in issue order, every op gets the stream of
 // its scope, and streams are declared default first, then by first use; and
 // that a use of the waited tensor after the scope closes reads the wait's
-// result (DESIGN §2.2: every later use of %in4 is ordered after %add).
+// result (docs/ir.md: every later use of %in4 is ordered after %add).
 
 !t = tensor<8x8xf16>
 func.func @seed(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {

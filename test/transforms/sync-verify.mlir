@@ -156,7 +156,7 @@ func.func @dropped_wait(%in1: !t, %in2: !t, %in3: !t, %in4: !t) -> (!t, !t) {
 // -----
 
 // Tests that a use of the waited tensor after the wait's scope, on a third stream,
-// reads the wait's result once lowered (DESIGN §2.2), so dropping its event is a race.
+// reads the wait's result once lowered (docs/ir.md), so dropping its event is a race.
 
 !t = tensor<8x8xf16>
 stream.decl @s0 "<main>" priority 0

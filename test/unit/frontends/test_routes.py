@@ -2,7 +2,7 @@
 built with `npuir.torchair`, dumped by GE as txt and as pbtxt, and exported from torch
 gives the same dependences, the same waits and the same makespan.
 
-The seed (DESIGN §2.2) writes `npu_wait_tensor(in4, ...)` as a statement and keeps
+The seed (docs/ir.md) writes `npu_wait_tensor(in4, ...)` as a statement and keeps
 using `in4`, also after the wait's scope closes (`mm1` on the main stream): every
 route must order that use after the add.
 """

@@ -394,7 +394,7 @@ def test_the_scope_ops_have_torchairs_schemas() -> None:
 
 
 def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "torchair.md").read_text()
     section = text.split("## PyTorch in (npuir.frontends.torch", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "README.md", "exec"), {})

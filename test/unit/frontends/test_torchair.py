@@ -431,7 +431,7 @@ def test_a_collective_with_a_bad_group_size_names_the_users_line() -> None:
 
 
 def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "torchair.md").read_text()
     section = text.split("## Python API (npuir.torchair)", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "README.md", "exec"), {})
