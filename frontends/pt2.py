@@ -40,6 +40,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import types
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -176,9 +177,10 @@ EXPRESSION_NOT_TEXT = Kind(
 """An `expr_str` that is not a string."""
 BAD_TARGET = Kind(
     "pt2.unsafe-entry.target",
-    "node target '{target}' is not an operator name (torch.ops.*, _operator.*)",
+    "node target '{target}' is not an operator name ({why}); npuir reads "
+    "torch.ops.NAMESPACE.OP[.OVERLOAD], _operator.NAME and math.NAME",
 )
-"""A node target that names no operator; argument: `target` (cut short)."""
+"""A node target that names no operator; arguments: `target` (cut short), `why`."""
 BAD_CONSTRAINT = Kind(
     "pt2.unsafe-entry.range-constraint", "range constraint '{name}' is not a shape symbol"
 )
@@ -256,7 +258,36 @@ _EXPR_TOKEN = re.compile(
     r"(\*\*|//|==|!=|<=|>=|[-+*/%(),<>&|~^]))"
 )
 _MAX_EXPR = 10_000
-_TARGET = re.compile(r"(torch\.ops|_operator|math)(\.[A-Za-z_][A-Za-z0-9_]*)+")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+PRIVATE_NAMESPACES = frozenset(
+    {"_c10d_functional", "_c10d_functional_autograd", "_quantized", "_inductor_test"}
+)
+"""The `torch.ops` namespaces with a leading underscore that torch itself registers (its
+collectives); every other namespace is a public name (`aten`, `prims`, `air`, `npu`, a
+library's own such as `transformers`)."""
+_OPS_ATTRIBUTES = frozenset({"load_library", "import_module", "loaded_libraries"})
+"""What `torch.ops` holds besides namespaces: a target under one of these would call it."""
+_PYTHON_ATTRIBUTES = frozenset(
+    {
+        *dir(types.ModuleType),
+        *dir(types.FunctionType),
+        *vars(types.ModuleType("namespace")),
+        "__dict__",
+        "__getattr__",
+        "__builtins__",
+        "__globals__",
+        "__path__",
+        "__file__",
+        "__all__",
+        "__wrapped__",
+        "__self__",
+        "__func__",
+    }
+)
+"""Names every Python module, function or class answers with an attribute of its own.
+torch's deserializer resolves a target with `getattr` one name at a time, so a target such
+as `torch.ops.aten.__class__.__init__` would reach Python internals, never an operator;
+ATen's own dunder operators (`__and__`, `__lshift__`, ...) are none of these names."""
 
 
 STATE_ATTR = "torch.state"
@@ -536,6 +567,39 @@ class _Tensors:
         return view
 
 
+def _target_problem(target: str) -> str | None:
+    """Why a node target is no operator name npuir reads, or None when it is one.
+
+    Only data is read here: the target is a name, matched against the importer's table.
+    What makes it safe for torch's deserializer too (which resolves it by `getattr`) is
+    its shape: `torch.ops.NS.OP[.OVERLOAD]` where `NS` resolves to an operator namespace
+    (a public name, or one of `PRIVATE_NAMESPACES`, never an attribute of `torch.ops`
+    itself), `OP` is no attribute every Python object has (ATen's dunder operators pass)
+    and `OVERLOAD` no dunder; or `_operator.NAME` / `math.NAME` with a public `NAME`."""
+    parts = target.split(".")
+    if not all(_NAME.fullmatch(p) for p in parts):
+        return "not a dotted name"
+    if parts[:2] == ["torch", "ops"]:
+        rest = parts[2:]
+        if len(rest) not in (2, 3):
+            return "not NAMESPACE.OP or NAMESPACE.OP.OVERLOAD under torch.ops"
+        namespace = rest[0]
+        if namespace.startswith("_") and namespace not in PRIVATE_NAMESPACES:
+            return f"namespace '{namespace[:40]}' is private to Python or torch"
+        if namespace in _OPS_ATTRIBUTES or namespace in _PYTHON_ATTRIBUTES:
+            return f"'{namespace[:40]}' is an attribute of torch.ops, not a namespace"
+        if rest[1] in _PYTHON_ATTRIBUTES:
+            return f"'{rest[1]}' is a Python attribute, not an operator"
+        if len(rest) == 3 and rest[2].startswith("__"):
+            return f"overload '{rest[2][:40]}' is a Python attribute, not an overload"
+        return None
+    if parts[0] in ("_operator", "math"):
+        if len(parts) != 2 or parts[1].startswith("_"):
+            return f"not {parts[0]}.NAME with a public NAME"
+        return None
+    return "not under torch.ops, _operator or math"
+
+
 def _check_program(reader: _Reader, entry: str, program: Any) -> None:
     if not isinstance(program, dict) or not isinstance(program.get("graph_module"), dict):
         raise reader.fail(NO_GRAPH_MODULE, entry)
@@ -546,8 +610,15 @@ def _check_program(reader: _Reader, entry: str, program: Any) -> None:
                 kind, args = why
                 raise reader.fail(kind, entry, value if isinstance(value, str) else None, **args)
         elif key == "target" and isinstance(value, str):
-            if not _TARGET.fullmatch(value) or "__" in value:
-                raise reader.fail(BAD_TARGET, entry, value, target=value[:80])
+            why = _target_problem(value)
+            if why is not None:
+                raise reader.fail(
+                    BAD_TARGET,
+                    entry,
+                    value,
+                    target=value[:80],
+                    why=why,
+                )
     constraints = program.get("range_constraints", {})
     if not isinstance(constraints, dict):
         raise reader.fail(BAD_RANGE_CONSTRAINTS, entry)

@@ -8,7 +8,10 @@ importer (`npuir.frontends.torch`) needs of an FX graph, as torch's deserializer
 make them:
 
 - one `placeholder` per graph input, its `meta["val"]` a `TensorValue` (sizes, with a
-  symbolic size as its symbol's name; dtype) or a `SymSize`;
+  symbolic size as its symbol's name; dtype), a `SymSize` (a symbolic int, float or
+  bool), or the value of a constant torch fixed at export (`as_bool`, `as_int`,
+  `as_float`, `as_string`, `as_none` and lists of them; `meta["constant"]` is True),
+  named as the signature names it (`use_cache`);
 - one `call_function` per node, its `target` the operator's name (`aten.linear.default`,
   `_operator.getitem`), positional and keyword arguments as the schema lists them
   (tensors as the nodes that make them, scalar types as `ScalarType`), `meta["val"]` its
@@ -23,6 +26,7 @@ An argument kind the importer has no use for (graphs, custom objects, ...) raise
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +52,14 @@ _POSITIONAL = 1  # schema.ArgumentKind.POSITIONAL (KEYWORD is 2; 0: unknown, pos
 
 
 class Pt2GraphError(Exception):
-    """An argument or value the importer cannot read."""
+    """An argument or value the importer cannot read.
+
+    `needle`: a JSON string of the program at whose first occurrence the error is located
+    (an input's name), or None for the program as a whole."""
+
+    def __init__(self, message: str, needle: str | None = None) -> None:
+        super().__init__(message)
+        self.needle = needle
 
 
 @dataclass(frozen=True)
@@ -263,21 +274,83 @@ def _names(outputs: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+_CONSTANT_INPUTS = frozenset(
+    {"as_int", "as_float", "as_bool", "as_string", "as_ints", "as_floats", "as_bools", "as_strings"}
+)
+"""Graph-input kinds whose value torch fixed at export (a Python scalar, string or list the
+model took): `constant_input`s in the signature."""
+_SYMBOLIC_INPUTS = ("as_sym_int", "as_sym_float", "as_sym_bool")
+"""Graph-input kinds of a scalar torch kept symbolic (`torch.export.Dim` on an int)."""
+
+
+def _input_name(arg: dict[str, Any], spec: Any, position: int) -> str:
+    """An input's name: its own (a tensor, a symbol), else the signature's (a constant)."""
+    for kind in ("as_tensor", *_SYMBOLIC_INPUTS):
+        value = arg.get(kind)
+        if isinstance(value, dict):
+            name = value.get("name", value.get("as_name"))
+            if isinstance(name, str) and name:
+                return name
+    if isinstance(spec, dict):
+        for entry in spec.values():
+            if isinstance(entry, dict):
+                name = entry.get("name")
+                if isinstance(name, str) and name:
+                    return name
+                inner = entry.get("arg")
+                if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                    return str(inner["name"])
+    return f"input{position}"
+
+
+def _input(b: _Builder, arg: Any, spec: Any, position: int, count: int) -> Node:
+    """The placeholder of graph input `position`: a tensor, a symbolic scalar (its symbol,
+    `SymSize`) or a constant torch fixed at export (`meta["constant"]`, the importer folds
+    its value)."""
+    if not isinstance(arg, dict) or len(arg) != 1:
+        raise Pt2GraphError(f"graph input {position} of {count} is not one of the schema's kinds")
+    name = _input_name(arg, spec, position)
+    ((kind, value),) = arg.items()
+    if kind == "as_tensor":
+        return Node("placeholder", name, meta={"val": b.tensor_value(name)})
+    if kind in _SYMBOLIC_INPUTS and isinstance(value, dict):
+        if "as_name" in value:
+            return Node("placeholder", name, meta={"val": SymSize(name)})
+        for literal in ("as_int", "as_float", "as_bool"):
+            if literal in value:
+                return Node("placeholder", name, meta={"val": value[literal], "constant": True})
+    if kind == "as_sym_ints" and isinstance(value, list):
+        vals = [
+            SymSize(str(v["as_name"])) if "as_name" in v else _size(v)
+            for v in value
+            if isinstance(v, dict)
+        ]
+        return Node("placeholder", name, meta={"val": vals, "constant": True})
+    if kind == "as_none":
+        return Node("placeholder", name, meta={"val": None, "constant": True})
+    if kind in _CONSTANT_INPUTS:
+        return Node("placeholder", name, meta={"val": value, "constant": True})
+    raise Pt2GraphError(
+        f"graph input '{name}' (input {position} of {count}) is of kind '{kind}', which npuir "
+        "cannot take (it takes tensors, symbolic ints and constants: bool, int, float, str, "
+        "None and lists of them); pass it as a tensor, or fix its value in the model before "
+        "torch.export",
+        json.dumps(name),
+    )
+
+
 def graph_of(program: dict[str, Any]) -> Graph:
     """The importer's view of a checked program (`Pt2Archive.program`)."""
     module = program.get("graph_module") or {}
     graph = module.get("graph") or {}
     b = _Builder(graph)
-    for arg in graph.get("inputs") or []:
-        if "as_tensor" in arg:
-            name = arg["as_tensor"]["name"]
-            node = b.add(Node("placeholder", name, meta={"val": b.tensor_value(name)}))
-        elif "as_sym_int" in arg and "as_name" in arg["as_sym_int"]:
-            name = arg["as_sym_int"]["as_name"]
-            node = b.add(Node("placeholder", name, meta={"val": SymSize(name)}))
-        else:
-            raise Pt2GraphError(f"a graph input of kind '{sorted(arg)}'")
-        b.values[name] = node
+    inputs = graph.get("inputs") or []
+    specs = (module.get("signature") or {}).get("input_specs") or []
+    for position, arg in enumerate(inputs):
+        spec = specs[position] if position < len(specs) else None
+        node = _input(b, arg, spec, position, len(inputs))
+        b.add(node)
+        b.values[node.name] = node
     for spec in graph.get("nodes") or []:
         b.call(spec)
     results = [b.argument(o) for o in graph.get("outputs") or []]

@@ -205,6 +205,27 @@ class _DynamicSize:
 _DYNAMIC = _DynamicSize()
 
 
+_SYMBOLIC_SCALARS = frozenset({"SymInt", "SymFloat", "SymBool", "SymSize"})
+"""Types of a scalar whose value is known only at run time (torch's, a `.pt2`'s)."""
+
+
+def _constant(value: Any) -> bool:
+    """A Python value torch fixed at export: bool, int, float, str, None or a list of them
+    (a list may hold symbolic sizes)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_constant(v) or type(v).__name__ in _SYMBOLIC_SCALARS for v in value)
+    return False
+
+
+def _dynamic_sizes(value: Any) -> Any:
+    """A constant as the handlers take it: a symbolic size in a list is a `?` size."""
+    if isinstance(value, list | tuple):
+        return type(value)(_DYNAMIC if type(v).__name__ in _SYMBOLIC_SCALARS else v for v in value)
+    return value
+
+
 class _Importer:
     """One walk over an exported graph, building into one `Graph`."""
 
@@ -267,13 +288,23 @@ class _Importer:
 
     # -- placeholders ---------------------------------------------------
 
-    def placeholder(self, node: torch.fx.Node) -> Tensor | None:
+    def placeholder(self, node: torch.fx.Node) -> Any:
         val: Any = node.meta.get("val")
-        if not _is_tensor(val) and not isinstance(val, bool):
-            if isinstance(val, int) or type(val).__name__ in ("SymInt", "SymSize"):
-                return None  # a size dynamo passes as an input; the tensors carry it
+        if type(val).__name__ in _SYMBOLIC_SCALARS:
+            return None  # a symbolic size (dynamo's, or a `Dim` int): the tensors carry it
+        if isinstance(val, int) and not isinstance(val, bool) and not node.meta.get("constant"):
+            return None  # a static size dynamo passes as an input; the tensors carry it too
+        if _constant(val):
+            # A value torch fixed at export (`use_cache=False`, an int or float argument):
+            # no function argument; an op taking it as an operand makes an `npu.constant`,
+            # one needing a Python value (a dim, a flag) reads it as it is.
+            return _dynamic_sizes(val)
         if not _is_tensor(val):
-            raise UnsupportedOp(f"input '{node.name}' is not a tensor ({type(val).__name__})")
+            raise UnsupportedOp(
+                f"input '{node.name}' is a {type(val).__name__}, which npuir cannot take (it "
+                "takes tensors, symbolic ints and constants: bool, int, float, str, None and "
+                "lists of them); pass it as a tensor, or fix its value before exporting"
+            )
         shape: list[int | None] = []
         syms: list[str] = []
         for d in val.shape:
@@ -693,12 +724,23 @@ class _Importer:
         return ops.topk(x, k, dim)
 
     def expand(self, x: Tensor, size: Sequence[Any], *_: Any) -> Tensor:
-        wanted = [x.shape[i] if d == -1 else d for i, d in enumerate(size)]
-        if len(wanted) == len(x.shape) and all(
-            not isinstance(w, int) or w == s for w, s in zip(wanted, x.shape)
-        ):
-            return x
-        raise UnsupportedOp("expand that broadcasts (npu ops broadcast their operands instead)")
+        """`x.expand(size)`: new leading dims of 1 by a reshape, then each dim of size 1
+        that grows to `n` as `n` copies concatenated along it (what the expand's consumer
+        reads; torch's view is materialised by the reshape or copy that follows it)."""
+        extra = len(size) - len(x.shape)
+        if extra < 0:
+            raise UnsupportedOp("expand to fewer dims than the tensor has")
+        if extra:
+            x = self.reshape(x, [1] * extra + list(x.shape))
+        for dim, (want, have) in enumerate(zip(size, x.shape)):
+            if not isinstance(want, int) or want == -1 or want == have:
+                if have == 1 and not isinstance(want, int):
+                    raise UnsupportedOp("expand of a dim of size 1 to a dynamic size")
+                continue
+            if have != 1:
+                raise UnsupportedOp(f"expand of dim {dim} from {have} to {want}")
+            x = ops.cat([x] * want, dim)
+        return x
 
 
 def import_exported_program(
