@@ -52,6 +52,7 @@ import numpy as np
 
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
 from npuir.host import available_bytes, gib
+from npuir.frontends.pt2_graph import plain_expression
 from npuir.nesting import MAX_DATA_DEPTH, bracket_depth
 
 if TYPE_CHECKING:
@@ -225,6 +226,9 @@ about 12 levels; at 100k levels Python's JSON parser overflows the C stack."""
 MAX_RATIO = 100
 """The most a compressed entry may expand (torch stores its entries uncompressed)."""
 
+MAX_SAMPLE_BYTES = 64 * 1024 * 1024
+"""The most of the sample-inputs entry read (to find `set_dim_gears` marks in it)."""
+
 # torch._export.serde.schema.ScalarType -> numpy dtype (complex and fp8 are not read).
 _DTYPES: dict[int, np.dtype[Any]] = {
     1: np.dtype(np.uint8),
@@ -311,6 +315,22 @@ class Pt2Archive:
     """Lifted tensor constants by name."""
     parameters: set[str] = field(default_factory=set)
     """The names in `weights` that are parameters (`torch.nn.Parameter`)."""
+    entry: str = ""
+    """Where the program is, as its diagnostics name it (`ARCHIVE/ROOT/models/model.json`)."""
+    text: str = ""
+    """The program entry's JSON text, to locate what the importer finds wrong in it."""
+    sample_inputs: bytes = b""
+    """The first bytes of the sample-inputs entry (a pickle, never loaded: only searched)."""
+
+    def locate(self, needle: str | None = None) -> SourceLocation:
+        """The program entry at the first occurrence of `needle` (line 1, column 0 when
+        there is none)."""
+        entry = self.entry or f"{self.path}/models/{self.model}.json"
+        at = self.text.find(needle) if needle else -1
+        if at < 0:
+            return SourceLocation(entry, 1, 0)
+        line = self.text.count("\n", 0, at) + 1
+        return SourceLocation(entry, line, at - (self.text.rfind("\n", 0, at) + 1) + 1)
 
 
 class _Reader:
@@ -405,11 +425,16 @@ class _Reader:
             raise self.fail(UNREADABLE_ENTRY, entry, reason=str(exc)) from None
 
     def read_json(self, entry: str) -> Any:
+        return self.parse_json(entry, self.read_text(entry))
+
+    def read_text(self, entry: str) -> str:
         data = self.read_bytes(entry, MAX_JSON_BYTES)
         try:
-            text = data.decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self.fail(NOT_UTF8, entry, reason=exc.reason, byte=exc.start) from None
+
+    def parse_json(self, entry: str, text: str) -> Any:
         depth, where = bracket_depth(text, MAX_JSON_DEPTH)
         if depth > MAX_JSON_DEPTH:
             line = text.count("\n", 0, where) + 1
@@ -429,6 +454,9 @@ def _check_expr(expr: str) -> tuple[Kind, dict[str, Any]] | None:
     it is."""
     if len(expr) > _MAX_EXPR:
         return LONG_EXPRESSION, {"length": len(expr)}
+    # sympy's spelling of a bare symbol, which torch writes for an unranged dynamic dim:
+    # checked as its name (torch's sympify makes the same symbol of both).
+    expr = plain_expression(expr)
     pos = 0
     while pos < len(expr):
         match = _EXPR_TOKEN.match(expr, pos)
@@ -649,9 +677,16 @@ def read_pt2(path: str | Path, data: bytes | None = None) -> Pt2Archive:
             if reader.has(legacy):
                 raise reader.fail(LEGACY_PICKLE, legacy)
         entry = f"models/{model}.json"
-        program = reader.read_json(entry)
+        text = reader.read_text(entry)
+        program = reader.parse_json(entry, text)
         _check_program(reader, entry, program)
-        archive = Pt2Archive(str(path), model, program)
+        archive = Pt2Archive(
+            str(path), model, program, entry=f"{path}/{reader.root}{entry}", text=text
+        )
+        samples = f"data/sample_inputs/{model}.pt"
+        if reader.has(samples):
+            # Searched for npuir's own marks (`set_dim_gears`), never unpickled.
+            archive.sample_inputs = reader.read_bytes(samples, MAX_SAMPLE_BYTES)[:MAX_SAMPLE_BYTES]
         weights_entry = f"data/weights/{model}_weights_config.json"
         if reader.has(weights_entry):
             archive.weights, archive.parameters = _Tensors(

@@ -27,6 +27,7 @@ An argument kind the importer has no use for (graphs, custom objects, ...) raise
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,12 +122,25 @@ class Graph:
     range_constraints: dict[str, Bound]
 
 
+_SREPR_SYMBOL = re.compile(
+    r"Symbol\('([a-z]{1,4}[0-9]{1,6})'(?:, *[a-z_]{1,20}=(?:True|False)){0,8}\)"
+)
+"""A shape symbol as sympy's `srepr` spells it: torch writes a dim that `mark_dynamic` (or
+`set_dim_gears`) made dynamic before `torch.export` as `Symbol('s77', positive=True,
+integer=True)` when the program has no range for it."""
+
+
+def plain_expression(expr: str) -> str:
+    """`expr` with each srepr'd symbol (`Symbol('s0', integer=True)`) as its name (`s0`)."""
+    return _SREPR_SYMBOL.sub(lambda m: m.group(1), expr) if "Symbol(" in expr else expr
+
+
 def _size(value: dict[str, Any]) -> int | SymSize:
     if "as_int" in value:
         return int(value["as_int"])
     expr = value.get("as_expr")
     if isinstance(expr, dict) and isinstance(expr.get("expr_str"), str):
-        return SymSize(expr["expr_str"])
+        return SymSize(plain_expression(expr["expr_str"]))
     raise Pt2GraphError(f"a size the importer cannot read: {sorted(value)}")
 
 

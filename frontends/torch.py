@@ -72,6 +72,7 @@ from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairErro
 from npuir.frontends.torchair import _keys as _air
 from npuir.frontends.torchair._errors import fail, refused
 from npuir.frontends.torchair._graph import detached, element_type, tensor_type
+from npuir.frontends.torchair.inference import GEARS_ATTR
 from npuir.hardware import known_device
 
 TORCH_IMPORT_WARNING = Kind(
@@ -85,6 +86,16 @@ PT2_UNREADABLE_PROGRAM = Kind(
     "pt2.unreadable-program", "the archive's program cannot be read: {reason}"
 )
 """A `.pt2` whose serialized program the torch-free reader cannot follow."""
+PT2_GEARS_DROPPED = Kind(
+    "pt2.gears-dropped",
+    "the sample inputs were given gears with set_dim_gears before torch.export, which "
+    "keeps a geared dim only as a dynamic one ({dims}); the archive's program has no "
+    "gears and npuir never loads the sample inputs (a pickle), so the dims are imported as "
+    "'?' without gears: import the ExportedProgram itself (import_exported_program reads "
+    "its example inputs' gears), or give npuir-run / npuir-advise each gear with --shape",
+)
+"""A `.pt2` whose sample inputs carry `set_dim_gears` marks that its program lost; argument:
+`dims` (the dynamic dims of its user inputs)."""
 UNBALANCED_SCOPE = Kind("torch.unbalanced-scope", "air::scope_enter without a scope_exit")
 """An `air::scope_enter` without its `scope_exit`."""
 UNSUPPORTED_NODE = Kind("torch.unsupported-node", "cannot import '{node}' ({target}): {reason}")
@@ -292,12 +303,10 @@ class _Importer:
         val: Any = node.meta.get("val")
         if type(val).__name__ in _SYMBOLIC_SCALARS:
             return None  # a symbolic size (dynamo's, or a `Dim` int): the tensors carry it
-        if isinstance(val, int) and not isinstance(val, bool) and not node.meta.get("constant"):
-            return None  # a static size dynamo passes as an input; the tensors carry it too
         if _constant(val):
-            # A value torch fixed at export (`use_cache=False`, an int or float argument):
-            # no function argument; an op taking it as an operand makes an `npu.constant`,
-            # one needing a Python value (a dim, a flag) reads it as it is.
+            # A value torch fixed at export (`use_cache=False`, an int or float argument,
+            # a static size dynamo passes): no function argument; an op taking it as an
+            # operand makes an `npu.constant`, one needing a Python value reads it as is.
             return _dynamic_sizes(val)
         if not _is_tensor(val):
             raise UnsupportedOp(
@@ -772,6 +781,8 @@ def import_exported_program(
         and isinstance(getattr(spec.arg, "name", None), str)
         and isinstance(spec.target, str)
     }
+    if gears is None:
+        gears = _example_gears(ep)
     try:
         return import_fx_graph(
             ep.graph,
@@ -787,6 +798,31 @@ def import_exported_program(
         )
     except TorchairError as exc:
         raise DiagnosticError(exc.diagnostic) from None
+
+
+def _example_gears(ep: torch.export.ExportedProgram) -> dict[int, dict[int, list[int]]]:
+    """The gears `set_dim_gears` put on the tensors `ep` was exported with, keyed as
+    `import_fx_graph` takes them (by tensor placeholder): `torch.export` keeps a geared dim
+    only as a dynamic one, and its example inputs keep the tensors themselves."""
+    import torch
+    from torch.export.graph_signature import InputKind, TensorArgument
+
+    from npuir.frontends.torchair.inference import gears_of
+
+    if ep.example_inputs is None:
+        return {}
+    leaves = iter(torch.utils._pytree.tree_leaves(ep.example_inputs))
+    gears: dict[int, dict[int, list[int]]] = {}
+    tensors = 0
+    for spec in ep.graph_signature.input_specs:
+        leaf = next(leaves, None) if spec.kind is InputKind.USER_INPUT else None
+        if not isinstance(spec.arg, TensorArgument):
+            continue
+        found = gears_of(leaf) if isinstance(leaf, torch.Tensor) else None
+        if found:
+            gears[tensors] = found
+        tensors += 1
+    return gears
 
 
 def import_fx_graph(
@@ -969,23 +1005,52 @@ def import_pt2(
     the program torch loads (`exported_program`).  A refused archive, or a program the
     importer cannot read, raises a located `DiagnosticError`."""
     archive = path if isinstance(path, Pt2Archive) else read_pt2(path)
-    where = SourceLocation(f"{archive.path}/models/{archive.model}.json", 1, 0)
+    where = archive.locate()
     try:
         graph = graph_of(archive.program)
     except (Pt2GraphError, KeyError, TypeError, AttributeError, ValueError) as exc:
         reason = str(exc) if isinstance(exc, Pt2GraphError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, Pt2GraphError):
+            where = archive.locate(exc.needle)
         raise DiagnosticError(
-            Diagnostic.of("error", PT2_UNREADABLE_PROGRAM, where, reason=reason[:300])
+            Diagnostic.of("error", PT2_UNREADABLE_PROGRAM, where, reason=reason[:400])
         ) from None
+    state = _pt2_state(archive.program)
     try:
-        return _import_graph(
+        module = _import_graph(
             graph,
             range_constraints=graph.range_constraints,
             target=target,
             name="forward",
             strict=strict,
             diagnostics=diagnostics,
-            state=_pt2_state(archive.program),
+            state=state,
         )
     except TorchairError as exc:
         raise DiagnosticError(exc.diagnostic) from None
+    if GEARS_ATTR.encode() in archive.sample_inputs:
+        warning = _gears_dropped(archive, graph, state)
+        if diagnostics is not None:
+            diagnostics.emitted.append(warning)
+        else:
+            pywarnings.warn(warning.render(), stacklevel=2)
+    return module
+
+
+def _gears_dropped(archive: Pt2Archive, graph: Pt2Graph, state: Mapping[str, str]) -> Diagnostic:
+    """The warning that the gears on an archive's sample inputs did not survive the export,
+    located at the sample-inputs entry."""
+    dims = [
+        f"{node.name} dim {d} ({size})"
+        for node in graph.nodes
+        if node.op == "placeholder" and node.name not in state and _is_tensor(node.meta["val"])
+        for d, size in enumerate(node.meta["val"].shape)
+        if not isinstance(size, int)
+    ]
+    root = archive.entry.removesuffix(f"models/{archive.model}.json")
+    if not archive.entry:
+        root = f"{archive.path}/"
+    where = SourceLocation(f"{root}data/sample_inputs/{archive.model}.pt", 1, 0)
+    return Diagnostic.of(
+        "warning", PT2_GEARS_DROPPED, where, dims=", ".join(dims) or "none left dynamic"
+    )
