@@ -297,23 +297,34 @@ _SYMBOLIC_INPUTS = ("as_sym_int", "as_sym_float", "as_sym_bool")
 """Graph-input kinds of a scalar torch kept symbolic (`torch.export.Dim` on an int)."""
 
 
-def _input_name(arg: dict[str, Any], spec: Any, position: int) -> str:
+def _own_name(arg: Any) -> str | None:
+    """The name an argument carries itself (a tensor's, a symbol's, a custom object's)."""
+    if not isinstance(arg, dict) or len(arg) != 1:
+        return None
+    (value,) = arg.values()
+    if isinstance(value, list) and value:
+        value = value[0]
+    if isinstance(value, dict):
+        name = value.get("name", value.get("as_name"))
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def _input_name(arg: Any, spec: Any, position: int) -> str:
     """An input's name: its own (a tensor, a symbol), else the signature's (a constant)."""
-    for kind in ("as_tensor", *_SYMBOLIC_INPUTS):
-        value = arg.get(kind)
-        if isinstance(value, dict):
-            name = value.get("name", value.get("as_name"))
-            if isinstance(name, str) and name:
-                return name
+    name = _own_name(arg)
+    if name is not None:
+        return name
     if isinstance(spec, dict):
         for entry in spec.values():
             if isinstance(entry, dict):
-                name = entry.get("name")
-                if isinstance(name, str) and name:
-                    return name
-                inner = entry.get("arg")
-                if isinstance(inner, dict) and isinstance(inner.get("name"), str):
-                    return str(inner["name"])
+                named = entry.get("name")
+                if isinstance(named, str) and named:
+                    return named
+                inner = _own_name(entry.get("arg"))
+                if inner is not None:
+                    return inner
     return f"input{position}"
 
 
