@@ -51,8 +51,8 @@ import ml_dtypes
 import numpy as np
 
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
-from npuir.host import available_bytes, gib
 from npuir.frontends.pt2_graph import plain_expression
+from npuir.host import available_bytes, gib
 from npuir.nesting import MAX_DATA_DEPTH, bracket_depth
 
 if TYPE_CHECKING:
@@ -638,15 +638,9 @@ def _check_program(reader: _Reader, entry: str, program: Any) -> None:
                 kind, args = why
                 raise reader.fail(kind, entry, value if isinstance(value, str) else None, **args)
         elif key == "target" and isinstance(value, str):
-            why = _target_problem(value)
-            if why is not None:
-                raise reader.fail(
-                    BAD_TARGET,
-                    entry,
-                    value,
-                    target=value[:80],
-                    why=why,
-                )
+            problem = _target_problem(value)
+            if problem is not None:
+                raise reader.fail(BAD_TARGET, entry, value, target=value[:80], why=problem)
     constraints = program.get("range_constraints", {})
     if not isinstance(constraints, dict):
         raise reader.fail(BAD_RANGE_CONSTRAINTS, entry)

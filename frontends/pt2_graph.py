@@ -328,6 +328,25 @@ def _input_name(arg: Any, spec: Any, position: int) -> str:
     return f"input{position}"
 
 
+_LITERALS: dict[str, type | tuple[type, ...]] = {
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "string": str,
+}
+
+
+def _literal(kind: str, value: Any) -> bool:
+    """Whether a constant input's value is what its kind says (`as_ints`: a list of ints)."""
+    base = kind.removeprefix("as_")
+    if base.endswith("s") and base[:-1] in _LITERALS:
+        return isinstance(value, list) and all(_literal(f"as_{base[:-1]}", v) for v in value)
+    wanted = _LITERALS.get(base)
+    if wanted is None:
+        return False
+    return isinstance(value, wanted) and (base == "bool" or not isinstance(value, bool))
+
+
 def _input(b: _Builder, arg: Any, spec: Any, position: int, count: int) -> Node:
     """The placeholder of graph input `position`: a tensor, a symbolic scalar (its symbol,
     `SymSize`) or a constant torch fixed at export (`meta["constant"]`, the importer folds
@@ -354,6 +373,12 @@ def _input(b: _Builder, arg: Any, spec: Any, position: int, count: int) -> Node:
     if kind == "as_none":
         return Node("placeholder", name, meta={"val": None, "constant": True})
     if kind in _CONSTANT_INPUTS:
+        if not _literal(kind, value):
+            raise Pt2GraphError(
+                f"graph input '{name}' (input {position} of {count}) is of kind '{kind}' but "
+                f"holds a {type(value).__name__}, which is not what torch writes",
+                json.dumps(name),
+            )
         return Node("placeholder", name, meta={"val": value, "constant": True})
     raise Pt2GraphError(
         f"graph input '{name}' (input {position} of {count}) is of kind '{kind}', which npuir "

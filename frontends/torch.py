@@ -35,7 +35,9 @@ from its tensor sizes) with one warning per kind; `strict=True` refuses it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import json
 import math
 import re
 import warnings as pywarnings
@@ -1027,7 +1029,14 @@ def import_pt2(
             state=state,
         )
     except TorchairError as exc:
-        raise DiagnosticError(exc.diagnostic) from None
+        diagnostic = exc.diagnostic
+        if diagnostic.location is None:
+            # A node without the model's line (an input, a node without a stack trace):
+            # located at its name in the program entry.
+            node = diagnostic.args.get("node")
+            needle = json.dumps(node) if isinstance(node, str) else None
+            diagnostic = dataclasses.replace(diagnostic, location=archive.locate(needle))
+        raise DiagnosticError(diagnostic) from None
     if GEARS_ATTR.encode() in archive.sample_inputs:
         warning = _gears_dropped(archive, graph, state)
         if diagnostics is not None:

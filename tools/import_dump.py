@@ -115,9 +115,10 @@ def _run_archive(args: argparse.Namespace, source: Source) -> int:
         width = max((len(t) for t in became), default=0)
         lines = [f"imported program '{summary['graph']}': {summary['ops']} ATen ops"]
         for target, entry in became.items():
-            what = ", ".join(
-                f"{n} {op}" if n > 1 else op for op, n in entry["became"].items()
-            ) or "nothing (folded)"
+            what = (
+                ", ".join(f"{n} {op}" if n > 1 else op for op, n in entry["became"].items())
+                or "nothing (folded)"
+            )
             lines.append(f"  {target:<{width}} {entry['count']:>5}  -> {what}")
         sys.stderr.write("\n".join(lines) + "\n")
     return EXIT_OK

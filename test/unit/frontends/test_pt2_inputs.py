@@ -123,9 +123,7 @@ def test_a_constant_input_used_as_an_operand_is_an_npu_constant(
 ) -> None:
     program = _program(kind, operand={"as_tensor": {"name": "c"}})
     # The node takes the input by name: the placeholder torch makes of it.
-    program["graph_module"]["graph"]["nodes"][0]["inputs"][1]["arg"] = {
-        "as_tensor": {"name": "c"}
-    }
+    program["graph_module"]["graph"]["nodes"][0]["inputs"][1]["arg"] = {"as_tensor": {"name": "c"}}
     text = print_ir(import_pt2(_archive(tmp_path / "c.pt2", program)))
     constants = [line for line in text.splitlines() if "npu.constant" in line]
     assert len(constants) == 1 and value.split("e")[0] in constants[0], constants

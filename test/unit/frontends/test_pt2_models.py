@@ -99,7 +99,9 @@ def test_npuir_import_takes_the_model(
     types = summary["types"]
     # The ops this exercises, and what they became: a mask's dunder op (opaque, costed by
     # size), the projections, the norms.
-    assert types["aten.__and__.Tensor"]["became"] == {"npu.opaque": types["aten.__and__.Tensor"]["count"]}
+    assert types["aten.__and__.Tensor"]["became"] == {
+        "npu.opaque": types["aten.__and__.Tensor"]["count"]
+    }
     assert set(types["aten.linear.default"]["became"]) <= {"npu.matmul", "npu.add", "npu.reshape"}
     assert "npu.rsqrt" in types["aten.rsqrt.default"]["became"]
     # Every unmapped op is named once, at the model's line.
