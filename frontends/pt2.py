@@ -16,9 +16,12 @@ whoever imports it.  This module reads the archive itself:
   that no bracket nests deeper than `MAX_JSON_DEPTH` (deeper JSON would
   exhaust the C stack of the JSON parser); every `expr_str` (a symbolic
   shape) must be arithmetic over shape symbols (`s0`, `u3`, ...) and torch's
-  shape functions, every node `target` a dotted operator name under
-  `torch.ops`, `_operator` or `math`, and every range-constraint key a shape
-  symbol; `guards_code` (Python source) is dropped unread;
+  shape functions (sympy's `Symbol('s0', integer=True)` spelling of a bare
+  symbol is read as its name), every node `target` an operator name of the shape
+  `torch.ops.NS.OP[.OVERLOAD]`, `_operator.NAME` or `math.NAME` that torch's
+  `getattr` walk cannot turn into a Python attribute (`_target_problem`; ATen's
+  dunder operators such as `__and__` are operators), and every range-constraint
+  key a shape symbol; `guards_code` (Python source) is dropped unread;
 - the weights and tensor constants named by `data/weights/<name>_weights_config.json`
   and `data/constants/<name>_constants_config.json`: each a raw little-endian
   payload with its dtype, sizes, strides and storage offset, read with numpy.
