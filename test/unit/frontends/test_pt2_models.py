@@ -36,48 +36,6 @@ SCHEMAS = Path(__file__).resolve().parents[3] / "docs" / "json-schema"
 
 pytestmark = [pytest.mark.torch]
 
-TINY = {
-    "vocab_size": 64,
-    "hidden_size": 16,
-    "intermediate_size": 32,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,  # grouped-query attention: repeat_kv's expand
-    "max_position_embeddings": 32,
-}
-
-
-def _models() -> dict[str, Any]:
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM
-
-    moe = {
-        "moe_intermediate_size": 8,
-        "shared_expert_intermediate_size": 16,
-        "num_experts": 4,
-        "num_experts_per_tok": 2,
-    }
-    return {
-        "llama": LlamaForCausalLM(LlamaConfig(**TINY)),
-        "qwen2-moe": Qwen2MoeForCausalLM(Qwen2MoeConfig(**TINY, **moe)),
-    }
-
-
-@pytest.fixture(scope="session")
-def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
-    """Each tiny model exported (`use_cache=False`, a constant input) and saved, once per
-    session: the archive and the `ExportedProgram`."""
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("models")
-    out: dict[str, tuple[Path, Any]] = {}
-    ids = torch.randint(0, TINY["vocab_size"], (1, 8))
-    for name, model in _models().items():
-        ep = torch.export.export(model.eval(), (ids,), {"use_cache": False})
-        path = folder / f"{name}.pt2"
-        torch.export.save(ep, path)
-        out[name] = (path, ep)
-    return out
-
-
 MODELS = ["llama", "qwen2-moe"]
 
 
