@@ -258,8 +258,13 @@ _SHAPE_FUNCTIONS = frozenset(
     LShift RShift PowByNatural FloatPow TruncToFloat TruncToInt IntTrueDiv FloatTrueDiv
     ToFloat RoundToInt RoundDecimal Identity IsNonOverlappingAndDenseIndicator
     BitwiseFn_bitwise_and BitwiseFn_bitwise_or Max Min Eq Ne Le Lt Ge Gt And Or Not Abs
-    floor ceiling sqrt oo int_oo True False""".split()
+    floor ceiling sqrt oo int_oo True False
+    Add Mul Pow Integer Rational Equality Unequality StrictLessThan LessThan
+    StrictGreaterThan GreaterThan true false""".split()
 )
+"""torch's shape functions, and the sympy classes `srepr` spells expressions with (torch
+2.13 writes `Mul(Integer(64), Symbol('s70', positive=True, integer=True))`): each a
+constructor of numbers and symbols, which sympify evaluates to the same expression."""
 _EXPR_TOKEN = re.compile(
     r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|([0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?)|"
     r"(\*\*|//|==|!=|<=|>=|[-+*/%(),<>&|~^]))"

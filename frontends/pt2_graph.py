@@ -215,8 +215,9 @@ class _Builder:
             return [self.tensor_value(t["name"]) for t in out["as_tensors"]]
         if "as_none" in out:
             return None
-        if "as_sym_int" in out:
-            return SymSize(str(out["as_sym_int"].get("as_name", "")))
+        name = _scalar_name(out)
+        if name is not None:
+            return SymSize(name)
         raise Pt2GraphError(f"an output of kind '{sorted(out)}'")
 
     def add(self, node: Node) -> Node:
@@ -246,9 +247,16 @@ class _Builder:
         meta["val"] = results[0] if single else (results if len(outputs) > 1 else None)
         if len(outputs) == 1 and "as_tensors" in outputs[0]:
             meta["val"] = results[0]
+        scalar = _scalar_name(outputs[0]) if len(outputs) == 1 else None
+        if scalar is not None:
+            # One symbolic scalar (`aten.sym_size.int`): the node is the value, by its name.
+            meta["val"] = results[0]
         node = self.add(Node("call_function", name, target, tuple(args), kwargs, meta))
         if single:
             self.values[outputs[0]["as_tensor"]["name"]] = node
+            return
+        if scalar is not None:
+            self.values[scalar] = node
             return
         # Several results, or a list of them: one getitem per result, as torch makes them.
         items: list[tuple[str, Any]] = []
@@ -276,6 +284,16 @@ class _Builder:
                 )
             )
             self.values[out_name] = getitem
+
+
+def _scalar_name(out: Any) -> str | None:
+    """The name of a symbolic scalar result (`{"as_sym_int": {"as_name": "sym_size_int"}}`),
+    or None for any other output."""
+    for kind in _SYMBOLIC_INPUTS:
+        value = out.get(kind) if isinstance(out, dict) else None
+        if isinstance(value, dict) and isinstance(value.get("as_name"), str):
+            return str(value["as_name"])
+    return None
 
 
 def _names(outputs: list[dict[str, Any]]) -> list[str]:

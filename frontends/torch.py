@@ -84,6 +84,13 @@ TORCH_IMPORT_WARNING = Kind(
 )
 """An aten op the torch importer could not keep as an npu op; arguments: `aten_op`,
 `count` (how many of the model's ops)."""
+TORCH_UNMAPPED_FORM = Kind(
+    "torch.unmapped-form",
+    "aten op '{aten_op}' is mapped, but not in this form ({reason}): {count} op(s) imported "
+    "as npu.opaque (engine vector, costed from its tensor sizes; no numeric kernel)",
+)
+"""An aten op whose npu mapping does not take these arguments (a slice of a dynamic tensor);
+arguments: `aten_op`, `reason` (the first op's), `count`."""
 PT2_UNREADABLE_PROGRAM = Kind(
     "pt2.unreadable-program", "the archive's program cannot be read: {reason}"
 )
@@ -239,6 +246,12 @@ def _dynamic_sizes(value: Any) -> Any:
     return value
 
 
+def _static(x: Tensor, what: str) -> None:
+    """npu.slice needs every size of the sliced tensor (the builder refuses a `?`)."""
+    if any(d is None for d in x.shape):
+        raise UnsupportedOp(f"{what} of a tensor with dynamic dims")
+
+
 class _Importer:
     """One walk over an exported graph, building into one `Graph`."""
 
@@ -261,6 +274,7 @@ class _Importer:
         self.strict = strict
         self.gears = dict(gears or {})
         self.opaque: dict[str, list[SourceLocation | None]] = {}
+        self.unmapped_forms: dict[str, str] = {}  # op kind -> why its handler refused it
         self.warnings: list[Diagnostic] = []
         with detached():
             self.graph = Graph(name, target, config)
@@ -430,9 +444,19 @@ class _Importer:
         if self.scopes:
             raise TorchairError(Diagnostic.of("error", UNBALANCED_SCOPE))
         for kind, places in self.opaque.items():
+            reason = self.unmapped_forms.get(kind)
             self.warnings.append(
                 Diagnostic.of(
                     "warning", TORCH_IMPORT_WARNING, places[0], aten_op=kind, count=len(places)
+                )
+                if reason is None
+                else Diagnostic.of(
+                    "warning",
+                    TORCH_UNMAPPED_FORM,
+                    places[0],
+                    aten_op=kind,
+                    reason=reason,
+                    count=len(places),
                 )
             )
         self.dim_ranges()
@@ -452,8 +476,17 @@ class _Importer:
                 self.env[node] = self.decompose(node, handlers)
             elif handler is None:
                 self.env[node] = self.opaque_op(node)
-            else:
+            elif self.strict or not _target_name(node.target).startswith("aten."):
                 self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
+            else:
+                try:
+                    self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
+                except UnsupportedOp as exc:
+                    # A form of a mapped op the converter does not map (a dynamic slice, a
+                    # pow by 3): like an op without a mapping, an `npu.opaque` costed from
+                    # its tensor sizes, named once per op kind with the reason.
+                    self.unmapped_forms.setdefault(str(node.target), str(exc))
+                    self.env[node] = self.opaque_op(node)
         else:
             raise UnsupportedOp(f"FX '{node.op}' nodes are not supported")
 
@@ -505,7 +538,7 @@ class _Importer:
             "aten.squeeze.dim": self.squeeze,
             "aten.cat.default": lambda xs, dim=0: ops.cat(xs, dim),
             "aten.slice.Tensor": self.slice,
-            "aten.narrow.default": ops.narrow,
+            "aten.narrow.default": self.narrow,
             "aten.select.int": self.select,
             "aten.chunk.default": self.chunk,
             "aten.split.Tensor": self.split,
@@ -706,11 +739,18 @@ class _Importer:
         self, x: Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
     ) -> Tensor:
         size = x.shape[dim]
-        if end is not None and size is not None and end >= size and (start or 0) == 0 and step == 1:
+        whole = end is None or end >= 2**62 or (size is not None and end >= size)
+        if whole and (start or 0) == 0 and step == 1:
             return x  # `x[:, :]`: torch keeps these no-op slices in the graph
+        _static(x, "slice")
         return ops.slice(x, dim, start, end if end is None or end < 2**62 else None, step)
 
+    def narrow(self, x: Tensor, dim: int, start: int, length: int) -> Tensor:
+        _static(x, "narrow")
+        return ops.narrow(x, dim, start, length)
+
     def select(self, x: Tensor, dim: int, index: int) -> Tensor:
+        _static(x, "select")
         picked = ops.slice(x, dim, index, index + 1 if index != -1 else None)
         shape = list(picked.shape)
         del shape[dim % len(shape)]
@@ -724,6 +764,7 @@ class _Importer:
         return self.split(x, step, dim)
 
     def split(self, x: Tensor, split_size: int, dim: int = 0) -> list[Tensor]:
+        _static(x, "split")
         size = x.shape[dim]
         if size is None or not isinstance(split_size, int):
             raise UnsupportedOp("split of a dynamic dim or with a list of sizes")

@@ -52,3 +52,19 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, A
         torch.export.save(ep, path)
         out[name] = (path, ep)
     return out
+
+
+@pytest.fixture(scope="session")
+def dynamic_llama(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """The tiny Llama exported with a dynamic sequence length (`Dim` in [2, 32]) and saved:
+    torch writes its sizes in sympy's `srepr` (`Mul(Integer(16), Symbol('s70', ...))`) and
+    reads them with `aten.sym_size.int` nodes."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = _models()["llama"].eval()
+    ids = torch.randint(0, TINY["vocab_size"], (1, 8))
+    seq = torch.export.Dim("seq", min=2, max=32)
+    ep = torch.export.export(model, (ids,), {"use_cache": False}, dynamic_shapes=({1: seq}, None))
+    path = tmp_path_factory.mktemp("dynamic") / "llama-dynamic.pt2"
+    torch.export.save(ep, path)
+    return path, ep

@@ -282,3 +282,11 @@ def test_import_json_summarises_an_archive_per_aten_target(tmp_path: Path) -> No
     assert answer["types"] == {"aten.__and__.Tensor": {"count": 1, "became": {"npu.opaque": 1}}}
     assert [w["kind"] for w in answer["warnings"]] == ["torch.import-warning"]
     assert "npu.opaque" in out.read_text()
+
+
+def test_an_srepr_expression_is_read(tmp_path: Path) -> None:
+    """torch 2.13 writes every symbolic size in sympy's `srepr`."""
+    expr = "Mul(Integer(2), Symbol('s0', positive=True, integer=True))"
+    sizes: list[object] = [{"as_expr": {"expr_str": expr, "hint": {"as_int": 4}}}, {"as_int": 8}]
+    text = print_ir(import_pt2(_archive(tmp_path / "s.pt2", _program(x_sizes=sizes))))
+    assert "func.func @forward(%x: tensor<?x8xf32>" in text

@@ -186,3 +186,27 @@ def test_a_broadcasting_expand_computes_what_eager_does(tmp_path: Path) -> None:
     assert outcome.status == 0, outcome.report
     got = output_arrays(outcome)["out0"]
     np.testing.assert_allclose(got, model(*args).numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_dynamic_sequence_length_is_a_dynamic_dim(
+    dynamic_llama: tuple[Path, Any], tmp_path: Path
+) -> None:
+    path, ep = dynamic_llama
+    engine = DiagnosticEngine()
+    text = npuir.print_ir(import_pt2(path, diagnostics=engine))
+    assert "%input_ids: tensor<1x?xi64>" in text
+    (symbol,) = {str(s) for s in ep.range_constraints}
+    assert f'torch.sym_dims = ["", "{symbol}"]' in text
+    assert f"{symbol} = array<i64: 2, 32>" in text
+    # The slices of the dynamic mask and positions are costed by size, and said so.
+    forms = [d for d in engine.emitted if d.kind == "torch.unmapped-form"]
+    assert forms and all("dynamic dims" in d.message for d in forms)
+    assert npuir.print_ir(import_exported_program(ep, diagnostics=DiagnosticEngine())) == text
+    done = _tool("npuir-advise", str(path), "--shape", "input_ids=1x8", "--json")
+    assert done.returncode == 0, done.stderr
+    # Without a shape: a usage error naming the input and the flag, as JSON on stdout.
+    refused = _tool("npuir-advise", str(path), "--json")
+    assert refused.returncode == 2
+    error = json.loads(refused.stdout)["error"]
+    assert "%input_ids" in error["message"] and "--shape" in error["message"]
