@@ -444,18 +444,18 @@ class _Importer:
         if self.scopes:
             raise TorchairError(Diagnostic.of("error", UNBALANCED_SCOPE))
         for kind, places in self.opaque.items():
-            reason = self.unmapped_forms.get(kind)
+            form = self.unmapped_forms.get(kind)
             self.warnings.append(
                 Diagnostic.of(
                     "warning", TORCH_IMPORT_WARNING, places[0], aten_op=kind, count=len(places)
                 )
-                if reason is None
+                if form is None
                 else Diagnostic.of(
                     "warning",
                     TORCH_UNMAPPED_FORM,
                     places[0],
                     aten_op=kind,
-                    reason=reason,
+                    reason=form,
                     count=len(places),
                 )
             )
