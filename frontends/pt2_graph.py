@@ -370,7 +370,9 @@ def _input(b: _Builder, arg: Any, spec: Any, position: int, count: int) -> Node:
     `SymSize`) or a constant torch fixed at export (`meta["constant"]`, the importer folds
     its value)."""
     if not isinstance(arg, dict) or len(arg) != 1:
-        raise Pt2GraphError(f"graph input {position} of {count} is not one of the schema's kinds")
+        raise Pt2GraphError(
+            f"graph input {position + 1} of {count} is not one of the schema's kinds"
+        )
     name = _input_name(arg, spec, position)
     ((kind, value),) = arg.items()
     if kind == "as_tensor":
@@ -393,13 +395,13 @@ def _input(b: _Builder, arg: Any, spec: Any, position: int, count: int) -> Node:
     if kind in _CONSTANT_INPUTS:
         if not _literal(kind, value):
             raise Pt2GraphError(
-                f"graph input '{name}' (input {position} of {count}) is of kind '{kind}' but "
+                f"graph input '{name}' (input {position + 1} of {count}) is of kind '{kind}' but "
                 f"holds a {type(value).__name__}, which is not what torch writes",
                 json.dumps(name),
             )
         return Node("placeholder", name, meta={"val": value, "constant": True})
     raise Pt2GraphError(
-        f"graph input '{name}' (input {position} of {count}) is of kind '{kind}', which npuir "
+        f"graph input '{name}' (input {position + 1} of {count}) is of kind '{kind}', which npuir "
         "cannot take (it takes tensors, symbolic ints and constants: bool, int, float, str, "
         "None and lists of them); pass it as a tensor, or fix its value in the model before "
         "torch.export",

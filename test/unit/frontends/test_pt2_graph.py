@@ -144,7 +144,7 @@ def test_the_graph_reads_results_and_arguments_as_torch_would() -> None:
         (lambda g: g["nodes"][1].update(inputs=[{"name": "x", "arg": 3, "kind": 1}]), "argument"),
         (
             lambda g: g.update(inputs=[{"as_custom_obj": {"name": "obj", "class_fqn": "C"}}]),
-            "graph input 'obj' \\(input 0 of 1\\) is of kind 'as_custom_obj'",
+            "graph input 'obj' \\(input 1 of 1\\) is of kind 'as_custom_obj'",
         ),
     ],
 )

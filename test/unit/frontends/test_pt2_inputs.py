@@ -191,7 +191,7 @@ def test_an_input_npuir_cannot_take_names_itself_where_it_is(
     with pytest.raises(DiagnosticError) as info:
         import_pt2(archive)
     d = info.value.diagnostic
-    assert "graph input 'obj' (input 1 of 2)" in d.message
+    assert "graph input 'obj' (input 2 of 2)" in d.message
     assert "pass it as a tensor" in d.message  # what to do
     assert d.location is not None and d.location.filename.endswith("m/models/model.json")
     # At the input's name in the program (indented JSON: not line 1).
