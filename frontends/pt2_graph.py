@@ -238,10 +238,12 @@ class _Builder:
             else:
                 kwargs[str(named.get("name"))] = value
         outputs: list[dict[str, Any]] = spec.get("outputs") or []
-        metadata = spec.get("metadata") or {}
+        metadata = spec.get("metadata")
+        trace = metadata.get("stack_trace") if isinstance(metadata, dict) else None
+        stack = trace if isinstance(trace, str) else None  # the model's frames, as text
         first = _names(outputs)
         name = str(spec.get("name") or (first[0] if first else target))
-        meta: dict[str, Any] = {"stack_trace": metadata.get("stack_trace")}
+        meta: dict[str, Any] = {"stack_trace": stack}
         results = [self.result(o) for o in outputs]
         single = len(outputs) == 1 and "as_tensor" in outputs[0]
         meta["val"] = results[0] if single else (results if len(outputs) > 1 else None)
@@ -280,7 +282,7 @@ class _Builder:
                     "_operator.getitem",
                     (node, i),
                     {},
-                    {"val": value, "stack_trace": metadata.get("stack_trace")},
+                    {"val": value, "stack_trace": stack},
                 )
             )
             self.values[out_name] = getitem

@@ -191,7 +191,7 @@ def _user_frames(node: torch.fx.Node) -> list[tuple[str, int]]:
     """The frames of the node's stack trace outside torch (and npuir.torchair), outermost
     first: the model's lines."""
     trace = node.meta.get("stack_trace")
-    if not trace:
+    if not trace or not isinstance(trace, str):
         return []
     return [(f, int(n)) for f, n in _FRAME.findall(trace) if not library_frame(f)]
 

@@ -290,3 +290,12 @@ def test_an_srepr_expression_is_read(tmp_path: Path) -> None:
     sizes: list[object] = [{"as_expr": {"expr_str": expr, "hint": {"as_int": 4}}}, {"as_int": 8}]
     text = print_ir(import_pt2(_archive(tmp_path / "s.pt2", _program(x_sizes=sizes))))
     assert "func.func @forward(%x: tensor<?x8xf32>" in text
+
+
+@pytest.mark.parametrize("metadata", [{"stack_trace": 3}, [], None, {"stack_trace": ["x"]}])
+def test_node_metadata_that_is_not_text_is_no_location(tmp_path: Path, metadata: object) -> None:
+    """Fuzz case 3454115026: a stack trace that is not text was a TypeError."""
+    program = _program()
+    program["graph_module"]["graph"]["nodes"][0]["metadata"] = metadata
+    text = print_ir(import_pt2(_archive(tmp_path / "m.pt2", program)))
+    assert "npu.mul %x, %x" in text
