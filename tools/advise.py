@@ -134,6 +134,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print_json(advice.to_json())
     else:
+        for warning in advice.warnings:
+            print(warning.render(sources), file=sys.stderr)
         sys.stdout.write(advice.render())
     return EXIT_OK
 

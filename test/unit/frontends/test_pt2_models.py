@@ -84,6 +84,9 @@ def test_npuir_advise_takes_the_model(exports: dict[str, tuple[Path, Any]], name
     makespans = {v["name"]: v["makespan_ns"] for v in advice["variants"]}
     assert makespans["auto (per op)"] <= makespans["single stream"]
     assert advice["lower_bound_ns"] <= makespans["auto (per op)"]
+    # The import's warnings come along: the ops costed by estimate, named.
+    estimated = {w["args"]["aten_op"] for w in advice["warnings"]}
+    assert "aten.scaled_dot_product_attention.default" in estimated
 
 
 @pytest.mark.slow
