@@ -88,13 +88,13 @@ def _run_archive(args: argparse.Namespace, source: Source) -> int:
         module = import_pt2(archive, strict=args.strict, diagnostics=ctx.diagnostics)
     except DiagnosticError as exc:
         if args.json:
-            print_json_error(exc.diagnostic, exc.notes, ctx.diagnostics.drain())
+            print_json_error(exc.diagnostic, exc.notes, list(ctx.diagnostics.drain()))
         else:
             for warning in ctx.diagnostics.drain():
                 print(ctx.diagnostics.render(warning), file=sys.stderr)
             print(ctx.diagnostics.render(exc.diagnostic), file=sys.stderr)
         return EXIT_INPUT
-    warnings = ctx.diagnostics.drain()
+    warnings = list(ctx.diagnostics.drain())
     if not args.json:
         for warning in warnings:
             print(ctx.diagnostics.render(warning), file=sys.stderr)
