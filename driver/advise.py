@@ -78,7 +78,7 @@ from npuir.backends.npu.memory import program_memory
 from npuir.backends.npu.numerics import NumericsError, resolve_entry
 from npuir.context import make_context
 from npuir.deep_stack import on_deep_stack
-from npuir.diagnostics import DiagnosticError, UsageError, error
+from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, diagnostic_json, error
 from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.dialects.scope import ScopeOp, walk_nested
@@ -346,6 +346,9 @@ class Advice:
     memory_pareto: list[Point] = field(default_factory=list[Point])
     """Makespan against planned peak: the Pareto points `auto`'s budgeted search found
     (`npuir.driver.mem_tradeoff`), fastest first."""
+    warnings: list[Diagnostic] = field(default_factory=list[Diagnostic])
+    """What importing the input warned about (a `.pt2`'s ops costed by estimate, gears
+    the export dropped)."""
 
     @property
     def lower_bound_ns(self) -> int | None:
@@ -373,6 +376,7 @@ class Advice:
             "edits": [e.to_json() for e in self.edits],
             "emitted_mlir": self.emitted,
             "memory_pareto": [p.to_json() for p in self.memory_pareto],
+            "warnings": [diagnostic_json(w) for w in self.warnings],
         }
 
     def render(self) -> str:
@@ -1681,16 +1685,17 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _load(config: AdviseConfig) -> tuple[ModuleOp, str | None, set[Site]]:
+def _load(config: AdviseConfig) -> tuple[ModuleOp, str | None, set[Site], list[Diagnostic]]:
     """The program (by the one loader, whatever its format), its IR text when the file is
     not IR (a `.pt2` or a GE dump, imported once, every op keeping its location in the model
-    or the dump), and the call sites: the model's lines that call code creating ops
+    or the dump), the call sites: the model's lines that call code creating ops
     elsewhere (a `with` there would move the callee's ops too, so the advice never wraps
-    them)."""
+    them), and the import's warnings."""
     source = read(config.path)
-    module = load_source(source, make_context())
+    ctx = make_context(collect_diagnostics=True)
+    module = load_source(source, ctx)
     text = None if source.format is Format.MLIR else print_ir(module, debuginfo=True)
-    return module, text, _call_sites(module)
+    return module, text, _call_sites(module), list(ctx.diagnostics.drain())
 
 
 def advise(config: AdviseConfig, write: Any = None) -> Advice:
@@ -1700,8 +1705,10 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
         raise UsageError(
             f"--granularity {config.granularity} is not one of: {', '.join(GRANULARITIES)}"
         )
-    module, text, calls = _load(config)
-    return on_deep_stack(_advise, config, module, text, calls, write)
+    module, text, calls, warnings = _load(config)
+    advice: Advice = on_deep_stack(_advise, config, module, text, calls, write)
+    advice.warnings = warnings
+    return advice
 
 
 def _advise(

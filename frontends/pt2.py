@@ -16,9 +16,12 @@ whoever imports it.  This module reads the archive itself:
   that no bracket nests deeper than `MAX_JSON_DEPTH` (deeper JSON would
   exhaust the C stack of the JSON parser); every `expr_str` (a symbolic
   shape) must be arithmetic over shape symbols (`s0`, `u3`, ...) and torch's
-  shape functions, every node `target` a dotted operator name under
-  `torch.ops`, `_operator` or `math`, and every range-constraint key a shape
-  symbol; `guards_code` (Python source) is dropped unread;
+  shape functions (sympy's `Symbol('s0', integer=True)` spelling of a bare
+  symbol is read as its name), every node `target` an operator name of the shape
+  `torch.ops.NS.OP[.OVERLOAD]`, `_operator.NAME` or `math.NAME` that torch's
+  `getattr` walk cannot turn into a Python attribute (`_target_problem`; ATen's
+  dunder operators such as `__and__` are operators), and every range-constraint
+  key a shape symbol; `guards_code` (Python source) is dropped unread;
 - the weights and tensor constants named by `data/weights/<name>_weights_config.json`
   and `data/constants/<name>_constants_config.json`: each a raw little-endian
   payload with its dtype, sizes, strides and storage offset, read with numpy.
@@ -40,6 +43,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import types
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -50,6 +54,7 @@ import ml_dtypes
 import numpy as np
 
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
+from npuir.frontends.pt2_graph import plain_expression
 from npuir.host import available_bytes, gib
 from npuir.nesting import MAX_DATA_DEPTH, bracket_depth
 
@@ -176,9 +181,10 @@ EXPRESSION_NOT_TEXT = Kind(
 """An `expr_str` that is not a string."""
 BAD_TARGET = Kind(
     "pt2.unsafe-entry.target",
-    "node target '{target}' is not an operator name (torch.ops.*, _operator.*)",
+    "node target '{target}' is not an operator name ({why}); npuir reads "
+    "torch.ops.NAMESPACE.OP[.OVERLOAD], _operator.NAME and math.NAME",
 )
-"""A node target that names no operator; argument: `target` (cut short)."""
+"""A node target that names no operator; arguments: `target` (cut short), `why`."""
 BAD_CONSTRAINT = Kind(
     "pt2.unsafe-entry.range-constraint", "range constraint '{name}' is not a shape symbol"
 )
@@ -223,6 +229,9 @@ about 12 levels; at 100k levels Python's JSON parser overflows the C stack."""
 MAX_RATIO = 100
 """The most a compressed entry may expand (torch stores its entries uncompressed)."""
 
+MAX_SAMPLE_BYTES = 64 * 1024 * 1024
+"""The most of the sample-inputs entry read (to find `set_dim_gears` marks in it)."""
+
 # torch._export.serde.schema.ScalarType -> numpy dtype (complex and fp8 are not read).
 _DTYPES: dict[int, np.dtype[Any]] = {
     1: np.dtype(np.uint8),
@@ -249,14 +258,48 @@ _SHAPE_FUNCTIONS = frozenset(
     LShift RShift PowByNatural FloatPow TruncToFloat TruncToInt IntTrueDiv FloatTrueDiv
     ToFloat RoundToInt RoundDecimal Identity IsNonOverlappingAndDenseIndicator
     BitwiseFn_bitwise_and BitwiseFn_bitwise_or Max Min Eq Ne Le Lt Ge Gt And Or Not Abs
-    floor ceiling sqrt oo int_oo True False""".split()
+    floor ceiling sqrt oo int_oo True False
+    Add Mul Pow Integer Rational Equality Unequality StrictLessThan LessThan
+    StrictGreaterThan GreaterThan true false""".split()
 )
+"""torch's shape functions, and the sympy classes `srepr` spells expressions with (torch
+2.13 writes `Mul(Integer(64), Symbol('s70', positive=True, integer=True))`): each a
+constructor of numbers and symbols, which sympify evaluates to the same expression."""
 _EXPR_TOKEN = re.compile(
     r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|([0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?)|"
     r"(\*\*|//|==|!=|<=|>=|[-+*/%(),<>&|~^]))"
 )
 _MAX_EXPR = 10_000
-_TARGET = re.compile(r"(torch\.ops|_operator|math)(\.[A-Za-z_][A-Za-z0-9_]*)+")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+PRIVATE_NAMESPACES = frozenset(
+    {"_c10d_functional", "_c10d_functional_autograd", "_quantized", "_inductor_test"}
+)
+"""The `torch.ops` namespaces with a leading underscore that torch itself registers (its
+collectives); every other namespace is a public name (`aten`, `prims`, `air`, `npu`, a
+library's own such as `transformers`)."""
+_OPS_ATTRIBUTES = frozenset({"load_library", "import_module", "loaded_libraries"})
+"""What `torch.ops` holds besides namespaces: a target under one of these would call it."""
+_PYTHON_ATTRIBUTES = frozenset(
+    {
+        *dir(types.ModuleType),
+        *dir(types.FunctionType),
+        *vars(types.ModuleType("namespace")),
+        "__dict__",
+        "__getattr__",
+        "__builtins__",
+        "__globals__",
+        "__path__",
+        "__file__",
+        "__all__",
+        "__wrapped__",
+        "__self__",
+        "__func__",
+    }
+)
+"""Names every Python module, function or class answers with an attribute of its own.
+torch's deserializer resolves a target with `getattr` one name at a time, so a target such
+as `torch.ops.aten.__class__.__init__` would reach Python internals, never an operator;
+ATen's own dunder operators (`__and__`, `__lshift__`, ...) are none of these names."""
 
 
 STATE_ATTR = "torch.state"
@@ -280,6 +323,22 @@ class Pt2Archive:
     """Lifted tensor constants by name."""
     parameters: set[str] = field(default_factory=set)
     """The names in `weights` that are parameters (`torch.nn.Parameter`)."""
+    entry: str = ""
+    """Where the program is, as its diagnostics name it (`ARCHIVE/ROOT/models/model.json`)."""
+    text: str = ""
+    """The program entry's JSON text, to locate what the importer finds wrong in it."""
+    sample_inputs: bytes = b""
+    """The first bytes of the sample-inputs entry (a pickle, never loaded: only searched)."""
+
+    def locate(self, needle: str | None = None) -> SourceLocation:
+        """The program entry at the first occurrence of `needle` (line 1, column 0 when
+        there is none)."""
+        entry = self.entry or f"{self.path}/models/{self.model}.json"
+        at = self.text.find(needle) if needle else -1
+        if at < 0:
+            return SourceLocation(entry, 1, 0)
+        line = self.text.count("\n", 0, at) + 1
+        return SourceLocation(entry, line, at - (self.text.rfind("\n", 0, at) + 1) + 1)
 
 
 class _Reader:
@@ -374,11 +433,16 @@ class _Reader:
             raise self.fail(UNREADABLE_ENTRY, entry, reason=str(exc)) from None
 
     def read_json(self, entry: str) -> Any:
+        return self.parse_json(entry, self.read_text(entry))
+
+    def read_text(self, entry: str) -> str:
         data = self.read_bytes(entry, MAX_JSON_BYTES)
         try:
-            text = data.decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self.fail(NOT_UTF8, entry, reason=exc.reason, byte=exc.start) from None
+
+    def parse_json(self, entry: str, text: str) -> Any:
         depth, where = bracket_depth(text, MAX_JSON_DEPTH)
         if depth > MAX_JSON_DEPTH:
             line = text.count("\n", 0, where) + 1
@@ -398,6 +462,9 @@ def _check_expr(expr: str) -> tuple[Kind, dict[str, Any]] | None:
     it is."""
     if len(expr) > _MAX_EXPR:
         return LONG_EXPRESSION, {"length": len(expr)}
+    # sympy's spelling of a bare symbol, which torch writes for an unranged dynamic dim:
+    # checked as its name (torch's sympify makes the same symbol of both).
+    expr = plain_expression(expr)
     pos = 0
     while pos < len(expr):
         match = _EXPR_TOKEN.match(expr, pos)
@@ -536,6 +603,39 @@ class _Tensors:
         return view
 
 
+def _target_problem(target: str) -> str | None:
+    """Why a node target is no operator name npuir reads, or None when it is one.
+
+    Only data is read here: the target is a name, matched against the importer's table.
+    What makes it safe for torch's deserializer too (which resolves it by `getattr`) is
+    its shape: `torch.ops.NS.OP[.OVERLOAD]` where `NS` resolves to an operator namespace
+    (a public name, or one of `PRIVATE_NAMESPACES`, never an attribute of `torch.ops`
+    itself), `OP` is no attribute every Python object has (ATen's dunder operators pass)
+    and `OVERLOAD` no dunder; or `_operator.NAME` / `math.NAME` with a public `NAME`."""
+    parts = target.split(".")
+    if not all(_NAME.fullmatch(p) for p in parts):
+        return "not a dotted name"
+    if parts[:2] == ["torch", "ops"]:
+        rest = parts[2:]
+        if len(rest) not in (2, 3):
+            return "not NAMESPACE.OP or NAMESPACE.OP.OVERLOAD under torch.ops"
+        namespace = rest[0]
+        if namespace.startswith("_") and namespace not in PRIVATE_NAMESPACES:
+            return f"namespace '{namespace[:40]}' is private to Python or torch"
+        if namespace in _OPS_ATTRIBUTES or namespace in _PYTHON_ATTRIBUTES:
+            return f"'{namespace[:40]}' is an attribute of torch.ops, not a namespace"
+        if rest[1] in _PYTHON_ATTRIBUTES:
+            return f"'{rest[1]}' is a Python attribute, not an operator"
+        if len(rest) == 3 and rest[2].startswith("__"):
+            return f"overload '{rest[2][:40]}' is a Python attribute, not an overload"
+        return None
+    if parts[0] in ("_operator", "math"):
+        if len(parts) != 2 or parts[1].startswith("_"):
+            return f"not {parts[0]}.NAME with a public NAME"
+        return None
+    return "not under torch.ops, _operator or math"
+
+
 def _check_program(reader: _Reader, entry: str, program: Any) -> None:
     if not isinstance(program, dict) or not isinstance(program.get("graph_module"), dict):
         raise reader.fail(NO_GRAPH_MODULE, entry)
@@ -546,8 +646,9 @@ def _check_program(reader: _Reader, entry: str, program: Any) -> None:
                 kind, args = why
                 raise reader.fail(kind, entry, value if isinstance(value, str) else None, **args)
         elif key == "target" and isinstance(value, str):
-            if not _TARGET.fullmatch(value) or "__" in value:
-                raise reader.fail(BAD_TARGET, entry, value, target=value[:80])
+            problem = _target_problem(value)
+            if problem is not None:
+                raise reader.fail(BAD_TARGET, entry, value, target=value[:80], why=problem)
     constraints = program.get("range_constraints", {})
     if not isinstance(constraints, dict):
         raise reader.fail(BAD_RANGE_CONSTRAINTS, entry)
@@ -578,9 +679,16 @@ def read_pt2(path: str | Path, data: bytes | None = None) -> Pt2Archive:
             if reader.has(legacy):
                 raise reader.fail(LEGACY_PICKLE, legacy)
         entry = f"models/{model}.json"
-        program = reader.read_json(entry)
+        text = reader.read_text(entry)
+        program = reader.parse_json(entry, text)
         _check_program(reader, entry, program)
-        archive = Pt2Archive(str(path), model, program)
+        archive = Pt2Archive(
+            str(path), model, program, entry=f"{path}/{reader.root}{entry}", text=text
+        )
+        samples = f"data/sample_inputs/{model}.pt"
+        if reader.has(samples):
+            # Searched for npuir's own marks (`set_dim_gears`), never unpickled.
+            archive.sample_inputs = reader.read_bytes(samples, MAX_SAMPLE_BYTES)[:MAX_SAMPLE_BYTES]
         weights_entry = f"data/weights/{model}_weights_config.json"
         if reader.has(weights_entry):
             archive.weights, archive.parameters = _Tensors(

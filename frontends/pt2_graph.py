@@ -8,7 +8,10 @@ importer (`npuir.frontends.torch`) needs of an FX graph, as torch's deserializer
 make them:
 
 - one `placeholder` per graph input, its `meta["val"]` a `TensorValue` (sizes, with a
-  symbolic size as its symbol's name; dtype) or a `SymSize`;
+  symbolic size as its symbol's name; dtype), a `SymSize` (a symbolic int, float or
+  bool), or the value of a constant torch fixed at export (`as_bool`, `as_int`,
+  `as_float`, `as_string`, `as_none` and lists of them; `meta["constant"]` is True),
+  named as the signature names it (`use_cache`);
 - one `call_function` per node, its `target` the operator's name (`aten.linear.default`,
   `_operator.getitem`), positional and keyword arguments as the schema lists them
   (tensors as the nodes that make them, scalar types as `ScalarType`), `meta["val"]` its
@@ -23,6 +26,8 @@ An argument kind the importer has no use for (graphs, custom objects, ...) raise
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +53,14 @@ _POSITIONAL = 1  # schema.ArgumentKind.POSITIONAL (KEYWORD is 2; 0: unknown, pos
 
 
 class Pt2GraphError(Exception):
-    """An argument or value the importer cannot read."""
+    """An argument or value the importer cannot read.
+
+    `needle`: a JSON string of the program at whose first occurrence the error is located
+    (an input's name), or None for the program as a whole."""
+
+    def __init__(self, message: str, needle: str | None = None) -> None:
+        super().__init__(message)
+        self.needle = needle
 
 
 @dataclass(frozen=True)
@@ -110,12 +122,25 @@ class Graph:
     range_constraints: dict[str, Bound]
 
 
+_SREPR_SYMBOL = re.compile(
+    r"Symbol\('([a-z]{1,4}[0-9]{1,6})'(?:, *[a-z_]{1,20}=(?:True|False)){0,8}\)"
+)
+"""A shape symbol as sympy's `srepr` spells it: torch writes a dim that `mark_dynamic` (or
+`set_dim_gears`) made dynamic before `torch.export` as `Symbol('s77', positive=True,
+integer=True)` when the program has no range for it."""
+
+
+def plain_expression(expr: str) -> str:
+    """`expr` with each srepr'd symbol (`Symbol('s0', integer=True)`) as its name (`s0`)."""
+    return _SREPR_SYMBOL.sub(lambda m: m.group(1), expr) if "Symbol(" in expr else expr
+
+
 def _size(value: dict[str, Any]) -> int | SymSize:
     if "as_int" in value:
         return int(value["as_int"])
     expr = value.get("as_expr")
     if isinstance(expr, dict) and isinstance(expr.get("expr_str"), str):
-        return SymSize(expr["expr_str"])
+        return SymSize(plain_expression(expr["expr_str"]))
     raise Pt2GraphError(f"a size the importer cannot read: {sorted(value)}")
 
 
@@ -190,8 +215,9 @@ class _Builder:
             return [self.tensor_value(t["name"]) for t in out["as_tensors"]]
         if "as_none" in out:
             return None
-        if "as_sym_int" in out:
-            return SymSize(str(out["as_sym_int"].get("as_name", "")))
+        name = _scalar_name(out)
+        if name is not None:
+            return SymSize(name)
         raise Pt2GraphError(f"an output of kind '{sorted(out)}'")
 
     def add(self, node: Node) -> Node:
@@ -212,18 +238,27 @@ class _Builder:
             else:
                 kwargs[str(named.get("name"))] = value
         outputs: list[dict[str, Any]] = spec.get("outputs") or []
-        metadata = spec.get("metadata") or {}
+        metadata = spec.get("metadata")
+        trace = metadata.get("stack_trace") if isinstance(metadata, dict) else None
+        stack = trace if isinstance(trace, str) else None  # the model's frames, as text
         first = _names(outputs)
         name = str(spec.get("name") or (first[0] if first else target))
-        meta: dict[str, Any] = {"stack_trace": metadata.get("stack_trace")}
+        meta: dict[str, Any] = {"stack_trace": stack}
         results = [self.result(o) for o in outputs]
         single = len(outputs) == 1 and "as_tensor" in outputs[0]
         meta["val"] = results[0] if single else (results if len(outputs) > 1 else None)
         if len(outputs) == 1 and "as_tensors" in outputs[0]:
             meta["val"] = results[0]
+        scalar = _scalar_name(outputs[0]) if len(outputs) == 1 else None
+        if scalar is not None:
+            # One symbolic scalar (`aten.sym_size.int`): the node is the value, by its name.
+            meta["val"] = results[0]
         node = self.add(Node("call_function", name, target, tuple(args), kwargs, meta))
         if single:
             self.values[outputs[0]["as_tensor"]["name"]] = node
+            return
+        if scalar is not None:
+            self.values[scalar] = node
             return
         # Several results, or a list of them: one getitem per result, as torch makes them.
         items: list[tuple[str, Any]] = []
@@ -247,10 +282,20 @@ class _Builder:
                     "_operator.getitem",
                     (node, i),
                     {},
-                    {"val": value, "stack_trace": metadata.get("stack_trace")},
+                    {"val": value, "stack_trace": stack},
                 )
             )
             self.values[out_name] = getitem
+
+
+def _scalar_name(out: Any) -> str | None:
+    """The name of a symbolic scalar result (`{"as_sym_int": {"as_name": "sym_size_int"}}`),
+    or None for any other output."""
+    for kind in _SYMBOLIC_INPUTS:
+        value = out.get(kind) if isinstance(out, dict) else None
+        if isinstance(value, dict) and isinstance(value.get("as_name"), str):
+            return str(value["as_name"])
+    return None
 
 
 def _names(outputs: list[dict[str, Any]]) -> list[str]:
@@ -263,21 +308,121 @@ def _names(outputs: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+_CONSTANT_INPUTS = frozenset(
+    {"as_int", "as_float", "as_bool", "as_string", "as_ints", "as_floats", "as_bools", "as_strings"}
+)
+"""Graph-input kinds whose value torch fixed at export (a Python scalar, string or list the
+model took): `constant_input`s in the signature."""
+_SYMBOLIC_INPUTS = ("as_sym_int", "as_sym_float", "as_sym_bool")
+"""Graph-input kinds of a scalar torch kept symbolic (`torch.export.Dim` on an int)."""
+
+
+def _own_name(arg: Any) -> str | None:
+    """The name an argument carries itself (a tensor's, a symbol's, a custom object's)."""
+    if not isinstance(arg, dict) or len(arg) != 1:
+        return None
+    (value,) = arg.values()
+    if isinstance(value, list) and value:
+        value = value[0]
+    if isinstance(value, dict):
+        name = value.get("name", value.get("as_name"))
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def _input_name(arg: Any, spec: Any, position: int) -> str:
+    """An input's name: its own (a tensor, a symbol), else the signature's (a constant)."""
+    name = _own_name(arg)
+    if name is not None:
+        return name
+    if isinstance(spec, dict):
+        for entry in spec.values():
+            if isinstance(entry, dict):
+                named = entry.get("name")
+                if isinstance(named, str) and named:
+                    return named
+                inner = _own_name(entry.get("arg"))
+                if inner is not None:
+                    return inner
+    return f"input{position}"
+
+
+_LITERALS: dict[str, type | tuple[type, ...]] = {
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "string": str,
+}
+
+
+def _literal(kind: str, value: Any) -> bool:
+    """Whether a constant input's value is what its kind says (`as_ints`: a list of ints)."""
+    base = kind.removeprefix("as_")
+    if base.endswith("s") and base[:-1] in _LITERALS:
+        return isinstance(value, list) and all(_literal(f"as_{base[:-1]}", v) for v in value)
+    wanted = _LITERALS.get(base)
+    if wanted is None:
+        return False
+    return isinstance(value, wanted) and (base == "bool" or not isinstance(value, bool))
+
+
+def _input(b: _Builder, arg: Any, spec: Any, position: int, count: int) -> Node:
+    """The placeholder of graph input `position`: a tensor, a symbolic scalar (its symbol,
+    `SymSize`) or a constant torch fixed at export (`meta["constant"]`, the importer folds
+    its value)."""
+    if not isinstance(arg, dict) or len(arg) != 1:
+        raise Pt2GraphError(
+            f"graph input {position + 1} of {count} is not one of the schema's kinds"
+        )
+    name = _input_name(arg, spec, position)
+    ((kind, value),) = arg.items()
+    if kind == "as_tensor":
+        return Node("placeholder", name, meta={"val": b.tensor_value(name)})
+    if kind in _SYMBOLIC_INPUTS and isinstance(value, dict):
+        if "as_name" in value:
+            return Node("placeholder", name, meta={"val": SymSize(name)})
+        for literal in ("as_int", "as_float", "as_bool"):
+            if literal in value:
+                return Node("placeholder", name, meta={"val": value[literal], "constant": True})
+    if kind == "as_sym_ints" and isinstance(value, list):
+        vals = [
+            SymSize(str(v["as_name"])) if "as_name" in v else _size(v)
+            for v in value
+            if isinstance(v, dict)
+        ]
+        return Node("placeholder", name, meta={"val": vals, "constant": True})
+    if kind == "as_none":
+        return Node("placeholder", name, meta={"val": None, "constant": True})
+    if kind in _CONSTANT_INPUTS:
+        if not _literal(kind, value):
+            raise Pt2GraphError(
+                f"graph input '{name}' (input {position + 1} of {count}) is of kind '{kind}' but "
+                f"holds a {type(value).__name__}, which is not what torch writes",
+                json.dumps(name),
+            )
+        return Node("placeholder", name, meta={"val": value, "constant": True})
+    raise Pt2GraphError(
+        f"graph input '{name}' (input {position + 1} of {count}) is of kind '{kind}', which npuir "
+        "cannot take (it takes tensors, symbolic ints and constants: bool, int, float, str, "
+        "None and lists of them); pass it as a tensor, or fix its value in the model before "
+        "torch.export",
+        json.dumps(name),
+    )
+
+
 def graph_of(program: dict[str, Any]) -> Graph:
     """The importer's view of a checked program (`Pt2Archive.program`)."""
     module = program.get("graph_module") or {}
     graph = module.get("graph") or {}
     b = _Builder(graph)
-    for arg in graph.get("inputs") or []:
-        if "as_tensor" in arg:
-            name = arg["as_tensor"]["name"]
-            node = b.add(Node("placeholder", name, meta={"val": b.tensor_value(name)}))
-        elif "as_sym_int" in arg and "as_name" in arg["as_sym_int"]:
-            name = arg["as_sym_int"]["as_name"]
-            node = b.add(Node("placeholder", name, meta={"val": SymSize(name)}))
-        else:
-            raise Pt2GraphError(f"a graph input of kind '{sorted(arg)}'")
-        b.values[name] = node
+    inputs = graph.get("inputs") or []
+    specs = (module.get("signature") or {}).get("input_specs") or []
+    for position, arg in enumerate(inputs):
+        spec = specs[position] if position < len(specs) else None
+        node = _input(b, arg, spec, position, len(inputs))
+        b.add(node)
+        b.values[node.name] = node
     for spec in graph.get("nodes") or []:
         b.call(spec)
     results = [b.argument(o) for o in graph.get("outputs") or []]

@@ -30,12 +30,18 @@ decomposition re-trace refuses ops without a result value (the scope
 markers), and the traced ATen ops (`linear`, `matmul`, `softmax`,
 `rms_norm`, ...) map to npu ops directly.  An ATen op with no npu op is a
 `npu.opaque` op (`ge_type = "aten.cumsum.default"`, engine vector, costed
-from its tensor sizes) with one warning per kind; `strict=True` refuses it.
+from its tensor sizes) with one warning per kind; so is a mapped op in a form
+its mapping does not take (a slice of a tensor with dynamic dims, `pow` by 3),
+its warning (`torch.unmapped-form`) giving the reason; `strict=True` refuses both.
+A constant input (`use_cache=False`, an int or float argument torch fixed at
+export) is no argument: an op taking it as an operand gets an `npu.constant`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import json
 import math
 import re
 import warnings as pywarnings
@@ -72,6 +78,7 @@ from npuir.frontends.pt2_graph import Pt2GraphError, graph_of
 from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, ops, scope_keys
 from npuir.frontends.torchair.errors import fail, refused
 from npuir.frontends.torchair.graph import detached, element_type, tensor_type
+from npuir.frontends.torchair.inference import GEARS_ATTR
 
 TORCH_IMPORT_WARNING = Kind(
     "torch.import-warning",
@@ -80,10 +87,27 @@ TORCH_IMPORT_WARNING = Kind(
 )
 """An aten op the torch importer could not keep as an npu op; arguments: `aten_op`,
 `count` (how many of the model's ops)."""
+TORCH_UNMAPPED_FORM = Kind(
+    "torch.unmapped-form",
+    "aten op '{aten_op}' is mapped, but not in this form ({reason}): {count} op(s) imported "
+    "as npu.opaque (engine vector, costed from its tensor sizes; no numeric kernel)",
+)
+"""An aten op whose npu mapping does not take these arguments (a slice of a dynamic tensor);
+arguments: `aten_op`, `reason` (the first op's), `count`."""
 PT2_UNREADABLE_PROGRAM = Kind(
     "pt2.unreadable-program", "the archive's program cannot be read: {reason}"
 )
 """A `.pt2` whose serialized program the torch-free reader cannot follow."""
+PT2_GEARS_DROPPED = Kind(
+    "pt2.gears-dropped",
+    "the sample inputs were given gears with set_dim_gears before torch.export, which "
+    "keeps a geared dim only as a dynamic one ({dims}); the archive's program has no "
+    "gears and npuir never loads the sample inputs (a pickle), so the dims are imported as "
+    "'?' without gears: import the ExportedProgram itself (import_exported_program reads "
+    "its example inputs' gears), or give npuir-run / npuir-advise each gear with --shape",
+)
+"""A `.pt2` whose sample inputs carry `set_dim_gears` marks that its program lost; argument:
+`dims` (the dynamic dims of its user inputs)."""
 UNBALANCED_SCOPE = Kind("torch.unbalanced-scope", "air::scope_enter without a scope_exit")
 """An `air::scope_enter` without its `scope_exit`."""
 UNSUPPORTED_NODE = Kind("torch.unsupported-node", "cannot import '{node}' ({target}): {reason}")
@@ -166,7 +190,7 @@ def _user_frames(node: torch.fx.Node) -> list[tuple[str, int]]:
     """The frames of the node's stack trace outside torch (and npuir.torchair), outermost
     first: the model's lines."""
     trace = node.meta.get("stack_trace")
-    if not trace:
+    if not trace or not isinstance(trace, str):
         return []
     return [(f, int(n)) for f, n in _FRAME.findall(trace) if not library_frame(f)]
 
@@ -204,6 +228,33 @@ class _DynamicSize:
 _DYNAMIC = _DynamicSize()
 
 
+_SYMBOLIC_SCALARS = frozenset({"SymInt", "SymFloat", "SymBool", "SymSize"})
+"""Types of a scalar whose value is known only at run time (torch's, a `.pt2`'s)."""
+
+
+def _constant(value: Any) -> bool:
+    """A Python value torch fixed at export: bool, int, float, str, None or a list of them
+    (a list may hold symbolic sizes)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_constant(v) or type(v).__name__ in _SYMBOLIC_SCALARS for v in value)
+    return False
+
+
+def _dynamic_sizes(value: Any) -> Any:
+    """A constant as the handlers take it: a symbolic size in a list is a `?` size."""
+    if isinstance(value, list | tuple):
+        return type(value)(_DYNAMIC if type(v).__name__ in _SYMBOLIC_SCALARS else v for v in value)
+    return value
+
+
+def _static(x: Tensor, what: str) -> None:
+    """npu.slice needs every size of the sliced tensor (the builder refuses a `?`)."""
+    if any(d is None for d in x.shape):
+        raise UnsupportedOp(f"{what} of a tensor with dynamic dims")
+
+
 class _Importer:
     """One walk over an exported graph, building into one `Graph`."""
 
@@ -226,6 +277,7 @@ class _Importer:
         self.strict = strict
         self.gears = dict(gears or {})
         self.opaque: dict[str, list[SourceLocation | None]] = {}
+        self.unmapped_forms: dict[str, str] = {}  # op kind -> why its handler refused it
         self.warnings: list[Diagnostic] = []
         with detached():
             self.graph = Graph(name, target, config)
@@ -266,13 +318,21 @@ class _Importer:
 
     # -- placeholders ---------------------------------------------------
 
-    def placeholder(self, node: torch.fx.Node) -> Tensor | None:
+    def placeholder(self, node: torch.fx.Node) -> Any:
         val: Any = node.meta.get("val")
-        if not _is_tensor(val) and not isinstance(val, bool):
-            if isinstance(val, int) or type(val).__name__ in ("SymInt", "SymSize"):
-                return None  # a size dynamo passes as an input; the tensors carry it
+        if type(val).__name__ in _SYMBOLIC_SCALARS:
+            return None  # a symbolic size (dynamo's, or a `Dim` int): the tensors carry it
+        if _constant(val):
+            # A value torch fixed at export (`use_cache=False`, an int or float argument,
+            # a static size dynamo passes): no function argument; an op taking it as an
+            # operand makes an `npu.constant`, one needing a Python value reads it as is.
+            return _dynamic_sizes(val)
         if not _is_tensor(val):
-            raise UnsupportedOp(f"input '{node.name}' is not a tensor ({type(val).__name__})")
+            raise UnsupportedOp(
+                f"input '{node.name}' is a {type(val).__name__}, which npuir cannot take (it "
+                "takes tensors, symbolic ints and constants: bool, int, float, str, None and "
+                "lists of them); pass it as a tensor, or fix its value before exporting"
+            )
         shape: list[int | None] = []
         syms: list[str] = []
         for d in val.shape:
@@ -387,9 +447,19 @@ class _Importer:
         if self.scopes:
             raise TorchairError(Diagnostic.of("error", UNBALANCED_SCOPE))
         for kind, places in self.opaque.items():
+            form = self.unmapped_forms.get(kind)
             self.warnings.append(
                 Diagnostic.of(
                     "warning", TORCH_IMPORT_WARNING, places[0], aten_op=kind, count=len(places)
+                )
+                if form is None
+                else Diagnostic.of(
+                    "warning",
+                    TORCH_UNMAPPED_FORM,
+                    places[0],
+                    aten_op=kind,
+                    reason=form,
+                    count=len(places),
                 )
             )
         self.dim_ranges()
@@ -409,8 +479,17 @@ class _Importer:
                 self.env[node] = self.decompose(node, handlers)
             elif handler is None:
                 self.env[node] = self.opaque_op(node)
-            else:
+            elif self.strict or not _target_name(node.target).startswith("aten."):
                 self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
+            else:
+                try:
+                    self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
+                except UnsupportedOp as exc:
+                    # A form of a mapped op the converter does not map (a dynamic slice, a
+                    # pow by 3): like an op without a mapping, an `npu.opaque` costed from
+                    # its tensor sizes, named once per op kind with the reason.
+                    self.unmapped_forms.setdefault(str(node.target), str(exc))
+                    self.env[node] = self.opaque_op(node)
         else:
             raise UnsupportedOp(f"FX '{node.op}' nodes are not supported")
 
@@ -462,7 +541,7 @@ class _Importer:
             "aten.squeeze.dim": self.squeeze,
             "aten.cat.default": lambda xs, dim=0: ops.cat(xs, dim),
             "aten.slice.Tensor": self.slice,
-            "aten.narrow.default": ops.narrow,
+            "aten.narrow.default": self.narrow,
             "aten.select.int": self.select,
             "aten.chunk.default": self.chunk,
             "aten.split.Tensor": self.split,
@@ -663,11 +742,18 @@ class _Importer:
         self, x: Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
     ) -> Tensor:
         size = x.shape[dim]
-        if end is not None and size is not None and end >= size and (start or 0) == 0 and step == 1:
+        whole = end is None or end >= 2**62 or (size is not None and end >= size)
+        if whole and (start or 0) == 0 and step == 1:
             return x  # `x[:, :]`: torch keeps these no-op slices in the graph
+        _static(x, "slice")
         return ops.slice(x, dim, start, end if end is None or end < 2**62 else None, step)
 
+    def narrow(self, x: Tensor, dim: int, start: int, length: int) -> Tensor:
+        _static(x, "narrow")
+        return ops.narrow(x, dim, start, length)
+
     def select(self, x: Tensor, dim: int, index: int) -> Tensor:
+        _static(x, "select")
         picked = ops.slice(x, dim, index, index + 1 if index != -1 else None)
         shape = list(picked.shape)
         del shape[dim % len(shape)]
@@ -681,6 +767,7 @@ class _Importer:
         return self.split(x, step, dim)
 
     def split(self, x: Tensor, split_size: int, dim: int = 0) -> list[Tensor]:
+        _static(x, "split")
         size = x.shape[dim]
         if size is None or not isinstance(split_size, int):
             raise UnsupportedOp("split of a dynamic dim or with a list of sizes")
@@ -692,12 +779,23 @@ class _Importer:
         return ops.topk(x, k, dim)
 
     def expand(self, x: Tensor, size: Sequence[Any], *_: Any) -> Tensor:
-        wanted = [x.shape[i] if d == -1 else d for i, d in enumerate(size)]
-        if len(wanted) == len(x.shape) and all(
-            not isinstance(w, int) or w == s for w, s in zip(wanted, x.shape)
-        ):
-            return x
-        raise UnsupportedOp("expand that broadcasts (npu ops broadcast their operands instead)")
+        """`x.expand(size)`: new leading dims of 1 by a reshape, then each dim of size 1
+        that grows to `n` as `n` copies concatenated along it (what the expand's consumer
+        reads; torch's view is materialised by the reshape or copy that follows it)."""
+        extra = len(size) - len(x.shape)
+        if extra < 0:
+            raise UnsupportedOp("expand to fewer dims than the tensor has")
+        if extra:
+            x = self.reshape(x, [1] * extra + list(x.shape))
+        for dim, (want, have) in enumerate(zip(size, x.shape)):
+            if not isinstance(want, int) or want == -1 or want == have:
+                if have == 1 and not isinstance(want, int):
+                    raise UnsupportedOp("expand of a dim of size 1 to a dynamic size")
+                continue
+            if have != 1:
+                raise UnsupportedOp(f"expand of dim {dim} from {have} to {want}")
+            x = ops.cat([x] * want, dim)
+        return x
 
 
 def import_exported_program(
@@ -729,6 +827,8 @@ def import_exported_program(
         and isinstance(getattr(spec.arg, "name", None), str)
         and isinstance(spec.target, str)
     }
+    if gears is None:
+        gears = _example_gears(ep)
     try:
         return import_fx_graph(
             ep.graph,
@@ -744,6 +844,31 @@ def import_exported_program(
         )
     except TorchairError as exc:
         raise DiagnosticError(exc.diagnostic) from None
+
+
+def _example_gears(ep: torch.export.ExportedProgram) -> dict[int, dict[int, list[int]]]:
+    """The gears `set_dim_gears` put on the tensors `ep` was exported with, keyed as
+    `import_fx_graph` takes them (by tensor placeholder): `torch.export` keeps a geared dim
+    only as a dynamic one, and its example inputs keep the tensors themselves."""
+    import torch
+    from torch.export.graph_signature import InputKind, TensorArgument
+
+    from npuir.frontends.torchair.inference import gears_of
+
+    if ep.example_inputs is None:
+        return {}
+    leaves = iter(torch.utils._pytree.tree_leaves(ep.example_inputs))
+    gears: dict[int, dict[int, list[int]]] = {}
+    tensors = 0
+    for spec in ep.graph_signature.input_specs:
+        leaf = next(leaves, None) if spec.kind is InputKind.USER_INPUT else None
+        if not isinstance(spec.arg, TensorArgument):
+            continue
+        found = gears_of(leaf) if isinstance(leaf, torch.Tensor) else None
+        if found:
+            gears[tensors] = found
+        tensors += 1
+    return gears
 
 
 def import_fx_graph(
@@ -926,23 +1051,59 @@ def import_pt2(
     the program torch loads (`exported_program`).  A refused archive, or a program the
     importer cannot read, raises a located `DiagnosticError`."""
     archive = path if isinstance(path, Pt2Archive) else read_pt2(path)
-    where = SourceLocation(f"{archive.path}/models/{archive.model}.json", 1, 0)
+    where = archive.locate()
     try:
         graph = graph_of(archive.program)
     except (Pt2GraphError, KeyError, TypeError, AttributeError, ValueError) as exc:
         reason = str(exc) if isinstance(exc, Pt2GraphError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, Pt2GraphError):
+            where = archive.locate(exc.needle)
         raise DiagnosticError(
-            Diagnostic.of("error", PT2_UNREADABLE_PROGRAM, where, reason=reason[:300])
+            Diagnostic.of("error", PT2_UNREADABLE_PROGRAM, where, reason=reason[:400])
         ) from None
+    state = _pt2_state(archive.program)
     try:
-        return _import_graph(
+        module = _import_graph(
             graph,
             range_constraints=graph.range_constraints,
             target=target,
             name="forward",
             strict=strict,
             diagnostics=diagnostics,
-            state=_pt2_state(archive.program),
+            state=state,
         )
     except TorchairError as exc:
-        raise DiagnosticError(exc.diagnostic) from None
+        diagnostic = exc.diagnostic
+        if diagnostic.location is None:
+            # A node without the model's line (an input, a node without a stack trace):
+            # located at its name in the program entry.
+            node = diagnostic.args.get("node")
+            needle = json.dumps(node) if isinstance(node, str) else None
+            diagnostic = dataclasses.replace(diagnostic, location=archive.locate(needle))
+        raise DiagnosticError(diagnostic) from None
+    if GEARS_ATTR.encode() in archive.sample_inputs:
+        warning = _gears_dropped(archive, graph, state)
+        if diagnostics is not None:
+            diagnostics.emitted.append(warning)
+        else:
+            pywarnings.warn(warning.render(), stacklevel=2)
+    return module
+
+
+def _gears_dropped(archive: Pt2Archive, graph: Pt2Graph, state: Mapping[str, str]) -> Diagnostic:
+    """The warning that the gears on an archive's sample inputs did not survive the export,
+    located at the sample-inputs entry."""
+    dims = [
+        f"{node.name} dim {d} ({size})"
+        for node in graph.nodes
+        if node.op == "placeholder" and node.name not in state and _is_tensor(node.meta["val"])
+        for d, size in enumerate(node.meta["val"].shape)
+        if not isinstance(size, int)
+    ]
+    root = archive.entry.removesuffix(f"models/{archive.model}.json")
+    if not archive.entry:
+        root = f"{archive.path}/"
+    where = SourceLocation(f"{root}data/sample_inputs/{archive.model}.pt", 1, 0)
+    return Diagnostic.of(
+        "warning", PT2_GEARS_DROPPED, where, dims=", ".join(dims) or "none left dynamic"
+    )

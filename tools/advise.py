@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from npuir.diagnostics import DiagnosticError, SourceManager, UsageError
+from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
 from npuir.driver.advise import GRANULARITIES, AdviseConfig, advise
 from npuir.tools.cli import (
     EXIT_INPUT,
@@ -17,10 +17,12 @@ from npuir.tools.cli import (
     add_common_arguments,
     exit_codes_epilog,
     print_json,
+    print_json_error,
     run_tool,
     shape_argument,
 )
 from npuir.tools.output import write_text
+from npuir.tools.run import USAGE
 
 EXIT_CODES = (
     (EXIT_OK, "ok: the advice is printed"),
@@ -116,15 +118,25 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         advice = advise(config, write=write_text)
     except UsageError as exc:
-        print(f"npuir-advise: error: {exc}", file=sys.stderr)
+        if args.json:
+            print_json_error(Diagnostic.of("error", USAGE, reason=str(exc)))
+        else:
+            print(f"npuir-advise: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except DiagnosticError as exc:
-        for diagnostic in (exc.diagnostic, *exc.notes):
-            print(diagnostic.render(sources), file=sys.stderr)
+        if args.json:
+            notes = [n for n in exc.notes if n.severity == "note"]
+            warnings = [n for n in exc.notes if n.severity != "note"]
+            print_json_error(exc.diagnostic, notes, warnings)
+        else:
+            for diagnostic in (exc.diagnostic, *exc.notes):
+                print(diagnostic.render(sources), file=sys.stderr)
         return EXIT_INPUT
     if args.json:
         print_json(advice.to_json())
     else:
+        for warning in advice.warnings:
+            print(warning.render(sources), file=sys.stderr)
         sys.stdout.write(advice.render())
     return EXIT_OK
 

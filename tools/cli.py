@@ -35,7 +35,7 @@ from typing import Any
 
 from npuir import __version__
 from npuir.deep_stack import on_deep_stack
-from npuir.diagnostics import printable_name
+from npuir.diagnostics import Diagnostic, diagnostic_json, printable_name
 from npuir.gc_pause import collector_paused
 
 __all__ = [
@@ -47,6 +47,8 @@ __all__ = [
     "EXIT_USAGE",
     "add_common_arguments",
     "exit_codes_epilog",
+    "print_json",
+    "print_json_error",
     "run_tool",
 ]
 
@@ -74,6 +76,19 @@ Schema of each tool's output at this version."""
 def print_json(obj: dict[str, Any]) -> None:
     """Print `obj` as a tool's `--json` answer: one JSON object, `"schema"` first."""
     print(json.dumps({"schema": JSON_SCHEMA, **obj}, indent=2))
+
+
+def print_json_error(
+    error: Diagnostic, notes: Sequence[Diagnostic] = (), warnings: Sequence[Diagnostic] = ()
+) -> None:
+    """Print a failure as a tool's `--json` answer: `{"error": {...}, "warnings": [...]}`,
+    the error's notes under it (docs/json-schema: every tool's error object)."""
+    print_json(
+        {
+            "error": {**diagnostic_json(error), "notes": [diagnostic_json(n) for n in notes]},
+            "warnings": [diagnostic_json(w) for w in warnings],
+        }
+    )
 
 
 def exit_codes_epilog(codes: Sequence[tuple[int, str]]) -> str:

@@ -142,7 +142,10 @@ def test_the_graph_reads_results_and_arguments_as_torch_would() -> None:
         (lambda g: g["tensor_values"]["x"].update(dtype=99), "scalar type 99"),
         (lambda g: g["nodes"].pop(1), "'relu' is used before a node makes it"),
         (lambda g: g["nodes"][1].update(inputs=[{"name": "x", "arg": 3, "kind": 1}]), "argument"),
-        (lambda g: g.update(inputs=[{"as_int": 3}]), "graph input"),
+        (
+            lambda g: g.update(inputs=[{"as_custom_obj": {"name": "obj", "class_fqn": "C"}}]),
+            "graph input 'obj' \\(input 1 of 1\\) is of kind 'as_custom_obj'",
+        ),
     ],
 )
 def test_a_program_the_importer_cannot_read_is_a_located_error(
