@@ -67,8 +67,8 @@ def _mlir_example(doc: str) -> str | None:
 
 def passes_reference() -> str:
     """The reference of npuir's passes, their options and the named pipelines."""
-    from npuir.passmanager.options import options_of
-    from npuir.registry import PassRegistry
+    from npuir.passes import options_of
+    from npuir.passmanager.registry import PassRegistry
     from npuir.transforms.pipelines import PIPELINE_SUMMARIES
 
     registry = PassRegistry()

@@ -254,7 +254,7 @@ def test_the_generated_references_are_current() -> None:
 
 
 def test_the_pass_reference_names_every_pass_and_option() -> None:
-    from npuir.passmanager.options import options_of
+    from npuir.passes import options_of
     from npuir.transforms import PASSES
 
     text = (ROOT / "docs" / "passes.md").read_text(encoding="utf-8")
@@ -282,7 +282,7 @@ def test_the_ir_reference_names_every_op() -> None:
 
 TOP = (
     "npuir|dialects|analysis|backends|schedule|transforms|passmanager|frontends|torchair|"
-    "facade|driver|tools|test|bench|dev|docs|examples"
+    "driver|tools|test|bench|dev|docs|examples"
 )
 EXTENSIONS = "py|md|mlir|toml|json|txt|pbtxt|lark|cfg|csv"
 CITED = re.compile(rf"(?<![\w./-])((?:{TOP})/[\w./-]*?\.(?:{EXTENSIONS}))(?![\w/-])")
