@@ -1,9 +1,10 @@
-"""Shared pytest set-up: make the helpers in test/unit importable."""
+"""Shared pytest set-up: make the helpers in test/unit importable; the tiers' markers."""
 
 import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -17,3 +18,13 @@ os.environ.setdefault("NPUIR_VERIFY_EACH", "1")
 settings.register_profile("ci", derandomize=True, print_blob=True, database=None)
 settings.register_profile("random", derandomize=False, print_blob=True)
 settings.load_profile("ci")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """An exact-optimum comparison and a torch test are slow-tier tests (`make check`
+    runs `-m "not slow"`): the first runs a search, the second pays torch's import
+    and dynamo's compile."""
+    for item in items:
+        if item.get_closest_marker("oracle") or item.get_closest_marker("torch"):
+            item.add_marker(pytest.mark.slow)
