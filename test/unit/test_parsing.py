@@ -137,6 +137,7 @@ def test_a_branch_to_a_block_the_region_lacks_is_located() -> None:
 # Deep nesting
 
 
+@pytest.mark.slow
 def test_a_thousand_nested_scopes_parse_verify_walk_and_print() -> None:
     module = parse_text(make_context(), nested_switches(1000), "deep.mlir")
     assert on_deep_stack(lambda: sum(1 for _ in module.walk())) == 1 + 2 * 1000 + 3

@@ -86,6 +86,7 @@ def malicious(marker: Path) -> dict[str, dict[str, bytes]]:
 CASES = sorted(malicious(Path("x")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_a_malicious_archive_runs_nothing_and_is_refused(tmp_path: Path, case: str) -> None:
     marker = tmp_path / "MARKER"
