@@ -28,3 +28,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("oracle") or item.get_closest_marker("torch"):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """Say which random order ran (pytest-randomly's header line is hidden by -q), so that
+    a failure that depends on the order can be repeated."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if seed is not None:
+        terminalreporter.write_line(f"test order: --randomly-seed={seed} repeats it")
