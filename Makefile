@@ -4,10 +4,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+ALL_STAMP := $(VENV)/.installed-test-all
+# The CPU build: a bare `torch` pulls CUDA wheels (gigabytes) the tests never use.  The
+# package index configured for pip serves it; the `torch` extra is a range that keeps it.
+TORCH := torch==2.13.0+cpu
 EXAMPLE := docs/example-pass
 EXAMPLE_STAMP := $(VENV)/.installed-example-pass
 
-.PHONY: run test lint unit lit example-pass install clean
+.PHONY: run test check lint unit unit-fast lit example-pass install install-all clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +22,16 @@ $(STAMP): pyproject.toml npuir/__init__.py | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
+# Every optional dependency a test needs (torch, transformers, matplotlib), and
+# pytest-xdist and pytest-randomly: the whole suite runs on both cores in a random order.
+$(ALL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet '$(TORCH)'
+	$(BIN)/python -m pip install --quiet -e '.[test-all]'
+	touch $@
+
 install: $(STAMP)
+
+install-all: $(ALL_STAMP)
 
 ## The main job: the seed model through the standard pipeline, then as written, on one
 ## stream and with auto side by side, with the reasons and the recommended annotation.
@@ -29,16 +42,24 @@ run: $(STAMP)
 ## Every test: lint, types, the import contracts, pytest, lit, the guide's example pass.
 test: lint unit lit example-pass
 
+## The fast tier, for the edit loop: pytest without the slow tier, then lit.
+check: unit-fast lit
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python dev/lint_imports.py
 
-unit: $(STAMP)
-	$(BIN)/python -m pytest
+# -rs lists every skip with its reason: none may be a missing package.  pytest-randomly
+# shuffles the order and prints its seed (`--randomly-seed=N` repeats an order).
+unit: $(ALL_STAMP)
+	$(BIN)/python -m pytest -n 2 -rs
 
-lit: $(STAMP)
+unit-fast: $(ALL_STAMP)
+	$(BIN)/python -m pytest -n 2 -rs -m 'not slow'
+
+lit: $(ALL_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -sv test
 
 ## docs/writing-a-pass.md's example package, installed as a user would (its

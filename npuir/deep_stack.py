@@ -46,6 +46,7 @@ RECURSION_LIMIT = 400_000
 
 _state = threading.local()
 _limit_lock = threading.Lock()
+_start_lock = threading.Lock()
 _active = 0
 _saved_limit = 0
 
@@ -67,12 +68,16 @@ def on_deep_stack(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
 
     _raise_limit()
     try:
-        previous = threading.stack_size(STACK_BYTES)
-        try:
-            thread = threading.Thread(target=work, name="npuir-deep-stack", daemon=True)
-        finally:
-            threading.stack_size(previous)
-        thread.start()
+        thread = threading.Thread(target=work, name="npuir-deep-stack", daemon=True)
+        # The stack size is read when the thread starts, not when it is built, and it is
+        # process-wide: hold it (under a lock, so that two callers do not restore each
+        # other's setting) until the thread is running on its stack.
+        with _start_lock:
+            previous = threading.stack_size(STACK_BYTES)
+            try:
+                thread.start()
+            finally:
+                threading.stack_size(previous)
         thread.join()
     finally:
         _restore_limit()

@@ -1,9 +1,10 @@
-"""Shared pytest set-up: make the helpers in test/unit importable."""
+"""Shared pytest set-up: make the helpers in test/unit importable; the tiers' markers."""
 
 import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -22,16 +23,21 @@ settings.register_profile("random", derandomize=False, print_blob=True)
 settings.load_profile("ci")
 
 
-def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
-    """Run the torch.compile tests last.
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """An exact-optimum comparison and a torch test are slow-tier tests (`make check`
+    runs `-m "not slow"`): the first runs a search, the second pays torch's import
+    and dynamo's compile."""
+    for item in items:
+        if item.get_closest_marker("oracle") or item.get_closest_marker("torch"):
+            item.add_marker(pytest.mark.slow)
 
-    Observed with torch 2.13: after some of them (a dynamo graph break under
-    fullgraph=True; set_dim_gears and located errors in the same run), the
-    deep-nesting parser test (`test_parsing.py::test_nesting_past_the_bound_*`,
-    5000 levels on npuir's deep-stack thread, error path) dies with SIGSEGV in the
-    same process.  Each test passes alone; the cause is not found (the recursion
-    limits and dynamo's frame callback are back to normal, and plain deep recursion
-    still works).  Running the compile tests after every other test avoids it.
-    """
-    late = [i for i in items if "test_torch_compile" in str(getattr(i, "fspath", ""))]
-    items[:] = [i for i in items if i not in late] + late
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """Say which random order ran (pytest-randomly's header line is hidden by -q), so that
+    a failure that depends on the order can be repeated."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if seed is not None:
+        terminalreporter.write_line(f"test order: --randomly-seed={seed} repeats it")

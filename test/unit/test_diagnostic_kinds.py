@@ -126,6 +126,7 @@ def test_every_kind_is_declared_at_module_level() -> None:
     assert set(kinds()) - test_kinds <= declared
 
 
+@pytest.mark.slow
 def test_every_message_on_the_lit_inputs_is_its_arguments_rendered() -> None:
     """A structured kind's diagnostic carries the facts its message says: rendering the
     kind's template from the diagnostic's arguments gives the message back (after the

@@ -258,6 +258,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_a_hostile_input_ends_in_a_message_or_a_result_within_1_gb(
     tmp_path: Path, case: Case

@@ -97,6 +97,7 @@ def _usage_error(proc: subprocess.CompletedProcess[str], tool: str, message: str
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_load_pass_by_module_name_runs_it_by_name(tmp_path: Path) -> None:
     _plugin(tmp_path, "hello_plugin", "test-hello")
     (tmp_path / "in.mlir").write_text(GOOD)
@@ -109,6 +110,7 @@ def test_load_pass_by_module_name_runs_it_by_name(tmp_path: Path) -> None:
     assert "func.func @f" in proc.stdout
 
 
+@pytest.mark.slow
 def test_load_passes_from_python_makes_build_pipeline_know_the_name(tmp_path: Path) -> None:
     """`npuir.load_passes(module)` is `--load-pass` from Python (fresh process: it fills the
     default registry)."""
@@ -123,6 +125,7 @@ def test_load_passes_from_python_makes_build_pipeline_know_the_name(tmp_path: Pa
     assert proc.stdout.split("\n")[:2] == ["['test-hello-api']", "['test-hello-api']"]
 
 
+@pytest.mark.slow
 def test_load_pass_by_file_path_and_list_passes(tmp_path: Path) -> None:
     path = _plugin(tmp_path, "hello_file", "test-hello")
     proc = _tool("opt", "--load-pass", path, "--list-passes")
@@ -133,6 +136,7 @@ def test_load_pass_by_file_path_and_list_passes(tmp_path: Path) -> None:
     assert lines[at + 1 : at + 3] == ["    greeting: string = hello", "      what to say"]
 
 
+@pytest.mark.slow
 def test_load_pass_is_repeatable(tmp_path: Path) -> None:
     _plugin(tmp_path, "hello_one", "test-hello-one")
     _plugin(tmp_path, "hello_two", "test-hello-two")
@@ -145,6 +149,7 @@ def test_load_pass_is_repeatable(tmp_path: Path) -> None:
     assert "remark: hello @f" in proc.stderr and "remark: bye @f" in proc.stderr
 
 
+@pytest.mark.slow
 def test_npuir_run_loads_passes_for_its_pipeline(tmp_path: Path) -> None:
     _plugin(tmp_path, "hello_run", "test-hello")
     (tmp_path / "in.mlir").write_text(GOOD)
@@ -156,6 +161,7 @@ def test_npuir_run_loads_passes_for_its_pipeline(tmp_path: Path) -> None:
     assert "remark: hello @f" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", ["opt", "run"])
 def test_a_module_that_cannot_be_imported_is_a_usage_error(tmp_path: Path, tool: str) -> None:
     (tmp_path / "in.mlir").write_text(GOOD)
@@ -174,6 +180,7 @@ def test_a_module_that_cannot_be_imported_is_a_usage_error(tmp_path: Path, tool:
     _usage_error(nofile, tool, f"--load-pass '{tmp_path / 'absent.py'}': no such file")
 
 
+@pytest.mark.slow
 def test_a_pass_named_like_a_builtin_is_a_usage_error(tmp_path: Path) -> None:
     _plugin(tmp_path, "clash_plugin", "sync-verify")
     proc = _tool("opt", "--load-pass", "clash_plugin", "--list-passes", path=tmp_path)
@@ -185,6 +192,7 @@ def test_a_pass_named_like_a_builtin_is_a_usage_error(tmp_path: Path) -> None:
     _usage_error(proc, "opt", "defines pass 'npu-default', a name npuir already uses")
 
 
+@pytest.mark.slow
 def test_the_same_name_from_two_modules_is_a_usage_error(tmp_path: Path) -> None:
     _plugin(tmp_path, "first_plugin", "test-hello")
     _plugin(tmp_path, "second_plugin", "test-hello")
@@ -199,6 +207,7 @@ def test_the_same_name_from_two_modules_is_a_usage_error(tmp_path: Path) -> None
     )
 
 
+@pytest.mark.slow
 def test_a_module_without_passes_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "empty_plugin.py").write_text(
         "from npuir.transforms.sync_verify import SyncVerifyPass\n"
@@ -214,6 +223,7 @@ def test_a_module_without_passes_is_a_usage_error(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_installed_package_pass_is_usable_by_name(tmp_path: Path) -> None:
     _plugin(tmp_path, "hello_pkg", "test-hello")
     _dist(tmp_path, "hello-dist", {"test-hello": "hello_pkg:HelloPass"})
@@ -225,6 +235,7 @@ def test_an_installed_package_pass_is_usable_by_name(tmp_path: Path) -> None:
     assert "Say hello to every function. [from hello-dist]" in listing.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
@@ -244,6 +255,7 @@ def test_a_bad_entry_point_is_a_usage_error(tmp_path: Path, entry: str, message:
     _usage_error(proc, "opt", message)
 
 
+@pytest.mark.slow
 def test_an_entry_point_named_like_a_builtin_is_a_usage_error(tmp_path: Path) -> None:
     _plugin(tmp_path, "hello_pkg", "sync-verify")
     _dist(tmp_path, "shadow-dist", {"sync-verify": "hello_pkg:HelloPass"})
@@ -256,6 +268,7 @@ def test_an_entry_point_named_like_a_builtin_is_a_usage_error(tmp_path: Path) ->
     )
 
 
+@pytest.mark.slow
 def test_builtin_passes_do_not_read_the_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
     def unreadable(group: str) -> list[object]:
         raise AssertionError(f"entry points of {group} read")
@@ -267,6 +280,7 @@ def test_builtin_passes_do_not_read_the_entry_points(monkeypatch: pytest.MonkeyP
         build_pipeline("test-not-builtin", PassRegistry())
 
 
+@pytest.mark.slow
 def test_load_module_in_a_registry_of_ones_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,6 +8,9 @@ Each must parse, verify, print (custom and generic) and read back equal at
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from xdsl.dialects.builtin import BytesAttr, FileLineColLoc, StringAttr
 from xdsl.dialects.func import FuncOp
@@ -134,6 +137,7 @@ def test_a_branch_to_a_block_the_region_lacks_is_located() -> None:
 # Deep nesting
 
 
+@pytest.mark.slow
 def test_a_thousand_nested_scopes_parse_verify_walk_and_print() -> None:
     module = parse_text(make_context(), nested_switches(1000), "deep.mlir")
     assert on_deep_stack(lambda: sum(1 for _ in module.walk())) == 1 + 2 * 1000 + 3
@@ -171,6 +175,29 @@ def test_regions_count_towards_the_bound(monkeypatch: pytest.MonkeyPatch) -> Non
     loc = err.diagnostic.location
     # The func body is the first region: the 40th scope's '{' opens the 41st.
     assert loc is not None and loc.line == 41
+
+
+_DESCEND = """
+import sys
+from npuir.deep_stack import on_deep_stack
+
+def descend(n):
+    # Each level passes through C (map), so it costs C stack, as a call through an
+    # xDSL constructor or generator does, or any Python call once a frame-evaluation
+    # hook (dynamo's, after a graph break) is installed.
+    return 0 if n == 0 else 1 + sum(map(descend, [n - 1]))
+
+print(on_deep_stack(descend, int(sys.argv[1])))
+"""
+
+
+def test_work_on_the_deep_stack_has_the_stack_it_reserves() -> None:
+    # 20,000 levels through C overflow a default 8 MiB thread stack (a SIGSEGV, hence a
+    # child process), and use a fraction of the deep stack.
+    done = subprocess.run(
+        [sys.executable, "-c", _DESCEND, "20000"], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "20000"), done.stderr
 
 
 def test_work_raised_on_the_deep_stack_reaches_the_caller() -> None:

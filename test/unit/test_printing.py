@@ -34,6 +34,7 @@ def _reference(module: object, generic: bool, debuginfo: bool) -> str:
     return out.getvalue()
 
 
+@pytest.mark.slow
 def test_printing_is_byte_identical_to_xdsl() -> None:
     differ: list[str] = []
     printed = 0

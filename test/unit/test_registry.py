@@ -155,6 +155,7 @@ def test_multiverse_sees_npuir_dialects_and_passes() -> None:
         assert multiverse.all_passes[key]() is _pass(key)
 
 
+@pytest.mark.slow
 def test_stock_xdsl_opt_parses_the_seed_like_npuir_opt() -> None:
     stock = subprocess.run(
         [str(BIN / "xdsl-opt"), str(SEED)], capture_output=True, text=True, check=False

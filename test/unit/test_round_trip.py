@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import (
@@ -130,6 +131,7 @@ def modules(draw: st.DrawFn) -> ModuleOp:
     return module
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(modules(), st.booleans())
 def test_printed_modules_parse_back_equal(module: ModuleOp, generic: bool) -> None:

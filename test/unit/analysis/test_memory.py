@@ -99,6 +99,7 @@ def test_conflicts_bound_and_plans_match_brute_force(seed: int) -> None:
     assert plan_program(prog, hb).peak == best.peak
 
 
+@pytest.mark.slow
 def test_mutated_plans_are_refused_exactly_when_unsafe() -> None:
     tally = mem_mutations.run(160, seed=7, ops=16)
     assert tally.unsafe > 40  # the mutations do damage

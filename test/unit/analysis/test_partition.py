@@ -283,6 +283,7 @@ def test_transitive_reduction_of_a_small_dag() -> None:
     assert transitive_reduction(prog, keep)[:5] == [[2, 3], [], [4], [4], []]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**31), num_ops=st.integers(1, 40))
 def test_transitive_reduction_matches_brute_force(seed: int, num_ops: int) -> None:
@@ -336,6 +337,7 @@ def _dense_cover_size(prog: Program, keep: list[bool]) -> int:
     return len(nodes) - _kuhn(len(nodes), [[index[v] for v in reduced[n]] for n in nodes])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**31),

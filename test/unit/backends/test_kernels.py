@@ -167,6 +167,7 @@ def test_low_precision_matmul_sums_in_four_partial_sums_then_in_order() -> None:
     assert out[0, 0] == np.float32(2**24 + 6)
 
 
+@pytest.mark.torch
 def test_low_precision_matmul_is_eager_torch_on_cpu_bit_for_bit() -> None:
     torch = pytest.importorskip("torch")
     gen = torch.Generator().manual_seed(0)

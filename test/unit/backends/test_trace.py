@@ -168,6 +168,7 @@ def test_plot_timeline_without_matplotlib(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert out.getvalue() == b""
 
 
+@pytest.mark.slow
 def test_plot_timeline_writes_a_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     result, progs = run(ranks=2)

@@ -37,6 +37,7 @@ def _faults(report: check_modes.Report) -> str:
     )
 
 
+@pytest.mark.slow
 def test_generated_programs_give_the_same_answer_in_every_mode() -> None:
     report = check_modes.run(0, seeds=[*range(6), *REGRESSIONS], advise_every=5)
     assert report.programs == 6 + len(REGRESSIONS)
@@ -44,6 +45,7 @@ def test_generated_programs_give_the_same_answer_in_every_mode() -> None:
     assert report.faults == 0, _faults(report)
 
 
+@pytest.mark.slow
 def test_the_harness_finds_collectives_taken_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
     import npuir.analysis.partition as partition
     import npuir.schedule.auto as auto
@@ -59,6 +61,7 @@ def test_the_harness_finds_collectives_taken_out_of_order(monkeypatch: pytest.Mo
     assert report.outcomes["deadlock"] + report.outcomes["wrong"] + report.outcomes["rejected"] > 0
 
 
+@pytest.mark.slow
 def test_no_mode_deadlocks_a_program_with_a_hold_and_wait_hazard() -> None:
     report = check_modes.run(0, seeds=HOLD_AND_WAIT, max_ops=10)
     assert report.programs == len(HOLD_AND_WAIT)
@@ -66,6 +69,7 @@ def test_no_mode_deadlocks_a_program_with_a_hold_and_wait_hazard() -> None:
     assert report.faults == 0, _faults(report)
 
 
+@pytest.mark.slow
 def test_the_harness_counts_a_deadlock_the_written_program_risked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

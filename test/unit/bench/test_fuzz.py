@@ -28,6 +28,7 @@ def describe(report: fuzz.Report) -> str:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("tool", "cases"), [("opt", 250), ("run", 50)])
 def test_mutated_inputs_end_in_success_or_a_located_error(tool: str, cases: int) -> None:
     report = fuzz.fuzz(cases, tool, seed=0, timeout_s=20.0)

@@ -45,16 +45,19 @@ def _recorded(monkeypatch: pytest.MonkeyPatch, method: str) -> list[Any]:
     return got
 
 
+@pytest.mark.slow
 def test_repository_inputs_read_the_same() -> None:
     found = list(parse_diff.differences(parse_diff.repo_inputs()))
     assert not found, _report(found)
 
 
+@pytest.mark.slow
 def test_benchmark_programs_read_the_same() -> None:
     found = list(parse_diff.differences(parse_diff.program_inputs(200)))
     assert not found, _report(found)
 
 
+@pytest.mark.slow
 def test_nested_scopes_read_the_same() -> None:
     found = list(parse_diff.differences(parse_diff.nested_inputs()))
     assert not found, _report(found)
@@ -70,6 +73,7 @@ def test_scope_edits_read_the_same() -> None:
     assert {"ok", "error"} <= kinds
 
 
+@pytest.mark.slow
 def test_fuzzed_inputs_read_the_same() -> None:
     found = list(parse_diff.differences(parse_diff.fuzz_inputs(100, seed=7)))
     assert not found, _report(found)

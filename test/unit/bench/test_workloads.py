@@ -89,6 +89,7 @@ def test_quick_workload_checks_numerically(name: str, tmp_path: Path) -> None:
     assert outcome.report["ranks"] == 8 and outcome.report["mirrored_peers"] is None
 
 
+@pytest.mark.slow
 def test_schedule_quick_json() -> None:
     proc = subprocess.run(
         [

@@ -89,6 +89,7 @@ def test_stock_passes_keep_every_example(path: Path) -> None:
     assert _check_stock_passes_keep_meaning(path) == cases
 
 
+@pytest.mark.slow
 def test_stock_passes_keep_every_lit_input() -> None:
     lowered = sum(_check_stock_passes_keep_meaning(p) for p in LIT_INPUTS)
     # Most lit cases are error tests; the rest must still be a real sample.

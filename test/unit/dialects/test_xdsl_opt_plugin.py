@@ -95,6 +95,7 @@ def run_xdsl_opt(text: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_valid_module_passes_through_xdsl_opt() -> None:
     # Also shows the plugin is loaded: without it, `stream.decl` is unknown.
     proc = run_xdsl_opt(VALID)
@@ -103,6 +104,7 @@ def test_valid_module_passes_through_xdsl_opt() -> None:
     assert "%a = npu.relu %y {stream.on = @s0}" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_xdsl_opt_rejects(case: str) -> None:
     text, message = BAD[case]

@@ -28,6 +28,7 @@ ROWS = {
 }
 
 
+@pytest.mark.slow
 def test_seed_advice_names_the_with_lines_and_reproduces(tmp_path: Path) -> None:
     out = tmp_path / "advised.mlir"
     advice = advise(AdviseConfig(path=SEED, emit_mlir=str(out)))
@@ -151,6 +152,7 @@ def test_a_ge_dump_is_advised_by_op_name() -> None:
     assert advice.advised_ns == mlir.advised_ns
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", ["npuir-import", "npuir-opt", "npuir-run", "npuir-advise"])
 def test_every_tool_reads_an_archive_by_content_without_torch(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], tool: str
@@ -195,6 +197,7 @@ def test_opt_prints_locations_that_read_back(
     assert lines == [8, 11, 14, 17]  # the original file's lines, not the printed file's
 
 
+@pytest.mark.slow
 def test_hazards_are_counted_by_kind_not_by_wording(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rewording the hold-and-wait warning must not change what advise counts."""
     from npuir.transforms import coreset_check
@@ -268,6 +271,7 @@ def _build(script: Path, out: Path) -> None:
         sys.argv = saved
 
 
+@pytest.mark.slow
 def test_a_builder_scripts_edits_apply_and_reproduce(tmp_path: Path) -> None:
     from npuir.driver.advise import apply_edits
 
@@ -359,6 +363,7 @@ module attributes {npu.target = "910b2"} {
 """
 
 
+@pytest.mark.slow
 def test_auto_core_limits_are_phrased_as_limit_core_num(tmp_path: Path) -> None:
     # An aiv all_reduce holds the vector cores it asks for while a vector chain waits:
     # auto (limits=true) limits it and the chain's stream so that they fit together, and

@@ -15,6 +15,7 @@ from npuir.driver.run import RunConfig, run_program
 EXAMPLES = Path(__file__).parents[3] / "examples"
 
 
+@pytest.mark.slow
 def test_every_variant_has_its_planned_peak_and_the_front_trades_time_for_memory() -> None:
     """Each row's peak is what `npuir-run` plans for the same pipeline; the Pareto points
     get strictly smaller as they get slower, the smallest is no larger than one stream's
@@ -48,6 +49,7 @@ def test_a_geared_program_has_no_single_front() -> None:
     assert all(v.peak_bytes is not None for v in advice.variants)
 
 
+@pytest.mark.slow
 def test_auto_row_and_front_search_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Auto's row, `--granularity op`'s advice and the memory front start from the same
     search of the same program: it runs once (`shared_searches`), and the front is the one

@@ -11,6 +11,7 @@ from types import ModuleType
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 from npuir.api import print_ir  # noqa: E402
 from npuir.driver.advise import AdviseConfig, advise, apply_edits  # noqa: E402

@@ -36,6 +36,7 @@ def _lowered_text(name: str, pipeline: str = "npu-default") -> tuple[str, npuir.
     return npuir.print_ir(module), module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "extra"),
     [
@@ -71,6 +72,7 @@ def test_bounds_are_ordered_and_the_plan_checks(name: str, extra: dict[str, obje
     assert max(e["args"]["bytes"] for e in counters) == max(r["timeline_peak_bytes"] for r in ranks)
 
 
+@pytest.mark.slow
 def test_an_unsafe_plan_corrupts_an_output_that_check_catches() -> None:
     _, module = _lowered_text("multi_branch.mlir")
     rng = random.Random(3)
@@ -91,6 +93,7 @@ def test_an_unsafe_plan_corrupts_an_output_that_check_catches() -> None:
     assert caught == tried
 
 
+@pytest.mark.slow
 def test_check_memory_needs_a_plan() -> None:
     text, _ = _lowered_text(
         "multi_branch.mlir",
@@ -101,6 +104,7 @@ def test_check_memory_needs_a_plan() -> None:
     assert info.value.diagnostic.kind == "run.no-memory-plan"
 
 
+@pytest.mark.slow
 def test_mem_budget_picks_a_schedule_that_fits_or_names_the_peak() -> None:
     path = str(EXAMPLES / "multi_branch.mlir")
     free = run_program(RunConfig(path=path, timing_only=True, mem_budget="hbm"))
@@ -147,6 +151,7 @@ def test_a_bad_budget_is_a_usage_error(spec: str) -> None:
         npuir.build_pipeline(spec)
 
 
+@pytest.mark.slow
 def test_favor_min_peak_memory_keeps_a_smaller_plan_and_needs_a_budget() -> None:
     """`--favor min-peak-memory` keeps a plan no larger than the default's (which is no
     slower); `--favor` alone is a usage error."""

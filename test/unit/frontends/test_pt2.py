@@ -86,6 +86,7 @@ def malicious(marker: Path) -> dict[str, dict[str, bytes]]:
 CASES = sorted(malicious(Path("x")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_a_malicious_archive_runs_nothing_and_is_refused(tmp_path: Path, case: str) -> None:
     marker = tmp_path / "MARKER"
@@ -192,6 +193,7 @@ def _real_archive(path: Path) -> Path:
     return path
 
 
+@pytest.mark.torch
 def test_a_real_archive_reads_its_weights_as_numpy(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     archive = _real_archive(tmp_path / "m.pt2")
@@ -219,6 +221,7 @@ def _plant(real: Path, out: Path, entries: dict[str, bytes]) -> Path:
     return out
 
 
+@pytest.mark.torch
 def test_torch_export_load_would_run_the_payload(tmp_path: Path) -> None:
     """The control: the planted weight pickle runs under torch.export.load (torch 2.13),
     and the same archive is refused by npuir with no marker."""
@@ -251,6 +254,7 @@ def test_torch_export_load_would_run_the_payload(tmp_path: Path) -> None:
     assert marker.exists(), "the planted payload is not live: this test would prove nothing"
 
 
+@pytest.mark.torch
 def test_an_expression_payload_would_run_under_torch(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     real = _real_archive(tmp_path / "m.pt2")

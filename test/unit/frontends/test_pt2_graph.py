@@ -202,6 +202,7 @@ def test_mutated_programs_give_a_located_error_or_a_module(tmp_path: Path) -> No
             assert exc.diagnostic.location is not None, (case, exc.diagnostic.message)
 
 
+@pytest.mark.torch
 def test_a_real_archive_gives_the_module_torch_gives(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     from npuir.frontends import torch_scope

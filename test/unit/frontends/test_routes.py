@@ -132,7 +132,10 @@ def reference() -> tuple[Any, ...]:
     return _dependences(_load(path)), _lowered(_load(path)), outcome.report["makespan_ns"]
 
 
-@pytest.mark.parametrize("route", sorted(ROUTES))
+@pytest.mark.parametrize(
+    "route",
+    [pytest.param(r, marks=pytest.mark.torch) if r == "torch" else r for r in sorted(ROUTES)],
+)
 def test_every_route_gives_the_seed_the_same_meaning(
     route: str, tmp_path: Path, reference: tuple[Any, ...]
 ) -> None:

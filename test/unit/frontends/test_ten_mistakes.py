@@ -220,7 +220,13 @@ def _expressible(route: str, mistake: str) -> bool:
 CASES = [(r, m) for r in ROUTES for m in MISTAKES if _expressible(r, m)]
 
 
-@pytest.mark.parametrize(("route", "mistake"), CASES, ids=[f"{r}:{m}" for r, m in CASES])
+@pytest.mark.parametrize(
+    ("route", "mistake"),
+    [
+        pytest.param(r, m, id=f"{r}:{m}", marks=[pytest.mark.torch] if r == "torch" else [])
+        for r, m in CASES
+    ],
+)
 def test_every_route_refuses_the_mistake_with_one_kind_at_the_users_line(
     route: str, mistake: str
 ) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 import numpy as np  # noqa: E402
 from xdsl.dialects.builtin import ModuleOp  # noqa: E402

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402

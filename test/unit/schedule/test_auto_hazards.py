@@ -67,6 +67,7 @@ def test_a_judge_that_refuses_hazards_judges_them_infeasible(
     assert Judge(prog, HW, None, refuse_hazards=True)("apart", apart).makespan < INFEASIBLE
 
 
+@pytest.mark.slow
 def test_auto_returns_a_schedule_the_pass_keeps_on_the_aiv_moe_layer() -> None:
     """The MoE decode layer with aiv all_to_alls: auto's schedule, with the limits it
     chose, has no hazard (so `stream-partition` keeps it), and it is faster than the

@@ -92,6 +92,7 @@ def _makespans(text: str, max_streams: int) -> tuple[float, list[int]]:
     return _bound(text, HW).ns, _spans(text, HW, MODES, max_streams)
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**31), ops=st.integers(2, 30), cap=st.integers(1, 8))
 def test_the_bound_never_exceeds_a_simulated_makespan_of_cube_vector_comm_graphs(
@@ -102,6 +103,7 @@ def test_the_bound_never_exceeds_a_simulated_makespan_of_cube_vector_comm_graphs
     assert bound <= min(spans), (bound, spans)
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**31), ops=st.integers(1, 25))
 def test_the_bound_never_exceeds_a_simulated_makespan_of_vector_graphs(seed: int, ops: int) -> None:
@@ -182,6 +184,7 @@ def _mixed_graph(seed: int, ops: int, aiv: int = 1) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31), ops=st.integers(2, 12), slow=st.booleans())
 def test_the_bound_never_exceeds_a_simulated_makespan_of_any_mode_on_mixed_graphs(
@@ -196,6 +199,7 @@ def test_the_bound_never_exceeds_a_simulated_makespan_of_any_mode_on_mixed_graph
     assert bound.ns <= min(spans), (bound, spans)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31), ops=st.integers(2, 12), slow=st.booleans())
 def test_the_bound_never_exceeds_a_simulated_makespan_with_aiv_collectives_and_limits(
@@ -211,6 +215,7 @@ def test_the_bound_never_exceeds_a_simulated_makespan_with_aiv_collectives_and_l
     assert bound.ns <= min(spans), (bound, spans)
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31), ops=st.integers(2, 16))
 def test_the_bound_never_exceeds_a_simulated_makespan_of_aiv_collective_graphs(
@@ -453,6 +458,7 @@ def test_a_full_core_sync_op_may_run_faster_than_alone_on_its_parallelism() -> N
     assert bound.ns <= span
 
 
+@pytest.mark.slow
 def test_the_moldable_term_mixes_paths_that_all_need_many_cores() -> None:
     """Three chains of two outer products (holding their cores) on a `tiny` with 4 cube cores and a 2 us launch.
     Each op runs on 1 core in d1 or on 2 in d2 (its HBM share is its cores over 4).  Any one
@@ -676,6 +682,7 @@ def _limited(scope: str, body: str, ty: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_a_written_limit_fixes_the_cores_an_aiv_collective_holds() -> None:
     """An aiv all_reduce in a `coreset.limit vector 24` scope holds 24 vector cores for its
     whole run in every mode (the scope is kept), so the vector core time counts 24 times
@@ -808,6 +815,7 @@ def _serial_graph(seed: int, ops: int) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.oracle
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31), ops=st.integers(2, 5))
 def test_the_bound_never_exceeds_the_exact_optimum_of_serial_engine_graphs(
@@ -823,6 +831,7 @@ def test_the_bound_never_exceeds_the_exact_optimum_of_serial_engine_graphs(
     assert bound.ns <= optimum, (bound, optimum)
 
 
+@pytest.mark.oracle
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31), ops=st.integers(2, 5), slow=st.booleans())
 def test_the_bound_never_exceeds_the_exact_optimum_of_mixed_graphs(
@@ -939,6 +948,7 @@ def _wide_narrow_graph(seed: int, ops: int) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.oracle
 @settings(max_examples=16, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31), ops=st.integers(2, 6), slow=st.booleans())
 def test_the_bound_never_exceeds_the_exact_optimum_of_wide_and_narrow_graphs(
@@ -1057,6 +1067,7 @@ def _sweep_graph(family: str, seed: int) -> str:
     return random_dag(seed, DagConfig(ops=ops, rows=256, cols=512, comm_rate=0.3, comm_mode="aiv"))
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("family", ["serial", "mixed", "wide", "dag"])
 def test_the_stream_structures_never_exceed_the_exact_optimum(family: str) -> None:
     """Bound 13 against the exact optimum over every stream assignment and issue order,
@@ -1158,6 +1169,7 @@ def _random_plan(rng: random.Random, prog: Program) -> Assignment:
     return Assignment(streams, stream_of, order)
 
 
+@pytest.mark.oracle
 @settings(max_examples=20, deadline=None, derandomize=True)
 @given(
     seed=st.integers(0, 2**31),
@@ -1186,6 +1198,7 @@ def test_the_chain_term_never_exceeds_a_simulated_makespan_or_the_optimum(
             assert bound <= exact_schedule(prog, hw).makespan
 
 
+@pytest.mark.slow
 def test_a_core_that_runs_a_narrow_block_runs_a_block_of_every_spread_op(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -1217,6 +1230,7 @@ def test_a_core_that_runs_a_narrow_block_runs_a_block_of_every_spread_op(
     assert bound.ns <= min(_spans(text, HW, (*ALL_MODES, "auto:nolimits")))
 
 
+@pytest.mark.slow
 def test_a_long_op_keeps_the_multi_branch_chain_of_matmuls_from_overlapping_it() -> None:
     """`multi_branch`: four square matmuls with a gelu between each two, beside an MLP's
     matmuls whose blocks are three and two times as long.  Bound 14 is its bound, above

@@ -89,6 +89,7 @@ def _lowered_makespan(text: str, mode: str) -> int:
     return result.makespan_ns
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_auto_judges_the_makespan_its_lowered_program_has(seed: int) -> None:
     text = random_dag(seed, DagConfig(ops=24, rows=256, cols=512))

@@ -175,6 +175,7 @@ def test_a_user_limit_that_breaks_the_pair_rule_refuses_the_plan() -> None:
     assert fitting.limits(prog, stream_of) is not None  # 6 + 40 <= 48
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**31), ops=st.integers(2, 10), sync=st.sampled_from([0.0, 0.3]))
 def test_limits_are_never_slower_and_keep_the_rules(seed: int, ops: int, sync: float) -> None:
@@ -197,6 +198,7 @@ def test_limits_are_never_slower_and_keep_the_rules(seed: int, ops: int, sync: f
         assert issued == sorted(issued, key=lambda n: written.index(n) if n in written else 0)
 
 
+@pytest.mark.slow
 def test_auto_with_limits_is_near_optimal_on_small_graphs() -> None:
     # The issue's target, on a few 4-op graphs: within 1% of the optimum over streams,
     # order and limits on every graph, exactly optimal on most.
@@ -216,6 +218,7 @@ def test_auto_with_limits_is_near_optimal_on_small_graphs() -> None:
     assert paid >= 2  # not vacuous: on these graphs the optimum needs limits
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize(
     ("ops", "seed"),
     [(5, 501), (5, 503), (6, 601), (6, 604), (6, 605), (6, 656), (7, 753), (8, 851)],
@@ -237,6 +240,7 @@ def test_auto_with_limits_meets_the_optimum_on_bench_graphs(ops: int, seed: int)
     assert _judged(prog, auto) == best.exact.makespan
 
 
+@pytest.mark.slow
 def test_a_move_refused_as_issued_is_tried_in_another_issue_order() -> None:
     """Seed 703 of `bench/run.py oracle --limits` (7 ops, aiv collectives, full_core_sync
     matmuls): the optimum's streams are hazard-free only in its own issue order (its
@@ -289,6 +293,7 @@ def test_an_issue_move_takes_what_the_op_needs_along(seed: int, ops: int) -> Non
             assert orders and orders[0][: len(first)] == first
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize(
     ("seed", "sync"), [(1, 0.0), (5, 0.0), (0, 0.4), (1, 0.4), (4, 0.4), (7, 0.4)]
 )

@@ -117,6 +117,7 @@ def test_a_judge_skips_a_schedule_every_run_of_which_is_too_slow() -> None:
     assert judge.within("again", assignment, 0) is not None  # now known: no floor needed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("seed", "ops", "aiv", "sync"),
     [(1, 10, False, 0.0), (2, 14, True, 0.0), (5, 12, True, 0.3), (7, 16, False, 0.3)],

@@ -87,6 +87,7 @@ def test_the_solver_refuses_big_graphs() -> None:
         exact_schedule(_prog(random_dag(0, DagConfig(ops=9, rows=256, cols=512))), HW)
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("ops", [3, 4])
 @pytest.mark.parametrize("seed", range(6))
 def test_auto_is_optimal_on_small_graphs_and_no_mode_beats_the_optimum(ops: int, seed: int) -> None:
@@ -101,6 +102,7 @@ def test_auto_is_optimal_on_small_graphs_and_no_mode_beats_the_optimum(ops: int,
     assert _span(prog, assign_auto(prog, pinned, {}, 8, HW)) == exact.makespan
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("seed", range(4))
 def test_the_lower_bound_never_exceeds_the_optimum(seed: int) -> None:
     # The optimum is the least makespan over every order and assignment: the bound's claim.
@@ -153,6 +155,7 @@ def _classes(prog: Program, priorities: bool = False) -> int:
     return len(keys)
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("priorities", [False, True])
 @pytest.mark.parametrize("seed", range(6))
 def test_without_the_bound_each_class_of_schedules_is_simulated_once(
@@ -168,6 +171,7 @@ def test_without_the_bound_each_class_of_schedules_is_simulated_once(
     assert search.schedules == _classes(prog, priorities) + 1
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("seed", range(3))
 def test_the_bound_cuts_no_optimum(seed: int) -> None:
     prog = _prog(random_dag(seed, DagConfig(ops=5, rows=256, cols=512)))
@@ -178,6 +182,7 @@ def test_the_bound_cuts_no_optimum(seed: int) -> None:
     assert exact.schedules < everything.schedules
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("ops", [7, 8])
 def test_auto_is_optimal_on_seven_and_eight_ops(ops: int) -> None:
     prog = _prog(random_dag(3, DagConfig(ops=ops, rows=256, cols=512)))

@@ -89,6 +89,7 @@ def test_auto_on_multi_branch_keeps_a_background_stream_that_pays(branches: Prog
     assert _span(branches, found) < _span(branches, _level(found))
 
 
+@pytest.mark.slow
 def test_kicks_make_auto_faster_on_multi_branch_and_never_slower_elsewhere(
     branches: Program, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,6 +104,7 @@ def test_kicks_make_auto_faster_on_multi_branch_and_never_slower_elsewhere(
     assert kicked[0] < plain[0]
 
 
+@pytest.mark.slow
 def test_background_streams_auto_chooses_on_other_multi_branch_sizes_pay() -> None:
     # Not on every size (on some no tie is worth it), but the move must keep acting, and
     # wherever it acts, the same schedule with every stream at 0 is slower.
@@ -117,6 +119,7 @@ def test_background_streams_auto_chooses_on_other_multi_branch_sizes_pay() -> No
     assert chosen >= 2
 
 
+@pytest.mark.slow
 def test_stream_partition_writes_the_background_stream_it_chose(branches: Program) -> None:
     found = _auto(branches)
     chosen = {info.priority for info in found.streams}
@@ -130,6 +133,7 @@ def test_stream_partition_writes_the_background_stream_it_chose(branches: Progra
     assert any(line.endswith(f"priority {auto.BACKGROUND}") for line in decls)
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("seed", range(4))
 def test_the_optimum_over_priorities_is_a_schedule_never_above_the_one_without(
     seed: int,

@@ -43,6 +43,7 @@ RUNS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", RUNS, ids=lambda a: Path(a[0]).name)
 def test_run_json_matches_the_schema(args: tuple[str, ...]) -> None:
     obj = answer("npuir-run", *(str(ROOT / a) if a.endswith(".mlir") else a for a in args))
@@ -57,6 +58,7 @@ def test_run_json_error_carries_a_kind() -> None:
     assert isinstance(error, dict) and error["kind"] == "parse.syntax"
 
 
+@pytest.mark.slow
 def test_advise_json_matches_the_schema() -> None:
     obj = answer("npuir-advise", str(ROOT / "examples" / "seed_multistream.mlir"))
     assert obj["schema"] == JSON_SCHEMA
@@ -70,6 +72,7 @@ def test_import_json_matches_the_schema(tmp_path: Path) -> None:
     jsonschema.validate(obj, schema("npuir-import"))
 
 
+@pytest.mark.slow
 def test_a_schema_rejects_a_report_without_its_fields() -> None:
     obj = answer("npuir-run", str(ROOT / "examples" / "seed_multistream.mlir"))
     del obj["makespan_ns"]

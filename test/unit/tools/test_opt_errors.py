@@ -90,12 +90,14 @@ def test_unknown_op_points_at_its_name(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_garbled_token(tmp_path: Path) -> None:
     text = GOOD.replace("npu.relu %a", "npu.relu %a $$")
     path = write(tmp_path, text)
     assert_located_error(run_opt(path), path, text, loc_of(text, "$$"), "Unexpected character: $")
 
 
+@pytest.mark.slow
 def test_unclosed_string_on_a_long_line_is_rejected_at_once(tmp_path: Path) -> None:
     # xDSL's own string pattern backtracks exponentially here (found by fuzzing
     # the examples); npuir's lexer matches one character at a time.
@@ -112,6 +114,7 @@ def test_unclosed_string_on_a_long_line_is_rejected_at_once(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.slow
 def test_a_string_as_the_first_token(tmp_path: Path) -> None:
     text = '"abc\n'
     path = write(tmp_path, text)
@@ -126,6 +129,7 @@ def test_undefined_value_points_at_its_first_use(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_truncated_file(tmp_path: Path) -> None:
     text = "\n".join(GOOD.splitlines()[:2]) + "\n"  # the function is never closed
     path = write(tmp_path, text)
@@ -136,6 +140,7 @@ def test_truncated_file(tmp_path: Path) -> None:
     assert stderr.startswith(f"{path}:3:1: error: unexpected end of input"), stderr
 
 
+@pytest.mark.slow
 def test_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     data = GOOD.encode().replace(b"npu.relu", b"npu.r\xffelu")
     path = tmp_path / "input.mlir"
@@ -152,6 +157,7 @@ def test_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     assert lines[2] == " " * (col - 1) + "^"
 
 
+@pytest.mark.slow
 def test_a_binary_file_shows_its_line_escaped(tmp_path: Path) -> None:
     path = tmp_path / "input.mlir"
     path.write_bytes(b"func.func @f() {\x01\x1b[31m\n  func.return\n}\n")
@@ -167,12 +173,14 @@ def test_a_binary_file_shows_its_line_escaped(tmp_path: Path) -> None:
     assert not any(c < " " for c in stderr.replace("\n", ""))
 
 
+@pytest.mark.slow
 def test_bad_type(tmp_path: Path) -> None:
     text = GOOD.replace("%a: tensor<4x8xf16>", "%a: tensor<4x8xfoo>")
     path = write(tmp_path, text)
     assert_located_error(run_opt(path), path, text, loc_of(text, "foo>"), "Expected shape type")
 
 
+@pytest.mark.slow
 def test_operand_of_the_wrong_kind_is_located_at_the_op(tmp_path: Path) -> None:
     text = "func.func @f(%a: i32) {\n  %0 = npu.neg %a : (i32) -> i32\n  func.return\n}\n"
     path = write(tmp_path, text)
@@ -205,6 +213,7 @@ NESTED = f"""module {{
 """
 
 
+@pytest.mark.slow
 def test_verifier_error_deep_in_a_region_points_at_that_op(tmp_path: Path) -> None:
     path = write(tmp_path, NESTED)
     assert_located_error(
@@ -216,6 +225,7 @@ def test_verifier_error_deep_in_a_region_points_at_that_op(tmp_path: Path) -> No
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("bad_chunk", "needle", "message"),
     [
@@ -234,6 +244,7 @@ def test_error_in_third_chunk_has_its_absolute_line(
     assert_located_error(run_opt(path, "--split-input-file"), path, text, where, message)
 
 
+@pytest.mark.slow
 def test_verify_diagnostics_prints_the_error_and_exits_zero(tmp_path: Path) -> None:
     path = write(tmp_path, f"{GOOD}// -----\n{NESTED}")
     proc = run_opt(path, "--split-input-file", "--verify-diagnostics")
@@ -250,6 +261,7 @@ def test_verify_diagnostics_prints_the_error_and_exits_zero(tmp_path: Path) -> N
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bad_pass_option_lists_the_valid_values(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD)
     proc = run_opt(path, "-p", "stream-partition{mode=sideways}")
@@ -262,6 +274,7 @@ def test_bad_pass_option_lists_the_valid_values(tmp_path: Path) -> None:
         assert mode in stderr
 
 
+@pytest.mark.slow
 def test_unknown_pass_option_lists_the_options(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD)
     proc = run_opt(path, "-p", "stream-partition{colour=red}")
@@ -271,6 +284,7 @@ def test_unknown_pass_option_lists_the_options(tmp_path: Path) -> None:
     assert "colour" in stderr and "mode" in stderr
 
 
+@pytest.mark.slow
 def test_unknown_pass_lists_the_passes(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD)
     proc = run_opt(path, "-p", "stream-partition,frobnicate")
@@ -282,6 +296,7 @@ def test_unknown_pass_lists_the_passes(tmp_path: Path) -> None:
         assert key in stderr
 
 
+@pytest.mark.slow
 def test_unknown_flag(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD)
     proc = run_opt(path, "--frobnicate")
@@ -303,6 +318,7 @@ def test_missing_input_file(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_failing_run_leaves_an_existing_output_untouched(tmp_path: Path) -> None:
     bad = write(tmp_path, NESTED, "bad.mlir")
     out = tmp_path / "out.mlir"
@@ -314,6 +330,7 @@ def test_failing_run_leaves_an_existing_output_untouched(tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.mlir", "out.mlir"]
 
 
+@pytest.mark.slow
 def test_failing_run_creates_no_output(tmp_path: Path) -> None:
     bad = write(tmp_path, f"{GOOD}// -----\n{NESTED}", "bad.mlir")
     out = tmp_path / "out.mlir"
@@ -322,6 +339,7 @@ def test_failing_run_creates_no_output(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.mlir"]
 
 
+@pytest.mark.slow
 def test_output_file_holds_exactly_what_stdout_would(tmp_path: Path) -> None:
     out = tmp_path / "out.mlir"
     to_file = run_opt(SEED, "-p", "npu-default", "-o", out)
@@ -348,6 +366,7 @@ GEARS = """func.func @f(%x1: tensor<?x8xf32> {gear.dims = #gear.dims<0: [2, 4]>}
 """
 
 
+@pytest.mark.slow
 def test_warning_is_located_and_does_not_fail(tmp_path: Path) -> None:
     path = write(tmp_path, GEARS)
     proc = run_opt(path, "-p", "gear-multiversion")
@@ -359,6 +378,7 @@ def test_warning_is_located_and_does_not_fail(tmp_path: Path) -> None:
     assert b"gear.dispatch" in proc.stdout
 
 
+@pytest.mark.slow
 def test_warnings_as_errors_fails_without_output(tmp_path: Path) -> None:
     path = write(tmp_path, GEARS)
     out = tmp_path / "out.mlir"
@@ -377,6 +397,7 @@ def test_warnings_as_errors_fails_without_output(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_output_is_deterministic() -> None:
     first = run_opt(SEED, "-p", "npu-default")
     second = run_opt(SEED, "-p", "npu-default")
@@ -385,6 +406,7 @@ def test_output_is_deterministic() -> None:
     assert first.stderr == second.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path", [SEED, *OPS_FILES], ids=[str(p.relative_to(ROOT)) for p in [SEED, *OPS_FILES]]
 )
@@ -399,6 +421,7 @@ def test_generic_form_parses_back_to_the_same_ir(path: Path) -> None:
     assert back.stdout == custom.stdout
 
 
+@pytest.mark.slow
 def test_every_dialect_has_an_ops_file() -> None:
     from npuir.dialects import DIALECTS
 

@@ -90,6 +90,7 @@ def test_every_example_has_a_run() -> None:
     assert found == set(EXAMPLE_RUNS), "add new examples to EXAMPLE_RUNS with their flags"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXAMPLE_RUNS))
 def test_example_checks(capsys: pytest.CaptureFixture[str], name: str) -> None:
     args, expected = EXAMPLE_RUNS[name]
@@ -195,6 +196,7 @@ def test_exit_4_check_failed(
     assert "check            FAILED: rank 0 output 0" in out
 
 
+@pytest.mark.slow
 def test_exit_codes_of_the_real_executable(capsys: pytest.CaptureFixture[str]) -> None:
     """The console script maps outcomes to exit codes the same way (0 and 3 here)."""
     tool = Path(sys.executable).with_name("npuir-run")
@@ -270,13 +272,14 @@ def test_trace_to_an_unwritable_path(capsys: pytest.CaptureFixture[str], tmp_pat
     assert not target.parent.exists()
 
 
-def test_plot_without_matplotlib(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    try:
-        import matplotlib  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    except ImportError:
-        pass
-    else:
-        pytest.skip("matplotlib is installed")
+def test_plot_without_matplotlib(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A None entry in sys.modules makes an import fail as if the package were absent
+    # (CI installs matplotlib, for the tests that draw).
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
     png = tmp_path / "out.png"
     code, out, err = npuir_run(capsys, OVERLAP, "--hw", "tiny", "--plot", png)
     assert code == 2
@@ -477,6 +480,7 @@ def test_shapes_that_do_not_type_check_are_located(
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pipeline", ["npu-default", "stream-partition{mode=auto},npu-default"])
 def test_a_lowered_file_reports_its_sources_single_stream_baseline(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, pipeline: str
@@ -503,6 +507,7 @@ def test_a_lowered_file_reports_its_sources_single_stream_baseline(
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_profile_round_trip_through_the_tool(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -528,6 +533,7 @@ def test_a_bad_profile_is_a_located_error(
     assert err.startswith(f"{bad}:1: error: the header has no column 'Block Dim'"), err
 
 
+@pytest.mark.slow
 def test_fit_hw_writes_a_device_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     profile = tmp_path / "seed.csv"
     _, plain = run_json(capsys, EXAMPLES / "seed_multistream.mlir", "--emit-profile", profile)

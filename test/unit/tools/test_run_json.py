@@ -157,6 +157,7 @@ def test_save_inputs_round_trips_through_inputs(
             np.testing.assert_array_equal(a[key], b[key])
 
 
+@pytest.mark.slow
 def test_several_ranks_are_keyed_by_rank(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

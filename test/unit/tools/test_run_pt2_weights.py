@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 from npuir.driver.run import RunConfig, run_program  # noqa: E402
 from npuir.tools.run import run  # noqa: E402

@@ -57,6 +57,7 @@ def _makespan(text: str, mode: str, ignore_tags: bool = True, max_streams: int =
     return total
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["seed_multistream", "multi_branch", "tp_decoder_decode", "moe_decode"]
 )
@@ -67,6 +68,7 @@ def test_auto_is_never_slower_than_a_baseline_or_the_user(name: str) -> None:
     assert spans["auto"] == min(spans.values()), spans
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**31), num_ops=st.integers(1, 25), cap=st.integers(1, 5))
 @example(seed=1031, num_ops=16, cap=3)  # coreset-lower re-bound a reissued op: auto lost
@@ -99,6 +101,7 @@ def test_the_judge_predicts_the_lowered_program_exactly() -> None:
         assert predicted == _makespan(text, mode), mode
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "opara", "minidag", "nimble", "engine", "ge"])
 @settings(max_examples=15, deadline=None)
 @given(
@@ -132,6 +135,7 @@ def test_every_mode_keeps_user_pins(
         assert tags[on.root_reference.data] == tag, (op.name, tag)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**31), num_ops=st.integers(2, 20))
 @example(seed=197, num_ops=19)  # a later wait *after* a waited tensor: not a use of it
@@ -215,6 +219,7 @@ def test_auto_judges_with_a_profile(tmp_path: Path) -> None:
         assert judged == profiled(mode), mode
 
 
+@pytest.mark.slow
 def test_auto_is_deterministic() -> None:
     """The same program gives the same streams and order, run after run (no clock, a
     fixed seed for the jittered list schedules)."""

@@ -9,6 +9,7 @@ alike — with happens-before computed on the lowered IR.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from randgraph import random_annotated_graph
@@ -45,6 +46,7 @@ def _violations(module: ModuleOp, needed: Orderings) -> int:
     return unordered + len(hb.unjoined())
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 2**31), num_ops=st.integers(1, 30), num_tags=st.integers(1, 4))
 def test_events_order_everything_and_every_wait_is_needed(
@@ -65,6 +67,7 @@ def test_events_order_everything_and_every_wait_is_needed(
         assert _violations(clone, moved) > 0, f"wait #{index} is not needed"
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31), num_ops=st.integers(1, 30))
 def test_without_wait_tensor_sync_verify_alone_catches_each_removed_wait(

@@ -48,6 +48,7 @@ def _pool(text: str, extra: str) -> int:
     return pool
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(5))
 def test_auto_never_exceeds_the_budget(seed: int) -> None:
     text = mem_mutations.random_program(100 + seed, 14)
@@ -95,6 +96,7 @@ def _fit(
         return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_ordering_at_the_peak_is_never_slower_than_merges_alone(seed: int) -> None:
     """Over random DAGs and budgets between one stream's plan and auto's: both searches
@@ -114,6 +116,7 @@ def test_ordering_at_the_peak_is_never_slower_than_merges_alone(seed: int) -> No
         assert {id(f) for f in ordered.pareto()} <= {id(f) for f in ordered.tried}
 
 
+@pytest.mark.slow
 def test_ordering_at_the_peak_is_what_the_pass_writes() -> None:
     """The orderings the search keeps are the ones the lowered program has: `mem-plan` on
     the pass's output gives exactly the peak the search judged, within the budget, and the

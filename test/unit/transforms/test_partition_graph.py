@@ -104,12 +104,14 @@ def _compare(name: str, text: str, setting: str) -> int:
     return compared
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", SETTINGS)
 def test_stream_partition_hands_on_the_graph_of_what_it_wrote(setting: str) -> None:
     compared = sum(_compare(name, text, setting) for name, text in CHUNKS)
     assert compared >= 50  # most inputs lower (else this would compare nothing)
 
 
+@pytest.mark.slow
 def test_the_graph_includes_a_memory_budget_orderings(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a budget between one stream's plan and auto's, auto orders ops at the peak
     (`write_orderings`): the graph handed on has those orderings too."""
