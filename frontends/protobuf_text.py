@@ -21,7 +21,9 @@ no alternation repeated per character), so a 5 MB string costs megabytes.
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import Lexer, LexerState
 
 from npuir.diagnostics import PARSE_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
@@ -138,13 +140,43 @@ def unescape(body: str) -> str:
     return "".join(out)
 
 
-def _number(text: str) -> int | float:
+MAX_DIGITS = 4300
+"""Python's limit on converting a decimal string to an int (`sys.int_info`); a hex
+literal is held to the same number of digits."""
+TOO_LONG = Kind("parse.number-too-long", "integer of {digits} digits is too long (at most {limit})")
+"""An integer literal beyond Python's conversion limit; arguments: `digits`, `limit`."""
+OUT_OF_RANGE = Kind(
+    "parse.number-out-of-range", "number {value} is out of range of a double (at most {limit})"
+)
+"""A finite float literal that a double cannot hold (`1e999999`: it is not read as
+infinity, which is spelled `inf`); arguments: `value` (shortened), `limit`."""
+
+
+class _BadNumber(Exception):
+    """A number the text spells but a Python number cannot hold, at `offset`."""
+
+    def __init__(self, offset: int, kind: Kind, **args: object) -> None:
+        super().__init__(kind.code)
+        self.offset = offset
+        self.kind = kind
+        self.args_ = args
+
+
+def _number(text: str, offset: int = 0) -> int | float:
     lowered = text.lower()
     if "0x" in lowered:
+        if len(text) - 2 - text.startswith("-") > MAX_DIGITS:
+            raise _BadNumber(offset, TOO_LONG, digits=len(text) - 2, limit=MAX_DIGITS)
         return int(text, 16)
     body = text[:-1] if lowered.endswith("f") else text
     if any(c in body for c in ".eE"):
-        return float(body)
+        value = float(body)
+        if math.isinf(value):
+            shown = body if len(body) <= 40 else body[:37] + "..."
+            raise _BadNumber(offset, OUT_OF_RANGE, value=shown, limit=sys.float_info.max)
+        return value
+    if len(body) - body.startswith("-") > MAX_DIGITS:
+        raise _BadNumber(offset, TOO_LONG, digits=len(body), limit=MAX_DIGITS)
     return int(body, 10)
 
 
@@ -174,7 +206,7 @@ class _Build(Transformer[Token, Message]):
         return v
 
     def number(self, tok: Token) -> Value:
-        return _number(str(tok))
+        return _number(str(tok), tok.start_pos or 0)
 
     def ident(self, tok: Token) -> Value:
         text = str(tok)
@@ -437,7 +469,7 @@ def _read_fast(text: str) -> Message:
                 raise _NotFast  # `[x]` as a value: the lexer's list opener, rare
             return _ident(word), v.end("name")
         if kind == "number":
-            return _number(v.group("number")), v.end()
+            return _number(v.group("number"), v.start("number")), v.end()
         if kind == "signed":
             return _ident(v.group("signed")), v.end()
         if kind == "string":
@@ -545,6 +577,16 @@ def parse(text: str, filename: str, line_offset: int = 0) -> Message:
             except _NotFast:
                 pass
             return _parser().parse(text)  # type: ignore[return-value]
+    except (_BadNumber, VisitError) as exc:
+        bad = exc.orig_exc if isinstance(exc, VisitError) else exc
+        if not isinstance(bad, _BadNumber):
+            raise
+        at = bad.offset
+        line = text.count("\n", 0, at) + 1 + line_offset
+        column = at - text.rfind("\n", 0, at)
+        raise DiagnosticError(
+            Diagnostic.of("error", bad.kind, SourceLocation(filename, line, column), **bad.args_)
+        ) from None
     except UnexpectedInput as exc:
         line = max(getattr(exc, "line", 1) or 1, 1) + line_offset
         column = max(getattr(exc, "column", 1) or 1, 1)
