@@ -105,9 +105,7 @@ class _LinearLexer(MLIRLexer):
     a saved state per character (a 32 MB hex constant cost 3.8 GB).
     """
 
-    _unescaped_characters_regex = re.compile(
-        r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
-    )
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
 
     def _lex_string_literal(self, start_pos: int) -> MLIRToken:
         # xDSL makes any escaped literal with non-ASCII bytes a bytes literal,
@@ -463,9 +461,7 @@ class LocatingParser(Parser):
             if splat and count > 1:
                 # The one element, converted and checked by xDSL as a rank-0 literal.
                 self._resume_from(open_at)
-                one = super().parse_dense_int_or_fp_elements_attr(
-                    TensorType(type.element_type, [])
-                )
+                one = super().parse_dense_int_or_fp_elements_attr(TensorType(type.element_type, []))
                 attr = DenseIntOrFPElementsAttr(type, one.data)
         if attr is None:
             self._resume_from(open_at)
@@ -632,7 +628,7 @@ def _dense_from_list(
             packed = values.astype(floating)
         overflow = np.isinf(packed) & np.isfinite(values)
         if overflow.any():
-            value = values[int(np.argmax(overflow))]
+            value = float(values[int(np.argmax(overflow))])
             largest = float(np.finfo(floating).max)
             return f"dense element {value!r} is out of range of {element} (at most {largest!r})"
         return DenseIntOrFPElementsAttr(type, BytesAttr(packed.tobytes()))
@@ -645,8 +641,10 @@ def _dense_from_list(
     ):
         values = np.fromstring(flat, dtype=np.int64, sep=",")
         bits = element.width.data
-        if values.size != count or values.min() < -(2 ** (bits - 1)) or values.max() >= 2 ** (
-            bits - 1
+        if (
+            values.size != count
+            or values.min() < -(2 ** (bits - 1))
+            or values.max() >= 2 ** (bits - 1)
         ):
             return None  # xDSL normalizes or refuses what lies outside the signed range
         return DenseIntOrFPElementsAttr(type, BytesAttr(values.astype(f"<i{bits // 8}").tobytes()))

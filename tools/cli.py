@@ -165,9 +165,7 @@ def _on_sigterm_remove_partial_outputs() -> Any:
     return previous
 
 
-def _run_tool(
-    prog: str, run: Callable[[list[str]], int], args: list[str], exiting: bool
-) -> int:
+def _run_tool(prog: str, run: Callable[[list[str]], int], args: list[str], exiting: bool) -> int:
     try:
         try:
             # Deeply nested input recurses deeply in every phase (npuir.deep_stack).  The

@@ -36,7 +36,9 @@ def _limit_file_size() -> None:
 @pytest.mark.parametrize(
     ("tool", "args"), [("npuir-opt", [str(SEED)]), ("npuir-import", [str(DUMP)])]
 )
-def test_stdout_cut_short_by_a_size_limit_is_exit_2(tool: str, args: list[str], tmp_path: Path) -> None:
+def test_stdout_cut_short_by_a_size_limit_is_exit_2(
+    tool: str, args: list[str], tmp_path: Path
+) -> None:
     target = tmp_path / "out.mlir"
     with target.open("wb") as out:
         done = subprocess.run(
