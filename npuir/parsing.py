@@ -91,6 +91,8 @@ _DEFERRED = "npuir.deferred-location "
 
 MAX_DECIMAL_DIGITS = 4300
 """Python's default limit on int <-> decimal string conversion (sys.int_info)."""
+I64_MAX = 2**63 - 1
+"""The largest tensor dimension (MLIR's dims are int64)."""
 MAX_HEX_DIGITS = 3570
 """Hexadecimal digits whose value stays below 10**4300."""
 
@@ -492,6 +494,16 @@ class LocatingParser(Parser):
             self.raise_error(str(exc), start, self.pos)
         finally:
             self._nesting -= 1
+        if isinstance(parsed, TensorType):
+            # xDSL keeps any Python int as a dim; MLIR's are int64, and the plan and
+            # cost attributes derived from them are too.
+            for dim in parsed.get_shape():
+                if dim > I64_MAX:
+                    self.raise_error(
+                        f"dimension {dim} of {parsed} is out of range (at most {I64_MAX})",
+                        start,
+                        self.pos,
+                    )
         if key is not None and parsed is not None:
             self._type_cache[key] = parsed
         return parsed

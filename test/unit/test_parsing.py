@@ -411,3 +411,9 @@ def test_a_dense_literal_that_does_not_fit_is_located(literal: str, ty: str, mes
     exc = located_error(constant(f"dense<{literal}>", ty))
     assert message in str(exc.diagnostic.message)
     assert exc.diagnostic.location is not None and exc.diagnostic.location.line == 2
+
+
+def test_a_dim_beyond_int64_is_located() -> None:
+    exc = located_error(constant("dense<1.0>", "tensor<1000000000000000000000000000000xf32>"))
+    assert "dimension 1000000000000000000000000000000 of" in exc.diagnostic.message
+    assert "out of range (at most 9223372036854775807)" in exc.diagnostic.message
