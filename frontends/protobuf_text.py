@@ -488,7 +488,7 @@ def _read_fast(text: str) -> Message:
             if at == end and len(stack) == 1:
                 return root
             raise _NotFast
-        kind = m.lastgroup
+        kind = m.lastgroup or ""
         start = m.start(kind if kind not in ("colon", "open") else "name")
         newlines = text.count("\n", pos, start)
         if newlines:

@@ -607,7 +607,11 @@ _DENSE_LIST = re.compile(
 whether the brackets nest as the type's shape says is checked after), up to the '>'."""
 _NOT_STRUCTURE = re.compile(r"[^\[\],]++")
 _BRACKETS_TO_SPACES = str.maketrans("[]", "  ")
-_NUMPY_FLOATS = {Float16Type: "<f2", Float32Type: "<f4", Float64Type: "<f8"}
+_NUMPY_FLOATS: dict[type[Attribute], str] = {
+    Float16Type: "<f2",
+    Float32Type: "<f4",
+    Float64Type: "<f8",
+}
 
 
 def _skeleton(shape: Sequence[int]) -> str:

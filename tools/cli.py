@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import errno
 import gc
+import io
 import json
 import os
 import platform
@@ -134,10 +135,10 @@ def run_tool(
             signal.signal(signal.SIGTERM, previous_term)
 
 
-def _strict_stdout_for(stdout: TextIO | None) -> TextIO | None:
+def _strict_stdout_for(stdout: TextIO | None) -> io.TextIOWrapper[Any] | None:
     """The process's own stdout, rewrapped to fail on a short write (`strict_stdout`);
     None for any other stream (a test's capture) or one without a descriptor."""
-    if stdout is None or stdout is not sys.__stdout__:
+    if stdout is None or sys.__stdout__ is None or stdout is not sys.__stdout__:
         return None
     try:
         stdout.flush()

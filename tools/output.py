@@ -33,7 +33,7 @@ import stat
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO, cast
 
 from npuir.diagnostics import UsageError
 
@@ -194,12 +194,12 @@ class _FullWrites(io.RawIOBase):
         return done
 
 
-def strict_stdout(stdout: TextIO) -> TextIO:
+def strict_stdout(stdout: TextIO) -> io.TextIOWrapper[Any]:
     """A text stream on `stdout`'s descriptor, with its encoding, whose writes fail loudly
     on a short write (`_FullWrites`), and at once: each write goes to the descriptor as it
     is made, so a failure stops the tool before it says anything more."""
     return io.TextIOWrapper(
-        _FullWrites(stdout.fileno()),  # type: ignore[arg-type]
+        cast(Any, _FullWrites(stdout.fileno())),  # unbuffered on purpose: raw, no buffer
         encoding=stdout.encoding,
         errors=stdout.errors,
         write_through=True,
@@ -219,7 +219,7 @@ def _write_stdout(write: Writer) -> None:
         sys.stdout.buffer.flush()
         return
     out = io.BufferedWriter(_FullWrites(fd))
-    write(out)  # type: ignore[arg-type]
+    write(out)
     out.flush()
     out.detach()  # the descriptor stays open: it is the process's stdout
 
