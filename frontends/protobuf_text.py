@@ -51,7 +51,7 @@ Scalar = str | int | float
 Value = Any  # Message | Scalar: recursive, kept loose for mypy
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One occurrence of a field: its value and where its name stands."""
 
@@ -60,7 +60,7 @@ class Entry:
     column: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Message:
     """A protobuf text message: named fields, each a list of entries in file order."""
 
