@@ -1,16 +1,20 @@
 """Stage one of the GE importer: protobuf text format into located messages.
 
 `parse(text, filename)` reads text written in the protobuf text format (the
-grammar is `protobuf_text.lark`, run by lark's LALR parser with the messages
-built as it reduces, no parse tree, and the garbage collector paused) and
-returns the top-level `Message`.  A message keeps its fields in file order, repeated
+grammar is `protobuf_text.lark`) and returns the top-level `Message`.  Valid text
+is read by `_read_fast`, a loop over the lexer's token pattern that builds the
+messages directly; text it refuses is read again by lark's LALR parser on the
+grammar (messages built as it reduces, no parse tree), whose error says where
+and why.  The garbage collector is paused meanwhile.  A message keeps its fields in file order, repeated
 fields as lists, and the line and column of every field, so that the second
 stage (`npuir.frontends.ge_graph`) can point a diagnostic at the `op {` block or the
 `input:` string it is about.  Nothing here knows GE's schema.
 
 Scalars become `str` (strings, unescaped), `int` / `float` (numbers) and
 `Ident` (bare identifiers: enum values such as `DT_FLOAT16`, `true`, `false`).
-A syntax error is a `DiagnosticError` at the offending token.
+A syntax error is a `DiagnosticError` at the offending token; so is a number a
+Python number cannot hold (more than 4,300 digits, or a finite-looking float
+beyond a double: `inf` is spelled `inf`).
 
 Tokens come from `_Lexer`, one regular expression applied once per token, which
 also skips whitespace and comments: lark's contextual lexer tried each state's
