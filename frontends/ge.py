@@ -100,7 +100,13 @@ UNKNOWN_RANK = Kind(
     "ge.invalid-dump.unknown-rank",
     "output {index} of '{node}' has dim {dim}; npuir needs a known rank",
 )
-"""A dim below -1 (an unknown rank) or beyond i64; arguments: `index`, `node`, `dim`."""
+"""A dim of -2, GE's mark of an unknown rank; arguments: `index`, `node`, `dim`."""
+DIM_RANGE = Kind(
+    "ge.invalid-dump.dim-out-of-range",
+    "output {index} of '{node}' has dim {dim}, outside -1 (dynamic) .. {limit}",
+)
+"""A dim that is not an integer in -1 .. 2**63-1 (other than -2, an unknown rank);
+arguments: `index`, `node`, `dim` (shortened), `limit`."""
 UNNAMED_OP = Kind("ge.invalid-dump.unnamed-op", "a '{type}' op has no name")
 """An op without a name; argument: `type` ("untyped" when it has none either)."""
 UNTYPED_OP = Kind("ge.invalid-dump.untyped-op", "op '{node}' has no type")
@@ -360,8 +366,11 @@ def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
             fmt = origin_format.get("s")
     shape: list[int] = []
     for d in dims:
-        if not isinstance(d, int) or not -1 <= d <= I64_MAX:
+        if d == -2:
             raise _fail(where, UNKNOWN_RANK, index=index, node=owner.name, dim=d)
+        if not isinstance(d, int) or not -1 <= d <= I64_MAX:
+            shown = str(d) if len(str(d)) <= 40 else str(d)[:37] + "..."
+            raise _fail(where, DIM_RANGE, index=index, node=owner.name, dim=shown, limit=I64_MAX)
         shape.append(npu.DYN if d == -1 else d)
     return TensorInfo(TensorType(_ELEMENT_TYPES[name], shape), fmt)
 

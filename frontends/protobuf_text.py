@@ -1,16 +1,20 @@
 """Stage one of the GE importer: protobuf text format into located messages.
 
 `parse(text, filename)` reads text written in the protobuf text format (the
-grammar is `protobuf_text.lark`, run by lark's LALR parser with the messages
-built as it reduces, no parse tree, and the garbage collector paused) and
-returns the top-level `Message`.  A message keeps its fields in file order, repeated
+grammar is `protobuf_text.lark`) and returns the top-level `Message`.  Valid text
+is read by `_read_fast`, a loop over the lexer's token pattern that builds the
+messages directly; text it refuses is read again by lark's LALR parser on the
+grammar (messages built as it reduces, no parse tree), whose error says where
+and why.  The garbage collector is paused meanwhile.  A message keeps its fields in file order, repeated
 fields as lists, and the line and column of every field, so that the second
 stage (`npuir.frontends.ge_graph`) can point a diagnostic at the `op {` block or the
 `input:` string it is about.  Nothing here knows GE's schema.
 
 Scalars become `str` (strings, unescaped), `int` / `float` (numbers) and
 `Ident` (bare identifiers: enum values such as `DT_FLOAT16`, `true`, `false`).
-A syntax error is a `DiagnosticError` at the offending token.
+A syntax error is a `DiagnosticError` at the offending token; so is a number a
+Python number cannot hold (more than 4,300 digits, or a finite-looking float
+beyond a double: `inf` is spelled `inf`).
 
 Tokens come from `_Lexer`, one regular expression applied once per token, which
 also skips whitespace and comments: lark's contextual lexer tried each state's
@@ -21,7 +25,9 @@ no alternation repeated per character), so a 5 MB string costs megabytes.
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -29,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import Lexer, LexerState
 
 from npuir.diagnostics import PARSE_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
@@ -49,7 +55,7 @@ Scalar = str | int | float
 Value = Any  # Message | Scalar: recursive, kept loose for mypy
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One occurrence of a field: its value and where its name stands."""
 
@@ -58,7 +64,7 @@ class Entry:
     column: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Message:
     """A protobuf text message: named fields, each a list of entries in file order."""
 
@@ -138,13 +144,43 @@ def unescape(body: str) -> str:
     return "".join(out)
 
 
-def _number(text: str) -> int | float:
+MAX_DIGITS = 4300
+"""Python's limit on converting a decimal string to an int (`sys.int_info`); a hex
+literal is held to the same number of digits."""
+TOO_LONG = Kind("parse.number-too-long", "integer of {digits} digits is too long (at most {limit})")
+"""An integer literal beyond Python's conversion limit; arguments: `digits`, `limit`."""
+OUT_OF_RANGE = Kind(
+    "parse.number-out-of-range", "number {value} is out of range of a double (at most {limit})"
+)
+"""A finite float literal that a double cannot hold (`1e999999`: it is not read as
+infinity, which is spelled `inf`); arguments: `value` (shortened), `limit`."""
+
+
+class _BadNumber(Exception):
+    """A number the text spells but a Python number cannot hold, at `offset`."""
+
+    def __init__(self, offset: int, kind: Kind, **args: object) -> None:
+        super().__init__(kind.code)
+        self.offset = offset
+        self.kind = kind
+        self.args_ = args
+
+
+def _number(text: str, offset: int = 0) -> int | float:
     lowered = text.lower()
     if "0x" in lowered:
+        if len(text) - 2 - text.startswith("-") > MAX_DIGITS:
+            raise _BadNumber(offset, TOO_LONG, digits=len(text) - 2, limit=MAX_DIGITS)
         return int(text, 16)
     body = text[:-1] if lowered.endswith("f") else text
     if any(c in body for c in ".eE"):
-        return float(body)
+        value = float(body)
+        if math.isinf(value):
+            shown = body if len(body) <= 40 else body[:37] + "..."
+            raise _BadNumber(offset, OUT_OF_RANGE, value=shown, limit=sys.float_info.max)
+        return value
+    if len(body) - body.startswith("-") > MAX_DIGITS:
+        raise _BadNumber(offset, TOO_LONG, digits=len(body), limit=MAX_DIGITS)
     return int(body, 10)
 
 
@@ -174,7 +210,7 @@ class _Build(Transformer[Token, Message]):
         return v
 
     def number(self, tok: Token) -> Value:
-        return _number(str(tok))
+        return _number(str(tok), tok.start_pos or 0)
 
     def ident(self, tok: Token) -> Value:
         text = str(tok)
@@ -396,6 +432,143 @@ def _readable(token_type: str) -> str:
     return _TOKEN_NAMES.get(token_type, token_type.lower())
 
 
+def _ident(text: str) -> Value:
+    lowered = text.lower().lstrip("-")
+    if lowered in ("inf", "infinity", "nan"):
+        return float(text)
+    return Ident(text)
+
+
+class _NotFast(Exception):
+    """The fast reader met something it does not accept: lark reads the text instead."""
+
+
+def _read_fast(text: str) -> Message:
+    """The grammar's language, read with the lexer's token pattern by a loop that builds
+    the messages directly, in time linear in the text.
+
+    lark's LALR driver costs about 1 us per token -- 5x what a 10^6-op dump costs as
+    `.mlir` -- so valid text takes this path; text it refuses (`_NotFast`) is read again
+    by lark, which says where and why, so every error message stays lark's.
+    """
+    match = _TOKEN.match
+    next_string = _NEXT_STRING.match
+    root = Message(1, 1)
+    # The open messages, innermost last, each with the punctuation that closes it.
+    stack: list[tuple[Message, str]] = [(root, "")]
+    msg = root
+    pos, end = 0, len(text)
+    line, line_start = 1, 0
+
+    def value_at(at: int) -> tuple[Value, int]:
+        """The scalar starting at `at` (after skipped text) and where it ends; newlines
+        inside (between joined strings) are counted by the caller."""
+        v = match(text, at)
+        if v is None:
+            raise _NotFast
+        kind = v.lastgroup
+        if kind in ("name", "colon", "open"):
+            word = v.group("name")
+            if word[0] == "[":
+                raise _NotFast  # `[x]` as a value: the lexer's list opener, rare
+            return _ident(word), v.end("name")
+        if kind == "number":
+            return _number(v.group("number"), v.start("number")), v.end()
+        if kind == "signed":
+            return _ident(v.group("signed")), v.end()
+        if kind == "string":
+            parts = [v.group("string")]
+            after = v.end()
+            while (more := next_string(text, after)) is not None:
+                parts.append(more.group(1))
+                after = more.end()
+            return "".join([unescape(part[1:-1]) for part in parts]), after
+        raise _NotFast
+
+    while True:
+        m = match(text, pos)
+        if m is None:
+            at = _SKIPPED.match(text, pos).end()  # type: ignore[union-attr]
+            if at == end and len(stack) == 1:
+                return root
+            raise _NotFast
+        kind = m.lastgroup or ""
+        start = m.start(kind if kind not in ("colon", "open") else "name")
+        newlines = text.count("\n", pos, start)
+        if newlines:
+            line += newlines
+            line_start = text.rfind("\n", pos, start) + 1
+        column = start - line_start + 1
+        if kind == "punct":
+            closer = m.group("punct")
+            if closer != stack[-1][1]:
+                raise _NotFast
+            stack.pop()
+            msg = stack[-1][0]
+            pos = m.end()
+        elif kind in ("name", "colon", "open"):
+            name = m.group("name")
+            bucket = msg.fields.get(name)
+            if bucket is None:
+                bucket = msg.fields[name] = []
+            if m.group("open") is not None:
+                child = Message(line, column)
+                bucket.append(Entry(child, line, column))
+                stack.append((child, "}" if m.group("open")[-1] == "{" else ">"))
+                msg = child
+                pos = m.end()
+            elif m.group("colon") is not None:
+                pos = m.end()
+                after = _SKIPPED.match(text, pos).end()  # type: ignore[union-attr]
+                if text.startswith("[", after):
+                    # `name: [a, b]`: one entry per value, each at the name.
+                    pos = after + 1
+                    first = True
+                    while True:
+                        at = _SKIPPED.match(text, pos).end()  # type: ignore[union-attr]
+                        if text.startswith("]", at):
+                            if not first:
+                                raise _NotFast  # `[a,]`
+                            pos = at + 1
+                            break
+                        value, pos = value_at(pos)
+                        bucket.append(Entry(value, line, column))
+                        at = _SKIPPED.match(text, pos).end()  # type: ignore[union-attr]
+                        if text.startswith("]", at):
+                            pos = at + 1
+                            break
+                        if not text.startswith(",", at):
+                            raise _NotFast
+                        pos = at + 1
+                        first = False
+                else:
+                    value, pos = value_at(pos)
+                    bucket.append(Entry(value, line, column))
+            else:
+                raise _NotFast  # a name with neither ':' nor a message
+        else:
+            raise _NotFast  # a value where a field name stands
+        # Newlines the field took after its start (a list, joined strings), then the one
+        # "," or ";" that may end it.
+        tail = text.count("\n", start, pos)
+        if tail:
+            line += tail
+            line_start = text.rfind("\n", start, pos) + 1
+        if kind != "punct" and m.group("open") is not None:
+            continue  # a message's opener ends no field
+        sep = _SEPARATOR.match(text, pos)
+        if sep is not None:
+            newlines = text.count("\n", pos, sep.end())
+            if newlines:
+                line += newlines
+                line_start = text.rfind("\n", pos, sep.end()) + 1
+            pos = sep.end()
+
+
+_SEPARATOR = re.compile(_SKIP + "[,;]")
+"""The separator that may end a field, after skipped text."""
+
+
 def parse(text: str, filename: str, line_offset: int = 0) -> Message:
     """Parse protobuf text into its top-level `Message`; errors are located in `filename`.
 
@@ -403,7 +576,21 @@ def parse(text: str, filename: str, line_offset: int = 0) -> Message:
     """
     try:
         with collector_paused():
+            try:
+                return _read_fast(text)
+            except _NotFast:
+                pass
             return _parser().parse(text)  # type: ignore[return-value]
+    except (_BadNumber, VisitError) as exc:
+        bad = exc.orig_exc if isinstance(exc, VisitError) else exc
+        if not isinstance(bad, _BadNumber):
+            raise
+        at = bad.offset
+        line = text.count("\n", 0, at) + 1 + line_offset
+        column = at - text.rfind("\n", 0, at)
+        raise DiagnosticError(
+            Diagnostic.of("error", bad.kind, SourceLocation(filename, line, column), **bad.args_)
+        ) from None
     except UnexpectedInput as exc:
         line = max(getattr(exc, "line", 1) or 1, 1) + line_offset
         column = max(getattr(exc, "column", 1) or 1, 1)

@@ -30,6 +30,7 @@ prints them.  Integer literals Python cannot convert are located errors.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,14 +38,25 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    AnyDenseElement,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
     FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     IntAttr,
+    IntegerType,
     LocationAttr,
     ModuleOp,
     NameLoc,
+    RankedStructure,
+    Signedness,
     StringAttr,
+    TensorType,
     UnknownLoc,
 )
 from xdsl.ir import Attribute, AttributeInvT, Block, Operation, Region, SSAValue, TypeAttribute
@@ -79,6 +91,8 @@ _DEFERRED = "npuir.deferred-location "
 
 MAX_DECIMAL_DIGITS = 4300
 """Python's default limit on int <-> decimal string conversion (sys.int_info)."""
+I64_MAX = 2**63 - 1
+"""The largest tensor dimension (MLIR's dims are int64)."""
 MAX_HEX_DIGITS = 3570
 """Hexadecimal digits whose value stays below 10**4300."""
 
@@ -87,11 +101,13 @@ class _LinearLexer(MLIRLexer):
     """xDSL 0.74's lexer with a string-literal pattern that cannot backtrack.
 
     xDSL's pattern nests quantifiers (`(?:[^"...]+|...)*`), so an unclosed
-    string on a long line takes exponential time to reject; matching the same
-    language one character at a time takes linear time.
+    string on a long line takes exponential time to reject.  The same language
+    with possessive quantifiers never backtracks, and takes runs of plain
+    characters at once: matching one character per repetition took 0.45 us and
+    a saved state per character (a 32 MB hex constant cost 3.8 GB).
     """
 
-    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
 
     def _lex_string_literal(self, start_pos: int) -> MLIRToken:
         # xDSL makes any escaped literal with non-ASCII bytes a bytes literal,
@@ -404,6 +420,57 @@ class LocatingParser(Parser):
         finally:
             self._nesting -= 1
 
+    def parse_dense_int_or_fp_elements_attr(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        # xDSL expands a splat into one Python value per element (`dense<1.0> :
+        # tensor<100000x100000xf32>`, 275 bytes of text, is 10^10 of them) and reads a
+        # literal list with a token object per element (1.7 GB for a 13.5 MB list).  A
+        # splat is kept as one element here (xDSL's printer prints it back as a splat;
+        # `get_values` gives that one value), and a list of plain numbers is read by
+        # numpy.  Every other form, and every error, is xDSL's.
+        if self._current_token.kind is not MLIRTokenKind.LESS:
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        open_at = self._current_token.span.start
+        content = self.lexer.input.content
+        listed = _DENSE_LIST.match(content, open_at + 1)
+        self.parse_punctuation("<", " in dense attribute")
+        hex_digits: int | None = None
+        if listed is not None:
+            self._resume_from(listed.end())
+        elif (text := self.parse_optional_str_literal()) is not None:
+            hex_digits = len(text) - 2 if text[:2] == "0x" else None
+        elif self._current_token.kind is MLIRTokenKind.GREATER:
+            self._resume_from(open_at)
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        else:
+            self._parse_tensor_literal_element()  # a splat: one element, checked below
+        self.parse_punctuation(">", " in dense attribute")
+        if type is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_literal_type()
+        after = self.pos
+        count = math.prod(type.get_shape())
+        attr: DenseIntOrFPElementsAttr | None = None
+        if listed is not None:
+            read = _dense_from_list(listed.group(1), type, count)
+            if isinstance(read, str):
+                self.raise_error(read, open_at, after)
+            attr = read
+        else:
+            size = getattr(type.element_type, "compile_time_size", None)
+            splat = hex_digits is None or hex_digits == 2 * (size or 0)
+            if splat and count > 1:
+                # The one element, converted and checked by xDSL as a rank-0 literal.
+                self._resume_from(open_at)
+                one = super().parse_dense_int_or_fp_elements_attr(TensorType(type.element_type, []))
+                attr = DenseIntOrFPElementsAttr(type, one.data)
+        if attr is None:
+            self._resume_from(open_at)
+            attr = super().parse_dense_int_or_fp_elements_attr(type)
+        self._resume_from(after)
+        return attr
+
     def parse_optional_type(self) -> TypeAttribute | None:
         start = self.pos
         token = self._current_token
@@ -427,6 +494,16 @@ class LocatingParser(Parser):
             self.raise_error(str(exc), start, self.pos)
         finally:
             self._nesting -= 1
+        if isinstance(parsed, TensorType):
+            # xDSL keeps any Python int as a dim; MLIR's are int64, and the plan and
+            # cost attributes derived from them are too.
+            for dim in parsed.get_shape():
+                if dim > I64_MAX:
+                    self.raise_error(
+                        f"dimension {dim} of {parsed} is out of range (at most {I64_MAX})",
+                        start,
+                        self.pos,
+                    )
         if key is not None and parsed is not None:
             self._type_cache[key] = parsed
         return parsed
@@ -519,6 +596,75 @@ class LocatingParser(Parser):
         )
         self._parser_state.dialect_stack.pop()
         return op
+
+
+_DENSE_NUMBER = r"-?\d++(?:\.\d*+(?:[eE][+-]?\d++)?)?"
+_DENSE_LIST = re.compile(
+    rf"[ \t\n\r]*+(\[[\s\[]*+{_DENSE_NUMBER}(?:[\s\]]*+,[\s\[]*+{_DENSE_NUMBER})*+[\s\]]*+)"
+    r"(?=[ \t\n\r]*+>)"
+)
+"""A dense literal list of plain decimal numbers (brackets, commas and numbers only:
+whether the brackets nest as the type's shape says is checked after), up to the '>'."""
+_NOT_STRUCTURE = re.compile(r"[^\[\],]++")
+_BRACKETS_TO_SPACES = str.maketrans("[]", "  ")
+_NUMPY_FLOATS: dict[type[Attribute], str] = {
+    Float16Type: "<f2",
+    Float32Type: "<f4",
+    Float64Type: "<f8",
+}
+
+
+def _skeleton(shape: Sequence[int]) -> str:
+    """A literal list of `shape` with the numbers left out: `[[,],[,]]` for 2x2."""
+    inner = ""
+    for dim in reversed(shape):
+        inner = "[" + ",".join([inner] * dim) + "]"
+    return inner
+
+
+def _dense_from_list(
+    body: str, type: RankedStructure[AnyDenseElement], count: int
+) -> DenseIntOrFPElementsAttr | str | None:
+    """The attribute a literal list of plain numbers (`_DENSE_LIST`) gives, read by numpy;
+    a message when a value does not fit its element type; None for what only xDSL reads
+    (other element types, a shape that differs from the type's, integers beyond int64)."""
+    element = type.element_type
+    shape = type.get_shape()
+    if count < 1 or body.count(",") + 1 != count:
+        return None
+    if _NOT_STRUCTURE.sub("", body) != _skeleton(shape):
+        return None
+    flat = body.translate(_BRACKETS_TO_SPACES)
+    floating = _NUMPY_FLOATS.get(element.__class__)
+    if floating is not None:
+        values = np.fromstring(flat, dtype=np.float64, sep=",")
+        if values.size != count:
+            return None
+        with np.errstate(over="ignore"):
+            packed = values.astype(floating)
+        overflow = np.isinf(packed) & np.isfinite(values)
+        if overflow.any():
+            value = float(values[int(np.argmax(overflow))])
+            largest = float(np.finfo(floating).max)
+            return f"dense element {value!r} is out of range of {element} (at most {largest!r})"
+        return DenseIntOrFPElementsAttr(type, BytesAttr(packed.tobytes()))
+    if (
+        isinstance(element, IntegerType)
+        and element.width.data in (8, 16, 32, 64)
+        and element.signedness.data is not Signedness.UNSIGNED
+        and "." not in flat
+        and not re.search(r"\d{19}", flat)
+    ):
+        values = np.fromstring(flat, dtype=np.int64, sep=",")
+        bits = element.width.data
+        if (
+            values.size != count
+            or values.min() < -(2 ** (bits - 1))
+            or values.max() >= 2 ** (bits - 1)
+        ):
+            return None  # xDSL normalizes or refuses what lies outside the signed range
+        return DenseIntOrFPElementsAttr(type, BytesAttr(values.astype(f"<i{bits // 8}").tobytes()))
+    return None
 
 
 @dataclass(frozen=True)

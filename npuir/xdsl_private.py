@@ -32,6 +32,8 @@ PRIVATE: dict[str, dict[str, str]] = {
         "_register_ssa_definition": "overridden: remembers the names each region defines",
         "_get_op_by_name": "overridden: an unknown op name is located at the name",
         "_resume_from": "skipping over a `loc(#alias)` whose alias comes later",
+        "_parse_tensor_literal_element": "a dense splat's one element, before its type",
+        "_parse_dense_literal_type": "a dense literal's type, read before its elements",
         "ssa_values": "Parser.__init__ state, set by LocatingParser.__init__",
         "blocks": "Parser.__init__ state, set by LocatingParser.__init__",
         "forward_block_references": "Parser.__init__ state, set by LocatingParser.__init__",

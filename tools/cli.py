@@ -23,20 +23,24 @@ from __future__ import annotations
 import argparse
 import errno
 import gc
+import io
 import json
 import os
 import platform
 import shlex
+import signal
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from npuir import __version__
 from npuir.deep_stack import on_deep_stack
 from npuir.diagnostics import Diagnostic, diagnostic_json, printable_name
 from npuir.gc_pause import collector_paused
+from npuir.tools.output import remove_partial_outputs, strict_stdout
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -143,6 +147,57 @@ def run_tool(
     collection after the pause, or the interpreter's last one, walks the whole IR once
     more only to free it as the process ends (0.7 s of a 9 s round trip of 100k ops)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    real_stdout = sys.stdout
+    strict = _strict_stdout_for(real_stdout)
+    previous_term = _on_sigterm_remove_partial_outputs()
+    try:
+        if strict is not None:
+            sys.stdout = strict
+        return _run_tool(prog, run, args, exiting)
+    finally:
+        if strict is not None:
+            try:
+                strict.flush()
+            except OSError:
+                pass  # reported already; what is left goes nowhere
+            sys.stdout = real_stdout
+            strict.detach()
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+
+
+def _strict_stdout_for(stdout: TextIO | None) -> io.TextIOWrapper[Any] | None:
+    """The process's own stdout, rewrapped to fail on a short write (`strict_stdout`);
+    None for any other stream (a test's capture) or one without a descriptor."""
+    if stdout is None or sys.__stdout__ is None or stdout is not sys.__stdout__:
+        return None
+    try:
+        stdout.flush()
+        return strict_stdout(stdout)
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _on_sigterm_remove_partial_outputs() -> Any:
+    """On SIGTERM, remove the output files being written, then die of the signal as
+    before; returns the handler it replaced (None off the main thread, where no handler
+    can be installed, or when SIGTERM was not at its default)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        return None
+
+    def handler(signum: int, frame: object) -> None:
+        remove_partial_outputs()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, handler)
+    return previous
+
+
+def _run_tool(prog: str, run: Callable[[list[str]], int], args: list[str], exiting: bool) -> int:
     try:
         try:
             # Deeply nested input recurses deeply in every phase (npuir.deep_stack).  The
@@ -159,6 +214,8 @@ def run_tool(
         sys.stdout.flush()
         return code
     except KeyboardInterrupt:
+        # The work thread may be mid-write: its output's temporary file goes now.
+        remove_partial_outputs()
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:

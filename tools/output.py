@@ -25,16 +25,26 @@ that renames (editors, `sed -i`).
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import secrets
 import stat
 import sys
+import threading
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import Any, BinaryIO, TextIO, cast
 
 from npuir.diagnostics import UsageError
 
-__all__ = ["OutputError", "write_bytes", "write_output", "write_text"]
+__all__ = [
+    "OutputError",
+    "remove_partial_outputs",
+    "strict_stdout",
+    "write_bytes",
+    "write_output",
+    "write_text",
+]
 
 
 class OutputError(UsageError):
@@ -56,16 +66,56 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+_in_flight: set[str] = set()
+"""The temporary files being written now.  The tools write on a worker thread
+(`npuir.deep_stack`), so Ctrl-C or SIGTERM reaches the main thread while the worker is
+mid-write and never runs its cleanup: `remove_partial_outputs` does it."""
+_in_flight_lock = threading.Lock()
+
+
+def remove_partial_outputs() -> None:
+    """Remove every temporary output file still being written (on an interrupt or a
+    signal: the targets are left as they were)."""
+    with _in_flight_lock:
+        pending = list(_in_flight)
+        _in_flight.clear()
+    for tmp in pending:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass  # renamed into place meanwhile, or already gone
+
+
+def _forget(tmp: str) -> None:
+    with _in_flight_lock:
+        _in_flight.discard(tmp)
+
+
 def _create_temporary(directory: str, name: str) -> tuple[int, str]:
     """A new file beside the target, created with mode 0666 so that the kernel applies the
-    umask exactly as for a plain `open()` (mkstemp would make it 0600)."""
+    umask exactly as for a plain `open()` (mkstemp would make it 0600).  It is registered
+    before it exists, so that a signal can never leave an unregistered one behind."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     while True:
         tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        with _in_flight_lock:
+            _in_flight.add(tmp)
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:
+            _forget(tmp)
             continue
+        except PermissionError:
+            _forget(tmp)
+            raise OutputError(
+                os.path.join(directory, name),
+                f"Permission denied: the directory '{directory}' is not writable, and the "
+                "file is replaced through a temporary file beside it -- make the directory "
+                "writable, or write the file in place with a shell redirect (> FILE)",
+            ) from None
+        except BaseException:
+            _forget(tmp)
+            raise
 
 
 def _replace(path: str, target: str, existing: os.stat_result | None, write: Writer) -> None:
@@ -90,6 +140,8 @@ def _replace(path: str, target: str, existing: os.stat_result | None, write: Wri
         except FileNotFoundError:
             pass
         raise
+    finally:
+        _forget(tmp)
 
 
 def _check_replaceable(path: str, existing: os.stat_result) -> None:
@@ -115,13 +167,72 @@ def _check_replaceable(path: str, existing: os.stat_result) -> None:
         )
 
 
-def write_output(path: str, write: Writer) -> None:
-    """Call `write` with a binary file open on `path` (see the module docstring)."""
+class _FullWrites(io.RawIOBase):
+    """A file descriptor written until every byte is taken, or an `OSError` raised.
+
+    CPython's buffered standard output loses the error of a short write: stdout to a
+    file that reaches `ulimit -f` was cut short silently, with exit status 0."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            written = os.write(self._fd, view[done:])
+            if written <= 0:
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            done += written
+        return done
+
+
+def strict_stdout(stdout: TextIO) -> io.TextIOWrapper[Any]:
+    """A text stream on `stdout`'s descriptor, with its encoding, whose writes fail loudly
+    on a short write (`_FullWrites`), and at once: each write goes to the descriptor as it
+    is made, so a failure stops the tool before it says anything more."""
+    return io.TextIOWrapper(
+        cast(Any, _FullWrites(stdout.fileno())),  # unbuffered on purpose: raw, no buffer
+        encoding=stdout.encoding,
+        errors=stdout.errors,
+        write_through=True,
+    )
+
+
+def _write_stdout(write: Writer) -> None:
+    """Standard output, written through `_FullWrites` when it is the process's own: a short
+    write raises its `OSError` (`run_tool` reports it, exit 2)."""
+    sys.stdout.flush()
     try:
-        if path == "-":
-            write(sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-            return
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1  # a stream of the caller's (a test's capture): written as it is
+    if fd < 0:
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    out = io.BufferedWriter(_FullWrites(fd))
+    write(out)
+    out.flush()
+    out.detach()  # the descriptor stays open: it is the process's stdout
+
+
+def write_output(path: str, write: Writer) -> None:
+    """Call `write` with a binary file open on `path` (see the module docstring).
+
+    Standard output's failures are `OSError`s, as every other write to it: `run_tool`
+    says "cannot write standard output"."""
+    if path == "-":
+        _write_stdout(write)
+        return
+    try:
         if not path:
             raise OutputError(path, "the file name is empty")
         try:

@@ -26,6 +26,7 @@ from typing import ClassVar, Literal
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
@@ -60,6 +61,38 @@ PLAN_SUMMARY = Kind(
 """`stats=true`: the plan in GE's `[IMAS]AfterAssignMemory` terms; arguments: `function`,
 `peak`, `theory_min` (the antichain bound), `no_reuse`, `streams`, `algo`.  (A plan over
 `budget` is `npuir.analysis.mem_planners.OVER_BUDGET` or `UNFITTED`.)"""
+
+TOO_LARGE = Kind(
+    "mem.plan-too-large",
+    "a plan of {bytes} bytes for @{function} exceeds the largest size a plan can hold "
+    "({limit} bytes, i64); its largest buffer, {size} bytes, is written here",
+)
+"""A plan (or one of its buffers) larger than the `i64` the plan attributes hold: tensor
+dims such as 10^12 x 10^12; located at the op writing the largest buffer; arguments:
+`bytes`, `function`, `limit`, `size`."""
+I64_MAX = 2**63 - 1
+
+
+def _check_size(func: FuncOp, fp: FunctionPlan) -> None:
+    """Refuse a plan whose offsets or sizes the `i64` plan attributes cannot hold."""
+    if fp.peak <= I64_MAX:
+        return
+    bufs = fp.buffers
+    largest: tuple[int, Operation] | None = None
+    for op in bufs.prog.ops:
+        for res in op.results:
+            b = bufs.of_value.get(res)
+            if b is not None and (largest is None or bufs.size[b] > largest[0]):
+                largest = (bufs.size[b], op)
+    where: Operation = func if largest is None else largest[1]
+    raise error(
+        where,
+        TOO_LARGE,
+        bytes=fp.peak,
+        function=func.sym_name.data,
+        limit=I64_MAX,
+        size=0 if largest is None else largest[0],
+    )
 
 
 def write_plan(func: FuncOp, fp: FunctionPlan) -> None:
@@ -125,6 +158,7 @@ class MemPlanPass(ModulePass):
                 if fp.peak > budget:
                     kind, args = over_budget_facts(f"@{func.sym_name.data}", fp, budget)
                     raise error(func, kind, **args)
+            _check_size(func, fp)
             write_plan(func, fp)
             if self.stats:
                 bound = antichain_bound(fp.lifetimes).bytes

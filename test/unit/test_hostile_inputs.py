@@ -152,6 +152,81 @@ def ge_deep(d: Path) -> list[str]:
     return [_tool("npuir-import"), str(p)]
 
 
+SPLAT = """module attributes {npu.target = "910b2"} {
+func.func @f(%x: tensor<f32>) -> tensor<f32> {
+  %c = npu.constant dense<1.0> : tensor<100000x100000xf32>
+  %s = npu.reduce_sum %c : (tensor<100000x100000xf32>) -> tensor<f32>
+  %y = npu.add %x, %s : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  func.return %y : tensor<f32>
+}
+}
+"""
+
+
+def mlir_splat(d: Path) -> list[str]:
+    # 10^10 elements in 300 bytes: kept as one element, never expanded to parse or print.
+    p = d / "splat.mlir"
+    p.write_text(SPLAT)
+    return [_tool("npuir-opt"), str(p), "-o", str(d / "out.mlir")]
+
+
+def mlir_splat_run(d: Path) -> list[str]:
+    # Computing with it needs its 40 GB: refused up front by the host-memory check.
+    return [_tool("npuir-run"), mlir_splat(d)[1], "--check"]
+
+
+def _constant(d: Path, name: str, n: int, body: str) -> list[str]:
+    p = d / name
+    p.write_text(
+        f"func.func @f() -> tensor<{n}xf32> {{\n"
+        f"  %c = npu.constant dense<{body}> : tensor<{n}xf32>\n"
+        f"  func.return %c : tensor<{n}xf32>\n}}\n"
+    )
+    return [_tool("npuir-opt"), str(p), "-o", str(d / "out.mlir")]
+
+
+def mlir_hex(d: Path) -> list[str]:
+    n = 100_000
+    return _constant(d, "hex.mlir", n, '"0x' + "".join(f"{i:08X}" for i in range(n)) + '"')
+
+
+def mlir_dense_list(d: Path) -> list[str]:
+    n = 100_000
+    return _constant(d, "list.mlir", n, "[" + ", ".join(f"{i}.5" for i in range(n)) + "]")
+
+
+def mlir_huge_dims(d: Path) -> list[str]:
+    p = d / "dims.mlir"
+    t = "tensor<1000000000000x1000000000000xf16>"
+    p.write_text(
+        'module attributes {npu.target = "910b2"} {\n'
+        f"func.func @f(%x: {t}) -> {t} {{\n"
+        f"  %0 = npu.relu %x : ({t}) -> {t}\n  %1 = npu.relu %0 : ({t}) -> {t}\n"
+        f"  func.return %1 : {t}\n}}\n}}\n"
+    )
+    return [_tool("npuir-opt"), str(p), "-p", "npu-default"]
+
+
+def _ge_with(d: Path, name: str, old: str, new: str) -> list[str]:
+    p = d / name
+    text = GE_TXT.read_text()
+    assert old in text
+    p.write_text(text.replace(old, new, 1))
+    return [_tool("npuir-import"), str(p), "-o", str(d / "out.mlir")]
+
+
+def ge_big_int(d: Path) -> list[str]:
+    return _ge_with(d, "int.txt", "i: 0", "i: " + "9" * 5000)
+
+
+def ge_big_float(d: Path) -> list[str]:
+    return _ge_with(d, "float.txt", "i: 0", "f: 1e999999")
+
+
+def ge_big_dim(d: Path) -> list[str]:
+    return _ge_with(d, "dim.txt", "dim: 1000", "dim: 100000000000000000000")
+
+
 def _pt2(d: Path, entries: dict[str, bytes], compression: int = zipfile.ZIP_STORED) -> Path:
     files = {
         "archive_format": b"pt2",
@@ -245,6 +320,14 @@ CASES = [
     Case("huge-tensor-timing", huge_tensor_timing, (0,)),
     Case("many-ranks", many_ranks, (2,), "--ranks"),
     Case("ge-string", ge_string, (0, 1), known="the GE grammar's STRING regex (issue 24)"),
+    Case("mlir-splat", mlir_splat, (0,)),
+    Case("mlir-splat-run", mlir_splat_run, (1,), "host memory"),
+    Case("mlir-hex", mlir_hex, (0,)),
+    Case("mlir-dense-list", mlir_dense_list, (0,)),
+    Case("mlir-huge-dims", mlir_huge_dims, (1,), "(9223372036854775807 bytes, i64)"),
+    Case("ge-big-int", ge_big_int, (1,), "integer of 5000 digits is too long (at most 4300)"),
+    Case("ge-big-float", ge_big_float, (1,), "number 1e999999 is out of range of a double"),
+    Case("ge-big-dim", ge_big_dim, (1,), "outside -1 (dynamic) .. 9223372036854775807"),
     Case("ge-deep", ge_deep, (1,)),
     Case("pt2-deep", pt2_deep, (1,), "nested more than"),
     Case("pt2-zip-bomb", pt2_bomb, (1,), "zip bomb"),

@@ -12,8 +12,9 @@ import subprocess
 import sys
 
 import pytest
-from xdsl.dialects.builtin import BytesAttr, FileLineColLoc, StringAttr
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, FileLineColLoc, StringAttr
 from xdsl.dialects.func import FuncOp
+from xdsl.parser import Parser
 
 import npuir
 from npuir import DiagnosticError, make_context, parse_text, print_ir
@@ -372,3 +373,74 @@ def test_a_location_alias_never_defined_is_located_at_its_use() -> None:
     assert err.diagnostic.message == "undefined location alias '#loc3'"
     loc = err.diagnostic.location
     assert loc is not None and (loc.line, loc.column) == (6, 23)
+
+
+def constant(value: str, ty: str) -> str:
+    return f"func.func @f() -> {ty} {{\n  %c = npu.constant {value} : {ty}\n  func.return %c : {ty}\n}}\n"
+
+
+def constant_attr(text: str) -> DenseIntOrFPElementsAttr:
+    module = parse_text(make_context(), text, "c.mlir")
+    (op,) = [op for op in module.walk() if op.name == "npu.constant"]
+    value = op.properties["value"]
+    assert isinstance(value, DenseIntOrFPElementsAttr)
+    return value
+
+
+def reference_attr(text: str) -> DenseIntOrFPElementsAttr:
+    attr = Parser(make_context(), text).parse_attribute()
+    assert isinstance(attr, DenseIntOrFPElementsAttr)
+    return attr
+
+
+def test_a_splat_is_kept_as_one_element_and_prints_back() -> None:
+    # xDSL would build 10^10 Python floats here.
+    text = constant("dense<1.5>", "tensor<100000x100000xf32>")
+    attr = constant_attr(text)
+    assert len(attr.data.data) == 4 and attr.get_values() == (1.5,)
+    assert "dense<1.500000e+00> : tensor<100000x100000xf32>" in print_ir(
+        parse_text(make_context(), text, "c.mlir")
+    )
+
+
+def test_a_hex_splat_is_one_element_too() -> None:
+    attr = constant_attr(constant('dense<"0x0000C03F">', "tensor<1000x1000xf32>"))
+    assert attr.get_values() == (1.5,)
+
+
+@pytest.mark.parametrize(
+    ("literal", "ty"),
+    [
+        ("[[1.5, -2.0e3], [3, 0.1]]", "tensor<2x2xf32>"),
+        ("[1.0, 65504.0, -0.0]", "tensor<3xf16>"),
+        ("[1.0e-300, 1.0]", "tensor<2xf32>"),
+        ("[[-128, 127, 0]]", "tensor<1x3xi8>"),
+        ("[9223372036854775807, -9223372036854775808]", "tensor<2xi64>"),
+        ("[200, 1]", "tensor<2xi8>"),  # beyond the signed range: xDSL's own reading
+        ('"0x0000803F00000040"', "tensor<2xf32>"),
+    ],
+)
+def test_dense_literals_read_as_xdsl_reads_them(literal: str, ty: str) -> None:
+    mine = constant_attr(constant(f"dense<{literal}>", ty))
+    assert mine.data == reference_attr(f"dense<{literal}> : {ty}").data
+
+
+@pytest.mark.parametrize(
+    ("literal", "ty", "message"),
+    [
+        ("[1.0, 1.0e39]", "tensor<2xf32>", "dense element 1e+39 is out of range of f32"),
+        ("[[1.0, 2.0]]", "tensor<2x1xf32>", "Shape mismatch"),
+        ("[1.0, 2.0]", "tensor<3xf32>", "Shape mismatch"),
+        ('"0x00"', "tensor<3xf32>", "Shape mismatch"),
+    ],
+)
+def test_a_dense_literal_that_does_not_fit_is_located(literal: str, ty: str, message: str) -> None:
+    exc = located_error(constant(f"dense<{literal}>", ty))
+    assert message in str(exc.diagnostic.message)
+    assert exc.diagnostic.location is not None and exc.diagnostic.location.line == 2
+
+
+def test_a_dim_beyond_int64_is_located() -> None:
+    exc = located_error(constant("dense<1.0>", "tensor<1000000000000000000000000000000xf32>"))
+    assert "dimension 1000000000000000000000000000000 of" in exc.diagnostic.message
+    assert "out of range (at most 9223372036854775807)" in exc.diagnostic.message

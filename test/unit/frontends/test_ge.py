@@ -509,6 +509,22 @@ def test_reduce_transpose_concat_and_collective_rules_read_shapes_when_attribute
             "has dim -2; npuir needs a known rank",
         ),
         (
+            [op("x", "Data", outs=["output_desc { dtype: DT_FLOAT shape { dim: -5 } }"])],
+            "dump.txt:2:",
+            "output 0 of 'x' has dim -5, outside -1 (dynamic) .. 9223372036854775807",
+        ),
+        (
+            [
+                op(
+                    "x",
+                    "Data",
+                    outs=["output_desc { dtype: DT_FLOAT shape { dim: 1" + "0" * 20 + " } }"],
+                )
+            ],
+            "dump.txt:2:",
+            "has dim 1" + "0" * 20 + ", outside -1 (dynamic) .. 9223372036854775807",
+        ),
+        (
             [
                 op("x", "Data", outs=["output_desc { shape { dim: 2 } }"]),
                 op("o", "NetOutput", ["x:0"], outs=[]),

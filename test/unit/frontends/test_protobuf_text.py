@@ -96,3 +96,41 @@ def test_a_long_string_and_deep_indentation_read_whole() -> None:
     long = "x" * 1_000_000
     msg = parse(f'{" " * 10_000}s: "{long}"\n{" " * 10_000}t: 2', "x")
     assert msg.get("s") == long and msg.entries("t")[0].column == 10_001
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        (
+            "a {\n  i: " + "9" * 5000 + "\n}",
+            "t.txt:2:6",
+            "integer of 5000 digits is too long (at most 4300)",
+        ),
+        ("a {\n  i: 0x" + "f" * 4400 + "\n}", "t.txt:2:6", "integer of 4400 digits is too long"),
+        ("f: 1e999999", "t.txt:1:4", "number 1e999999 is out of range of a double (at most 1.79"),
+        # A syntax error after the number: lark reads the text, with the same refusal.
+        ("f: -1.5e400 }", "t.txt:1:4", "number -1.5e400 is out of range of a double"),
+    ],
+)
+def test_a_number_beyond_python_s_is_a_located_error(text: str, where: str, message: str) -> None:
+    with pytest.raises(DiagnosticError) as info:
+        parse(text, "t.txt")
+    rendered = info.value.diagnostic.render()
+    assert rendered.startswith(where), rendered
+    assert message in rendered, rendered
+
+
+def test_inf_spelled_out_is_still_infinity() -> None:
+    assert parse("f: inf g: -inf", "t.txt").get("g") == float("-inf")
+
+
+def test_the_fast_reader_and_lark_build_the_same_messages() -> None:
+    from npuir.frontends import protobuf_text
+
+    text = (
+        "a: [1, 2, \"x\" 'y'] b: [] c { d: -inf e: 3; } f < g: 0x1F, > h: 1.5e3f # c\n"
+        " i: true j: [a, b] k: { l: 'm' }"
+    )
+    fast = protobuf_text._read_fast(text)
+    assert fast == protobuf_text._parser().parse(text)
+    assert [type(v) for v in fast.all("j")] == [Ident, Ident]
