@@ -31,7 +31,10 @@ eager, `torch.compile`, `torch.export`), `inference.set_dim_gears` takes torch
 tensors, and `get_npu_backend(compiler_config=...)` is a `torch.compile`
 backend whose compiled model runs npuir's lowered program (`reports(model)`
 gives each compile's schedule report); `configs.compiler_config.CompilerConfig`
-and `core.utils.logger` are at TorchAir's import paths.
+and `core.utils.logger` are at TorchAir's import paths.  Without `torch_npu`,
+importing this package gives torch tensors and modules a `.npu()` that does nothing
+(`npuir.frontends.torchair.npu_standin`; a real `torch_npu` is never shadowed), so a
+TorchAir script runs with only its import lines changed.
 
 IR objects are built directly (no text, no parser); each op carries the
 location of the user's Python line that created it, and mistakes raise
@@ -67,10 +70,16 @@ from npuir.frontends.torchair import (
     Program,
     Tensor,
     TorchairError,
+    after_torch,
     current_graph,
 )
+from npuir.frontends.torchair import npu_standin as _npu_standin
 
 from . import configs, core, inference, ops, scope
+
+# TorchAir scripts call `.npu()` on tensors and modules; without torch_npu it does nothing
+# here (never in place of a real torch_npu), so the scripts run with their imports changed.
+after_torch(_npu_standin.install)
 
 if TYPE_CHECKING:
     from npuir.driver.torch_backend import get_npu_backend, reports

@@ -6,6 +6,8 @@ Needs the `npuir[torch]` extra; without torch every case here is skipped.
 from __future__ import annotations
 
 import logging
+import os
+import re
 import runpy
 import subprocess
 import sys
@@ -157,6 +159,69 @@ def test_seed_script_prints_the_uncompiled_models_results(
             model(scope["npu_input0"], scope["npu_input1"]),
             eager(scope["npu_input0"], scope["npu_input1"]),
         )
+
+
+_SEED_EDITS_NOT_IMPORTS = {
+    # seed 003's own bug (fails under any PyTorch), and the product variant of seed 004
+    ("seed003_limit_core_num.py", "-        super.__init__()"),
+    ("seed003_limit_core_num.py", "+        super().__init__()"),
+    ("seed004_gears_product.py", '-# config.inference_config.dynamic_gears_merge_policy = "zip"'),
+    ("seed004_gears_product.py", "+# The seed's commented alternative, taken: the product policy"),
+    ("seed004_gears_product.py", '+config.inference_config.dynamic_gears_merge_policy = "product"'),
+}
+
+
+def _is_import(line: str) -> bool:
+    return line.startswith("import ") or (line.startswith("from ") and " import " in line)
+
+
+def test_seed_scripts_differ_from_the_seeds_only_in_imports() -> None:
+    """docs/torchair.md gives each seed script's whole difference from its seed: those
+    diffs must be the checked-in scripts' (each added line where the hunk puts it) and
+    change import lines only, but for the two documented exceptions."""
+    text = (ROOT / "docs" / "torchair.md").read_text()
+    section = text.split("## TorchAir's seed scripts", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"`(seed[\w]+\.py)` \([^\n]*\):\n\n```diff\n(.*?)```", section, re.S)
+    assert sorted(name for name, _ in blocks) == [p.name for p in EXAMPLES]
+    for name, diff in blocks:
+        script = (ROOT / "examples" / "torchair" / name).read_text().splitlines()
+        assert not any("torch_npu" in line for line in script)
+        line_no = 0
+        for line in diff.splitlines():
+            hunk = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@", line)
+            if hunk:
+                line_no = int(hunk.group(1))
+                continue
+            assert _is_import(line[1:]) or (name, line) in _SEED_EDITS_NOT_IMPORTS, (name, line)
+            if line.startswith("+"):
+                assert script[line_no - 1] == line[1:], (name, line_no)
+                line_no += 1
+    # the seeds' `.npu()` calls stay in the scripts: the stand-in runs them
+    assert all(".npu()" in p.read_text() for p in EXAMPLES if not p.name.startswith("seed003"))
+
+
+def test_npu_is_a_no_op_on_the_cpu_stand_in() -> None:
+    x = torch.ones(2)
+    lin = torch.nn.Linear(2, 2)
+    assert x.npu() is x and x.npu(0) is x
+    assert lin.npu() is lin
+
+
+def test_the_stand_in_never_shadows_a_real_torch_npu(tmp_path: Path) -> None:
+    (tmp_path / "torch_npu").mkdir()
+    (tmp_path / "torch_npu" / "__init__.py").write_text("")  # importable, never imported
+    code = (
+        "import npuir.torchair, torch\n"
+        "print(hasattr(torch.Tensor, 'npu'), hasattr(torch.nn.Module, 'npu'))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+    done = subprocess.run(  # and without it, importing npuir.torchair before torch installs it
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path.parent
+    )
+    assert done.stdout.split() == ["True", "True"], done.stderr
 
 
 def test_seed_004_compiles_once_for_both_gears() -> None:
