@@ -25,7 +25,6 @@ from .configs.compiler_config import CompilerConfig
 from .errors import TorchairError
 from .graph import Graph, Program, Tensor, current_graph
 
-
 _AFTER_TORCH: list[Callable[[], object]] = []
 """What runs once torch is imported (see `after_torch`)."""
 

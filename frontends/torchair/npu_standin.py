@@ -50,7 +50,7 @@ def install() -> bool:
         current = getattr(cls, "npu", None)
         if current is None:
             setattr(method, NPU_ATTR, True)
-            setattr(cls, "npu", method)
+            cls.npu = method  # type: ignore[attr-defined]
             installed = True
         elif getattr(current, NPU_ATTR, False):
             installed = True

@@ -363,6 +363,50 @@ def test_tng_log_level_sets_the_logger() -> None:
         assert int(out.stdout) == level
 
 
+class StreamLimited(torch.nn.Module):
+    """A stream limit set between two ops on stream "1", read back, and reset."""
+
+    def forward(self, x: Any) -> Any:
+        with tng.scope.npu_stream_switch("1"):
+            before = torch.mm(x, x)
+        tng.scope.set_stream_limit("1", 3, 8)
+        cube = tng.scope.get_stream_limit("1")["cube_core_num"]
+        with tng.scope.npu_stream_switch("1"):
+            after = torch.relu(x) * cube
+        tng.scope.reset_stream_limit("1")
+        with tng.scope.npu_stream_switch("1"):
+            reset = torch.neg(x)
+        return before, after, reset
+
+
+def test_stream_limits_on_torch_limit_the_ops_issued_after_them() -> None:
+    from npuir.analysis.core_limits import CoreLimits
+    from npuir.backends.npu.hardware import load_hardware
+
+    def limits(module: ModuleOp) -> dict[str, dict[str, int]]:
+        found = CoreLimits(module, load_hardware("910b2")).run()
+        return {op.name: found.of(op) for op in module.walk() if isinstance(op, NpuOp)}
+
+    x = torch.randn(8, 8)
+    before, after, reset = StreamLimited()(x)  # eager: the limit is read back as set
+    torch.testing.assert_close(after, torch.relu(x) * 3)
+    assert tng.scope.get_stream_limit("1") == {"cube_core_num": 24, "vector_core_num": 48}
+    want = {
+        "npu.matmul": {"cube": 24, "vector": 48},
+        "npu.relu": {"cube": 3, "vector": 8},
+        "npu.mul": {"cube": 3, "vector": 8},
+        "npu.neg": {"cube": 24, "vector": 48},
+    }
+    exported = import_exported_program(torch.export.export(StreamLimited(), (x,)))
+    assert limits(exported) == want
+    torch._dynamo.reset()
+    backend = tng.get_npu_backend()
+    compiled = torch.compile(StreamLimited(), backend=backend, fullgraph=True, dynamic=False)
+    for got, eager in zip(compiled(x), StreamLimited()(x)):
+        torch.testing.assert_close(got, eager)
+    assert limits(backend.imported[0]) == want
+
+
 def _summary(module: ModuleOp) -> list[tuple[str, str]]:
     """Each op in program order with its stream tag: what two routes must agree on."""
     tags = {op.symbol: op.tag.data for op in module.ops if isinstance(op, stream.DeclOp)}
