@@ -74,7 +74,7 @@ from npuir.frontends.torch import import_exported_program
 from npuir.frontends.torchair import CompilerConfig, TorchairError, air_ops
 from npuir.frontends.torchair.core.utils import logger
 from npuir.frontends.torchair.graph import check_mode
-from npuir.frontends.torchair.inference import gears_of
+from npuir.frontends.torchair.inference import gears_of, warn_unless_dynamic
 from npuir.passmanager.pipeline import build_pipeline, configured_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
@@ -528,6 +528,7 @@ class NpuBackend:
             remembered = {}
         else:
             gears = {i: g for i in tensor_pos if (g := gears_of(examples[i]))}
+            warn_unless_dynamic([examples[i] for i in gears])  # TorchAir's gears need dynamic
             sources = [self._source(n) for n in placeholders]
             remembered = {
                 i: self._gears[sources[i]]

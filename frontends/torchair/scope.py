@@ -229,9 +229,9 @@ _TORCH_LIMITS: dict[str, tuple[int, int]] = {}
 it; the compiled graph gets the same limits from the `air::` ops that carry them."""
 
 
-def stream_limit_error(stream_tag: object, cube_num: object, vector_num: object) -> (
-    validation.Problem | None
-):
+def stream_limit_error(
+    stream_tag: object, cube_num: object, vector_num: object
+) -> validation.Problem | None:
     """What is wrong with `set_stream_limit`'s arguments, or None (-1: no limit)."""
     if stream_tag != validation.MAIN_STREAM:  # the main stream may be limited too
         problem = validation.stream_tag_problem(stream_tag)

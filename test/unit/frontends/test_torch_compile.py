@@ -11,6 +11,7 @@ import re
 import runpy
 import subprocess
 import sys
+import warnings
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,38 @@ def test_seed_004_compiles_once_for_both_gears() -> None:
     assert caught.value.diagnostic.kind == "torchair.gear-mismatch"
 
 
+def test_gears_without_dynamic_true_warn_at_the_set_dim_gears_line() -> None:
+    from npuir.frontends.torchair.errors import TorchairWarning
+
+    class Add(torch.nn.Module):
+        def forward(self, x1: Any, x2: Any) -> Any:
+            return x1 + x2
+
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        model = torch.compile(Add(), fullgraph=True, backend=tng.get_npu_backend(), dynamic=dynamic)
+        a, b = torch.ones([2, 2]), torch.ones([2, 2])
+        line = _line_of_next_statement()
+        tng.inference.set_dim_gears(a, {0: [2, 4]})
+        tng.inference.set_dim_gears(b, {0: [2, 4]})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert torch.equal(model(a, b), a + b)
+        found = [w.message for w in caught if isinstance(w.message, TorchairWarning)]
+        if dynamic:
+            assert found == []
+            continue
+        assert [w.diagnostic.kind for w in found] == ["torchair.gears-without-dynamic"] * 2
+        assert [w.diagnostic.location.line for w in found] == [line, line + 1]  # type: ignore[union-attr]
+        assert all(w.diagnostic.location.filename == HERE for w in found)  # type: ignore[union-attr]
+        assert "dynamic=True" in str(found[0])
+
+
+def _line_of_next_statement() -> int:
+    frame = sys._getframe(1)
+    return frame.f_lineno + 1
+
+
 def test_a_bad_scope_argument_under_compile_is_located_at_the_users_line() -> None:
     torch._dynamo.reset()
 
@@ -388,7 +421,7 @@ def test_stream_limits_on_torch_limit_the_ops_issued_after_them() -> None:
         return {op.name: found.of(op) for op in module.walk() if isinstance(op, NpuOp)}
 
     x = torch.randn(8, 8)
-    before, after, reset = StreamLimited()(x)  # eager: the limit is read back as set
+    _, after, _ = StreamLimited()(x)  # eager: the limit is read back as set
     torch.testing.assert_close(after, torch.relu(x) * 3)
     assert tng.scope.get_stream_limit("1") == {"cube_core_num": 24, "vector_core_num": 48}
     want = {
