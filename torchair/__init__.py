@@ -20,7 +20,8 @@ module = g.module                                  # an xDSL ModuleOp, verified
   `module`, `text()`; `npuir.passmanager.pipeline.configured_pipeline("npu-default",
   config.pass_options())` is the lowering its config asks for.
 - `Program(target, config)`: one function per rank (`p.graph("rank0")`), one module.
-- `scope`: `npu_stream_switch`, `npu_wait_tensor`, `limit_core_num`, `set_stream_limit`.
+- `scope`: `npu_stream_switch`, `npu_wait_tensor`, `limit_core_num`, `set_stream_limit`,
+  `get_stream_limit`, `reset_stream_limit`.
 - `inference.set_dim_gears`; `CompilerConfig` (`ge_config.aicore_num`,
   `ge_config.enable_single_stream`, `inference_config.dynamic_gears_merge_policy`).
 - `ops`: torch-named functions for every `npu` op.

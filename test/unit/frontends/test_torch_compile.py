@@ -385,7 +385,7 @@ def test_info_log_has_the_options_and_the_report(caplog: pytest.LogCaptureFixtur
 
 def test_tng_log_level_sets_the_logger() -> None:
     code = "from npuir.torchair.core.utils import logger; print(logger.level)"
-    for value, level in (("0", logging.DEBUG), ("3", logging.ERROR)):
+    for value, level in (("0", logging.DEBUG), ("3", logging.ERROR), ("4", 35)):
         out = subprocess.run(
             [sys.executable, "-c", code],
             env={"TNG_LOG_LEVEL": value, "PATH": ""},
@@ -394,6 +394,23 @@ def test_tng_log_level_sets_the_logger() -> None:
             check=True,
         )
         assert int(out.stdout) == level
+
+
+def test_an_invalid_tng_log_level_is_refused_with_the_valid_values(tmp_path: Path) -> None:
+    script = tmp_path / "model.py"
+    script.write_text("import npuir.torchair as tng\nbackend = tng.get_npu_backend()\n")
+    for value in ("debug", "5", ""):
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            env={"TNG_LOG_LEVEL": value, "PATH": ""},
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode != 0
+        last = done.stderr.strip().splitlines()[-1]
+        # located at the user's line that needed the logger, naming every valid value
+        assert f"{script}:2: error: TNG_LOG_LEVEL={value!r}" in last, done.stderr
+        assert all(f"{n} (" in last for n in range(5))
 
 
 class StreamLimited(torch.nn.Module):
