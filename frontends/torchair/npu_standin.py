@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+METHOD = "npu"
+"""The method torch_npu adds to tensors and modules."""
 NPU_ATTR = "_npuir_npu_standin"
 """Set on each stand-in method, so that tests and users can tell it from torch_npu's."""
 
@@ -47,10 +49,10 @@ def install() -> bool:
         return False
     installed = False
     for cls, method in ((torch.Tensor, _tensor_npu), (torch.nn.Module, _module_npu)):
-        current = getattr(cls, "npu", None)
+        current = getattr(cls, METHOD, None)
         if current is None:
             setattr(method, NPU_ATTR, True)
-            cls.npu = method  # type: ignore[attr-defined]
+            setattr(cls, METHOD, method)  # torch has no `.npu` of its own to type
             installed = True
         elif getattr(current, NPU_ATTR, False):
             installed = True
