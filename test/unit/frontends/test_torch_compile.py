@@ -201,6 +201,7 @@ def test_seed_scripts_differ_from_the_seeds_only_in_imports() -> None:
     assert all(".npu()" in p.read_text() for p in EXAMPLES if not p.name.startswith("seed003"))
 
 
+@pytest.mark.torch
 def test_npu_is_a_no_op_on_the_cpu_stand_in() -> None:
     x = torch.ones(2)
     lin = torch.nn.Linear(2, 2)
@@ -208,6 +209,8 @@ def test_npu_is_a_no_op_on_the_cpu_stand_in() -> None:
     assert lin.npu() is lin
 
 
+@pytest.mark.torch
+@pytest.mark.slow
 def test_the_stand_in_never_shadows_a_real_torch_npu(tmp_path: Path) -> None:
     (tmp_path / "torch_npu").mkdir()
     (tmp_path / "torch_npu" / "__init__.py").write_text("")  # importable, never imported
@@ -246,6 +249,8 @@ def test_seed_004_compiles_once_for_both_gears() -> None:
     assert caught.value.diagnostic.kind == "torchair.gear-mismatch"
 
 
+@pytest.mark.torch
+@pytest.mark.slow
 def test_gears_without_dynamic_true_warn_at_the_set_dim_gears_line() -> None:
     from npuir.frontends.torchair.errors import TorchairWarning
 
@@ -396,6 +401,8 @@ def test_tng_log_level_sets_the_logger() -> None:
         assert int(out.stdout) == level
 
 
+@pytest.mark.torch
+@pytest.mark.slow
 def test_an_invalid_tng_log_level_is_refused_with_the_valid_values(tmp_path: Path) -> None:
     script = tmp_path / "model.py"
     script.write_text("import npuir.torchair as tng\nbackend = tng.get_npu_backend()\n")
@@ -429,6 +436,7 @@ class StreamLimited(torch.nn.Module):
         return before, after, reset
 
 
+@pytest.mark.torch
 def test_stream_limits_on_torch_limit_the_ops_issued_after_them() -> None:
     from npuir.analysis.core_limits import CoreLimits
     from npuir.backends.npu.hardware import load_hardware
