@@ -692,12 +692,13 @@ class Graph(_Built):
         whole: list[Operation] = []
         for tag in self._limit_history:
             issued = self._limited_ops.get(tag, [])
-            under = {id(limit) for _, limit, _ in issued}
             if not issued:  # nothing on the stream: the last limit stays (a pass warns)
                 now = self._limit_now.get(tag)
                 if now is not None:
                     whole.append(now[1])
                 continue
+            # the same counts set again (a loop over layers) are still one limit
+            under = {_counts_of(limit) for _, limit, _ in issued}
             if len(under) == 1 and issued[0][1] is not None:
                 whole.append(issued[0][1])
         return whole
@@ -862,6 +863,13 @@ class Graph(_Built):
             verify_built(module, self.config)
             self._module = module
         return self._module
+
+
+def _counts_of(limit: Operation | None) -> tuple[int | None, int | None] | None:
+    """A `coreset.stream_limit`'s (cube, vector) limits, or None for no stream limit."""
+    if not isinstance(limit, coreset.StreamLimitOp):
+        return None
+    return limit.limit("cube"), limit.limit("vector")
 
 
 def _limit_op(op: Operation, cube: int | None, vector: int | None) -> None:

@@ -304,6 +304,14 @@ def test_one_limit_for_a_whole_stream_stays_one_stream_limit() -> None:
         "npu.relu": {"cube": 3, "vector": 40},
         "npu.exp": {"cube": 20, "vector": 40},
     }
+    g = torchair.Graph("layers")  # the same limit set again before each layer: still one
+    x = g.input((64, 64), "f16")
+    for _ in range(2):
+        torchair.scope.set_stream_limit("1", 3, 8)
+        with torchair.scope.npu_stream_switch("1"):
+            x = ops.relu(x)
+    g.output(x)
+    assert _count(g.module, coreset.StreamLimitOp) == 1 and _count(g.module, coreset.LimitOp) == 0
 
 
 def test_reduce_overhead_refuses_a_stream_scope_in_the_builder_too() -> None:
