@@ -18,7 +18,10 @@ with torchair.scope.limit_core_num(8, 16):            # coreset.limit cube 8 vec
 ```
 
 Scopes nest; values made inside a scope and used after it leave it through
-the scope's yield.  The arguments are checked by the same functions on both
+the scope's yield.  `set_stream_limit`, `get_stream_limit` and `reset_stream_limit` are
+torch_npu's stream limits, by stream tag: a limit holds for the ops issued on its stream
+after the call (on torch, an `air::scope_enter` / `scope_exit` pair marks the call's
+place among the model's ops).  The arguments are checked by the same functions on both
 paths, and a mistake is a `TorchairError` at the user's line.  While dynamo
 or `torch.export` traces the model, an exception would surface as the
 tracer's own error, so the message is carried in the graph instead and the
@@ -37,6 +40,7 @@ from npuir.dialects import validation
 
 from .errors import fail
 from .graph import Graph, Tensor, building, current_graph
+from .scope_keys import STREAM_LIMIT, STREAM_LIMIT_CUBE, STREAM_LIMIT_VECTOR
 
 INNER_PARALLEL = Kind(
     "torchair.bad-scope-argument.inner-parallel",
@@ -248,7 +252,6 @@ def _torch_stream_limit(stream_tag: str, cube_num: int, vector_num: int) -> None
     """`set_stream_limit` on torch: remembered for `get_stream_limit`, and carried to the
     converter by an `air::scope_enter` / `scope_exit` pair at this point of the model."""
     from . import air_ops
-    from .scope_keys import STREAM_LIMIT, STREAM_LIMIT_CUBE, STREAM_LIMIT_VECTOR
 
     if cube_num == -1 and vector_num == -1:
         _TORCH_LIMITS.pop(stream_tag, None)
@@ -308,7 +311,7 @@ def get_stream_limit(stream_tag: str) -> dict[str, int]:
     """
     problem = stream_limit_error(stream_tag, -1, -1)
     if problem is not None:
-        raise fail(problem[0], **problem[1])
+        _report(problem)  # raises, except under a trace (the converter raises it then)
     if not _on_torch():
         return current_graph().get_stream_limit(stream_tag)
     hw = known_device(Graph.DEFAULT_TARGET)
@@ -322,17 +325,13 @@ def get_stream_limit(stream_tag: str) -> dict[str, int]:
 def stream_limit(graph: Graph, attrs: dict[str, str]) -> None:
     """Build what an `air::scope_enter` carrying `set_stream_limit` says (the converter's
     half of `_torch_stream_limit`), at the graph's current point."""
-    from .scope_keys import STREAM_LIMIT, STREAM_LIMIT_CUBE, STREAM_LIMIT_VECTOR
-
     tag = attrs[STREAM_LIMIT]
-    counts: list[object] = []
-    for key in (STREAM_LIMIT_CUBE, STREAM_LIMIT_VECTOR):
-        text = attrs.get(key, "-1")
-        counts.append(int(text) if text.lstrip("-").isdigit() else text)
-    problem = stream_limit_error(tag, counts[0], counts[1])
+    texts = (attrs.get(STREAM_LIMIT_CUBE, "-1"), attrs.get(STREAM_LIMIT_VECTOR, "-1"))
+    cube, vector = (int(t) if t.lstrip("-").isdigit() else t for t in texts)
+    problem = stream_limit_error(tag, cube, vector)
     if problem is not None:
         raise fail(problem[0], **problem[1])
-    cube, vector = int(counts[0]), int(counts[1])  # type: ignore[call-overload]
+    assert isinstance(cube, int) and isinstance(vector, int)  # checked just above
     if cube == -1 and vector == -1:
         graph.reset_stream_limit(tag)
     else:
