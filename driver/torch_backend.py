@@ -65,16 +65,16 @@ from npuir.diagnostics import (
     DiagnosticError,
     Kind,
     SourceLocation,
-    op_location,
 )
-from npuir.dialects import gear, npu, stream
+from npuir.dialects import gear, npu
 from npuir.driver.run import RunConfig, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
 from npuir.frontends.torch import import_exported_program
 from npuir.frontends.torchair import CompilerConfig, TorchairError, air_ops
 from npuir.frontends.torchair.core.utils import logger
-from npuir.frontends.torchair.inference import gears_of
+from npuir.frontends.torchair.graph import check_mode
+from npuir.frontends.torchair.inference import gears_of, warn_unless_dynamic
 from npuir.passmanager.pipeline import build_pipeline, configured_pipeline, run_passes
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
@@ -87,13 +87,6 @@ GEAR_MISMATCH = Kind(
 )
 """A call whose geared dims are no gear of `set_dim_gears`; arguments: `shapes`, `gears`
 (per geared input), `policy`."""
-MODE_CONFLICT = Kind(
-    "torchair.mode-conflict",
-    'stream scope "{tag}": in-graph multi-stream (npu_stream_switch) needs mode '
-    '"max-autotune"; config.mode is "reduce-overhead"',
-)
-"""A stream scope in `reduce-overhead` mode (in-graph multi-stream is max-autotune only);
-argument: `tag`."""
 TRACE_FAILED = Kind("torchair.trace-failed", "torch.export could not trace the graph: {reason}")
 """torch.export could not re-trace dynamo's graph; argument: `reason` (torch's message)."""
 RUN_FAILED = Kind("torchair.run-failed", "the compiled program failed: {reason}")
@@ -535,6 +528,7 @@ class NpuBackend:
             remembered = {}
         else:
             gears = {i: g for i in tensor_pos if (g := gears_of(examples[i]))}
+            warn_unless_dynamic([examples[i] for i in gears])  # TorchAir's gears need dynamic
             sources = [self._source(n) for n in placeholders]
             remembered = {
                 i: self._gears[sources[i]]
@@ -685,13 +679,8 @@ class NpuBackend:
             ) from None
 
     def _check_mode(self, module: ModuleOp | None) -> None:
-        if module is None or self.config.mode != "reduce-overhead":
-            return
-        for op in module.walk():
-            if isinstance(op, stream.SwitchOp):
-                raise TorchairError(
-                    Diagnostic.of("error", MODE_CONFLICT, op_location(op), tag=op.tag.data)
-                )
+        if module is not None:  # the builder's own check (the converter built it with it)
+            check_mode(module, self.config)
 
     def _dump(self, graph_id: int, module: ModuleOp, text: str) -> None:
         dump = self.config.debug.graph_dump

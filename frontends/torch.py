@@ -79,6 +79,7 @@ from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairErro
 from npuir.frontends.torchair.errors import fail, refused
 from npuir.frontends.torchair.graph import detached, element_type, tensor_type
 from npuir.frontends.torchair.inference import GEARS_ATTR
+from npuir.frontends.torchair.scope import stream_limit
 
 TORCH_IMPORT_WARNING = Kind(
     "torch.import-warning",
@@ -380,6 +381,10 @@ class _Importer:
             if kind is not None and kind.fields <= args.keys():
                 raise fail(kind, **args)
             raise fail(attrs[scope_keys.ERROR])  # no kind this process knows: the text alone
+        if scope_keys.STREAM_LIMIT in attrs:  # set_stream_limit / reset_stream_limit
+            stream_limit(self.graph, attrs)
+            self.scopes.append(0)
+            return
         opened = 0
         try:
             if scope_keys.STREAM_LABEL in attrs:

@@ -22,7 +22,14 @@ from npuir.frontends.torchair.air_ops import (
     VECTORCORE_NUM,
     register,
 )
-from npuir.frontends.torchair.scope import limit_core_num, npu_stream_switch, npu_wait_tensor
+from npuir.frontends.torchair.scope import (
+    get_stream_limit,
+    limit_core_num,
+    npu_stream_switch,
+    npu_wait_tensor,
+    reset_stream_limit,
+    set_stream_limit,
+)
 
 __all__ = [
     "AICORE_NUM",
@@ -31,8 +38,11 @@ __all__ = [
     "STREAM_LABEL",
     "STREAM_PRIORITY",
     "VECTORCORE_NUM",
+    "get_stream_limit",
     "limit_core_num",
     "npu_stream_switch",
     "npu_wait_tensor",
     "register",
+    "reset_stream_limit",
+    "set_stream_limit",
 ]

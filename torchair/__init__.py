@@ -20,7 +20,8 @@ module = g.module                                  # an xDSL ModuleOp, verified
   `module`, `text()`; `npuir.passmanager.pipeline.configured_pipeline("npu-default",
   config.pass_options())` is the lowering its config asks for.
 - `Program(target, config)`: one function per rank (`p.graph("rank0")`), one module.
-- `scope`: `npu_stream_switch`, `npu_wait_tensor`, `limit_core_num`, `set_stream_limit`.
+- `scope`: `npu_stream_switch`, `npu_wait_tensor`, `limit_core_num`, `set_stream_limit`,
+  `get_stream_limit`, `reset_stream_limit`.
 - `inference.set_dim_gears`; `CompilerConfig` (`ge_config.aicore_num`,
   `ge_config.enable_single_stream`, `inference_config.dynamic_gears_merge_policy`).
 - `ops`: torch-named functions for every `npu` op.
@@ -31,7 +32,10 @@ eager, `torch.compile`, `torch.export`), `inference.set_dim_gears` takes torch
 tensors, and `get_npu_backend(compiler_config=...)` is a `torch.compile`
 backend whose compiled model runs npuir's lowered program (`reports(model)`
 gives each compile's schedule report); `configs.compiler_config.CompilerConfig`
-and `core.utils.logger` are at TorchAir's import paths.
+and `core.utils.logger` are at TorchAir's import paths.  Without `torch_npu`,
+importing this package gives torch tensors and modules a `.npu()` that does nothing
+(`npuir.frontends.torchair.npu_standin`; a real `torch_npu` is never shadowed), so a
+TorchAir script runs with only its import lines changed.
 
 IR objects are built directly (no text, no parser); each op carries the
 location of the user's Python line that created it, and mistakes raise
@@ -67,10 +71,16 @@ from npuir.frontends.torchair import (
     Program,
     Tensor,
     TorchairError,
+    after_torch,
     current_graph,
 )
+from npuir.frontends.torchair import npu_standin as _npu_standin
 
 from . import configs, core, inference, ops, scope
+
+# TorchAir scripts call `.npu()` on tensors and modules; without torch_npu it does nothing
+# here (never in place of a real torch_npu), so the scripts run with their imports changed.
+after_torch(_npu_standin.install)
 
 if TYPE_CHECKING:
     from npuir.driver.torch_backend import get_npu_backend, reports

@@ -30,9 +30,9 @@ npu_backend = tng.get_npu_backend(compiler_config=config)
 
 # 调用compile接口编译模型
 model = torch.compile(model, backend=npu_backend, dynamic=False, fullgraph=True)
-in1 = torch.randn(1000, 1000, dtype = torch.float16)
-in2 = torch.randn(1000, 1000, dtype = torch.float16)
-in3 = torch.randn(1000, 1000, dtype = torch.float16)
-in4 = torch.randn(1000, 1000, dtype = torch.float16)
+in1 = torch.randn(1000, 1000, dtype = torch.float16).npu()
+in2 = torch.randn(1000, 1000, dtype = torch.float16).npu()
+in3 = torch.randn(1000, 1000, dtype = torch.float16).npu()
+in4 = torch.randn(1000, 1000, dtype = torch.float16).npu()
 result = model(in1, in2, in3, in4)
 print(f"Result:\n{result}\n")

@@ -1,6 +1,5 @@
 import torch
 import npuir.torchair as torchair
-# Two typos of the seed fixed: torchair.config -> torchair.configs, super.__init__() -> super().__init__()
 from npuir.torchair.configs.compiler_config import CompilerConfig
 class Model(torch.nn.Module):
     def __init__(self):

@@ -15,7 +15,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from npuir.dialects.npu import OP_NAME
@@ -25,11 +25,20 @@ from .configs.compiler_config import CompilerConfig
 from .errors import TorchairError
 from .graph import Graph, Program, Tensor, current_graph
 
+_AFTER_TORCH: list[Callable[[], object]] = []
+"""What runs once torch is imported (see `after_torch`)."""
+
+
+def _run_after_torch() -> None:
+    for callback in _AFTER_TORCH:
+        callback()
+
 
 class _RegisterAfterTorch(importlib.abc.MetaPathFinder):
-    """Defines the `air::` ops as soon as torch is imported, when `npuir.torchair` was
-    imported first: a trace (dynamo, `torch.export`) cannot define ops, so they must exist
-    before the first one, whichever of the two modules the user imported first."""
+    """Runs the `after_torch` callbacks (the `air::` ops first) as soon as torch is
+    imported, when `npuir.torchair` was imported first: a trace (dynamo, `torch.export`)
+    cannot define ops, so they must exist before the first one, whichever of the two
+    modules the user imported first."""
 
     def find_spec(
         self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -45,22 +54,33 @@ class _RegisterAfterTorch(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             run(module)
-            if f"{__name__}.air_ops" in sys.modules:
-                return  # `air_ops` itself imports torch: it defines the ops on first use
-            from . import air_ops
-
-            air_ops.register()
+            _run_after_torch()
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
-if "torch" in sys.modules:  # a torch user: define the air:: ops before any trace needs them
+def _register_air_ops() -> None:
+    loading = sys.modules.get(f"{__name__}.air_ops")
+    if loading is not None and not hasattr(loading, "register"):
+        return  # `air_ops` itself is importing torch: it defines the ops on first use
     from . import air_ops
 
     air_ops.register()
-elif not any(isinstance(f, _RegisterAfterTorch) for f in sys.meta_path):
-    sys.meta_path.insert(0, _RegisterAfterTorch())
+
+
+def after_torch(callback: Callable[[], object]) -> None:
+    """Run `callback` now if torch is imported, else right after torch is (once each)."""
+    if callback in _AFTER_TORCH:
+        return
+    _AFTER_TORCH.append(callback)
+    if "torch" in sys.modules:
+        callback()
+    elif not any(isinstance(f, _RegisterAfterTorch) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterAfterTorch())
+
+
+after_torch(_register_air_ops)  # a torch user: the air:: ops exist before any trace needs them
 
 
 __all__ = [
@@ -70,6 +90,7 @@ __all__ = [
     "Program",
     "Tensor",
     "TorchairError",
+    "after_torch",
     "current_graph",
     "inference",
     "ops",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import warnings
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -63,6 +64,26 @@ def user_location() -> SourceLocation | None:
             column = pos[2] + 1
         _COLUMNS[site] = column
     return SourceLocation(code.co_filename, line, column)
+
+
+class TorchairWarning(UserWarning):
+    """A warning about code written against `npuir.torchair`, with its diagnostic (a stable
+    kind, the user's line); its text is the diagnostic's, `file:line:col: warning: ...`."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.render())
+        self.diagnostic = diagnostic
+
+
+def warn(kind: Kind, where: SourceLocation | None = None, **args: Any) -> None:
+    """Issue a `TorchairWarning` of `kind` with `args`, attributed to `where` (or the user's
+    current line), so Python's filters see the user's line rather than npuir's."""
+    where = where or user_location()
+    diagnostic = Diagnostic.of("warning", kind, where, **args)
+    if where is None:
+        warnings.warn(TorchairWarning(diagnostic), stacklevel=2)
+        return
+    warnings.warn_explicit(TorchairWarning(diagnostic), TorchairWarning, where.filename, where.line)
 
 
 def fail(

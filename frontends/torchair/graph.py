@@ -44,7 +44,8 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
-from npuir.diagnostics import DiagnosticError, Kind, SourceLocation
+from npuir.backends.npu.hardware import known_device
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation, op_location
 from npuir.dialects import coreset, gear, npu, stream, validation
 from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
@@ -126,6 +127,14 @@ NO_GRAPHS = Kind(
     "torchair.graph.empty-program", "the program has no graphs; add one with p.graph(name)"
 )
 """A program built without graphs."""
+
+MODE_CONFLICT = Kind(
+    "torchair.mode-conflict",
+    'stream scope "{tag}": in-graph multi-stream (npu_stream_switch) needs mode '
+    '"max-autotune"; config.mode is "reduce-overhead"',
+)
+"""A stream scope in `reduce-overhead` mode (in-graph multi-stream is max-autotune only,
+seed 000); argument: `tag`."""
 
 _FILE_ATTRS: dict[str, StringAttr] = {}
 
@@ -372,10 +381,12 @@ class Graph(_Built):
     the current graph); `with g:` makes it current again for a block.
     """
 
+    DEFAULT_TARGET: ClassVar[str] = "910b2"
+
     def __init__(
         self,
         name: str = "forward",
-        target: str = "910b2",
+        target: str = DEFAULT_TARGET,
         config: CompilerConfig | None = None,
         *,
         _program: Program | None = None,
@@ -391,7 +402,14 @@ class Graph(_Built):
         self._root = _Scope(None)
         self._open: list[_Scope] = [self._root]
         self._scope_of: dict[Operation, _Scope] = {}
-        self._stream_limits: list[Operation] = []
+        self._limit_now: dict[str, tuple[tuple[int | None, int | None], Operation]] = {}
+        """Each stream tag's limit now (`set_stream_limit` ... `reset_stream_limit`), with the
+        `coreset.stream_limit` op that says it."""
+        self._limited_ops: dict[str, list[tuple[Operation, Operation | None, set[str]]]] = {}
+        """Per stream tag, each op issued on it: the limit op current when it was issued (None:
+        unlimited) and the engines its enclosing `limit_core_num` scopes already bound."""
+        self._limit_history: dict[str, list[Operation]] = {}
+        """Per stream tag, every `coreset.stream_limit` set for it, in order."""
         self._constants: dict[tuple[float, str], Tensor] = {}
         self._gears: dict[int, dict[int, list[int]]] = {}
         self._arg_attrs: dict[int, dict[str, Attribute]] = {}
@@ -521,7 +539,32 @@ class Graph(_Built):
         scope = self._open[-1]
         scope.items.append(op)
         self._scope_of[op] = scope
+        if isinstance(op, NpuOp) and self._limit_history:
+            self._note_stream_limit(op)
         return op
+
+    def _stream_tag(self) -> str:
+        """The stream tag ops built now go to: the innermost stream scope's, else main."""
+        for scope in reversed(self._open):
+            if scope.tag is not None:
+                return scope.tag
+        return stream.MAIN_TAG
+
+    def _note_stream_limit(self, op: Operation) -> None:
+        """Remember which stream limit `op` was issued under (it limits the ops issued after
+        the call on that stream only), and which engines its own scopes already bound."""
+        tag = self._stream_tag()
+        if tag not in self._limit_history:
+            return
+        now = self._limit_now.get(tag)
+        bound = {
+            engine
+            for scope in self._open
+            if scope.counts is not None
+            for engine, count in zip(("cube", "vector"), scope.counts)
+            if count is not None
+        }
+        self._limited_ops.setdefault(tag, []).append((op, None if now is None else now[1], bound))
 
     def wait_tensor(self, tensor: Tensor, dependency: Tensor) -> Tensor:
         """`stream.wait_tensor`: see `torchair.scope.npu_wait_tensor`."""
@@ -554,10 +597,13 @@ class Graph(_Built):
         self._open.pop()
 
     def set_stream_limit(self, stream_tag: str, cube_num: int = -1, vector_num: int = -1) -> None:
-        """`coreset.stream_limit`: bound the cores of every op on the stream `stream_tag`.
+        """Bound the cores of the ops issued on the stream `stream_tag` from now on.
 
-        Mirrors torch_npu's `set_stream_limit(stream, cube_num=-1, vector_num=-1)`;
-        -1 leaves that count unlimited.
+        torch_npu's `set_stream_limit(stream, cube_num=-1, vector_num=-1)`: -1 leaves that
+        count unlimited; a later call for the stream replaces the limit (both counts), and
+        ops issued on the stream before the call keep the limit they were issued under.
+        When every op on the stream has one limit, the function gets one
+        `coreset.stream_limit`; otherwise each limited op gets a `coreset.limit` of its own.
         """
         self._check_open()
         try:
@@ -569,12 +615,109 @@ class Graph(_Built):
             ]
         except validation.ValidationError as exc:
             raise refused(exc) from None
+        history = self._history(stream_tag)
         if counts == [None, None]:
+            self._limit_now.pop(stream_tag, None)
             return
         op = coreset.StreamLimitOp(stream_tag, counts[0], counts[1])
         op.location = self.location()
         self._scope_of[op] = self._root
-        self._stream_limits.append(op)
+        history.append(op)
+        self._limit_now[stream_tag] = ((counts[0], counts[1]), op)
+
+    def reset_stream_limit(self, stream_tag: str) -> None:
+        """Ops issued on `stream_tag` from now on are not limited by a stream limit
+        (torch_npu's `reset_stream_limit(stream)`)."""
+        self._check_open()
+        try:
+            if stream_tag != stream.MAIN_TAG:
+                validation.stream_tag(stream_tag)
+        except validation.ValidationError as exc:
+            raise refused(exc) from None
+        self._history(stream_tag)
+        self._limit_now.pop(stream_tag, None)
+
+    def _history(self, tag: str) -> list[Operation]:
+        """The stream limits set for `tag`; on the first, the ops already issued on it are
+        noted as unlimited (ops are noted per stream only once a limit concerns it)."""
+        history = self._limit_history.get(tag)
+        if history is None:
+            history = self._limit_history[tag] = []
+            issued = self._limited_ops.setdefault(tag, [])
+
+            def walk(scope: _Scope, current: str, bound: frozenset[str]) -> None:
+                if scope.tag is not None:
+                    current = scope.tag
+                if scope.counts is not None:
+                    bound = bound | {
+                        e for e, c in zip(("cube", "vector"), scope.counts) if c is not None
+                    }
+                for item in scope.items:
+                    if isinstance(item, _Scope):
+                        walk(item, current, bound)
+                    elif isinstance(item, NpuOp) and current == tag:
+                        issued.append((item, None, set(bound)))
+
+            walk(self._root, stream.MAIN_TAG, frozenset())
+        return history
+
+    def get_stream_limit(self, stream_tag: str) -> dict[str, int]:
+        """The cores an op issued on `stream_tag` now may take, per engine, as torch_npu's
+        `get_stream_limit(stream)` gives them: the stream's limit, else the config's
+        `ge_config.aicore_num`, else the device's cores."""
+        try:
+            if stream_tag != stream.MAIN_TAG:
+                validation.stream_tag(stream_tag)
+        except validation.ValidationError as exc:
+            raise refused(exc) from None
+        hw = known_device(self.target)
+        now = self._limit_now.get(stream_tag)
+        given = now[0] if now is not None else (None, None)
+        base = self.config.ge_config.global_cores() or (None, None)
+        out: dict[str, int] = {}
+        for key, engine, count, fallback in (
+            ("cube_core_num", "cube", given[0], base[0]),
+            ("vector_core_num", "vector", given[1], base[1]),
+        ):
+            value = count if count is not None else fallback
+            if value is None and hw is not None:
+                value = hw.cores(engine)
+            out[key] = -1 if value is None else value
+        return out
+
+    def _stream_limit_ops(self) -> list[Operation]:
+        """The function-wide `coreset.stream_limit`s: one per stream whose ops all run under
+        one limit; the ops of a stream whose limit changed get their own `coreset.limit`
+        (`_limit_each`) instead."""
+        whole: list[Operation] = []
+        for tag in self._limit_history:
+            issued = self._limited_ops.get(tag, [])
+            if not issued:  # nothing on the stream: the last limit stays (a pass warns)
+                now = self._limit_now.get(tag)
+                if now is not None:
+                    whole.append(now[1])
+                continue
+            # the same counts set again (a loop over layers) are still one limit
+            under = {_counts_of(limit) for _, limit, _ in issued}
+            if len(under) == 1 and issued[0][1] is not None:
+                whole.append(issued[0][1])
+        return whole
+
+    def _limit_each(self, whole: list[Operation]) -> None:
+        """Put each op of a stream whose limit changed in a `coreset.limit` giving the counts
+        it was issued under (those its own `limit_core_num` scopes do not already give)."""
+        for issued in self._limited_ops.values():
+            if any(limit in whole for _, limit, _ in issued):
+                continue
+            for op, limit, bound in issued:
+                if not isinstance(limit, coreset.StreamLimitOp):
+                    continue
+                cube, vector = (
+                    None if engine in bound else limit.limit(engine)
+                    for engine in ("cube", "vector")
+                )
+                if cube is not None or vector is not None:
+                    _limit_op(op, cube, vector)
 
     def set_gears(self, tensor: Tensor, dim_gears: dict[int, Sequence[int]]) -> None:
         """`gear.dims` on an input: see `torchair.inference.set_dim_gears`."""
@@ -625,13 +768,15 @@ class Graph(_Built):
         ret = ReturnOp(*self._outputs)
         self._scope_of[ret] = self._root
         constants = [t.value.owner for t in self._constants.values()]
+        stream_limits = self._stream_limit_ops()
         body = [
-            *self._stream_limits,
+            *stream_limits,
             *(op for op in constants if isinstance(op, Operation)),
             *self._materialise(self._root),
             ret,
         ]
         self._block.add_ops(body)
+        self._limit_each(stream_limits)
         arg_types = [a.type for a in self._block.args]
         arg_attrs = None
         if self._gears or self._arg_attrs:
@@ -715,17 +860,56 @@ class Graph(_Built):
         if self._module is None:
             module = ModuleOp([self.build_function()])
             module.attributes.update(self._module_attributes())
-            verify_built(module)
+            verify_built(module, self.config)
             self._module = module
         return self._module
 
 
-def verify_built(module: ModuleOp) -> None:
-    """Verify a finished module; a failure is located at the user's line of the op."""
+def _counts_of(limit: Operation | None) -> tuple[int | None, int | None] | None:
+    """A `coreset.stream_limit`'s (cube, vector) limits, or None for no stream limit."""
+    if not isinstance(limit, coreset.StreamLimitOp):
+        return None
+    return limit.limit("cube"), limit.limit("vector")
+
+
+def _limit_op(op: Operation, cube: int | None, vector: int | None) -> None:
+    """Put `op` alone in a `coreset.limit` scope of these counts, in its place (its results'
+    uses read the scope's)."""
+    block = op.parent_block()
+    assert block is not None
+    body = Block()
+    limit = coreset.LimitOp(cube, vector, Region(body), [r.type for r in op.results])
+    limit.location = op.location
+    block.insert_op_before(limit, op)
+    for result, new in zip(op.results, limit.results):
+        result.replace_all_uses_with(new)
+    op.detach()
+    body.add_op(op)
+    body.add_op(coreset.YieldOp(*op.results))
+
+
+def verify_built(module: ModuleOp, config: CompilerConfig | None = None) -> None:
+    """Verify a finished module, and check it against `config` (`check_mode`); a failure
+    is located at the user's line of the op."""
     try:
         verify(module)
     except DiagnosticError as exc:
         raise TorchairError(exc.diagnostic) from None
+    if config is not None:
+        check_mode(module, config)
+
+
+def check_mode(module: ModuleOp, config: CompilerConfig) -> None:
+    """`config.mode`'s rules for a module, the same for the builder, the converter and
+    `get_npu_backend`: under `"reduce-overhead"` a stream scope is an error at its line
+    (in-graph multi-stream is max-autotune only); `limit_core_num` works in both modes."""
+    if config.mode != "reduce-overhead":
+        return
+    for op in module.walk():
+        if isinstance(op, stream.SwitchOp):
+            raise TorchairError(
+                Diagnostic.of("error", MODE_CONFLICT, op_location(op), tag=op.tag.data)
+            )
 
 
 class Program(_Built):
@@ -767,6 +951,6 @@ class Program(_Built):
                 raise fail(NO_GRAPHS)
             module = ModuleOp([g.build_function() for g in self.graphs])
             module.attributes.update(self.graphs[0]._module_attributes())
-            verify_built(module)
+            verify_built(module, self.config)
             self._module = module
         return self._module

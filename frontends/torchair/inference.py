@@ -17,7 +17,7 @@ from typing import Any
 from npuir.diagnostics import Kind
 from npuir.dialects import gear
 
-from .errors import fail
+from .errors import fail, user_location, warn
 from .graph import GEAR_DIM, GEARS_NOT_INTS, Tensor
 
 # Gears `set_dim_gears` refuses (TorchAir's checks): `torchair.bad-gears.<what>`; values
@@ -54,8 +54,20 @@ ALREADY_SET = Kind(
 )
 """Different gears set twice on one tensor; argument: `previous`."""
 
+GEARS_NOT_DYNAMIC = Kind(
+    "torchair.gears-without-dynamic",
+    "set_dim_gears {gears} is meant for torch.compile(..., dynamic=True): it makes only these "
+    "dims symbolic; without dynamic=True dynamo fixes the model's other sizes and scalars at "
+    "the first call's values",
+)
+"""Gears on a torch tensor compiled without `dynamic=True` (TorchAir's rule: gears go with
+`dynamic=True`, which makes dynamo symbolise what `set_dim_gears` does not); a warning at
+the `set_dim_gears` line; argument: `gears`."""
+
 GEARS_ATTR = "_npuir_dim_gears"
 """Where a torch tensor keeps its gears ({dim: [values]})."""
+GEARS_AT_ATTR = "_npuir_dim_gears_at"
+"""Where a torch tensor keeps the location of its `set_dim_gears` call."""
 
 MAX_GEARS = 100
 """TorchAir's cap on the gears of one dim, and on the merged gears of a graph."""
@@ -121,6 +133,25 @@ def set_dim_gears(t: Any, dim_gears: dict[int, Sequence[int]]) -> None:
         else:
             torch._dynamo.mark_static(t, d)
     setattr(t, GEARS_ATTR, checked)
+    setattr(t, GEARS_AT_ATTR, user_location())
+
+
+def warn_unless_dynamic(tensors: Sequence[Any]) -> None:
+    """Warn, at each `set_dim_gears` line, about gears compiled without `dynamic=True`.
+
+    Called by a `torch.compile` backend while dynamo compiles (its config then says whether
+    `dynamic=True` was asked for: only then does dynamo assume sizes dynamic by default).
+    A builder graph has no such switch: its geared dims are dynamic (`?`) and the program
+    is gear-multiversioned, so nothing there warns.
+    """
+    import torch
+
+    if not torch._dynamo.config.assume_static_by_default:
+        return  # dynamic=True
+    for t in tensors:
+        gears = getattr(t, GEARS_ATTR, None)
+        if gears:
+            warn(GEARS_NOT_DYNAMIC, getattr(t, GEARS_AT_ATTR, None), gears=str(gears))
 
 
 def gears_of(t: Any) -> dict[int, list[int]] | None:

@@ -18,7 +18,10 @@ with torchair.scope.limit_core_num(8, 16):            # coreset.limit cube 8 vec
 ```
 
 Scopes nest; values made inside a scope and used after it leave it through
-the scope's yield.  The arguments are checked by the same functions on both
+the scope's yield.  `set_stream_limit`, `get_stream_limit` and `reset_stream_limit` are
+torch_npu's stream limits, by stream tag: a limit holds for the ops issued on its stream
+after the call (on torch, an `air::scope_enter` / `scope_exit` pair marks the call's
+place among the model's ops).  The arguments are checked by the same functions on both
 paths, and a mistake is a `TorchairError` at the user's line.  While dynamo
 or `torch.export` traces the model, an exception would surface as the
 tracer's own error, so the message is carried in the graph instead and the
@@ -37,6 +40,7 @@ from npuir.dialects import validation
 
 from .errors import fail
 from .graph import Graph, Tensor, building, current_graph
+from .scope_keys import STREAM_LIMIT, STREAM_LIMIT_CUBE, STREAM_LIMIT_VECTOR
 
 INNER_PARALLEL = Kind(
     "torchair.bad-scope-argument.inner-parallel",
@@ -224,10 +228,111 @@ def npu_wait_tensor(self: Any, dependency: Any) -> Any:
     return current_graph().wait_tensor(self, dependency)
 
 
-def set_stream_limit(stream_tag: str, cube_num: int = -1, vector_num: int = -1) -> None:
-    """Bound the cores of every op on the stream `stream_tag` of the current graph.
+_TORCH_LIMITS: dict[str, tuple[int, int]] = {}
+"""On torch (no graph is being built): each stream tag's limit, as `get_stream_limit` reads
+it; the compiled graph gets the same limits from the `air::` ops that carry them."""
 
-    torch_npu's `set_stream_limit(stream, cube_num=-1, vector_num=-1)`, with a
-    stream tag for the stream (-1: that count is unlimited).
+
+def stream_limit_error(
+    stream_tag: object, cube_num: object, vector_num: object
+) -> validation.Problem | None:
+    """What is wrong with `set_stream_limit`'s arguments, or None (-1: no limit)."""
+    if stream_tag != validation.MAIN_STREAM:  # the main stream may be limited too
+        problem = validation.stream_tag_problem(stream_tag)
+        if problem is not None:
+            return problem
+    for name, value in (("cube_num", cube_num), ("vector_num", vector_num)):
+        problem = validation.core_count_problem(name, value, no_limit=True)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _torch_stream_limit(stream_tag: str, cube_num: int, vector_num: int) -> None:
+    """`set_stream_limit` on torch: remembered for `get_stream_limit`, and carried to the
+    converter by an `air::scope_enter` / `scope_exit` pair at this point of the model."""
+    from . import air_ops
+
+    if cube_num == -1 and vector_num == -1:
+        _TORCH_LIMITS.pop(stream_tag, None)
+    else:
+        _TORCH_LIMITS[stream_tag] = (cube_num, vector_num)
+    air_ops.scope_enter(
+        [STREAM_LIMIT, STREAM_LIMIT_CUBE, STREAM_LIMIT_VECTOR],
+        [stream_tag, str(cube_num), str(vector_num)],
+    )
+    air_ops.scope_exit()
+
+
+def set_stream_limit(stream_tag: str, cube_num: int = -1, vector_num: int = -1) -> None:
+    """Bound the cores of the ops issued on the stream `stream_tag` after this call.
+
+    torch_npu's `set_stream_limit(stream, cube_num=-1, vector_num=-1)`, with a stream tag
+    for the stream (`"<main>"` for the main one): -1 leaves that count unlimited; a later
+    call replaces the stream's limit; ops issued on the stream before the call are not
+    limited by it.  In a graph being built it builds IR (`Graph.set_stream_limit`); on
+    torch (eager, `torch.compile`, `torch.export`) an `air::` op carries it to the
+    converter, at its place among the model's ops.
     """
+    problem = stream_limit_error(stream_tag, cube_num, vector_num)
+    if _on_torch():
+        if problem is not None:
+            _report(problem)
+            return
+        _torch_stream_limit(stream_tag, cube_num, vector_num)
+        return
+    if problem is not None:
+        raise fail(problem[0], **problem[1])
     current_graph().set_stream_limit(stream_tag, cube_num, vector_num)
+
+
+def reset_stream_limit(stream_tag: str) -> None:
+    """Ops issued on `stream_tag` after this call have no stream limit (torch_npu's
+    `reset_stream_limit(stream)`); ops issued before keep theirs."""
+    problem = stream_limit_error(stream_tag, -1, -1)
+    if _on_torch():
+        if problem is not None:
+            _report(problem)
+            return
+        _torch_stream_limit(stream_tag, -1, -1)
+        return
+    if problem is not None:
+        raise fail(problem[0], **problem[1])
+    current_graph().reset_stream_limit(stream_tag)
+
+
+def get_stream_limit(stream_tag: str) -> dict[str, int]:
+    """The cores an op issued on `stream_tag` now may take: torch_npu's
+    `get_stream_limit(stream)`, `{"cube_core_num": c, "vector_core_num": v}`.
+
+    Without a stream limit a count is the config's `ge_config.aicore_num`, else the
+    device's (in a graph being built: its target; on torch: npuir's default device, 910b2,
+    the one `get_npu_backend` compiles for).
+    """
+    problem = stream_limit_error(stream_tag, -1, -1)
+    if problem is not None:
+        _report(problem)  # raises, except under a trace (the converter raises it then)
+    if not _on_torch():
+        return current_graph().get_stream_limit(stream_tag)
+    hw = known_device(Graph.DEFAULT_TARGET)
+    cube, vector = _TORCH_LIMITS.get(stream_tag, (-1, -1))
+    if hw is not None:
+        cube = hw.cube_cores if cube == -1 else cube
+        vector = hw.vector_cores if vector == -1 else vector
+    return {"cube_core_num": cube, "vector_core_num": vector}
+
+
+def stream_limit(graph: Graph, attrs: dict[str, str]) -> None:
+    """Build what an `air::scope_enter` carrying `set_stream_limit` says (the converter's
+    half of `_torch_stream_limit`), at the graph's current point."""
+    tag = attrs[STREAM_LIMIT]
+    texts = (attrs.get(STREAM_LIMIT_CUBE, "-1"), attrs.get(STREAM_LIMIT_VECTOR, "-1"))
+    cube, vector = (int(t) if t.lstrip("-").isdigit() else t for t in texts)
+    problem = stream_limit_error(tag, cube, vector)
+    if problem is not None:
+        raise fail(problem[0], **problem[1])
+    assert isinstance(cube, int) and isinstance(vector, int)  # checked just above
+    if cube == -1 and vector == -1:
+        graph.reset_stream_limit(tag)
+    else:
+        graph.set_stream_limit(tag, cube, vector)

@@ -20,3 +20,10 @@ ERROR_ARG = "_npuir_error_arg:"
 """Beside `ERROR`: the prefix of the keys carrying the mistake's arguments, one key per
 argument (`_npuir_error_arg:value`), each value as text; its message is rendered from
 them and its kind."""
+STREAM_LIMIT = "_npuir_stream_limit"
+"""`set_stream_limit` / `reset_stream_limit` on torch: an `air::scope_enter` (closed at
+once) whose value is the stream tag; the ops issued on that stream after it are limited."""
+STREAM_LIMIT_CUBE = "_npuir_stream_limit_cube"
+"""Beside `STREAM_LIMIT`: the cube count, as text ("-1": no limit)."""
+STREAM_LIMIT_VECTOR = "_npuir_stream_limit_vector"
+"""Beside `STREAM_LIMIT`: the vector count, as text ("-1": no limit)."""

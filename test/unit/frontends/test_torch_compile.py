@@ -6,9 +6,12 @@ Needs the `npuir[torch]` extra; without torch every case here is skipped.
 from __future__ import annotations
 
 import logging
+import os
+import re
 import runpy
 import subprocess
 import sys
+import warnings
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -160,6 +163,72 @@ def test_seed_script_prints_the_uncompiled_models_results(
         )
 
 
+_SEED_EDITS_NOT_IMPORTS = {
+    # seed 003's own bug (fails under any PyTorch), and the product variant of seed 004
+    ("seed003_limit_core_num.py", "-        super.__init__()"),
+    ("seed003_limit_core_num.py", "+        super().__init__()"),
+    ("seed004_gears_product.py", '-# config.inference_config.dynamic_gears_merge_policy = "zip"'),
+    ("seed004_gears_product.py", "+# The seed's commented alternative, taken: the product policy"),
+    ("seed004_gears_product.py", '+config.inference_config.dynamic_gears_merge_policy = "product"'),
+}
+
+
+def _is_import(line: str) -> bool:
+    return line.startswith("import ") or (line.startswith("from ") and " import " in line)
+
+
+def test_seed_scripts_differ_from_the_seeds_only_in_imports() -> None:
+    """docs/torchair.md gives each seed script's whole difference from its seed: those
+    diffs must be the checked-in scripts' (each added line where the hunk puts it) and
+    change import lines only, but for the two documented exceptions."""
+    text = (ROOT / "docs" / "torchair.md").read_text()
+    section = text.split("## TorchAir's seed scripts", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"`(seed[\w]+\.py)` \([^\n]*\):\n\n```diff\n(.*?)```", section, re.S)
+    assert sorted(name for name, _ in blocks) == [p.name for p in EXAMPLES]
+    for name, diff in blocks:
+        script = (ROOT / "examples" / "torchair" / name).read_text().splitlines()
+        assert not any("torch_npu" in line for line in script)
+        line_no = 0
+        for line in diff.splitlines():
+            hunk = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@", line)
+            if hunk:
+                line_no = int(hunk.group(1))
+                continue
+            assert _is_import(line[1:]) or (name, line) in _SEED_EDITS_NOT_IMPORTS, (name, line)
+            if line.startswith("+"):
+                assert script[line_no - 1] == line[1:], (name, line_no)
+                line_no += 1
+    # the seeds' `.npu()` calls stay in the scripts: the stand-in runs them
+    assert all(".npu()" in p.read_text() for p in EXAMPLES if not p.name.startswith("seed003"))
+
+
+@pytest.mark.torch
+def test_npu_is_a_no_op_on_the_cpu_stand_in() -> None:
+    x = torch.ones(2)
+    lin = torch.nn.Linear(2, 2)
+    assert x.npu() is x and x.npu(0) is x
+    assert lin.npu() is lin
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_the_stand_in_never_shadows_a_real_torch_npu(tmp_path: Path) -> None:
+    (tmp_path / "torch_npu").mkdir()
+    (tmp_path / "torch_npu" / "__init__.py").write_text("")  # importable, never imported
+    code = (
+        "import npuir.torchair, torch\n"
+        "print(hasattr(torch.Tensor, 'npu'), hasattr(torch.nn.Module, 'npu'))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+    done = subprocess.run(  # and without it, importing npuir.torchair before torch installs it
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path.parent
+    )
+    assert done.stdout.split() == ["True", "True"], done.stderr
+
+
 def test_seed_004_compiles_once_for_both_gears() -> None:
     torch._dynamo.reset()
     backend = tng.get_npu_backend(compiler_config=tng.CompilerConfig())
@@ -179,6 +248,40 @@ def test_seed_004_compiles_once_for_both_gears() -> None:
     with pytest.raises(TorchairError, match=r"\[2, 4\]") as caught:  # the gears are named
         model(torch.ones([3, 2]), torch.ones([3, 2]))
     assert caught.value.diagnostic.kind == "torchair.gear-mismatch"
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_gears_without_dynamic_true_warn_at_the_set_dim_gears_line() -> None:
+    from npuir.frontends.torchair.errors import TorchairWarning
+
+    class Add(torch.nn.Module):
+        def forward(self, x1: Any, x2: Any) -> Any:
+            return x1 + x2
+
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        model = torch.compile(Add(), fullgraph=True, backend=tng.get_npu_backend(), dynamic=dynamic)
+        a, b = torch.ones([2, 2]), torch.ones([2, 2])
+        line = _line_of_next_statement()
+        tng.inference.set_dim_gears(a, {0: [2, 4]})
+        tng.inference.set_dim_gears(b, {0: [2, 4]})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert torch.equal(model(a, b), a + b)
+        found = [w.message for w in caught if isinstance(w.message, TorchairWarning)]
+        if dynamic:
+            assert found == []
+            continue
+        assert [w.diagnostic.kind for w in found] == ["torchair.gears-without-dynamic"] * 2
+        assert [w.diagnostic.location.line for w in found] == [line, line + 1]  # type: ignore[union-attr]
+        assert all(w.diagnostic.location.filename == HERE for w in found)  # type: ignore[union-attr]
+        assert "dynamic=True" in str(found[0])
+
+
+def _line_of_next_statement() -> int:
+    frame = sys._getframe(1)
+    return frame.f_lineno + 1
 
 
 def test_a_bad_scope_argument_under_compile_is_located_at_the_users_line() -> None:
@@ -288,7 +391,7 @@ def test_info_log_has_the_options_and_the_report(caplog: pytest.LogCaptureFixtur
 
 def test_tng_log_level_sets_the_logger() -> None:
     code = "from npuir.torchair.core.utils import logger; print(logger.level)"
-    for value, level in (("0", logging.DEBUG), ("3", logging.ERROR)):
+    for value, level in (("0", logging.DEBUG), ("3", logging.ERROR), ("4", 35)):
         out = subprocess.run(
             [sys.executable, "-c", code],
             env={"TNG_LOG_LEVEL": value, "PATH": ""},
@@ -297,6 +400,70 @@ def test_tng_log_level_sets_the_logger() -> None:
             check=True,
         )
         assert int(out.stdout) == level
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_an_invalid_tng_log_level_is_refused_with_the_valid_values(tmp_path: Path) -> None:
+    script = tmp_path / "model.py"
+    script.write_text("import npuir.torchair as tng\nbackend = tng.get_npu_backend()\n")
+    for value in ("debug", "5", ""):
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            env={"TNG_LOG_LEVEL": value, "PATH": ""},
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode != 0
+        last = done.stderr.strip().splitlines()[-1]
+        # located at the user's line that needed the logger, naming every valid value
+        assert f"{script}:2: error: TNG_LOG_LEVEL={value!r}" in last, done.stderr
+        assert all(f"{n} (" in last for n in range(5))
+
+
+class StreamLimited(torch.nn.Module):
+    """A stream limit set between two ops on stream "1", read back, and reset."""
+
+    def forward(self, x: Any) -> Any:
+        with tng.scope.npu_stream_switch("1"):
+            before = torch.mm(x, x)
+        tng.scope.set_stream_limit("1", 3, 8)
+        cube = tng.scope.get_stream_limit("1")["cube_core_num"]
+        with tng.scope.npu_stream_switch("1"):
+            after = torch.relu(x) * cube
+        tng.scope.reset_stream_limit("1")
+        with tng.scope.npu_stream_switch("1"):
+            reset = torch.neg(x)
+        return before, after, reset
+
+
+@pytest.mark.torch
+def test_stream_limits_on_torch_limit_the_ops_issued_after_them() -> None:
+    from npuir.analysis.core_limits import CoreLimits
+    from npuir.backends.npu.hardware import load_hardware
+
+    def limits(module: ModuleOp) -> dict[str, dict[str, int]]:
+        found = CoreLimits(module, load_hardware("910b2")).run()
+        return {op.name: found.of(op) for op in module.walk() if isinstance(op, NpuOp)}
+
+    x = torch.randn(8, 8)
+    _, after, _ = StreamLimited()(x)  # eager: the limit is read back as set
+    torch.testing.assert_close(after, torch.relu(x) * 3)
+    assert tng.scope.get_stream_limit("1") == {"cube_core_num": 24, "vector_core_num": 48}
+    want = {
+        "npu.matmul": {"cube": 24, "vector": 48},
+        "npu.relu": {"cube": 3, "vector": 8},
+        "npu.mul": {"cube": 3, "vector": 8},
+        "npu.neg": {"cube": 24, "vector": 48},
+    }
+    exported = import_exported_program(torch.export.export(StreamLimited(), (x,)))
+    assert limits(exported) == want
+    torch._dynamo.reset()
+    backend = tng.get_npu_backend()
+    compiled = torch.compile(StreamLimited(), backend=backend, fullgraph=True, dynamic=False)
+    for got, eager in zip(compiled(x), StreamLimited()(x)):
+        torch.testing.assert_close(got, eager)
+    assert limits(backend.imported[0]) == want
 
 
 def _summary(module: ModuleOp) -> list[tuple[str, str]]:

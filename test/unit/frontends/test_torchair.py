@@ -249,6 +249,93 @@ def test_compiler_config_global_cores_and_stream_limit() -> None:
     _lower(module)
 
 
+def _limits_by_op(module: ModuleOp) -> dict[str, dict[str, int]]:
+    """Each npu op's effective core limits (`npuir.analysis.core_limits`), by op name."""
+    from npuir.analysis.core_limits import CoreLimits
+    from npuir.backends.npu.hardware import load_hardware
+    from npuir.dialects.npu import NpuOp
+
+    limits = CoreLimits(module, load_hardware("910b2")).run()
+    return {op.name: limits.of(op) for op in module.walk() if isinstance(op, NpuOp)}
+
+
+def test_set_stream_limit_limits_only_the_ops_issued_after_it() -> None:
+    g = torchair.Graph("f")
+    x = g.input((64, 64), "f16")
+    with torchair.scope.npu_stream_switch("1"):
+        before = ops.matmul(x, x)  # issued before the call: not limited by it
+    torchair.scope.set_stream_limit("1", 3, 8)
+    assert torchair.scope.get_stream_limit("1") == {"cube_core_num": 3, "vector_core_num": 8}
+    with torchair.scope.npu_stream_switch("1"):
+        after = ops.relu(x)
+        with torchair.scope.limit_core_num(2, 40):  # the op's own scope still wins
+            scoped = ops.exp(x)
+    torchair.scope.reset_stream_limit("1")
+    assert torchair.scope.get_stream_limit("1") == {"cube_core_num": 24, "vector_core_num": 48}
+    with torchair.scope.npu_stream_switch("1"):
+        reset = ops.neg(x)
+    g.output(before, after, scoped, reset)
+    module = g.module
+    assert _limits_by_op(module) == {
+        "npu.matmul": {"cube": 24, "vector": 48},
+        "npu.relu": {"cube": 3, "vector": 8},
+        "npu.exp": {"cube": 2, "vector": 40},
+        "npu.neg": {"cube": 24, "vector": 48},
+    }
+    assert _count(module, coreset.StreamLimitOp) == 0  # the limit changed: per-op limits
+    _lower(module)
+
+
+def test_one_limit_for_a_whole_stream_stays_one_stream_limit() -> None:
+    config = torchair.CompilerConfig()
+    config.ge_config.aicore_num = "20|40"
+    g = torchair.Graph("f", config=config)
+    x = g.input((64, 64), "f16")
+    assert torchair.scope.get_stream_limit("1") == {"cube_core_num": 20, "vector_core_num": 40}
+    torchair.scope.set_stream_limit("1", 3, -1)
+    assert torchair.scope.get_stream_limit("1") == {"cube_core_num": 3, "vector_core_num": 40}
+    with torchair.scope.npu_stream_switch("1"):
+        y = ops.relu(x)
+    z = ops.exp(x)  # on the main stream: no stream limit
+    g.output(y, z)
+    module = g.module
+    assert _count(module, coreset.StreamLimitOp) == 1 and _count(module, coreset.LimitOp) == 0
+    assert _limits_by_op(module) == {
+        "npu.relu": {"cube": 3, "vector": 40},
+        "npu.exp": {"cube": 20, "vector": 40},
+    }
+    g = torchair.Graph("layers")  # the same limit set again before each layer: still one
+    x = g.input((64, 64), "f16")
+    for _ in range(2):
+        torchair.scope.set_stream_limit("1", 3, 8)
+        with torchair.scope.npu_stream_switch("1"):
+            x = ops.relu(x)
+    g.output(x)
+    assert _count(g.module, coreset.StreamLimitOp) == 1 and _count(g.module, coreset.LimitOp) == 0
+
+
+def test_reduce_overhead_refuses_a_stream_scope_in_the_builder_too() -> None:
+    config = torchair.CompilerConfig()
+    config.mode = "reduce-overhead"
+    g = torchair.Graph("f", config=config)
+    x = g.input((4, 8), "f16")
+    line = _line_of_next_statement()
+    with torchair.scope.npu_stream_switch("1"):
+        y = ops.relu(x)
+    with torchair.scope.limit_core_num(6, 12):  # core limits work in both modes
+        z = ops.exp(y)
+    g.output(z)
+    with pytest.raises(torchair.TorchairError, match=rf"^{HERE}:{line}:\d+: error: ") as info:
+        g.module  # noqa: B018
+    assert info.value.diagnostic.kind == "torchair.mode-conflict"
+    g2 = torchair.Graph("f", config=config)
+    x2 = g2.input((4, 8), "f16")
+    with torchair.scope.limit_core_num(6, 12):
+        y2 = ops.relu(x2)
+    g2.output(y2)
+    assert _count(g2.module, coreset.LimitOp) == 1
+
+
 def test_enable_single_stream_chooses_the_single_stream_pipeline() -> None:
     config = torchair.CompilerConfig()
     config.ge_config.enable_single_stream = True
@@ -353,6 +440,8 @@ def test_a_failed_broadcast_through_an_operator_names_the_users_line() -> None:
         (lambda: torchair.scope.npu_stream_switch("1", -1), validation.PRIORITY_NEGATIVE),
         (lambda: torchair.scope.limit_core_num(0, 8), validation.CORE_COUNT_LOW),
         (lambda: torchair.scope.set_stream_limit("1", 0, 4), validation.CORE_COUNT_LOW),
+        (lambda: torchair.scope.get_stream_limit(7), validation.TAG_TYPE),
+        (lambda: torchair.scope.reset_stream_limit(""), validation.TAG_EMPTY),
     ],
 )
 def test_bad_scope_arguments_name_the_users_line(call: object, kind: Kind) -> None:
