@@ -43,7 +43,7 @@ from xdsl.passes import ModulePass
 from npuir.analysis.manager import ALL, Preserved, analyses
 from npuir.analysis.program import is_lowered, scheduled_functions
 from npuir.context import remark, warn
-from npuir.diagnostics import DiagnosticError, error
+from npuir.diagnostics import DiagnosticError, UsageError, error
 from npuir.dialects import coreset, mem
 from npuir.dialects.npu import DYN, NpuOp
 
@@ -327,15 +327,21 @@ def contract_of(pass_: ModulePass | type[ModulePass]) -> Contract:
     """The contract `pass_` (a pass or its class) declares; empty when it declares none,
     as a pass written before contracts existed, or a stock xDSL pass, does."""
     cls = pass_ if isinstance(pass_, type) else type(pass_)
-    invalid = tuple(
-        u if isinstance(u, Undoes) else Undoes(u) for u in getattr(cls, "INVALIDATES", ())
-    )
-    for declared in ("REQUIRES", "ESTABLISHES"):
-        for state in getattr(cls, declared, ()):
-            if not isinstance(state, IRState):
-                raise TypeError(f"{cls.__name__}.{declared} holds {state!r}, not an IRState")
+    declared = {k: tuple(getattr(cls, k, ())) for k in ("REQUIRES", "ESTABLISHES", "INVALIDATES")}
+    for key, entries in declared.items():
+        for entry in entries:
+            if not isinstance(entry, IRState | Undoes) or (
+                isinstance(entry, Undoes) and key != "INVALIDATES"
+            ):
+                # A plug-in author's mistake, reported as the registry reports a bad plug-in.
+                raise UsageError(
+                    f"pass '{getattr(cls, 'name', cls.__name__)}' declares {entry!r} in {key}, "
+                    "which is not an npuir.passes.IRState"
+                )
     return Contract(
-        tuple(getattr(cls, "REQUIRES", ())), tuple(getattr(cls, "ESTABLISHES", ())), invalid
+        declared["REQUIRES"],
+        declared["ESTABLISHES"],
+        tuple(u if isinstance(u, Undoes) else Undoes(u) for u in declared["INVALIDATES"]),
     )
 
 
