@@ -39,7 +39,7 @@ from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, error, op_locat
 from npuir.dialects import mem, stream
 from npuir.dialects.npu import DYN, NpuOp, tensor_bytes
 from npuir.gc_pause import without_collector
-from npuir.passes import MEMORY_PLANNED, PARTITIONED, IRState
+from npuir.passes import LIMITS_LOWERED, MEMORY_PLANNED, PARTITIONED, IRState
 
 OVERLAP = Kind(
     "mem.unordered-overlap",
@@ -292,10 +292,9 @@ class MemVerifyPass(ModulePass):
 
     name = "mem-verify"
 
-    REQUIRES: ClassVar[tuple[IRState, ...]] = (
-        PARTITIONED,
-        MEMORY_PLANNED,
-    )
+    # An op inside a coreset.limit scope is read as writing a tensor with no place (its
+    # place is on the op, the scope's result is what the walk of uses sees): lower first.
+    REQUIRES: ClassVar[tuple[IRState, ...]] = (PARTITIONED, LIMITS_LOWERED, MEMORY_PLANNED)
 
     PRESERVES: ClassVar[Preserved] = ALL
 

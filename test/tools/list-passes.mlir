@@ -25,7 +25,7 @@
 // CHECK:         stats: bool = false
 
 // CHECK-LABEL: mem-verify Check that no two buffers
-// CHECK-NEXT:    needs: partitioned (stream-partition first), memory-planned (mem-plan first)
+// CHECK-NEXT:    needs: partitioned (stream-partition first), limits-lowered (coreset-lower first), memory-planned (mem-plan first)
 
 // CHECK-LABEL: stream-partition Assign every op a stream
 // CHECK-NEXT:    establishes: partitioned
