@@ -256,8 +256,7 @@ Witness = tuple[Operation, str]
 @dataclass(frozen=True, eq=False)
 class IRState:
     """A property of the IR that some passes establish and others need, as GCC's pass
-    properties (`PROP_cfg`, `PROP_ssa`) or MLIR's dialect conversion targets say what a
-    pipeline has made of the IR.  `witness(module)` looks at a module: None when the state
+    properties (`PROP_cfg`, `PROP_ssa`) say what a pipeline has made of the IR.  `witness(module)` looks at a module: None when the state
     holds, else an op that shows it does not and what is wrong there.
 
     States are compared by identity: one object per state, declared at module level,
@@ -300,6 +299,10 @@ class Contract:
     """`ESTABLISHES`: the states it leaves the IR in, whatever it was given."""
     invalidates: tuple[Undoes, ...] = ()
     """`INVALIDATES`: the states it may undo (a bare `IRState` there: always)."""
+    declared: bool = True
+    """Whether the pass declares a contract at all.  One that does not (a stock xDSL pass,
+    a plug-in written before contracts) may have made or unmade any state: the pass
+    manager checks no state against the input past it."""
 
     def describe(self) -> list[str]:
         """One line per non-empty part, as `--list-passes` and docs/passes.md print them:
@@ -327,7 +330,8 @@ def contract_of(pass_: ModulePass | type[ModulePass]) -> Contract:
     """The contract `pass_` (a pass or its class) declares; empty when it declares none,
     as a pass written before contracts existed, or a stock xDSL pass, does."""
     cls = pass_ if isinstance(pass_, type) else type(pass_)
-    declared = {k: tuple(getattr(cls, k, ())) for k in ("REQUIRES", "ESTABLISHES", "INVALIDATES")}
+    keys = ("REQUIRES", "ESTABLISHES", "INVALIDATES")
+    declared = {k: tuple(getattr(cls, k, ())) for k in keys}
     for key, entries in declared.items():
         for entry in entries:
             if not isinstance(entry, IRState | Undoes) or (
@@ -342,6 +346,7 @@ def contract_of(pass_: ModulePass | type[ModulePass]) -> Contract:
         declared["REQUIRES"],
         declared["ESTABLISHES"],
         tuple(u if isinstance(u, Undoes) else Undoes(u) for u in declared["INVALIDATES"]),
+        declared=any(hasattr(cls, k) for k in keys),
     )
 
 

@@ -16,7 +16,9 @@ missing dependency before it runs anything:
 - when it runs (`run_passes`), before the first pass: each state a pass needs that no
   earlier pass establishes must hold of the input (`IRState.witness`), or the run stops
   with a located error at what shows it does not.  A state the input already has needs
-  no pass: `insert-events` alone on a partitioned module is a valid pipeline.
+  no pass: `insert-events` alone on a partitioned module is a valid pipeline.  Past a
+  pass that declares no contract (a stock xDSL pass, an older plug-in) the input's state
+  is not known, and only the pipeline's own order is checked.
 """
 
 from __future__ import annotations
@@ -160,12 +162,17 @@ def check_order(passes: list[ModulePass], module: ModuleOp | None = None) -> Non
     Without `module` (a pipeline being built) only what the pipeline itself decides is
     checked: a state a pass needs that an earlier pass undoes (`PassOrderError`).  With
     it, a state a pass needs that no earlier pass establishes must also hold of `module`,
-    else a located `pass.precondition` error at the op its witness names."""
+    else a located `pass.precondition` error at the op its witness names -- up to the
+    first pass that declares no contract (`Contract.declared`), past which the input's
+    state is not known."""
     established: set[IRState] = set()
     undone: dict[IRState, tuple[ModulePass, Undoes]] = {}
     seen: dict[IRState, Witness | None] = {}
     for p in passes:
         contract = contract_of(p)
+        if not contract.declared:
+            # It may have done anything to the IR: the input says nothing of what follows.
+            module = None
         for state in contract.requires:
             if state in undone:
                 culprit, undo = undone[state]

@@ -93,6 +93,16 @@ class UntagPass(ModulePass):
 
 
 @dataclass(frozen=True)
+class LegacyTagPass(ModulePass):
+    """Tag the module, declaring nothing (written before contracts)."""
+
+    name = "example-legacy-tag"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        op.attributes["example.tagged"] = UnitAttr()
+
+
+@dataclass(frozen=True)
 class ReportPass(ModulePass):
     """Remark on a tagged, partitioned module."""
 
@@ -224,6 +234,23 @@ def test_an_out_of_tree_pass_declares_and_is_checked_like_npuirs(
     assert info.value.diagnostic.args["provider"] == "example-tag"
     # Re-established after it was undone: accepted.
     assert build_pipeline("example-tag,example-untag{wipe},example-tag,example-report", registry)
+
+
+def test_past_a_pass_without_a_contract_the_input_state_is_not_checked(
+    registry: PassRegistry,
+) -> None:
+    """A pass that declares nothing may establish anything: what follows it is not refused
+    for what the input lacks (only the pass's own checks, in `apply`, remain)."""
+    ctx = npuir.make_context(collect_diagnostics=True)
+    with pytest.raises(DiagnosticError, match="example-report needs example-tag first"):
+        run_passes(ctx, _module(ctx), build_pipeline("stream-partition,example-report", registry))
+    module = _module(ctx)
+    with ctx.diagnostics.collect() as found:
+        spec = "stream-partition,example-legacy-tag,example-report"
+        run_passes(ctx, module, build_pipeline(spec, registry))
+    assert _ran(found)
+    assert not contract_of(_cls(registry, "example-legacy-tag")).declared
+    assert all(contract_of(_cls(registry, n)).declared for n in registry.builtin)
 
 
 def test_list_passes_prints_an_out_of_tree_contract(registry: PassRegistry) -> None:
