@@ -67,7 +67,7 @@ def _mlir_example(doc: str) -> str | None:
 
 def passes_reference() -> str:
     """The reference of npuir's passes, their options and the named pipelines."""
-    from npuir.passes import options_of
+    from npuir.passes import contract_of, options_of
     from npuir.passmanager.registry import PassRegistry
     from npuir.transforms.pipelines import PIPELINE_SUMMARIES
 
@@ -82,6 +82,9 @@ def passes_reference() -> str:
         out += ["", f"### {name}", ""]
         out += [paragraphs[0] if paragraphs else "(no summary)", ""]
         out += [f"Defined in `{cls.__module__}`."]
+        contract = contract_of(cls).describe()
+        if contract:
+            out += ["", *(f"- {_cell(line)}" for line in contract)]
         for paragraph in paragraphs[1:]:
             out += ["", _one_line(paragraph)]
         options = options_of(cls)

@@ -12,7 +12,13 @@ two things npuir asks of it:
   `warn(ctx, op, "...")` and `remark(ctx, op, "...")` for the rest (printed
   on stderr, or gathered by `ctx.diagnostics.collect()`);
 - a pass that changes no IR says so, `PRESERVES: ClassVar[Preserved] = ALL`,
-  so the analyses cached in the context (`analyses(ctx)`) outlive it.
+  so the analyses cached in the context (`analyses(ctx)`) outlive it;
+- a pass states its place in a pipeline as IR states (`IRState`, GCC's pass
+  properties): `REQUIRES` the states its input must be in, `ESTABLISHES` those
+  it leaves the IR in, `INVALIDATES` those it may undo (`undoes(state, when,
+  because)` when only some options undo it).  The pass manager checks them
+  when a pipeline is built and, against the input, before the first pass runs
+  (`npuir.passmanager.pipeline.check_order`); `--list-passes` prints them.
 
 `options_of(pass_cls)` describes a pass's options (the tools use it to list
 and parse them); the option machinery is defined here, below the passes that declare
@@ -26,27 +32,40 @@ import dataclasses
 import enum
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from npuir.analysis.manager import ALL, Preserved, analyses
+from npuir.analysis.program import is_lowered, scheduled_functions
 from npuir.context import remark, warn
-from npuir.diagnostics import DiagnosticError, error
+from npuir.diagnostics import DiagnosticError, UsageError, error
+from npuir.dialects import coreset, mem
+from npuir.dialects.npu import DYN, NpuOp
 
 __all__ = [
     "ALL",
+    "LIMITS_LOWERED",
+    "MEMORY_PLANNED",
+    "PARTITIONED",
+    "Contract",
     "DiagnosticError",
+    "IRState",
     "ModulePass",
     "PassOption",
     "Preserved",
+    "Undoes",
     "analyses",
+    "contract_of",
     "error",
     "option",
     "options_of",
     "remark",
+    "undoes",
     "warn",
 ]
 
@@ -104,6 +123,10 @@ class PassOption:
         if self.default is None:
             return f"{self.name}: {self.type_name}"
         return f"{self.name}: {self.type_name} = {_spell(self.default)}"
+
+    def spell(self, value: Any) -> str:
+        """`value` as a pipeline spec writes it for this option (`auto`, `true`, `1,2`)."""
+        return _spell(value)
 
     def parse(self, given: Sequence[Value]) -> Any:
         """The field value for `given`, the values a spec wrote after `name=`.
@@ -220,3 +243,156 @@ def _spell(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(_spell(v) for v in value) or "(empty)"
     return str(value) or "(empty)"
+
+
+# ----------------------------------------------------------------------
+# Pass-order contracts: the IR states a pass needs and leaves
+# ----------------------------------------------------------------------
+
+Witness = tuple[Operation, str]
+"""Where a state does not hold and why: an op to point at, and words for it."""
+
+
+@dataclass(frozen=True, eq=False)
+class IRState:
+    """A property of the IR that some passes establish and others need, as GCC's pass
+    properties (`PROP_cfg`, `PROP_ssa`) say what a pipeline has made of the IR.  `witness(module)` looks at a module: None when the state
+    holds, else an op that shows it does not and what is wrong there.
+
+    States are compared by identity: one object per state, declared at module level,
+    which passes name in `REQUIRES`, `ESTABLISHES` and `INVALIDATES`."""
+
+    name: str
+    """How messages and `--list-passes` spell it: `partitioned`."""
+    meaning: str
+    """What holds of the IR in this state, in one phrase."""
+    established_by: str
+    """The pass that establishes it: what a refused pipeline is told to run first."""
+    witness: Callable[[ModuleOp], Witness | None]
+
+
+@dataclass(frozen=True)
+class Undoes:
+    """A state a pass may undo, and, when only some of its options undo it, which."""
+
+    state: IRState
+    when: Callable[[Any], bool] = lambda _pass: True
+    """Whether the pass instance (its options) undoes the state."""
+    because: str = ""
+    """Why, in words a refused pipeline's message repeats (`mode=auto with limits=true
+    writes coreset.limit scopes`)."""
+
+
+def undoes(state: IRState, when: Callable[[Any], bool], because: str) -> Undoes:
+    """`state`, undone by a pass only when `when(pass)` (its options) holds, `because` ...:
+    an entry of `INVALIDATES` for a pass whose options decide it."""
+    return Undoes(state, when, because)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What a pass declares about its place in a pipeline (its class attributes)."""
+
+    requires: tuple[IRState, ...] = ()
+    """`REQUIRES`: the states its input must be in."""
+    establishes: tuple[IRState, ...] = ()
+    """`ESTABLISHES`: the states it leaves the IR in, whatever it was given."""
+    invalidates: tuple[Undoes, ...] = ()
+    """`INVALIDATES`: the states it may undo (a bare `IRState` there: always)."""
+    declared: bool = True
+    """Whether the pass declares a contract at all.  One that does not (a stock xDSL pass,
+    a plug-in written before contracts) may have made or unmade any state: the pass
+    manager checks no state against the input past it."""
+
+    def describe(self) -> list[str]:
+        """One line per non-empty part, as `--list-passes` and docs/passes.md print them:
+        `needs: partitioned (stream-partition first)`, `establishes: ...`, `may undo: ...`."""
+        lines: list[str] = []
+        if self.requires:
+            needs = ", ".join(f"{s.name} ({s.established_by} first)" for s in self.requires)
+            lines.append(f"needs: {needs}")
+        if self.establishes:
+            lines.append(f"establishes: {', '.join(s.name for s in self.establishes)}")
+        if self.invalidates:
+            undone = ", ".join(
+                f"{u.state.name} ({u.because})" if u.because else u.state.name
+                for u in self.invalidates
+            )
+            lines.append(f"may undo: {undone}")
+        return lines
+
+    def undone_by(self, pass_: ModulePass) -> list[Undoes]:
+        """The states this instance of the pass undoes, given its options."""
+        return [u for u in self.invalidates if u.when(pass_)]
+
+
+def contract_of(pass_: ModulePass | type[ModulePass]) -> Contract:
+    """The contract `pass_` (a pass or its class) declares; empty when it declares none,
+    as a pass written before contracts existed, or a stock xDSL pass, does."""
+    cls = pass_ if isinstance(pass_, type) else type(pass_)
+    keys = ("REQUIRES", "ESTABLISHES", "INVALIDATES")
+    declared = {k: tuple(getattr(cls, k, ())) for k in keys}
+    for key, entries in declared.items():
+        for entry in entries:
+            if not isinstance(entry, IRState | Undoes) or (
+                isinstance(entry, Undoes) and key != "INVALIDATES"
+            ):
+                # A plug-in author's mistake, reported as the registry reports a bad plug-in.
+                raise UsageError(
+                    f"pass '{getattr(cls, 'name', cls.__name__)}' declares {entry!r} in {key}, "
+                    "which is not an npuir.passes.IRState"
+                )
+    return Contract(
+        declared["REQUIRES"],
+        declared["ESTABLISHES"],
+        tuple(u if isinstance(u, Undoes) else Undoes(u) for u in declared["INVALIDATES"]),
+        declared=any(hasattr(cls, k) for k in keys),
+    )
+
+
+def _unpartitioned(module: ModuleOp) -> Witness | None:
+    for func in scheduled_functions(module):
+        if not is_lowered(func) and any(isinstance(op, NpuOp) for op in func.body.walk()):
+            return func, f"@{func.sym_name.data}'s ops carry no stream.on"
+    return None
+
+
+def _limit_scope(module: ModuleOp) -> Witness | None:
+    for op in module.walk():
+        if isinstance(op, coreset.LimitOp):
+            return op, "a coreset.limit scope is left"
+    return None
+
+
+def _unplanned(module: ModuleOp) -> Witness | None:
+    # Conservative: a function with a dynamically shaped result is one mem-plan leaves
+    # unplanned on purpose, and mem-verify itself judges it.
+    for func in scheduled_functions(module):
+        if mem.POOL in func.attributes:
+            continue
+        results = [r.type for op in func.body.walk() if isinstance(op, NpuOp) for r in op.results]
+        if results and not any(isinstance(t, TensorType) and DYN in t.get_shape() for t in results):
+            return func, f"@{func.sym_name.data} has no mem.pool"
+    return None
+
+
+PARTITIONED = IRState(
+    "partitioned",
+    "every op runs on a stream the module declares: stream.on, stream.decl",
+    "stream-partition",
+    _unpartitioned,
+)
+LIMITS_LOWERED = IRState(
+    "limits-lowered",
+    "no coreset.limit scope is left: core limits live on the ops, coreset.cores",
+    "coreset-lower",
+    _limit_scope,
+)
+MEMORY_PLANNED = IRState(
+    "memory-planned",
+    "every function with static shapes has a memory plan: mem.pool, mem.offset",
+    "mem-plan",
+    _unplanned,
+)
+STATES: tuple[IRState, ...] = (PARTITIONED, LIMITS_LOWERED, MEMORY_PLANNED)
+"""npuir's own states, in the order a pipeline establishes them."""

@@ -4,6 +4,21 @@ A spec is xDSL's: `pass-a,pass-b{opt=value}`; a name from
 `npuir.transforms.pipelines.PIPELINES` expands to its passes.  Unknown passes
 and bad options are `UsageError`s that list the valid choices; a pass that
 finds a problem in the IR raises a located `DiagnosticError`.
+
+Pass order is checked against what each pass declares (`npuir.passes.contract_of`: the IR
+states it `REQUIRES`, `ESTABLISHES` and `INVALIDATES`), as MLIR's pass manager reports a
+missing dependency before it runs anything:
+
+- when the pipeline is built (`build_pipeline`), with no input yet: a pass that needs a
+  state an earlier pass of the pipeline undoes, with nothing re-establishing it in between,
+  is a `PassOrderError` (a `UsageError`, exit status 2) naming the pass to run first --
+  `stream-partition{mode=auto},insert-events` is refused so;
+- when it runs (`run_passes`), before the first pass: each state a pass needs that no
+  earlier pass establishes must hold of the input (`IRState.witness`), or the run stops
+  with a located error at what shows it does not.  A state the input already has needs
+  no pass: `insert-events` alone on a partitioned module is a valid pipeline.  Past a
+  pass that declares no contract (a stock xDSL pass, an older plug-in) the input's state
+  is not known, and only the pipeline's own order is checked.
 """
 
 from __future__ import annotations
@@ -22,9 +37,9 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from npuir.analysis.manager import analyses, preserved_by
 from npuir.deep_stack import deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError
+from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError, op_location
 from npuir.gc_pause import collector_paused
-from npuir.passes import options_of
+from npuir.passes import IRState, Undoes, Witness, contract_of, options_of
 from npuir.passmanager.registry import PassRegistry, default_registry
 from npuir.progress import progress
 from npuir.verifier import verify
@@ -33,7 +48,32 @@ PASS_FAILED = Kind("pass.failed", "{pass_name}: {reason}")
 """An xDSL-level failure inside a pass; arguments: `pass_name`, `reason` (xDSL's
 `DiagnosticException` message, text only)."""
 
+PASS_ORDER = Kind(
+    "pass.order",
+    "{pass_name} needs {provider} first: {culprit} before it undoes {state} ({why}); run "
+    "{provider} between them",
+)
+"""A pipeline whose pass needs a state an earlier pass undoes; arguments: `pass_name`,
+`state`, `provider` (the pass that establishes the state), `culprit` (the pass that undoes
+it, as the pipeline spells it) and `why` (how it undoes it, else what the state means)."""
+PASS_PRECONDITION = Kind(
+    "pass.precondition",
+    "{pass_name} needs {provider} first: the input is not {state} ({detail})",
+)
+"""The input lacks a state a pass needs and no earlier pass of the pipeline establishes;
+arguments: `pass_name`, `state`, `provider` (the pass that establishes it), `detail` (what
+is wrong at the op the error points at)."""
+
 PassCallback = Callable[[ModulePass, ModuleOp], None]
+
+
+class PassOrderError(UsageError):
+    """A pipeline whose order breaks a pass's contract (exit status 2); `diagnostic` is
+    the `pass.order` diagnostic, its arguments for whoever matches them."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
 
 
 def _expand(spec: str, pipelines: Mapping[str, str]) -> str:
@@ -101,7 +141,76 @@ def build_pipeline(spec: str, registry: PassRegistry | None = None) -> list[Modu
             choices = ", ".join(sorted([*registry.names(), *registry.pipelines]))
             raise UsageError(f"unknown pass '{pass_spec.name}' (choose from: {choices})")
         passes.append(_instantiate(pass_cls, pass_spec))
+    check_order(passes)
     return passes
+
+
+def _spelt(pass_: ModulePass) -> str:
+    """`pass_` as a pipeline spells it, with the options it was given that differ from
+    their defaults (`stream-partition{mode=auto}`)."""
+    given = [
+        f"{o.name}={o.spell(getattr(pass_, o.field))}"
+        for o in options_of(type(pass_))
+        if getattr(pass_, o.field) != o.default
+    ]
+    return f"{pass_.name}{{{' '.join(given)}}}" if given else pass_.name
+
+
+def check_order(passes: list[ModulePass], module: ModuleOp | None = None) -> None:
+    """Check `passes` against their contracts, before any runs.
+
+    Without `module` (a pipeline being built) only what the pipeline itself decides is
+    checked: a state a pass needs that an earlier pass undoes (`PassOrderError`).  With
+    it, a state a pass needs that no earlier pass establishes must also hold of `module`,
+    else a located `pass.precondition` error at the op its witness names -- up to the
+    first pass that declares no contract (`Contract.declared`), past which the input's
+    state is not known."""
+    established: set[IRState] = set()
+    undone: dict[IRState, tuple[ModulePass, Undoes]] = {}
+    seen: dict[IRState, Witness | None] = {}
+    for p in passes:
+        contract = contract_of(p)
+        if not contract.declared:
+            # It may have done anything to the IR: the input says nothing of what follows.
+            module = None
+        for state in contract.requires:
+            if state in undone:
+                culprit, undo = undone[state]
+                raise PassOrderError(
+                    Diagnostic.of(
+                        "error",
+                        PASS_ORDER,
+                        pass_name=p.name,
+                        provider=state.established_by,
+                        culprit=_spelt(culprit),
+                        why=undo.because or f"{state.name}: {state.meaning}",
+                        state=state.name,
+                    )
+                )
+            if state in established or module is None:
+                continue
+            if state not in seen:
+                seen[state] = state.witness(module)
+            found = seen[state]
+            if found is not None:
+                at, detail = found
+                raise DiagnosticError(
+                    Diagnostic.of(
+                        "error",
+                        PASS_PRECONDITION,
+                        op_location(at),
+                        pass_name=p.name,
+                        state=state.name,
+                        provider=state.established_by,
+                        detail=detail,
+                    )
+                )
+        for undo in contract.undone_by(p):
+            undone[undo.state] = (p, undo)
+            established.discard(undo.state)
+        for state in contract.establishes:
+            established.add(state)
+            undone.pop(state, None)
 
 
 def _instantiate(pass_cls: type[ModulePass], pass_spec: ArgSpec) -> ModulePass:
@@ -160,6 +269,7 @@ def run_passes(
     whole module again (on a 100k-op program, a third of the pass time).
     """
     each = verify_each_default() if verify_each is None else verify_each
+    check_order(passes, module)
     with collector_paused():
         try:
             _run_passes(ctx, module, passes, after_each, each)

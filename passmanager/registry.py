@@ -202,8 +202,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def describe_passes(registry: PassRegistry | None = None) -> str:
-    """`npuir-opt --list-passes`: each pass with its summary and options, then the pipelines."""
-    from npuir.passes import options_of
+    """`npuir-opt --list-passes`: each pass with its summary, the IR states it needs,
+    establishes and may undo (`npuir.passes.Contract`), its options, then the pipelines."""
+    from npuir.passes import contract_of, options_of
     from npuir.transforms.pipelines import PIPELINE_SUMMARIES
 
     registry = registry or default_registry()
@@ -216,6 +217,7 @@ def describe_passes(registry: PassRegistry | None = None) -> str:
         origin = registry.origin(name)
         where = "" if origin == BUILTIN else f" [from {origin}]"
         lines.append(f"{name:<{width}} {doc[0] if doc else ''}{where}")
+        lines.extend(f"  {line}" for line in contract_of(cls).describe())
         for opt in options_of(cls):
             lines.append(f"    {opt.signature}")
             meaning = opt.meaning or "(undocumented)"

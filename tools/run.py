@@ -36,6 +36,7 @@ from npuir.driver.run import (
     save_arrays,
 )
 from npuir.frontends.load import Format, read
+from npuir.passmanager.pipeline import PassOrderError
 from npuir.passmanager.registry import load_passes
 from npuir.progress import progress
 from npuir.tools.cli import (
@@ -268,6 +269,8 @@ def run(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         outcome = run_program(config)
         _write_files(args, outcome)
+    except PassOrderError as exc:  # a usage error with a kind of its own (pass.order)
+        return _fail(args, EXIT_USAGE, exc.diagnostic, (), sources)
     except UsageError as exc:
         return _fail(args, EXIT_USAGE, Diagnostic.of("error", USAGE, reason=str(exc)), (), sources)
     except DiagnosticError as exc:

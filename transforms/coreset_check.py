@@ -55,7 +55,7 @@ from npuir.analysis.program import Program
 from npuir.backends.npu.hardware import Hardware
 from npuir.context import warn
 from npuir.diagnostics import Kind, error, op_location
-from npuir.passes import option
+from npuir.passes import PARTITIONED, IRState, option
 from npuir.schedule.core_check import CoreChecker, Hazard, function_checkers
 from npuir.schedule.device import device_of
 
@@ -96,6 +96,8 @@ class CoresetCheckPass(ModulePass):
     """Check the stream pair rule and report hold-and-wait hazards between core-holding ops."""
 
     name = "coreset-check"
+
+    REQUIRES: ClassVar[tuple[IRState, ...]] = (PARTITIONED,)
 
     hw: str | None = option(
         None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"

@@ -11,6 +11,7 @@ Works before or after `stream-partition`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -25,7 +26,7 @@ from npuir.context import warn
 from npuir.diagnostics import Kind
 from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import NpuOp
-from npuir.passes import option
+from npuir.passes import LIMITS_LOWERED, IRState, option
 from npuir.schedule.device import device_of
 
 STREAM_LIMIT_UNUSED = Kind(
@@ -156,6 +157,8 @@ class CoresetLowerPass(ModulePass):
     """
 
     name = "coreset-lower"
+
+    ESTABLISHES: ClassVar[tuple[IRState, ...]] = (LIMITS_LOWERED,)
 
     hw: str | None = option(
         None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -56,7 +57,7 @@ from npuir.context import remark, warn
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import NpuOp
-from npuir.passes import option
+from npuir.passes import LIMITS_LOWERED, PARTITIONED, IRState, option
 from npuir.schedule.auto import INFEASIBLE, Judge
 from npuir.schedule.core_check import CoreChecker, OverriddenLimits
 from npuir.schedule.device import device_of
@@ -189,6 +190,10 @@ class CoresetPartitionPass(ModulePass):
     """Choose core limits that remove hold-and-wait hazards, keeping the simulated makespan low."""
 
     name = "coreset-partition"
+
+    REQUIRES: ClassVar[tuple[IRState, ...]] = (PARTITIONED,)
+    # The limits it chooses are coreset.limit scopes (or stream limits) for coreset-lower.
+    INVALIDATES: ClassVar[tuple[IRState, ...]] = (LIMITS_LOWERED,)
 
     hw: str | None = option(
         None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"

@@ -47,7 +47,7 @@ from npuir.diagnostics import DiagnosticError, Kind, error
 from npuir.dialects import gear
 from npuir.dialects.npu import DYN
 from npuir.dialects.shapes import Dim, RetypeError, specialise
-from npuir.passes import option
+from npuir.passes import IRState, option
 
 GEAR_DROPPED = Kind("gear.dropped", "dropping gear ({gear}): it does not type-check ({reason})")
 """A `product` gear that does not type-check is dropped; arguments: `gear` (its dims and
@@ -138,6 +138,9 @@ class GearMultiversionPass(ModulePass):
     """Clone each function with gears into static versions behind a gear.dispatch."""
 
     name = "gear-multiversion"
+
+    # Needs no state and undoes none: its versions are clones, their ops' attributes kept.
+    REQUIRES: ClassVar[tuple[IRState, ...]] = ()
 
     FALLBACKS: ClassVar[tuple[str, ...]] = get_args(Fallback)
 

@@ -23,6 +23,7 @@ itself is `npuir.analysis.events.plan_events`, which the searches share.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, SymbolRefAttr, i64
@@ -43,7 +44,7 @@ from npuir.context import remark
 from npuir.diagnostics import Kind, error
 from npuir.dialects import sync
 from npuir.dialects.npu import NpuOp
-from npuir.passes import option
+from npuir.passes import LIMITS_LOWERED, PARTITIONED, IRState, option
 from npuir.schedule.device import device_of
 
 EVENTS_SUMMARY = Kind(
@@ -121,6 +122,10 @@ class InsertEventsPass(ModulePass):
     """Order every cross-stream dependency with the fewest sync.record/sync.wait pairs."""
 
     name = "insert-events"
+
+    # A record goes right after its producer: inside a coreset.limit scope it would define
+    # an event the scope cannot hand out (a scope's values leave only through its yield).
+    REQUIRES: ClassVar[tuple[IRState, ...]] = (PARTITIONED, LIMITS_LOWERED)
 
     max_events: int | None = option(
         None, "the most physical event ids the program may use (default: the device's limit)"

@@ -49,7 +49,7 @@ from npuir.context import remark
 from npuir.diagnostics import Kind, error
 from npuir.dialects import mem
 from npuir.gc_pause import without_collector
-from npuir.passes import option
+from npuir.passes import MEMORY_PLANNED, PARTITIONED, IRState, option
 from npuir.schedule.device import device_of
 
 PLAN_SUMMARY = Kind(
@@ -118,6 +118,9 @@ class MemPlanPass(ModulePass):
     """Give every tensor a lowered function writes an offset in its rank's HBM pool."""
 
     name = "mem-plan"
+
+    REQUIRES: ClassVar[tuple[IRState, ...]] = (PARTITIONED,)
+    ESTABLISHES: ClassVar[tuple[IRState, ...]] = (MEMORY_PLANNED,)
 
     PRESERVES: ClassVar[Preserved] = ALL  # attributes only: the program graphs stay valid
 

@@ -39,6 +39,7 @@ from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, error, op_locat
 from npuir.dialects import mem, stream
 from npuir.dialects.npu import DYN, NpuOp, tensor_bytes
 from npuir.gc_pause import without_collector
+from npuir.passes import LIMITS_LOWERED, MEMORY_PLANNED, PARTITIONED, IRState
 
 OVERLAP = Kind(
     "mem.unordered-overlap",
@@ -290,6 +291,10 @@ class MemVerifyPass(ModulePass):
     """Check that no two buffers of a memory plan overlap unless happens-before orders them."""
 
     name = "mem-verify"
+
+    # An op inside a coreset.limit scope is read as writing a tensor with no place (its
+    # place is on the op, the scope's result is what the walk of uses sees): lower first.
+    REQUIRES: ClassVar[tuple[IRState, ...]] = (PARTITIONED, LIMITS_LOWERED, MEMORY_PLANNED)
 
     PRESERVES: ClassVar[Preserved] = ALL
 

@@ -64,7 +64,7 @@ from npuir.context import remark
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import DYN, CollectiveOp
-from npuir.passes import option
+from npuir.passes import LIMITS_LOWERED, PARTITIONED, IRState, Undoes, option, undoes
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.core_check import OverriddenLimits, assignment_hazard, has_holder
 from npuir.schedule.device import device_of
@@ -353,6 +353,15 @@ class StreamPartitionPass(ModulePass):
     """
 
     name = "stream-partition"
+
+    ESTABLISHES: ClassVar[tuple[IRState, ...]] = (PARTITIONED,)
+    INVALIDATES: ClassVar[tuple[Undoes, ...]] = (
+        undoes(
+            LIMITS_LOWERED,
+            lambda p: p.mode == "auto" and p.limits and p.mem_budget is None,
+            "with limits=true, its default, mode=auto writes coreset.limit scopes",
+        ),
+    )
 
     MODES: ClassVar[tuple[str, ...]] = get_args(ModeName)
     VARIANTS: ClassVar[tuple[str, ...]] = get_args(VariantName)

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, StringAttr, SymbolRefAttr
@@ -56,6 +57,7 @@ from npuir.dialects import coreset, stream, sync
 from npuir.dialects import scope as scope_utils
 from npuir.dialects.npu import NpuOp
 from npuir.dialects.scope import walk_nested
+from npuir.passes import PARTITIONED, IRState
 
 WANT = "stream.want"
 """The stream an op should run on (on a `stream.switch`: its new tag, `"<main>"` to remove it)."""
@@ -178,6 +180,8 @@ class StreamSourceFormPass(ModulePass):
     """Say each op's wanted stream as `stream.switch` scopes (see the module docstring)."""
 
     name = "stream-source-form"
+
+    INVALIDATES: ClassVar[tuple[IRState, ...]] = (PARTITIONED,)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = [f for f in op.ops if isinstance(f, FuncOp)]

@@ -24,6 +24,7 @@ func.func @f(%a: tensor<4xf16>) -> tensor<4xf16> {
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -32,6 +33,7 @@ from xdsl.passes import ModulePass
 
 from npuir.analysis.program import is_lowered
 from npuir.dialects import stream, sync
+from npuir.passes import PARTITIONED, IRState
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class StreamUnlowerPass(ModulePass):
     """Remove streams and events from lowered functions, keeping the program they order."""
 
     name = "stream-unlower"
+
+    INVALIDATES: ClassVar[tuple[IRState, ...]] = (PARTITIONED,)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         lowered = [f for f in op.ops if isinstance(f, FuncOp) and is_lowered(f)]

@@ -28,6 +28,7 @@ from npuir.analysis.program import (
     scheduled_functions,
 )
 from npuir.diagnostics import DiagnosticError, Kind, error
+from npuir.passes import PARTITIONED, IRState
 
 RACE = Kind(
     "sync.race",
@@ -76,6 +77,8 @@ class SyncVerifyPass(ModulePass):
     """Check that every cross-stream use is ordered by events and every stream is joined."""
 
     name = "sync-verify"
+
+    REQUIRES: ClassVar[tuple[IRState, ...]] = (PARTITIONED,)
 
     PRESERVES: ClassVar[Preserved] = ALL
 

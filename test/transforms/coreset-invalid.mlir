@@ -26,6 +26,6 @@ func.func @user_limits(%x: !t, %m: tensor<64x64xi1>) -> (!t, tensor<?x2xi64>) {
 }
 
 // PART: coreset-invalid.mlir:[[# @LINE - 6]]:5: error: coreset-partition cannot remove this hazard: every op involved has a limit the user set; lower one of them
-// UNPART: coreset-invalid.mlir:[[# @LINE - 16]]:1: error: coreset-check needs a partitioned module; run stream-partition first
-// UNPART-SYNC: coreset-invalid.mlir:[[# @LINE - 17]]:1: error: sync-verify needs a partitioned module; run stream-partition first
-// UNPART-PART: coreset-invalid.mlir:[[# @LINE - 18]]:1: error: coreset-partition needs a partitioned module; run stream-partition first
+// UNPART: coreset-invalid.mlir:[[# @LINE - 16]]:1: error: coreset-check needs stream-partition first: the input is not partitioned (@user_limits's ops carry no stream.on)
+// UNPART-SYNC: coreset-invalid.mlir:[[# @LINE - 17]]:1: error: sync-verify needs stream-partition first: the input is not partitioned (@user_limits's ops carry no stream.on)
+// UNPART-PART: coreset-invalid.mlir:[[# @LINE - 18]]:1: error: coreset-partition needs stream-partition first: the input is not partitioned (@user_limits's ops carry no stream.on)

@@ -25,4 +25,4 @@ func.func @two_live_events(%x: !t) -> !t {
 
 // CHECK: insert-events-invalid.mlir:[[# @LINE - 7]]:5: error: the program needs 2 event ids at once but the limit is 1 (max-events, or the device's event limit)
 // STATS: insert-events-invalid.mlir:[[# @LINE - 14]]:1: remark: insert-events on @two_live_events: 4 cross-stream orderings (data, wait_tensor and joins), 2 waits, 2 records, 2 event ids
-// UNPARTITIONED: insert-events-invalid.mlir:[[# @LINE - 15]]:1: error: insert-events needs a partitioned function; run stream-partition first
+// UNPARTITIONED: insert-events-invalid.mlir:[[# @LINE - 15]]:1: error: insert-events needs stream-partition first: the input is not partitioned (@two_live_events's ops carry no stream.on)

@@ -94,7 +94,7 @@ func.func @view(%x: !t) -> !t attributes {mem.pool = 2048 : i64} {
 
 !t = tensor<4x128xf16>
 stream.decl @s0 "default" priority 0
-// CHECK: mem-verify.mlir:[[# @LINE + 1]]:1: error: mem-verify: @unplanned has no memory plan; run mem-plan first
+// CHECK: mem-verify.mlir:[[# @LINE + 1]]:1: error: mem-verify needs mem-plan first: the input is not memory-planned (@unplanned has no mem.pool)
 func.func @unplanned(%x: !t) -> !t {
   %a = npu.relu %x {stream.on = @s0} : (!t) -> !t
   %b = npu.exp %a {stream.on = @s0} : (!t) -> !t

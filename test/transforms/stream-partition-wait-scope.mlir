@@ -1,6 +1,6 @@
-// RUN: npuir-opt %s -p 'stream-partition{mode=auto},insert-events,sync-verify' | filecheck %s
+// RUN: npuir-opt %s -p 'stream-partition{mode=auto},coreset-lower,insert-events,sync-verify' | filecheck %s
 // RUN: npuir-opt %s -p 'stream-partition{mode=opara},insert-events,sync-verify' | filecheck %s
-// RUN: npuir-run %s --check --pipeline 'stream-partition{mode=auto},insert-events,sync-verify' | filecheck %s --check-prefix=RAN
+// RUN: npuir-run %s --check --pipeline 'stream-partition{mode=auto},coreset-lower,insert-events,sync-verify' | filecheck %s --check-prefix=RAN
 
 // Tests that a scope holding only a stream.wait_tensor (no compute op pins its
 // tag) partitions in every mode: auto makes no stream for the tag, and the wait

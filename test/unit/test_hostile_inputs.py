@@ -108,7 +108,12 @@ def group_size_mirrored(d: Path) -> list[str]:
 def group_size_auto(d: Path) -> list[str]:
     p = d / "group.mlir"
     p.write_text(GROUP)
-    return [_tool("npuir-opt"), str(p), "-p", "stream-partition{mode=auto},insert-events"]
+    return [
+        _tool("npuir-opt"),
+        str(p),
+        "-p",
+        "stream-partition{mode=auto},coreset-lower,insert-events",
+    ]
 
 
 BIG = """func.func @f(%x: tensor<100000x100000xf32>) -> tensor<100000x100000xf32> {

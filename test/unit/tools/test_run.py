@@ -440,13 +440,15 @@ def test_single_stream_baseline_that_deadlocks_is_reported(
 def test_warnings_before_a_failing_pass_are_kept(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # gear-multiversion warns about the dropped product gears, then sync-verify
-    # (the runner adds it) fails because nothing partitioned the versions.
+    # gear-multiversion warns about the dropped product gears, then coreset-lower fails on
+    # a device that does not exist.  (A pipeline lacking a pass another needs is refused
+    # before any pass runs: test_pass_contracts.py.)
     source = EXAMPLES / "gears.mlir"
     text = source.read_text().replace('gear.policy = "zip"', 'gear.policy = "product"')
     path = write(tmp_path, "product.mlir", text)
+    spec = "gear-multiversion,stream-partition,coreset-lower{hw=nonexistent}"
     code, _, err = npuir_run(
-        capsys, path, "--pipeline", "gear-multiversion", "--shape", "0=2x2", "--shape", "1=2x2"
+        capsys, path, "--pipeline", spec, "--shape", "0=2x2", "--shape", "1=2x2"
     )
     assert code == 1
     assert "warning: dropping gear" in err and "error:" in err

@@ -97,7 +97,9 @@ def test_warnings_before_an_error_are_in_the_json(
     path = tmp_path / "product.mlir"
     path.write_text(text)
     shapes = ("--shape", "0=2x2", "--shape", "1=2x2")
-    code, report = run_json(capsys, path, "--pipeline", "gear-multiversion", *shapes)
+    # gear-multiversion warns, then coreset-lower fails on a device that does not exist.
+    spec = "gear-multiversion,stream-partition,coreset-lower{hw=nonexistent}"
+    code, report = run_json(capsys, path, "--pipeline", spec, *shapes)
     assert code == 1
     assert report["error"]["location"]["file"] == str(path)
     assert report["warnings"]
