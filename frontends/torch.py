@@ -249,6 +249,40 @@ def _dynamic_sizes(value: Any) -> Any:
     return value
 
 
+def dtype_supported(dtype: Any) -> bool:
+    """Whether npuir has an element type for a torch dtype (complex64 and float8 it has not)."""
+    return _dtype_refusal(dtype) is None
+
+
+def _dtype_refusal(dtype: Any) -> str | None:
+    """None for a dtype npuir takes, else the element types it does take (the builder's
+    list, from its refusal)."""
+    try:
+        element_type(dtype)
+    except TorchairError as exc:
+        return str(exc.diagnostic.args.get("choices", ""))
+    return None
+
+
+def _unsupported_dtypes(node: Any) -> list[str]:
+    """The dtypes npuir cannot take among a node's tensor results and tensor operands."""
+    values: list[Any] = []
+
+    def collect(value: Any) -> None:
+        if _is_node(value):
+            collect(value.meta.get("val"))
+        elif _is_tensor(value):
+            values.append(value)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                collect(v)
+
+    collect(node.meta.get("val"))
+    collect(list(node.args))
+    collect(list(node.kwargs.values()))
+    return sorted({str(v.dtype).removeprefix("torch.") for v in values if not dtype_supported(v.dtype)})
+
+
 def _static(x: Tensor, what: str) -> None:
     """npu.slice needs every size of the sliced tensor (the builder refuses a `?`)."""
     if any(d is None for d in x.shape):
@@ -269,8 +303,13 @@ class _Importer:
         gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
         decompositions: Mapping[Any, Callable[..., Any]] | None = None,
         state: Mapping[str, str] | None = None,
+        eager: dict[str, str] | None = None,
     ) -> None:
         self.fx_graph = fx_graph
+        self.eager = eager
+        """When given, the walk classifies instead of refusing: every op npuir cannot take
+        (no npu op, a form its mapping refuses, a dtype without an element type) is put
+        here by node name, with the reason, and stands in as an `npu.opaque`."""
         self.state = dict(state or {})
         self.decompositions = dict(decompositions or {})
         self.range_constraints = range_constraints
@@ -327,6 +366,15 @@ class _Importer:
             # a static size dynamo passes): no function argument; an op taking it as an
             # operand makes an `npu.constant`, one needing a Python value reads it as is.
             return _dynamic_sizes(val)
+        if _is_tensor(val) and not dtype_supported(val.dtype):
+            if self.eager is not None:
+                return self.stand_in(node)  # its consumers run eagerly (their dtype check)
+            raise UnsupportedOp(
+                f"input '{node.name}' has dtype {val.dtype}, which npuir cannot take (it takes "
+                f"{_dtype_refusal(val.dtype)}); cast it before the graph, or compile with "
+                "torch.compile(backend=npuir.torchair.get_npu_backend()), which runs the ops "
+                "on it eagerly"
+            )
         if not _is_tensor(val):
             raise UnsupportedOp(
                 f"input '{node.name}' is a {type(val).__name__}, which npuir cannot take (it "
@@ -475,7 +523,10 @@ class _Importer:
             self.graph.output(*results)
         elif node.op == "call_function":
             handler = handlers.get(_target_name(node.target))
-            if node.target in self.decompositions:
+            if self.eager is not None and (bad := _unsupported_dtypes(node)):
+                self.eager[node.name] = "dtype " + ", ".join(bad)
+                self.env[node] = self.stand_in(node)
+            elif node.target in self.decompositions:
                 self.env[node] = self.decompose(node, handlers)
             elif handler is None:
                 self.env[node] = self.opaque_op(node)
@@ -485,6 +536,10 @@ class _Importer:
                 try:
                     self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
                 except UnsupportedOp as exc:
+                    if self.eager is not None:
+                        self.eager[node.name] = str(exc)
+                        self.env[node] = self.stand_in(node)
+                        return
                     # A form of a mapped op the converter does not map (a dynamic slice, a
                     # pow by 3): like an op without a mapping, an `npu.opaque` costed from
                     # its tensor sizes, named once per op kind with the reason.
@@ -573,6 +628,9 @@ class _Importer:
     def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:
         """`npu.opaque` for an ATen op with no npu op: its tensor operands in, its results out."""
         kind = str(node.target)
+        if self.eager is not None:
+            self.eager[node.name] = "no npu op maps it"
+            return self.stand_in(node)
         if self.strict:
             raise UnsupportedOp("no npu op maps it, and a strict import refuses npu.opaque")
         val = node.meta.get("val")
@@ -603,6 +661,31 @@ class _Importer:
         where = _user_line(node)
         self.opaque.setdefault(kind, []).append(
             SourceLocation(where[0], where[1], 0) if where else None
+        )
+        results = [Tensor(self.graph, r) for r in op.results]
+        return results if isinstance(val, list | tuple) else results[0]
+
+    def stand_in(self, node: Any) -> Any:
+        """An operand-less `npu.opaque` of the node's result shapes (f32 for a dtype npuir has
+        no element type for): what the classifying walk (`eager`) gives an op that runs
+        eagerly, so the ops after it are classified too.  A result that is not a tensor
+        stands in as a dynamic size."""
+        val = node.meta.get("val")
+        outs = list(val) if isinstance(val, list | tuple) else [val]
+        if not outs or not all(_is_tensor(v) for v in outs):
+            return _DYNAMIC if not isinstance(val, list | tuple) else [_DYNAMIC for _ in outs]
+        types = [
+            tensor_type(
+                [d if isinstance(d, int) else None for d in v.shape],
+                v.dtype if dtype_supported(v.dtype) else "f32",
+            )
+            for v in outs
+        ]
+        op = self.graph.add_op(
+            npu.OpaqueOp,
+            [],
+            {npu.GE_TYPE: StringAttr(str(node.target)), npu.ENGINE_ATTR: StringAttr("vector")},
+            types,
         )
         results = [Tensor(self.graph, r) for r in op.results]
         return results if isinstance(val, list | tuple) else results[0]
@@ -883,6 +966,7 @@ def import_fx_graph(
     diagnostics: DiagnosticEngine | None = None,
     decompositions: Mapping[Any, Callable[..., Any]] | None = None,
     state: Mapping[str, str] | None = None,
+    eager: dict[str, str] | None = None,
 ) -> ModuleOp:
     """The module of one ATen-level FX graph: the converter both routes share.
 
@@ -895,7 +979,11 @@ def import_fx_graph(
     functions that compute them from other ATen ops (a decomposition table): such an
     op is traced through its function and imported op by op.  `state` maps the
     placeholders that are the program's state (by name) to their state entries
-    (`torch.state` on their arguments).
+    (`torch.state` on their arguments).  `eager`, when given, makes the walk classify
+    rather than refuse: each op npuir cannot take (no npu op, a form its mapping refuses,
+    a dtype npuir has no element type for) is added to it (node name to reason) and no
+    warning is emitted; the module is then only good for that classification (the backend
+    splits the graph at those ops, `npuir.driver.torch_backend`).
     """
     from npuir.frontends import torch_scope
 
@@ -911,6 +999,7 @@ def import_fx_graph(
         diagnostics=diagnostics,
         decompositions=decompositions,
         state=state,
+        eager=eager,
     )
 
 
@@ -926,10 +1015,20 @@ def _import_graph(
     diagnostics: DiagnosticEngine | None = None,
     decompositions: Mapping[Any, Callable[..., Any]] | None = None,
     state: Mapping[str, str] | None = None,
+    eager: dict[str, str] | None = None,
 ) -> ModuleOp:
     """`import_fx_graph` of an FX graph or a `.pt2`'s (which needs no torch)."""
     importer = _Importer(
-        graph, range_constraints or {}, name, target, strict, config, gears, decompositions, state
+        graph,
+        range_constraints or {},
+        name,
+        target,
+        strict,
+        config,
+        gears,
+        decompositions,
+        state,
+        eager,
     )
     module = importer.run()
     calls = sorted(call_sites(graph))
