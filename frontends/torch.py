@@ -201,6 +201,12 @@ def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
     return frames[-1] if frames else None
 
 
+def node_location(node: Any) -> SourceLocation | None:
+    """Where the model wrote an FX node: its stack trace's innermost frame outside torch."""
+    where = _user_line(node)
+    return SourceLocation(where[0], where[1], 0) if where else None
+
+
 def call_sites(graph: torch.fx.Graph) -> set[tuple[str, int]]:
     """The model's lines that call code whose ops are located elsewhere (every frame of a
     node's stack trace outside torch but the innermost): a `with` there covers the
@@ -407,8 +413,8 @@ class _Importer:
         for sym, vr in self.range_constraints.items():
             try:
                 top = int(vr.upper)
-            except (TypeError, OverflowError, ValueError):
-                top = -1  # unbounded (torch's int_oo)
+            except (TypeError, OverflowError, ValueError, AttributeError):
+                top = -1  # unbounded (torch's int_oo; sympy's int() of it fails in many ways)
             ranges[str(sym)] = DenseArrayBase.from_list(i64, [int(vr.lower), top])
         if ranges:
             self.graph.attributes[DIM_RANGES] = DictionaryAttr(ranges)
