@@ -57,7 +57,9 @@ from xdsl.dialects.func import FuncOp
 
 from npuir.api import print_ir
 from npuir.backends.npu.explain import compare, explain
+from npuir.analysis.program import Program
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
+from npuir.backends.npu.simulator import SimResult
 from npuir.context import make_context
 from npuir.diagnostics import (
     Diagnostic,
@@ -68,7 +70,7 @@ from npuir.diagnostics import (
     op_location,
 )
 from npuir.dialects import gear, npu, stream
-from npuir.driver.run import RunConfig, run_program
+from npuir.driver.run import RunConfig, estimated_ops, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
 from npuir.frontends.torch import import_fx_graph, node_location
@@ -196,6 +198,7 @@ def _report(
     call's shapes (a geared graph runs the gear they match)."""
     report = ScheduleReport(graph_id, options)
     explained = {}
+    annotated: tuple[SimResult, list[Program]] | None = None
     hw = device_of(module, None)
     for name, p in [("as annotated", pipeline), *VARIANTS.items()]:
         try:
@@ -217,6 +220,8 @@ def _report(
             continue
         report.makespans_ns[name] = result.makespan_ns
         explained[name] = explain(result, outcome.programs, hw)
+        if name == "as annotated" and result.deadlock is None:
+            annotated = (result, outcome.programs)
     funcs = [f for f in module.ops if isinstance(f, FuncOp)]
     try:
         report.lower_bound_ns = lower_bound_ns(funcs[0], hw)
@@ -229,6 +234,8 @@ def _report(
                 report.why.append(compare(explained[name], single, name, "one stream"))
     if "as annotated" in explained:
         report.why.extend(explained["as annotated"].lines())
+    if annotated is not None and (estimated := estimated_ops(*annotated)) is not None:
+        report.why.append(estimated.line())
     return report
 
 

@@ -25,6 +25,7 @@ any rank cannot deadlock on cores; the written program runs as the user ran it.
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, get_args
@@ -64,7 +65,7 @@ from npuir.context import remark
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import DYN, CollectiveOp
-from npuir.passes import option
+from npuir.passes import option, option_from_env
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.core_check import OverriddenLimits, assignment_hazard, has_holder
 from npuir.schedule.device import device_of
@@ -81,6 +82,18 @@ MAX_STREAMS = Kind(
     "stream counts)",
 )
 """A user label needs a stream beyond max-streams; arguments: `tag`, `max_streams`."""
+DYNAMIC_MULTI_STREAM_ENV = "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM"
+"""CANN's variable: `1` lets graphs with dynamic-shape inputs use several streams."""
+
+
+def dynamic_multi_stream_env() -> bool:
+    """Whether `ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1` is set: the one reader of it, which the
+    `dynamic-multi-stream` option's default, `npuir-opt`, `npuir-run` and the torch routes
+    share (read when the pass is made, so a change of the environment takes effect on the
+    next pipeline)."""
+    return os.environ.get(DYNAMIC_MULTI_STREAM_ENV, "").strip() == "1"
+
+
 DYNAMIC_SINGLE = Kind(
     "stream.dynamic-single-stream",
     "@{function} has dynamic-shape arguments and runs on one stream; {dropped} "
@@ -376,10 +389,11 @@ class StreamPartitionPass(ModulePass):
     ignore_tags: bool = option(
         False, "treat the program as if it had no scopes (an honest baseline for an annotated one)"
     )
-    dynamic_multi_stream: bool = option(
-        False,
+    dynamic_multi_stream: bool = option_from_env(
+        dynamic_multi_stream_env,
         "partition a function whose arguments have dynamic dims; by default such a function "
-        "runs on one stream (TorchAir's rule for dynamic shapes), with a remark saying so",
+        "runs on one stream (TorchAir's rule for dynamic shapes), with a remark saying so; "
+        f"the default is true when {DYNAMIC_MULTI_STREAM_ENV}=1 is in the environment",
     )
     max_streams: int = option(
         8,
