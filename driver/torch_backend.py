@@ -30,9 +30,17 @@ Per graph dynamo hands over:
    backend (`npuir.torchair.reports(compiled)`).
 
 The compiled callable runs the lowered program with npuir's numpy
-interpreter and returns torch tensors of the eager dtypes and shapes.  A
-graph with an `npu.opaque` op (an ATen op without an npu kernel) runs its FX
-graph eagerly instead, with one warning naming the ops.  When inputs require
+interpreter and returns torch tensors of the eager dtypes and shapes.  An op
+npuir cannot take (no npu op maps it, a form its mapping refuses, a dtype
+such as complex64 that npuir has no element type for) splits the graph there,
+as `torch.compile` backends split graphs: the ATen graph is cut into runs of
+ops npuir takes and runs of ops it does not (`_segments`, grouping each side's
+independent ops together), the former become npuir programs (lowered,
+scheduled and reported, one `ScheduleReport` per part) and the latter run in
+torch eagerly between them, with one warning naming the ops and the model's
+lines; `NpuBackend.splits` records each split.  Under `dynamic=True` the dims
+dynamo made symbolic are exported dynamic: one program for every size
+(gear-multiversioned where `set_dim_gears` set gears).  When inputs require
 grad, the forward numbers are npuir's and the backward runs eagerly (one
 warning).  A mistake in the model (a bad scope argument, a shape outside the
 gears) is a `TorchairError` located at the model's line, raised when the
@@ -55,9 +63,9 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
+from npuir.analysis.program import Program
 from npuir.api import print_ir
 from npuir.backends.npu.explain import compare, explain
-from npuir.analysis.program import Program
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.simulator import SimResult
 from npuir.context import make_context
@@ -364,11 +372,14 @@ class _Compiled:
         if self.error is not None:
             raise TorchairError(self.error.diagnostic)
         _gear_check(args, self.names, self.gears, self.policy)
-        if self.split is None and (self.module is None or self.entry is None or self.outputs is None):
+        if self.split is None and (
+            self.module is None or self.entry is None or self.outputs is None
+        ):
             return self.gm(*args)
-        if self.recompile is not None and (
-            key := _static_key(args, self.gears, self.free)
-        ) != self.static_key:
+        if (
+            self.recompile is not None
+            and (key := _static_key(args, self.gears, self.free)) != self.static_key
+        ):
             # Dims without gears are specialised to the sizes first seen (TorchAir's
             # guard_gears_shape); other sizes compile their own program, as its guard would.
             other = self.variants.get(key)
@@ -481,9 +492,7 @@ def _free_dims(ep: torch.export.ExportedProgram, tensor_pos: Sequence[int]) -> d
 
 def _part_ops(segment: _Segment) -> list[str]:
     """The ATen ops a part computes (scope markers, sizes and getitems left out)."""
-    return [
-        _target(n) for n in segment.nodes if _target(n) not in _NEUTRAL | {"_operator.getitem"}
-    ]
+    return [_target(n) for n in segment.nodes if _target(n) not in _NEUTRAL | {"_operator.getitem"}]
 
 
 def _static_key(
@@ -570,17 +579,58 @@ def _target(node: torch.fx.Node) -> str:
     return str(target)
 
 
+def _grouped(graph: torch.fx.Graph, eager: dict[str, str]) -> list[torch.fx.Node]:
+    """`graph`'s call_function nodes in a topological order that keeps each side's ops
+    together: of the ops whose operands are ready, those on the side of the run being built
+    go first (a `getitem` is on its producer's side, the `_NEUTRAL` nodes on either), so a
+    model whose eager ops do not depend on each other's npuir neighbours splits into few
+    parts.  The exported graph is functional, so any topological order computes the same
+    values; a graph with scope markers keeps its own order (a marker's place is what puts an
+    op in its scope)."""
+    nodes = [n for n in graph.nodes if n.op == "call_function"]
+    if any(_target(n) in (_SCOPE_ENTER, _SCOPE_EXIT) for n in nodes):
+        return nodes
+    position = {n: i for i, n in enumerate(nodes)}
+
+    def side(node: torch.fx.Node) -> bool | None:
+        name = _target(node)
+        if name in _NEUTRAL:
+            return None
+        producer = node.args[0] if node.args else None
+        if name == "_operator.getitem" and isinstance(producer, torch.fx.Node):
+            return side(producer) if producer in position else None
+        return node.name in eager
+
+    waiting = {n: sum(1 for m in n.all_input_nodes if m in position) for n in nodes}
+    ready = sorted((n for n in nodes if waiting[n] == 0), key=position.__getitem__)
+    order: list[torch.fx.Node] = []
+    current = side(nodes[0]) if nodes else None
+    while ready:
+        pick = next((n for n in ready if side(n) in (None, current)), None)
+        if pick is None:
+            pick = ready[0]
+            current = side(pick)
+        ready.remove(pick)
+        order.append(pick)
+        for user in pick.users:
+            if user in waiting:
+                waiting[user] -= 1
+                if waiting[user] == 0:
+                    ready.append(user)
+        ready.sort(key=position.__getitem__)
+    return order
+
+
 def _segments(graph: torch.fx.Graph, eager: dict[str, str]) -> list[_Segment]:
-    """`graph`'s call_function nodes cut into runs, a new run wherever npuir's side changes.
+    """`graph`'s call_function nodes (in `_grouped`'s order) cut into runs, a new run
+    wherever npuir's side changes.
 
     A `getitem` joins its producer's run (a tuple never crosses parts); the nodes in
     `_NEUTRAL` join the current run.  Runs only ever read earlier ones, so running them
     in order computes the graph."""
     segments: list[_Segment] = []
     home: dict[torch.fx.Node, _Segment] = {}
-    for node in graph.nodes:
-        if node.op != "call_function":
-            continue
+    for node in _grouped(graph, eager):
         name = _target(node)
         producer = node.args[0] if node.args else None
         if name == "_operator.getitem" and isinstance(producer, torch.fx.Node) and producer in home:
@@ -800,11 +850,13 @@ class NpuBackend:
                 "inputs or parameters require grad: npuir computes the forward graph, the "
                 "backward runs eagerly (wrap inference in torch.no_grad() to avoid it)",
             )
-        symbolic = {
-            i: dims
-            for i in tensor_pos
-            if (dims := _symbolic_dims(placeholders[i]) - set(gears.get(i, {})))
-        }
+        # dynamic=True: without gears, one dynamic program for every size; with gears, the
+        # gears are the sizes and every other dim is static (TorchAir's guard_gears_shape).
+        symbolic = (
+            {}
+            if gears
+            else {i: dims for i in tensor_pos if (dims := _symbolic_dims(placeholders[i]))}
+        )
         try:
             ep = self._export(gm, placeholders, examples, gears, symbolic)
             free = _free_dims(ep, tensor_pos)
@@ -1046,7 +1098,10 @@ class NpuBackend:
         symbolic = symbolic or {}
         dynamic = [
             {d: torch.export.Dim.AUTO for d in symbolic.get(i, set())}
-            | {d: torch.export.Dim.AUTO(min=min(g), max=max(g)) for d, g in gears.get(i, {}).items()}
+            | {
+                d: torch.export.Dim.AUTO(min=min(g), max=max(g))
+                for d, g in gears.get(i, {}).items()
+            }
             or None
             for i in tensors
         ]

@@ -286,7 +286,9 @@ def _unsupported_dtypes(node: Any) -> list[str]:
     collect(node.meta.get("val"))
     collect(list(node.args))
     collect(list(node.kwargs.values()))
-    return sorted({str(v.dtype).removeprefix("torch.") for v in values if not dtype_supported(v.dtype)})
+    return sorted(
+        {str(v.dtype).removeprefix("torch.") for v in values if not dtype_supported(v.dtype)}
+    )
 
 
 def _static(x: Tensor, what: str) -> None:
@@ -529,9 +531,16 @@ class _Importer:
             self.graph.output(*results)
         elif node.op == "call_function":
             handler = handlers.get(_target_name(node.target))
-            if self.eager is not None and (bad := _unsupported_dtypes(node)):
+            bad = _unsupported_dtypes(node)
+            if bad and self.eager is not None:
                 self.eager[node.name] = "dtype " + ", ".join(bad)
                 self.env[node] = self.stand_in(node)
+            elif bad:
+                raise UnsupportedOp(
+                    f"it computes on {', '.join(bad)}, which npuir has no element type for "
+                    f"(it takes {_dtype_refusal(bad[0])}); torch.compile with "
+                    "npuir.torchair.get_npu_backend() runs such ops eagerly"
+                )
             elif node.target in self.decompositions:
                 self.env[node] = self.decompose(node, handlers)
             elif handler is None:
