@@ -590,6 +590,23 @@ def _grouped(graph: torch.fx.Graph, eager: dict[str, str]) -> list[torch.fx.Node
     nodes = [n for n in graph.nodes if n.op == "call_function"]
     if any(_target(n) in (_SCOPE_ENTER, _SCOPE_EXIT) for n in nodes):
         return nodes
+    # An op that mutates an operand (`index_put_`) is a barrier: reordered only among the
+    # ops between two such ops, every op keeps its place relative to the mutations.
+    order: list[torch.fx.Node] = []
+    chunk: list[torch.fx.Node] = []
+    for node in nodes:
+        schema = getattr(node.target, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            order += [*_grouped_chunk(chunk, eager), node]
+            chunk = []
+        else:
+            chunk.append(node)
+    return order + _grouped_chunk(chunk, eager)
+
+
+def _grouped_chunk(nodes: list[torch.fx.Node], eager: dict[str, str]) -> list[torch.fx.Node]:
+    """`_grouped` of ops none of which mutates anything (their inputs from outside the
+    chunk are ready)."""
     position = {n: i for i, n in enumerate(nodes)}
 
     def side(node: torch.fx.Node) -> bool | None:
