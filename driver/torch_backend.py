@@ -402,7 +402,9 @@ class _Compiled:
         try:
             results = run_ranks(self.module, [func], [arrays])[0]
         except NumericsError as exc:
-            raise TorchairError(Diagnostic.of("error", RUN_FAILED, reason=str(exc))) from None
+            raise TorchairError(
+                Diagnostic.of("error", RUN_FAILED, _caller(), reason=str(exc))
+            ) from None
         out = []
         for array, (dtype, _) in zip(results, self.outputs):
             out.append(torch.from_numpy(np.ascontiguousarray(array)).to(dtype))
