@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
+    Float64Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -153,19 +154,23 @@ def element_bytes(elem: Attribute) -> int:
         return 2
     if isinstance(elem, Float32Type):
         return 4
+    if isinstance(elem, Float64Type):
+        return 8
     if isinstance(elem, IntegerType):
         return max(1, elem.width.data // 8)
     raise VerifyException(f"unsupported element type {elem}")
 
 
 def dtype_name(elem: Attribute) -> str:
-    """The short name the backend uses: f16, bf16, f32, i1, i8 .. i64, ui8 .. ui64."""
+    """The short name the backend uses: f16, bf16, f32, f64, i1, i8 .. i64, ui8 .. ui64."""
     if isinstance(elem, Float16Type):
         return "f16"
     if isinstance(elem, BFloat16Type):
         return "bf16"
     if isinstance(elem, Float32Type):
         return "f32"
+    if isinstance(elem, Float64Type):
+        return "f64"
     if isinstance(elem, IntegerType):
         unsigned = elem.signedness.data == Signedness.UNSIGNED
         return f"{'ui' if unsigned else 'i'}{elem.width.data}"

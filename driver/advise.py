@@ -90,6 +90,7 @@ from npuir.driver.run import (
     Timed,
     entries_and_shapes,
     entry_names,
+    estimated_ops,
     time_program,
     timing_function,
 )
@@ -1854,6 +1855,13 @@ def _advise_shared(
         edits = _auto_edits(module, annotated, hw)
     variants = _ordered(variants, cases)
     _reason(reasons, by, cases, best_name, keep)
+    for case in cases:
+        timed = timed_of.get((AS_WRITTEN.name, case.label))
+        if timed is not None and timed.result.deadlock is None:
+            estimated = estimated_ops(timed.result, timed.programs)
+            if estimated is not None:
+                where = "" if case.label is None else f"{case.label}: "
+                reasons.append(where + estimated.line() + " (as written)")
     flat = unannotated or _without_scopes(module)
     bounds = {case.label: _lower_bound(config, flat, case, hw) for case in cases}
     advice = Advice(

@@ -935,6 +935,10 @@ def run_program(config: RunConfig) -> RunOutcome:
     report["why"], report["auto"] = _why(
         config, original, names, shapes, hw, profile, (result, programs), (single, single_programs)
     )
+    estimated = estimated_ops(result, programs) if result.deadlock is None else None
+    report["estimated_ops"] = estimated.to_json() if estimated is not None else None
+    if estimated is not None:
+        report["why"].append(estimated.line())
     warnings += memory_warning(result, hw)
     status = EXIT_OK
     if result.deadlock is not None:
@@ -959,6 +963,53 @@ def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
     if available is not None and total > available:
         raise error(funcs[0], HOST_MEMORY, total=total, ranks=len(funcs), available=available)
     return [Pool(layout) for layout in layouts]
+
+
+@dataclass(frozen=True)
+class Estimated:
+    """The ops a simulation costed by estimate: `npu.opaque` ops (an op npuir has no npu op
+    for, costed from its tensor sizes), how many of each GE/ATen type, and the share of the
+    makespan during which at least one of them runs."""
+
+    kinds: dict[str, int]
+    share: float
+
+    def line(self) -> str:
+        """The report line, as `npuir-run`, `npuir-advise` and the torch backend print it."""
+        ops = sum(self.kinds.values())
+        named = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in sorted(self.kinds.items()))
+        return (
+            f"{ops} op(s) costed by estimate (npu.opaque, from tensor sizes: {named}) run "
+            f"during {self.share:.1%} of the makespan"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kinds": dict(sorted(self.kinds.items())), "share": self.share}
+
+
+def estimated_ops(result: SimResult, programs: Sequence[Program]) -> Estimated | None:
+    """What of a simulated run was costed by estimate (see `Estimated`); None when nothing
+    was.  The share is the union of those ops' run intervals over the makespan, so
+    estimates running side by side are not counted twice."""
+    kinds: dict[str, int] = {}
+    spans: list[tuple[int, int]] = []
+    for record in result.ops:
+        if record.rank >= len(programs):
+            continue
+        op = programs[record.rank].ops[record.node]
+        if isinstance(op, npu.OpaqueOp):
+            kinds[op.ge_type.data] = kinds.get(op.ge_type.data, 0) + 1
+            spans.append((record.start, record.end))
+    if not kinds:
+        return None
+    covered = 0
+    reach = -1
+    for start, end in sorted(spans):
+        start = max(start, reach)
+        if end > start:
+            covered += end - start
+        reach = max(reach, end)
+    return Estimated(kinds, covered / result.makespan_ns if result.makespan_ns else 0.0)
 
 
 AUTO_PIPELINE = (

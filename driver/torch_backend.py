@@ -30,9 +30,17 @@ Per graph dynamo hands over:
    backend (`npuir.torchair.reports(compiled)`).
 
 The compiled callable runs the lowered program with npuir's numpy
-interpreter and returns torch tensors of the eager dtypes and shapes.  A
-graph with an `npu.opaque` op (an ATen op without an npu kernel) runs its FX
-graph eagerly instead, with one warning naming the ops.  When inputs require
+interpreter and returns torch tensors of the eager dtypes and shapes.  An op
+npuir cannot take (no npu op maps it, a form its mapping refuses, a dtype
+such as complex64 that npuir has no element type for) splits the graph there,
+as `torch.compile` backends split graphs: the ATen graph is cut into runs of
+ops npuir takes and runs of ops it does not (`_segments`, grouping each side's
+independent ops together), the former become npuir programs (lowered,
+scheduled and reported, one `ScheduleReport` per part) and the latter run in
+torch eagerly between them, with one warning naming the ops and the model's
+lines; `NpuBackend.splits` records each split.  Under `dynamic=True` the dims
+dynamo made symbolic are exported dynamic: one program for every size
+(gear-multiversioned where `set_dim_gears` set gears).  When inputs require
 grad, the forward numbers are npuir's and the backward runs eagerly (one
 warning).  A mistake in the model (a bad scope argument, a shape outside the
 gears) is a `TorchairError` located at the model's line, raised when the
@@ -55,9 +63,11 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
+from npuir.analysis.program import Program
 from npuir.api import print_ir
 from npuir.backends.npu.explain import compare, explain
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
+from npuir.backends.npu.simulator import SimResult
 from npuir.context import make_context
 from npuir.diagnostics import (
     Diagnostic,
@@ -67,10 +77,10 @@ from npuir.diagnostics import (
     SourceLocation,
 )
 from npuir.dialects import gear, npu
-from npuir.driver.run import RunConfig, run_program
+from npuir.driver.run import RunConfig, estimated_ops, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
-from npuir.frontends.torch import import_exported_program
+from npuir.frontends.torch import import_fx_graph, node_location
 from npuir.frontends.torchair import CompilerConfig, TorchairError, air_ops
 from npuir.frontends.torchair.core.utils import logger
 from npuir.frontends.torchair.graph import check_mode
@@ -148,7 +158,11 @@ class ScheduleReport:
     why: list[str] = field(default_factory=list[str])
     """The simulator's reasons, as `npuir-run` and `npuir-advise` print them."""
     fallback_ops: list[str] = field(default_factory=list[str])
-    """ATen ops without an npu kernel (the graph then runs eagerly)."""
+    """The ATen ops of dynamo's graph that run eagerly: ops npuir cannot take (no npu op, a
+    form its mapping refuses, a dtype it has no element type for), where the graph is split
+    (or all of it, when nothing is left for npuir)."""
+    part: tuple[int, int] | None = None
+    """For a split graph: this program's place among its npuir parts (1-based, count)."""
     compile_seconds: float = 0.0
     """From dynamo's graph to the lowered program: the ATen re-trace, the import, the
     checks, the dump and the lowering (dynamo's own capture excluded)."""
@@ -157,14 +171,19 @@ class ScheduleReport:
 
     def render(self) -> str:
         """The report as the log shows it."""
-        lines = [f"schedule of concrete graph {self.graph_id} (simulated makespan, µs):"]
+        of = "" if self.part is None else f", npuir part {self.part[0]} of {self.part[1]}"
+        lines = [f"schedule of concrete graph {self.graph_id}{of} (simulated makespan, µs):"]
         for name, ns in self.makespans_ns.items():
             lines.append(f"  {name:<18} {'-' if ns is None else f'{ns / 1000:.1f}':>10}")
         if self.lower_bound_ns is not None:
             lines.append(f"  {'lower bound':<18} {self.lower_bound_ns / 1000:>10.1f}")
         lines.extend(f"  why: {w}" for w in self.why)
         if self.fallback_ops:
-            lines.append("  runs eagerly: no npu kernel for " + ", ".join(self.fallback_ops))
+            lines.append(
+                "  runs eagerly"
+                + (" (the graph is split there): " if self.part else ": ")
+                + ", ".join(self.fallback_ops)
+            )
         return "\n".join(lines)
 
 
@@ -180,6 +199,7 @@ def _report(
     call's shapes (a geared graph runs the gear they match)."""
     report = ScheduleReport(graph_id, options)
     explained = {}
+    annotated: tuple[SimResult, list[Program]] | None = None
     hw = device_of(module, None)
     for name, p in [("as annotated", pipeline), *VARIANTS.items()]:
         try:
@@ -201,6 +221,8 @@ def _report(
             continue
         report.makespans_ns[name] = result.makespan_ns
         explained[name] = explain(result, outcome.programs, hw)
+        if name == "as annotated" and result.deadlock is None:
+            annotated = (result, outcome.programs)
     funcs = [f for f in module.ops if isinstance(f, FuncOp)]
     try:
         report.lower_bound_ns = lower_bound_ns(funcs[0], hw)
@@ -213,6 +235,8 @@ def _report(
                 report.why.append(compare(explained[name], single, name, "one stream"))
     if "as annotated" in explained:
         report.why.extend(explained["as annotated"].lines())
+    if annotated is not None and (estimated := estimated_ops(*annotated)) is not None:
+        report.why.append(estimated.line())
     return report
 
 
@@ -328,6 +352,11 @@ class _Compiled:
         self.variants: dict[tuple[tuple[int, ...], ...], _Compiled] = {}
         """Every specialisation of dynamo's graph so far, shared by all of them."""
         self.recompile: Callable[[Sequence[Any]], _Compiled] | None = None
+        self.free: dict[int, set[int]] = {}
+        """Per argument, the dims the program takes at any size (`dynamic=True`'s dims
+        that export kept symbolic): no recompile when only they change."""
+        self.split: _Split | None = None
+        """Set when the graph is split at ops npuir cannot take (`NpuBackend._split`)."""
         if module is not None:
             funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
             self.entry = funcs.get("forward")
@@ -336,9 +365,14 @@ class _Compiled:
         if self.error is not None:
             raise TorchairError(self.error.diagnostic)
         _gear_check(args, self.names, self.gears, self.policy)
-        if self.module is None or self.entry is None or self.outputs is None:
+        if self.split is None and (
+            self.module is None or self.entry is None or self.outputs is None
+        ):
             return self.gm(*args)
-        if self.recompile is not None and (key := _static_key(args, self.gears)) != self.static_key:
+        if (
+            self.recompile is not None
+            and (key := _static_key(args, self.gears, self.free)) != self.static_key
+        ):
             # Dims without gears are specialised to the sizes first seen (TorchAir's
             # guard_gears_shape); other sizes compile their own program, as its guard would.
             other = self.variants.get(key)
@@ -352,6 +386,8 @@ class _Compiled:
         return self.run(args)
 
     def run(self, args: Sequence[Any]) -> tuple[torch.Tensor, ...]:
+        if self.split is not None:
+            return self.split.run(args)
         assert self.module is not None and self.entry is not None and self.outputs is not None
         given = iter([_to_numpy(a) for a in args if isinstance(a, torch.Tensor)])
         arrays = [next(given) if c is None else c for c in self.constants]
@@ -359,7 +395,9 @@ class _Compiled:
         try:
             results = run_ranks(self.module, [func], [arrays])[0]
         except NumericsError as exc:
-            raise TorchairError(Diagnostic.of("error", RUN_FAILED, reason=str(exc))) from None
+            raise TorchairError(
+                Diagnostic.of("error", RUN_FAILED, _caller(), reason=str(exc))
+            ) from None
         out = []
         for array, (dtype, _) in zip(results, self.outputs):
             out.append(torch.from_numpy(np.ascontiguousarray(array)).to(dtype))
@@ -406,12 +444,66 @@ def _sizes_from_tensors(
     return torch.fx.GraphModule(gm, graph)
 
 
+def _state_names(ep: torch.export.ExportedProgram) -> dict[str, str]:
+    """The exported graph's placeholders that are the program's state, to their entries."""
+    from torch.export.graph_signature import InputKind
+
+    return {
+        spec.arg.name: spec.target
+        for spec in ep.graph_signature.input_specs
+        if spec.kind is not InputKind.USER_INPUT
+        and isinstance(getattr(spec.arg, "name", None), str)
+        and isinstance(spec.target, str)
+    }
+
+
+def _symbolic_dims(placeholder: torch.fx.Node) -> set[int]:
+    """The dims of a tensor input that dynamo traced as symbols (`dynamic=True`)."""
+    fake = placeholder.meta.get("example_value")
+    if not isinstance(fake, torch.Tensor):
+        return set()
+    return {d for d, n in enumerate(fake.shape) if isinstance(n, torch.SymInt)}
+
+
+def _free_dims(ep: torch.export.ExportedProgram, tensor_pos: Sequence[int]) -> dict[int, set[int]]:
+    """Per tensor argument (by its position among dynamo's inputs), the dims the exported
+    program keeps symbolic."""
+    from torch.export.graph_signature import InputKind
+
+    user = [
+        ep.graph.find_nodes(op="placeholder", target=spec.arg.name)[0]
+        for spec in ep.graph_signature.input_specs
+        if spec.kind is InputKind.USER_INPUT and hasattr(spec.arg, "name")
+    ]
+    free: dict[int, set[int]] = {}
+    for i, node in zip(tensor_pos, user):
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            dims = {d for d, n in enumerate(val.shape) if not isinstance(n, int)}
+            if dims:
+                free[i] = dims
+    return free
+
+
+def _part_ops(segment: _Segment) -> list[str]:
+    """The ATen ops a part computes (scope markers, sizes and getitems left out)."""
+    return [_target(n) for n in segment.nodes if _target(n) not in _NEUTRAL | {"_operator.getitem"}]
+
+
 def _static_key(
-    args: Sequence[Any], gears: dict[int, dict[int, list[int]]]
+    args: Sequence[Any],
+    gears: dict[int, dict[int, list[int]]],
+    free: dict[int, set[int]] | None = None,
 ) -> tuple[tuple[int, ...], ...]:
-    """The sizes of every tensor argument's dims that have no gears, in order."""
+    """The sizes of every tensor argument's dims that have no gears and are not free (see
+    `_Compiled.free`), in order."""
+    free = free or {}
     return tuple(
-        tuple(int(n) for d, n in enumerate(a.shape) if d not in gears.get(i, {}))
+        tuple(
+            int(n)
+            for d, n in enumerate(a.shape)
+            if d not in gears.get(i, {}) and d not in free.get(i, set())
+        )
         for i, a in enumerate(args)
         if isinstance(a, torch.Tensor)
     )
@@ -449,6 +541,219 @@ class _WithEagerBackward(torch.autograd.Function):
 
 
 # ---------------------------------------------------------------------------------------------
+# Splitting a graph at the ops npuir cannot take
+# ---------------------------------------------------------------------------------------------
+
+_SCOPE_ENTER = "air.scope_enter.default"
+_SCOPE_EXIT = "air.scope_exit.default"
+_NEUTRAL = frozenset(
+    {_SCOPE_ENTER, _SCOPE_EXIT, "aten.sym_size.int", "aten._assert_tensor_metadata.default"}
+)
+"""Nodes that compute nothing a part must own: they join the part being built (a scope
+marker is re-opened and closed around every npuir part it spans, see `_part_graph`)."""
+
+
+@dataclass
+class _Segment:
+    """A run of consecutive FX nodes that all run on npuir, or all eagerly."""
+
+    eager: bool
+    nodes: list[torch.fx.Node] = field(default_factory=list[torch.fx.Node])
+    inputs: list[torch.fx.Node] = field(default_factory=list[torch.fx.Node])
+    """Values the part reads from earlier parts or the graph's inputs, in first-use order."""
+    outputs: list[torch.fx.Node] = field(default_factory=list[torch.fx.Node])
+    """Values later parts (or the graph's output) read from this one."""
+    why: str = ""
+    """For an eager part that would have run on npuir: why it does not."""
+
+
+def _target(node: torch.fx.Node) -> str:
+    target = node.target
+    if callable(target) and not hasattr(target, "_schema"):
+        return f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', target)}"
+    return str(target)
+
+
+def _grouped(graph: torch.fx.Graph, eager: dict[str, str]) -> list[torch.fx.Node]:
+    """`graph`'s call_function nodes in a topological order that keeps each side's ops
+    together: of the ops whose operands are ready, those on the side of the run being built
+    go first (a `getitem` is on its producer's side, the `_NEUTRAL` nodes on either), so a
+    model whose eager ops do not depend on each other's npuir neighbours splits into few
+    parts.  The exported graph is functional, so any topological order computes the same
+    values; a graph with scope markers keeps its own order (a marker's place is what puts an
+    op in its scope)."""
+    nodes = [n for n in graph.nodes if n.op == "call_function"]
+    if any(_target(n) in (_SCOPE_ENTER, _SCOPE_EXIT) for n in nodes):
+        return nodes
+    # An op that mutates an operand (`index_put_`) is a barrier: reordered only among the
+    # ops between two such ops, every op keeps its place relative to the mutations.
+    order: list[torch.fx.Node] = []
+    chunk: list[torch.fx.Node] = []
+    for node in nodes:
+        schema = getattr(node.target, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            order += [*_grouped_chunk(chunk, eager), node]
+            chunk = []
+        else:
+            chunk.append(node)
+    return order + _grouped_chunk(chunk, eager)
+
+
+def _grouped_chunk(nodes: list[torch.fx.Node], eager: dict[str, str]) -> list[torch.fx.Node]:
+    """`_grouped` of ops none of which mutates anything (their inputs from outside the
+    chunk are ready)."""
+    position = {n: i for i, n in enumerate(nodes)}
+
+    def side(node: torch.fx.Node) -> bool | None:
+        name = _target(node)
+        if name in _NEUTRAL:
+            return None
+        producer = node.args[0] if node.args else None
+        if name == "_operator.getitem" and isinstance(producer, torch.fx.Node):
+            return side(producer) if producer in position else None
+        return node.name in eager
+
+    waiting = {n: sum(1 for m in n.all_input_nodes if m in position) for n in nodes}
+    ready = sorted((n for n in nodes if waiting[n] == 0), key=position.__getitem__)
+    order: list[torch.fx.Node] = []
+    current = side(nodes[0]) if nodes else None
+    while ready:
+        pick = next((n for n in ready if side(n) in (None, current)), None)
+        if pick is None:
+            pick = ready[0]
+            current = side(pick)
+        ready.remove(pick)
+        order.append(pick)
+        for user in pick.users:
+            if user in waiting:
+                waiting[user] -= 1
+                if waiting[user] == 0:
+                    ready.append(user)
+        ready.sort(key=position.__getitem__)
+    return order
+
+
+def _segments(graph: torch.fx.Graph, eager: dict[str, str]) -> list[_Segment]:
+    """`graph`'s call_function nodes (in `_grouped`'s order) cut into runs, a new run
+    wherever npuir's side changes.
+
+    A `getitem` joins its producer's run (a tuple never crosses parts); the nodes in
+    `_NEUTRAL` join the current run.  Runs only ever read earlier ones, so running them
+    in order computes the graph."""
+    segments: list[_Segment] = []
+    home: dict[torch.fx.Node, _Segment] = {}
+    for node in _grouped(graph, eager):
+        name = _target(node)
+        producer = node.args[0] if node.args else None
+        if name == "_operator.getitem" and isinstance(producer, torch.fx.Node) and producer in home:
+            segment = home[producer]
+        elif name in _NEUTRAL and segments:
+            segment = segments[-1]
+        else:
+            runs_eagerly = node.name in eager
+            if not segments or segments[-1].eager != runs_eagerly:
+                segments.append(_Segment(runs_eagerly))
+            segment = segments[-1]
+        segment.nodes.append(node)
+        home[node] = segment
+    for segment in segments:
+        inside = set(segment.nodes)
+        for node in segment.nodes:
+            for value in node.all_input_nodes:
+                if value not in inside and value not in segment.inputs:
+                    segment.inputs.append(value)
+            if any(user not in inside for user in node.users):
+                segment.outputs.append(node)
+    return segments
+
+
+def _part_graph(segment: _Segment, open_scopes: list[torch.fx.Node]) -> torch.fx.GraphModule:
+    """One segment as a graph of its own: its inputs as placeholders (with their metadata,
+    which the importer reads), its nodes, its outputs as a tuple.  An npuir part opens the
+    scopes open before it and closes the ones still open after it, so a scope an eager op
+    splits keeps its ops on both sides; `open_scopes` is updated to after the segment."""
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for value in segment.inputs:
+        env[value] = graph.placeholder(value.name)
+        env[value].meta = dict(value.meta)
+    for scope in [] if segment.eager else open_scopes:
+        reopened = graph.call_function(scope.target, scope.args, scope.kwargs)  # type: ignore[arg-type]
+        reopened.meta = dict(scope.meta)
+    for node in segment.nodes:
+        name = _target(node)
+        if name == _SCOPE_ENTER:
+            open_scopes.append(node)
+        elif name == _SCOPE_EXIT and open_scopes:
+            open_scopes.pop()
+        env[node] = graph.node_copy(node, lambda n: env[n])
+    for _scope in [] if segment.eager else open_scopes:
+        graph.call_function(torch.ops.air.scope_exit.default, ())
+    graph.output(tuple(env[n] for n in segment.outputs))
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def _flat_inputs(ep: torch.export.ExportedProgram, user: Sequence[Any]) -> dict[str, Any]:
+    """The value of each of the exported graph's placeholders, by name: the program's state
+    (parameters, buffers, lifted constants) and the user's tensors, in order."""
+    from torch.export.graph_signature import InputKind
+
+    values: dict[str, Any] = {}
+    given = iter(user)
+    for spec in ep.graph_signature.input_specs:
+        name = getattr(spec.arg, "name", None)
+        if name is None:
+            continue
+        if spec.kind is InputKind.USER_INPUT:
+            values[name] = next(given)
+        elif spec.target in ep.state_dict:
+            values[name] = ep.state_dict[spec.target]
+        else:
+            values[name] = ep.constants[spec.target]
+    return values
+
+
+@dataclass
+class _Part:
+    """One part of a split graph and how it runs."""
+
+    segment: _Segment
+    module: torch.fx.GraphModule
+    program: _Compiled | None
+    """npuir's compiled part; None: the part runs eagerly."""
+
+    def run(self, values: Sequence[Any]) -> Sequence[Any]:
+        if self.program is not None:
+            return self.program.run(values)
+        with torch.no_grad():
+            result: Sequence[Any] = self.module(*values)
+        return result
+
+
+@dataclass
+class _Split:
+    """A graph split at the ops npuir cannot take: its parts, run in order."""
+
+    placeholders: list[str]
+    state: dict[str, Any]
+    """The program's own placeholders' values (parameters, buffers, constants)."""
+    parts: list[_Part]
+    outputs: list[Any]
+    """The exported graph's output: nodes (read from the parts) and constants."""
+
+    def run(self, args: Sequence[Any]) -> tuple[Any, ...]:
+        user = iter(a for a in args if isinstance(a, torch.Tensor))
+        env: dict[str, Any] = {
+            name: self.state[name] if name in self.state else next(user)
+            for name in self.placeholders
+        }
+        for part in self.parts:
+            got = part.run([env[n.name] for n in part.segment.inputs])
+            env.update(zip((n.name for n in part.segment.outputs), got))
+        return tuple(env[o.name] if isinstance(o, torch.fx.Node) else o for o in self.outputs)
+
+
+# ---------------------------------------------------------------------------------------------
 # The backend
 # ---------------------------------------------------------------------------------------------
 
@@ -473,6 +778,9 @@ class NpuBackend:
         self.imported: list[ModuleOp] = []
         """Each compile's program as imported (before lowering; what the dumps hold)."""
         self.compiles = 0
+        self.splits: list[list[tuple[str, list[str]]]] = []
+        """Per graph split at ops npuir cannot take: its parts in order, each "npuir" or
+        "eager" with the ATen ops it computes."""
         """Graphs compiled (a gear-multiversioned graph compiles once for all gears)."""
         self._warned: set[str] = set()
         self._gears: dict[str, dict[int, list[int]]] = {}
@@ -502,7 +810,7 @@ class NpuBackend:
         """`gm` compiled for the sizes of `examples`' ungeared dims, registered in `variants`
         (a respecialisation keeps the gears its first compile found)."""
         compiled = self._compile(gm, placeholders, examples, known_gears)
-        compiled.static_key = _static_key(examples, compiled.gears)
+        compiled.static_key = _static_key(examples, compiled.gears, compiled.free)
         compiled.variants = variants
         variants[compiled.static_key] = compiled
         compiled.recompile = lambda args: self._specialised(
@@ -555,21 +863,37 @@ class NpuBackend:
                 "inputs or parameters require grad: npuir computes the forward graph, the "
                 "backward runs eagerly (wrap inference in torch.no_grad() to avoid it)",
             )
+        # dynamic=True: without gears, one dynamic program for every size; with gears, the
+        # gears are the sizes and every other dim is static (TorchAir's guard_gears_shape).
+        symbolic = (
+            {}
+            if gears
+            else {i: dims for i in tensor_pos if (dims := _symbolic_dims(placeholders[i]))}
+        )
         try:
-            ep = self._export(gm, placeholders, examples, gears)
+            ep = self._export(gm, placeholders, examples, gears, symbolic)
+            free = _free_dims(ep, tensor_pos)
             outputs = [
                 (n.meta["val"].dtype, True)
                 for n in ep.graph.output_node().args[0]
                 if isinstance(n, torch.fx.Node) and isinstance(n.meta.get("val"), torch.Tensor)
             ]
-            diagnostics = DiagnosticEngine()
-            module = import_exported_program(
-                ep,
-                diagnostics=diagnostics,
+            # One walk classifies every op; when npuir takes them all, it is the import.
+            eager: dict[str, str] = {}
+            module = import_fx_graph(
+                ep.graph,
+                state=_state_names(ep),
+                range_constraints=ep.range_constraints,
                 config=self.config,
                 gears=tensor_gears,
                 decompositions=self.decompositions,
+                diagnostics=DiagnosticEngine(),
+                eager=eager,
             )
+            if eager:
+                split = self._split(gm, ep, eager, examples, names, gears, graph_id, start)
+                split.free = free
+                return split
         except (TorchairError, DiagnosticError) as exc:
             logger.error("%s", exc.diagnostic.render())
             return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))
@@ -617,7 +941,131 @@ class NpuBackend:
         report.report_seconds = time.perf_counter() - start - seconds
         self.reports.append(report)
         logger.info("%s", report.render())
-        return _Compiled(gm, module, outputs, names, gears, policy, None, constants)
+        compiled = _Compiled(gm, module, outputs, names, gears, policy, None, constants)
+        compiled.free = free
+        return compiled
+
+    def _split(
+        self,
+        gm: torch.fx.GraphModule,
+        ep: torch.export.ExportedProgram,
+        eager: dict[str, str],
+        examples: list[Any],
+        names: list[str],
+        gears: dict[int, dict[int, list[int]]],
+        graph_id: int,
+        start: float,
+    ) -> _Compiled:
+        """dynamo's graph split at the ops npuir cannot take (`eager`: node name to reason):
+        the runs of ops between them become npuir programs, lowered, scheduled and
+        reported like a whole graph; the ops themselves run eagerly in between."""
+        policy = self.config.inference_config.dynamic_gears_merge_policy
+        user = [x for x in examples if isinstance(x, torch.Tensor)]
+        flat = _flat_inputs(ep, user)
+        placeholders = [n.name for n in ep.graph.nodes if n.op == "placeholder"]
+        state = {name: flat[name] for name in _state_names(ep)}
+        # The values of this call, for the shapes each part's report simulates.
+        interpreter = torch.fx.Interpreter(ep.graph_module, garbage_collect_values=False)
+        with torch.no_grad():
+            interpreter.run(*[flat[name] for name in placeholders])
+        values = interpreter.env
+        segments = _segments(ep.graph, eager)
+        by_kind: dict[str, list[torch.fx.Node]] = {}
+        for node in ep.graph.nodes:
+            if node.name in eager:
+                by_kind.setdefault(_target(node), []).append(node)
+        kinds = sorted(by_kind)
+        wanted = [s for s in segments if not s.eager]
+        open_scopes: list[torch.fx.Node] = []
+        parts: list[_Part] = []
+        pending: list[ScheduleReport] = []
+        for segment in segments:
+            part = _part_graph(segment, open_scopes)
+            program = None
+            if not segment.eager:
+                program, segment.why = self._part(part, segment, ep, values, graph_id, pending)
+                if program is None:
+                    segment.eager = True
+                else:
+                    graph_id = next(_GRAPH_IDS)
+            parts.append(_Part(segment, part, program))
+        on_npuir = [p for p in parts if p.program is not None]
+        self.splits.append(
+            [("eager" if p.program is None else "npuir", _part_ops(p.segment)) for p in parts]
+        )
+        said = "; ".join(
+            f"{kind} ({eager[by_kind[kind][0].name]}"
+            + (f", {loc}" if (loc := node_location(by_kind[kind][0])) else "")
+            + ")"
+            for kind in kinds
+        )
+        refused = [s.why for s in wanted if s.why]
+        self._warn_once(
+            "split:" + ",".join(kinds),
+            f"npuir cannot take {said}: the graph is split there, {len(on_npuir)} part(s) run on "
+            "npuir and the op(s) eagerly between them"
+            + (f" (parts also left eager: {'; '.join(refused)})" if refused else ""),
+        )
+        for index, report in enumerate(pending):
+            report.part = (index + 1, len(pending))
+            report.fallback_ops = kinds
+            self.reports.append(report)
+            logger.info("%s", report.render())
+        if not pending:
+            report = ScheduleReport(graph_id, {}, fallback_ops=kinds)
+            report.compile_seconds = time.perf_counter() - start
+            self.reports.append(report)
+        compiled = _Compiled(gm, None, None, names, gears, policy)
+        compiled.split = _Split(placeholders, state, parts, list(ep.graph.output_node().args[0]))
+        return compiled
+
+    def _part(
+        self,
+        part: torch.fx.GraphModule,
+        segment: _Segment,
+        ep: torch.export.ExportedProgram,
+        values: dict[torch.fx.Node, Any],
+        graph_id: int,
+        reports: list[ScheduleReport],
+    ) -> tuple[_Compiled | None, str]:
+        """One npuir part: imported, lowered and reported (appended to `reports`); None and
+        why when it cannot run on npuir after all."""
+        start = time.perf_counter()
+        if not any(_target(n) not in _NEUTRAL for n in segment.nodes):
+            return None, ""  # nothing to compute: scope markers, sizes
+        if not all(isinstance(values.get(n), torch.Tensor) for n in segment.outputs):
+            return None, "a part whose results are not all tensors"
+        state = _state_names(ep)
+        module = import_fx_graph(
+            part.graph,
+            state={k: v for k, v in state.items() if any(n.name == k for n in segment.inputs)},
+            range_constraints=ep.range_constraints,
+            config=self.config,
+            decompositions=self.decompositions,
+            diagnostics=DiagnosticEngine(),
+        )
+        self._check_mode(module)
+        inputs = [n for n in segment.inputs if isinstance(values.get(n), torch.Tensor)]
+        shapes = [tuple(int(d) for d in values[n].shape) for n in inputs]
+        options = ge_options(self.config, [n.name for n in inputs], {}, shapes)
+        logger.info("Compiling concrete graph %d with options:", graph_id)
+        for key in sorted(options):
+            logger.info("    %s = %s", key, options[key])
+        text = print_ir(module, debuginfo=True)
+        if self.config.debug.graph_dump.type is not None:
+            self._dump(graph_id, module, text)
+        pipeline = configured_pipeline("npu-default", self.config.pass_options())
+        self.imported.append(module.clone())
+        run_passes(make_context(), module, build_pipeline(pipeline))
+        seconds = time.perf_counter() - start
+        self.modules.append(module)
+        report = _report(graph_id, options, text, pipeline, shapes, self.imported[-1])
+        report.compile_seconds = seconds
+        report.report_seconds = time.perf_counter() - start - seconds
+        reports.append(report)
+        outputs = [(values[n].dtype, True) for n in segment.outputs]
+        program = _Compiled(part, module, outputs, [], {}, "zip", None, _constants(module))
+        return program, ""
 
     @staticmethod
     def _source(node: torch.fx.Node) -> str:
@@ -644,6 +1092,7 @@ class NpuBackend:
         placeholders: list[torch.fx.Node],
         examples: list[Any],
         gears: dict[int, dict[int, list[int]]],
+        symbolic: dict[int, set[int]] | None = None,
     ) -> torch.export.ExportedProgram:
         """Trace dynamo's graph to ATen with torch.export (see the module docstring).
 
@@ -652,15 +1101,21 @@ class NpuBackend:
         the graph (a `reshape(s0, -1)` that is wrong for every other gear).  So the
         traced graph takes the tensors only and reads each size input from the
         tensor dim it stands for (`_sizes_from_tensors`); geared dims are exported dynamic within the
-        gears' range (`Dim.AUTO`, so export finds which dims are equal) and every
-        other dim static.
+        gears' range (`Dim.AUTO`, so export finds which dims are equal), the other dims
+        dynamo made symbolic (`dynamic=True`) dynamic without a range (one program for
+        every size; `Dim.AUTO` again, so a dim the graph needs fixed stays fixed), and
+        every other dim static.
         """
         tensors = [i for i, x in enumerate(examples) if isinstance(x, torch.Tensor)]
         traced = _sizes_from_tensors(gm, placeholders, examples)
+        symbolic = symbolic or {}
         dynamic = [
-            {d: torch.export.Dim.AUTO(min=min(g), max=max(g)) for d, g in gears[i].items()}
-            if i in gears
-            else None
+            {d: torch.export.Dim.AUTO for d in symbolic.get(i, set())}
+            | {
+                d: torch.export.Dim.AUTO(min=min(g), max=max(g))
+                for d, g in gears.get(i, {}).items()
+            }
+            or None
             for i in tensors
         ]
         try:
@@ -669,7 +1124,10 @@ class NpuBackend:
                 # Copies: export marks its inputs' dims, and dynamo guards on the real ones.
                 copies = tuple(examples[i].detach().clone() for i in tensors)
                 return torch.export.export(
-                    traced, copies, dynamic_shapes=tuple(dynamic) if gears else None, strict=False
+                    traced,
+                    copies,
+                    dynamic_shapes=tuple(dynamic) if gears or symbolic else None,
+                    strict=False,
                 )
         except Exception as exc:  # torch's own error, e.g. gears that the graph cannot honour
             raise TorchairError(

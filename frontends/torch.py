@@ -202,6 +202,12 @@ def _user_line(node: torch.fx.Node) -> tuple[str, int] | None:
     return frames[-1] if frames else None
 
 
+def node_location(node: Any) -> SourceLocation | None:
+    """Where the model wrote an FX node: its stack trace's innermost frame outside torch."""
+    where = _user_line(node)
+    return SourceLocation(where[0], where[1], 0) if where else None
+
+
 def call_sites(graph: torch.fx.Graph) -> set[tuple[str, int]]:
     """The model's lines that call code whose ops are located elsewhere (every frame of a
     node's stack trace outside torch but the innermost): a `with` there covers the
@@ -250,6 +256,42 @@ def _dynamic_sizes(value: Any) -> Any:
     return value
 
 
+def dtype_supported(dtype: Any) -> bool:
+    """Whether npuir has an element type for a torch dtype (complex64 and float8 it has not)."""
+    return _dtype_refusal(dtype) is None
+
+
+def _dtype_refusal(dtype: Any) -> str | None:
+    """None for a dtype npuir takes, else the element types it does take (the builder's
+    list, from its refusal)."""
+    try:
+        element_type(dtype)
+    except TorchairError as exc:
+        return str(exc.diagnostic.args.get("choices", ""))
+    return None
+
+
+def _unsupported_dtypes(node: Any) -> list[str]:
+    """The dtypes npuir cannot take among a node's tensor results and tensor operands."""
+    values: list[Any] = []
+
+    def collect(value: Any) -> None:
+        if _is_node(value):
+            collect(value.meta.get("val"))
+        elif _is_tensor(value):
+            values.append(value)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                collect(v)
+
+    collect(node.meta.get("val"))
+    collect(list(node.args))
+    collect(list(node.kwargs.values()))
+    return sorted(
+        {str(v.dtype).removeprefix("torch.") for v in values if not dtype_supported(v.dtype)}
+    )
+
+
 def _static(x: Tensor, what: str) -> None:
     """npu.slice needs every size of the sliced tensor (the builder refuses a `?`)."""
     if any(d is None for d in x.shape):
@@ -270,8 +312,13 @@ class _Importer:
         gears: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
         decompositions: Mapping[Any, Callable[..., Any]] | None = None,
         state: Mapping[str, str] | None = None,
+        eager: dict[str, str] | None = None,
     ) -> None:
         self.fx_graph = fx_graph
+        self.eager = eager
+        """When given, the walk classifies instead of refusing: every op npuir cannot take
+        (no npu op, a form its mapping refuses, a dtype without an element type) is put
+        here by node name, with the reason, and stands in as an `npu.opaque`."""
         self.state = dict(state or {})
         self.decompositions = dict(decompositions or {})
         self.range_constraints = range_constraints
@@ -328,6 +375,15 @@ class _Importer:
             # a static size dynamo passes): no function argument; an op taking it as an
             # operand makes an `npu.constant`, one needing a Python value reads it as is.
             return _dynamic_sizes(val)
+        if _is_tensor(val) and not dtype_supported(val.dtype):
+            if self.eager is not None:
+                return self.stand_in(node)  # its consumers run eagerly (their dtype check)
+            raise UnsupportedOp(
+                f"input '{node.name}' has dtype {val.dtype}, which npuir cannot take (it takes "
+                f"{_dtype_refusal(val.dtype)}); cast it before the graph, or compile with "
+                "torch.compile(backend=npuir.torchair.get_npu_backend()), which runs the ops "
+                "on it eagerly"
+            )
         if not _is_tensor(val):
             raise UnsupportedOp(
                 f"input '{node.name}' is a {type(val).__name__}, which npuir cannot take (it "
@@ -360,8 +416,8 @@ class _Importer:
         for sym, vr in self.range_constraints.items():
             try:
                 top = int(vr.upper)
-            except (TypeError, OverflowError, ValueError):
-                top = -1  # unbounded (torch's int_oo)
+            except (TypeError, OverflowError, ValueError, AttributeError):
+                top = -1  # unbounded (torch's int_oo; sympy's int() of it fails in many ways)
             ranges[str(sym)] = DenseArrayBase.from_list(i64, [int(vr.lower), top])
         if ranges:
             self.graph.attributes[DIM_RANGES] = DictionaryAttr(ranges)
@@ -480,7 +536,17 @@ class _Importer:
             self.graph.output(*results)
         elif node.op == "call_function":
             handler = handlers.get(_target_name(node.target))
-            if node.target in self.decompositions:
+            bad = _unsupported_dtypes(node)
+            if bad and self.eager is not None:
+                self.eager[node.name] = "dtype " + ", ".join(bad)
+                self.env[node] = self.stand_in(node)
+            elif bad:
+                raise UnsupportedOp(
+                    f"it computes on {', '.join(bad)}, which npuir has no element type for "
+                    f"(it takes {_dtype_refusal(bad[0])}); torch.compile with "
+                    "npuir.torchair.get_npu_backend() runs such ops eagerly"
+                )
+            elif node.target in self.decompositions:
                 self.env[node] = self.decompose(node, handlers)
             elif handler is None:
                 self.env[node] = self.opaque_op(node)
@@ -490,6 +556,10 @@ class _Importer:
                 try:
                     self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
                 except UnsupportedOp as exc:
+                    if self.eager is not None:
+                        self.eager[node.name] = str(exc)
+                        self.env[node] = self.stand_in(node)
+                        return
                     # A form of a mapped op the converter does not map (a dynamic slice, a
                     # pow by 3): like an op without a mapping, an `npu.opaque` costed from
                     # its tensor sizes, named once per op kind with the reason.
@@ -578,6 +648,9 @@ class _Importer:
     def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:
         """`npu.opaque` for an ATen op with no npu op: its tensor operands in, its results out."""
         kind = str(node.target)
+        if self.eager is not None:
+            self.eager[node.name] = "no npu op maps it"
+            return self.stand_in(node)
         if self.strict:
             raise UnsupportedOp("no npu op maps it, and a strict import refuses npu.opaque")
         val = node.meta.get("val")
@@ -608,6 +681,31 @@ class _Importer:
         where = _user_line(node)
         self.opaque.setdefault(kind, []).append(
             SourceLocation(where[0], where[1], 0) if where else None
+        )
+        results = [Tensor(self.graph, r) for r in op.results]
+        return results if isinstance(val, list | tuple) else results[0]
+
+    def stand_in(self, node: Any) -> Any:
+        """An operand-less `npu.opaque` of the node's result shapes (f32 for a dtype npuir has
+        no element type for): what the classifying walk (`eager`) gives an op that runs
+        eagerly, so the ops after it are classified too.  A result that is not a tensor
+        stands in as a dynamic size."""
+        val = node.meta.get("val")
+        outs = list(val) if isinstance(val, list | tuple) else [val]
+        if not outs or not all(_is_tensor(v) for v in outs):
+            return _DYNAMIC if not isinstance(val, list | tuple) else [_DYNAMIC for _ in outs]
+        types = [
+            tensor_type(
+                [d if isinstance(d, int) else None for d in v.shape],
+                v.dtype if dtype_supported(v.dtype) else "f32",
+            )
+            for v in outs
+        ]
+        op = self.graph.add_op(
+            npu.OpaqueOp,
+            [],
+            {npu.GE_TYPE: StringAttr(str(node.target)), npu.ENGINE_ATTR: StringAttr("vector")},
+            types,
         )
         results = [Tensor(self.graph, r) for r in op.results]
         return results if isinstance(val, list | tuple) else results[0]
@@ -888,6 +986,7 @@ def import_fx_graph(
     diagnostics: DiagnosticEngine | None = None,
     decompositions: Mapping[Any, Callable[..., Any]] | None = None,
     state: Mapping[str, str] | None = None,
+    eager: dict[str, str] | None = None,
 ) -> ModuleOp:
     """The module of one ATen-level FX graph: the converter both routes share.
 
@@ -900,7 +999,11 @@ def import_fx_graph(
     functions that compute them from other ATen ops (a decomposition table): such an
     op is traced through its function and imported op by op.  `state` maps the
     placeholders that are the program's state (by name) to their state entries
-    (`torch.state` on their arguments).
+    (`torch.state` on their arguments).  `eager`, when given, makes the walk classify
+    rather than refuse: each op npuir cannot take (no npu op, a form its mapping refuses,
+    a dtype npuir has no element type for) is added to it (node name to reason) and no
+    warning is emitted; the module is then only good for that classification (the backend
+    splits the graph at those ops, `npuir.driver.torch_backend`).
     """
     from npuir.frontends import torch_scope
 
@@ -916,6 +1019,7 @@ def import_fx_graph(
         diagnostics=diagnostics,
         decompositions=decompositions,
         state=state,
+        eager=eager,
     )
 
 
@@ -931,10 +1035,20 @@ def _import_graph(
     diagnostics: DiagnosticEngine | None = None,
     decompositions: Mapping[Any, Callable[..., Any]] | None = None,
     state: Mapping[str, str] | None = None,
+    eager: dict[str, str] | None = None,
 ) -> ModuleOp:
     """`import_fx_graph` of an FX graph or a `.pt2`'s (which needs no torch)."""
     importer = _Importer(
-        graph, range_constraints or {}, name, target, strict, config, gears, decompositions, state
+        graph,
+        range_constraints or {},
+        name,
+        target,
+        strict,
+        config,
+        gears,
+        decompositions,
+        state,
+        eager,
     )
     module = importer.run()
     calls = sorted(call_sites(graph))

@@ -1,4 +1,5 @@
-"""What the host machine can give a run: its available memory.
+"""What the host machine can give a run: its available memory, and the CANN environment
+variable npuir honours (`ENABLE_DYNAMIC_SHAPE_MULTI_STREAM`).
 
 Inputs far smaller than what they make npuir allocate (a 40 GB tensor declared in one
 line, weights listed in a small archive) are refused up front when what they need is
@@ -10,7 +11,18 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available_bytes", "gib"]
+__all__ = ["DYNAMIC_MULTI_STREAM_ENV", "available_bytes", "dynamic_multi_stream_env", "gib"]
+
+DYNAMIC_MULTI_STREAM_ENV = "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM"
+"""CANN's variable: `1` lets graphs with dynamic-shape inputs use several streams."""
+
+
+def dynamic_multi_stream_env() -> bool:
+    """Whether `ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1` is set: the one reader of it, which the
+    `dynamic-multi-stream` option's default, `npuir-opt`, `npuir-run`, `CompilerConfig` and
+    the torch routes share (read when asked, so a change of the environment takes effect on
+    the next pipeline)."""
+    return os.environ.get(DYNAMIC_MULTI_STREAM_ENV, "").strip() == "1"
 
 
 def available_bytes() -> int | None:

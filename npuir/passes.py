@@ -63,6 +63,7 @@ __all__ = [
     "contract_of",
     "error",
     "option",
+    "option_from_env",
     "options_of",
     "remark",
     "undoes",
@@ -85,6 +86,12 @@ def option(default: T, meaning: str) -> T:
     spelt with dashes in pipelines (`max-events=8`).
     """
     return dataclasses.field(default=default, metadata={_MEANING: meaning})
+
+
+def option_from_env(default: Callable[[], T], meaning: str) -> T:
+    """A pass option whose default is read when the pass is made (`default()`, e.g. from
+    an environment variable), not when its class is defined."""
+    return dataclasses.field(default_factory=default, metadata={_MEANING: meaning})
 
 
 Value = str | int | bool | float

@@ -64,7 +64,16 @@ from npuir.context import remark
 from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, scope, stream
 from npuir.dialects.npu import DYN, CollectiveOp
-from npuir.passes import LIMITS_LOWERED, PARTITIONED, IRState, Undoes, option, undoes
+from npuir.host import DYNAMIC_MULTI_STREAM_ENV, dynamic_multi_stream_env
+from npuir.passes import (
+    LIMITS_LOWERED,
+    PARTITIONED,
+    IRState,
+    Undoes,
+    option,
+    option_from_env,
+    undoes,
+)
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.core_check import OverriddenLimits, assignment_hazard, has_holder
 from npuir.schedule.device import device_of
@@ -385,10 +394,11 @@ class StreamPartitionPass(ModulePass):
     ignore_tags: bool = option(
         False, "treat the program as if it had no scopes (an honest baseline for an annotated one)"
     )
-    dynamic_multi_stream: bool = option(
-        False,
+    dynamic_multi_stream: bool = option_from_env(
+        dynamic_multi_stream_env,
         "partition a function whose arguments have dynamic dims; by default such a function "
-        "runs on one stream (TorchAir's rule for dynamic shapes), with a remark saying so",
+        "runs on one stream (TorchAir's rule for dynamic shapes), with a remark saying so; "
+        f"the default is true when {DYNAMIC_MULTI_STREAM_ENV}=1 is in the environment",
     )
     max_streams: int = option(
         8,

@@ -147,6 +147,7 @@ _DTYPES: dict[str, np.dtype[Any]] = {
     "f16": _F16,
     "bf16": _BF16,
     "f32": _F32,
+    "f64": _F64,
     "i8": np.dtype(np.int8),
     "i16": np.dtype(np.int16),
     "i32": np.dtype(np.int32),

@@ -39,12 +39,12 @@ config.pass_options())`), so the importers need no pass.
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import ClassVar
 
 from npuir.diagnostics import Kind
 from npuir.dialects.gear import Policy
+from npuir.host import dynamic_multi_stream_env
 
 from ..errors import fail
 
@@ -96,7 +96,6 @@ SECTION = Kind(
 POLICIES: tuple[str, ...] = tuple(Policy)
 MODES = ("max-autotune", "reduce-overhead")
 DUMP_TYPES = ("txt", "pbtxt", "py")
-DYNAMIC_MULTI_STREAM_ENV = "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM"
 
 _WARNED: set[str] = set()
 
@@ -278,7 +277,7 @@ class CompilerConfig(_Section):
     def dynamic_multi_stream(self) -> bool:
         """Whether graphs with dynamic-shape inputs may use several streams
         (`ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1`, read when the pipeline is made)."""
-        return os.environ.get(DYNAMIC_MULTI_STREAM_ENV, "").strip() == "1"
+        return dynamic_multi_stream_env()
 
     def pass_options(self) -> dict[str, dict[str, str]]:
         """The pass options this config sets, by pass name (data: the driver turns them

@@ -68,3 +68,9 @@ def dynamic_llama(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     path = tmp_path_factory.mktemp("dynamic") / "llama-dynamic.pt2"
     torch.export.save(ep, path)
     return path, ep
+
+
+@pytest.fixture(scope="session")
+def tiny_config() -> dict[str, int]:
+    """The tiny transformers config (`TINY`) for tests that build their own model."""
+    return dict(TINY)

@@ -402,18 +402,18 @@ def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert 'stream.switch "1"' in capsys.readouterr().out
 
 
-class Float64(nn.Module):
+class Complex64(nn.Module):
     def forward(self, x: Any) -> Any:
-        return x.to(torch.float64)
+        return x.to(torch.complex64)
 
 
 def test_a_builder_error_is_located_at_the_models_line() -> None:
     with pytest.raises(DiagnosticError) as info:
-        _import(Float64(), torch.randn(4, 4))
+        _import(Complex64(), torch.randn(4, 4))
     diag = info.value.diagnostic
-    assert "unsupported dtype" in diag.message
+    assert "complex64, which npuir has no element type for" in diag.message
     assert diag.location is not None and diag.location.filename == HERE
-    assert diag.location.line == Float64.forward.__code__.co_firstlineno + 1
+    assert diag.location.line == Complex64.forward.__code__.co_firstlineno + 1
 
 
 class DecoderLayer(nn.Module):
