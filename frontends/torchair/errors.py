@@ -70,7 +70,13 @@ class TorchairWarning(UserWarning):
     """A warning about code written against `npuir.torchair`, with its diagnostic (a stable
     kind, the user's line); its text is the diagnostic's, `file:line:col: warning: ...`."""
 
-    def __init__(self, diagnostic: Diagnostic) -> None:
+    def __init__(self, diagnostic: Diagnostic | str) -> None:
+        # A plain text is how pytest-xdist (or pickle) rebuilds a warning in another
+        # process: the text survives, the diagnostic's data does not.
+        if isinstance(diagnostic, str):
+            super().__init__(diagnostic)
+            self.diagnostic: Diagnostic | None = None
+            return
         super().__init__(diagnostic.render())
         self.diagnostic = diagnostic
 

@@ -579,3 +579,15 @@ def test_builder_mistakes_have_kinds_and_their_facts(mistake: object, kind: str)
     d = caught.value.diagnostic
     assert d.kind == kind and d.location is not None
     assert d.message == kinds()[kind].render(d.args)
+
+
+def test_a_torchair_warning_rebuilt_from_its_text_keeps_the_text() -> None:
+    """pytest-xdist rebuilds a warning in the controlling process as `cls(*args)`."""
+    from npuir.diagnostics import Diagnostic, Kind
+    from npuir.frontends.torchair.errors import TorchairWarning
+
+    kind = Kind("test.torchair-warning", "gears {dims} need dynamic=True")
+    original = TorchairWarning(Diagnostic.of("warning", kind, None, dims="0"))
+    rebuilt = type(original)(*(str(arg) for arg in original.args))
+    assert str(rebuilt) == str(original)
+    assert rebuilt.diagnostic is None
