@@ -450,6 +450,15 @@ class LocatingParser(Parser):
             self.parse_punctuation(":", " in dense attribute")
             type = self._parse_dense_literal_type()
         after = self.pos
+        try:
+            size = getattr(type.element_type, "compile_time_size", None)
+        except NotImplementedError:  # xDSL has no storage format for it (f80, f128)
+            self.raise_error(
+                f"a dense literal of element type {type.element_type} cannot be stored "
+                "(npuir holds f16, bf16, f32, f64 and integers)",
+                open_at,
+                after,
+            )
         count = math.prod(type.get_shape())
         attr: DenseIntOrFPElementsAttr | None = None
         if listed is not None:
@@ -458,7 +467,6 @@ class LocatingParser(Parser):
                 self.raise_error(read, open_at, after)
             attr = read
         else:
-            size = getattr(type.element_type, "compile_time_size", None)
             splat = hex_digits is None or hex_digits == 2 * (size or 0)
             if splat and count > 1:
                 # The one element, converted and checked by xDSL as a rank-0 literal.

@@ -140,19 +140,19 @@ func.func @case(%a: tensor<4x8xf32>) {
 
 // -----
 
-// Tests that element types outside f16, bf16, f32 and integers are rejected.
-func.func @case(%a: tensor<4x8xf64>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.relu' op unsupported element type f64
-  %0 = npu.relu %a : (tensor<4x8xf64>) -> tensor<4x8xf64>
+// Tests that element types outside f16, bf16, f32, f64 and integers are rejected.
+func.func @case(%a: tensor<4x8xf80>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.relu' op unsupported element type f80
+  %0 = npu.relu %a : (tensor<4x8xf80>) -> tensor<4x8xf80>
   func.return
 }
 
 // -----
 
-// Tests that a result element type is checked too (cast to f64).
+// Tests that a result element type is checked too (cast to f80).
 func.func @case(%a: tensor<4x8xf32>) {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.cast' op unsupported element type f64
-  %0 = npu.cast %a : (tensor<4x8xf32>) -> tensor<4x8xf64>
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.cast' op unsupported element type f80
+  %0 = npu.cast %a : (tensor<4x8xf32>) -> tensor<4x8xf80>
   func.return
 }
 
@@ -873,7 +873,17 @@ func.func @case(%x: tensor<4xf16>) {
 
 // Tests that a constant's element type is one the NPU has.
 func.func @case() {
-// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.constant' op
-  %c = npu.constant dense<0.5> : tensor<f64>
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.constant' op unsupported element type index
+  %c = npu.constant dense<1> : tensor<index>
+  func.return
+}
+
+// -----
+
+// Tests that a dense literal of an element type with no storage format is a located
+// error at the literal, not a crash.
+func.func @case() {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:26: error: a dense literal of element type f80 cannot be stored
+  %c = npu.constant dense<0.5> : tensor<f80>
   func.return
 }
