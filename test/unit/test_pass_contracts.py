@@ -111,7 +111,7 @@ class ReportPass(ModulePass):
     REQUIRES: ClassVar[tuple[IRState, ...]] = (PARTITIONED, TAGGED)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        remark(ctx, op, "example-report ran", "example.ran")
+        remark(ctx, op, "example-report ran", "test.example-ran")
 '''
 
 
@@ -154,7 +154,7 @@ def _module(ctx: npuir.NpuirContext, text: str = AUTO_LIMITS) -> npuir.ModuleOp:
 
 
 def _ran(found: list[npuir.Diagnostic]) -> bool:
-    return any(d.kind == "example.ran" for d in found)
+    return any(d.kind == "test.example-ran" for d in found)
 
 
 def test_auto_then_insert_events_is_refused_when_built_naming_coreset_lower() -> None:
