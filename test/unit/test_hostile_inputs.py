@@ -24,8 +24,10 @@ import sys
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+import extreme_inputs as extreme  # bench/ (test/unit/conftest.py puts it on the path)
 import numpy as np
 import pytest
 
@@ -175,11 +177,6 @@ def mlir_splat(d: Path) -> list[str]:
     return [_tool("npuir-opt"), str(p), "-o", str(d / "out.mlir")]
 
 
-def mlir_splat_run(d: Path) -> list[str]:
-    # Computing with it needs its 40 GB: refused up front by the host-memory check.
-    return [_tool("npuir-run"), mlir_splat(d)[1], "--check"]
-
-
 def _constant(d: Path, name: str, n: int, body: str) -> list[str]:
     p = d / name
     p.write_text(
@@ -198,38 +195,6 @@ def mlir_hex(d: Path) -> list[str]:
 def mlir_dense_list(d: Path) -> list[str]:
     n = 100_000
     return _constant(d, "list.mlir", n, "[" + ", ".join(f"{i}.5" for i in range(n)) + "]")
-
-
-def mlir_huge_dims(d: Path) -> list[str]:
-    p = d / "dims.mlir"
-    t = "tensor<1000000000000x1000000000000xf16>"
-    p.write_text(
-        'module attributes {npu.target = "910b2"} {\n'
-        f"func.func @f(%x: {t}) -> {t} {{\n"
-        f"  %0 = npu.relu %x : ({t}) -> {t}\n  %1 = npu.relu %0 : ({t}) -> {t}\n"
-        f"  func.return %1 : {t}\n}}\n}}\n"
-    )
-    return [_tool("npuir-opt"), str(p), "-p", "npu-default"]
-
-
-def _ge_with(d: Path, name: str, old: str, new: str) -> list[str]:
-    p = d / name
-    text = GE_TXT.read_text()
-    assert old in text
-    p.write_text(text.replace(old, new, 1))
-    return [_tool("npuir-import"), str(p), "-o", str(d / "out.mlir")]
-
-
-def ge_big_int(d: Path) -> list[str]:
-    return _ge_with(d, "int.txt", "i: 0", "i: " + "9" * 5000)
-
-
-def ge_big_float(d: Path) -> list[str]:
-    return _ge_with(d, "float.txt", "i: 0", "f: 1e999999")
-
-
-def ge_big_dim(d: Path) -> list[str]:
-    return _ge_with(d, "dim.txt", "dim: 1000", "dim: 100000000000000000000")
 
 
 def _pt2(d: Path, entries: dict[str, bytes], compression: int = zipfile.ZIP_STORED) -> Path:
@@ -326,13 +291,33 @@ CASES = [
     Case("many-ranks", many_ranks, (2,), "--ranks"),
     Case("ge-string", ge_string, (0, 1), known="the GE grammar's STRING regex (issue 24)"),
     Case("mlir-splat", mlir_splat, (0,)),
-    Case("mlir-splat-run", mlir_splat_run, (1,), "host memory"),
+    Case("mlir-splat-run", partial(extreme.mlir_splat_run, scale=1), (1,), "host memory"),
     Case("mlir-hex", mlir_hex, (0,)),
     Case("mlir-dense-list", mlir_dense_list, (0,)),
-    Case("mlir-huge-dims", mlir_huge_dims, (1,), "(9223372036854775807 bytes, i64)"),
-    Case("ge-big-int", ge_big_int, (1,), "integer of 5000 digits is too long (at most 4300)"),
-    Case("ge-big-float", ge_big_float, (1,), "number 1e999999 is out of range of a double"),
-    Case("ge-big-dim", ge_big_dim, (1,), "outside -1 (dynamic) .. 9223372036854775807"),
+    Case(
+        "mlir-huge-dims",
+        partial(extreme.mlir_huge_dims, scale=1),
+        (1,),
+        "(9223372036854775807 bytes, i64)",
+    ),
+    Case(
+        "ge-big-int",
+        partial(extreme.ge_big_int, scale=1),
+        (1,),
+        "integer of 5000 digits is too long (at most 4300)",
+    ),
+    Case(
+        "ge-big-float",
+        partial(extreme.ge_big_float, scale=1),
+        (1,),
+        "number 1e999999 is out of range of a double",
+    ),
+    Case(
+        "ge-big-dim",
+        partial(extreme.ge_big_dim, scale=1),
+        (1,),
+        "outside -1 (dynamic) .. 9223372036854775807",
+    ),
     Case("ge-deep", ge_deep, (1,)),
     Case("pt2-deep", pt2_deep, (1,), "nested more than"),
     Case("pt2-zip-bomb", pt2_bomb, (1,), "zip bomb"),
