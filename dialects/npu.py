@@ -1613,7 +1613,7 @@ class NpuAttributeVerifier(AttributeVerifier):
                 raise VerifyException(f"'{KERNEL}' must be one of {kinds}, got {value}")
 
 
-NPU_OPS: tuple[type[NpuOp], ...] = (
+CORE_OPS: tuple[type[NpuOp], ...] = (
     MatmulOp,
     BatchMatmulOp,
     AddOp,
@@ -1653,4 +1653,24 @@ NPU_OPS: tuple[type[NpuOp], ...] = (
     OpaqueOp,
 )
 
-Npu = Dialect("npu", [*NPU_OPS, ConstantOp], [], [NpuAttributeVerifier()])
+"""The ops defined in this module; `NPU_OPS` adds Ascend's fused kernels (`npu_fused`)."""
+
+NPU_OPS: tuple[type[NpuOp], ...]
+"""Every `npu` operator: `CORE_OPS` and the fused kernels of `npuir.dialects.npu_fused`."""
+
+Npu: Dialect
+"""The `npu` dialect: `NPU_OPS` and `npu.constant`."""
+
+
+def __getattr__(name: str) -> object:
+    # The fused kernels are defined on this module's base classes, so this module cannot
+    # import them while it loads (that would be an import cycle); the registry that lists
+    # them is built on first use instead, whichever of the two modules was imported first.
+    if name not in ("NPU_OPS", "Npu"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from npuir.dialects.npu_fused import FUSED_OPS
+
+    ops = (*CORE_OPS, *FUSED_OPS)
+    globals()["NPU_OPS"] = ops
+    globals()["Npu"] = Dialect("npu", [*ops, ConstantOp], [], [NpuAttributeVerifier()])
+    return globals()[name]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from xdsl.dialects.builtin import TensorType
 
@@ -27,6 +28,7 @@ from npuir.dialects.npu import (
     CollectiveOp,
     CommMode,
     Conv2dOp,
+    Engine,
     NpuOp,
     OpaqueOp,
     ReshapeOp,
@@ -34,13 +36,16 @@ from npuir.dialects.npu import (
     shape_of,
     tensor_bytes,
 )
+from npuir.dialects.npu_fused import FusionAttentionOp, attention_pairs
 
 __all__ = [
+    "ATTENTION_Q_ROWS",
     "COLLECTIVES",
     "COMM_MODES",
     "NO_TASK_GE_TYPES",
     "WORK_ENGINES",
     "OpWork",
+    "attention_work",
     "matmul_tiles",
     "op_work",
     "parallelism",
@@ -80,6 +85,9 @@ class OpWork:
     """For comm ops: bytes of the input tensor on each rank."""
     mode: str = "sdma"
     """For comm ops: "sdma" (DMA engines, no cores) or "aiv" (driven by vector cores)."""
+    vector_flops: int = 0
+    """For a mixed kernel on the cube (fused attention): its vector work, which runs on the
+    vector cores paired with its cube cores, overlapped with the cube's (`timing`)."""
 
     def __post_init__(self) -> None:
         if self.engine not in WORK_ENGINES:
@@ -92,6 +100,7 @@ class OpWork:
             ("tiles", 1),
             ("group_size", 1),
             ("comm_bytes", 0),
+            ("vector_flops", 0),
         ):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -112,6 +121,8 @@ class OpWork:
                 )
         elif self.collective is not None:
             raise ValueError(f"{self.engine} op cannot carry collective {self.collective!r}")
+        if self.vector_flops and self.engine != "cube":
+            raise ValueError(f"only a cube op has vector work of its own, not a {self.engine} op")
 
 
 def matmul_tiles(hw: Hardware, m: int, n: int, batch: int = 1) -> int:
@@ -199,6 +210,8 @@ def op_work(op: NpuOp, hw: Hardware) -> OpWork:
     for elementwise ops, the input for reductions).  Collectives carry their kind, group size,
     mode and the bytes of their input tensor.  Dynamic dims count as 1, as in the `npu` ops.
     """
+    if isinstance(op, FusionAttentionOp) and op.engine is Engine.CUBE:
+        return attention_work(op, hw)
     engine = op.engine.value
     first = op.operands[0].type if op.operands else op.results[0].type
     if engine == "comm":
@@ -233,3 +246,47 @@ def op_work(op: NpuOp, hw: Hardware) -> OpWork:
         tiles = 1
         dtype = _dtype(first, VECTOR_DTYPES)
     return OpWork(engine=engine, flops=op.flops(), bytes=op.bytes_moved(), dtype=dtype, tiles=tiles)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fused kernels
+# ---------------------------------------------------------------------------------------------
+
+ATTENTION_Q_ROWS = 128
+"""Query rows one fused-attention block holds on chip while it streams the keys and values
+past them: the 128-row basic block of CANN's FlashAttentionScore tiling (cann-ops-adv,
+``flash_attention_score_tiling_general.cpp``: ``HIGH_PERF_SUPPORT_S2_BASIC = 128``;
+assumption: the S1 block is as large as the S2 one)."""
+
+
+def attention_work(op: FusionAttentionOp, hw: Hardware) -> OpWork:
+    """What a fused attention asks of the device, costed as FlashAttention tiles it.
+
+    Engine: the AI Core in mixed mode, the cube for ``Q K^T`` and ``P V`` (`OpWork.flops`)
+    and the vector cores paired with it for the softmax and masking
+    (`OpWork.vector_flops`); the scores never leave the chip.  Bytes: the queries, the
+    mask and the output move once; the keys and values stream past each block of
+    `ATTENTION_Q_ROWS` query rows once (under causal masking, only the keys left of the
+    diagonal).  The query heads that share a key/value head
+    (grouped-query attention) form one block together, so their keys are read once per
+    block rather than once per head, as a `repeat_kv` copy would have them read.  Tiles:
+    one per (batch, key/value head, block), the units the kernel spreads over cores.
+    """
+    b, nq, nkv, sq, skv, _, _ = op.dims()
+    group_rows = (nq // max(1, nkv)) * sq
+    blocks = _ceil_div(group_rows, ATTENTION_Q_ROWS)
+    # A block skips the key tiles causal masking hides from all its rows, so the keys it
+    # streams shrink as the scores it computes do.
+    kept = Fraction(attention_pairs(sq, skv, op.causal is not None), sq * skv)
+    kv_bytes = tensor_bytes(op.key.type) + tensor_bytes(op.value.type)
+    once = tensor_bytes(op.query.type) + tensor_bytes(op.result.type)
+    if op.mask is not None:
+        once += tensor_bytes(op.mask.type)
+    return OpWork(
+        engine="cube",
+        flops=op.flops(),
+        bytes=once + math.ceil(blocks * kv_bytes * kept),
+        dtype=_dtype(op.query.type, CUBE_DTYPES),
+        tiles=b * nkv * blocks,
+        vector_flops=op.vector_flops(),
+    )

@@ -48,6 +48,16 @@ with ``c`` at most `cost.parallelism` (the cores its tiles can use).  Launch ove
 included: `task_ns`, `held_ns` and `collective_task_ns` add it, and an ordinary op pays it
 once before its blocks (`block_ns` leaves it out).
 
+Mixed kernels
+-------------
+A fused kernel with work on both AI Core engines (fused attention: `OpWork.vector_flops`
+beside its cube `flops`) holds cube cores, and each of them drives its paired vector cores
+(`paired_vector_cores`); FlashAttention pipelines the two, the cube multiplying one block
+while the vectors take the softmax of the last, so the compute term is the longer of the
+two::
+
+    compute = max(flops / (c * cube rate), vector_flops / (c * pair * vector rate))
+
 HBM sharing
 -----------
 HBM bandwidth is shared by a static partition so the simulator needs no bandwidth events: an
@@ -126,6 +136,7 @@ __all__ = [
     "launch_cost",
     "ns_per_byte",
     "ns_per_flop",
+    "paired_vector_cores",
     "record_cost",
     "record_end",
     "solo_duration_ns",
@@ -273,9 +284,24 @@ def duration_ns(hw: Hardware, work: OpWork, cores: int, hbm_share: float = 1.0) 
 
     rate = hw.flops_per_core(work.engine, work.dtype)
     compute = Fraction(work.flops * NS_PER_S, cores * rate)
+    if work.vector_flops:
+        compute = max(compute, _paired_vector_ns(hw, work, cores))
     share = Fraction(hbm_share).limit_denominator(_SHARE_DENOMINATOR)
     memory = Fraction(work.bytes * NS_PER_S) / (hw.hbm_bandwidth * share)
     return max(1, math.ceil(max(compute, memory)))
+
+
+def paired_vector_cores(hw: Hardware) -> int:
+    """Vector cores working beside each cube core in a mixed kernel: the AIV half of an
+    AI Core has two vector cores per cube core on the 910B (1:2, `Hardware.vector_cores`),
+    so the device's ratio, at least one."""
+    return max(1, hw.vector_cores // hw.cube_cores)
+
+
+def _paired_vector_ns(hw: Hardware, work: OpWork, cube_cores: int) -> Fraction:
+    vector_cores = cube_cores * paired_vector_cores(hw)
+    rate = hw.flops_per_core("vector", work.dtype)
+    return Fraction(work.vector_flops * NS_PER_S, vector_cores * rate)
 
 
 def collective_ns(hw: Hardware, collective: str, group_size: int, comm_bytes: int) -> int:
