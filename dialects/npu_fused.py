@@ -131,7 +131,8 @@ class FusionAttentionOp(NpuOp):
     head `h // (Nq / Nkv)` (grouped-query attention, so no `repeat_kv` copy is needed).
     The result is `softmax(scale * Q K^T + mask) V`, `[B, Nq, Sq, Dv]`.  `scale`
     defaults to `1 / sqrt(D)`.  An optional `mask` broadcasts to `[B, Nq, Sq, Skv]`: an
-    i1 mask keeps the pairs where it is true (torch's `attn_mask` convention), a float
+    i1 mask keeps the pairs where it is true (torch's `attn_mask` convention), or with
+    `mask_drops` drops them (`npu_fusion_attention`'s `atten_mask` convention); a float
     mask of the query's type is added to the scores.  `causal` keeps key `j` for query `i`
     only when `j <= i`.  A row that keeps no key gives zeros.
 
@@ -152,6 +153,7 @@ class FusionAttentionOp(NpuOp):
     result = result_def(TensorType)
     scale = opt_attr_def(FloatAttr[Float32Type])
     causal = opt_attr_def(UnitAttr)
+    mask_drops = opt_attr_def(UnitAttr)
     traits = traits_def(PureUntilScheduled())
 
     SOFTMAX_FLOPS: ClassVar[int] = 5
@@ -161,6 +163,11 @@ class FusionAttentionOp(NpuOp):
     def verify_(self) -> None:
         if self.scale is not None and not self.scale.value.data > 0:
             raise VerifyException(f"scale must be > 0, got {self.scale.value.data}")
+        mask_type = self.mask.type if self.mask is not None else None
+        if self.mask_drops is not None and not (
+            isinstance(mask_type, TensorType) and mask_type.element_type == IntegerType(1)
+        ):
+            raise VerifyException("mask_drops needs an i1 mask")
         super().verify_()
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:

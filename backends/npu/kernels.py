@@ -897,7 +897,8 @@ def _fusion_attention(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     if len(inputs) == 4:
         mask = inputs[3]
         if mask.dtype == _BOOL:
-            keep &= np.broadcast_to(mask, scores.shape)
+            drops = _flag(attrs, "mask_drops")
+            keep &= np.broadcast_to(~mask if drops else mask, scores.shape)
         else:
             scores = scores + mask.astype(cd)
     if _flag(attrs, "causal"):
