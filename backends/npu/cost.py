@@ -254,9 +254,9 @@ def op_work(op: NpuOp, hw: Hardware) -> OpWork:
 
 ATTENTION_Q_ROWS = 128
 """Query rows one fused-attention block holds on chip while it streams the keys and values
-past them: the 128-row basic block of CANN's FlashAttentionScore tiling (cann-ops-adv,
-``flash_attention_score_tiling_general.cpp``: ``HIGH_PERF_SUPPORT_S2_BASIC = 128``;
-assumption: the S1 block is as large as the S2 one)."""
+past them, and keys per step of that stream: the 128-row basic block of CANN's
+FlashAttentionScore tiling (cann-ops-adv, ``flash_attention_score_tiling_general.cpp``:
+``HIGH_PERF_SUPPORT_S2_BASIC = 128``; assumption: the S1 block is as large as the S2 one)."""
 
 
 def attention_work(op: FusionAttentionOp, hw: Hardware) -> OpWork:
@@ -264,19 +264,24 @@ def attention_work(op: FusionAttentionOp, hw: Hardware) -> OpWork:
 
     Engine: the AI Core in mixed mode, the cube for ``Q K^T`` and ``P V`` (`OpWork.flops`)
     and the vector cores paired with it for the softmax and masking
-    (`OpWork.vector_flops`); the scores never leave the chip.  Bytes: the queries, the
-    mask and the output move once; the keys and values stream past each block of
-    `ATTENTION_Q_ROWS` query rows once (under causal masking, only the keys left of the
-    diagonal).  The query heads that share a key/value head
-    (grouped-query attention) form one block together, so their keys are read once per
-    block rather than once per head, as a `repeat_kv` copy would have them read.  Tiles:
-    one per (batch, key/value head, block), the units the kernel spreads over cores.
+    (`OpWork.vector_flops`); the scores never leave the chip.  Tiles: one per (batch,
+    key/value head, block of `ATTENTION_Q_ROWS` query rows, block of as many keys), the
+    units the kernel can spread over cores: the query heads that share a key/value head
+    (grouped-query attention) form their blocks together, and a few query rows (decode)
+    still fill the cores by splitting the keys (flash decoding; cann-ops-adv's
+    ``flash_attention_score_s1s2_bn2gs1.h`` loops over S2 blocks within a core, its
+    incremental variant splits S2 across cores).  Bytes: the queries, the mask and the output move once; the
+    keys and values of a head stream past its blocks once per wave of blocks running at
+    the same time, one per cube core (assumption: the cores of one wave read the same
+    key/value tiles together and the L2 cache serves all but the first read; the tiling
+    hands out blocks head by head, cann-ops-adv's ``flash_attention_score_s1s2_bn2gs1.h``
+    orders them B, N2, G, S1).  Under causal masking a block skips the key tiles its rows
+    never see, so the keys shrink as the scores do.  A `repeat_kv` copy would have each
+    query head read a key/value copy of its own: grouped heads read theirs once.
     """
     b, nq, nkv, sq, skv, _, _ = op.dims()
-    group_rows = (nq // max(1, nkv)) * sq
-    blocks = _ceil_div(group_rows, ATTENTION_Q_ROWS)
-    # A block skips the key tiles causal masking hides from all its rows, so the keys it
-    # streams shrink as the scores it computes do.
+    blocks = _ceil_div((nq // max(1, nkv)) * sq, ATTENTION_Q_ROWS)
+    waves = _ceil_div(blocks, hw.cube_cores)
     kept = Fraction(attention_pairs(sq, skv, op.causal is not None), sq * skv)
     kv_bytes = tensor_bytes(op.key.type) + tensor_bytes(op.value.type)
     once = tensor_bytes(op.query.type) + tensor_bytes(op.result.type)
@@ -285,8 +290,8 @@ def attention_work(op: FusionAttentionOp, hw: Hardware) -> OpWork:
     return OpWork(
         engine="cube",
         flops=op.flops(),
-        bytes=once + math.ceil(blocks * kv_bytes * kept),
+        bytes=once + math.ceil(waves * kv_bytes * kept),
         dtype=_dtype(op.query.type, CUBE_DTYPES),
-        tiles=b * nkv * blocks,
+        tiles=b * nkv * blocks * _ceil_div(skv, ATTENTION_Q_ROWS),
         vector_flops=op.vector_flops(),
     )

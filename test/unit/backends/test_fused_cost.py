@@ -5,7 +5,17 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType, UnitAttr, f16, i1, i32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    UnitAttr,
+    f16,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.test_value import create_ssa_value
 
@@ -156,3 +166,17 @@ def test_attention_verifier_says_what_is_wrong(
 
     with pytest.raises(VerifyException, match=message):
         build(FusionAttentionOp, *types, **attrs)
+
+
+def test_rms_norm_is_costed_as_the_fused_kernel() -> None:
+    # One pass: x and gamma read once, y written once; its decomposition (square, mean,
+    # add eps, rsqrt, two products) moves x through HBM again at every step.
+    x, gamma = t(64, 4096), t(4096)
+    fused = build(npu.RmsNormOp, x, gamma)
+    assert op_work(fused, B2).bytes == 2 * (64 * 4096 * 2 + 4096)
+    square = build(npu.MulOp, x, x)
+    mean = build(npu.ReduceSumOp, x, axes=DenseArrayBase.from_list(i64, [1]))
+    rows = t(64)
+    steps = [square, mean, build(npu.AddOp, rows, rows), build(npu.RsqrtOp, rows)]
+    steps += [build(npu.MulOp, x, t(64, 1)), build(npu.MulOp, x, gamma)]
+    assert ns(fused) < sum(ns(op) for op in steps)
