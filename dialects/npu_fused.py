@@ -13,7 +13,9 @@ mirrors one such kernel, with its `torch_npu` name beside it:
 - `npu.moe_gating_topk_softmax`, `npu.moe_init_routing`, `npu.moe_finalize_routing` --
   `npu_moe_gating_top_k_softmax`, `npu_moe_init_routing`, `npu_moe_finalize_routing`:
   the MoE router's gating, its dispatch (sort by expert, gather) and its combine
-  (weighted scatter-add back to the tokens).
+  (weighted scatter-add back to the tokens);
+- `npu.matmul_all_reduce` -- `npu_mm_all_reduce_base` (MatmulAllReduce, an MC2 kernel):
+  a matmul fused with the all-reduce of its result, a collective like `npu.all_reduce`.
 
 They belong to the `npu` dialect (`npuir.dialects.npu.NPU_OPS` lists them) and follow its
 conventions: one engine each, result types inferred from operands, `flops()` and
@@ -53,6 +55,7 @@ from xdsl.utils.exceptions import VerifyException
 from npuir.dialects.effects import PureUntilScheduled
 from npuir.dialects.npu import (
     DYN,
+    CollectiveOp,
     Engine,
     NpuOp,
     Shape,
@@ -66,6 +69,7 @@ __all__ = [
     "FUSED_OPS",
     "FusionAttentionOp",
     "GroupedMatmulOp",
+    "MatmulAllReduceOp",
     "MoeFinalizeRoutingOp",
     "MoeGatingTopkSoftmaxOp",
     "MoeInitRoutingOp",
@@ -487,6 +491,56 @@ class MoeFinalizeRoutingOp(NpuOp):
         return 2 * tk_h + (out if self.skip is not None else 0)
 
 
+# --------------------------------------------------------------------------
+# MC2: a matmul fused with its collective
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class MatmulAllReduceOp(CollectiveOp):
+    """A matmul whose result is summed over the group, in one MC2 kernel
+    (`torch_npu.npu_mm_all_reduce_base`).
+
+    Each rank multiplies its `input` `[M, K]` by its `weight` `[K, N]` (the row-parallel
+    layer of tensor parallelism: each holds a slice of K); every rank gets the sum of the
+    products, `[M, N]`.  Ascend's MC2 kernel ("matmul compute + communication") runs the
+    matmul on the cube tile by tile and reduces each finished tile while the next one
+    computes, so the collective hides behind the matmul or the other way round; in mode
+    "aiv" the communication is driven from vector cores, whose core limits then act on it
+    (seed 003's table, `npuir.analysis.core_limits`).
+
+    ```mlir
+    %y = npu.matmul_all_reduce %x, %w {group_size = 2 : i64} : (tensor<64x32xf16>, tensor<32x16xf16>) -> tensor<64x16xf16>
+    ```
+    """
+
+    name = "npu.matmul_all_reduce"
+    # Both operands declared here, in order: IRDL lists a subclass's own fields first.
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    COLLECTIVE: ClassVar[str] = "all_reduce"
+    """The collective the kernel fuses."""
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        x = _tensor_of(operand_types[0], "input")
+        w = _tensor_of(operand_types[1], "weight")
+        m, k = _rank(x, "input", 2)
+        kw, n = _rank(w, "weight", 2)
+        _same_element(x, w, "input and weight")
+        if not _agree(k, kw):
+            raise VerifyException(f"inner dimensions differ: input gives K = {k}, weight {kw}")
+        return [TensorType(x.element_type, [m, n])]
+
+    def mnk(self) -> tuple[int, int, int]:
+        m, k = (_static(d) for d in shape_of(self.input.type))
+        n = _static(shape_of(self.weight.type)[1])
+        return m, n, k
+
+    def flops(self) -> int:
+        m, n, k = self.mnk()
+        return 2 * m * n * k
+
+
 FUSED_OPS: tuple[type[NpuOp], ...] = (
     FusionAttentionOp,
     GroupedMatmulOp,
@@ -494,5 +548,6 @@ FUSED_OPS: tuple[type[NpuOp], ...] = (
     MoeGatingTopkSoftmaxOp,
     MoeInitRoutingOp,
     MoeFinalizeRoutingOp,
+    MatmulAllReduceOp,
 )
 """Every fused-kernel op, in the order `npuir.dialects.npu.NPU_OPS` lists them."""

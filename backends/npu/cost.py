@@ -36,7 +36,7 @@ from npuir.dialects.npu import (
     shape_of,
     tensor_bytes,
 )
-from npuir.dialects.npu_fused import FusionAttentionOp, attention_pairs
+from npuir.dialects.npu_fused import FusionAttentionOp, MatmulAllReduceOp, attention_pairs
 
 __all__ = [
     "ATTENTION_Q_ROWS",
@@ -47,6 +47,7 @@ __all__ = [
     "OpWork",
     "attention_work",
     "matmul_tiles",
+    "mc2_work",
     "op_work",
     "parallelism",
     "runs_without_task",
@@ -85,6 +86,9 @@ class OpWork:
     """For comm ops: bytes of the input tensor on each rank."""
     mode: str = "sdma"
     """For comm ops: "sdma" (DMA engines, no cores) or "aiv" (driven by vector cores)."""
+    cube_flops: int = 0
+    """For an MC2 collective (a matmul fused with its collective): the matmul's FLOPs, run on
+    the cube and overlapped with the communication (`timing.comm_ns`)."""
     vector_flops: int = 0
     """For a mixed kernel on the cube (fused attention): its vector work, which runs on the
     vector cores paired with its cube cores, overlapped with the cube's (`timing`)."""
@@ -101,6 +105,7 @@ class OpWork:
             ("group_size", 1),
             ("comm_bytes", 0),
             ("vector_flops", 0),
+            ("cube_flops", 0),
         ):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -121,6 +126,8 @@ class OpWork:
                 )
         elif self.collective is not None:
             raise ValueError(f"{self.engine} op cannot carry collective {self.collective!r}")
+        if self.cube_flops and self.engine != "comm":
+            raise ValueError(f"only a collective fuses a matmul (MC2), not a {self.engine} op")
         if self.vector_flops and self.engine != "cube":
             raise ValueError(f"only a cube op has vector work of its own, not a {self.engine} op")
 
@@ -212,6 +219,8 @@ def op_work(op: NpuOp, hw: Hardware) -> OpWork:
     """
     if isinstance(op, FusionAttentionOp) and op.engine is Engine.CUBE:
         return attention_work(op, hw)
+    if isinstance(op, MatmulAllReduceOp):
+        return mc2_work(op)
     engine = op.engine.value
     first = op.operands[0].type if op.operands else op.results[0].type
     if engine == "comm":
@@ -294,4 +303,22 @@ def attention_work(op: FusionAttentionOp, hw: Hardware) -> OpWork:
         dtype=_dtype(op.query.type, CUBE_DTYPES),
         tiles=b * nkv * blocks * _ceil_div(skv, ATTENTION_Q_ROWS),
         vector_flops=op.vector_flops(),
+    )
+
+
+def mc2_work(op: MatmulAllReduceOp) -> OpWork:
+    """What an MC2 matmul + all-reduce asks of the device: a collective (its ring time on the
+    link, in its mode, over the result's bytes on each rank) fused with a matmul on the cube
+    (`OpWork.cube_flops`, its operands and result moved once), the two overlapped tile by
+    tile (`timing.comm_ns`)."""
+    first = op.input.type
+    return OpWork(
+        engine="comm",
+        bytes=op.bytes_moved(),
+        dtype=_dtype(first, CUBE_DTYPES),
+        collective=op.COLLECTIVE,
+        group_size=op.group_size,
+        comm_bytes=tensor_bytes(op.result.type),
+        mode=op.mode,
+        cube_flops=op.flops(),
     )

@@ -1018,6 +1018,19 @@ def _moe_finalize_routing(inputs: list[Array], attrs: KernelAttrs) -> list[Array
     return [_convert(out, _result_dtype(attrs, 0, expanded.dtype))]
 
 
+@_register("npu.matmul_all_reduce", 2)
+def _matmul_all_reduce(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    # A collective: both operands carry the group's leading rank axis.
+    x, w = inputs
+    if x.ndim != 3 or w.ndim != 3 or x.shape[0] != w.shape[0]:
+        raise ValueError(f"expects [G, M, K] and [G, K, N] rank stacks, got {x.shape}, {w.shape}")
+    _group(x, attrs, split=False)
+    products = np.matmul(x.astype(_acc_dtype(x.dtype)), w.astype(_acc_dtype(w.dtype)))
+    total = np.sum(products, axis=0)
+    out = np.broadcast_to(total, products.shape)
+    return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
 # ------------------------------------------------------------------- input generation
 
 # Operand positions that must be drawn positive for the op to be defined on them.

@@ -85,6 +85,9 @@ Mode ``"sdma"`` moves data with the DMA engines and holds no compute cores; mode
 drives the copy from vector cores, which it holds for the whole op. Assumption: both modes
 see the same link time, since the link, not the issuing engine, is the bottleneck.
 
+An MC2 kernel (`npu.matmul_all_reduce`) fuses a matmul with its collective and overlaps
+the two tile by tile: it takes the longer of its ring time and its matmul (`comm_ns`).
+
 Hand calculations on the ``tiny`` preset
 ----------------------------------------
 ``tiny`` has 2 cube and 4 vector cores, 1 FLOP/ns per core for f16 (cube and vector), HBM and
@@ -128,6 +131,7 @@ __all__ = [
     "block_ns",
     "collective_ns",
     "collective_task_ns",
+    "comm_ns",
     "compute_bound",
     "duration_ns",
     "event_cost",
@@ -219,7 +223,7 @@ def task_ns(hw: Hardware, work: OpWork, cores: int, hbm_share: float = 1.0) -> i
 def collective_task_ns(hw: Hardware, work: OpWork) -> int:
     """A collective's run, launch included: its ring time, whatever cores it holds."""
     assert work.collective is not None, "collective_task_ns needs a comm op's work"
-    return launch_cost(hw) + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
+    return launch_cost(hw) + comm_ns(hw, work)
 
 
 def solo_task_ns(hw: Hardware, work: OpWork) -> int:
@@ -273,8 +277,7 @@ def duration_ns(hw: Hardware, work: OpWork, cores: int, hbm_share: float = 1.0) 
             raise ValueError(f"aiv collective needs 1..{hw.vector_cores} vector cores, got {cores}")
         if cores < 0:
             raise ValueError(f"core count must be non-negative, got {cores}")
-        assert work.collective is not None  # guaranteed by OpWork validation
-        return collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
+        return comm_ns(hw, work)
 
     available = hw.cores(work.engine)
     if not 1 <= cores <= available:
@@ -302,6 +305,22 @@ def _paired_vector_ns(hw: Hardware, work: OpWork, cube_cores: int) -> Fraction:
     vector_cores = cube_cores * paired_vector_cores(hw)
     rate = hw.flops_per_core("vector", work.dtype)
     return Fraction(work.vector_flops * NS_PER_S, vector_cores * rate)
+
+
+def comm_ns(hw: Hardware, work: OpWork) -> int:
+    """A collective's time without its launch: its ring time (`collective_ns`), or for an MC2
+    kernel (`OpWork.cube_flops`) the longer of that and its matmul, which it overlaps tile
+    by tile.  The matmul runs on every cube core with all of HBM (assumption: the MC2 kernel
+    is launched on every AI Core; the simulator holds no cube core for it, as for any
+    collective, so a cube op beside it is not slowed)."""
+    assert work.collective is not None  # guaranteed by OpWork validation
+    ring = collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
+    if not work.cube_flops:
+        return ring
+    rate = hw.flops_per_core("cube", work.dtype if work.dtype in hw.cube_flops else "f32")
+    compute = Fraction(work.cube_flops * NS_PER_S, hw.cube_cores * rate)
+    memory = Fraction(work.bytes * NS_PER_S, hw.hbm_bandwidth)
+    return max(ring, math.ceil(max(compute, memory)))
 
 
 def collective_ns(hw: Hardware, collective: str, group_size: int, comm_bytes: int) -> int:

@@ -26,6 +26,7 @@ from npuir.dialects import npu
 from npuir.dialects.npu_fused import (
     FusionAttentionOp,
     GroupedMatmulOp,
+    MatmulAllReduceOp,
     MoeFinalizeRoutingOp,
     MoeGatingTopkSoftmaxOp,
     MoeInitRoutingOp,
@@ -180,3 +181,28 @@ def test_rms_norm_is_costed_as_the_fused_kernel() -> None:
     steps = [square, mean, build(npu.AddOp, rows, rows), build(npu.RsqrtOp, rows)]
     steps += [build(npu.MulOp, x, t(64, 1)), build(npu.MulOp, x, gamma)]
     assert ns(fused) < sum(ns(op) for op in steps)
+
+
+def test_mc2_overlaps_its_matmul_with_its_all_reduce() -> None:
+    x, w = t(256, 2048), t(2048, 1024)
+    mc2 = build(MatmulAllReduceOp, x, w, group_size=IntegerAttr(2, i64))
+    matmul = build(npu.MatmulOp, x, w)
+    reduce = build(npu.AllReduceOp, t(256, 1024), group_size=IntegerAttr(2, i64))
+    work = op_work(mc2, B2)
+    assert work.engine == "comm" and work.collective == "all_reduce"
+    assert work.cube_flops == op_work(matmul, B2).flops
+    parts = [solo_duration_ns(B2, op_work(op, B2)) for op in (matmul, reduce)]
+    assert max(parts) <= solo_duration_ns(B2, work) < sum(parts)
+
+
+def test_core_limits_act_on_mc2_in_aiv_mode_only() -> None:
+    from xdsl.dialects.builtin import StringAttr
+
+    from npuir.analysis.core_limits import engines_used, limit_has_no_effect
+
+    x, w = t(64, 32), t(32, 16)
+    aiv = build(MatmulAllReduceOp, x, w, group_size=IntegerAttr(2, i64), mode=StringAttr("aiv"))
+    sdma = build(MatmulAllReduceOp, x, w, group_size=IntegerAttr(2, i64))
+    assert isinstance(aiv, npu.NpuOp) and isinstance(sdma, npu.NpuOp)
+    assert engines_used(aiv) == ("vector",) and limit_has_no_effect(aiv, "vector") is None
+    assert limit_has_no_effect(sdma, "vector") is not None

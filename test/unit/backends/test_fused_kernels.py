@@ -177,3 +177,17 @@ def test_moe_init_routing_refuses_rows_that_are_no_numbering() -> None:
     rows = np.array([[0, 0], [1, 1]], np.int32)
     with pytest.raises(KernelError, match="once each"):
         run("npu.moe_init_routing", x, rows, rows)
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_matmul_all_reduce_sums_the_ranks_products(dtype: str) -> None:
+    # A collective kernel sees the whole group: each operand has a leading rank axis.
+    g = torch.Generator().manual_seed(13)
+    td = DTYPES[dtype]
+    x = torch.randn(4, 6, 8, generator=g).to(td)  # 4 ranks, each its [6, 8] slice of K
+    w = torch.randn(4, 8, 5, generator=g).to(td)
+    expected = torch.einsum("rmk,rkn->mn", x.float(), w.float()).to(td)
+    (out,) = run("npu.matmul_all_reduce", x, w, group_size=4)
+    assert out.shape == (4, 6, 5)
+    for rank in range(4):
+        close(out[rank], expected, dtype)
