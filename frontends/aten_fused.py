@@ -37,7 +37,13 @@ from npuir.dialects.npu_fused import (
 from npuir.frontends.torchair import Tensor, ops
 from npuir.frontends.torchair.npu_standin import attention_form
 
-__all__ = ["handlers"]
+__all__ = ["OPERATORS", "handlers"]
+
+OPERATORS = ("aten.", "npu.", "transformers.")
+"""Namespaces of the operators an import maps: ATen's, torch_npu's (`npu`) and transformers'
+custom ops.  A form of one that its mapping refuses is an `npu.opaque` (or, under
+`torch.compile`, runs eagerly), as an operator without a mapping is; `air.` scope markers
+are not operators."""
 
 
 class Importing(Protocol):

@@ -551,7 +551,7 @@ class _Importer:
                 self.env[node] = self.decompose(node, handlers)
             elif handler is None:
                 self.env[node] = self.opaque_op(node)
-            elif self.strict or not _target_name(node.target).startswith("aten."):
+            elif self.strict or not _target_name(node.target).startswith(aten_fused.OPERATORS):
                 self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
             else:
                 try:

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp  # noqa: E402
 
 import npuir  # noqa: E402
 import npuir.torchair  # noqa: E402  (installs the torch_npu stand-ins)
-from npuir.diagnostics import DiagnosticError  # noqa: E402
+from npuir.diagnostics import DiagnosticEngine, DiagnosticError  # noqa: E402
 from npuir.driver.run import RunConfig, output_arrays, run_program  # noqa: E402
 from npuir.frontends.torch import example_inputs, import_exported_program  # noqa: E402
 
@@ -197,14 +197,34 @@ def test_torch_npu_moe_imports_without_an_opaque_op(tmp_path: Path) -> None:
     assert max(errors) <= 1
 
 
-def test_an_output_npuir_does_not_compute_is_refused() -> None:
-    class Rstd(nn.Module):
-        def forward(self, x: Any, g: Any) -> Any:
-            return NPU.npu_rms_norm(x, g)[1]
+class Rstd(nn.Module):
+    """Reads an output of `npu_rms_norm` that npuir does not compute."""
 
+    def forward(self, x: Any, g: Any) -> Any:
+        y, rstd = NPU.npu_rms_norm(x, g)
+        return torch.relu(y) * rstd
+
+
+def test_an_output_npuir_does_not_compute_is_an_unmapped_form() -> None:
     ep = torch.export.export(Rstd(), (torch.randn(2, 4), torch.randn(4)))
     with pytest.raises(DiagnosticError, match="first output"):
-        import_exported_program(ep)
+        import_exported_program(ep, strict=True)
+    quiet = DiagnosticEngine()
+    module = import_exported_program(ep, diagnostics=quiet)
+    assert "npu.opaque" in ops_of(module)
+    (warning,) = quiet.emitted
+    assert warning.kind == "torch.unmapped-form" and "first output" in warning.message
+
+
+def test_under_compile_it_runs_eagerly_and_the_rest_on_npuir() -> None:
+    import npuir.torchair as tng
+
+    x, g = torch.randn(4, 16), torch.randn(16)
+    torch._dynamo.reset()
+    compiled = torch.compile(Rstd(), backend=tng.get_npu_backend(), fullgraph=True)
+    with pytest.warns(UserWarning, match="npu_rms_norm's first output"):
+        got = compiled(x, g)
+    torch.testing.assert_close(got, Rstd()(x, g))
 
 
 def test_the_stand_ins_refuse_forms_npuir_does_not_take() -> None:
