@@ -72,6 +72,7 @@ from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign, permu
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo, build_program
 from npuir.api import print_ir
 from npuir.backends.npu import timing
+from npuir.backends.npu.estimates import estimated_ops
 from npuir.backends.npu.explain import Explanation, compare, explain
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.memory import program_memory
@@ -90,7 +91,6 @@ from npuir.driver.run import (
     Timed,
     entries_and_shapes,
     entry_names,
-    estimated_ops,
     time_program,
     timing_function,
 )

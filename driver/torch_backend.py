@@ -65,6 +65,7 @@ from xdsl.dialects.func import FuncOp
 
 from npuir.analysis.program import Program
 from npuir.api import print_ir
+from npuir.backends.npu.estimates import estimated_ops
 from npuir.backends.npu.explain import compare, explain
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.simulator import SimResult
@@ -77,7 +78,7 @@ from npuir.diagnostics import (
     SourceLocation,
 )
 from npuir.dialects import gear, npu
-from npuir.driver.run import RunConfig, estimated_ops, run_program
+from npuir.driver.run import RunConfig, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
 from npuir.frontends.torch import import_fx_graph, node_location

@@ -72,6 +72,7 @@ from npuir.diagnostics import (
 )
 from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
+from npuir.frontends import aten_fused
 from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, read_pt2
 from npuir.frontends.pt2_graph import Graph as Pt2Graph
 from npuir.frontends.pt2_graph import Node as Pt2Node
@@ -551,7 +552,7 @@ class _Importer:
                 self.env[node] = self.decompose(node, handlers)
             elif handler is None:
                 self.env[node] = self.opaque_op(node)
-            elif self.strict or not _target_name(node.target).startswith("aten."):
+            elif self.strict or not _target_name(node.target).startswith(aten_fused.OPERATORS):
                 self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
             else:
                 try:
@@ -645,6 +646,7 @@ class _Importer:
             ),
         }
         table.update(importlib.import_module("npuir.frontends.aten_core").handlers(self))
+        table.update(aten_fused.handlers(self, UnsupportedOp))
         return table
 
     def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:
