@@ -1260,6 +1260,7 @@ def _as_strided(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     where = offset + sum((grid[d] * s for d, s in enumerate(strides)), np.zeros(sizes, _I64))
     return [_convert(flat[where], _result_dtype(attrs, 0, x.dtype))]
 
+
 # ----------------------------------------------------------- fused kernels (npu_fused)
 
 
