@@ -795,6 +795,7 @@ class _Importer:
         self.values: dict[tuple[str, int], SSAValue] = {}
         self.formats: dict[tuple[str, int], str] = {}
         self.infos: dict[tuple[str, int], TensorInfo] = {}
+        self.types: dict[TensorType[Attribute], TensorType[Attribute]] = {}
         self.fallbacks: dict[str, list[tuple[Node, str]]] = defaultdict(list)
 
     # -- checks and ordering -------------------------------------------------
@@ -864,7 +865,13 @@ class _Importer:
         if key not in self.infos:
             if index >= len(node.outputs):
                 raise _fail(node.location, NO_DESCRIPTOR, node=node.name, index=index)
-            self.infos[key] = tensor_info(node.outputs[index], node, index)
+            info = tensor_info(node.outputs[index], node, index)
+            # One object per type: the verifier's and the printer's caches are keyed by
+            # identity, and a dump repeats a few types over and over.
+            shared = self.types.setdefault(info.type, info.type)
+            if shared is not info.type:
+                info = TensorInfo(shared, info.format)
+            self.infos[key] = info
         return self.infos[key]
 
     def warn(self, location: SourceLocation | None, kind: Kind, /, **args: Any) -> None:
