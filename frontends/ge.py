@@ -42,9 +42,9 @@ import tomllib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -372,7 +372,15 @@ def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
             shown = str(d) if len(str(d)) <= 40 else str(d)[:37] + "..."
             raise _fail(where, DIM_RANGE, index=index, node=owner.name, dim=shown, limit=I64_MAX)
         shape.append(npu.DYN if d == -1 else d)
-    return TensorInfo(TensorType(_ELEMENT_TYPES[name], shape), fmt)
+    return TensorInfo(_tensor_type(name, tuple(shape)), fmt)
+
+
+@lru_cache(maxsize=4096)
+def _tensor_type(element: str, shape: tuple[int, ...]) -> TensorType[Attribute]:
+    """The tensor type of `shape` and the element type named `element`, made once: a
+    dump repeats a few types, and building one (with its checks) costs as much as the
+    rest of a small op's import."""
+    return TensorType(_ELEMENT_TYPES[element], list(shape))
 
 
 # --------------------------------------------------------------------------
@@ -439,6 +447,8 @@ class _OpBuild:
     types: list[TensorType[Attribute]]
     formats: list[str]
     emit: Callable[[Operation], Operation]
+    retyped: dict[tuple[object, ...], list[Attribute]]
+    """The importer's memo of the result types `make` builds ops with."""
 
     def op_class(self) -> type[npu.NpuOp]:
         assert self.rule.op is not None
@@ -454,14 +464,21 @@ class _OpBuild:
         cls = _NPU_OPS[name] if name is not None else self.op_class()
         args = list(self.operands if operands is None else operands)
         declared = list(self.types[: self.rule.outputs] if types is None else types)
-        op = cls.create(operands=args, result_types=declared, attributes=dict(attrs or {}))
+        attributes = dict(attrs or {})
         # A dump may declare an output element type the op does not compute (a precision
         # change GE applies at a later stage): build the op as it computes, cast afterwards.
-        inferred = op.infer_result_types([v.type for v in args])
-        retyped = [_with_element(d, i) for d, i in zip(declared, inferred)]
-        if retyped != declared:
-            op = cls.create(operands=args, result_types=retyped, attributes=dict(attrs or {}))
-        return self.emit(op)
+        # What the op computes depends on its class, operand types, declared types (reshape
+        # reads them) and attributes only: worked out once per such signature.
+        key = (cls, *[v.type for v in args], None, *declared, None, *attributes.items())
+        retyped = _memo_get(self.retyped, key)
+        if retyped is None:
+            op = cls.create(operands=args, result_types=declared, attributes=attributes)
+            inferred = op.infer_result_types([v.type for v in args])
+            retyped = [_with_element(d, i) for d, i in zip(declared, inferred)]
+            _memo_put(self.retyped, key, retyped)
+            if retyped == declared:
+                return self.emit(op)
+        return self.emit(cls.create(operands=args, result_types=retyped, attributes=attributes))
 
     def translated_attrs(self) -> dict[str, Attribute]:
         out: dict[str, Attribute] = {}
@@ -496,6 +513,24 @@ def _with_element(declared: Attribute, inferred: Attribute) -> Attribute:
     ):
         return TensorType(inferred.element_type, declared.get_shape())
     return declared
+
+
+_T = TypeVar("_T")
+
+
+def _memo_get(memo: dict[tuple[object, ...], _T], key: tuple[object, ...]) -> _T | None:
+    """`memo[key]`, None when absent or when `key` holds an unhashable attribute."""
+    try:
+        return memo.get(key)
+    except TypeError:
+        return None
+
+
+def _memo_put(memo: dict[tuple[object, ...], _T], key: tuple[object, ...], value: _T) -> None:
+    try:
+        memo[key] = value
+    except TypeError:
+        pass  # an unhashable attribute: worked out every time
 
 
 Builder = Callable[[_OpBuild], list[SSAValue]]
@@ -796,6 +831,9 @@ class _Importer:
         self.formats: dict[tuple[str, int], str] = {}
         self.infos: dict[tuple[str, int], TensorInfo] = {}
         self.types: dict[TensorType[Attribute], TensorType[Attribute]] = {}
+        self.retyped: dict[tuple[object, ...], list[Attribute]] = {}
+        self.verified: dict[tuple[object, ...], bool] = {}
+        self.filename_attr = StringAttr(filename)
         self.fallbacks: dict[str, list[tuple[Node, str]]] = defaultdict(list)
 
     # -- checks and ordering -------------------------------------------------
@@ -916,7 +954,10 @@ class _Importer:
 
     def location(self, node: Node) -> FileLineColLoc:
         loc = node.location
-        return FileLineColLoc(StringAttr(loc.filename), IntAttr(loc.line), IntAttr(loc.column))
+        name = self.filename_attr
+        if name.data != loc.filename:
+            name = StringAttr(loc.filename)
+        return FileLineColLoc(name, IntAttr(loc.line), IntAttr(loc.column))
 
     def run(self) -> ModuleOp:
         self.index_nodes()
@@ -1166,6 +1207,16 @@ class _Importer:
             self.values[(node.name, i)] = v
             self.formats[(node.name, i)] = info.format
 
+    def verify_op(self, op: Operation) -> None:
+        """`op.verify()`, once per signature: an npu op's checks read its class, operand
+        and result types and attributes only (as the verifier's memo relies on), not its
+        name in the dump."""
+        attrs = [(k, v) for k, v in op.attributes.items() if k != npu.OP_NAME]
+        key = (type(op), *op.operand_types, None, *op.result_types, None, *attrs)
+        if _memo_get(self.verified, key) is None:
+            op.verify()
+            _memo_put(self.verified, key, True)
+
     def try_rule(
         self,
         node: Node,
@@ -1185,7 +1236,7 @@ class _Importer:
 
         used = [i for i in range(len(node.outputs)) if self.users.get((node.name, i))]
         limit = rule.inputs if rule.inputs is not None else len(operands)
-        b = _OpBuild(node, rule, operands[:limit], types, formats, record)
+        b = _OpBuild(node, rule, operands[:limit], types, formats, record, self.retyped)
         reason = ""
         try:
             if any(i >= rule.outputs for i in used):
@@ -1194,14 +1245,14 @@ class _Importer:
                 raise _Fallback(f"{len(types)} output descriptor(s) for {rule.outputs} result(s)")
             results = BUILDERS.get(rule.builder or "", _generic)(b)
             for op in made:
-                op.verify()
+                self.verify_op(op)
             for i, (got, want) in enumerate(zip(results, types)):
-                if npu.compatible(want, got.type):
+                if got.type is want or npu.compatible(want, got.type):
                     continue
                 if _with_element(want, got.type) != got.type:
                     raise _Fallback(f"it gives {got.type} where the dump declares {want}")
                 results[i] = b.make("npu.cast", [got], [want]).results[0]
-                made[-1].verify()
+                self.verify_op(made[-1])
         except _Fallback as exc:
             reason = str(exc)
         except VerifyException as exc:
