@@ -831,6 +831,7 @@ class _Importer:
         self.formats: dict[tuple[str, int], str] = {}
         self.infos: dict[tuple[str, int], TensorInfo] = {}
         self.types: dict[TensorType[Attribute], TensorType[Attribute]] = {}
+        self.desc_infos: dict[int, tuple[object, TensorInfo]] = {}
         self.retyped: dict[tuple[object, ...], list[Attribute]] = {}
         self.verified: dict[tuple[object, ...], bool] = {}
         self.filename_attr = StringAttr(filename)
@@ -903,13 +904,23 @@ class _Importer:
         if key not in self.infos:
             if index >= len(node.outputs):
                 raise _fail(node.location, NO_DESCRIPTOR, node=node.name, index=index)
-            info = tensor_info(node.outputs[index], node, index)
+            desc = node.outputs[index]
+            # A descriptor whose text repeats one read before gives the same type (an error
+            # is worked out again, to be located at this one).
+            same = desc.text_key()
+            known = self.desc_infos.get(id(same)) if same is not None else None
+            if known is not None:
+                self.infos[key] = known[1]
+                return known[1]
+            info = tensor_info(desc, node, index)
             # One object per type: the verifier's and the printer's caches are keyed by
             # identity, and a dump repeats a few types over and over.
             shared = self.types.setdefault(info.type, info.type)
             if shared is not info.type:
                 info = TensorInfo(shared, info.format)
             self.infos[key] = info
+            if same is not None:
+                self.desc_infos[id(same)] = (same, info)
         return self.infos[key]
 
     def warn(self, location: SourceLocation | None, kind: Kind, /, **args: Any) -> None:
