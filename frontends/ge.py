@@ -330,7 +330,7 @@ class TensorInfo:
 
 def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
     """The IR type of one output descriptor; fractal layouts use origin_shape."""
-    where = _loc(owner.location.filename, desc.line, desc.column)
+    where = _loc(owner.filename, desc.line, desc.column)
     table = op_table()
     dtype = desc.get("dtype")
     if dtype is None:
@@ -343,7 +343,7 @@ def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
         known = ", ".join(sorted(table.dtypes))
         at = desc.entries("dtype")[-1]
         raise _fail(
-            _loc(owner.location.filename, at.line, at.column),
+            _loc(owner.filename, at.line, at.column),
             UNKNOWN_DTYPE,
             dtype=dtype,
             index=index,
@@ -949,7 +949,7 @@ class _Importer:
         if key != STREAM_LABEL and isinstance(raw, str):
             text = raw.strip()
             raw = int(text) if re.fullmatch(r"-?\d+", text) else _number_or_text(text)
-        where = _loc(node.location.filename, value.line, value.column)
+        where = _loc(node.filename, value.line, value.column)
         if isinstance(raw, int) and not I64_MIN <= raw <= I64_MAX:
             raise _fail(where, OUT_OF_I64, key=key, node=node.name, value=raw)
         try:
@@ -964,11 +964,10 @@ class _Importer:
     # -- building ---------------------------------------------------------------
 
     def location(self, node: Node) -> FileLineColLoc:
-        loc = node.location
         name = self.filename_attr
-        if name.data != loc.filename:
-            name = StringAttr(loc.filename)
-        return FileLineColLoc(name, IntAttr(loc.line), IntAttr(loc.column))
+        if name.data != node.filename:
+            name = StringAttr(node.filename)
+        return FileLineColLoc(name, IntAttr(node.line), IntAttr(node.column))
 
     def run(self) -> ModuleOp:
         self.index_nodes()

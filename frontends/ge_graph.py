@@ -47,28 +47,45 @@ NOT_A_DUMP = Kind(
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
-@dataclass(frozen=True)
+# Edges and nodes are slotted and keep their positions as numbers (a location is made
+# when asked for): a 10^6-op dump holds millions of them.
+
+
+@dataclass(frozen=True, slots=True)
 class Edge:
-    """One `input:` of a node: output `index` of `source`, or a control edge."""
+    """One `input:` of a node: output `index` of `source`, or a control edge; where the
+    `input:` stands."""
 
     source: str
     index: int
     control: bool
-    location: SourceLocation
+    filename: str
+    line: int
+    column: int
+
+    @property
+    def location(self) -> SourceLocation:
+        return SourceLocation(self.filename, self.line, self.column)
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
-    """One GE op, whichever dump shape it came from."""
+    """One GE op, whichever dump shape it came from; where its block stands."""
 
     name: str
     type: str
-    location: SourceLocation
+    filename: str
+    line: int
+    column: int
     order: int
     inputs: list[Edge] = field(default_factory=list[Edge])
     controls: list[Edge] = field(default_factory=list[Edge])
     attrs: dict[str, Message] = field(default_factory=dict[str, Message])
     outputs: list[Message] = field(default_factory=list[Message])
+
+    @property
+    def location(self) -> SourceLocation:
+        return SourceLocation(self.filename, self.line, self.column)
 
     def attr(self, key: str) -> Message | None:
         return self.attrs.get(key)
@@ -83,7 +100,7 @@ class Node:
         if not isinstance(raw, int):
             return None
         if not I64_MIN <= raw <= I64_MAX:
-            where = loc(self.location.filename, value.line, value.column)
+            where = loc(self.filename, value.line, value.column)
             raise fail(where, OUT_OF_I64, key=key, node=self.name, value=raw)
         return raw
 
@@ -132,27 +149,30 @@ def fail(location: SourceLocation | None, kind: Kind, /, **args: Any) -> Diagnos
     return DiagnosticError(Diagnostic.of("error", kind, location, **args))
 
 
-def _edge(text: str, location: SourceLocation) -> Edge | None:
+_OUTPUT_INDEX = re.compile(r"-?\d+")
+
+
+def _edge(text: str, filename: str, line: int, column: int) -> Edge | None:
     """`"op:k"`, `"op"` (output 0), `"op:-1"` / `"^op"` (control), `""` (none)."""
     text = text.strip()
     if not text:
         return None
     if text.startswith("^"):
-        return Edge(text[1:], -1, True, location)
+        return Edge(text[1:], -1, True, filename, line, column)
     name, sep, index = text.rpartition(":")
-    if sep and re.fullmatch(r"-?\d+", index):
+    if sep and _OUTPUT_INDEX.fullmatch(index):
         k = int(index)
         if k < -1:
-            raise fail(location, NEGATIVE_OUTPUT, input=text, index=k)
-        return Edge(name, k, k == -1, location)
-    return Edge(text, 0, False, location)
+            raise fail(loc(filename, line, column), NEGATIVE_OUTPUT, input=text, index=k)
+        return Edge(name, k, k == -1, filename, line, column)
+    return Edge(text, 0, False, filename, line, column)
 
 
 def _add_inputs(node: Node, msg: Message, filename: str) -> None:
     for entry in msg.entries("input"):
         if not isinstance(entry.value, str):
             raise fail(loc(filename, entry.line, entry.column), INPUT_NOT_STRING)
-        edge = _edge(entry.value, loc(filename, entry.line, entry.column))
+        edge = _edge(entry.value, filename, entry.line, entry.column)
         if edge is not None:
             (node.controls if edge.control else node.inputs).append(edge)
 
@@ -174,9 +194,7 @@ def _text_of(node_msg: Message, key: str) -> str:
 
 def _op_node(msg: Message, order: int, filename: str) -> Node:
     """A GE OpDef (`op { name type input attr input_desc output_desc }`)."""
-    node = Node(
-        _text_of(msg, "name"), _text_of(msg, "type"), loc(filename, msg.line, msg.column), order
-    )
+    node = Node(_text_of(msg, "name"), _text_of(msg, "type"), filename, msg.line, msg.column, order)
     _add_inputs(node, msg, filename)
     node.attrs = attr_map(msg)
     node.outputs = list(msg.messages("output_desc"))
@@ -185,9 +203,7 @@ def _op_node(msg: Message, order: int, filename: str) -> Node:
 
 def _node_node(msg: Message, order: int, filename: str) -> Node:
     """A TorchAir pbtxt NodeDef: every attribute value is GE text in one string."""
-    node = Node(
-        _text_of(msg, "name"), _text_of(msg, "op"), loc(filename, msg.line, msg.column), order
-    )
+    node = Node(_text_of(msg, "name"), _text_of(msg, "op"), filename, msg.line, msg.column, order)
     _add_inputs(node, msg, filename)
     for a in msg.messages("attr"):
         key, value = a.get("key"), a.get("value")

@@ -605,7 +605,29 @@ def _read_fast(text: str, share: bool = False) -> Message:
             return "".join([unescape(part[1:-1]) for part in parts]), after
         raise _NotFast
 
+    simple = _SIMPLE_FIELD.match
     while True:
+        f = simple(text, pos)
+        if f is not None:
+            # The common field, on one line: one match, no separator, no tail.
+            start = f.start("key")
+            newlines = text.count("\n", pos, start)
+            if newlines:
+                line += newlines
+                line_start = text.rfind("\n", pos, start) + 1
+            name = f.group("key")
+            bucket = msg.fields.get(name)
+            if bucket is None:
+                bucket = msg.fields[name] = []
+            value = f.group("s")
+            if value is None:
+                value = f.group("q")
+                if value is None:
+                    digits = f.group("int")
+                    value = _ident(f.group("word")) if digits is None else int(digits)
+            bucket.append(Entry(value, line, start - line_start + 1))
+            pos = f.end()
+            continue
         m = match(text, pos)
         if m is None:
             at = _SKIPPED.match(text, pos).end()  # type: ignore[union-attr]
@@ -705,6 +727,15 @@ def _read_fast(text: str, share: bool = False) -> Message:
             pos = sep.end()
 
 
+_SIMPLE_FIELD = re.compile(
+    _SKIP
+    + r"""(?P<key>[A-Za-z_][A-Za-z0-9_]*)[ \t]*+:[ \t]*+"""
+    + r"""(?:"(?P<s>[^"\\\n]*)"|'(?P<q>[^'\\\n]*)'|(?P<int>-?\d{1,18})|(?P<word>[A-Za-z_][A-Za-z0-9_]*))"""
+    + r"(?=[ \t\r\n]*+\}|[ \t\r\n]++[A-Za-z_]|[ \t\r\n]*+\Z)"
+)
+"""`name: value` with a string without escapes, a small integer or an identifier as its
+value, and a field name, a `}` or the end next (no separator, no string joined to it):
+read by `_read_fast` in one match."""
 _SEPARATOR = re.compile(_SKIP + "[,;]")
 """The separator that may end a field, after skipped text."""
 
