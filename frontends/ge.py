@@ -447,8 +447,9 @@ class _OpBuild:
     types: list[TensorType[Attribute]]
     formats: list[str]
     emit: Callable[[Operation], Operation]
-    retyped: dict[tuple[object, ...], list[Attribute]]
-    """The importer's memo of the result types `make` builds ops with."""
+    retyped: dict[tuple[object, ...], tuple[list[Attribute], object]]
+    """The importer's memo of the result types `make` builds ops with (and the types
+    their key names by identity)."""
 
     def op_class(self) -> type[npu.NpuOp]:
         assert self.rule.op is not None
@@ -469,13 +470,18 @@ class _OpBuild:
         # change GE applies at a later stage): build the op as it computes, cast afterwards.
         # What the op computes depends on its class, operand types, declared types (reshape
         # reads them) and attributes only: worked out once per such signature.
-        key = (cls, *[v.type for v in args], None, *declared, None, *attributes.items())
-        retyped = _memo_get(self.retyped, key)
-        if retyped is None:
+        # Types by identity (hashing one by value walks its shape), kept alive by the memo so
+        # that no other type takes the identity.
+        arg_types = [v.type for v in args]
+        key = (cls, *map(id, arg_types), None, *map(id, declared), None, *attributes.items())
+        known = _memo_get(self.retyped, key)
+        if known is not None:
+            retyped = known[0]
+        else:
             op = cls.create(operands=args, result_types=declared, attributes=attributes)
-            inferred = op.infer_result_types([v.type for v in args])
+            inferred = op.infer_result_types(arg_types)
             retyped = [_with_element(d, i) for d, i in zip(declared, inferred)]
-            _memo_put(self.retyped, key, retyped)
+            _memo_put(self.retyped, key, (retyped, (arg_types, declared)))
             if retyped == declared:
                 return self.emit(op)
         return self.emit(cls.create(operands=args, result_types=retyped, attributes=attributes))
@@ -832,8 +838,8 @@ class _Importer:
         self.infos: dict[tuple[str, int], TensorInfo] = {}
         self.types: dict[TensorType[Attribute], TensorType[Attribute]] = {}
         self.desc_infos: dict[int, tuple[object, TensorInfo]] = {}
-        self.retyped: dict[tuple[object, ...], list[Attribute]] = {}
-        self.verified: dict[tuple[object, ...], bool] = {}
+        self.retyped: dict[tuple[object, ...], tuple[list[Attribute], object]] = {}
+        self.verified: dict[tuple[object, ...], object] = {}
         self.filename_attr = StringAttr(filename)
         self.fallbacks: dict[str, list[tuple[Node, str]]] = defaultdict(list)
 
@@ -1222,10 +1228,12 @@ class _Importer:
         and result types and attributes only (as the verifier's memo relies on), not its
         name in the dump."""
         attrs = [(k, v) for k, v in op.attributes.items() if k != npu.OP_NAME]
-        key = (type(op), *op.operand_types, None, *op.result_types, None, *attrs)
+        types = (op.operand_types, op.result_types)
+        # Types by identity, kept alive by the memo (as in `_OpBuild.make`).
+        key = (type(op), *map(id, types[0]), None, *map(id, types[1]), None, *attrs)
         if _memo_get(self.verified, key) is None:
             op.verify()
-            _memo_put(self.verified, key, True)
+            _memo_put(self.verified, key, types)
 
     def try_rule(
         self,

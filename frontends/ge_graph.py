@@ -12,6 +12,7 @@ and the location of its block.  Nothing here builds IR; stage three
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,21 +235,56 @@ def _parse_inner(text: str, where: SourceLocation, key: str) -> Message:
         ) from None
 
 
+def _converter(filename: str) -> Callable[[tuple[str, ...], Message], object]:
+    """Each op or node as the reader completes it (its block's messages are then freed):
+    a 10^6-op dump would otherwise hold every block's messages at once.  A block that
+    does not convert stays a message, converted again (and refused) in file order once
+    the whole text has parsed: a syntax error anywhere comes first, as without this."""
+
+    def convert(path: tuple[str, ...], msg: Message) -> object:
+        try:
+            if path in (("op",), ("graph", "op")):
+                return _op_node(msg, 0, filename)
+            if path == ("node",):
+                return _node_node(msg, 0, filename)
+        except DiagnosticError:
+            pass
+        return msg
+
+    return convert
+
+
+def _nodes(
+    parent: Message, field: str, make: Callable[[Message, int, str], Node], filename: str
+) -> list[Node]:
+    """The nodes of `field` in `parent`, in file order, those still messages made now."""
+    nodes: list[Node] = []
+    for entry in parent.entries(field):
+        value = entry.value
+        if isinstance(value, Message):
+            value = make(value, len(nodes), filename)
+        elif not isinstance(value, Node):
+            continue  # a scalar of that name
+        value.order = len(nodes)
+        nodes.append(value)
+    return nodes
+
+
 def read_graphs(text: str, filename: str) -> list[Graph]:
     """Every graph in a dump, whichever of the three shapes it has."""
-    top = parse(text, filename)
+    top = parse(text, filename, convert=_converter(filename))
     # pbtxt dumps carry no graph name: the file's stem names the function then.
     stem = re.sub(r"\W", "_", Path(filename).stem) or "main"
     if top.fields.get("graph"):
         graphs = []
         for g in top.messages("graph"):
-            nodes = [_op_node(m, i, filename) for i, m in enumerate(g.messages("op"))]
+            nodes = _nodes(g, "op", _op_node, filename)
             graphs.append(Graph(_text_of(g, "name") or stem, nodes))
         return graphs
     if top.fields.get("op"):
-        nodes = [_op_node(m, i, filename) for i, m in enumerate(top.messages("op"))]
+        nodes = _nodes(top, "op", _op_node, filename)
         return [Graph(_text_of(top, "name") or stem, nodes)]
     if top.fields.get("node"):
-        nodes = [_node_node(m, i, filename) for i, m in enumerate(top.messages("node"))]
+        nodes = _nodes(top, "node", _node_node, filename)
         return [Graph(_text_of(top, "name") or stem, nodes)]
     raise fail(loc(filename, 1, 1), NOT_A_DUMP)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -558,7 +558,12 @@ class _Shared:
         return hit
 
 
-def _read_fast(text: str, share: bool = False) -> Message:
+Convert = Callable[[tuple[str, ...], Message], Any]
+"""What `parse` calls as each message one or two levels deep is complete, with the field
+names leading to it; what it returns stands in the message's place."""
+
+
+def _read_fast(text: str, share: bool = False, convert: Convert | None = None) -> Message:
     """The grammar's language, read with the lexer's token pattern by a loop that builds
     the messages directly, in time linear in the text.
 
@@ -566,7 +571,7 @@ def _read_fast(text: str, share: bool = False) -> Message:
     `.mlir` -- so valid text takes this path; text it refuses (`_NotFast`) is read again
     by lark, which says where and why, so every error message stays lark's.
 
-    With `share`, a block nested in a top-level message (a tensor descriptor, an
+    `convert`: see `parse`.  With `share`, a block nested in a top-level message (a tensor descriptor, an
     attribute) whose text repeats one met twice before is not read again: it becomes a
     `_Placed` message on the template read from that text.
     """
@@ -575,7 +580,8 @@ def _read_fast(text: str, share: bool = False) -> Message:
     next_string = _NEXT_STRING.match
     root = Message(1, 1)
     # The open messages, innermost last, each with the punctuation that closes it.
-    stack: list[tuple[Message, str]] = [(root, "")]
+    # ... with its name and its entry in its parent (where `convert` puts what it gives).
+    stack: list[tuple[Message, str, str, Entry | None]] = [(root, "", "", None)]
     msg = root
     pos, end = 0, len(text)
     line, line_start = 1, 0
@@ -645,8 +651,11 @@ def _read_fast(text: str, share: bool = False) -> Message:
             closer = m.group("punct")
             if closer != stack[-1][1]:
                 raise _NotFast
-            stack.pop()
+            done, _, done_name, done_entry = stack.pop()
             msg = stack[-1][0]
+            if convert is not None and len(stack) <= 2 and done_entry is not None:
+                path = (done_name,) if len(stack) == 1 else (stack[-1][2], done_name)
+                done_entry.value = convert(path, done)
             pos = m.end()
         elif kind in ("name", "colon", "open"):
             name = m.group("name")
@@ -676,8 +685,9 @@ def _read_fast(text: str, share: bool = False) -> Message:
                         start = pos  # the newlines are counted
                 else:
                     child = Message(line, column)
-                    bucket.append(Entry(child, line, column))
-                    stack.append((child, "}" if opener == "{" else ">"))
+                    entry = Entry(child, line, column)
+                    bucket.append(entry)
+                    stack.append((child, "}" if opener == "{" else ">", name, entry))
                     msg = child
                     pos = m.end()
                     continue  # a message's opener ends no field
@@ -740,15 +750,23 @@ _SEPARATOR = re.compile(_SKIP + "[,;]")
 """The separator that may end a field, after skipped text."""
 
 
-def parse(text: str, filename: str, line_offset: int = 0) -> Message:
+def parse(
+    text: str, filename: str, line_offset: int = 0, convert: Convert | None = None
+) -> Message:
     """Parse protobuf text into its top-level `Message`; errors are located in `filename`.
 
     `line_offset` shifts reported lines, for text that starts inside another file.
+    `convert(path, message)`, when given, may be called as each message one or two levels
+    deep is complete (`path`: the field names leading to it, `("op",)` or `("graph",
+    "op")`), and what it returns stands in the message's place: a reader that turns
+    each record of a large file into its own object as it goes holds one record's
+    messages at a time, not the whole file's.  It must not raise; on text the fast reader
+    leaves to lark it is not called (the caller converts what is still a message).
     """
     try:
         with collector_paused():
             try:
-                return _read_fast(text, share=True)
+                return _read_fast(text, share=True, convert=convert)
             except _NotFast:
                 pass
             return _parser().parse(text)  # type: ignore[return-value]
