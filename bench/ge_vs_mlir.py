@@ -16,8 +16,8 @@ seconds, peak RSS):
 - the `.mlir` route: `npuir-opt CHAIN.mlir -o OUT` (parse, verify, print).
 
 It prints both and their ratios (GE over `.mlir`); the target is at most 2x in both.
-A third row, `npuir-opt` reading the import's own output (op names and locations on
-every op), shows what a user pays to re-read an imported program.  Run it on an idle
+With `--reread`, a third row, `npuir-opt` reading the import's own output (op names and
+locations on every op), shows what a user pays to re-read an imported program.  Run it on an idle
 machine: CPU time is what other processes disturb least, but not at all.
 """
 
@@ -57,21 +57,29 @@ def measure(argv: list[str]) -> tuple[float, float]:
     return float(cpu), int(rss) / 1024
 
 
-def compare(n: int, directory: Path) -> dict[str, tuple[float, float]]:
+def compare(n: int, directory: Path, reread: bool) -> dict[str, tuple[float, float]]:
+    """Each route's CPU seconds and peak MB, printed as each is measured."""
     dump, mlir, out = directory / f"chain{n}.txt", directory / f"chain{n}.mlir", directory / "out"
     dump.write_text(ge_chain_text(n))
     mlir.write_text(chain(n))
-    rows = {
-        "npuir-import (GE dump)": measure(
-            [str(BIN / "npuir-import"), str(dump), "-o", f"{out}.ge"]
-        ),
-        "npuir-opt (.mlir)": measure([str(BIN / "npuir-opt"), str(mlir), "-o", f"{out}.mlir"]),
-        "npuir-opt (import's output)": measure(
-            [str(BIN / "npuir-opt"), f"{out}.ge", "-o", f"{out}.rt"]
-        ),
+    runs = {
+        "npuir-import (GE dump)": [str(BIN / "npuir-import"), str(dump), "-o", f"{out}.ge"],
+        "npuir-opt (.mlir)": [str(BIN / "npuir-opt"), str(mlir), "-o", f"{out}.mlir"],
     }
+    if reread:
+        runs["npuir-opt (import's output)"] = [
+            str(BIN / "npuir-opt"),
+            f"{out}.ge",
+            "-o",
+            f"{out}.rt",
+        ]
+    print(f"{n} ops{'':<26}{'CPU s':>9}{'peak MB':>9}", flush=True)
+    rows: dict[str, tuple[float, float]] = {}
+    for name, argv in runs.items():
+        cpu, mb = rows[name] = measure(argv)
+        print(f"  {name:<29}{cpu:>9.2f}{mb:>9.0f}", flush=True)
     for path in (dump, mlir, Path(f"{out}.ge"), Path(f"{out}.mlir"), Path(f"{out}.rt")):
-        path.unlink()
+        path.unlink(missing_ok=True)
     return rows
 
 
@@ -79,16 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", default="100000,1000000", help="comma-separated sizes")
     ap.add_argument("--keep", type=Path, help="write the programs here, not in a temp dir")
+    ap.add_argument(
+        "--reread", action="store_true", help="also time npuir-opt reading the import's output"
+    )
     args = ap.parse_args(argv)
     worst = 0.0
     with tempfile.TemporaryDirectory(prefix="npuir-ge-vs-mlir-") as scratch:
         directory = args.keep or Path(scratch)
         directory.mkdir(parents=True, exist_ok=True)
         for n in (int(x) for x in args.ops.split(",")):
-            rows = compare(n, directory)
-            print(f"{n} ops{'':<22}{'CPU s':>9}{'peak MB':>9}")
-            for name, (cpu, mb) in rows.items():
-                print(f"  {name:<29}{cpu:>9.2f}{mb:>9.0f}")
+            rows = compare(n, directory, args.reread)
             (ge_cpu, ge_mb), (ml_cpu, ml_mb) = list(rows.values())[:2]
             print(
                 f"  GE over .mlir: CPU {ge_cpu / ml_cpu:.2f}x, peak {ge_mb / ml_mb:.2f}x",
