@@ -252,6 +252,43 @@ def ge_chain_text(n: int) -> str:
     return "\n".join(parts) + "\n"
 
 
+_PB_DESC = '\'name: \\"{name}\\"\\ndtype: DT_FLOAT16\\nshape {{\\n  dim: 2048\\n  dim: 2048\\n}}\\nlayout: \\"ND\\"\\n\''
+
+
+def _pb_attr(key: str, value: str) -> str:
+    return f'  attr {{\n    key: "{key}"\n    value {{\n      s: {value}\n    }}\n  }}\n'
+
+
+def ge_chain_pbtxt(n: int) -> str:
+    """The chain of `ge_chain_text` as TorchAir's pbtxt dump (`node` blocks whose
+    descriptors are GE text in escaped strings, as `ge_writer.graph_text` writes them)."""
+    out_desc = _pb_attr("[o]y", _PB_DESC.format(name="y"))
+    in_descs = _pb_attr("[i]x1", _PB_DESC.format(name="x1")) + _pb_attr(
+        "[i]x2", _PB_DESC.format(name="x2")
+    )
+    parts = []
+    for i, name in enumerate(("x", "w")):
+        index = _pb_attr("index", f"'i: {i}\\n'")
+        parts.append(f'node {{\n  name: "{name}"\n  op: "Data"\n{index}{out_desc}}}')
+    prev = "x"
+    for i in range(n):
+        kind, other = ("MatMul", "w") if i % 2 == 0 else ("Add", "x")
+        parts.append(
+            f'node {{\n  name: "n{i}"\n  op: "{kind}"\n  input: "{prev}:0"\n'
+            f'  input: "{other}:0"\n{in_descs}{out_desc}}}'
+        )
+        prev = f"n{i}"
+    x = _pb_attr("[i]x", _PB_DESC.format(name="x"))
+    parts.append(f'node {{\n  name: "out"\n  op: "NetOutput"\n  input: "{prev}:0"\n{x}}}')
+    return "\n".join(parts) + "\n"
+
+
+def ge_chain_pb(d: Path, scale: int) -> list[str]:
+    p = d / "chain.pbtxt"
+    p.write_text(ge_chain_pbtxt(scale * 5000))
+    return [_tool("npuir-import"), str(p), "-o", str(d / "out.mlir")]
+
+
 def ge_chain(d: Path, scale: int) -> list[str]:
     p = d / "chain.txt"
     p.write_text(ge_chain_text(scale * 5000))
@@ -280,6 +317,7 @@ CASES = [
     Case("ge-huge-dims", ge_huge_dims, (0, 1)),
     Case("ge-deep", ge_deep, (1,)),
     Case("ge-chain", ge_chain, (0,)),
+    Case("ge-chain-pbtxt", ge_chain_pb, (0,)),
 ]
 
 

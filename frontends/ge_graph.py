@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
-from npuir.frontends.protobuf_text import Ident, Message, parse
+from npuir.frontends.protobuf_text import Ident, Message, parse, shared
 
 # A GE dump the importer refuses: one kind per reason, each `ge.invalid-dump.<what>`
 # (a consumer that only cares that the dump was refused matches the prefix).
@@ -222,10 +222,24 @@ def _node_node(msg: Message, order: int, filename: str) -> Node:
     return node
 
 
+_INNER: dict[str, Message] = {}
+"""The messages of the attribute strings read lately: a pbtxt dump repeats its tensor
+descriptors in every node (located in the string, so equal text reads the same)."""
+_INNER_KEPT = 4096
+
+
 def _parse_inner(text: str, where: SourceLocation, key: str) -> Message:
     """Parse the GE text held in a pbtxt attribute string; errors point at the string."""
+    known = _INNER.get(text)
+    if known is not None:
+        return shared(known)
     try:
-        return parse(text, "<attribute>")
+        message = parse(text, "<attribute>")
+        if len(text) <= 4096:
+            if len(_INNER) >= _INNER_KEPT:
+                del _INNER[next(iter(_INNER))]
+            _INNER[text] = message
+        return message
     except DiagnosticError as exc:
         inner = exc.diagnostic.location  # the parser locates every error
         line, column = (inner.line, inner.column) if inner is not None else (1, 1)

@@ -152,6 +152,12 @@ class _Placed(Message):
     __hash__ = None  # type: ignore[assignment]
 
 
+def shared(msg: Message) -> Message:
+    """A message equal to `msg`, built from it when its fields are asked for, whose
+    `text_key` is `msg`: what a caller reading one text many times hands out for each."""
+    return _Placed(msg.line, msg.column, msg, (1, 1))
+
+
 def _moved(line: int, column: int, line0: int, column0: int) -> tuple[int, int]:
     """A position in a template (from its body's start) at the body starting at
     `line0`:`column0`."""
