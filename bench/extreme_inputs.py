@@ -2,7 +2,8 @@
 
 `python bench/extreme_inputs.py [--scale S] [--only NAME,...] [--keep DIR]` writes each
 input below (huge splats, hex and listed constants, huge strings, deep literals, extreme
-integers, floats and dims, long chains; in `.mlir` and GE text), runs the tool that
+integers, floats and dims, long chains; in `.mlir`, GE text and pbtxt, and `.pt2`), runs
+the tool that
 reads it in a child process under an address-space limit, and checks:
 
 - the exit status is 0, 1 or 2 -- never 70 (an internal error) nor a signal -- and no
@@ -16,7 +17,8 @@ reads it in a child process under an address-space limit, and checks:
 minute on one core; 8 reaches the sizes of the review that found these: a 32 MB hex
 constant, a 30 MB string, 13.5 MB of listed elements, a 50 MB op name).  Exit status 1
 when any case misses its budget or ends badly.  `.pt2` archives are covered by
-test/unit/test_hostile_inputs.py and bench/fuzz.py.
+test/unit/test_hostile_inputs.py and bench/fuzz.py too; the `.pt2` cases here need torch
+(to export the archive they edit).
 """
 
 from __future__ import annotations
@@ -295,6 +297,59 @@ def ge_chain(d: Path, scale: int) -> list[str]:
     return [_tool("npuir-import"), str(p), "-o", str(d / "out.mlir")]
 
 
+def _pt2(d: Path, width: int, edit: Callable[[str], str] = lambda text: text) -> list[str]:
+    """A `torch.export` archive of `relu(linear(x))` (x 4x8, the weight 8 x `width` f32),
+    its program's JSON passed through `edit`."""
+    import zipfile
+
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.l = torch.nn.Linear(8, width)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.l(x))
+
+    made = d / "made.pt2"
+    torch.export.save(torch.export.export(Model(), (torch.randn(4, 8),)), str(made))
+    p = d / "model.pt2"
+    with zipfile.ZipFile(made) as src, zipfile.ZipFile(p, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith("models/model.json"):
+                data = edit(data.decode()).encode()
+            dst.writestr(info.filename, data)
+    made.unlink()
+    return [_tool("npuir-import"), str(p), "-o", str(d / "out.mlir")]
+
+
+def pt2_big_weight(d: Path, scale: int) -> list[str]:
+    return _pt2(d, scale * 128 * 1024)  # 4 MB of f32 weight per unit of scale
+
+
+def pt2_long_name(d: Path, scale: int) -> list[str]:
+    # The relu node and every reference to it.
+    return _pt2(d, 8, lambda text: text.replace('"relu"', '"' + "r" * (scale * 4 * MB) + '"'))
+
+
+def _x_sizes(text: str, sizes: str) -> str:
+    old = '"x": {"dtype": 7, "sizes": [{"as_int": 4}, {"as_int": 8}]'
+    assert old in text, "torch.export wrote x's sizes otherwise"
+    return text.replace(old, '"x": {"dtype": 7, "sizes": ' + sizes)
+
+
+def pt2_huge_dims(d: Path, scale: int) -> list[str]:
+    big = '{"as_int": 1000000000000}'
+    return _pt2(d, 8, lambda text: _x_sizes(text, f'[{big}, {{"as_int": 8}}]'))
+
+
+def pt2_big_int(d: Path, scale: int) -> list[str]:
+    big = '{"as_int": ' + "9" * 5000 + "}"
+    return _pt2(d, 8, lambda text: _x_sizes(text, f'[{big}, {{"as_int": 8}}]'))
+
+
 CASES = [
     Case("mlir-splat", mlir_splat, (0,)),
     Case("mlir-hex-splat", mlir_hex_splat, (0,)),
@@ -318,6 +373,10 @@ CASES = [
     Case("ge-deep", ge_deep, (1,)),
     Case("ge-chain", ge_chain, (0,)),
     Case("ge-chain-pbtxt", ge_chain_pb, (0,)),
+    Case("pt2-big-weight", pt2_big_weight, (0,)),
+    Case("pt2-long-name", pt2_long_name, (0, 1)),
+    Case("pt2-huge-dims", pt2_huge_dims, (0, 1)),
+    Case("pt2-big-int", pt2_big_int, (1,)),
 ]
 
 
