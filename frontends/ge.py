@@ -841,6 +841,7 @@ class _Importer:
         self.retyped: dict[tuple[object, ...], tuple[list[Attribute], object]] = {}
         self.verified: dict[tuple[object, ...], object] = {}
         self.filename_attr = StringAttr(filename)
+        self.columns: dict[int, IntAttr] = {}
         self.fallbacks: dict[str, list[tuple[Node, str]]] = defaultdict(list)
 
     # -- checks and ordering -------------------------------------------------
@@ -973,7 +974,11 @@ class _Importer:
         name = self.filename_attr
         if name.data != node.filename:
             name = StringAttr(node.filename)
-        return FileLineColLoc(name, IntAttr(node.line), IntAttr(node.column))
+        # Blocks open at a few columns: one IntAttr each.
+        column = self.columns.get(node.column)
+        if column is None:
+            column = self.columns[node.column] = IntAttr(node.column)
+        return FileLineColLoc(name, IntAttr(node.line), column)
 
     def run(self) -> ModuleOp:
         self.index_nodes()

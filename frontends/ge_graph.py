@@ -12,6 +12,7 @@ and the location of its block.  Nothing here builds IR; stage three
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,19 +155,20 @@ _OUTPUT_INDEX = re.compile(r"-?\d+")
 
 
 def _edge(text: str, filename: str, line: int, column: int) -> Edge | None:
-    """`"op:k"`, `"op"` (output 0), `"op:-1"` / `"^op"` (control), `""` (none)."""
+    """`"op:k"`, `"op"` (output 0), `"op:-1"` / `"^op"` (control), `""` (none).  The
+    source's name is interned: every input naming an op shares one string."""
     text = text.strip()
     if not text:
         return None
     if text.startswith("^"):
-        return Edge(text[1:], -1, True, filename, line, column)
+        return Edge(sys.intern(text[1:]), -1, True, filename, line, column)
     name, sep, index = text.rpartition(":")
     if sep and _OUTPUT_INDEX.fullmatch(index):
         k = int(index)
         if k < -1:
             raise fail(loc(filename, line, column), NEGATIVE_OUTPUT, input=text, index=k)
-        return Edge(name, k, k == -1, filename, line, column)
-    return Edge(text, 0, False, filename, line, column)
+        return Edge(sys.intern(name), k, k == -1, filename, line, column)
+    return Edge(sys.intern(text), 0, False, filename, line, column)
 
 
 def _add_inputs(node: Node, msg: Message, filename: str) -> None:
@@ -193,9 +195,17 @@ def _text_of(node_msg: Message, key: str) -> str:
     return value if isinstance(value, str) and not isinstance(value, Ident) else ""
 
 
+def _interned(node_msg: Message, key: str) -> str:
+    """`_text_of`, interned: an op's name is shared with the inputs naming it, and its
+    type with every op of that type (a 10^6-op dump holds millions of them)."""
+    return sys.intern(_text_of(node_msg, key))
+
+
 def _op_node(msg: Message, order: int, filename: str) -> Node:
     """A GE OpDef (`op { name type input attr input_desc output_desc }`)."""
-    node = Node(_text_of(msg, "name"), _text_of(msg, "type"), filename, msg.line, msg.column, order)
+    node = Node(
+        _interned(msg, "name"), _interned(msg, "type"), filename, msg.line, msg.column, order
+    )
     _add_inputs(node, msg, filename)
     node.attrs = attr_map(msg)
     node.outputs = list(msg.messages("output_desc"))
@@ -204,7 +214,7 @@ def _op_node(msg: Message, order: int, filename: str) -> Node:
 
 def _node_node(msg: Message, order: int, filename: str) -> Node:
     """A TorchAir pbtxt NodeDef: every attribute value is GE text in one string."""
-    node = Node(_text_of(msg, "name"), _text_of(msg, "op"), filename, msg.line, msg.column, order)
+    node = Node(_interned(msg, "name"), _interned(msg, "op"), filename, msg.line, msg.column, order)
     _add_inputs(node, msg, filename)
     for a in msg.messages("attr"):
         key, value = a.get("key"), a.get("value")
