@@ -1009,15 +1009,23 @@ class _Importer:
         block = Block(arg_types=arg_types)
         for n, arg in zip(args, block.args):
             self.values[(n.name, 0)] = arg
-            self.formats[(n.name, 0)] = self.info(n, 0).format
+            self.set_format((n.name, 0), self.info(n, 0).format)
 
-        # Which GE values are used by which op (data and control), to yield across scopes.
-        self.users: dict[tuple[str, int], list[str]] = defaultdict(list)
+        # Which GE values are used by which op (data and control), to yield across scopes:
+        # the one user's name, or a list of them (a list per value of a 10^6-op dump cost
+        # a hundred MB).
+        users: dict[tuple[str, int], str | list[str]] = {}
         for n in self.graph.nodes:
-            for e in n.inputs:
-                self.users[(e.source, e.index)].append(n.name)
-            for e in n.controls:
-                self.users[(e.source, 0)].append(n.name)
+            for e in [*n.inputs, *n.controls]:
+                k = (e.source, 0 if e.control else e.index)
+                known = users.get(k)
+                if known is None:
+                    users[k] = n.name
+                elif isinstance(known, str):
+                    users[k] = [known, n.name]
+                else:
+                    known.append(n.name)
+        self.users = users
 
         groups: list[tuple[_ScopeKey, list[Node]]] = []
         for n in body:
@@ -1135,8 +1143,7 @@ class _Importer:
             k
             for n in nodes
             for i in range(max(len(n.outputs), 1))
-            if (k := (n.name, i)) in self.values
-            and any(u not in names for u in self.users.get(k, ()))
+            if (k := (n.name, i)) in self.values and any(u not in names for u in self.users_of(k))
         ]
         escaping_values = [self.values[k] for k in escaping]
         types = [v.type for v in escaping_values]
@@ -1210,11 +1217,13 @@ class _Importer:
             if not operands:
                 raise _fail(node.location, IDENTITY_WITHOUT_INPUT, node=node.name)
             self.values[(node.name, 0)] = operands[0]
-            self.formats[(node.name, 0)] = formats[0] if formats else "ND"
+            self.set_format((node.name, 0), formats[0] if formats else "ND")
             self.summary.record(node.type, WAIT if waited else FORWARDED)
             return
 
         infos = [self.info(node, i) for i in range(len(node.outputs))]
+        for i in range(len(infos)):
+            del self.infos[(node.name, i)]  # asked for once more only for arguments
         types = [i.type for i in infos]
         results: list[SSAValue] | None = None
         if rule is not None:
@@ -1225,8 +1234,21 @@ class _Importer:
             became = OPAQUE if rule is None else FALLBACK
             self.summary.record(node.type, f"{WAIT} + {became}" if waited else became)
         for i, (v, info) in enumerate(zip(results, infos)):
-            self.values[(node.name, i)] = v
-            self.formats[(node.name, i)] = info.format
+            key = (node.name, i)
+            self.values[key] = v
+            self.set_format(key, info.format)
+
+    def set_format(self, key: tuple[str, int], fmt: str) -> None:
+        """The layout of a GE value; ND, the default, is not stored."""
+        if fmt != "ND":
+            self.formats[key] = fmt
+
+    def users_of(self, key: tuple[str, int]) -> Sequence[str]:
+        """The names of the ops reading the GE value `key`."""
+        known = self.users.get(key)
+        if known is None:
+            return ()
+        return [known] if isinstance(known, str) else known
 
     def verify_op(self, op: Operation) -> None:
         """`op.verify()`, once per signature: an npu op's checks read its class, operand
@@ -1257,7 +1279,7 @@ class _Importer:
             made.append(op)
             return emit(op)
 
-        used = [i for i in range(len(node.outputs)) if self.users.get((node.name, i))]
+        used = [i for i in range(len(node.outputs)) if (node.name, i) in self.users]
         limit = rule.inputs if rule.inputs is not None else len(operands)
         b = _OpBuild(node, rule, operands[:limit], types, formats, record, self.retyped)
         reason = ""
