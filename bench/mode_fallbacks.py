@@ -103,13 +103,18 @@ class ModeReport:
     outcomes: Counter[str] = field(default_factory=Counter)
     costs: list[float] = field(default_factory=list)
     """Per repaired or fallen-back program, kept makespan over the mode's own."""
+    vs_written: list[float] = field(default_factory=list)
+    """Per program the mode ran, its makespan over the written program's."""
     findings: list[str] = field(default_factory=list)
 
     def cost(self) -> tuple[float, float]:
-        if not self.costs:
-            return 1.0, 1.0
-        mean = math.exp(sum(math.log(c) for c in self.costs) / len(self.costs))
-        return mean, max(self.costs)
+        return _geomean_max(self.costs)
+
+
+def _geomean_max(ratios: list[float]) -> tuple[float, float]:
+    if not ratios:
+        return 1.0, 1.0
+    return math.exp(sum(math.log(c) for c in ratios) / len(ratios)), max(ratios)
 
 
 @dataclass
@@ -141,6 +146,7 @@ class Report:
                     "outcomes": dict(r.outcomes),
                     "cost_geomean": round(r.cost()[0], 4),
                     "cost_max": round(r.cost()[1], 4),
+                    "vs_written_geomean": round(_geomean_max(r.vs_written)[0], 4),
                     "findings": r.findings[:10],
                 }
                 for m, r in self.modes.items()
@@ -148,9 +154,9 @@ class Report:
         }
 
 
-def accept(gen: Generated) -> tuple[_Parsed, list[list[Any]]] | str:
-    """The parsed program and its reference outputs when `gen` passes `coreset-check` as
-    written and runs correctly, else why not."""
+def accept(gen: Generated) -> tuple[_Parsed, list[list[Any]], int] | str:
+    """The parsed program, its reference outputs and its makespan as written when `gen`
+    passes `coreset-check` as written and runs correctly, else why not."""
     try:
         parsed = _parse(gen)
         written = lower_and_run(parsed, "mode=user")
@@ -162,14 +168,21 @@ def accept(gen: Generated) -> tuple[_Parsed, list[list[Any]]] | str:
     reference = run_ranks(parsed.module, funcs, parsed.inputs)
     if not _same(written.outputs, reference):
         return "wrong as written"
-    return parsed, reference
+    return parsed, reference, written.makespan
 
 
 def check(
-    seed: int, parsed: _Parsed, reference: list[list[Any]], report: Report, keep: bool = True
+    seed: int,
+    parsed: _Parsed,
+    reference: list[list[Any]],
+    written: int,
+    report: Report,
+    keep: bool = True,
+    cost: bool = True,
 ) -> None:
     """Every placing mode on one accepted program (`keep`: with `keep-pair-rule`, its
-    default; without it, what the modes did before it)."""
+    default; without it, what the modes did before it; `cost`: measure what a repair or
+    fallback cost, one more lowering each)."""
     report.programs += 1
     for mode, base in MODES.items():
         options = base if keep else base + " keep-pair-rule=false"
@@ -193,12 +206,13 @@ def check(
             r.findings.append(f"seed {seed}: wrong")
             continue
         r.outcomes["ok"] += 1
+        r.vs_written.append(run.makespan / max(1, written))
         changed = False
         for kind, name in ((REPAIRED, "repaired"), (WRITTEN, "written"), (HAZARD, "hazard")):
             if kind in run.kinds:
                 r.outcomes[name] += 1
                 changed = changed or kind != HAZARD
-        if changed:
+        if changed and cost:
             own = lower_and_run(parsed, options + " keep-pair-rule=false", "{pair-rule=warning}")
             r.costs.append(run.makespan / max(1, own.makespan))
 
@@ -242,14 +256,15 @@ def main() -> int:
             f"({dict(report.skipped)}) in {report.seconds:.0f} s"
         )
         print(f"  {'mode':8} {'refused':>7} {'faults':>6} {'repaired':>8} {'written':>7} "
-              f"{'hazard':>6} {'cost (geomean, max)':>20}")
+              f"{'hazard':>6} {'cost (geomean, max)':>20} {'vs written':>10}")
         for mode, r in report.modes.items():
             o = r.outcomes
             faults = sum(o[f] for f in FAULTS if f != "refused")
             mean, most = r.cost()
             print(
                 f"  {mode:8} {o['refused']:7} {faults:6} {o['repaired']:8} {o['written']:7} "
-                f"{o['hazard']:6} {mean:10.3f} {most:9.3f}"
+                f"{o['hazard']:6} {mean:10.3f} {most:9.3f} "
+                f"{_geomean_max(r.vs_written)[0]:10.3f}"
             )
             for f in r.findings[:3]:
                 print(f"    {f}")
