@@ -122,9 +122,7 @@ class Report:
     programs: int = 0
     candidates: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
-    modes: dict[str, ModeReport] = field(
-        default_factory=lambda: {m: ModeReport() for m in MODES}
-    )
+    modes: dict[str, ModeReport] = field(default_factory=lambda: {m: ModeReport() for m in MODES})
     seconds: float = 0.0
 
     @property
@@ -230,8 +228,11 @@ def run(programs: int, seed: int = 0, progress: int = 0, keep: bool = True) -> R
         else:
             on_deep_stack(check, s, *got, report, keep)
             if progress and report.programs % progress == 0:
-                print(f"[{report.programs} programs, {time.perf_counter() - start:.0f} s]",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"[{report.programs} programs, {time.perf_counter() - start:.0f} s]",
+                    file=sys.stderr,
+                    flush=True,
+                )
         s += 1
     report.seconds = time.perf_counter() - start
     return report
@@ -243,7 +244,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     ap.add_argument(
-        "--no-keep", action="store_true", help="lower with keep-pair-rule=false (the modes before it)"
+        "--no-keep",
+        action="store_true",
+        help="lower with keep-pair-rule=false (the modes before it)",
     )
     ap.add_argument("--progress", type=int, default=0, help="a status line every N programs")
     args = ap.parse_args()
@@ -255,8 +258,10 @@ def main() -> int:
             f"{report.programs} programs accepted of {report.candidates} candidates "
             f"({dict(report.skipped)}) in {report.seconds:.0f} s"
         )
-        print(f"  {'mode':8} {'refused':>7} {'faults':>6} {'repaired':>8} {'written':>7} "
-              f"{'hazard':>6} {'cost (geomean, max)':>20} {'vs written':>10}")
+        print(
+            f"  {'mode':8} {'refused':>7} {'faults':>6} {'repaired':>8} {'written':>7} "
+            f"{'hazard':>6} {'cost (geomean, max)':>20} {'vs written':>10}"
+        )
         for mode, r in report.modes.items():
             o = r.outcomes
             faults = sum(o[f] for f in FAULTS if f != "refused")

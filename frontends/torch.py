@@ -816,7 +816,9 @@ class _Importer:
     def sum(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
         # Torch sums bool and integer tensors in int64 (its traced dtype): summing in int8
         # and casting after would wrap.
-        return ops.sum(self.cast(x, dtype if dtype is not None else self.traced_dtype()), dim, keepdim)
+        return ops.sum(
+            self.cast(x, dtype if dtype is not None else self.traced_dtype()), dim, keepdim
+        )
 
     def mean(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
         x = self.cast(x, dtype)

@@ -193,11 +193,7 @@ def _undo(assignment: Assignment, written: Assignment, streams: set[int]) -> Ass
     ]
     keep_tags = {info.tag for info in written.streams}
     used = set(stream_of) | {DEFAULT_STREAM}
-    kept = [
-        i
-        for i, info in enumerate(assignment.streams)
-        if i in used or info.tag in keep_tags
-    ]
+    kept = [i for i, info in enumerate(assignment.streams) if i in used or info.tag in keep_tags]
     renumber = {old: new for new, old in enumerate(kept)}
     return dataclasses.replace(
         assignment,

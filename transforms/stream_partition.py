@@ -32,9 +32,10 @@ the function keeps its written partition; a remark says which.
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
@@ -81,11 +82,11 @@ from npuir.passes import (
     option_from_env,
     undoes,
 )
+from npuir.schedule import pair_rule
 from npuir.schedule.auto import cost_strategies
-from npuir.schedule.core_check import Limits, OverriddenLimits, assignment_hazard, has_holder
+from npuir.schedule.core_check import OverriddenLimits, assignment_hazard, has_holder
 from npuir.schedule.device import device_of
 from npuir.schedule.mem_budget import BudgetError, Favor, Ordering, fit_budget
-from npuir.schedule import pair_rule
 
 PARTITION_FAILED = Kind(
     "stream.partition-failed", "mode={mode} cannot partition @{function}: {reason}"
@@ -222,7 +223,7 @@ def _remark_pair_rule(ctx: Context, mode: Mode, func: FuncOp, kept: pair_rule.Ke
     found = kept.found
     assert found is not None
     said = f"{found.first} {found.limits[0]}, {found.second} {found.limits[1]}"
-    args: dict[str, object] = {
+    args: dict[str, Any] = {
         "mode": str(mode),
         "function": func.sym_name.data,
         "first": f'"{found.first}"',
@@ -594,11 +595,9 @@ class StreamPartitionPass(ModulePass):
             written_mode = Mode.USER if use_tags else Mode.SINGLE
             written, _, _ = self._assign(func, prog, written_mode, use_tags, *how)
             table = pair_rule.stream_limit_table(module, prog)
-            base, hw = limits, hardware
-
-            def limits_of(a: Assignment) -> Limits:
-                return pair_rule.placed_limits(base, prog, pinned, a, table, hw)
-
+            limits_of = functools.partial(
+                pair_rule.placed_limits, limits, prog, pinned, table=table, hw=hardware
+            )
             kept = pair_rule.keep_pair_rule(prog, result, written, limits_of, hardware)
             if kept.outcome is pair_rule.Outcome.KEPT:
                 out.append((func, prog, mode, use_tags, planned))
