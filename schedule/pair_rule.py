@@ -33,7 +33,9 @@ in the cost model's usual case.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -137,7 +139,33 @@ def placed_limits(
                 overrides[(op, engine)] = count
     for n, engine, count in assignment.limits:
         overrides[(prog.ops[n], engine)] = count
-    return _AsLowered(OverriddenLimits(base, overrides) if overrides else base, hw)
+    return as_lowered(OverriddenLimits(base, overrides) if overrides else base, hw)
+
+
+def as_lowered(limits: Limits, hw: Hardware) -> Limits:
+    """`limits` as `coreset-check` reads them after `coreset-lower` (`_AsLowered`)."""
+    return _AsLowered(limits, hw)
+
+
+_IN_SEARCH: ContextVar[bool] = ContextVar("npuir_keep_pair_rule_in_search", default=False)
+
+
+@contextmanager
+def keep_pair_rule_in_search() -> Iterator[None]:
+    """Within this block, `auto`'s search judges a schedule that breaks the pair rule
+    infeasible (`npuir.schedule.auto.Judge`): `stream-partition` opens it around auto's
+    assignment of a function whose written partition keeps the rule, so that the search
+    looks for the fastest schedule that keeps it rather than having its winner undone."""
+    token = _IN_SEARCH.set(True)
+    try:
+        yield
+    finally:
+        _IN_SEARCH.reset(token)
+
+
+def keeping_pair_rule() -> bool:
+    """Whether a `keep_pair_rule_in_search` block is open."""
+    return _IN_SEARCH.get()
 
 
 @dataclass(frozen=True)

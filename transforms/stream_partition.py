@@ -551,9 +551,12 @@ class StreamPartitionPass(ModulePass):
                         keeps="honours them" if labels else "applies it",
                     )
                 mode, use_tags = Mode.SINGLE, False
-            plans.append(
-                (func, prog, mode, use_tags, self._assign(func, prog, mode, use_tags, *how))
-            )
+            if mode is Mode.AUTO and self._written_keeps_pair_rule(op, prog, use_tags, how):
+                with pair_rule.keep_pair_rule_in_search():
+                    planned = self._assign(func, prog, mode, use_tags, *how)
+            else:
+                planned = self._assign(func, prog, mode, use_tags, *how)
+            plans.append((func, prog, mode, use_tags, planned))
         if self.keep_pair_rule:
             plans = self._keep_pair_rule(ctx, op, plans, how)
         hazard = self._hazard(op, plans)
@@ -608,6 +611,27 @@ class StreamPartitionPass(ModulePass):
                 orderings = ()
             out.append((func, prog, mode, use_tags, (kept.assignment, pinned, orderings)))
         return out
+
+    def _written_keeps_pair_rule(
+        self,
+        module: ModuleOp,
+        prog: Program,
+        use_tags: bool,
+        how: tuple[set[str], dict[Mode, Strategy]],
+    ) -> bool:
+        """Whether auto's search should keep the pair rule (`keep-pair-rule`, a function some
+        limit applies to, whose written partition keeps the rule)."""
+        empty = Assignment([], [])
+        if not self.keep_pair_rule or not self._may_break_pair_rule(module, prog, empty):
+            return False
+        mode = Mode.USER if use_tags else Mode.SINGLE
+        written, _, _ = self._assign(prog.func, prog, mode, use_tags, *how)
+        hardware = device_of(module, self.hw)
+        limits = CoreLimits(module, hardware).run()
+        pinned = list(prog.pinned) if use_tags else [None] * len(prog)
+        table = pair_rule.stream_limit_table(module, prog)
+        counts = pair_rule.placed_limits(limits, prog, pinned, written, table, hardware)
+        return not pair_rule.violations(prog, written, counts, hardware, chained=False)
 
     @staticmethod
     def _may_break_pair_rule(module: ModuleOp, prog: Program, result: Assignment) -> bool:
