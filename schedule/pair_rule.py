@@ -40,15 +40,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 
 from npuir.analysis.core_limits import ENGINES, CoreLimits, limit_has_no_effect
 from npuir.analysis.events import lowered_program
-from npuir.analysis.partition import Assignment, permuted, with_collective_chain
-from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program
+from npuir.analysis.partition import Assignment, permuted
+from npuir.analysis.program import DEFAULT_STREAM, DepKind, NodeKind, Program
 from npuir.backends.npu.hardware import Hardware
-from npuir.dialects import coreset
-from npuir.dialects.npu import NpuOp
+from npuir.dialects import coreset, stream
+from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.schedule.core_check import CoreChecker, Limits, OverriddenLimits, PairViolation
 
 
@@ -192,7 +192,7 @@ def violations(
     `stream-partition` and `insert-events` order it: with the collective chain when
     `chained` (a mode that places ops adds it), in the assignment's issue order."""
     if chained:
-        prog = with_collective_chain(prog)
+        prog = _with_flat_chain(prog)
     if assignment.order is not None:
         prog = permuted(prog, assignment.order)
         assignment = dataclasses.replace(
@@ -204,6 +204,45 @@ def violations(
         at = v.at[1] if v.configured[1] else v.at[0]
         out.append(_found(assignment, v, lowered.ops[at]))
     return out
+
+
+def _flat_home(op: Operation) -> Block | None:
+    """The block `op` stands in once `stream-partition` has flattened its `stream.switch`
+    scopes (a `coreset.limit` scope stays)."""
+    block = op.parent_block()
+    while block is not None and isinstance(block.parent_op(), stream.SwitchOp):
+        switch = block.parent_op()
+        assert switch is not None
+        block = switch.parent_block()
+    return block
+
+
+def _with_flat_chain(prog: Program) -> Program:
+    """`prog` with each collective ordered after the previous one of its group, as
+    `stream-partition`'s `chain_collectives` orders them -- on the function with its
+    `stream.switch` scopes flattened, where a previous collective is visible unless a
+    `coreset.limit` scope holds it and not the later one.  (`with_collective_chain` judges
+    visibility before flattening, so it leaves out a pair in two different switch scopes,
+    which the pass chains.)"""
+    last: dict[str, int] = {}
+    added: dict[int, int] = {}
+    for n, op in enumerate(prog.ops):
+        if not isinstance(op, CollectiveOp):
+            continue
+        previous = last.get(op.group)
+        last[op.group] = n
+        if previous is None or any(p == previous for p, _ in prog.deps[n]):
+            continue
+        home = _flat_home(prog.ops[previous])
+        current: Operation | None = op
+        while current is not None and _flat_home(current) is not home:
+            current = current.parent_op()
+        if current is not None:
+            added[n] = previous
+    if not added:
+        return prog
+    deps = [[*d, (added[n], DepKind.CONTROL)] if n in added else d for n, d in enumerate(prog.deps)]
+    return dataclasses.replace(prog, deps=deps)
 
 
 def _found(assignment: Assignment, v: PairViolation, at: Operation) -> Found:
