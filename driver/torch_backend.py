@@ -67,6 +67,7 @@ from npuir.analysis.program import Program
 from npuir.api import print_ir
 from npuir.backends.npu.estimates import estimated_ops
 from npuir.backends.npu.explain import compare, explain
+from npuir.backends.npu.kernels import numpy_dtype
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.simulator import SimResult
 from npuir.context import make_context
@@ -286,8 +287,21 @@ def ge_options(
 
 
 def _to_numpy(t: torch.Tensor) -> Array:
-    array: Array = t.detach().cpu().contiguous().numpy()
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        # numpy has no bfloat16: the same bits, as the interpreter's (ml_dtypes') bfloat16.
+        bits: Array = t.view(torch.int16).numpy()
+        return bits.view(numpy_dtype("bf16"))
+    array: Array = t.numpy()
     return array
+
+
+def _from_numpy(array: Array, dtype: torch.dtype) -> torch.Tensor:
+    """`array` as a torch tensor of `dtype` (bfloat16 bit for bit, as `_to_numpy` reads it)."""
+    array = np.ascontiguousarray(array)
+    if array.dtype == numpy_dtype("bf16"):
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16).to(dtype)
+    return torch.from_numpy(array).to(dtype)
 
 
 def _gear_check(
@@ -401,7 +415,7 @@ class _Compiled:
             ) from None
         out = []
         for array, (dtype, _) in zip(results, self.outputs):
-            out.append(torch.from_numpy(np.ascontiguousarray(array)).to(dtype))
+            out.append(_from_numpy(array, dtype))
         return tuple(out)
 
 
