@@ -12,16 +12,18 @@ print(tng.reports(model)[0].render())  # the schedule report of each compile
 
 Per graph dynamo hands over:
 
-0. (before step 1's import) the config's custom FX passes, `post_grad_custom_pre_pass`
-   then `post_grad_custom_post_pass` (TorchAir's attributes and signature,
-   `fn(gm, example_inputs, config)`), on the ATen graph, in place;
-   `npuir.torchair.auto_streams()` is one, and its report joins the graph's;
 1. capture: dynamo's graph (the `air::` scope ops in it, in order) is traced
    to ATen by `torch.export` (non-strict, on the example inputs dynamo
    recorded), which is AOT autograd's tracer keeping composite ops such as
    `linear` whole -- so the FX graph is exactly what a `.pt2` of the same
    model holds, and `npuir.frontends.torch.import_exported_program` (the one
    converter) builds the IR on both routes;
+   Then the config's custom FX passes, `post_grad_custom_pre_pass` then
+   `post_grad_custom_post_pass` (TorchAir's attributes and signature,
+   `fn(gm, example_inputs, config)`), run in place on each graph npuir compiles -- the
+   ATen graph, or each npuir part of a split one (below) -- before its import, as TorchAir
+   runs them on the graph GE compiles; `npuir.torchair.auto_streams()` is one, and its
+   report joins the graph's;
 2. checks: `reduce-overhead` refuses a stream scope (in-graph multi-stream is
    max-autotune only), naming the scope's line;
 3. the graph dump the config asks for (`debug.graph_dump`);
@@ -925,7 +927,6 @@ class NpuBackend:
         )
         try:
             ep = self._export(gm, placeholders, examples, gears, symbolic)
-            applied = self._custom_passes(ep, [examples[i] for i in tensor_pos])
             free = _free_dims(ep, tensor_pos)
             outputs = [
                 (n.meta["val"].dtype, True)
@@ -948,6 +949,18 @@ class NpuBackend:
                 split = self._split(gm, ep, eager, examples, names, gears, graph_id, start)
                 split.free = free
                 return split
+            user = [examples[i] for i in tensor_pos]
+            applied = self._custom_passes(ep.graph_module, list(_flat_inputs(ep, user).values()))
+            if applied is not None:  # a pass rewrote the graph: import what it wrote
+                module = import_fx_graph(
+                    ep.graph,
+                    state=_state_names(ep),
+                    range_constraints=ep.range_constraints,
+                    config=self.config,
+                    gears=tensor_gears,
+                    decompositions=self.decompositions,
+                    diagnostics=DiagnosticEngine(),
+                )
         except (TorchairError, DiagnosticError) as exc:
             logger.error("%s", exc.diagnostic.render())
             return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))
@@ -979,7 +992,7 @@ class NpuBackend:
                     "no npu kernel for " + ", ".join(opaque) + ": this graph runs eagerly",
                 )
             report = ScheduleReport(graph_id, options, fallback_ops=opaque)
-            report.custom_pass = applied
+            report.custom_pass = applied or []
             report.compile_seconds = time.perf_counter() - start
             self.reports.append(report)
             return _Compiled(gm, None, None, names, gears, policy)
@@ -992,7 +1005,7 @@ class NpuBackend:
         seconds = time.perf_counter() - start
         self.modules.append(module)
         report = _report(graph_id, options, text, pipeline, shapes, self.imported[-1])
-        report.custom_pass = applied
+        report.custom_pass = applied or []
         self._count_streams(report, module, options)
         report.compile_seconds = seconds
         report.report_seconds = time.perf_counter() - start - seconds
@@ -1002,24 +1015,21 @@ class NpuBackend:
         compiled.free = free
         return compiled
 
-    def _custom_passes(
-        self, ep: torch.export.ExportedProgram, user: Sequence[Any]
-    ) -> list[str]:
-        """Run the config's custom FX passes on the exported ATen graph, in place, as TorchAir
-        runs them after AOT autograd (pre, then post: npuir has no FX passes between them);
-        the reports of those that are `auto_streams` passes, rendered."""
+    def _custom_passes(self, gm: torch.fx.GraphModule, inputs: list[Any]) -> list[str] | None:
+        """Run the config's custom FX passes on `gm` in place, as TorchAir runs them after AOT
+        autograd (pre, then post: npuir has no FX passes between them); None when the config
+        has none, else the reports of the `auto_streams` passes among them, rendered."""
         hooks = [getattr(self.config, name) for name in CUSTOM_PASSES]
         if not any(hooks):
-            return []
-        inputs = list(_flat_inputs(ep, user).values())
+            return None
         rendered: list[str] = []
         for hook in hooks:
             if hook is None:
                 continue
-            hook(ep.graph_module, inputs, self.config)
+            hook(gm, inputs, self.config)
             if isinstance(hook, AutoStreams) and hook.reports:
                 rendered.append(hook.reports[-1].render())
-        ep.graph_module.recompile()
+        gm.recompile()
         return rendered
 
     @staticmethod
@@ -1124,6 +1134,7 @@ class NpuBackend:
         if not all(isinstance(values.get(n), torch.Tensor) for n in segment.outputs):
             return None, "a part whose results are not all tensors"
         state = _state_names(ep)
+        applied = self._custom_passes(part, [values.get(n) for n in segment.inputs])
         module = import_fx_graph(
             part.graph,
             state={k: v for k, v in state.items() if any(n.name == k for n in segment.inputs)},
@@ -1148,6 +1159,8 @@ class NpuBackend:
         seconds = time.perf_counter() - start
         self.modules.append(module)
         report = _report(graph_id, options, text, pipeline, shapes, self.imported[-1])
+        report.custom_pass = applied or []
+        self._count_streams(report, module, options)
         report.compile_seconds = seconds
         report.report_seconds = time.perf_counter() - start - seconds
         reports.append(report)

@@ -42,6 +42,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from npuir.analysis.mem_planners import parse_budget
 from npuir.analysis.program import build_program, module_streams
+from npuir.backends.npu.cost import runs_without_task
 from npuir.backends.npu.hardware import known_device
 from npuir.backends.npu.simulator import simulate
 from npuir.context import make_context
@@ -110,6 +111,12 @@ class AutoStreamsReport:
     """Per limited node: (`_op_aicore_num`, `_op_vectorcore_num`), None where not limited."""
     waits: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     """Each `air.wait_tensor` written: (the node it orders, the node it waits for)."""
+    split: list[str] = field(default_factory=list[str])
+    """Nodes whose npu ops `auto` puts on different streams or apart in the issue order:
+    a graph of ATen nodes cannot say that, so each goes whole where its first task runs."""
+    applied_ns: int | None = None
+    """The rewritten graph, imported and simulated as npuir's backend compiles it: `auto_ns`
+    exactly, unless `split` names nodes."""
 
     @property
     def stream_count(self) -> int:
@@ -123,10 +130,13 @@ class AutoStreamsReport:
 
         if not self.changed:
             return f"auto_streams: graph left as written: {self.reason}"
+        exact = "auto's" if self.applied_ns == self.auto_ns else f"auto's {us(self.auto_ns)}"
         lines = [
             f"auto_streams: applied auto's schedule, {us(self.written_ns)} as written -> "
-            f"{us(self.auto_ns)}, {self.stream_count} stream(s):"
+            f"{us(self.applied_ns)} ({exact}), {self.stream_count} stream(s):"
         ]
+        if self.split:
+            lines.append(f"  kept whole (auto splits their npu ops): {', '.join(self.split)}")
         for tag, nodes in self.streams.items():
             name = "default stream" if not tag else f'"{tag}" priority {self.priorities[tag]}'
             lines.append(f"  {name}: {', '.join(nodes)}")
@@ -151,6 +161,8 @@ class _Item:
     """"wait": the node whose value the ordered node reads through the wait."""
     dependency: str = ""
     """"wait": the node waited for."""
+    free: bool = False
+    """"node": the npu op runs without a device task (a view: no launch, no time)."""
 
 
 class AutoStreams:
@@ -189,19 +201,13 @@ class AutoStreams:
             return AutoStreamsReport(False, "ge_config.enable_single_stream puts it on one stream")
         from npuir.frontends.torch import import_fx_graph
 
-        eager: dict[str, str] = {}
         try:
-            module = import_fx_graph(
-                graph, config=config, diagnostics=DiagnosticEngine(), eager=eager
-            )
+            # Ops without an npu op are `npu.opaque`, costed from their tensor sizes: on
+            # TorchAir, GE runs the whole graph.  (npuir's backend gives the pass each part
+            # of a graph it splits, all of whose ops it takes.)
+            module = import_fx_graph(graph, config=config, diagnostics=DiagnosticEngine())
         except (TorchairError, DiagnosticError) as exc:
             return AutoStreamsReport(False, f"npuir cannot import it: {exc.diagnostic.message}")
-        if eager:
-            return AutoStreamsReport(
-                False, f"ops npuir runs eagerly split it ({', '.join(sorted(eager))})"
-            )
-        if any(isinstance(op, npu.OpaqueOp) for op in module.walk()):
-            return AutoStreamsReport(False, "it has ops without an npu kernel (run eagerly)")
         func = _only_function(module)
         if func is None or _dynamic(func):
             return AutoStreamsReport(
@@ -227,12 +233,28 @@ class AutoStreams:
             return report
         source = _only_function(scheduled)
         assert source is not None  # the same functions as `module`
-        items = _items(source.body.block, report)
-        split = _split_nodes(items)
-        if split:
+        items = _whole(_items(source.body.block, report))
+        report.split = _split_nodes(items)
+        items = _anchored(items)
+        _record(items, report)
+        # What the graph will say, checked on a copy first: imported and simulated as the
+        # backend will (a node `auto` splits goes whole where its first task runs).
+        trial = torch.fx.Graph()
+        trial.output(trial.graph_copy(graph, {}))
+        _apply(trial, items)
+        try:
+            applied = import_fx_graph(trial, config=config, diagnostics=DiagnosticEngine())
+            report.applied_ns = _makespan(applied, f"{written_pass},{_LOWER}", self.hw)
+        except (TorchairError, DiagnosticError) as exc:
+            report.reason = f"the rewritten graph does not compile: {exc.diagnostic.message}"
+            return report
+        if report.applied_ns is None or (
+            written_ns is not None and report.applied_ns >= written_ns
+        ):
             report.reason = (
-                f"auto splits the npu ops of {', '.join(split)} across streams or issue "
-                "positions, which a graph of ATen nodes cannot say"
+                f"auto's schedule with {', '.join(report.split)} kept whole "
+                f"({_us(report.applied_ns)}) is not faster than the graph as written "
+                f"({_us(written_ns)})"
             )
             return report
         _apply(graph, items)
@@ -342,7 +364,7 @@ def _producer(value: SSAValue) -> str:
     return _name(value.op) or ""
 
 
-def _items(block: Block, report: AutoStreamsReport, tag: str = "") -> list[_Item]:
+def _items(block: Block, report: AutoStreamsReport) -> list[_Item]:
     """The schedule in `block` (source form) as FX steps, recording it in `report`."""
     items: list[_Item] = []
     for op in block.ops:
@@ -350,7 +372,7 @@ def _items(block: Block, report: AutoStreamsReport, tag: str = "") -> list[_Item
             inner, priority = op.tag.data, op.priority.value.data
             report.priorities[inner] = priority
             items.append(_Item("enter", [STREAM_LABEL, STREAM_PRIORITY], [inner, str(priority)]))
-            items.extend(_items(op.body.block, report, inner))
+            items.extend(_items(op.body.block, report))
             items.append(_Item("exit"))
         elif isinstance(op, coreset.LimitOp):
             keys, values = [], []
@@ -361,7 +383,7 @@ def _items(block: Block, report: AutoStreamsReport, tag: str = "") -> list[_Item
                 if number is not None:
                     keys.append(key)
                     values.append(str(number))
-            inner_items = _items(op.body.block, report, tag)
+            inner_items = _items(op.body.block, report)
             for item in inner_items:
                 if item.kind == "node":
                     report.limits[item.node] = (counts[0], counts[1])
@@ -379,11 +401,49 @@ def _items(block: Block, report: AutoStreamsReport, tag: str = "") -> list[_Item
         elif isinstance(op, stream.YieldOp | coreset.YieldOp | ReturnOp):
             continue
         elif (name := _name(op)) is not None:
-            items.append(_Item("node", node=name))
-            nodes = report.streams.setdefault(tag, [])
-            if not nodes or nodes[-1] != name:
-                nodes.append(name)
+            free = isinstance(op, npu.NpuOp) and runs_without_task(op)
+            items.append(_Item("node", node=name, free=free))
     return items
+
+
+def _whole(items: list[_Item]) -> list[_Item]:
+    """`items` with each ATen node said once where its npu ops run tasks: an op without a
+    device task (the reshapes around a `linear`'s matmul) costs no launch and no time, so
+    the node goes where its task-running ops are.  A node of such ops only keeps them."""
+    working = {i.node for i in items if i.kind == "node" and not i.free}
+    return [i for i in items if i.kind != "node" or not i.free or i.node not in working]
+
+
+def _record(items: list[_Item], report: AutoStreamsReport) -> None:
+    """Each node's stream in `report`, in issue order."""
+    tags: list[str] = []
+    for item in items:
+        if item.kind == "enter" and STREAM_LABEL in item.keys:
+            tags.append(item.values[item.keys.index(STREAM_LABEL)])
+        elif item.kind == "enter":
+            tags.append(tags[-1] if tags else "")
+        elif item.kind == "exit":
+            tags.pop()
+        elif item.kind == "node":
+            nodes = report.streams.setdefault(tags[-1] if tags else "", [])
+            if not nodes or nodes[-1] != item.node:
+                nodes.append(item.node)
+
+
+def _anchored(items: list[_Item]) -> list[_Item]:
+    """Each node at its first step only, and no scope left empty by that."""
+    seen: set[str] = set()
+    kept: list[_Item] = []
+    for item in items:
+        if item.kind == "node":
+            if item.node in seen:
+                continue
+            seen.add(item.node)
+        if item.kind == "exit" and kept and kept[-1].kind == "enter":
+            kept.pop()
+            continue
+        kept.append(item)
+    return kept
 
 
 def _split_nodes(items: list[_Item]) -> list[str]:
