@@ -276,9 +276,7 @@ def _report(
 # ---------------------------------------------------------------------------------------------
 
 
-def stream_budget(
-    graph_id: int, streams: int, gears: int, hw: Hardware
-) -> Diagnostic | None:
+def stream_budget(graph_id: int, streams: int, gears: int, hw: Hardware) -> Diagnostic | None:
     """The `torchair.stream-budget` warning when `streams` x `gears` exceed the device's
     stream budget, else None (each gear is loaded as a graph of its own)."""
     total = streams * gears
@@ -1038,7 +1036,9 @@ class NpuBackend:
         report.streams = max(len(module_streams(module)), 1)
         dims = options.get("ge.dynamicDims")
         report.gears = len(dims.split(";")) if dims else 1
-        warning = stream_budget(report.graph_id, report.streams, report.gears, device_of(module, None))
+        warning = stream_budget(
+            report.graph_id, report.streams, report.gears, device_of(module, None)
+        )
         if warning is not None:
             report.warnings.append(warning)
             logger.warning("%s", warning.render())

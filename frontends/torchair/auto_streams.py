@@ -31,6 +31,7 @@ ops `auto` would split across streams.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,7 +84,9 @@ WRITTEN: dict[str, str] = {
 """Every op name and scope key the pass writes, with the file of Ascend/torchair that defines
 it (read at commit fced8842)."""
 
-_REPLACED_KEYS = frozenset({STREAM_LABEL, STREAM_PRIORITY, INNER_PARALLEL, AICORE_NUM, VECTORCORE_NUM})
+_REPLACED_KEYS = frozenset(
+    {STREAM_LABEL, STREAM_PRIORITY, INNER_PARALLEL, AICORE_NUM, VECTORCORE_NUM}
+)
 """The keys of the scopes the pass replaces: the model's own stream and core-limit scopes."""
 
 _LOWER = "coreset-lower,insert-events,coreset-check,sync-verify"
@@ -125,6 +128,7 @@ class AutoStreamsReport:
 
     def render(self) -> str:
         """The report as `npuir.torchair.reports` prints it."""
+
         def us(ns: int | None) -> str:
             return "-" if ns is None else f"{ns / 1000:.1f} µs"
 
@@ -141,7 +145,9 @@ class AutoStreamsReport:
             name = "default stream" if not tag else f'"{tag}" priority {self.priorities[tag]}'
             lines.append(f"  {name}: {', '.join(nodes)}")
         for node, (cube, vector) in self.limits.items():
-            lines.append(f"  limit_core_num {node}: aicore {cube or '-'}, vectorcore {vector or '-'}")
+            lines.append(
+                f"  limit_core_num {node}: aicore {cube or '-'}, vectorcore {vector or '-'}"
+            )
         for later, earlier in self.waits:
             lines.append(f"  npu_wait_tensor: {later} after {earlier}")
         return "\n".join(lines)
@@ -199,13 +205,11 @@ class AutoStreams:
             return AutoStreamsReport(False, f"the graph has scopes it does not replace ({foreign})")
         if config is not None and config.ge_config.enable_single_stream:
             return AutoStreamsReport(False, "ge_config.enable_single_stream puts it on one stream")
-        from npuir.frontends.torch import import_fx_graph
-
         try:
             # Ops without an npu op are `npu.opaque`, costed from their tensor sizes: on
             # TorchAir, GE runs the whole graph.  (npuir's backend gives the pass each part
             # of a graph it splits, all of whose ops it takes.)
-            module = import_fx_graph(graph, config=config, diagnostics=DiagnosticEngine())
+            module = _quiet_import(graph, config)
         except (TorchairError, DiagnosticError) as exc:
             return AutoStreamsReport(False, f"npuir cannot import it: {exc.diagnostic.message}")
         func = _only_function(module)
@@ -243,7 +247,7 @@ class AutoStreams:
         trial.output(trial.graph_copy(graph, {}))
         _apply(trial, items)
         try:
-            applied = import_fx_graph(trial, config=config, diagnostics=DiagnosticEngine())
+            applied = _quiet_import(trial, config)
             report.applied_ns = _makespan(applied, f"{written_pass},{_LOWER}", self.hw)
         except (TorchairError, DiagnosticError) as exc:
             report.reason = f"the rewritten graph does not compile: {exc.diagnostic.message}"
@@ -292,13 +296,9 @@ def auto_streams(
                 value=repr(memory_budget),
             ) from None
     if isinstance(max_streams, bool) or not isinstance(max_streams, int) or max_streams < 1:
-        raise fail(
-            BAD_ARGUMENT, name="max_streams", what="an int >= 1", value=repr(max_streams)
-        )
+        raise fail(BAD_ARGUMENT, name="max_streams", what="an int >= 1", value=repr(max_streams))
     if hw is not None and (not isinstance(hw, str) or known_device(hw) is None):
-        raise fail(
-            BAD_ARGUMENT, name="hw", what="a device preset or TOML file", value=repr(hw)
-        )
+        raise fail(BAD_ARGUMENT, name="hw", what="a device preset or TOML file", value=repr(hw))
     air_ops.register()
     return AutoStreams(memory_budget, max_streams, hw)
 
@@ -320,6 +320,16 @@ def _foreign_scopes(graph: torch.fx.Graph) -> str:
         if _target(node) == SCOPE_ENTER:
             keys.update(k for k in node.args[0] if k not in _REPLACED_KEYS)
     return ", ".join(sorted(keys))
+
+
+def _quiet_import(graph: torch.fx.Graph, config: CompilerConfig | None) -> ModuleOp:
+    """`graph` imported as npuir's backend imports it, its warnings (ops costed by estimate)
+    left to the backend's own import, which says them once."""
+    from npuir.frontends.torch import import_fx_graph
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return import_fx_graph(graph, config=config, diagnostics=DiagnosticEngine())
 
 
 def _only_function(module: ModuleOp) -> FuncOp | None:
@@ -395,8 +405,9 @@ def _items(block: Block, report: AutoStreamsReport) -> list[_Item]:
             later = _name(users[0]) if users else None
             if later:
                 dependency = _producer(op.dep)
-                items.append(_Item("wait", node=later, operand=_producer(op.tensor),
-                                   dependency=dependency))
+                items.append(
+                    _Item("wait", node=later, operand=_producer(op.tensor), dependency=dependency)
+                )
                 report.waits.append((later, dependency))
         elif isinstance(op, stream.YieldOp | coreset.YieldOp | ReturnOp):
             continue
@@ -498,9 +509,7 @@ def _apply(graph: torch.fx.Graph, items: list[_Item]) -> None:
                 dependency = by_name[item.dependency]
                 place(operand)
                 place(dependency)
-                wait = graph.call_function(
-                    torch.ops.air.wait_tensor.default, (operand, dependency)
-                )
+                wait = graph.call_function(torch.ops.air.wait_tensor.default, (operand, dependency))
                 wait.meta = dict(operand.meta)
                 later.replace_input_with(operand, wait)
                 placed.add(wait)

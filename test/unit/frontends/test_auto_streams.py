@@ -119,7 +119,9 @@ def test_the_seed_compiled_with_the_pass_runs_autos_schedule() -> None:
     assert after["as annotated"] == before["auto"]
     assert "applied auto's schedule" in tng.reports(compiled)[0].render()
     # --check: the rewritten program computes what the program as written does
-    outcome = run_program(RunConfig(path="<seed>", source=print_ir(backend.imported[-1]), check=True))
+    outcome = run_program(
+        RunConfig(path="<seed>", source=print_ir(backend.imported[-1]), check=True)
+    )
     assert outcome.status == 0
 
 
@@ -131,7 +133,9 @@ def test_the_pass_writes_only_torchairs_ops_and_keys() -> None:
     auto(ep.graph_module, [], None)
     assert auto.reports[-1].changed
     written = {str(n.target) for n in ep.graph.nodes if str(n.target).startswith("air.")}
-    keys = {k for n in ep.graph.nodes if str(n.target) == "air.scope_enter.default" for k in n.args[0]}
+    keys = {
+        k for n in ep.graph.nodes if str(n.target) == "air.scope_enter.default" for k in n.args[0]
+    }
     assert written <= TORCHAIR_SOURCES.keys() and keys <= TORCHAIR_SOURCES.keys()
     assert "_user_stream_label" in keys
 
@@ -163,7 +167,9 @@ def test_llama_compiled_with_the_pass_reproduces_each_parts_schedule() -> None:
 
 
 @pytest.mark.parametrize("name", ["llama", "qwen2-moe"])
-def test_the_whole_model_as_torchair_gives_it(exports: dict[str, tuple[Path, Any]], name: str) -> None:
+def test_the_whole_model_as_torchair_gives_it(
+    exports: dict[str, tuple[Path, Any]], name: str
+) -> None:
     """On TorchAir the pass sees the whole graph (GE takes every op): the graph it writes,
     imported, runs `auto`'s makespan, or what it reports when a node had to stay whole."""
     _, ep = exports[name]
