@@ -3,7 +3,7 @@
 TorchAir runs user FX passes after AOT autograd from `CompilerConfig.post_grad_custom_pre_pass`
 and `.post_grad_custom_post_pass` (TorchAir's `python/torchair/configs/compiler_config.py`),
 with the signature `fn(gm, example_inputs, config)`; the pass changes `gm.graph` in place
-(`docs/zh/ascend_ir/features/basic/post_grad_custom_pass.md`, whose own example is a
+(`Ascend/torchair/docs/zh/ascend_ir/features/basic/post_grad_custom_pass.md`, whose own example is a
 multi-stream pass).  `auto_streams()` returns such a pass:
 
 1. it imports the ATen graph as npuir's backend does (`npuir.frontends.torch.import_fx_graph`);
