@@ -188,6 +188,37 @@ def test_the_whole_model_as_torchair_gives_it(
         assert report.applied_ns == report.auto_ns
 
 
+def test_a_memory_budget_is_kept_with_torchairs_waits() -> None:
+    """Four wide branches: within the budget, `auto` orders one branch after another, and
+    the pass says so with `air.wait_tensor`, read by the op it orders."""
+
+    class Branches(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ws = torch.nn.ParameterList(
+                [torch.nn.Parameter(torch.randn(256, 2048)) for _ in range(4)]
+            )
+
+        def forward(self, x: Any) -> Any:
+            branches = [torch.relu(x @ w).sum(-1) for w in self.ws]
+            return sum(branches)
+
+    budget = 24 << 20
+    ep = torch.export.export(Branches().eval(), (torch.randn(512, 256),))
+    auto = tng.auto_streams(memory_budget="24MiB")
+    auto(ep.graph_module, [], None)
+    report = auto.reports[-1]
+    assert report.changed and report.waits
+    waits = [n for n in ep.graph.nodes if str(n.target) == "air.wait_tensor.default"]
+    assert [(next(iter(w.users)).name, w.args[1].name) for w in waits] == report.waits
+    outcome = run_program(
+        RunConfig(path="<branches>", source=print_ir(import_fx_graph(ep.graph)), timing_only=True)
+    )
+    assert outcome.result is not None and outcome.result.makespan_ns == report.applied_ns
+    assert outcome.report["memory"]["peak_bytes"] <= budget
+    assert report.applied_ns == report.auto_ns < report.written_ns  # type: ignore[operator]
+
+
 def test_a_pass_with_nothing_to_gain_leaves_the_graph() -> None:
     class Chain(torch.nn.Module):
         def forward(self, x: Any) -> Any:
