@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import inspect
+import random
 import sys
 import warnings
 from pathlib import Path
@@ -364,3 +365,27 @@ def test_bad_auto_streams_arguments_are_located(argument: str, value: object) ->
     assert caught.value.diagnostic.args["name"] == argument
     assert str(caught.value).startswith(f"{HERE}:{line}:")
     assert isinstance(tng.auto_streams(memory_budget="2GiB", max_streams=4), AutoStreams)
+
+
+def test_fuzzed_option_values_parse_or_are_located_errors() -> None:
+    """What the two new options parse, fuzzed: a value is taken or refused with its kind,
+    never a traceback."""
+    rng = random.Random(36)
+    alphabet = "LoadBalnceMainStrmcv:0123456789 -GiBk"
+    texts = ["".join(rng.choices(alphabet, k=rng.randint(0, 14))) for _ in range(400)]
+    texts += ["LoadBalance:64", "MainStream:1", "cv", "LoadBalance", "hbm", "64MiB", "-1"]
+    taken = 0
+    for text in texts:
+        config = tng.CompilerConfig()
+        try:
+            config.ge_config.auto_multistream_parallel_mode = text
+        except TorchairError as exc:
+            assert exc.diagnostic.kind == "torchair.bad-option.auto-multistream"
+        else:
+            taken += 1
+            assert config.pass_options()["stream-partition"]["mode"] in ("minidag", "engine")
+        try:
+            tng.auto_streams(memory_budget=text)
+        except TorchairError as exc:
+            assert exc.diagnostic.kind == "torchair.bad-argument.auto-streams"
+    assert taken >= 4
