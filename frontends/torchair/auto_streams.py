@@ -3,30 +3,36 @@
 TorchAir runs user FX passes after AOT autograd from `CompilerConfig.post_grad_custom_pre_pass`
 and `.post_grad_custom_post_pass` (TorchAir's `python/torchair/configs/compiler_config.py`),
 with the signature `fn(gm, example_inputs, config)`; the pass changes `gm.graph` in place
-(`Ascend/torchair/docs/zh/ascend_ir/features/basic/post_grad_custom_pass.md`, whose own example is a
-multi-stream pass).  `auto_streams()` returns such a pass:
+(`Ascend/torchair/docs/zh/ascend_ir/features/basic/post_grad_custom_pass.md`, whose own
+example is a multi-stream pass).  `auto_streams()` returns such a pass:
 
-1. it imports the ATen graph as npuir's backend does (`npuir.frontends.torch.import_fx_graph`);
+1. it imports the ATen graph as npuir's backend does (`npuir.frontends.torch.import_fx_graph`;
+   an op without an npu op is an `npu.opaque` costed from its tensor sizes: on TorchAir, GE
+   runs the whole graph, while npuir's backend gives the pass each part of a graph it
+   splits);
 2. it runs `stream-partition{mode=auto ignore-tags=true}` (streams, issue order, core limits;
    within `memory_budget` when one is given) and `stream-source-form`, which says the
    result as scopes around runs of ops, in issue order;
-3. it simulates the graph as written and as `auto` schedules it; when `auto` is not faster,
-   the graph is left as it was and the pass's report says so;
-4. otherwise it rewrites the graph with TorchAir's own ops and attribute keys only
-   (`WRITTEN` lists each with the TorchAir file that defines it): the nodes in `auto`'s
-   issue order; `air.scope_enter(["_user_stream_label", "_user_stream_priority"], ...)` /
+3. it says that schedule with TorchAir's own ops and attribute keys only (`WRITTEN` lists
+   each with the TorchAir file that defines it): the nodes in `auto`'s issue order;
+   `air.scope_enter(["_user_stream_label", "_user_stream_priority"], ...)` /
    `air.scope_exit()` around each run on a side stream; `air.scope_enter(["_op_aicore_num",
    "_op_vectorcore_num"], ...)` (the keys `auto` limits) around a limited op; and
    `air.wait_tensor(self, dependency)` for each ordering a memory budget adds, its result
    read by the op it orders (TorchAir's GE converter makes that an Identity with a control
    edge).  The model's own stream and core-limit scopes are replaced; its waits are kept
-   where `auto` issues them.
+   where `auto` issues them.  A view (no device task) goes with its node's task; a node
+   whose task-running ops `auto` puts apart goes whole where its first one runs (`split`);
+4. it writes that on a copy of the graph, imports and simulates it as the backend will, and
+   applies it to the graph only when it is faster than the graph as written: the report's
+   `applied_ns` is then what npuir's backend reports as annotated (`auto_ns` exactly when
+   no node was split).
 
 Cross-stream data dependencies need no wait: GE and npuir's `insert-events` both add the
-events.  The pass keeps the graph as written (and says why) for what it cannot schedule
-whole: dynamic shapes (`auto` keeps them on one stream, TorchAir's rule), ops npuir runs
-eagerly, `set_stream_limit` in the graph, a single-stream config, or an ATen node whose npu
-ops `auto` would split across streams.
+events.  The pass keeps the graph as written, and its report says why, for dynamic shapes
+(`auto` keeps them on one stream, TorchAir's rule), `set_stream_limit` in the graph, a
+single-stream or `reduce-overhead` config, a memory budget no schedule fits, or a rewrite
+that is not faster.
 """
 
 from __future__ import annotations
@@ -205,6 +211,10 @@ class AutoStreams:
             return AutoStreamsReport(False, f"the graph has scopes it does not replace ({foreign})")
         if config is not None and config.ge_config.enable_single_stream:
             return AutoStreamsReport(False, "ge_config.enable_single_stream puts it on one stream")
+        if config is not None and config.mode != "max-autotune":
+            return AutoStreamsReport(
+                False, f'mode "{config.mode}": in-graph streams are max-autotune only'
+            )
         try:
             # Ops without an npu op are `npu.opaque`, costed from their tensor sizes: on
             # TorchAir, GE runs the whole graph.  (npuir's backend gives the pass each part

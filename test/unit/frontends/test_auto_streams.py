@@ -235,6 +235,22 @@ def test_a_pass_with_nothing_to_gain_leaves_the_graph() -> None:
     assert report.render().startswith("auto_streams: graph left as written")
 
 
+def test_configs_without_in_graph_streams_leave_the_graph() -> None:
+    ep = _example("seed_multistream").export()
+    code = ep.graph_module.code
+    auto = tng.auto_streams()
+    for option, value in (("mode", "reduce-overhead"), ("enable_single_stream", True)):
+        config = tng.CompilerConfig()
+        if option == "mode":
+            config.mode = value
+        else:
+            config.ge_config.enable_single_stream = value
+        auto(ep.graph_module, [], config)
+        assert not auto.reports[-1].changed and ep.graph_module.code == code
+    assert "max-autotune only" in auto.reports[0].reason
+    assert "one stream" in auto.reports[1].reason
+
+
 def test_two_layers_reuse_the_streams_of_one() -> None:
     """A stream per layer is a known trap: the second layer's side work joins the first
     layer's side stream instead of opening one of its own."""
