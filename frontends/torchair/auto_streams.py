@@ -225,7 +225,9 @@ class AutoStreams:
         func = _only_function(module)
         if func is None or _dynamic(func):
             return AutoStreamsReport(
-                False, "it has dynamic shapes, which auto keeps on one stream (TorchAir's rule)"
+                False,
+                "it has dynamic dims (dynamic=True or gears): auto keeps a dynamic graph on "
+                "one stream (TorchAir's rule), and one graph cannot hold a schedule per gear",
             )
         options = config.pass_options().get("stream-partition", {}) if config else {}
         written_pass = "stream-partition" + (
