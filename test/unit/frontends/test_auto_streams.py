@@ -235,6 +235,31 @@ def test_a_pass_with_nothing_to_gain_leaves_the_graph() -> None:
     assert report.render().startswith("auto_streams: graph left as written")
 
 
+def test_core_limits_are_written_as_limit_core_num_writes_them() -> None:
+    """A core limit of the schedule (here the model's own, which `auto` keeps) is an
+    `air.scope_enter` with `limit_core_num`'s keys around its op, inside the op's stream."""
+
+    class Limited(torch.nn.Module):
+        def forward(self, x: Any, y: Any) -> Any:
+            a = torch.mm(x, x)
+            with tng.scope.limit_core_num(6, 12):
+                b = torch.add(y, y)
+            return a, b, torch.mm(y, y)
+
+    xs = [torch.randn(512, 512, dtype=torch.float16) for _ in range(2)]
+    ep = torch.export.export(Limited(), tuple(xs))
+    auto = tng.auto_streams()
+    auto(ep.graph_module, [], None)
+    report = auto.reports[-1]
+    assert report.changed and report.limits == {"add": (6, 12)}
+    nodes = list(ep.graph.nodes)
+    add = next(n for n in nodes if n.name == "add")
+    enter = nodes[nodes.index(add) - 1]
+    assert str(enter.target) == "air.scope_enter.default"
+    assert enter.args == (["_op_aicore_num", "_op_vectorcore_num"], ["6", "12"])
+    assert _timed(import_fx_graph(ep.graph)) == report.applied_ns == report.auto_ns
+
+
 def test_configs_without_in_graph_streams_leave_the_graph() -> None:
     ep = _example("seed_multistream").export()
     code = ep.graph_module.code
