@@ -192,7 +192,10 @@ class AutoStreams:
     def __call__(
         self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], config: Any = None
     ) -> None:
-        report = self.rewrite(gm, config if isinstance(config, CompilerConfig) else None)
+        if isinstance(config, CompilerConfig) or config is None:
+            report = self.rewrite(gm, config)
+        else:
+            report = _refused_by(config) or self.rewrite(gm, None)
         self.reports.append(report)
 
     def _partition(self) -> str:
@@ -342,6 +345,19 @@ def _quiet_import(graph: torch.fx.Graph, config: CompilerConfig | None) -> Modul
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return import_fx_graph(graph, config=config, diagnostics=DiagnosticEngine())
+
+
+def _refused_by(config: Any) -> AutoStreamsReport | None:
+    """TorchAir's own `CompilerConfig` (the pass run by TorchAir): its options are
+    `OptionValue`s (`python/torchair/configs/_option_base.py`); the two that rule out
+    in-graph streams are read, the rest of it means nothing to npuir's import."""
+    mode = getattr(getattr(config, "mode", None), "value", None)
+    if mode is not None and mode != "max-autotune":
+        return AutoStreamsReport(False, f'mode "{mode}": in-graph streams are max-autotune only')
+    ge_config = getattr(config, "ge_config", None)
+    if bool(getattr(ge_config, "enable_single_stream", False)):
+        return AutoStreamsReport(False, "ge_config.enable_single_stream puts it on one stream")
+    return None
 
 
 def _only_function(module: ModuleOp) -> FuncOp | None:

@@ -7,6 +7,7 @@ import dataclasses
 import importlib.util
 import inspect
 import random
+import types
 import sys
 import warnings
 from pathlib import Path
@@ -274,6 +275,19 @@ def test_configs_without_in_graph_streams_leave_the_graph() -> None:
         assert not auto.reports[-1].changed and ep.graph_module.code == code
     assert "max-autotune only" in auto.reports[0].reason
     assert "one stream" in auto.reports[1].reason
+    # TorchAir's own config, as TorchAir passes it: options are `OptionValue`s
+    option = types.SimpleNamespace
+    torchair_config = option(
+        mode=option(value="max-autotune"), ge_config=option(enable_single_stream=False)
+    )
+    for mode, single in (("reduce-overhead", False), ("max-autotune", True)):
+        torchair_config.mode.value = mode
+        torchair_config.ge_config.enable_single_stream = single
+        auto(ep.graph_module, [], torchair_config)
+        assert not auto.reports[-1].changed and ep.graph_module.code == code
+    torchair_config.ge_config.enable_single_stream = False
+    auto(ep.graph_module, [], torchair_config)
+    assert auto.reports[-1].changed
 
 
 def test_two_layers_reuse_the_streams_of_one() -> None:
