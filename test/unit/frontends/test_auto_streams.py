@@ -7,8 +7,8 @@ import dataclasses
 import importlib.util
 import inspect
 import random
-import types
 import sys
+import types
 import warnings
 from pathlib import Path
 from typing import Any
