@@ -68,6 +68,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
+from npuir.analysis.mem_planners import argument_bytes, parse_budget
 from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo, build_program
 from npuir.api import print_ir
@@ -122,40 +123,85 @@ def _ignoring(mode: str) -> str:
     return f"gear-multiversion,stream-partition{{mode={mode} ignore-tags=true}},{TAIL}"
 
 
+PASS_ATTRIBUTE = "post_grad_custom_pre_pass"
+"""TorchAir's `CompilerConfig` attribute for a custom FX pass run on the graph after AOT
+autograd, before TorchAir's own passes (Ascend/torchair `python/torchair/configs/
+compiler_config.py`, run by `_optimize_fx` in `python/torchair/npu_fx_compiler.py`); TorchAir's
+own example of a multi-stream pass sets it (`docs/zh/ascend_ir/features/basic/
+post_grad_custom_pass.md`)."""
+PASS_CALL = f"config.{PASS_ATTRIBUTE} = npuir.torchair.auto_streams()"
+"""The pass row, as a TorchAir user writes it."""
+GE_AUTO_OPTION = "ge.autoMultistreamParallelMode"
+"""GE's option for its automatic multi-stream: TorchAir's `CompilerConfig` has no field for
+it (`ge_config` and `experimental_config` in Ascend/torchair `python/torchair/configs/`
+write no such key), so the row names GE's own option."""
+
+
 @dataclass(frozen=True)
 class Baseline:
-    """A variant npuir-advise times, in npuir's and in TorchAir's terms."""
+    """A variant npuir-advise times, in npuir's and in TorchAir's terms.
+
+    `option` is what the user does to get it (`OPTIONS`); `torchair` says how, in the
+    words a TorchAir user acts on."""
 
     name: str
     torchair: str
     pipeline: str | None
+    option: str = "keep"
 
 
-AS_WRITTEN = Baseline("as written", "your script as it is", None)
+OPTIONS = ("keep", "remove", "single-stream", "ge-auto", "pass", "edits")
+"""The user's options, least work first (the order that breaks a tie between rows of the
+same makespan): change nothing, delete the scopes, one config switch, one GE option, one
+config line naming npuir's pass, edits to the model's source."""
+
+AS_WRITTEN = Baseline("as written", "keep your annotation: change nothing", None, "keep")
 BEFORE = (
     AS_WRITTEN,
     Baseline(
         "no annotation",
-        "your npu_stream_switch scopes removed: GE's own streams",
+        "remove your npu_stream_switch scopes: GE's own streams",
         _ignoring("ge"),
+        "remove",
     ),
     Baseline(
         "single stream",
-        "your scopes removed and config.ge_config.enable_single_stream = True",
+        "remove your scopes and set config.ge_config.enable_single_stream = True",
         _ignoring("single"),
+        "single-stream",
     ),
     Baseline(
         "GE auto multi-stream",
-        "your scopes removed and GE's automatic multi-stream (ge.autoMultistreamParallelMode)",
+        f"remove your scopes and switch on GE's automatic multi-stream: the GE option "
+        f"{GE_AUTO_OPTION} (TorchAir's CompilerConfig has no field for it)",
         _ignoring("minidag"),
+        "ge-auto",
     ),
 )
+AUTO_PIPELINE = f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true limits=true}},{TAIL}"
 AUTO = Baseline(
     "auto (per op)",
-    "npuir's unconstrained auto: a stream per op, not always writable as with blocks, and core "
-    "limits chosen with the streams",
-    f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true limits=true}},{TAIL}",
+    f"{PASS_CALL}: npuir's auto schedule (streams, issue order, core limits) written into "
+    "the graph by a TorchAir custom pass, no model edit",
+    AUTO_PIPELINE,
+    "pass",
 )
+
+
+def _auto_under(budget: str) -> Baseline:
+    """The pass row under a memory budget: `auto` keeping the fastest schedule whose plan
+    fits (`auto_streams(memory_budget=...)`)."""
+    return Baseline(
+        AUTO.name,
+        f"config.{PASS_ATTRIBUTE} = npuir.torchair.auto_streams(memory_budget={budget!r}): "
+        "npuir's auto schedule within the budget, written into the graph by a TorchAir custom "
+        "pass, no model edit",
+        f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true mem-budget={budget}}},"
+        f"{TAIL}",
+        "pass",
+    )
+
+
 LIMITS_PIPELINE = f"gear-multiversion,stream-partition,coreset-partition,{TAIL}"
 
 
@@ -172,6 +218,12 @@ class AdviseConfig:
     emit_mlir: str | None = None
     granularity: str = "line"
     gear_weights: list[float] | None = None
+    mem_budget: str | None = None
+    """The planned peak the recommendation must fit (as `npuir-run --mem-budget` takes it:
+    bytes, `64MiB`, or `hbm`); the pass row is then `auto` under it."""
+    edit_files: list[str] | None = None
+    """Globs of the files edits may name (default: every file outside installed packages,
+    `owned_file`)."""
 
 
 @dataclass
@@ -190,10 +242,13 @@ class Variant:
     hazards: int
     peak_bytes: int | None = None
     """The memory plan's peak (the largest rank's), as `npuir-run` reports it."""
+    option: str = "keep"
+    """What the user does to get this row (one of `OPTIONS`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "option": self.option,
             "torchair": self.torchair,
             "pipeline": self.pipeline,
             "case": self.case,
@@ -329,6 +384,215 @@ class Edit:
         }
 
 
+def _mib(n: int) -> str:
+    """A byte count as a person reads it (MiB, KiB or bytes, by size)."""
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.2f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.2f} KiB"
+    return f"{n} bytes"
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.1f} µs"
+
+
+@dataclass
+class Recommendation:
+    """The option `npuir-advise` recommends: the row with the least (weighted) makespan
+    among those that run (no deadlock, no hold-and-wait hazard) in every case and whose
+    planned peak fits the memory budget, if one is given; a tie goes to the least work
+    (`OPTIONS`' order)."""
+
+    row: str
+    option: str
+    apply: str
+    weighted_ns: float
+    """The weighted sum of the row's makespans over the cases (the makespan for one)."""
+    written_ns: float | None
+    """The same for the annotation as written (None when it does not run)."""
+    peak_bytes: int | None
+    """The row's planned peak, the largest over the cases."""
+    written_peak_bytes: int | None
+    budget_bytes: int | None
+    fits: bool
+    """False only when no row fits the budget: the row is then the one with the least peak."""
+    per_case: dict[str | None, tuple[str, int]] = field(
+        default_factory=dict[str | None, tuple[str, int]]
+    )
+    """For a geared program: each gear's best row (by the same rule) and its makespan."""
+    shared_ns: float | None = None
+    """For a geared program: the weighted makespan of one shared annotation (the edits row)."""
+
+    @property
+    def peak_delta_bytes(self) -> int | None:
+        """The row's peak less the annotation as written's."""
+        if self.peak_bytes is None or self.written_peak_bytes is None:
+            return None
+        return self.peak_bytes - self.written_peak_bytes
+
+    def memory(self) -> str:
+        """What the recommendation costs in planned peak memory against the annotation as
+        written."""
+        if self.peak_bytes is None:
+            return "its peak memory is unknown"
+        here = f"peak memory {_mib(self.peak_bytes)}"
+        delta = self.peak_delta_bytes
+        if delta is None or self.written_peak_bytes is None:
+            return here
+        if delta == 0:
+            return f"{here}, the same as your annotation as written"
+        share = (
+            f" ({delta / self.written_peak_bytes:+.0%})" if self.written_peak_bytes > 0 else ""
+        )
+        sign = "+" if delta > 0 else "-"
+        return (
+            f"{here}, {sign}{_mib(abs(delta))}{share} against your annotation as written "
+            f"({_mib(self.written_peak_bytes)})"
+        )
+
+    def lines(self, cases: list[str | None], weights: dict[str | None, float]) -> list[str]:
+        head = (
+            "recommended: keep your annotation"
+            if self.option == "keep"
+            else f"recommended ({self.row}): {self.apply}"
+        )
+        out = [head]
+        span = "weighted makespan" if len(cases) > 1 else "makespan"
+        timing = f"{span} {_us(self.weighted_ns)}"
+        if self.written_ns is not None and self.option != "keep":
+            delta = self.written_ns - self.weighted_ns
+            timing += (
+                f", {_us(abs(delta))} {'less' if delta >= 0 else 'more'} than your annotation"
+            )
+        out.append(f"  {timing}; {self.memory()}")
+        if self.budget_bytes is not None:
+            out.append(
+                f"  within the memory budget of {_mib(self.budget_bytes)}"
+                if self.fits
+                else f"  no option fits the memory budget of {_mib(self.budget_bytes)}: this "
+                "is the one with the smallest peak"
+            )
+        differs = any(row != self.row for row, _ in self.per_case.values())
+        if len(cases) > 1 and self.per_case and differs:
+            out.append("  per gear, the best option:")
+            for case in cases:
+                if case in self.per_case:
+                    row, ns = self.per_case[case]
+                    out.append(f"    {case}: {row}, {_us(ns)}")
+            best_each = sum(weights.get(c, 1.0) * ns for c, (_, ns) in self.per_case.items())
+            out.append(f"  each gear with its best option: weighted {_us(best_each)}")
+            if self.shared_ns is not None:
+                out.append(
+                    f"  one shared annotation for every gear (the edits row): weighted "
+                    f"{_us(self.shared_ns)}, {_us(max(0.0, self.shared_ns - best_each))} more"
+                )
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "row": self.row,
+            "option": self.option,
+            "apply": self.apply,
+            "weighted_ns": self.weighted_ns,
+            "written_ns": self.written_ns,
+            "peak_bytes": self.peak_bytes,
+            "written_peak_bytes": self.written_peak_bytes,
+            "peak_delta_bytes": self.peak_delta_bytes,
+            "memory": self.memory(),
+            "budget_bytes": self.budget_bytes,
+            "fits": self.fits,
+            "per_case": [
+                {"case": c, "row": row, "makespan_ns": ns} for c, (row, ns) in self.per_case.items()
+            ],
+            "shared_ns": self.shared_ns,
+        }
+
+
+def _runs(v: Variant) -> bool:
+    """Whether a row is an option at all: it ran, without deadlock or hazard."""
+    return v.makespan_ns is not None and not v.deadlock and v.hazards == 0
+
+
+def recommend(
+    variants: Sequence[Variant],
+    weights: dict[str | None, float],
+    budget_bytes: int | None = None,
+    shared: str | None = None,
+) -> Recommendation | None:
+    """The best row of `variants` (see `Recommendation`); None when no row runs in every
+    case.  `shared` names the row of one shared annotation (for a geared program's
+    comparison)."""
+    cases = list(dict.fromkeys(v.case for v in variants))
+    rows: dict[str, dict[str | None, Variant]] = {}
+    for v in variants:
+        rows.setdefault(v.name, {})[v.case] = v
+    complete = {
+        name: per
+        for name, per in rows.items()
+        if all(c in per and _runs(per[c]) for c in cases)
+    }
+
+    def weighted(per: dict[str | None, Variant]) -> float:
+        return sum(weights.get(c, 1.0) * (per[c].makespan_ns or 0) for c in cases)
+
+    def peak(per: dict[str | None, Variant]) -> int | None:
+        peaks = [per[c].peak_bytes for c in cases]
+        return None if any(p is None for p in peaks) else max(p for p in peaks if p is not None)
+
+    def effort(name: str) -> int:
+        option = next(iter(rows[name].values())).option
+        return OPTIONS.index(option) if option in OPTIONS else len(OPTIONS)
+
+    def fits(per: dict[str | None, Variant]) -> bool:
+        p = peak(per)
+        return budget_bytes is None or (p is not None and p <= budget_bytes)
+
+    if not complete:
+        return None
+    fitting = [n for n, per in complete.items() if fits(per)]
+    if fitting:
+        name = min(fitting, key=lambda n: (weighted(complete[n]), effort(n)))
+    else:
+        name = min(
+            complete,
+            key=lambda n: (peak(complete[n]) or 0, weighted(complete[n]), effort(n)),
+        )
+    per = complete[name]
+    first = next(iter(per.values()))
+    written = rows.get(AS_WRITTEN.name)
+    written_ok = written is not None and all(c in written and _runs(written[c]) for c in cases)
+    per_case: dict[str | None, tuple[str, int]] = {}
+    if len(cases) > 1:
+        for case in cases:
+            options = [
+                n
+                for n, p in rows.items()
+                if case in p
+                and _runs(p[case])
+                and (budget_bytes is None or (p[case].peak_bytes or 0) <= budget_bytes)
+            ]
+            if options:
+                best = min(options, key=lambda n: (rows[n][case].makespan_ns or 0, effort(n)))
+                per_case[case] = (best, rows[best][case].makespan_ns or 0)
+    shared_ns = (
+        weighted(complete[shared]) if len(cases) > 1 and shared in complete else None
+    )
+    return Recommendation(
+        name,
+        first.option,
+        first.torchair,
+        weighted(per),
+        weighted(written) if written is not None and written_ok else None,
+        peak(per),
+        peak(written) if written is not None and all(c in written for c in cases) else None,
+        budget_bytes,
+        bool(fitting),
+        per_case,
+        shared_ns,
+    )
+
+
 @dataclass
 class Advice:
     """Everything `npuir-advise` says."""
@@ -349,7 +613,9 @@ class Advice:
     (`npuir.driver.mem_tradeoff`), fastest first."""
     warnings: list[Diagnostic] = field(default_factory=list[Diagnostic])
     """What importing the input warned about (a `.pt2`'s ops costed by estimate, gears
-    the export dropped)."""
+    the export dropped), and what the advice warns of in the annotation (`STREAM_PER_LAYER`)."""
+    recommendation: Recommendation | None = None
+    """The best of the user's options (`recommend`); None when no row runs."""
 
     @property
     def lower_bound_ns(self) -> int | None:
@@ -378,6 +644,7 @@ class Advice:
             "emitted_mlir": self.emitted,
             "memory_pareto": [p.to_json() for p in self.memory_pareto],
             "warnings": [diagnostic_json(w) for w in self.warnings],
+            "recommendation": self.recommendation.to_json() if self.recommendation else None,
         }
 
     def render(self) -> str:
@@ -414,10 +681,17 @@ class Advice:
             lines.append("")
         lines.extend(f"why: {r}" for r in self.reasons)
         lines.append("")
-        if self.keep or not self.edits:
-            lines.append("recommended: keep your annotation")
+        rec = self.recommendation
+        if rec is None:
+            lines.append("recommended: none of the options runs in every case")
         else:
-            lines.append(f"recommended ({self.best}):")
+            lines.extend(rec.lines(self.cases, self.weights))
+        if self.edits:
+            lines.append(
+                "the edits:"
+                if rec is not None and rec.row == self.best
+                else f"the edits of the {self.best} row, if you prefer to edit your source:"
+            )
             lines.extend(f"  {e}" for e in self.edits)
         if self.emitted:
             lines.append(f"annotated source written to {self.emitted}")
@@ -499,7 +773,17 @@ def _run_config(
 def _variant(base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why: bool) -> Variant:
     if timed is None:
         return Variant(
-            base.name, base.torchair, base.pipeline, case.label, None, False, 0, 0, None, 0
+            base.name,
+            base.torchair,
+            base.pipeline,
+            case.label,
+            None,
+            False,
+            0,
+            0,
+            None,
+            0,
+            option=base.option,
         )
     result = timed.result
     deadlock = result.deadlock is not None
@@ -520,6 +804,7 @@ def _variant(base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why:
         explanation,
         hazards,
         peak,
+        base.option,
     )
 
 
@@ -1725,6 +2010,7 @@ def _advise_shared(
 ) -> Advice:
     hw = device_of(module, config.hw)
     cases = _cases(config, module)
+    budget_bytes = _budget_bytes(config, module, hw)
     variants: list[Variant] = []
     by: dict[tuple[str, str | None], Variant] = {}
     timed_of: dict[tuple[str, str | None], Timed | None] = {}
@@ -1759,7 +2045,9 @@ def _advise_shared(
             "op": "the edits below (any op on any stream)",
         }[granularity],
         None,
+        "edits",
     )
+    auto_base = AUTO if config.mem_budget is None else _auto_under(config.mem_budget)
     reasons: list[str] = []
     keep = False
     source_text: str
@@ -1775,7 +2063,7 @@ def _advise_shared(
                 for f in auto_module.ops
                 if isinstance(f, FuncOp)
             }
-        auto_timed[case.label] = _time(config, case, AUTO.pipeline, auto_module, None)
+        auto_timed[case.label] = _time(config, case, auto_base.pipeline, auto_module, None)
     if granularity == "op":
         annotated = _annotated_auto(module, config)
         plan = None
@@ -1848,7 +2136,7 @@ def _advise_shared(
                 keep = False
     for case, timed in zip(cases, timed_advice):
         add(advice_base, case, timed, False)
-        add(AUTO, case, auto_timed[case.label], False)
+        add(auto_base, case, auto_timed[case.label], False)
     if search is not None and plan is not None and not keep:
         edits = _edits(plan, search, limits)
     elif search is None:
@@ -1864,6 +2152,7 @@ def _advise_shared(
                 reasons.append(where + estimated.line() + " (as written)")
     flat = unannotated or _without_scopes(module)
     bounds = {case.label: _lower_bound(config, flat, case, hw) for case in cases}
+    weights = {c.label: c.weight for c in cases}
     advice = Advice(
         variants,
         bounds,
@@ -1872,9 +2161,10 @@ def _advise_shared(
         edits,
         keep and not limits,
         granularity,
-        {c.label: c.weight for c in cases},
+        weights,
         source=source_text,
         memory_pareto=_memory_pareto(config, flat, cases),
+        recommendation=recommend(variants, weights, budget_bytes, best_name),
     )
     if config.emit_mlir is not None:
         text = print_ir(annotated)
@@ -1885,6 +2175,19 @@ def _advise_shared(
             write(config.emit_mlir, text)
         advice.emitted = config.emit_mlir
     return advice
+
+
+def _budget_bytes(config: AdviseConfig, module: ModuleOp, hw: Hardware) -> int | None:
+    """`config.mem_budget` in bytes (`hbm`: the device's HBM less the entry's static
+    arguments, as `mem-plan` reads it)."""
+    if config.mem_budget is None:
+        return None
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    names = entry_names(_run_config(config, None, None, config.shapes), module)
+    try:
+        return parse_budget(config.mem_budget, hw.hbm_bytes, argument_bytes(funcs[names[0]]))
+    except ValueError as exc:
+        raise UsageError(f"--mem-budget: {exc}") from None
 
 
 def _memory_pareto(config: AdviseConfig, module: ModuleOp, cases: list[Case]) -> list[Point]:
@@ -2061,8 +2364,9 @@ def _reason(
                 )
     if keep:
         reasons.append(
-            f"keep your annotation: the best structured variant is within {KEEP_WITHIN:.0%} of "
-            "it, or gains less than the launches of the streams it would add"
+            f"no edit to your with blocks is worth writing: the best structured variant is "
+            f"within {KEEP_WITHIN:.0%} of your annotation, or gains less than the launches of "
+            f"the streams it would add (the {best} row is your annotation as written)"
         )
 
 
