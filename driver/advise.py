@@ -79,7 +79,15 @@ from npuir.backends.npu.memory import program_memory
 from npuir.backends.npu.numerics import NumericsError, resolve_entry
 from npuir.context import make_context
 from npuir.deep_stack import on_deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, diagnostic_json, error
+from npuir.diagnostics import (
+    Diagnostic,
+    DiagnosticError,
+    Kind,
+    SourceLocation,
+    UsageError,
+    diagnostic_json,
+    error,
+)
 from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.dialects.scope import ScopeOp, walk_nested
@@ -117,6 +125,19 @@ MAX_STREAMS = 8
 """Streams the structured search may use, the default one included (stream-partition's cap)."""
 SIMPLIFY_WITHIN = 0.01
 """What the advice may give up, in all, for fewer edits (a fraction of its makespan)."""
+
+
+STREAM_PER_LAYER = Kind(
+    "advise.stream-per-layer",
+    "this npu_stream_switch opens a stream of its own in each of its {copies} copies (tags "
+    "{tags}), and one shared stream serves: {shared_us} µs with one tag against {written_us} "
+    "µs as written; give every copy the same tag",
+)
+"""A warning at a `with` line (one scope site) whose copies -- the layers of a model calling
+the same code -- each have a tag of their own, when giving them all one tag is no slower:
+streams are a device budget, and a side stream per layer is a known trap (prefill throughput
+down from 4.11 to 1.2 in the report issue 36 cites, restored by sharing one stream).
+Arguments: `copies`, `tags` (the tags, comma-separated), `shared_us`, `written_us`."""
 
 
 def _ignoring(mode: str) -> str:
@@ -178,7 +199,9 @@ BEFORE = (
         "ge-auto",
     ),
 )
-AUTO_PIPELINE = f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true limits=true}},{TAIL}"
+AUTO_PIPELINE = (
+    f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true limits=true}},{TAIL}"
+)
 AUTO = Baseline(
     "auto (per op)",
     f"{PASS_CALL}: npuir's auto schedule (streams, issue order, core limits) written into "
@@ -442,9 +465,7 @@ class Recommendation:
             return here
         if delta == 0:
             return f"{here}, the same as your annotation as written"
-        share = (
-            f" ({delta / self.written_peak_bytes:+.0%})" if self.written_peak_bytes > 0 else ""
-        )
+        share = f" ({delta / self.written_peak_bytes:+.0%})" if self.written_peak_bytes > 0 else ""
         sign = "+" if delta > 0 else "-"
         return (
             f"{here}, {sign}{_mib(abs(delta))}{share} against your annotation as written "
@@ -462,9 +483,7 @@ class Recommendation:
         timing = f"{span} {_us(self.weighted_ns)}"
         if self.written_ns is not None and self.option != "keep":
             delta = self.written_ns - self.weighted_ns
-            timing += (
-                f", {_us(abs(delta))} {'less' if delta >= 0 else 'more'} than your annotation"
-            )
+            timing += f", {_us(abs(delta))} {'less' if delta >= 0 else 'more'} than your annotation"
         out.append(f"  {timing}; {self.memory()}")
         if self.budget_bytes is not None:
             out.append(
@@ -528,9 +547,7 @@ def recommend(
     for v in variants:
         rows.setdefault(v.name, {})[v.case] = v
     complete = {
-        name: per
-        for name, per in rows.items()
-        if all(c in per and _runs(per[c]) for c in cases)
+        name: per for name, per in rows.items() if all(c in per and _runs(per[c]) for c in cases)
     }
 
     def weighted(per: dict[str | None, Variant]) -> float:
@@ -575,9 +592,7 @@ def recommend(
             if options:
                 best = min(options, key=lambda n: (rows[n][case].makespan_ns or 0, effort(n)))
                 per_case[case] = (best, rows[best][case].makespan_ns or 0)
-    shared_ns = (
-        weighted(complete[shared]) if len(cases) > 1 and shared in complete else None
-    )
+    shared_ns = weighted(complete[shared]) if len(cases) > 1 and shared in complete else None
     return Recommendation(
         name,
         first.option,
@@ -1993,7 +2008,7 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
         )
     module, text, calls, warnings = _load(config)
     advice: Advice = on_deep_stack(_advise, config, module, text, calls, write)
-    advice.warnings = warnings
+    advice.warnings = warnings + advice.warnings
     return advice
 
 
@@ -2153,6 +2168,9 @@ def _advise_shared(
     flat = unannotated or _without_scopes(module)
     bounds = {case.label: _lower_bound(config, flat, case, hw) for case in cases}
     weights = {c.label: c.weight for c in cases}
+    layer_warnings = _stream_per_layer(
+        config, module, cases, [timed_of.get((AS_WRITTEN.name, c.label)) for c in cases]
+    )
     advice = Advice(
         variants,
         bounds,
@@ -2165,6 +2183,7 @@ def _advise_shared(
         source=source_text,
         memory_pareto=_memory_pareto(config, flat, cases),
         recommendation=recommend(variants, weights, budget_bytes, best_name),
+        warnings=layer_warnings,
     )
     if config.emit_mlir is not None:
         text = print_ir(annotated)
@@ -2175,6 +2194,58 @@ def _advise_shared(
             write(config.emit_mlir, text)
         advice.emitted = config.emit_mlir
     return advice
+
+
+def _per_layer_sites(module: ModuleOp) -> dict[Site, tuple[int, list[str]]]:
+    """The `with` lines whose copies have several tags: each site's column and tags, first
+    use first."""
+    tags: dict[Site, tuple[int, dict[str, None]]] = {}
+    for op in walk_nested(module):
+        if isinstance(op, stream.SwitchOp) and op.tag_name != stream.MAIN_TAG:
+            site = _site(op, 0)
+            loc = op.location
+            if site[1] > 0 and isinstance(loc, FileLineColLoc):
+                tags.setdefault(site, (loc.column.data, {}))[1][op.tag_name] = None
+    return {site: (col, list(t)) for site, (col, t) in tags.items() if len(t) > 1}
+
+
+def _stream_per_layer(
+    config: AdviseConfig, module: ModuleOp, cases: list[Case], written: list[Timed | None]
+) -> list[Diagnostic]:
+    """`STREAM_PER_LAYER` for each site whose copies' tags, made one (the site's first), cost
+    no more in any case than as written (`written`, per case)."""
+    out: list[Diagnostic] = []
+    for site, (column, tags) in _per_layer_sites(module).items():
+        shared = module.clone()
+        copies = 0
+        for op in walk_nested(shared):
+            if isinstance(op, stream.SwitchOp) and op.tag_name in tags and _site(op, 0) == site:
+                op.tag = StringAttr(tags[0])
+                copies += 1
+        text = print_ir(shared, debuginfo=True)
+        spans: list[tuple[int, int]] = []
+        for case, before in zip(cases, written):
+            after = _time(config, case, None, _parse_text(config, text), text)
+            if _bad(before) or _bad(after):
+                break
+            assert before is not None and after is not None
+            spans.append((after.result.makespan_ns, before.result.makespan_ns))
+        if len(spans) != len(cases) or any(a > b for a, b in spans):
+            continue
+        shared_ns = sum(c.weight * a for c, (a, _) in zip(cases, spans))
+        written_ns = sum(c.weight * b for c, (_, b) in zip(cases, spans))
+        out.append(
+            Diagnostic.of(
+                "warning",
+                STREAM_PER_LAYER,
+                SourceLocation(site[0], site[1], column),
+                copies=copies,
+                tags=", ".join(tags),
+                shared_us=f"{shared_ns / 1000:.1f}",
+                written_us=f"{written_ns / 1000:.1f}",
+            )
+        )
+    return out
 
 
 def _budget_bytes(config: AdviseConfig, module: ModuleOp, hw: Hardware) -> int | None:
