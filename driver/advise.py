@@ -50,15 +50,23 @@ advised makespan is the edited program's.
 from __future__ import annotations
 
 import ast
+import fnmatch
+import importlib.util
 import math
 import os
+import re
+import sysconfig
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
     FileLineColLoc,
+    IntAttr,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -285,12 +293,18 @@ class Variant:
         }
 
 
+IMPORT = "import npuir.torchair as torchair"
+"""What an edited Python file needs to name `torchair.scope` (TorchAir's `import torchair`
+on an NPU machine)."""
+
+
 @dataclass(frozen=True)
 class Edit:
     """One change to the user's source, in its own terms (`source`: "python", "mlir" or
     "dump").
 
-    `kind` is `remove-scope` (the scope whose `with` / `stream.switch` is on `first_line`
+    `kind` is `add-import` (Python only: `IMPORT` goes before `first_line`, for the other
+    edits to the file that write `torchair.`), `remove-scope` (the scope whose `with` / `stream.switch` is on `first_line`
     goes, its body stays, dedented, up to `last_line`), `retag-scope` (that scope's tag
     becomes `tag`), `add-stream-scope` or `add-limit-scope` (a new scope around lines
     `first_line`-`last_line`), `hoist-call` (Python only: the call `expr` on `first_line`
@@ -318,6 +332,8 @@ class Edit:
     @property
     def torchair(self) -> str:
         """The TorchAir statement the edit writes (or removes)."""
+        if self.kind == "add-import":
+            return "import torchair"
         if self.kind == "add-limit-scope":
             assert self.counts is not None
             return f"with torchair.scope.limit_core_num({self.counts[0]}, {self.counts[1]}):"
@@ -328,6 +344,8 @@ class Edit:
         """The text to write, in the source's own terms."""
         if self.kind == "hoist-call":
             return f"{self.name} = {self.expr}"
+        if self.kind == "add-import":
+            return IMPORT
         if self.source == "python":
             return self.torchair
         if self.source == "dump":
@@ -367,6 +385,11 @@ class Edit:
             return (
                 f"take `{self.expr}` out of the line: write `{self.write}` just before it"
                 f"{where}, and `{self.name}` in its place"
+            )
+        if self.kind == "add-import":
+            return (
+                f"add `{self.write}` before this line (under TorchAir: `{self.torchair}`): "
+                "the other edits to this file use it"
             )
         if self.source == "python":
             if self.kind == "remove-scope":
@@ -1686,6 +1709,12 @@ class _Source:
         all of it"""
         self.names: set[str] = set()
         """Every name the file uses (a hoisted call's new name is none of them)."""
+        self.binds_torchair = False
+        """Whether the module imports a name `torchair` (`import torchair`, `import
+        npuir.torchair as torchair`, `from npuir import torchair`)."""
+        self.import_line = 1
+        """Where a new module-level import goes: after the last one, or after the
+        docstring."""
         self.text = ""
         try:
             with open(path, encoding="utf-8") as f:
@@ -1695,6 +1724,18 @@ class _Source:
             return
         self.text = text
         self.lines = text.splitlines()
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Import | ast.ImportFrom):
+                self.import_line = (stmt.end_lineno or stmt.lineno) + 1
+                bound = (a.asname or a.name.split(".")[0] for a in stmt.names)
+                self.binds_torchair |= "torchair" in bound
+            elif (
+                stmt is tree.body[0]
+                and isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            ):
+                self.import_line = (stmt.end_lineno or stmt.lineno) + 1
         starts: dict[int, int] = {}
         for node in ast.walk(tree):
             for attr in ("body", "orelse", "finalbody"):
@@ -1912,6 +1953,30 @@ def _edits(
     return out
 
 
+_WRITES_TORCHAIR = ("retag-scope", "add-stream-scope", "add-limit-scope")
+
+
+def _with_imports(edits: list[Edit], sources: dict[str, _Source] | None = None) -> list[Edit]:
+    """`edits` and, first, an `add-import` for each Python file on disk whose edits write
+    `torchair.` but that does not import that name."""
+    sources = {} if sources is None else sources
+    needs: dict[str, None] = {}
+    for e in edits:
+        if e.source == "python" and (
+            e.kind in _WRITES_TORCHAIR or (e.kind == "hoist-call" and e.tag is not None)
+        ):
+            needs[e.file] = None
+    out: list[Edit] = []
+    for file in needs:
+        if not os.path.isfile(file):
+            continue
+        source = sources.setdefault(file, _Source(file))
+        if source.lines and not source.binds_torchair:
+            line = source.import_line
+            out.append(Edit("add-import", file, line, line, "python"))
+    return out + edits
+
+
 def _is_dump(search: Search) -> bool:
     files = {info.site[0] for info in search.infos.values()}
     return (
@@ -1934,7 +1999,10 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     replace: dict[int, str] = {}
     before: dict[int, list[tuple[int, str]]] = {}
     hoisted: dict[int, list[Edit]] = {}
+    imports: dict[int, list[str]] = {}
     for e in edits:
+        if e.kind == "add-import":
+            imports.setdefault(e.first_line, []).append(e.write)
         if e.kind == "remove-scope":
             drop.add(e.first_line)
             body = next(
@@ -1957,6 +2025,7 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
             hoisted.setdefault(e.first_line, []).append(e)
     out: list[str] = []
     for n, line in enumerate(lines, start=1):
+        out.extend(imports.get(n, ()))
         if n in hoisted:
             at = indent[n - 1] + delta[n] - 4 * len(before.get(n, ()))
             for e in hoisted[n]:
@@ -1978,6 +2047,7 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
             out.append(line)
             continue
         out.append(" " * max(0, indent[n - 1] + delta[n]) + line.lstrip(" "))
+    out.extend(w for n, ws in sorted(imports.items()) if n > len(lines) for w in ws)
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
@@ -1991,12 +2061,147 @@ def _load(config: AdviseConfig) -> tuple[ModuleOp, str | None, set[Site], list[D
     not IR (a `.pt2` or a GE dump, imported once, every op keeping its location in the model
     or the dump), the call sites: the model's lines that call code creating ops
     elsewhere (a `with` there would move the callee's ops too, so the advice never wraps
-    them), and the import's warnings."""
+    them), and the import's warnings.
+
+    Edits name only the files the user owns (`owned_file`): a `.pt2`'s op made in library
+    code is located at the line of the user's file that calls into it (the innermost owned
+    frame of its node's stack, `_retarget`); an op at a line of a file the user does not own
+    that no owned frame reaches (an IR input keeps one frame per op) stays where it is,
+    pinned like a call site (`_not_owned`): only the rows that need no edit move it."""
     source = read(config.path)
     ctx = make_context(collect_diagnostics=True)
     module = load_source(source, ctx)
+    calls = _call_sites(module)
+    if source.format is Format.PT2:
+        frames = _pt2_frames(source)
+        if frames:
+            calls = _retarget(module, frames, config.edit_files)
     text = None if source.format is Format.MLIR else print_ir(module, debuginfo=True)
-    return module, text, _call_sites(module), list(ctx.diagnostics.drain())
+    return (
+        module,
+        text,
+        calls | _not_owned(module, config.edit_files),
+        list(ctx.diagnostics.drain()),
+    )
+
+
+_STACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+"""A frame of an FX node's `stack_trace` (Python's traceback format)."""
+
+
+@cache
+def _installed_dirs() -> tuple[str, ...]:
+    """The directories of code a user does not edit: the standard library, and torch and
+    transformers where they are installed (found without importing them)."""
+    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")}
+    for name in ("torch", "transformers", "npuir"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            dirs.update(str(Path(p).resolve()) for p in spec.submodule_search_locations)
+    return tuple(sorted(d for d in dirs if d))
+
+
+_NOT_OWNED_PARTS = frozenset({"site-packages", "dist-packages"})
+_PYTHON_DIR = re.compile(r"python\d+(\.\d+)?")
+
+
+def owned_file(path: str, globs: Sequence[str] | None = None) -> bool:
+    """Whether an edit may name `path`.  With `globs` (`--edit-files`): exactly the files
+    one of them matches (`fnmatch`, on the path as recorded or made absolute).  By default
+    every file but those of installed packages (under `site-packages` / `dist-packages`),
+    the standard library, torch, transformers and npuir, and the pseudo-files Python names
+    in angle brackets (`<string>`, `<frozen ...>`)."""
+    if path.startswith("<"):
+        return False
+    if globs:
+        full = os.path.abspath(path)
+        return any(fnmatch.fnmatch(path, g) or fnmatch.fnmatch(full, g) for g in globs)
+    parts = re.split(r"[\\/]", path)
+    if _NOT_OWNED_PARTS & set(parts):
+        return False
+    # Another machine's standard library (an archive keeps the exporter's paths).
+    if any(a == "lib" and _PYTHON_DIR.fullmatch(b) for a, b in pairwise(parts)):
+        return False
+    from npuir.frontends.torch import library_frame  # torch's and npuir.torchair's own files
+
+    if library_frame(path):
+        return False
+    full = str(Path(path).resolve()) if os.path.isabs(path) else path
+    return not any(full == d or full.startswith(d + os.sep) for d in _installed_dirs())
+
+
+def _pt2_frames(source: Any) -> dict[str, list[Site]]:
+    """Each node of a `.pt2`'s program: its stack's frames outside torch, outermost first
+    (read as data, as the importer reads them)."""
+    from npuir.frontends.pt2 import read_pt2
+    from npuir.frontends.pt2_graph import graph_of
+    from npuir.frontends.torch import library_frame
+
+    try:
+        graph = graph_of(read_pt2(source.filename, data=source.data).program)
+    except Exception:  # the import succeeded: a second read that fails only loses frames
+        return {}
+    out: dict[str, list[Site]] = {}
+    for node in graph.nodes:
+        trace = node.meta.get("stack_trace")
+        if isinstance(trace, str):
+            out[node.name] = [
+                (f, int(n)) for f, n in _STACK_FRAME.findall(trace) if not library_frame(f)
+            ]
+    return out
+
+
+def _retarget(
+    module: ModuleOp, frames: dict[str, list[Site]], globs: Sequence[str] | None
+) -> set[Site]:
+    """Locate each npu op whose line is in a file the user does not own at the innermost
+    frame of its node's stack in one they do (the call in their file that reaches the
+    library code making it); the call sites again, in owned files only: every owned frame
+    of a node's stack but the innermost."""
+    calls: set[Site] = set()
+    owned_cache: dict[str, bool] = {}
+
+    def owned(file: str) -> bool:
+        hit = owned_cache.get(file)
+        if hit is None:
+            hit = owned_cache[file] = owned_file(file, globs)
+        return hit
+
+    for chain in frames.values():
+        mine = [f for f in chain if owned(f[0])]
+        calls.update(mine[:-1])
+    for op in walk_nested(module):
+        if not isinstance(op, NpuOp):
+            continue
+        file, _ = _site(op, 0)
+        name = _op_name(op)
+        if owned(file) or name is None:
+            continue
+        chain = frames.get(name) or frames.get(_base_name(name) or name) or []
+        mine = [f for f in chain if owned(f[0])]
+        if mine:
+            op.location = FileLineColLoc(StringAttr(mine[-1][0]), IntAttr(mine[-1][1]), IntAttr(0))
+    return calls
+
+
+def _not_owned(module: ModuleOp, globs: Sequence[str] | None) -> set[Site]:
+    """The lines of npu ops and scopes in files the user does not own: pinned, as call sites
+    are (never wrapped, never hoisted from)."""
+    out: set[Site] = set()
+    verdict: dict[str, bool] = {}
+    for op in walk_nested(module):
+        if isinstance(op, NpuOp | stream.SwitchOp):
+            site = _site(op, 0)
+            if site[1] < 0:
+                continue
+            if site[0] not in verdict:
+                verdict[site[0]] = _python(site[0]) and not owned_file(site[0], globs)
+            if verdict[site[0]]:
+                out.add(site)
+    return out
 
 
 def advise(config: AdviseConfig, write: Any = None) -> Advice:
@@ -2153,9 +2358,16 @@ def _advise_shared(
         add(advice_base, case, timed, False)
         add(auto_base, case, auto_timed[case.label], False)
     if search is not None and plan is not None and not keep:
-        edits = _edits(plan, search, limits)
+        edits = _with_imports(_edits(plan, search, limits))
     elif search is None:
         edits = _auto_edits(module, annotated, hw)
+        owned = [e for e in edits if e.source != "python" or owned_file(e.file, config.edit_files)]
+        if len(owned) < len(edits):
+            reasons.append(
+                "some of auto's changes are in files you do not edit (installed packages): "
+                "the edits leave them out, the pass row applies them all"
+            )
+        edits = _with_imports(owned)
     variants = _ordered(variants, cases)
     _reason(reasons, by, cases, best_name, keep)
     for case in cases:

@@ -19,6 +19,7 @@ from npuir.driver.advise import (
     AdviseConfig,
     Variant,
     advise,
+    owned_file,
     recommend,
 )
 from npuir.tools.advise import run as advise_tool
@@ -208,3 +209,14 @@ def test_the_tool_prints_the_recommendation_and_refuses_a_bad_budget(
     assert f"{path.name}" not in captured.err and "model.py:12:8: warning:" in captured.err
     assert advise_tool([SEED, "--mem-budget", "12 apples"]) == 2
     assert "--mem-budget" in capsys.readouterr().err
+
+
+def test_installed_and_library_files_are_not_the_users() -> None:
+    assert not owned_file("/env/lib/python3.11/site-packages/transformers/activations.py")
+    assert not owned_file("/usr/lib/python3/dist-packages/foo/bar.py")
+    assert not owned_file("/usr/lib/python3.12/contextlib.py")
+    assert not owned_file("<frozen runpy>")
+    assert owned_file("/home/me/project/model.py") and owned_file("model.py")
+    # --edit-files replaces the default: it widens and narrows.
+    assert owned_file("/env/site-packages/pkg/a.py", ["*/site-packages/pkg/*"])
+    assert not owned_file("/home/me/model.py", ["*/site-packages/pkg/*"])
