@@ -28,7 +28,12 @@ takes the stream most of its work is on), then moves one unit at a time along th
 path while the makespan drops.  A geared program gets one annotation for all its gears, the
 one with the least weighted sum of the gears' makespans (`gear_weights`, equal by default).
 When the best structured variant is within 2% of the user's annotation, or gains less than
-the launches of the streams it adds, the advice is to keep the annotation.  A variant that
+the launches of the streams it adds, the edits row is the annotation as written (no edits).
+
+**The recommendation** (`recommend`) is the row -- each one an option the user has, said as
+they would apply it (`OPTIONS`) -- with the least (weighted) makespan among those that run
+and fit `--mem-budget`, with its planned peak against the annotation as written; a tie goes
+to the least work.  So the annotation is kept only when no option is faster.  A variant that
 deadlocks or has a hold-and-wait hazard gets its core limits from `coreset-partition`, said
 as `limit_core_num` around the lines of the ops it limits.
 
