@@ -2298,6 +2298,11 @@ def _advise_shared(
         search = Search(targets, scopes, infos, granularity, calls)
         written_tags = search.written()
         starts = [written_tags, {u: stream.MAIN_TAG for u in search.units}]
+        # The user's annotation with each per-layer scope's copies on one stream (what
+        # STREAM_PER_LAYER suggests), for the search to judge.
+        shared_tag = {t: tags[0] for _, tags in _per_layer_sites(module).values() for t in tags[1:]}
+        if shared_tag:
+            starts.append({u: shared_tag.get(t, t) for u, t in written_tags.items()})
         if targets:
             starts += _baseline_tags(search, hw, targets[0].judge)
             if auto_ops:
@@ -2311,14 +2316,29 @@ def _advise_shared(
         )
         tags = _rename(tags, search)
         written_cost = search.cost(written_tags)[0]
-        plan = _plan(tags, search)
+        launch = timing.launch_cost(hw)
+
+        def worth(candidate: dict[Unit, str], cost: float) -> bool:
+            """Whether an assignment gains enough over the annotation as written: more
+            than KEEP_WITHIN, and more than the launches of the streams it adds."""
+            added = len(set(candidate.values()) - set(written_tags.values()) - {stream.MAIN_TAG})
+            gain = written_cost - cost
+            return gain > KEEP_WITHIN * written_cost and gain >= added * launch
+
+        # The search's best, else the best start (the per-layer scopes' copies on one stream
+        # among them) that `with` blocks can say and that is worth its edits.
+        plan = None
+        for candidate, cost in [
+            (tags, best_cost),
+            *sorted(((t, search.cost(t)[0]) for t in starts), key=lambda tc: tc[1]),
+        ]:
+            if cost >= written_cost or not worth(candidate, cost):
+                continue
+            plan = _plan(candidate, search)
+            if plan is not None:
+                tags, best_cost = candidate, cost
+                break
         if plan is None:
-            plan = _plan(written_tags, search)
-            tags, best_cost = written_tags, written_cost
-        assert plan is not None
-        added = len(set(tags.values()) - set(written_tags.values()) - {stream.MAIN_TAG})
-        gain = written_cost - best_cost
-        if gain <= KEEP_WITHIN * written_cost or gain < added * timing.launch_cost(hw):
             keep = True
             plan = _plan(written_tags, search)
             assert plan is not None
