@@ -84,6 +84,19 @@ def _arg_parser() -> argparse.ArgumentParser:
         help="how much each gear's makespan counts, in gear order (default: equally)",
     )
     ap.add_argument(
+        "--mem-budget",
+        metavar="BYTES|hbm",
+        help="recommend only an option whose planned peak fits (64MiB, 2GiB, or hbm: the "
+        "device's HBM less the inputs); the pass row is then auto under this budget",
+    )
+    ap.add_argument(
+        "--edit-files",
+        action="append",
+        metavar="GLOB",
+        help="the files edits may name (repeatable; default: every file outside installed "
+        "packages, the standard library, torch, transformers and npuir)",
+    )
+    ap.add_argument(
         "--emit-mlir",
         metavar="OUT.mlir",
         help="write the input with the recommended scopes, in source form",
@@ -105,6 +118,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         emit_mlir=args.emit_mlir,
         granularity=args.granularity,
         gear_weights=args.gear_weights,
+        mem_budget=args.mem_budget,
+        edit_files=args.edit_files,
     )
     sources = SourceManager()
     try:
