@@ -188,6 +188,16 @@ def _fail(
     return code
 
 
+def memory_budget(spec: str | None, outcome: RunOutcome) -> int | None:
+    """`--mem-budget` in bytes for rank 0's program (None without one), as the run's
+    `mem-plan` pass read it."""
+    if spec is None or outcome.hw is None or not outcome.programs:
+        return None
+    from npuir.analysis.mem_planners import argument_bytes, parse_budget
+
+    return parse_budget(spec, outcome.hw.hbm_bytes, argument_bytes(outcome.programs[0].func))
+
+
 def _write_files(args: argparse.Namespace, outcome: RunOutcome) -> None:
     """Every output file asked for; raises `OutputError` (a `UsageError`) on the first that
     cannot be written."""
@@ -197,7 +207,9 @@ def _write_files(args: argparse.Namespace, outcome: RunOutcome) -> None:
 
         result, programs = outcome.result, outcome.programs
         if args.trace:
-            write_bytes(args.trace, trace_json(result, programs))
+            budget = memory_budget(args.mem_budget, outcome)
+            data = trace_json(result, programs, hw=outcome.hw, memory_budget=budget)
+            write_bytes(args.trace, data)
         if args.plot:
             write_output(args.plot, lambda out: plot_timeline(result, programs, out))
         if args.emit_profile:
