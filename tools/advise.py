@@ -10,6 +10,7 @@ from typing import NoReturn
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
 from npuir.driver.advise import GRANULARITIES, AdviseConfig, advise
+from npuir.progress import progress
 from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,
@@ -89,6 +90,7 @@ def _arg_parser() -> argparse.ArgumentParser:
         help="write the input with the recommended scopes, in source form",
     )
     ap.add_argument("--json", action="store_true", help="print the advice as one JSON object")
+    ap.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     ap.add_argument(
         "--report",
         metavar="OUT.html",
@@ -100,6 +102,8 @@ def _arg_parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
+    if args.json or args.quiet:
+        progress.disable()
     config = AdviseConfig(
         path=args.input,
         hw=args.hw,
@@ -162,6 +166,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             else:
                 print(f"npuir-advise: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    progress.clear()
     if args.json:
         print_json(advice.to_json())
     else:

@@ -142,6 +142,11 @@ def _arg_parser() -> argparse.ArgumentParser:
         help="print the report, or the error, as one JSON object with every warning",
     )
     ap.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line on stderr (it shows only on a terminal, after 2 s)",
+    )
+    ap.add_argument(
         "--load-pass",
         action="append",
         default=[],
@@ -288,8 +293,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         ap.error("--ranks must be >= 1")
     if (args.fit_hw is None) != (args.fit_out is None):
         ap.error("--fit-hw and --fit-out go together")
-    if args.json:
-        progress.disable()  # the output is for a machine
+    if args.json or args.quiet:
+        progress.disable()  # the output is for a machine, or the user asked for quiet
     for flag, value in (
         ("--check", args.check),
         ("--check-memory", args.check_memory),
@@ -346,6 +351,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _fail(args, EXIT_USAGE, Diagnostic.of("error", USAGE, reason=str(exc)), (), sources)
     except DiagnosticError as exc:
         return _fail(args, EXIT_INPUT, exc.diagnostic, exc.notes, sources)
+    progress.clear()
     if args.json:
         print_json(outcome.report)
     else:
