@@ -130,3 +130,20 @@ def test_ops_that_overlap_on_a_stream_get_a_thread_of_their_own() -> None:
     assert perfetto_problems(trace) == []
     names = [e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"]
     assert any(n.endswith("(overlapping)") for n in names)
+
+
+def test_a_deadlocked_run_follows_the_rules_too() -> None:
+    """Two ranks that deadlock: the ops that ran, the blocked ops' instants and the cores
+    they hold for ever still make a trace Perfetto takes whole."""
+    outcome = run_program(
+        RunConfig(
+            path=str(EXAMPLES / "core_limit_deadlock.mlir"),
+            entries=["rank0", "rank1"],
+            timing_only=True,
+        )
+    )
+    assert outcome.result is not None and outcome.result.deadlock is not None
+    trace = trace_events(outcome.result, outcome.programs, hw=outcome.hw)
+    assert perfetto_problems(trace) == []
+    blocked = [e for e in trace["traceEvents"] if e.get("cat") == "deadlock"]
+    assert len(blocked) == len(outcome.result.deadlock.blocked)
