@@ -48,6 +48,9 @@ _ROW_H = 22
 _HEAD_H = 20
 _AXIS_H = 24
 
+_PLOTTED_RANKS = 8
+"""The static plots draw the first ranks only (the timeline has every one)."""
+
 _COLOURS = {
     "cube": "#1f77b4",
     "vector": "#2ca02c",
@@ -197,7 +200,7 @@ def _svg(fig: Any, name: str) -> str:
 
 
 def _busy_plot(result: SimResult, programs: Sequence[Program]) -> str:
-    keys = sorted(result.stream_busy_ns)
+    keys = [k for k in sorted(result.stream_busy_ns) if k[0] < _PLOTTED_RANKS]
     labels = [f"rank {r} · {programs[r].streams[s].tag}" for r, s in keys]
     fig = _figure(7, 0.6 + 0.3 * len(keys))
     ax = fig.add_subplot()
@@ -214,16 +217,18 @@ def _core_plot(result: SimResult, hw: Hardware | None) -> str:
     """Cores of each limited engine in use over time (every rank), against the device's."""
     fig = _figure(9, 1.2 + 1.6 * len(LIMITED_ENGINES))
     end = result.makespan_ns / 1000
+    changes: dict[tuple[int, str], dict[int, int]] = {}
+    for o in result.ops:
+        if o.rank < _PLOTTED_RANKS and o.core_steps:
+            deltas = changes.setdefault((o.rank, o.pool), {0: 0})
+            level = 0
+            for t, cores in o.core_steps:
+                deltas[t] = deltas.get(t, 0) + cores - level
+                level = cores
     for i, pool in enumerate(LIMITED_ENGINES):
         ax = fig.add_subplot(len(LIMITED_ENGINES), 1, i + 1)
-        for r in range(result.ranks):
-            deltas: dict[int, int] = {0: 0}
-            for o in result.ops:
-                if o.rank == r and o.pool == pool:
-                    level = 0
-                    for t, cores in o.core_steps:
-                        deltas[t] = deltas.get(t, 0) + cores - level
-                        level = cores
+        for r in range(min(result.ranks, _PLOTTED_RANKS)):
+            deltas = changes.get((r, pool), {0: 0})
             xs, ys, level = [], [], 0
             for t in sorted(deltas):
                 level += deltas[t]
@@ -253,7 +258,7 @@ def _memory_plot(
     ax = fig.add_subplot()
     end = result.makespan_ns / 1000
     top = 0
-    for r, steps in enumerate(live_bytes(result, programs)):
+    for r, steps in enumerate(live_bytes(result, programs)[:_PLOTTED_RANKS]):
         xs = [t / 1000 for t, _ in steps] + [end]
         ys = [level for _, level in steps] + [steps[-1][1]]
         top = max(top, *ys)
@@ -441,6 +446,8 @@ def _run_sections(
     if gears:
         sections.append(f"<p>Geared program: this run took gear(s) {_e(', '.join(gears))}.</p>")
     sections.append("<h2>Timeline</h2>" + _timeline(result, programs))
+    if result.ranks > _PLOTTED_RANKS:
+        sections.append(f"<p>The plots below show ranks 0 to {_PLOTTED_RANKS - 1}.</p>")
     sections.append(_why(report.get("why") or []))
     streams = report.get("streams") or []
     makespan = report.get("makespan_ns") or 0
