@@ -227,6 +227,8 @@ class RunOutcome:
     state: list[set[int]] = field(default_factory=list[set[int]])
     """Per rank, the arguments that are a `.pt2`'s weights (their values are the
     archive's: `inputs` holds them, `input_arrays` leaves them out)."""
+    hw: Hardware | None = None
+    """The device simulated (None when the run did not get that far)."""
 
 
 def _hardware(config: RunConfig, module: ModuleOp) -> Hardware:
@@ -947,7 +949,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     elif check is not None and not check["passed"]:
         status = EXIT_CHECK
     state_args = [set(fixed) for fixed in state]
-    return RunOutcome(status, report, result, programs, warnings, inputs, outputs, state_args)
+    return RunOutcome(status, report, result, programs, warnings, inputs, outputs, state_args, hw)
 
 
 def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:

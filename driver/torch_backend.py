@@ -73,9 +73,8 @@ from npuir.analysis.program import Program, module_streams
 from npuir.api import print_ir
 from npuir.backends.npu.estimates import estimated_ops
 from npuir.backends.npu.explain import compare, explain
-from npuir.backends.npu.kernels import numpy_dtype
-
 from npuir.backends.npu.hardware import Hardware
+from npuir.backends.npu.kernels import numpy_dtype
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.simulator import SimResult
 from npuir.context import make_context
@@ -87,7 +86,7 @@ from npuir.diagnostics import (
     SourceLocation,
 )
 from npuir.dialects import gear, npu
-from npuir.driver.run import RunConfig, run_program
+from npuir.driver.run import RunConfig, RunOutcome, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
 from npuir.frontends.torch import import_fx_graph, node_location
@@ -196,6 +195,38 @@ class ScheduleReport:
     custom_pass: list[str] = field(default_factory=list[str])
     """What the config's custom FX passes did (`auto_streams`' rendered report)."""
 
+    run: RunOutcome | None = field(default=None, repr=False, compare=False)
+    """The annotated program's run (None when it did not run): what `trace` and `html`
+    draw."""
+
+    def trace(self, path: str) -> None:
+        """Write the annotated program's run as `npuir-run --trace` writes it: Chrome trace
+        JSON laid out as torch_npu's trace_view.json.  Raises `ValueError` when there is no
+        run to draw (the graph ran eagerly, or its schedule deadlocks)."""
+        from npuir.backends.npu.trace import trace_json
+
+        run = self._drawable()
+        assert run.result is not None
+        Path(path).write_bytes(trace_json(run.result, run.programs, hw=run.hw))
+
+    def html(self, path: str) -> None:
+        """Write the annotated program's run as `npuir-run --report` writes it: one
+        self-contained HTML page.  Raises `ValueError` as `trace` does."""
+        from npuir.backends.npu.html_report import run_report_html
+
+        run = self._drawable()
+        assert run.result is not None
+        title = f"concrete graph {self.graph_id}"
+        Path(path).write_text(
+            run_report_html(run.report, run.result, run.programs, run.hw, title=title),
+            encoding="utf-8",
+        )
+
+    def _drawable(self) -> RunOutcome:
+        if self.run is None or self.run.result is None:
+            raise ValueError(f"concrete graph {self.graph_id} has no scheduled run to draw")
+        return self.run
+
     def render(self) -> str:
         """The report as the log shows it."""
         of = "" if self.part is None else f", npuir part {self.part[0]} of {self.part[1]}"
@@ -257,6 +288,7 @@ def _report(
         explained[name] = explain(result, outcome.programs, hw)
         if name == "as annotated" and result.deadlock is None:
             annotated = (result, outcome.programs)
+            report.run = outcome
     funcs = [f for f in module.ops if isinstance(f, FuncOp)]
     try:
         report.lower_bound_ns = lower_bound_ns(funcs[0], hw)
@@ -1024,6 +1056,7 @@ class NpuBackend:
         report.compile_seconds = seconds
         report.report_seconds = time.perf_counter() - start - seconds
         self.reports.append(report)
+        self._write_pictures(report)
         logger.info("%s", report.render())
         compiled = _Compiled(gm, module, outputs, names, gears, policy, None, constants)
         compiled.free = free
@@ -1180,6 +1213,7 @@ class NpuBackend:
         report.compile_seconds = seconds
         report.report_seconds = time.perf_counter() - start - seconds
         reports.append(report)
+        self._write_pictures(report)
         outputs = [(values[n].dtype, True) for n in segment.outputs]
         program = _Compiled(part, module, outputs, [], {}, "zip", None, _constants(module))
         return program, ""
@@ -1256,6 +1290,23 @@ class NpuBackend:
     def _check_mode(self, module: ModuleOp | None) -> None:
         if module is not None:  # the builder's own check (the converter built it with it)
             check_mode(module, self.config)
+
+    def _write_pictures(self, report: ScheduleReport) -> None:
+        """`debug.schedule_report.path`: the graph's trace and HTML page, if it asks."""
+        where = self.config.debug.schedule_report.path
+        if where is None:
+            return
+        if report.run is None or report.run.result is None:  # a debugging aid: go on
+            logger.warning("graph %d: no scheduled run to draw", report.graph_id)
+            return
+        path = Path(where)
+        path.mkdir(parents=True, exist_ok=True)
+        stem = f"schedule_graph_{report.graph_id}" + (
+            f"_part_{report.part[0]}" if report.part is not None else ""
+        )
+        report.trace(str(path / f"{stem}.trace.json"))
+        report.html(str(path / f"{stem}.html"))
+        logger.info("graph %d: schedule trace and report in %s", report.graph_id, path)
 
     def _dump(self, graph_id: int, module: ModuleOp, text: str) -> None:
         dump = self.config.debug.graph_dump

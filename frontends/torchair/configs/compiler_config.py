@@ -19,6 +19,9 @@ accepted with one warning that they do not change the model.
   `.path` (default `"."`): each compiled graph is written as
   `dynamo_original_graph_{id}_rank_{rank}_pid_{pid}_ts_{ts}.{type}`, TorchAir's
   file name.
+- `config.debug.schedule_report.path` (npuir's own; default None): a directory where
+  each compiled graph's schedule is written as `npuir-run --trace` and `--report` write
+  it: `schedule_graph_{id}.trace.json` and `schedule_graph_{id}.html`.
 - `config.ge_config.aicore_num = "A|V"` (GE's `ge.aicoreNum`): the module's
   global core limit, `coreset.global = #coreset.cores<cube A, vector V>`;
   either side may be empty (unlimited).
@@ -80,6 +83,11 @@ DUMP_SECTION = Kind(
     "debug.graph_dump is a section; set debug.graph_dump.type / .path",
 )
 """`debug.graph_dump` assigned a value instead of its options."""
+REPORT_PATH = Kind(
+    "torchair.bad-option.report-path",
+    "debug.schedule_report.path must be a directory name or None, got {value}",
+)
+"""A schedule report path that is neither None nor a non-empty string; argument: `value`."""
 SINGLE_STREAM = Kind(
     "torchair.bad-option.single-stream",
     "ge_config.enable_single_stream must be True or False, got {value}",
@@ -186,19 +194,37 @@ class _GraphDump(_Section):
             raise fail(DUMP_PATH, value=repr(value))
 
 
+class _ScheduleReport(_Section):
+    """`config.debug.schedule_report` (npuir's own): where each compiled graph's schedule
+    trace and HTML page go (`ScheduleReport.trace` / `.html`); None: nowhere."""
+
+    _PATH = "debug.schedule_report"
+    _OPTIONS = ("path",)
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+
+    def _check(self, name: str, value: object) -> None:
+        if value is not None and (not isinstance(value, str) or not value):
+            raise fail(REPORT_PATH, value=repr(value))
+
+
 class _Debug(_Section):
     """`config.debug`."""
 
     _PATH = "debug"
-    _OPTIONS = ("graph_dump",)
+    _OPTIONS = ("graph_dump", "schedule_report")
     _ACCEPTED = ("data_dump", "fx_summary", "run_eagerly", "aclgraph")
 
     def __init__(self) -> None:
         self.graph_dump = _GraphDump()
+        self.schedule_report = _ScheduleReport()
 
     def _check(self, name: str, value: object) -> None:
-        if not isinstance(value, _GraphDump):
+        if name == "graph_dump" and not isinstance(value, _GraphDump):
             raise fail(DUMP_SECTION)
+        if name == "schedule_report" and not isinstance(value, _ScheduleReport):
+            raise fail(SECTION, name="debug.schedule_report")
 
 
 class _GEConfig(_Section):
