@@ -8,7 +8,7 @@
 // RUN: npuir-opt %s -p 'stream-partition,coreset-check{hw}' 2>&1 | filecheck %s --check-prefix=VALUE
 // RUN: npuir-opt %s -p 'stream-partition,insert-events{stats}' 2>&1 | filecheck %s --check-prefix=FLAG
 
-// TYPE: npuir-opt: error: bad option for pass 'stream-partition': option 'ignore-tags' expects true or false, got '{{yes|3}}' (options: mode, variant, ignore-tags, dynamic-multi-stream, max-streams, hw, profile, mem-budget, limits, favor)
+// TYPE: npuir-opt: error: bad option for pass 'stream-partition': option 'ignore-tags' expects true or false, got '{{yes|3}}' (options: mode, variant, ignore-tags, dynamic-multi-stream, max-streams, hw, profile, mem-budget, limits, keep-pair-rule, favor)
 // INT: npuir-opt: error: bad option for pass 'insert-events': option 'max-events' expects an integer, got 'many' (options: max-events, hw, stats)
 // UNKNOWN: npuir-opt: error: bad option for pass 'insert-events': unknown option 'max-event' (options: max-events, hw, stats)
 // A bare boolean option is true, as in MLIR's pipelines; a bare optional one is left unset.
