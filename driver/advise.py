@@ -168,7 +168,10 @@ PASS_CALL = f"config.{PASS_ATTRIBUTE} = npuir.torchair.auto_streams()"
 GE_AUTO_OPTION = "ge.autoMultistreamParallelMode"
 """GE's option for its automatic multi-stream: TorchAir's `CompilerConfig` has no field for
 it (`ge_config` and `experimental_config` in Ascend/torchair `python/torchair/configs/`
-write no such key), so the row names GE's own option."""
+write no such key), so the row names GE's own option and npuir's spelling of it."""
+GE_AUTO_FIELD = "config.ge_config.auto_multistream_parallel_mode"
+"""npuir's `CompilerConfig` field for `GE_AUTO_OPTION` (the name Ascend's TensorFlow adapter
+gives it); npuir's backend honours it (`npuir.frontends.torchair.configs.compiler_config`)."""
 
 
 @dataclass(frozen=True)
@@ -206,8 +209,9 @@ BEFORE = (
     ),
     Baseline(
         "GE auto multi-stream",
-        f"remove your scopes and switch on GE's automatic multi-stream: the GE option "
-        f"{GE_AUTO_OPTION} (TorchAir's CompilerConfig has no field for it)",
+        f"remove your scopes and switch on GE's automatic multi-stream: "
+        f'{GE_AUTO_FIELD} = "LoadBalance" in npuir (GE\'s option {GE_AUTO_OPTION}; '
+        "TorchAir's CompilerConfig has no field for it)",
         _ignoring("minidag"),
         "ge-auto",
     ),
