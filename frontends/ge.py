@@ -450,6 +450,8 @@ class _OpBuild:
     retyped: dict[tuple[object, ...], tuple[list[Attribute], object]]
     """The importer's memo of the result types `make` builds ops with (and the types
     their key names by identity)."""
+    signatures: dict[int, tuple[object, ...]]
+    """The `retyped` key of each op `make` built, by the op's identity."""
 
     def op_class(self) -> type[npu.NpuOp]:
         assert self.rule.op is not None
@@ -483,8 +485,13 @@ class _OpBuild:
             retyped = [_with_element(d, i) for d, i in zip(declared, inferred)]
             _memo_put(self.retyped, key, (retyped, (arg_types, declared)))
             if retyped == declared:
+                self.signatures[id(op)] = key
                 return self.emit(op)
-        return self.emit(cls.create(operands=args, result_types=retyped, attributes=attributes))
+        op = cls.create(operands=args, result_types=retyped, attributes=attributes)
+        # The key fixes the op's signature (its result types follow from it): what the
+        # importer's verification memo looks up.
+        self.signatures[id(op)] = key
+        return self.emit(op)
 
     def translated_attrs(self) -> dict[str, Attribute]:
         out: dict[str, Attribute] = {}
@@ -840,6 +847,8 @@ class _Importer:
         self.desc_infos: dict[int, tuple[object, TensorInfo]] = {}
         self.retyped: dict[tuple[object, ...], tuple[list[Attribute], object]] = {}
         self.verified: dict[tuple[object, ...], object] = {}
+        self.signatures: dict[int, tuple[object, ...]] = {}
+        self.verified_made: dict[tuple[object, ...], bool] = {}
         self.filename_attr = StringAttr(filename)
         self.columns: dict[int, IntAttr] = {}
         self.fallbacks: dict[str, list[tuple[Node, str]]] = defaultdict(list)
@@ -1095,6 +1104,8 @@ class _Importer:
         an AI CPU library (`aicpu_ascend_kernel`, `aicpu_tf_kernel`, host CPU) runs the op
         on the AI CPU, where core limits do not act; a TBE or ATB library gives those kinds;
         anything else (AI Core's AscendC) is the default, None."""
+        if not node.attrs:
+            return None
         for key in _ENGINE_HINT_ATTRS[:2]:
             lib = (node.attr_str(key) or "").lower()
             if any(h in lib for h in ("aicpu", "host_cpu", "hostcpu")):
@@ -1250,6 +1261,15 @@ class _Importer:
             return ()
         return [known] if isinstance(known, str) else known
 
+    def verify_made(self, op: Operation) -> None:
+        """`verify_op` of an op `make` built, looked up by the key it was built from."""
+        key = self.signatures.pop(id(op), None)
+        if key is None:
+            self.verify_op(op)
+        elif _memo_get(self.verified_made, key) is None:
+            self.verify_op(op)
+            _memo_put(self.verified_made, key, True)
+
     def verify_op(self, op: Operation) -> None:
         """`op.verify()`, once per signature: an npu op's checks read its class, operand
         and result types and attributes only (as the verifier's memo relies on), not its
@@ -1281,7 +1301,9 @@ class _Importer:
 
         used = [i for i in range(len(node.outputs)) if (node.name, i) in self.users]
         limit = rule.inputs if rule.inputs is not None else len(operands)
-        b = _OpBuild(node, rule, operands[:limit], types, formats, record, self.retyped)
+        b = _OpBuild(
+            node, rule, operands[:limit], types, formats, record, self.retyped, self.signatures
+        )
         reason = ""
         try:
             if any(i >= rule.outputs for i in used):
@@ -1290,14 +1312,14 @@ class _Importer:
                 raise _Fallback(f"{len(types)} output descriptor(s) for {rule.outputs} result(s)")
             results = BUILDERS.get(rule.builder or "", _generic)(b)
             for op in made:
-                self.verify_op(op)
+                self.verify_made(op)
             for i, (got, want) in enumerate(zip(results, types)):
                 if got.type is want or npu.compatible(want, got.type):
                     continue
                 if _with_element(want, got.type) != got.type:
                     raise _Fallback(f"it gives {got.type} where the dump declares {want}")
                 results[i] = b.make("npu.cast", [got], [want]).results[0]
-                self.verify_op(made[-1])
+                self.verify_made(made[-1])
         except _Fallback as exc:
             reason = str(exc)
         except VerifyException as exc:
@@ -1306,6 +1328,7 @@ class _Importer:
             reason = f"{type(exc).__name__}: {exc}"
         if reason:
             for op in reversed(made):
+                self.signatures.pop(id(op), None)
                 op.detach()
                 op.erase(safe_erase=False)
             self.fallbacks[node.type].append((node, reason))
