@@ -71,6 +71,7 @@ from npuir.diagnostics import (
 )
 from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
+from npuir.frontends import aten_models
 from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, read_pt2
 from npuir.frontends.pt2_graph import Graph as Pt2Graph
 from npuir.frontends.pt2_graph import Node as Pt2Node
@@ -643,6 +644,7 @@ class _Importer:
                 x.shape[dim] if x.shape[dim] is not None else _DYNAMIC
             ),
         }
+        table.update(aten_models.handlers(self))  # transformers' forms (aten_models.py)
         return table
 
     def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:

@@ -1,0 +1,367 @@
+"""The ATen forms `transformers` models emit that are not Core ATen ops, for the torch importer.
+
+`npuir.frontends.torch`'s `_Importer.handlers()` merges `handlers(importer)` into its table
+(after its own entries, so a form here replaces the plain mapping of the same op).  Each is
+lowered to npu ops the dialect already has, so it needs no kernel or cost of its own:
+
+- `aten.cat` with a legacy empty operand: transformers' `DynamicLayer` starts each layer's
+  cache as `torch.tensor([])` (shape `(0,)`) and concatenates the new keys to it; torch skips
+  a 1-D empty operand of a `cat` whatever the other operands' rank, so the import does too.
+  That empty tensor is a lifted constant read through `lift_fresh_copy` and `detach_`, which
+  compute nothing.
+- `.to(device)`, `.to(dtype=..., device=...)` (`aten.to.device`, `aten.to.dtype_layout`):
+  the rotary embedding's and GPT-2's casts; the device is the one the program runs on, so
+  only the dtype matters (`npu.cast` when it changes).
+- `aten.dropout` in eval mode (`train=False`) or with `p=0`: the identity (training-mode
+  dropout draws random numbers and is refused).
+- `aten.layer_norm` (GPT-2, BERT, ViT): mean, variance, `rsqrt`, scale and shift over the
+  normalised dims, in npu's elementwise and reduction ops.
+- `aten.conv2d` as a patch embedding (ViT): kernel = stride, no padding, no dilation, one
+  group, so each output pixel is one patch times the weight: a reshape and permute into
+  patches and a matmul (cube).  Any other convolution is refused.
+- `aten.flatten.using_ints`: a reshape.
+- `aten.pow.Tensor_Scalar` by a small positive integer (GPT-2's `gelu_new` cubes its input):
+  repeated multiplication, as well as the exponents 2, 0.5 and -0.5 the base table maps.
+- `aten.split_with_sizes` (DeepSeek-V3's MLA splits each head into its rotary and other
+  parts): slices.
+- In-place ops (`copy_`, `div_`, `index_put_`, `scatter_`, `masked_fill_`, ... : `INPLACE`),
+  which `torch.export` keeps when the model writes into its own intermediate tensors
+  (DeepSeek-V3's `expand_kv` fills the slices of a `new_empty` key, MoE routing fills an
+  `empty_like` index, top-k weights are divided in place): the op's functional form (the
+  same name without `_`, from the whole table, so another module's mapping serves), and the
+  written tensor is rebound to the result, so its later readers (the FX graph names the
+  tensor, not the write) read the new value.  A write into a slice (`x[..., :16] = y` is a
+  `slice` and a `copy_`) is written back into the sliced tensor: the slice's base becomes
+  the concatenation of its parts before, the written part and its parts after, through
+  every slice of a slice.  Refused (a split under `torch.compile`, else `npu.opaque`): a
+  write through a slice of another slice's sibling that is read after the write (torch's
+  view would see the write; the imported value would not).  A write into another kind of
+  view (`view`, `transpose`, a strided slice) rebinds only the view: the zoo has none.
+- `aten.new_empty` / `new_zeros`: a tensor of zeros (an empty tensor's contents are
+  undefined, and the zoo writes every element before reading it): a zero constant
+  broadcast to the shape.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from npuir.dialects.npu import dtype_name
+from npuir.frontends.torchair import Tensor, ops
+from npuir.frontends.torchair.graph import element_type
+
+MAX_POWER = 8
+"""The largest integer exponent `pow` lowers to multiplications (GPT-2 needs 3)."""
+
+
+def _refuse(reason: str) -> Exception:
+    """The importer's `UnsupportedOp`: its walk makes it the form's located warning or, under
+    `torch.compile`, a split.  (Imported here: the importer imports this module.)"""
+    from npuir.frontends.torch import UnsupportedOp
+
+    return UnsupportedOp(reason)
+
+
+def _legacy_empty(x: Any) -> bool:
+    """A `(0,)`-shaped tensor: what torch's `cat` skips beside operands of any rank."""
+    return isinstance(x, Tensor) and tuple(x.shape) == (0,)
+
+
+def cat(tensors: Sequence[Any], dim: int = 0) -> Tensor:
+    """`torch.cat`, skipping legacy empty operands as torch does."""
+    kept = [t for t in tensors if not _legacy_empty(t)]
+    if len(kept) == 1:
+        only: Tensor = kept[0]
+        return only
+    return ops.cat(kept or list(tensors), dim)
+
+
+def cast(x: Tensor, dtype: Any) -> Tensor:
+    """`x` as `dtype` (None: unchanged)."""
+    if dtype is None or dtype_name(element_type(dtype)) == x.dtype:
+        return x
+    return ops.to(x, dtype)
+
+
+def to_device(x: Tensor, device: Any = None, dtype: Any = None, *_: Any, **__: Any) -> Tensor:
+    return cast(x, dtype)
+
+
+def to_dtype_layout(x: Tensor, *_: Any, dtype: Any = None, **__: Any) -> Tensor:
+    return cast(x, dtype)
+
+
+def dropout(x: Tensor, p: float, train: bool | None) -> Tensor:
+    if train and p > 0:
+        raise _refuse(f"dropout in training mode (p={p}) draws random numbers")
+    return x
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    shape = list(x.shape)
+    if not shape:
+        return ops.reshape(x, [1])
+    a, b = start_dim % len(shape), end_dim % len(shape)
+    merged = shape[a : b + 1]
+    size = None if any(d is None for d in merged) else math.prod(d for d in merged if d)
+    return ops.reshape(x, [*shape[:a], size, *shape[b + 1 :]])
+
+
+INPLACE = (
+    "aten.copy_.default",
+    "aten.add_.Tensor",
+    "aten.sub_.Tensor",
+    "aten.mul_.Tensor",
+    "aten.mul_.Scalar",
+    "aten.div_.Tensor",
+    "aten.div_.Scalar",
+    "aten.index_put_.default",
+    "aten.scatter_.value",
+    "aten.scatter_.src",
+    "aten.masked_fill_.Scalar",
+    "aten.masked_fill_.Tensor",
+    "aten.fill_.Scalar",
+    "aten.zero_.default",
+    "aten.clamp_.default",
+    "aten.index_add_.default",
+)
+"""The in-place overloads rebound to their functional forms (`Forms.inplace`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Slice:
+    """A `slice` node's result as a view: what it slices and where (unit step)."""
+
+    base: Any  # the sliced FX node
+    dim: int
+    start: int
+    end: int
+
+
+class Forms:
+    """The forms that need the importer: its scalar constants (`importer.tensor`), its whole
+    handler table (an in-place op's functional form) and its environment (rebinding)."""
+
+    def __init__(self, importer: Any) -> None:
+        self.importer = importer
+        self.views: dict[Any, _Slice] = {}
+        """FX slice node -> where it views its base, for a write into it."""
+        self._table: dict[str, Callable[..., Any]] | None = None
+
+    def table(self) -> dict[str, Callable[..., Any]]:
+        if self._table is None:
+            self._table = self.importer.handlers()
+        return self._table
+
+    def scalar(self, value: float, like: Tensor) -> Tensor:
+        made: Tensor = self.importer.tensor(value, like)
+        return made
+
+    def slice(
+        self, x: Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
+    ) -> Tensor:
+        """The importer's `slice`, remembering the view (static sizes, unit step)."""
+        node = self.importer.node
+        result: Tensor = self.importer.slice(x, dim, start, end, step)
+        size = x.shape[dim]
+        if node is not None and size is not None and step == 1 and isinstance(x, Tensor):
+            lo = 0 if start is None else (start + size if start < 0 else start)
+            hi = size if end is None or end >= size else (end + size if end < 0 else end)
+            self.views[node] = _Slice(node.args[0], dim % len(x.shape), lo, hi)
+        return result
+
+    def split_with_sizes(self, x: Tensor, sizes: Sequence[int], dim: int = 0) -> list[Tensor]:
+        out, at = [], 0
+        for size in sizes:
+            out.append(ops.slice(x, dim, at, at + size))
+            at += size
+        return out
+
+    def zeros(self, like: Tensor, size: Sequence[Any], dtype: Any = None, **_: Any) -> Tensor:
+        if any(not isinstance(d, int) for d in size):
+            raise _refuse("new_empty / new_zeros of a dynamic size")
+        zero = self.importer.graph.constant(0, dtype if dtype is not None else like.dtype)
+        if not size:
+            return zero  # type: ignore[no-any-return]
+        grown: Tensor = self.importer.expand(ops.reshape(zero, [1] * len(size)), list(size))
+        return grown
+
+    def inplace(self, name: str) -> Callable[..., Tensor]:
+        """`name` (an in-place overload) as its functional form with the write rebound."""
+        functional = name.replace("_.", ".", 1)
+
+        def build(target: Any, *args: Any, **kwargs: Any) -> Tensor:
+            node = self.importer.node
+            if name == "aten.copy_.default":
+                value = self.copied(target, args[0])
+            else:
+                handler = self.table().get(functional)
+                if handler is None:
+                    raise _refuse(f"in place, and its functional form {functional} has no npu op")
+                value = handler(target, *args, **kwargs)
+            self.write(node.args[0], value)
+            return value
+
+        return build
+
+    def copied(self, target: Tensor, source: Any) -> Tensor:
+        """`target.copy_(source)`'s new value: `source` broadcast to `target`'s shape, in its
+        dtype."""
+        if not isinstance(source, Tensor):
+            source = self.scalar(source, target)
+        source = cast(source, target.dtype)
+        if tuple(source.shape) != tuple(target.shape):
+            grown: Tensor = self.importer.expand(source, list(target.shape))
+            source = grown
+        return source
+
+    def write(self, written: Any, value: Tensor) -> None:
+        """Rebind the FX node `written` to `value`, and each slice it views through to the
+        base with the written part in place."""
+        env = self.importer.env
+        while True:
+            env[written] = value
+            for other, view in self.views.items():
+                if other is not written and view.base is written and self.read_later(other):
+                    raise _refuse("a write into a tensor whose other slice is read after it")
+            view = self.views.get(written)
+            if view is None:
+                break
+            base = env[view.base]
+            size = base.shape[view.dim]
+            parts = []
+            if view.start > 0:
+                parts.append(ops.slice(base, view.dim, 0, view.start))
+            parts.append(value)
+            if view.end < size:
+                parts.append(ops.slice(base, view.dim, view.end, size))
+            value = parts[0] if len(parts) == 1 else ops.cat(parts, view.dim)
+            written = view.base
+
+    def read_later(self, view: Any) -> bool:
+        """Whether a node not yet imported reads `view` (a `copy_` into it writes, not reads)."""
+        env = self.importer.env
+        return any(
+            user not in env
+            and not (str(user.target) == "aten.copy_.default" and user.args[0] is view)
+            for user in getattr(view, "users", ())
+        )
+
+    def pow(self, x: Tensor, exponent: Any) -> Tensor:
+        if exponent == 0.5:
+            return ops.sqrt(x)
+        if exponent == -0.5:
+            return ops.rsqrt(x)
+        if isinstance(exponent, int | float) and float(exponent).is_integer():
+            n = int(exponent)
+            if 1 <= n <= MAX_POWER:
+                # square-and-multiply: x^n in about log2(n) + popcount(n) multiplications
+                result: Tensor | None = None
+                power = x
+                while n:
+                    if n & 1:
+                        result = power if result is None else ops.mul(result, power)
+                    n >>= 1
+                    if n:
+                        power = ops.mul(power, power)
+                assert result is not None
+                return result
+        raise _refuse(
+            f"pow with exponent {exponent} (only 0.5, -0.5 and integers 1..{MAX_POWER})"
+        )
+
+    def layer_norm(
+        self,
+        x: Tensor,
+        normalized_shape: Sequence[int],
+        weight: Tensor | None = None,
+        bias: Tensor | None = None,
+        eps: float = 1e-5,
+        *_: Any,
+    ) -> Tensor:
+        rank = len(x.shape)
+        dims = list(range(rank - len(normalized_shape), rank))
+        sizes = [x.shape[d] for d in dims]
+        if any(s is None for s in sizes):
+            raise _refuse("layer_norm over a dynamic dim")
+        count = self.scalar(math.prod(s for s in sizes if s is not None), x)
+        mean = ops.div(ops.sum(x, dims, True), count)
+        centred = ops.sub(x, mean)
+        var = ops.div(ops.sum(ops.mul(centred, centred), dims, True), count)
+        y = ops.mul(centred, ops.rsqrt(ops.add(var, self.scalar(float(eps), x))))
+        if weight is not None:
+            y = ops.mul(y, weight)
+        if bias is not None:
+            y = ops.add(y, bias)
+        return y
+
+    def conv2d(
+        self,
+        x: Tensor,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+    ) -> Tensor:
+        def pair(v: Any) -> tuple[Any, Any]:
+            return (v, v) if not isinstance(v, list | tuple) else (v[0], v[-1])
+
+        out_c, in_c, kh, kw = weight.shape
+        if len(x.shape) != 4 or any(d is None for d in x.shape):
+            raise _refuse("conv2d of a tensor that is not NCHW of static shape")
+        n, c, h, w = x.shape
+        assert n is not None and h is not None and w is not None and c is not None
+        assert kh is not None and kw is not None and out_c is not None
+        if (
+            pair(stride) != (kh, kw)
+            or pair(padding) != (0, 0)
+            or pair(dilation) != (1, 1)
+            or groups != 1
+            or isinstance(padding, str)
+            or h % kh
+            or w % kw
+        ):
+            raise _refuse(
+                "conv2d other than a patch embedding (kernel = stride, no padding, no "
+                "dilation, one group, the image a whole number of patches)"
+            )
+        ph, pw = h // kh, w // kw
+        patches = ops.reshape(x, [n, c, ph, kh, pw, kw])
+        patches = ops.permute(patches, [0, 2, 4, 1, 3, 5])
+        patches = ops.reshape(patches, [n * ph * pw, c * kh * kw])
+        flat_w = ops.reshape(weight, [out_c, c * kh * kw])
+        y = ops.linear(patches, flat_w, bias)
+        return ops.permute(ops.reshape(y, [n, ph, pw, out_c]), [0, 3, 1, 2])
+
+
+def handlers(importer: Any) -> dict[str, Callable[..., Any]]:
+    """The forms, by target name, for `importer`'s walk."""
+    forms = Forms(importer)
+
+    def identity(x: Any, *_: Any, **__: Any) -> Any:
+        return x
+
+    table: dict[str, Callable[..., Any]] = {
+        "aten.cat.default": cat,
+        "aten.lift_fresh_copy.default": identity,
+        "aten.detach_.default": identity,
+        "aten.to.device": to_device,
+        "aten.to.dtype_layout": to_dtype_layout,
+        "aten.dropout.default": dropout,
+        "aten.flatten.using_ints": flatten,
+        "aten.pow.Tensor_Scalar": forms.pow,
+        "aten.layer_norm.default": forms.layer_norm,
+        "aten.conv2d.default": forms.conv2d,
+        "aten.slice.Tensor": forms.slice,
+        "aten.split_with_sizes.default": forms.split_with_sizes,
+        "aten.new_empty.default": forms.zeros,
+        "aten.new_zeros.default": forms.zeros,
+    }
+    for name in INPLACE:
+        table[name] = forms.inplace(name)
+    return table
