@@ -199,9 +199,13 @@ class Forms:
                 value = self.copied(target, args[0])
             else:
                 handler = self.table().get(functional)
-                if handler is None:
-                    raise _refuse(f"in place, and its functional form {functional} has no npu op")
-                value = handler(target, *args, **kwargs)
+                # No functional form: an op no npu op maps, as the op itself would be (the
+                # written tensor is rebound to the opaque result all the same).
+                value = (
+                    self.importer.opaque_op(node)
+                    if handler is None
+                    else handler(target, *args, **kwargs)
+                )
             self.write(node.args[0], value)
             return value
 

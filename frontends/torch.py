@@ -31,7 +31,7 @@ markers), and the traced ATen ops (`linear`, `matmul`, `softmax`,
 `rms_norm`, ...) map to npu ops directly.  An ATen op with no npu op is a
 `npu.opaque` op (`ge_type = "aten.cumsum.default"`, engine vector, costed
 from its tensor sizes) with one warning per kind; so is a mapped op in a form
-its mapping does not take (a slice of a tensor with dynamic dims, `pow` by 3),
+its mapping does not take (a slice of a tensor with dynamic dims, `pow` by 1.5),
 its warning (`torch.unmapped-form`) giving the reason; `strict=True` refuses both.
 A constant input (`use_cache=False`, an int or float argument torch fixed at
 export) is no argument: an op taking it as an operand gets an `npu.constant`.
@@ -562,7 +562,7 @@ class _Importer:
                         self.env[node] = self.stand_in(node)
                         return
                     # A form of a mapped op the converter does not map (a dynamic slice, a
-                    # pow by 3): like an op without a mapping, an `npu.opaque` costed from
+                    # pow by 1.5): like an op without a mapping, an `npu.opaque` costed from
                     # its tensor sizes, named once per op kind with the reason.
                     self.unmapped_forms.setdefault(str(node.target), str(exc))
                     self.env[node] = self.opaque_op(node)
