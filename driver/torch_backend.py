@@ -76,7 +76,7 @@ from npuir.diagnostics import (
     Kind,
     SourceLocation,
 )
-from npuir.dialects import gear, npu
+from npuir.dialects import gear, npu, stream
 from npuir.driver.run import RunConfig, estimated_ops, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
@@ -161,6 +161,9 @@ class ScheduleReport:
     """The ATen ops of dynamo's graph that run eagerly: ops npuir cannot take (no npu op, a
     form its mapping refuses, a dtype it has no element type for), where the graph is split
     (or all of it, when nothing is left for npuir)."""
+    scopes: dict[str, int] = field(default_factory=dict[str, int])
+    """The model's `npu_stream_switch` scopes as written: each tag and the npu ops its scopes
+    hold (an op in nested scopes counts for the innermost), in the order first opened."""
     part: tuple[int, int] | None = None
     """For a split graph: this program's place among its npuir parts (1-based, count)."""
     compile_seconds: float = 0.0
@@ -177,6 +180,11 @@ class ScheduleReport:
             lines.append(f"  {name:<18} {'-' if ns is None else f'{ns / 1000:.1f}':>10}")
         if self.lower_bound_ns is not None:
             lines.append(f"  {'lower bound':<18} {self.lower_bound_ns / 1000:>10.1f}")
+        if self.scopes:
+            lines.append(
+                "  scopes as written: "
+                + ", ".join(f"'{tag}' ({n} op(s))" for tag, n in self.scopes.items())
+            )
         lines.extend(f"  why: {w}" for w in self.why)
         if self.fallback_ops:
             lines.append(
@@ -185,6 +193,21 @@ class ScheduleReport:
                 + ", ".join(self.fallback_ops)
             )
         return "\n".join(lines)
+
+
+def _scopes(module: ModuleOp) -> dict[str, int]:
+    """Each `stream.switch` tag of the imported `module` and the npu ops it holds innermost."""
+    counts: dict[str, int] = {}
+    for op in module.walk():
+        if isinstance(op, stream.SwitchOp):
+            counts.setdefault(op.tag_name, 0)
+        elif isinstance(op, npu.NpuOp):
+            parent = op.parent_op()
+            while parent is not None and not isinstance(parent, stream.SwitchOp):
+                parent = parent.parent_op()
+            if parent is not None:
+                counts[parent.tag_name] += 1
+    return counts
 
 
 def _report(
@@ -197,7 +220,7 @@ def _report(
 ) -> ScheduleReport:
     """Simulate the annotated program and the baselines (timing only), on the first
     call's shapes (a geared graph runs the gear they match)."""
-    report = ScheduleReport(graph_id, options)
+    report = ScheduleReport(graph_id, options, scopes=_scopes(module))
     explained = {}
     annotated: tuple[SimResult, list[Program]] | None = None
     hw = device_of(module, None)
