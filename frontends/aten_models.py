@@ -16,9 +16,8 @@ lowered to npu ops the dialect already has, so it needs no kernel or cost of its
   dropout draws random numbers and is refused).
 - `aten.layer_norm` (GPT-2, BERT, ViT): mean, variance, `rsqrt`, scale and shift over the
   normalised dims, in npu's elementwise and reduction ops.
-- `aten.conv2d` as a patch embedding (ViT): kernel = stride, no padding, no dilation, one
-  group, so each output pixel is one patch times the weight: a reshape and permute into
-  patches and a matmul (cube).  Any other convolution is refused.
+- `aten.conv2d` (ViT's patch embedding): `npu.conv2d` (cube) with its strides, symmetric
+  pads, dilations and groups; an unbatched (CHW) input is refused.
 - `aten.flatten.using_ints`: a reshape.
 - `aten.pow.Tensor_Scalar` by a small positive integer (GPT-2's `gelu_new` cubes its input):
   repeated multiplication, as well as the exponents 2, 0.5 and -0.5 the base table maps.
@@ -37,9 +36,11 @@ lowered to npu ops the dialect already has, so it needs no kernel or cost of its
   write through a slice of another slice's sibling that is read after the write (torch's
   view would see the write; the imported value would not).  A write into another kind of
   view (`view`, `transpose`, a strided slice) rebinds only the view: the zoo has none.
-- `aten.new_empty` / `new_zeros`: a tensor of zeros (an empty tensor's contents are
-  undefined, and the zoo writes every element before reading it): a zero constant
-  broadcast to the shape.
+- Tensors made by size (`new_empty`, `new_zeros`, `new_ones`, `empty_like`, `zeros_like`,
+  `ones_like`, `zeros`, `ones`, `empty`): one `npu.constant` splat of the static shape
+  (read as an input is: no compute); an empty tensor's contents are undefined, so zeros.
+- `aten.masked_fill` (DeepSeek-V3's group routing): `where(mask, value, x)` through the
+  table's Core ATen `where`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i64
+from xdsl.ir import Attribute
+
+from npuir.backends.npu.kernels import numpy_dtype
+from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends.torchair import Tensor, ops
 from npuir.frontends.torchair.graph import element_type
@@ -180,14 +187,44 @@ class Forms:
             at += size
         return out
 
-    def zeros(self, like: Tensor, size: Sequence[Any], dtype: Any = None, **_: Any) -> Tensor:
+    def filled(self, value: float, size: Sequence[Any], dtype: Any) -> Tensor:
+        """A constant tensor of `size` filled with `value` (one `npu.constant` splat)."""
         if any(not isinstance(d, int) for d in size):
-            raise _refuse("new_empty / new_zeros of a dynamic size")
-        zero = self.importer.graph.constant(0, dtype if dtype is not None else like.dtype)
-        if not size:
-            return zero  # type: ignore[no-any-return]
-        grown: Tensor = self.importer.expand(ops.reshape(zero, [1] * len(size)), list(size))
-        return grown
+            raise _refuse("a tensor made of a dynamic size")
+        made: Tensor = self.importer.graph.constant(value, dtype, [int(d) for d in size])
+        return made
+
+    def fill(self, value: float, *, like: bool, sized: bool) -> Callable[..., Tensor]:
+        """`new_zeros(x, size)` (sized, like), `zeros_like(x)` (like), `zeros(size)` (sized):
+        the dtype is the keyword's, else the tensor's, else f32 (torch's default)."""
+
+        def build(*args: Any, dtype: Any = None, **_: Any) -> Tensor:
+            x = args[0] if like else None
+            size = args[1] if like and sized else (args[0] if sized else x.shape)
+            if dtype is None:
+                dtype = x.dtype if x is not None else "f32"
+            return self.filled(value, size, dtype)
+
+        return build
+
+    def masked_fill(self, x: Tensor, mask: Tensor, value: Any) -> Tensor:
+        """`where(mask, value, x)`, by the table's `where` (a Core ATen op).  An infinite
+        fill (a mask of -inf before a top-k or a softmax) is the dtype's largest finite
+        value of that sign: npu constants are finite, and top-k, max and softmax order the
+        masked entries the same, unless every entry of a row is masked."""
+        where = self.table().get("aten.where.self")
+        if where is None:
+            return self.importer.opaque_op(self.importer.node)  # type: ignore[no-any-return]
+        if isinstance(value, Tensor):
+            fill = value
+        else:
+            number = float(value)
+            if math.isinf(number):
+                top = float(np.finfo(numpy_dtype(x.dtype)).max)
+                number = top if number > 0 else -top
+            fill = self.scalar(number, x)
+        result: Tensor = where(mask, fill, x)
+        return result
 
     def inplace(self, name: str) -> Callable[..., Tensor]:
         """`name` (an in-place overload) as its functional form with the write rebound."""
@@ -273,9 +310,7 @@ class Forms:
                         power = ops.mul(power, power)
                 assert result is not None
                 return result
-        raise _refuse(
-            f"pow with exponent {exponent} (only 0.5, -0.5 and integers 1..{MAX_POWER})"
-        )
+        raise _refuse(f"pow with exponent {exponent} (only 0.5, -0.5 and integers 1..{MAX_POWER})")
 
     def layer_norm(
         self,
@@ -312,35 +347,29 @@ class Forms:
         dilation: Any = 1,
         groups: int = 1,
     ) -> Tensor:
-        def pair(v: Any) -> tuple[Any, Any]:
-            return (v, v) if not isinstance(v, list | tuple) else (v[0], v[-1])
+        """`npu.conv2d` (cube), the NCHW convolution the dialect already has."""
 
-        out_c, in_c, kh, kw = weight.shape
-        if len(x.shape) != 4 or any(d is None for d in x.shape):
-            raise _refuse("conv2d of a tensor that is not NCHW of static shape")
-        n, c, h, w = x.shape
-        assert n is not None and h is not None and w is not None and c is not None
-        assert kh is not None and kw is not None and out_c is not None
-        if (
-            pair(stride) != (kh, kw)
-            or pair(padding) != (0, 0)
-            or pair(dilation) != (1, 1)
-            or groups != 1
-            or isinstance(padding, str)
-            or h % kh
-            or w % kw
-        ):
-            raise _refuse(
-                "conv2d other than a patch embedding (kernel = stride, no padding, no "
-                "dilation, one group, the image a whole number of patches)"
-            )
-        ph, pw = h // kh, w // kw
-        patches = ops.reshape(x, [n, c, ph, kh, pw, kw])
-        patches = ops.permute(patches, [0, 2, 4, 1, 3, 5])
-        patches = ops.reshape(patches, [n * ph * pw, c * kh * kw])
-        flat_w = ops.reshape(weight, [out_c, c * kh * kw])
-        y = ops.linear(patches, flat_w, bias)
-        return ops.permute(ops.reshape(y, [n, ph, pw, out_c]), [0, 3, 1, 2])
+        def pair(v: Any, what: str) -> list[int]:
+            pair = list(v) if isinstance(v, list | tuple) else [v, v]
+            if len(pair) == 1:
+                pair = pair * 2
+            if len(pair) != 2 or not all(isinstance(p, int) for p in pair):
+                raise _refuse(f"conv2d {what} {v!r} (two ints or one)")
+            return pair
+
+        if len(x.shape) != 4 or len(weight.shape) != 4:
+            raise _refuse("conv2d of a tensor that is not NCHW (a batch of images)")
+        ph, pw = pair(padding, "padding")
+        attrs: dict[str, Attribute] = {
+            "strides": DenseArrayBase.from_list(i64, pair(stride, "stride")),
+            "pads": DenseArrayBase.from_list(i64, [ph, ph, pw, pw]),
+            "dilations": DenseArrayBase.from_list(i64, pair(dilation, "dilation")),
+            "groups": IntegerAttr(int(groups), i64),
+        }
+        graph = self.importer.graph
+        operands = [graph.value_of(t, "conv2d") for t in (x, weight, bias) if t is not None]
+        op = graph.add_op(npu.Conv2dOp, operands, attrs)
+        return Tensor(graph, op.results[0])
 
 
 def handlers(importer: Any) -> dict[str, Callable[..., Any]]:
@@ -363,8 +392,18 @@ def handlers(importer: Any) -> dict[str, Callable[..., Any]]:
         "aten.conv2d.default": forms.conv2d,
         "aten.slice.Tensor": forms.slice,
         "aten.split_with_sizes.default": forms.split_with_sizes,
-        "aten.new_empty.default": forms.zeros,
-        "aten.new_zeros.default": forms.zeros,
+        # an empty tensor's contents are undefined: zeros, as any value would do
+        "aten.new_empty.default": forms.fill(0, like=True, sized=True),
+        "aten.new_zeros.default": forms.fill(0, like=True, sized=True),
+        "aten.new_ones.default": forms.fill(1, like=True, sized=True),
+        "aten.empty_like.default": forms.fill(0, like=True, sized=False),
+        "aten.zeros_like.default": forms.fill(0, like=True, sized=False),
+        "aten.ones_like.default": forms.fill(1, like=True, sized=False),
+        "aten.zeros.default": forms.fill(0, like=False, sized=True),
+        "aten.ones.default": forms.fill(1, like=False, sized=True),
+        "aten.empty.memory_format": forms.fill(0, like=False, sized=True),
+        "aten.masked_fill.Scalar": forms.masked_fill,
+        "aten.masked_fill.Tensor": forms.masked_fill,
     }
     for name in INPLACE:
         table[name] = forms.inplace(name)

@@ -86,8 +86,32 @@ class _Patches(torch.nn.Module):
         return self.conv(x).flatten(2).transpose(1, 2)
 
 
-def test_a_patch_embedding_is_a_matmul(tmp_path: Path) -> None:
+def test_a_patch_embedding_is_a_convolution(tmp_path: Path) -> None:
     _same(_Patches(), (torch.randn(2, 3, 8, 12),), tmp_path)
+
+
+class _Conv(torch.nn.Module):
+    def forward(self, x: Any, w: Any, b: Any) -> Any:
+        return torch.nn.functional.conv2d(x, w, b, stride=(1, 2), padding=1, dilation=2)
+
+
+def test_a_padded_dilated_convolution(tmp_path: Path) -> None:
+    _same(_Conv(), (torch.randn(1, 2, 7, 9), torch.randn(3, 2, 3, 3), torch.randn(3)), tmp_path)
+
+
+class _Filled(torch.nn.Module):
+    """Tensors made by size, as routing and caches make them."""
+
+    def forward(self, x: Any, ids: Any) -> Any:
+        counts = torch.zeros_like(x) + torch.ones_like(x) * 2
+        made = x.new_ones(3, 4) + x.new_zeros((3, 4)) + torch.ones(3, 4) + torch.zeros(1)
+        index = torch.empty_like(ids)  # undefined contents: overwritten before any use
+        index = index * 0 + ids
+        return counts, made, index
+
+
+def test_tensors_made_by_size(tmp_path: Path) -> None:
+    _same(_Filled(), (torch.randn(3, 4), torch.arange(5)), tmp_path)
 
 
 class _ExpandKV(torch.nn.Module):
@@ -119,16 +143,16 @@ class _Stale(torch.nn.Module):
         return right + left  # `right` was sliced before the write and read after it
 
 
-class _Conv(torch.nn.Module):
+class _Unbatched(torch.nn.Module):
     def forward(self, x: Any, w: Any) -> Any:
-        return torch.nn.functional.conv2d(x, w, padding=1)
+        return torch.nn.functional.conv2d(x, w)  # one CHW image, no batch dim
 
 
 @pytest.mark.parametrize(
     ("model", "args", "reason"),
     [
         (_Stale(), (torch.randn(2, 4),), "other slice is read after it"),
-        (_Conv(), (torch.randn(1, 2, 4, 4), torch.randn(3, 2, 3, 3)), "patch embedding"),
+        (_Unbatched(), (torch.randn(2, 4, 4), torch.randn(3, 2, 3, 3)), "not NCHW"),
     ],
 )
 def test_what_the_forms_refuse_is_named(model: Any, args: Any, reason: str) -> None:
