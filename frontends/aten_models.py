@@ -41,6 +41,8 @@ lowered to npu ops the dialect already has, so it needs no kernel or cost of its
   (read as an input is: no compute); an empty tensor's contents are undefined, so zeros.
 - `aten.masked_fill` (DeepSeek-V3's group routing): `where(mask, value, x)` through the
   table's Core ATen `where`.
+- `aten.histc` (MoE routing's tokens per expert): traced from `histc` below into Core ATen
+  ops of fixed shape (compare each element's bin with every bin, count).
 """
 
 from __future__ import annotations
@@ -372,8 +374,43 @@ class Forms:
         return Tensor(graph, op.results[0])
 
 
+def histc(x: Any, bins: int = 100, min: float = 0, max: float = 0) -> Any:
+    """`torch.histc` in ops of fixed shape, traced to ATen by the importer (`decompositions`):
+    each element's bin, `(x - lo) * bins / (hi - lo)` floored as torch computes it (the top
+    edge into the last bin), compared with every bin's number, counted where `lo <= x <= hi`.
+    Given no range (`min == max`), the range is the data's, widened by one when it is a
+    point, as torch does.  (MoE routing counts the tokens of each expert with it.)"""
+    import torch
+
+    flat = x.reshape(-1)
+    if min == max:
+        lo, hi = flat.min(), flat.max()
+        point = (hi == lo).to(flat.dtype)
+        lo, hi = lo - point, hi + point
+    else:
+        lo, hi = torch.tensor(float(min), dtype=x.dtype), torch.tensor(float(max), dtype=x.dtype)
+    which = ((flat - lo) * bins / (hi - lo)).floor().clamp(0, bins - 1)
+    inside = (flat >= lo) & (flat <= hi)
+    hits = (which.unsqueeze(0) == torch.arange(bins, dtype=x.dtype).unsqueeze(1)) & inside
+    return hits.to(x.dtype).sum(1)
+
+
+def decompositions() -> dict[Any, Callable[..., Any]]:
+    """Non-core ops this module lowers by tracing a torch function of core ops (the
+    importer's `decompose`, as a user's `custom_decompositions` entry is): `histc`.  Empty
+    without torch (a `.pt2` read as data keeps such an op `npu.opaque`)."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    return {torch.ops.aten.histc.default: histc}
+
+
 def handlers(importer: Any) -> dict[str, Callable[..., Any]]:
-    """The forms, by target name, for `importer`'s walk."""
+    """The forms, by target name, for `importer`'s walk (and this module's decompositions
+    put under the user's own, which win)."""
+    for op, fn in decompositions().items():
+        importer.decompositions.setdefault(op, fn)
     forms = Forms(importer)
 
     def identity(x: Any, *_: Any, **__: Any) -> Any:

@@ -174,3 +174,28 @@ class _Interleaved(torch.nn.Module):
 
 def test_strided_slices_compute_what_eager_does(tmp_path: Path) -> None:
     _same(_Interleaved(), (torch.randn(5, 4, 8),), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("x", "bins", "lo", "hi"),
+    [
+        (torch.tensor([0.0, 1, 3, 3, 2, 1]), 4, 0, 3),  # MoE routing: tokens per expert
+        (torch.randn(50), 7, -1, 1),  # values outside the range are not counted
+        (torch.randn(30), 5, 0, 0),  # no range: the data's
+        (torch.full((4,), 2.0), 3, 0, 0),  # the data's range is a point: widened by one
+    ],
+)
+def test_the_histc_decomposition_is_torchs_histc(x: Any, bins: int, lo: float, hi: float) -> None:
+    from npuir.frontends.aten_models import histc
+
+    assert torch.equal(histc(x, bins, lo, hi), torch.histc(x, bins, lo, hi))
+
+
+class _Histc(torch.nn.Module):
+    def forward(self, experts: Any) -> Any:
+        return torch.histc(experts.float(), bins=4, min=0, max=3)
+
+
+@pytest.mark.xfail(strict=True, reason="floor, clamp, ge, le, bitwise_and, eq, arange: aten_core")
+def test_histc_is_imported_through_its_decomposition(tmp_path: Path) -> None:
+    _same(_Histc(), (torch.tensor([[0, 3], [1, 3], [2, 0]]),), tmp_path)
