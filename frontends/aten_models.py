@@ -201,8 +201,12 @@ class Forms:
         the dtype is the keyword's, else the tensor's, else f32 (torch's default)."""
 
         def build(*args: Any, dtype: Any = None, **_: Any) -> Tensor:
-            x = args[0] if like else None
-            size = args[1] if like and sized else (args[0] if sized else x.shape)
+            x: Tensor | None = args[0] if like else None
+            if sized:
+                size = args[1] if like else args[0]
+            else:
+                assert x is not None  # `*_like`: like, never sized
+                size = x.shape
             if dtype is None:
                 dtype = x.dtype if x is not None else "f32"
             return self.filled(value, size, dtype)
@@ -216,7 +220,8 @@ class Forms:
         masked entries the same, unless every entry of a row is masked."""
         where = self.table().get("aten.where.self")
         if where is None:
-            return self.importer.opaque_op(self.importer.node)  # type: ignore[no-any-return]
+            opaque: Tensor = self.importer.opaque_op(self.importer.node)
+            return opaque
         if isinstance(value, Tensor):
             fill = value
         else:
@@ -270,9 +275,10 @@ class Forms:
             for other, view in self.views.items():
                 if other is not written and view.base is written and self.read_later(other):
                     raise _refuse("a write into a tensor whose other slice is read after it")
-            view = self.views.get(written)
-            if view is None:
+            through = self.views.get(written)
+            if through is None:
                 break
+            view = through
             base = env[view.base]
             size = base.shape[view.dim]
             parts = []

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -493,12 +493,9 @@ class Graph(_Built):
         made = self._constants.get(key)
         if made is None:
             op = npu.ConstantOp.scalar(float(value), elem)
-            if shape:
-                op = npu.ConstantOp(
-                    DenseIntOrFPElementsAttr.from_list(
-                        TensorType(elem, list(shape)), op.value.get_values()
-                    )
-                )
+            if shape:  # the same value (an int type's int), as a splat of the shape
+                ty: TensorType[Any] = TensorType(elem, list(shape))
+                op = npu.ConstantOp(DenseIntOrFPElementsAttr.from_list(ty, op.value.get_values()))
             op.location = self.location()
             self._scope_of[op] = self._root
             made = self._constants[key] = Tensor(self, op.result)
