@@ -41,8 +41,8 @@ lowered to npu ops the dialect already has, so it needs no kernel or cost of its
   (read as an input is: no compute); an empty tensor's contents are undefined, so zeros.
 - `aten.masked_fill` (DeepSeek-V3's group routing): `where(mask, value, x)` through the
   table's Core ATen `where`.
-- `aten.histc` (MoE routing's tokens per expert): traced from `histc` below into Core ATen
-  ops of fixed shape (compare each element's bin with every bin, count).
+- `aten.histc` (MoE routing's tokens per expert): Core ATen ops of fixed shape (compare
+  each element's bin with every bin, count), built through the table.
 """
 
 from __future__ import annotations
@@ -290,6 +290,52 @@ class Forms:
             value = parts[0] if len(parts) == 1 else ops.cat(parts, view.dim)
             written = view.base
 
+    HISTC_OPS = (
+        "aten.floor.default",
+        "aten.clamp.default",
+        "aten.ge.Tensor",
+        "aten.le.Tensor",
+        "aten.eq.Tensor",
+        "aten.bitwise_and.Tensor",
+        "aten.arange.default",
+    )
+    """The Core ATen ops (another module's) `histc` is built from."""
+
+    def histc(self, x: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+        """`torch.histc` in ops of fixed shape: each element's bin, `(x - lo) * bins /
+        (hi - lo)` floored as torch computes it (the top edge into the last bin), compared
+        with every bin's number, counted where `lo <= x <= hi`.  Given no range (`min ==
+        max`), the range is the data's, widened by one when it is a point, as torch does.
+        Built from the table's Core ATen handlers (`HISTC_OPS`); without them, `npu.opaque`
+        as an op no npu op maps (MoE routing counts each expert's tokens with it)."""
+        table = self.table()
+        if any(name not in table for name in self.HISTC_OPS):
+            opaque: Tensor = self.importer.opaque_op(self.importer.node)
+            return opaque
+        n = math.prod(d for d in x.shape if d is not None)
+        if any(d is None for d in x.shape):
+            raise _refuse("histc of a tensor with dynamic dims")
+        flat = ops.reshape(x, [n])
+        if min == max:
+            lo = ops.neg(ops.amax(ops.neg(flat), [0], True))
+            hi = ops.amax(flat, [0], True)
+            point = cast(table["aten.eq.Tensor"](hi, lo), x.dtype)
+            lo, hi = ops.sub(lo, point), ops.add(hi, point)
+        else:
+            lo, hi = self.scalar(float(min), x), self.scalar(float(max), x)
+        scaled = ops.div(ops.mul(ops.sub(flat, lo), self.scalar(bins, x)), ops.sub(hi, lo))
+        which = table["aten.clamp.default"](table["aten.floor.default"](scaled), 0, bins - 1)
+        inside = table["aten.bitwise_and.Tensor"](
+            table["aten.ge.Tensor"](flat, lo), table["aten.le.Tensor"](flat, hi)
+        )
+        numbers = cast(table["aten.arange.default"](bins), x.dtype)
+        hits = table["aten.bitwise_and.Tensor"](
+            table["aten.eq.Tensor"](ops.reshape(which, [1, n]), ops.reshape(numbers, [bins, 1])),
+            ops.reshape(inside, [1, n]),
+        )
+        counted: Tensor = ops.sum(cast(hits, x.dtype), [1])
+        return counted
+
     def read_later(self, view: Any) -> bool:
         """Whether a node not yet imported reads `view` (a `copy_` into it writes, not reads)."""
         env = self.importer.env
@@ -380,43 +426,8 @@ class Forms:
         return Tensor(graph, op.results[0])
 
 
-def histc(x: Any, bins: int = 100, min: float = 0, max: float = 0) -> Any:
-    """`torch.histc` in ops of fixed shape, traced to ATen by the importer (`decompositions`):
-    each element's bin, `(x - lo) * bins / (hi - lo)` floored as torch computes it (the top
-    edge into the last bin), compared with every bin's number, counted where `lo <= x <= hi`.
-    Given no range (`min == max`), the range is the data's, widened by one when it is a
-    point, as torch does.  (MoE routing counts the tokens of each expert with it.)"""
-    import torch
-
-    flat = x.reshape(-1)
-    if min == max:
-        lo, hi = flat.min(), flat.max()
-        point = (hi == lo).to(flat.dtype)
-        lo, hi = lo - point, hi + point
-    else:
-        lo, hi = torch.tensor(float(min), dtype=x.dtype), torch.tensor(float(max), dtype=x.dtype)
-    which = ((flat - lo) * bins / (hi - lo)).floor().clamp(0, bins - 1)
-    inside = (flat >= lo) & (flat <= hi)
-    hits = (which.unsqueeze(0) == torch.arange(bins, dtype=x.dtype).unsqueeze(1)) & inside
-    return hits.to(x.dtype).sum(1)
-
-
-def decompositions() -> dict[Any, Callable[..., Any]]:
-    """Non-core ops this module lowers by tracing a torch function of core ops (the
-    importer's `decompose`, as a user's `custom_decompositions` entry is): `histc`.  Empty
-    without torch (a `.pt2` read as data keeps such an op `npu.opaque`)."""
-    try:
-        import torch
-    except ImportError:
-        return {}
-    return {torch.ops.aten.histc.default: histc}
-
-
 def handlers(importer: Any) -> dict[str, Callable[..., Any]]:
-    """The forms, by target name, for `importer`'s walk (and this module's decompositions
-    put under the user's own, which win)."""
-    for op, fn in decompositions().items():
-        importer.decompositions.setdefault(op, fn)
+    """The forms, by target name, for `importer`'s walk."""
     forms = Forms(importer)
 
     def identity(x: Any, *_: Any, **__: Any) -> Any:
@@ -447,6 +458,7 @@ def handlers(importer: Any) -> dict[str, Callable[..., Any]]:
         "aten.empty.memory_format": forms.fill(0, like=False, sized=True),
         "aten.masked_fill.Scalar": forms.masked_fill,
         "aten.masked_fill.Tensor": forms.masked_fill,
+        "aten.histc.default": forms.histc,
     }
     for name in INPLACE:
         table[name] = forms.inplace(name)

@@ -762,7 +762,12 @@ class _Importer:
             elif sub.op == "output":
                 result = self.arg(sub.args[0])
             else:
-                self.visit(sub, handlers)
+                # the handlers read the node they import (a view's traced shape)
+                outer, self.node = self.node, sub
+                try:
+                    self.visit(sub, handlers)
+                finally:
+                    self.node = outer
         if (
             isinstance(result, list | tuple)
             and len(result) == 1

@@ -176,26 +176,45 @@ def test_strided_slices_compute_what_eager_does(tmp_path: Path) -> None:
     _same(_Interleaved(), (torch.randn(5, 4, 8),), tmp_path)
 
 
-@pytest.mark.parametrize(
-    ("x", "bins", "lo", "hi"),
-    [
-        (torch.tensor([0.0, 1, 3, 3, 2, 1]), 4, 0, 3),  # MoE routing: tokens per expert
-        (torch.randn(50), 7, -1, 1),  # values outside the range are not counted
-        (torch.randn(30), 5, 0, 0),  # no range: the data's
-        (torch.full((4,), 2.0), 3, 0, 0),  # the data's range is a point: widened by one
-    ],
-)
-def test_the_histc_decomposition_is_torchs_histc(x: Any, bins: int, lo: float, hi: float) -> None:
-    from npuir.frontends.aten_models import histc
-
-    assert torch.equal(histc(x, bins, lo, hi), torch.histc(x, bins, lo, hi))
-
-
 class _Histc(torch.nn.Module):
-    def forward(self, experts: Any) -> Any:
-        return torch.histc(experts.float(), bins=4, min=0, max=3)
+    """MoE routing's tokens per expert; values outside the range; the data's range; a
+    range that is a point."""
+
+    def forward(self, experts: Any, x: Any) -> Any:
+        return (
+            torch.histc(experts.float(), bins=4, min=0, max=3),
+            torch.histc(x, bins=7, min=-1, max=1),
+            torch.histc(x, bins=5),
+            torch.histc(x * 0 + 2, bins=3),
+        )
 
 
 @pytest.mark.xfail(strict=True, reason="floor, clamp, ge, le, bitwise_and, eq, arange: aten_core")
-def test_histc_is_imported_through_its_decomposition(tmp_path: Path) -> None:
-    _same(_Histc(), (torch.tensor([[0, 3], [1, 3], [2, 0]]),), tmp_path)
+def test_histc_is_built_from_core_ops(tmp_path: Path) -> None:
+    _same(_Histc(), (torch.tensor([[0, 3], [1, 3], [2, 0]]), torch.randn(50)), tmp_path)
+
+
+def test_histc_without_its_core_ops_is_opaque_on_both_routes(tmp_path: Path) -> None:
+    """Without every op it is built from, histc is an op no npu op maps: one warning, and
+    the archive read as data imports to the same IR as the program in memory."""
+    from npuir.frontends import aten_models
+    from npuir.frontends.torch import import_pt2
+
+    ep = torch.export.export(_Histc(), (torch.tensor([[0, 3]]), torch.randn(8)))
+    path = tmp_path / "h.pt2"
+    torch.export.save(ep, path)
+    engine = DiagnosticEngine()
+    text = npuir.print_ir(import_exported_program(ep, diagnostics=engine))
+    assert npuir.print_ir(import_pt2(path, diagnostics=DiagnosticEngine())) == text
+    if all(name in _table() for name in aten_models.Forms.HISTC_OPS):
+        assert "aten.histc" not in text
+    else:
+        assert 'ge_type = "aten.histc.default"' in text
+        assert "aten.histc.default" in {d.args.get("aten_op") for d in engine.emitted}
+
+
+def _table() -> dict[str, Any]:
+    """The importer's whole handler table."""
+    from npuir.frontends.torch import _Importer
+
+    return _Importer(torch.fx.Graph(), {}, "f", "910b2", strict=False).handlers()
