@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the generated parts of docs/passes.md and docs/ir.md from the code.
+"""Write the generated parts of docs/passes.md, docs/ir.md and docs/aten-coverage.md.
 
     python dev/gen_docs.py           # rewrite each page's generated part
     python dev/gen_docs.py --check   # rewrite nothing; exit 1 naming each stale page
@@ -14,6 +14,11 @@ so the page does not depend on what else is installed.
 docs/ir.md is the dialect definitions: each dialect's module docstring, then each op's
 name, its docstring's first paragraph and its ```mlir example, then the dialect's
 attributes and types.
+
+docs/aten-coverage.md is the Core ATen coverage table: every overload of PyTorch's Core
+ATen opset (`npuir.frontends.aten_core.CORE_ATEN`), how the torch importer lowers it (npu
+ops, PyTorch's decomposition, or why it does not), its engine and its kernel, with the
+count covered.
 
 Each page keeps hand-written prose outside the two marker lines; only the text between
 them is generated.  test/unit/test_docs.py fails when a checked-in page differs from
@@ -147,12 +152,31 @@ def ir_reference() -> str:
 
 
 # ----------------------------------------------------------------------
+# docs/aten-coverage.md
+# ----------------------------------------------------------------------
+
+
+def aten_coverage() -> str:
+    """The Core ATen coverage table, from `npuir.frontends.aten_core.coverage`."""
+    from npuir.frontends.aten_core import coverage
+
+    rows = coverage()
+    covered = sum(1 for _, lowering, _, _ in rows if not lowering.startswith("not covered"))
+    out = [f"Covered {covered} / total {len(rows)} Core ATen overloads.", ""]
+    out += ["| op | lowering or decomposition | engine | kernel |", "|---|---|---|---|"]
+    for op, lowering, engine, kernel in rows:
+        out.append(f"| `{op}` | {_cell(lowering)} | {engine} | {_cell(kernel)} |")
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------
 # Pages
 # ----------------------------------------------------------------------
 
 PAGES: dict[str, Callable[[], str]] = {
     "docs/passes.md": passes_reference,
     "docs/ir.md": ir_reference,
+    "docs/aten-coverage.md": aten_coverage,
 }
 """Each generated page (repo-relative) and what writes its generated part."""
 

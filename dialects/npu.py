@@ -1614,7 +1614,7 @@ class NpuAttributeVerifier(AttributeVerifier):
                 raise VerifyException(f"'{KERNEL}' must be one of {kinds}, got {value}")
 
 
-NPU_OPS: tuple[type[NpuOp], ...] = (
+_HAND_WRITTEN_OPS: tuple[type[NpuOp], ...] = (
     MatmulOp,
     BatchMatmulOp,
     AddOp,
@@ -1654,4 +1654,24 @@ NPU_OPS: tuple[type[NpuOp], ...] = (
     OpaqueOp,
 )
 
-Npu = Dialect("npu", [*NPU_OPS, ConstantOp], [], [NpuAttributeVerifier()])
+"""The ops written as classes in this module; `npuir.dialects.npu_math` makes the rest."""
+
+NPU_OPS: tuple[type[NpuOp], ...]
+"""Every npu operator: this module's, then the table-made ones of `npuir.dialects.npu_math`."""
+
+Npu: Dialect
+"""The `npu` dialect: `NPU_OPS` and `npu.constant`."""
+
+
+def __getattr__(name: str) -> object:
+    """`NPU_OPS` and `Npu`, made on first use: the table-made ops subclass this module's
+    base classes, so `npu_math` can only be imported once this module is, and a module-level
+    import of it here would be circular whichever of the two is imported first."""
+    if name not in ("NPU_OPS", "Npu"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from npuir.dialects.npu_math import MATH_OP_CLASSES
+
+    ops = (*_HAND_WRITTEN_OPS, *MATH_OP_CLASSES)
+    globals()["NPU_OPS"] = ops
+    globals()["Npu"] = Dialect("npu", [*ops, ConstantOp], [], [NpuAttributeVerifier()])
+    return globals()[name]

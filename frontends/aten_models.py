@@ -1,28 +1,22 @@
-"""The ATen forms `transformers` models emit that are not Core ATen ops, for the torch importer.
+"""The ATen forms `transformers` models emit that `aten_core` does not cover, for the importer.
 
 `npuir.frontends.torch`'s `_Importer.handlers()` merges `handlers(importer)` into its table
-(after its own entries, so a form here replaces the plain mapping of the same op).  Each is
-lowered to npu ops the dialect already has, so it needs no kernel or cost of its own:
+last, so a form here replaces the plain mapping of the same op (`aten_core`'s `cat`,
+`layer_norm`, `masked_fill`, `index_put_`, `slice`).  Each is lowered to npu ops that have
+kernels and costs already, or to the table's own handlers:
 
 - `aten.cat` with a legacy empty operand: transformers' `DynamicLayer` starts each layer's
   cache as `torch.tensor([])` (shape `(0,)`) and concatenates the new keys to it; torch skips
-  a 1-D empty operand of a `cat` whatever the other operands' rank, so the import does too.
-  That empty tensor is a lifted constant read through `lift_fresh_copy` and `detach_`, which
-  compute nothing.
-- `.to(device)`, `.to(dtype=..., device=...)` (`aten.to.device`, `aten.to.dtype_layout`):
-  the rotary embedding's and GPT-2's casts; the device is the one the program runs on, so
-  only the dtype matters (`npu.cast` when it changes).
+  a 1-D empty operand of a `cat` whatever the other operands' rank, so the import does too
+  (`detach_` of that lifted constant computes nothing).
 - `aten.dropout` in eval mode (`train=False`) or with `p=0`: the identity (training-mode
   dropout draws random numbers and is refused).
 - `aten.layer_norm` (GPT-2, BERT, ViT): mean, variance, `rsqrt`, scale and shift over the
-  normalised dims, in npu's elementwise and reduction ops.
+  normalised dims in npu's elementwise and reduction ops, with no torch needed (`aten_core`
+  traces torch's decomposition, which a `.pt2` read as data cannot).
 - `aten.conv2d` (ViT's patch embedding): `npu.conv2d` (cube) with its strides, symmetric
   pads, dilations and groups; an unbatched (CHW) input is refused.
 - `aten.flatten.using_ints`: a reshape.
-- `aten.pow.Tensor_Scalar` by a small positive integer (GPT-2's `gelu_new` cubes its input):
-  repeated multiplication, as well as the exponents 2, 0.5 and -0.5 the base table maps.
-- `aten.split_with_sizes` (DeepSeek-V3's MLA splits each head into its rotary and other
-  parts): slices.
 - In-place ops (`copy_`, `div_`, `index_put_`, `scatter_`, `masked_fill_`, ... : `INPLACE`),
   which `torch.export` keeps when the model writes into its own intermediate tensors
   (DeepSeek-V3's `expand_kv` fills the slices of a `new_empty` key, MoE routing fills an
@@ -33,16 +27,14 @@ lowered to npu ops the dialect already has, so it needs no kernel or cost of its
   `slice` and a `copy_`) is written back into the sliced tensor: the slice's base becomes
   the concatenation of its parts before, the written part and its parts after, through
   every slice of a slice.  Refused (a split under `torch.compile`, else `npu.opaque`): a
-  write through a slice of another slice's sibling that is read after the write (torch's
-  view would see the write; the imported value would not).  A write into another kind of
-  view (`view`, `transpose`, a strided slice) rebinds only the view: the zoo has none.
-- Tensors made by size (`new_empty`, `new_zeros`, `new_ones`, `empty_like`, `zeros_like`,
-  `ones_like`, `zeros`, `ones`, `empty`): one `npu.constant` splat of the static shape
-  (read as an input is: no compute); an empty tensor's contents are undefined, so zeros.
-- `aten.masked_fill` (DeepSeek-V3's group routing): `where(mask, value, x)` through the
-  table's Core ATen `where`.
-- `aten.histc` (MoE routing's tokens per expert): Core ATen ops of fixed shape (compare
-  each element's bin with every bin, count), built through the table.
+  write through a slice whose sibling slice is read after the write (torch's view would
+  see the write; the imported value would not).  A write into another kind of view
+  (`view`, `transpose`, a strided slice) rebinds only the view: the zoo has none.
+- `aten.masked_fill` (DeepSeek-V3's group routing masks scores with -inf): `where(mask,
+  value, x)` through the table's `where`, an infinite value as the dtype's largest finite
+  one of its sign (npu constants are finite).
+- `aten.histc` (MoE routing's tokens per expert): `npu_math` ops of fixed shape (compare
+  each element's bin with every bin, count).
 """
 
 from __future__ import annotations
@@ -60,10 +52,7 @@ from npuir.backends.npu.kernels import numpy_dtype
 from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends.torchair import Tensor, ops
-from npuir.frontends.torchair.graph import element_type
-
-MAX_POWER = 8
-"""The largest integer exponent `pow` lowers to multiplications (GPT-2 needs 3)."""
+from npuir.frontends.torchair.graph import element_type, tensor_type
 
 
 def _refuse(reason: str) -> Exception:
@@ -93,14 +82,6 @@ def cast(x: Tensor, dtype: Any) -> Tensor:
     if dtype is None or dtype_name(element_type(dtype)) == x.dtype:
         return x
     return ops.to(x, dtype)
-
-
-def to_device(x: Tensor, device: Any = None, dtype: Any = None, *_: Any, **__: Any) -> Tensor:
-    return cast(x, dtype)
-
-
-def to_dtype_layout(x: Tensor, *_: Any, dtype: Any = None, **__: Any) -> Tensor:
-    return cast(x, dtype)
 
 
 def dropout(x: Tensor, p: float, train: bool | None) -> Tensor:
@@ -182,37 +163,6 @@ class Forms:
             self.views[node] = _Slice(node.args[0], dim % len(x.shape), lo, hi)
         return result
 
-    def split_with_sizes(self, x: Tensor, sizes: Sequence[int], dim: int = 0) -> list[Tensor]:
-        out, at = [], 0
-        for size in sizes:
-            out.append(ops.slice(x, dim, at, at + size))
-            at += size
-        return out
-
-    def filled(self, value: float, size: Sequence[Any], dtype: Any) -> Tensor:
-        """A constant tensor of `size` filled with `value` (one `npu.constant` splat)."""
-        if any(not isinstance(d, int) for d in size):
-            raise _refuse("a tensor made of a dynamic size")
-        made: Tensor = self.importer.graph.constant(value, dtype, [int(d) for d in size])
-        return made
-
-    def fill(self, value: float, *, like: bool, sized: bool) -> Callable[..., Tensor]:
-        """`new_zeros(x, size)` (sized, like), `zeros_like(x)` (like), `zeros(size)` (sized):
-        the dtype is the keyword's, else the tensor's, else f32 (torch's default)."""
-
-        def build(*args: Any, dtype: Any = None, **_: Any) -> Tensor:
-            x: Tensor | None = args[0] if like else None
-            if sized:
-                size = args[1] if like else args[0]
-            else:
-                assert x is not None  # `*_like`: like, never sized
-                size = x.shape
-            if dtype is None:
-                dtype = x.dtype if x is not None else "f32"
-            return self.filled(value, size, dtype)
-
-        return build
-
     def masked_fill(self, x: Tensor, mask: Tensor, value: Any) -> Tensor:
         """`where(mask, value, x)`, by the table's `where` (a Core ATen op).  An infinite
         fill (a mask of -inf before a top-k or a softmax) is the dtype's largest finite
@@ -290,50 +240,52 @@ class Forms:
             value = parts[0] if len(parts) == 1 else ops.cat(parts, view.dim)
             written = view.base
 
-    HISTC_OPS = (
-        "aten.floor.default",
-        "aten.clamp.default",
-        "aten.ge.Tensor",
-        "aten.le.Tensor",
-        "aten.eq.Tensor",
-        "aten.bitwise_and.Tensor",
-        "aten.arange.default",
-    )
-    """The Core ATen ops (another module's) `histc` is built from."""
+    HISTC_OPS = ("npu.floor", "npu.minimum", "npu.ge", "npu.le", "npu.eq", "npu.arange")
+    """The npu ops (`npu_math`'s) `histc` is built from."""
+
+    def npu_op(self, name: str, inputs: Sequence[Tensor], result: Any = None) -> Tensor:
+        """One npu op by name (`result`: its type, for an op without operands)."""
+        graph = self.importer.graph
+        op_class = {op.name: op for op in npu.NPU_OPS}[name]
+        values = [graph.value_of(t, name) for t in inputs]
+        op = graph.add_op(op_class, values, {}, None if result is None else [result])
+        return Tensor(graph, op.results[0])
 
     def histc(self, x: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
         """`torch.histc` in ops of fixed shape: each element's bin, `(x - lo) * bins /
         (hi - lo)` floored as torch computes it (the top edge into the last bin), compared
         with every bin's number, counted where `lo <= x <= hi`.  Given no range (`min ==
         max`), the range is the data's, widened by one when it is a point, as torch does.
-        Built from the table's Core ATen handlers (`HISTC_OPS`); without them, `npu.opaque`
-        as an op no npu op maps (MoE routing counts each expert's tokens with it)."""
-        table = self.table()
-        if any(name not in table for name in self.HISTC_OPS):
+        Built from `HISTC_OPS`; without them, `npu.opaque` as an op no npu op maps (MoE
+        routing counts each expert's tokens with it)."""
+        known = {op.name for op in npu.NPU_OPS}
+        if any(name not in known for name in self.HISTC_OPS):
             opaque: Tensor = self.importer.opaque_op(self.importer.node)
             return opaque
-        n = math.prod(d for d in x.shape if d is not None)
         if any(d is None for d in x.shape):
             raise _refuse("histc of a tensor with dynamic dims")
+        n = math.prod(d for d in x.shape if d is not None)
         flat = ops.reshape(x, [n])
         if min == max:
             lo = ops.neg(ops.amax(ops.neg(flat), [0], True))
             hi = ops.amax(flat, [0], True)
-            point = cast(table["aten.eq.Tensor"](hi, lo), x.dtype)
+            point = cast(self.npu_op("npu.eq", [hi, lo]), x.dtype)
             lo, hi = ops.sub(lo, point), ops.add(hi, point)
         else:
             lo, hi = self.scalar(float(min), x), self.scalar(float(max), x)
         scaled = ops.div(ops.mul(ops.sub(flat, lo), self.scalar(bins, x)), ops.sub(hi, lo))
-        which = table["aten.clamp.default"](table["aten.floor.default"](scaled), 0, bins - 1)
-        inside = table["aten.bitwise_and.Tensor"](
-            table["aten.ge.Tensor"](flat, lo), table["aten.le.Tensor"](flat, hi)
+        floor = self.npu_op("npu.floor", [scaled])
+        top = self.npu_op("npu.minimum", [floor, self.scalar(bins - 1, x)])
+        which = ops.maximum(top, self.scalar(0, x))
+        # in range: (x >= lo) * (x <= hi), as 0/1 of x's dtype
+        inside = ops.mul(
+            cast(self.npu_op("npu.ge", [flat, lo]), x.dtype),
+            cast(self.npu_op("npu.le", [flat, hi]), x.dtype),
         )
-        numbers = cast(table["aten.arange.default"](bins), x.dtype)
-        hits = table["aten.bitwise_and.Tensor"](
-            table["aten.eq.Tensor"](ops.reshape(which, [1, n]), ops.reshape(numbers, [bins, 1])),
-            ops.reshape(inside, [1, n]),
-        )
-        counted: Tensor = ops.sum(cast(hits, x.dtype), [1])
+        numbers = self.npu_op("npu.arange", [], tensor_type([bins], x.dtype))
+        same = self.npu_op("npu.eq", [ops.reshape(which, [1, n]), ops.reshape(numbers, [bins, 1])])
+        hits = ops.mul(cast(same, x.dtype), ops.reshape(inside, [1, n]))
+        counted: Tensor = ops.sum(hits, [1])
         return counted
 
     def read_later(self, view: Any) -> bool:
@@ -344,27 +296,6 @@ class Forms:
             and not (str(user.target) == "aten.copy_.default" and user.args[0] is view)
             for user in getattr(view, "users", ())
         )
-
-    def pow(self, x: Tensor, exponent: Any) -> Tensor:
-        if exponent == 0.5:
-            return ops.sqrt(x)
-        if exponent == -0.5:
-            return ops.rsqrt(x)
-        if isinstance(exponent, int | float) and float(exponent).is_integer():
-            n = int(exponent)
-            if 1 <= n <= MAX_POWER:
-                # square-and-multiply: x^n in about log2(n) + popcount(n) multiplications
-                result: Tensor | None = None
-                power = x
-                while n:
-                    if n & 1:
-                        result = power if result is None else ops.mul(result, power)
-                    n >>= 1
-                    if n:
-                        power = ops.mul(power, power)
-                assert result is not None
-                return result
-        raise _refuse(f"pow with exponent {exponent} (only 0.5, -0.5 and integers 1..{MAX_POWER})")
 
     def layer_norm(
         self,
@@ -435,27 +366,12 @@ def handlers(importer: Any) -> dict[str, Callable[..., Any]]:
 
     table: dict[str, Callable[..., Any]] = {
         "aten.cat.default": cat,
-        "aten.lift_fresh_copy.default": identity,
         "aten.detach_.default": identity,
-        "aten.to.device": to_device,
-        "aten.to.dtype_layout": to_dtype_layout,
         "aten.dropout.default": dropout,
         "aten.flatten.using_ints": flatten,
-        "aten.pow.Tensor_Scalar": forms.pow,
         "aten.layer_norm.default": forms.layer_norm,
         "aten.conv2d.default": forms.conv2d,
         "aten.slice.Tensor": forms.slice,
-        "aten.split_with_sizes.default": forms.split_with_sizes,
-        # an empty tensor's contents are undefined: zeros, as any value would do
-        "aten.new_empty.default": forms.fill(0, like=True, sized=True),
-        "aten.new_zeros.default": forms.fill(0, like=True, sized=True),
-        "aten.new_ones.default": forms.fill(1, like=True, sized=True),
-        "aten.empty_like.default": forms.fill(0, like=True, sized=False),
-        "aten.zeros_like.default": forms.fill(0, like=True, sized=False),
-        "aten.ones_like.default": forms.fill(1, like=True, sized=False),
-        "aten.zeros.default": forms.fill(0, like=False, sized=True),
-        "aten.ones.default": forms.fill(1, like=False, sized=True),
-        "aten.empty.memory_format": forms.fill(0, like=False, sized=True),
         "aten.masked_fill.Scalar": forms.masked_fill,
         "aten.masked_fill.Tensor": forms.masked_fill,
         "aten.histc.default": forms.histc,

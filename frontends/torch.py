@@ -40,6 +40,7 @@ export) is no argument: an op taking it as an operand gets an `npu.constant`.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
 import json
 import math
@@ -644,6 +645,7 @@ class _Importer:
                 x.shape[dim] if x.shape[dim] is not None else _DYNAMIC
             ),
         }
+        table.update(importlib.import_module("npuir.frontends.aten_core").handlers(self))
         table.update(aten_models.handlers(self))  # transformers' forms (aten_models.py)
         return table
 

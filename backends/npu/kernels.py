@@ -868,6 +868,399 @@ def _layout_transform(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     return [_convert(x, _result_dtype(attrs, 0, x.dtype))]
 
 
+# ------------------------------------------------- the table-made ops (npuir.dialects.npu_math)
+# One numpy function per op of `npuir.dialects.npu_math.MATH_OPS`, under the same numeric rules
+# as the ops above: f16/bf16 in f32, integers in i64, the result cast once at the end.
+
+
+_UNARY_MATH: dict[str, tuple[_UnFn, _UnFn | None]] = {
+    # name: (on floats, on integers; None: the float function in f64)
+    "abs": (np.abs, np.abs),
+    "sign": (np.sign, np.sign),
+    "reciprocal": (lambda x: 1 / x, None),
+    "floor": (np.floor, lambda x: x),
+    "ceil": (np.ceil, lambda x: x),
+    "round": (np.round, lambda x: x),  # ties to even, as torch.round
+    "trunc": (np.trunc, lambda x: x),
+    "log": (np.log, None),
+    "log2": (np.log2, None),
+    "log10": (np.log10, None),
+    "log1p": (np.log1p, None),
+    "expm1": (np.expm1, None),
+    "sin": (np.sin, None),
+    "cos": (np.cos, None),
+    "tan": (np.tan, None),
+    "asin": (np.arcsin, None),
+    "acos": (np.arccos, None),
+    "atan": (np.arctan, None),
+    "sinh": (np.sinh, None),
+    "cosh": (np.cosh, None),
+    "tanh": (np.tanh, None),
+    "asinh": (np.arcsinh, None),
+    "acosh": (np.arccosh, None),
+    "atanh": (np.arctanh, None),
+    "erf": (lambda x: _erf(x).astype(x.dtype), None),
+}
+"""The unary table-made ops' functions."""
+
+
+for _name, (_float_fn, _int_fn) in _UNARY_MATH.items():
+    _make_unary(f"npu.{_name}", _float_fn, int_fn=_int_fn)
+
+
+@_register("npu.bitwise_not", 1)
+def _bitwise_not_kernel(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    if _is_float(x.dtype):
+        raise ValueError("bitwise_not takes integers or i1, not floats")
+    flipped = np.logical_not(x) if x.dtype == _BOOL else np.invert(x)
+    return [_convert(flipped, _result_dtype(attrs, 0, x.dtype))]
+
+
+def _make_predicate(name: str, fn: _UnFn) -> None:
+    @_register(name, 1)
+    def kernel(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+        (x,) = inputs
+        wide = x.astype(_float_compute(x.dtype)) if _is_float(x.dtype) else x.astype(_I64)
+        return [_convert(fn(wide), _result_dtype(attrs, 0, _BOOL))]
+
+
+_make_predicate("npu.isnan", np.isnan)
+_make_predicate("npu.isinf", np.isinf)
+_make_predicate("npu.logical_not", lambda x: x == 0)
+
+
+def _int_floor_div(a: Array, b: Array) -> Array:
+    safe = np.where(b == 0, 1, b)
+    return np.where(b == 0, 0, np.floor_divide(a, safe))
+
+
+def _int_mod(fn: _BinFn) -> _BinFn:
+    def mod(a: Array, b: Array) -> Array:
+        safe = np.where(b == 0, 1, b)
+        return np.where(b == 0, 0, fn(a, safe))
+
+    return mod
+
+
+def _int_pow(a: Array, b: Array) -> Array:
+    # A negative integer exponent has no integer result but for a base of 1 or -1.
+    neg = b < 0
+    out = np.power(a, np.where(neg, 0, b))
+    return np.where(neg, np.where(a == 1, 1, np.where(a == -1, 1 - 2 * (np.abs(b) % 2), 0)), out)
+
+
+def _float_remainder(a: Array, b: Array) -> Array:
+    # torch: a - floor(a / b) * b, so the result has the divisor's sign.
+    return a - np.floor(a / b) * b
+
+
+def _float_floor_divide(a: Array, b: Array) -> Array:
+    # torch's floor_divide of floats: floor of the true quotient, corrected as Python's //.
+    return np.floor_divide(a, b)
+
+
+def _no_floats(name: str) -> _BinFn:
+    def refuse(a: Array, b: Array) -> Array:
+        raise ValueError(f"{name} takes integers or i1, not floats")
+
+    return refuse
+
+
+_make_binary("npu.minimum", np.minimum, np.minimum)
+_make_binary("npu.pow", np.power, _int_pow)
+_make_binary("npu.remainder", _float_remainder, _int_mod(np.remainder))
+_make_binary("npu.fmod", np.fmod, _int_mod(np.fmod))
+_make_binary("npu.floor_divide", _float_floor_divide, _int_floor_div)
+_make_binary("npu.atan2", np.arctan2, lambda a, b: np.arctan2(a, b))
+_make_binary("npu.bitwise_and", _no_floats("bitwise_and"), np.bitwise_and)
+_make_binary("npu.bitwise_or", _no_floats("bitwise_or"), np.bitwise_or)
+_make_binary("npu.bitwise_xor", _no_floats("bitwise_xor"), np.bitwise_xor)
+
+
+def _make_compare(name: str, fn: _BinFn) -> None:
+    @_register(name, 2)
+    def kernel(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+        a, b = inputs
+        np.broadcast_shapes(a.shape, b.shape)
+        cd = _pair_compute(a.dtype, b.dtype)
+        return [_convert(fn(a.astype(cd), b.astype(cd)), _result_dtype(attrs, 0, _BOOL))]
+
+
+_make_compare("npu.eq", np.equal)
+_make_compare("npu.ne", np.not_equal)
+_make_compare("npu.lt", np.less)
+_make_compare("npu.le", np.less_equal)
+_make_compare("npu.gt", np.greater)
+_make_compare("npu.ge", np.greater_equal)
+_make_compare("npu.logical_and", lambda a, b: (a != 0) & (b != 0))
+_make_compare("npu.logical_or", lambda a, b: (a != 0) | (b != 0))
+_make_compare("npu.logical_xor", lambda a, b: (a != 0) ^ (b != 0))
+
+
+@_register("npu.select", 3)
+def _select(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    cond, a, b = inputs
+    out_dt = _result_dtype(attrs, 0, a.dtype)
+    return [_convert(np.where(_convert(cond, _BOOL), a, b), out_dt)]
+
+
+def _make_scan(name: str, fn: Callable[..., Array]) -> None:
+    @_register(name, 1)
+    def kernel(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+        (x,) = inputs
+        out_dt = _result_dtype(attrs, 0, x.dtype)
+        if x.ndim == 0:
+            return [_convert(x, out_dt)]
+        axis = _axis(_int(attrs, "axis", 0), x.ndim)
+        return [_convert(fn(x.astype(_acc_dtype(x.dtype)), axis=axis), out_dt)]
+
+
+_make_scan("npu.cumsum", np.cumsum)
+_make_scan("npu.cumprod", np.cumprod)
+
+
+def _make_reduce(name: str, fn: Callable[..., Array], empty: str) -> None:
+    @_register(name, 1)
+    def kernel(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+        (x,) = inputs
+        axes = _reduce_axes(attrs, x.ndim)
+        if empty and any(x.shape[a] == 0 for a in axes):
+            raise ValueError(f"{empty} over an empty axis of shape {x.shape}")
+        r = fn(x.astype(_acc_dtype(x.dtype)), axis=axes, keepdims=_flag(attrs, "keepdims"))
+        return [_convert(r, _result_dtype(attrs, 0, x.dtype))]
+
+
+_make_reduce("npu.reduce_min", np.min, "reduce_min")
+_make_reduce("npu.reduce_prod", np.prod, "")
+
+
+def _make_arg_reduce(name: str, fn: Callable[..., Array]) -> None:
+    @_register(name, 1)
+    def kernel(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+        (x,) = inputs
+        keep = _flag(attrs, "keepdims")
+        wide = x.astype(_acc_dtype(x.dtype))
+        out_dt = _result_dtype(attrs, 0, _I64)
+        if "axis" not in attrs or x.ndim == 0:
+            if wide.size == 0:
+                raise ValueError(f"{name} of an empty tensor")
+            flat = np.asarray(fn(wide.reshape(-1)))
+            return [_convert(flat.reshape((1,) * x.ndim if keep else ()), out_dt)]
+        axis = _axis(_int(attrs, "axis"), x.ndim)
+        if x.shape[axis] == 0:
+            raise ValueError(f"{name} over an empty axis of shape {x.shape}")
+        return [_convert(fn(wide, axis=axis, keepdims=keep), out_dt)]
+
+
+# numpy's argmax and argmin pick the first NaN of a row, as torch's do.
+_make_arg_reduce("npu.argmax", np.argmax)
+_make_arg_reduce("npu.argmin", np.argmin)
+
+
+@_register("npu.sort", 1)
+def _sort(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    if x.ndim == 0:
+        return [_convert(x, _result_dtype(attrs, 0, x.dtype)), np.zeros((), _I64)]
+    axis = _axis(_int(attrs, "axis", -1), x.ndim)
+    xa = np.moveaxis(x, axis, -1)
+    key = xa.astype(_acc_dtype(x.dtype))
+    n = xa.shape[-1]
+    if _flag(attrs, "descending"):
+        # Stable descending without negating (unsigned, INT_MIN): a stable ascending sort of
+        # the reversed row, reversed, puts equal values in their original order.
+        idx = n - 1 - np.argsort(key[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    else:
+        idx = np.argsort(key, axis=-1, kind="stable")
+    values = np.take_along_axis(xa, idx, axis=-1)
+    return [
+        _convert(np.moveaxis(values, -1, axis), _result_dtype(attrs, 0, x.dtype)),
+        _convert(np.moveaxis(idx, -1, axis), _result_dtype(attrs, 1, _I64)),
+    ]
+
+
+def _declared_shape(attrs: KernelAttrs) -> tuple[int, ...]:
+    shapes = attrs.get(RESULT_SHAPES)
+    if not isinstance(shapes, Sequence) or not shapes:
+        raise ValueError(f"needs '{RESULT_SHAPES}' (the op takes its shape from the result)")
+    shape = tuple(shapes[0])
+    if any(d is None or d < 0 for d in shape):
+        raise ValueError(f"result shape {shape} has a dynamic dim")
+    return tuple(int(d) for d in shape)
+
+
+@_register("npu.fill", 0)
+def _fill(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    out_dt = _result_dtype(attrs, 0, _F32)
+    value = _float(attrs, "value", 0.0)
+    return [_convert(np.full(_declared_shape(attrs), value, _F64), out_dt)]
+
+
+@_register("npu.arange", 0)
+def _arange(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (n,) = _declared_shape(attrs)
+    start, step = _float(attrs, "start", 0.0), _float(attrs, "step", 1.0)
+    out_dt = _result_dtype(attrs, 0, _I64)
+    if _is_int(out_dt) and start.is_integer() and step.is_integer():
+        return [_convert(int(start) + int(step) * np.arange(n, dtype=_I64), out_dt)]
+    return [_convert(start + step * np.arange(n, dtype=_F64), out_dt)]
+
+
+def _crop_to(x: Array, shape: Sequence[int], skip: int) -> Array:
+    """`x`'s leading block of `shape` in every dim but `skip`."""
+    index = tuple(slice(None) if d == skip else slice(0, n) for d, n in enumerate(shape))
+    return x[index]
+
+
+def _check_index(index: Array, extent: int, what: str) -> Array:
+    if not _is_int(index.dtype):
+        raise ValueError(f"{what} must be integers, got {index.dtype}")
+    wide = index.astype(_I64)
+    if wide.size and (wide.min() < -extent or wide.max() >= extent):
+        raise ValueError(f"{what} out of range for a dim of {extent}")
+    return np.where(wide < 0, wide + extent, wide)
+
+
+@_register("npu.gather_elements", 2)
+def _gather_elements(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    data, index = inputs
+    if data.ndim == 0:
+        return [_convert(data, _result_dtype(attrs, 0, data.dtype))]
+    axis = _axis(_int(attrs, "axis", 0), data.ndim)
+    idx = _check_index(index, data.shape[axis], "indices")
+    picked = np.take_along_axis(_crop_to(data, index.shape, axis), idx, axis=axis)
+    return [_convert(picked, _result_dtype(attrs, 0, data.dtype))]
+
+
+_SCATTER_UFUNCS: dict[str, Any] = {
+    "sum": np.add,
+    "mean": np.add,
+    "prod": np.multiply,
+    "amax": np.maximum,  # NaN wins, as in torch
+    "amin": np.minimum,
+}
+
+
+@_register("npu.scatter", 3)
+def _scatter(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    data, index, src = inputs
+    out_dt = _result_dtype(attrs, 0, data.dtype)
+    if data.ndim == 0:
+        data, index, src = data.reshape(1), index.reshape(1), src.reshape(1)
+    axis = _axis(_int(attrs, "axis", 0), data.ndim)
+    idx = _check_index(index, data.shape[axis], "indices")
+    where = list(np.indices(index.shape, sparse=True))
+    where[axis] = idx
+    target = tuple(np.broadcast_arrays(*where))
+    values = _crop_to(src, index.shape, -1)  # torch reads src only where index has elements
+    reduce = str(attrs.get("reduce", "none"))
+    acc = _acc_dtype(data.dtype)
+    out = data.astype(acc)
+    if reduce == "none":
+        out[target] = values.astype(acc)
+        return [_convert(out.reshape(inputs[0].shape), out_dt)]
+    ufunc = _SCATTER_UFUNCS.get(reduce)
+    if ufunc is None:
+        raise ValueError(f"reduce must be none, sum, prod, amax, amin or mean, got {reduce!r}")
+    count = np.ones(out.shape, _I64)
+    if _flag(attrs, "exclude_self"):
+        identity = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
+        if _is_int(acc) and not np.isfinite(identity):
+            info = np.iinfo(data.dtype)
+            identity = info.min if reduce == "amax" else info.max
+        out[target] = identity
+        count[target] = 0
+    ufunc.at(out, target, values.astype(acc))
+    if reduce == "mean":
+        np.add.at(count, target, 1)
+        safe = np.maximum(count, 1)
+        out = out / safe if _is_float(acc) else np.floor_divide(out, safe)
+    return [_convert(out.reshape(inputs[0].shape), out_dt)]
+
+
+def _index_tuple(data: Array, dims: Sequence[int], indices: Sequence[Array]) -> tuple[Any, ...]:
+    if len(dims) != len(indices):
+        raise ValueError(f"'dims' names {len(dims)} dims for {len(indices)} index tensors")
+    index: list[Any] = [slice(None)] * data.ndim
+    for d, idx in zip(dims, indices, strict=True):
+        axis = _axis(d, data.ndim)
+        index[axis] = _check_index(idx, data.shape[axis], "indices")
+    return tuple(index)
+
+
+@_register("npu.index", None)
+def _index(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    data, *indices = inputs
+    dims = _ints(attrs, "dims") or ()
+    picked = data[_index_tuple(data, dims, indices)]
+    return [_convert(picked, _result_dtype(attrs, 0, data.dtype))]
+
+
+@_register("npu.index_put", None)
+def _index_put(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    if len(inputs) < 3:
+        raise ValueError("expects data, values and at least one index tensor")
+    data, values, *indices = inputs
+    dims = _ints(attrs, "dims") or ()
+    where = _index_tuple(data, dims, indices)
+    acc = _acc_dtype(data.dtype)
+    out = data.astype(acc)
+    if _flag(attrs, "accumulate"):
+        np.add.at(out, where, np.broadcast_to(values.astype(acc), out[where].shape))
+    else:
+        out[where] = values.astype(acc)
+    return [_convert(out, _result_dtype(attrs, 0, data.dtype))]
+
+
+@_register("npu.flip", 1)
+def _flip(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    axes = tuple(_axis(a, max(x.ndim, 1)) for a in _ints(attrs, "axes") or ())
+    flipped = np.flip(x, axis=axes) if x.ndim and axes else x
+    return [_convert(flipped, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.pad", 1)
+def _pad(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    pads = _ints(attrs, "pads") or (0,) * (2 * x.ndim)
+    if len(pads) != 2 * x.ndim:
+        raise ValueError(f"'pads' needs {2 * x.ndim} values, got {len(pads)}")
+    mode = str(attrs.get("mode", "constant"))
+    if mode not in ("constant", "reflect", "edge"):
+        raise ValueError(f"mode must be constant, reflect or edge, got {mode!r}")
+    lows, highs = pads[::2], pads[1::2]
+    # A negative pad crops: take it off first, then pad by the positive ones.
+    crop = tuple(slice(max(0, -lo), n - max(0, -hi)) for lo, hi, n in zip(lows, highs, x.shape))
+    cropped = x[crop]
+    widths = tuple((max(0, lo), max(0, hi)) for lo, hi in zip(lows, highs))
+    wide = cropped.astype(_acc_dtype(x.dtype)) if x.dtype in _LOW_PRECISION else cropped
+    if mode == "constant":
+        value = _float(attrs, "value", 0.0)
+        padded = np.pad(wide, widths, constant_values=value)
+    else:
+        padded = np.pad(wide, widths, mode=mode)  # type: ignore[call-overload]
+    return [_convert(padded, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.as_strided", 1)
+def _as_strided(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    sizes, strides = _ints(attrs, "sizes") or (), _ints(attrs, "strides") or ()
+    if len(sizes) != len(strides):
+        raise ValueError(f"'sizes' {sizes} and 'strides' {strides} differ in length")
+    offset = _int(attrs, "offset", 0)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    if all(sizes):
+        last = offset + sum((n - 1) * s for n, s in zip(sizes, strides))
+        if offset < 0 or last >= flat.size:
+            raise ValueError(f"elements up to {last} exceed the {flat.size} of {x.shape}")
+    grid = np.indices(sizes, dtype=_I64) if sizes else np.zeros((0,), _I64)
+    where = offset + sum((grid[d] * s for d, s in enumerate(strides)), np.zeros(sizes, _I64))
+    return [_convert(flat[where], _result_dtype(attrs, 0, x.dtype))]
+
+
 # ------------------------------------------------------------------- input generation
 
 # Operand positions that must be drawn positive for the op to be defined on them.

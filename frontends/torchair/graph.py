@@ -22,12 +22,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
-    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FileLineColLoc,
     Float16Type,
@@ -420,7 +419,7 @@ class Graph(_Built):
         unlimited) and the engines its enclosing `limit_core_num` scopes already bound."""
         self._limit_history: dict[str, list[Operation]] = {}
         """Per stream tag, every `coreset.stream_limit` set for it, in order."""
-        self._constants: dict[tuple[float | str | int, ...], Tensor] = {}
+        self._constants: dict[tuple[float, str], Tensor] = {}
         self._gears: dict[int, dict[int, list[int]]] = {}
         self._arg_attrs: dict[int, dict[str, Attribute]] = {}
         self.attributes: dict[str, Attribute] = {}
@@ -481,21 +480,17 @@ class Graph(_Built):
             self._arg_attrs[index] = dict(attributes)
         return Tensor(self, arg)
 
-    def constant(self, value: float, dtype: object = "f16", shape: Sequence[int] = ()) -> Tensor:
-        """An `npu.constant` of `value` (a scalar the model captured; with `shape`, a tensor
-        filled with it), made once per value, dtype and shape; it stands at the top of the
-        function, outside every scope."""
+    def constant(self, value: float, dtype: object = "f16") -> Tensor:
+        """A rank-0 `npu.constant` of `value` (a scalar the model captured), made once per
+        value and dtype; it stands at the top of the function, outside every scope."""
         self._check_open()
         if not isinstance(value, int | float) or not math.isfinite(value):
             raise fail(BAD_CONSTANT, value=repr(value))
         elem = element_type(dtype)
-        key = (float(value), dtype_name(elem), *shape)
+        key = (float(value), dtype_name(elem))
         made = self._constants.get(key)
         if made is None:
             op = npu.ConstantOp.scalar(float(value), elem)
-            if shape:  # the same value (an int type's int), as a splat of the shape
-                ty: TensorType[Any] = TensorType(elem, list(shape))
-                op = npu.ConstantOp(DenseIntOrFPElementsAttr.from_list(ty, op.value.get_values()))
             op.location = self.location()
             self._scope_of[op] = self._root
             made = self._constants[key] = Tensor(self, op.result)

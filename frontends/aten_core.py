@@ -1,0 +1,1095 @@
+"""PyTorch's Core ATen opset in the torch importer: a lowering for every op npuir can take.
+
+`handlers(importer)` gives the torch importer (`npuir.frontends.torch`) one handler per ATen
+overload, by target name; the importer merges them into its table.  An op is lowered in one
+of three ways, and `COVERAGE` (which `dev/gen_docs.py` turns into docs/aten-coverage.md)
+says which for every overload tagged `torch.Tag.core`:
+
+- **direct**: one or a few `npu` ops, most of them the table-made ones of
+  `npuir.dialects.npu_math` (`aten.cos` is `npu.cos`, `aten.max.dim` is `npu.reduce_max`
+  and `npu.argmax`);
+- **decomposition**: PyTorch's own decomposition of the op (`torch._decomp`'s table, with
+  `core_aten_decompositions()` for what it calls in turn) traced on meta tensors of the
+  operands' shapes, each op of the trace imported in its place; so `aten.native_layer_norm`
+  is the reductions, subtractions and rsqrt its decomposition computes.  This needs torch
+  (a `.pt2` read without torch refuses such an op) and static shapes;
+- **at import**: a size (`aten.sym_numel`) read from the static shape, no op.
+
+Dtypes follow PyTorch's promotion as the traced graph records it: an op's operands are cast
+to the node's result dtype (or, for a comparison, to the operands' common dtype) before the
+npu op, whose operands have one element type.  Random-number ops and `*_backward` ops are
+outside the opset npuir covers; the ops left uncovered say why in `UNCOVERED`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    UnitAttr,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute
+
+from npuir.dialects import npu
+from npuir.dialects.npu import dtype_name
+from npuir.frontends.torchair import Tensor, ops
+from npuir.frontends.torchair.graph import element_type, tensor_type
+
+if TYPE_CHECKING:
+    from npuir.frontends.torch import _Importer
+
+Handler = Callable[..., Any]
+
+_FLOATS = ("f16", "bf16", "f32", "f64")
+_RANK = {"i1": 0, "ui8": 1, "i8": 1, "i32": 2, "i64": 3}
+
+
+def _op_class(name: str) -> type[npu.NpuOp]:
+    return _OPS[name]
+
+
+_OPS: dict[str, type[npu.NpuOp]] = {op.name: op for op in npu.NPU_OPS}
+
+
+def promote(a: str, b: str) -> str:
+    """The dtype two tensors of element types `a` and `b` compute in (torch's promotion
+    over the element types npuir has; ui8 with i8 is i32, as npuir has no i16)."""
+    if a == b:
+        return a
+    if a in _FLOATS or b in _FLOATS:
+        floats = [t for t in (a, b) if t in _FLOATS]
+        if len(floats) == 1:
+            return floats[0]
+        if set(floats) == {"f16", "bf16"}:
+            return "f32"
+        return max(floats, key=_FLOATS.index)
+    if {a, b} == {"ui8", "i8"}:
+        return "i32"
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def _scalar_kind(value: Any) -> str:
+    return "i1" if isinstance(value, bool) else "i64" if isinstance(value, int) else "f32"
+
+
+def _i64s(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def _float(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f64)
+
+
+class _Core:
+    """The handlers, bound to one importer (its graph, its current node)."""
+
+    def __init__(self, importer: _Importer) -> None:
+        self.imp = importer
+
+    # -- helpers ----------------------------------------------------------
+
+    @property
+    def graph(self) -> Any:
+        return self.imp.graph
+
+    def unsupported(self, reason: str) -> Exception:
+        from npuir.frontends.torch import UnsupportedOp
+
+        return UnsupportedOp(reason)
+
+    def result_vals(self) -> list[Any]:
+        node = self.imp.node
+        val = node.meta.get("val") if node is not None else None
+        return list(val) if isinstance(val, list | tuple) else [val]
+
+    def out_dtype(self, index: int = 0) -> str:
+        """The npuir element type of the current node's result `index`."""
+        val = self.result_vals()[index]
+        if val is None or not hasattr(val, "dtype"):
+            raise self.unsupported("its result is not a tensor")
+        return dtype_name(element_type(val.dtype))
+
+    def out_shape(self, index: int = 0) -> list[int]:
+        """The current node's result shape; a dynamic dim is refused (a fill or an arange
+        of a size known only at run time has no static result type to declare)."""
+        val = self.result_vals()[index]
+        shape = [d if isinstance(d, int) else None for d in val.shape]
+        if any(d is None for d in shape):
+            raise self.unsupported("a result with a dynamic dim")
+        return [int(d) for d in shape if d is not None]
+
+    def cast(self, x: Tensor, dtype: str) -> Tensor:
+        return x if x.dtype == dtype else ops.to(x, dtype)
+
+    def operand(self, value: Any, dtype: str) -> Tensor:
+        """A tensor operand (cast to `dtype`) or a scalar as an `npu.constant` of `dtype`."""
+        if isinstance(value, Tensor):
+            return self.cast(value, dtype)
+        if isinstance(value, bool | int | float):
+            if isinstance(value, float) and not math.isfinite(value):
+                return self.fill_like([], dtype, value)
+            return self.graph.constant(value, dtype)
+        raise self.unsupported(f"operand {value!r} is neither a tensor nor a number")
+
+    def build(
+        self,
+        name: str,
+        inputs: Sequence[Tensor],
+        attrs: Mapping[str, Attribute] | None = None,
+        result_types: Sequence[Attribute] | None = None,
+        num_results: int = 1,
+    ) -> Tensor | list[Tensor]:
+        values = [self.graph.value_of(t, name) for t in inputs]
+        op = self.graph.add_op(
+            _op_class(name), values, dict(attrs or {}), result_types, num_results
+        )
+        results = [Tensor(self.graph, r) for r in op.results]
+        return results[0] if num_results == 1 else results
+
+    def one(
+        self,
+        name: str,
+        inputs: Sequence[Tensor],
+        attrs: Mapping[str, Attribute] | None = None,
+        result_types: Sequence[Attribute] | None = None,
+    ) -> Tensor:
+        out = self.build(name, inputs, attrs, result_types)
+        assert isinstance(out, Tensor)
+        return out
+
+    def fill_like(self, shape: Sequence[int], dtype: str, value: Any) -> Tensor:
+        if isinstance(value, Tensor):
+            raise self.unsupported("a fill value that is a tensor")
+        attrs = {"value": _float(float(value))} if value else {}
+        return self.one("npu.fill", [], attrs, [tensor_type(list(shape), dtype)])
+
+    def dim(self, x: Tensor, d: int) -> int:
+        rank = len(x.shape)
+        if not -max(rank, 1) <= d < max(rank, 1):
+            raise self.unsupported(f"dim {d} out of range for rank {rank}")
+        return d % max(rank, 1)
+
+    # -- elementwise --------------------------------------------------------
+
+    def unary(self, name: str, cast: bool = True) -> Handler:
+        def build(x: Tensor, *_: Any, **__: Any) -> Tensor:
+            return self.one(name, [self.cast(x, self.out_dtype()) if cast else x])
+
+        return build
+
+    def binary(self, name: str) -> Handler:
+        def build(a: Any, b: Any, *_: Any, **__: Any) -> Tensor:
+            dtype = self.out_dtype()
+            return self.one(name, [self.operand(a, dtype), self.operand(b, dtype)])
+
+        return build
+
+    def common(self, a: Any, b: Any) -> str:
+        """The dtype a comparison of `a` and `b` computes in (torch's promotion, where a
+        Python scalar does not widen a tensor of its own kind)."""
+        if isinstance(a, Tensor) and isinstance(b, Tensor):
+            return promote(a.dtype, b.dtype)
+        t, s = (a, b) if isinstance(a, Tensor) else (b, a)
+        if not isinstance(t, Tensor):
+            raise self.unsupported("a comparison of two scalars")
+        kind = _scalar_kind(s)
+        if kind == "f32" and t.dtype not in _FLOATS:
+            return "f32"
+        if kind == "i64" and t.dtype == "i1":
+            return "i64"
+        return str(t.dtype)
+
+    def compare(self, name: str) -> Handler:
+        def build(a: Any, b: Any) -> Tensor:
+            dtype = self.common(a, b)
+            return self.one(name, [self.operand(a, dtype), self.operand(b, dtype)])
+
+        return build
+
+    def logical(self, name: str) -> Handler:
+        def build(a: Tensor, b: Tensor) -> Tensor:
+            return self.one(name, [self.operand(a, "i1"), self.operand(b, "i1")])
+
+        return build
+
+    def div_mode(self, a: Any, b: Any, rounding_mode: str | None = None) -> Tensor:
+        dtype = self.out_dtype()
+        x, y = self.operand(a, dtype), self.operand(b, dtype)
+        if rounding_mode is None:
+            return ops.div(x, y)
+        if rounding_mode == "floor":
+            return self.one("npu.floor_divide", [x, y])
+        if dtype in _FLOATS:
+            return self.one("npu.trunc", [ops.div(x, y)])
+        return ops.div(x, y)  # integer npu.div truncates toward zero
+
+    def pow(self, a: Any, b: Any) -> Tensor:
+        dtype = self.out_dtype()
+        if isinstance(a, Tensor) and b == 2:
+            x = self.cast(a, dtype)
+            return ops.mul(x, x)
+        return self.one("npu.pow", [self.operand(a, dtype), self.operand(b, dtype)])
+
+    def where(self, cond: Any, a: Any, b: Any) -> Tensor:
+        dtype = self.out_dtype()
+        return self.one(
+            "npu.select",
+            [self.operand(cond, "i1"), self.operand(a, dtype), self.operand(b, dtype)],
+        )
+
+    def masked_fill(self, x: Tensor, mask: Tensor, value: Any) -> Tensor:
+        return self.where(mask, value, x)
+
+    def clamp(self, x: Tensor, lo: Any = None, hi: Any = None) -> Tensor:
+        dtype = self.out_dtype()
+        y = self.cast(x, dtype)
+        if lo is not None:
+            y = ops.maximum(y, self.operand(lo, dtype))
+        if hi is not None:
+            y = self.one("npu.minimum", [y, self.operand(hi, dtype)])
+        return y
+
+    # -- scans, reductions, sorts ------------------------------------------
+
+    def cumulative(self, name: str) -> Handler:
+        def build(x: Tensor, dim: int, *_: Any, **__: Any) -> Tensor:
+            y = self.cast(x, self.out_dtype())
+            return self.one(name, [y], {"axis": IntegerAttr(self.dim(x, dim), i64)})
+
+        return build
+
+    def reduce(
+        self, name: str, x: Tensor, dims: Sequence[int] | None, keepdim: bool, cast: str | None
+    ) -> Tensor:
+        y = self.cast(x, cast) if cast else x
+        attrs: dict[str, Attribute] = {}
+        if dims:
+            attrs["axes"] = _i64s([self.dim(x, d) for d in dims])
+        if keepdim:
+            attrs["keepdims"] = UnitAttr()
+        if not x.shape and dims:
+            attrs.pop("axes")
+        return self.one(name, [y], attrs)
+
+    def amin(self, x: Tensor, dim: Sequence[int] = (), keepdim: bool = False) -> Tensor:
+        return self.reduce("npu.reduce_min", x, list(dim), keepdim, None)
+
+    def prod(self, x: Tensor, *args: Any, dtype: Any = None, **_: Any) -> Tensor:
+        dim = args[0] if args and isinstance(args[0], int) else None
+        keepdim = bool(args[1]) if len(args) > 1 else False
+        dims = None if dim is None else [dim]
+        return self.reduce("npu.reduce_prod", x, dims, keepdim, self.out_dtype())
+
+    def any(self, x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        dims = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
+        if any(d is None or d == 0 for d in x.shape):
+            raise self.unsupported("any of a tensor with an empty or dynamic dim")
+        return self.reduce("npu.reduce_max", x, dims, keepdim, "i1")
+
+    def sum(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        dims = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
+        return self.reduce("npu.reduce_sum", x, dims, keepdim, self.out_dtype())
+
+    def mean(self, x: Tensor, dtype: Any = None) -> Tensor:
+        out = self.out_dtype()
+        count = math.prod(d for d in x.shape if d is not None)
+        if None in x.shape:
+            raise self.unsupported("mean over a dynamic dim")
+        total = self.reduce("npu.reduce_sum", x, None, False, out)
+        return ops.div(total, self.graph.constant(count, out))
+
+    def variance(
+        self, x: Tensor, dim: Any = None, *args: Any, correction: Any = None, keepdim: Any = None
+    ) -> list[Tensor]:
+        """(variance, mean) over `dim`: var.correction(x, dim, *, correction, keepdim) and
+        var.dim(x, dim, unbiased, keepdim) alike."""
+        if args:  # var.dim's unbiased, keepdim
+            correction = 1 if args[0] else 0
+            keepdim = bool(args[1]) if len(args) > 1 else keepdim
+        correction = 1 if correction is None else correction
+        dtype = self.out_dtype()
+        y = self.cast(x, dtype)
+        rank = len(x.shape)
+        dims = list(range(rank)) if dim is None or dim == [] else [self.dim(x, d) for d in dim]
+        sizes = [x.shape[d] for d in dims]
+        if any(n is None for n in sizes):
+            raise self.unsupported("a variance over a dynamic dim")
+        count = math.prod(int(n or 0) for n in sizes)
+        mean = ops.div(
+            self.reduce("npu.reduce_sum", y, dims, True, None), self.operand(count, dtype)
+        )
+        centred = ops.sub(y, mean)
+        total = self.reduce("npu.reduce_sum", ops.mul(centred, centred), dims, bool(keepdim), None)
+        var = ops.div(total, self.operand(max(count - correction, 0), dtype))
+        if not keepdim:
+            mean = ops.reshape(mean, list(var.shape))
+        return [var, mean]
+
+    def arg(self, name: str) -> Handler:
+        def build(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+            attrs: dict[str, Attribute] = {}
+            if dim is not None and x.shape:
+                attrs["axis"] = IntegerAttr(self.dim(x, dim), i64)
+            if keepdim:
+                attrs["keepdims"] = UnitAttr()
+            return self.one(name, [x], attrs)
+
+        return build
+
+    def extreme_dim(self, reduce: str, arg: str) -> Handler:
+        def build(x: Tensor, dim: int, keepdim: bool = False) -> list[Tensor]:
+            values = self.reduce(reduce, x, [dim], keepdim, None)
+            index = self.arg(arg)(x, dim, keepdim)
+            return [values, index]
+
+        return build
+
+    def sort(
+        self, x: Tensor, *args: Any, dim: int = -1, descending: bool = False, **_: Any
+    ) -> list[Tensor]:
+        # sort.default(self, dim=-1, descending=False); sort.stable(self, *, stable, dim,
+        # descending): the npu sort is always stable.
+        if args and not isinstance(args[0], bool | None):
+            dim = args[0]
+            descending = bool(args[1]) if len(args) > 1 else descending
+        attrs: dict[str, Attribute] = {"axis": IntegerAttr(self.dim(x, dim), i64)}
+        if descending:
+            attrs["descending"] = UnitAttr()
+        out = self.build("npu.sort", [x], attrs, num_results=2)
+        assert isinstance(out, list)
+        return out
+
+    def topk(
+        self, x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+    ) -> list[Tensor]:
+        """`npu.topk` for the largest; the smallest as an ascending sort's first `k`."""
+        if largest:
+            return list(ops.topk(x, k, dim))
+        values, index = self.sort(x, dim, False)
+        axis = self.dim(x, dim)
+        if x.shape and x.shape[axis] == k:
+            return [values, index]
+        return [ops.slice(values, axis, 0, k), ops.slice(index, axis, 0, k)]
+
+    # -- tensors from nothing ----------------------------------------------
+
+    def full(self, value: Any) -> Handler:
+        def build(*_: Any, **__: Any) -> Tensor:
+            return self.fill_like(self.out_shape(), self.out_dtype(), value)
+
+        return build
+
+    def full_value(self, *args: Any, **kwargs: Any) -> Tensor:
+        # full(size, fill_value), full_like(self, fill_value), new_full(self, size, value),
+        # fill.Scalar(self, value), scalar_tensor(s): the value is the last positional.
+        value = kwargs.get("fill_value", args[-1] if args else 0)
+        return self.fill_like(self.out_shape(), self.out_dtype(), value)
+
+    def arange(self, *args: Any, **kwargs: Any) -> Tensor:
+        numbers = [a for a in args if isinstance(a, int | float) and not isinstance(a, bool)]
+        start = kwargs.get("start", numbers[0] if len(numbers) >= 2 else 0)
+        step = kwargs.get("step", numbers[2] if len(numbers) >= 3 else 1)
+        attrs: dict[str, Attribute] = {}
+        if start:
+            attrs["start"] = _float(start)
+        if step != 1:
+            attrs["step"] = _float(step)
+        return self.one("npu.arange", [], attrs, [tensor_type(self.out_shape(), self.out_dtype())])
+
+    # -- indexing -------------------------------------------------------------
+
+    def gather(self, x: Tensor, dim: int, index: Tensor, *_: Any, **__: Any) -> Tensor:
+        return self.one("npu.gather_elements", [x, index], {"axis": self.axis(x, dim)})
+
+    def axis(self, x: Tensor, dim: int) -> IntegerAttr:
+        return IntegerAttr(self.dim(x, dim), i64)
+
+    def scatter(
+        self,
+        x: Tensor,
+        dim: int,
+        index: Tensor,
+        src: Any,
+        reduce: str = "none",
+        include_self: bool = True,
+    ) -> Tensor:
+        if not isinstance(src, Tensor):
+            shape = [d for d in index.shape]
+            if any(d is None for d in shape):
+                raise self.unsupported("a scatter of a value by an index with a dynamic dim")
+            src = self.fill_like([int(d) for d in shape if d is not None], x.dtype, src)
+        attrs: dict[str, Attribute] = {"axis": self.axis(x, dim)}
+        if reduce != "none":
+            attrs["reduce"] = StringAttr(reduce)
+        if not include_self:
+            attrs["exclude_self"] = UnitAttr()
+        return self.one("npu.scatter", [x, index, self.cast(src, x.dtype)], attrs)
+
+    def index_dims(self, indices: Sequence[Any]) -> tuple[list[int], list[Tensor]]:
+        dims, tensors = [], []
+        for d, idx in enumerate(indices):
+            if idx is None:
+                continue
+            if not isinstance(idx, Tensor):
+                raise self.unsupported(f"index {idx!r} is not a tensor")
+            if idx.dtype == "i1" or idx.dtype == "ui8":
+                raise self.unsupported("indexing by a boolean mask (its result size is data's)")
+            dims.append(d)
+            tensors.append(idx)
+        if not tensors:
+            raise self.unsupported("an index with no index tensor")
+        return dims, tensors
+
+    def index(self, x: Tensor, indices: Sequence[Any]) -> Tensor:
+        dims, tensors = self.index_dims(indices)
+        return self.one("npu.index", [x, *tensors], {"dims": _i64s(dims)})
+
+    def index_put(
+        self, x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
+    ) -> Tensor:
+        dims, tensors = self.index_dims(indices)
+        attrs: dict[str, Attribute] = {"dims": _i64s(dims)}
+        if accumulate:
+            attrs["accumulate"] = UnitAttr()
+        return self.one("npu.index_put", [x, self.operand(values, x.dtype), *tensors], attrs)
+
+    # -- data movement --------------------------------------------------------
+
+    def flip(self, x: Tensor, dims: Sequence[int]) -> Tensor:
+        return self.one("npu.flip", [x], {"axes": _i64s([self.dim(x, d) for d in dims])})
+
+    def pad(self, x: Tensor, pad: Sequence[int], mode: str, value: Any = 0) -> Tensor:
+        """`pad` as torch spells it: (before, after) pairs from the last dim backwards."""
+        rank = len(x.shape)
+        if len(pad) % 2 or len(pad) // 2 > rank:
+            raise self.unsupported(f"padding {list(pad)} for a tensor of rank {rank}")
+        pads = [0] * (2 * rank)
+        for i in range(len(pad) // 2):
+            d = rank - 1 - i
+            pads[2 * d], pads[2 * d + 1] = int(pad[2 * i]), int(pad[2 * i + 1])
+        attrs: dict[str, Attribute] = {"pads": _i64s(pads)}
+        if mode != "constant":
+            attrs["mode"] = StringAttr(mode)
+        elif value:
+            attrs["value"] = _float(float(value))
+        return self.one("npu.pad", [x], attrs)
+
+    def strides(self, x: Tensor) -> list[int]:
+        if any(d is None for d in x.shape):
+            raise self.unsupported("a strided view of a tensor with dynamic dims")
+        out, step = [], 1
+        for d in reversed(x.shape):
+            out.append(step)
+            step *= int(d or 1) if d else 1
+        return out[::-1]
+
+    def as_strided(
+        self, x: Tensor, size: Sequence[int], stride: Sequence[int], offset: int | None = None
+    ) -> Tensor:
+        attrs: dict[str, Attribute] = {"sizes": _i64s(size), "strides": _i64s(stride)}
+        if offset:
+            attrs["offset"] = IntegerAttr(int(offset), i64)
+        return self.one("npu.as_strided", [x], attrs)
+
+    def diagonal(self, x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        d1, d2 = self.dim(x, dim1), self.dim(x, dim2)
+        strides = self.strides(x)
+        shape = [int(d) for d in x.shape if d is not None]
+        n1, n2 = shape[d1], shape[d2]
+        length = max(0, min(n1 - max(0, -offset), n2 - max(0, offset)))
+        start = offset * strides[d2] if offset >= 0 else -offset * strides[d1]
+        keep = [d for d in range(len(shape)) if d not in (d1, d2)]
+        sizes = [shape[d] for d in keep] + [length]
+        steps = [strides[d] for d in keep] + [strides[d1] + strides[d2]]
+        return self.as_strided(x, sizes, steps, start if length else 0)
+
+    def split_with_sizes(self, x: Tensor, sizes: Sequence[int], dim: int = 0) -> list[Tensor]:
+        axis = self.dim(x, dim)
+        if any(d is None for d in x.shape):
+            raise self.unsupported("split of a tensor with dynamic dims")
+        out, start = [], 0
+        for n in sizes:
+            out.append(ops.slice(x, axis, start, start + int(n)))
+            start += int(n)
+        return out
+
+    def squeeze_dims(self, x: Tensor, dims: Sequence[int] | None = None) -> Tensor:
+        rank = len(x.shape)
+        chosen = range(rank) if dims is None else [self.dim(x, d) for d in dims]
+        gone = {d for d in chosen if x.shape[d] == 1}
+        if not gone:
+            return x
+        return ops.reshape(x, [s for d, s in enumerate(x.shape) if d not in gone])
+
+    def copy(self, x: Tensor, src: Any, *_: Any) -> Tensor:
+        y = self.operand(src, x.dtype)
+        if list(y.shape) == list(x.shape):
+            return y
+        return self.imp.expand(y, list(x.shape))
+
+    def to_dtype(self, x: Tensor, *_: Any, **__: Any) -> Tensor:
+        return self.cast(x, self.out_dtype())
+
+    def convolution(
+        self,
+        x: Tensor,
+        w: Tensor,
+        bias: Tensor | None,
+        stride: Sequence[int],
+        padding: Sequence[int],
+        dilation: Sequence[int],
+        transposed: bool,
+        output_padding: Sequence[int],
+        groups: int,
+    ) -> Tensor:
+        if transposed:
+            raise self.unsupported("a transposed convolution")
+        spatial = len(x.shape) - 2
+        if spatial not in (1, 2) or len(w.shape) != spatial + 2:
+            raise self.unsupported(f"a {spatial}-d convolution (npu.conv2d takes 1-d and 2-d)")
+        if spatial == 1:  # as a 2-d convolution of height 1
+            x = ops.reshape(x, [x.shape[0], x.shape[1], 1, x.shape[2]])
+            w = ops.reshape(w, [w.shape[0], w.shape[1], 1, w.shape[2]])
+            stride, padding, dilation = [1, *stride], [0, *padding], [1, *dilation]
+        pads = [padding[0], padding[0], padding[1], padding[1]]
+        attrs: dict[str, Attribute] = {
+            "strides": _i64s(stride),
+            "pads": _i64s(pads),
+            "dilations": _i64s(dilation),
+            "groups": IntegerAttr(int(groups), i64),
+        }
+        operands = [x, w] if bias is None else [x, w, self.cast(bias, x.dtype)]
+        y = self.one("npu.conv2d", operands, attrs)
+        if spatial == 1:
+            y = ops.reshape(y, [y.shape[0], y.shape[1], y.shape[3]])
+        return y
+
+    def avg_pool2d(
+        self,
+        x: Tensor,
+        kernel: Sequence[int],
+        stride: Sequence[int] = (),
+        padding: Sequence[int] = (0,),
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> Tensor:
+        kernel = list(kernel) * (2 // len(kernel))
+        stride = list(stride or kernel) * (2 // len(stride or kernel))
+        padding = list(padding) * (2 // len(padding))
+        if ceil_mode or divisor_override or (not count_include_pad and any(padding)):
+            raise self.unsupported("avg_pool2d with ceil_mode, a divisor or uncounted padding")
+        if len(x.shape) != 4:
+            raise self.unsupported("avg_pool2d of an unbatched tensor")
+        attrs: dict[str, Attribute] = {
+            "kind": StringAttr("avg"),
+            "window": _i64s(kernel),
+            "strides": _i64s(stride),
+            "pads": _i64s([padding[0], padding[0], padding[1], padding[1]]),
+        }
+        return self.one("npu.pool2d", [x], attrs)
+
+    def diff(self, x: Tensor, n: int = 1, dim: int = -1, *rest: Any) -> Tensor:
+        if n != 1 or any(r is not None for r in rest):
+            raise self.unsupported("diff with n != 1, prepend or append")
+        axis = self.dim(x, dim)
+        size = x.shape[axis]
+        if size is None or any(d is None for d in x.shape):
+            raise self.unsupported("diff of a tensor with dynamic dims")
+        later, earlier = ops.slice(x, axis, 1, size), ops.slice(x, axis, 0, size - 1)
+        if x.dtype == "i1":
+            return self.one("npu.bitwise_xor", [later, earlier])
+        return ops.sub(later, earlier)
+
+    # -- sizes ----------------------------------------------------------------
+
+    def numel(self, x: Tensor) -> Any:
+        from npuir.frontends.torch import _DYNAMIC
+
+        return _DYNAMIC if None in x.shape else math.prod(int(d or 0) for d in x.shape)
+
+    def stride(self, x: Tensor, dim: int) -> int:
+        return self.strides(x)[self.dim(x, dim)]
+
+    # -- PyTorch's decompositions ---------------------------------------------
+
+    def decomposed(self, *args: Any, **kwargs: Any) -> Any:
+        """The current node through torch's decomposition of its op (or, for an op without
+        one, through the op itself traced with the core decompositions: a composite op
+        such as `aten.layer_norm` falls apart into core ops as it traces)."""
+        try:
+            import torch
+            from torch._decomp import core_aten_decompositions, decomposition_table
+            from torch.fx.experimental.proxy_tensor import make_fx
+        except ImportError:
+            raise self.unsupported("its decomposition needs torch installed") from None
+        node = self.imp.node
+        assert node is not None
+        target = node.target
+        if isinstance(target, str):  # a `.pt2` node: the op by its name
+            _, packet, overload = target.split(".")
+            target = getattr(getattr(torch.ops.aten, packet), overload)
+        fn = decomposition_table.get(target, target)
+        operands: list[Tensor] = []
+
+        def to_meta(value: Any) -> Any:
+            if isinstance(value, Tensor):
+                if any(d is None for d in value.shape):
+                    raise self.unsupported("a decomposition needs operands of static shape")
+                operands.append(value)
+                dtype = _TORCH_DTYPES[value.dtype]
+                return torch.empty([int(d or 0) for d in value.shape], dtype=getattr(torch, dtype))
+            if isinstance(value, list | tuple):
+                return type(value)(to_meta(v) for v in value)
+            return value
+
+        margs, mkwargs = to_meta(list(args)), to_meta(dict(kwargs))
+        leaves = [t for t in torch.utils._pytree.tree_leaves((margs, mkwargs)) if _is_torch(t)]
+
+        def call(*tensors: Any) -> Any:
+            it = iter(tensors)
+            put = torch.utils._pytree.tree_map(
+                lambda v: next(it) if _is_torch(v) else v, (margs, mkwargs)
+            )
+            return fn(*put[0], **put[1])
+
+        try:
+            traced = make_fx(call, decomposition_table=core_aten_decompositions())(*leaves)
+        except Exception as exc:  # torch's decomposition refused these arguments
+            raise self.unsupported(f"its decomposition failed: {type(exc).__name__}") from None
+        if any(sub.target is target for sub in traced.graph.nodes):
+            raise self.unsupported("its decomposition calls the op itself")
+        handlers = self.imp.handlers()
+        inputs = iter(operands)
+        result: Any = None
+        try:
+            for sub in traced.graph.nodes:
+                if sub.op == "placeholder":
+                    self.imp.env[sub] = next(inputs)
+                elif sub.op == "output":
+                    result = self.imp.arg(sub.args[0])
+                elif isinstance(sub.target, type):  # a reference's named tuple of results
+                    self.imp.env[sub] = list(self.imp.arg(list(sub.args)))
+                else:
+                    self.imp.node = sub
+                    self.imp.visit(sub, handlers)
+        finally:
+            self.imp.node = node
+        if isinstance(result, list | tuple) and len(result) == 1:
+            val = node.meta.get("val")
+            if not isinstance(val, list | tuple):
+                return result[0]
+        return result
+
+
+_TORCH_DTYPES = {
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+    "i1": "bool",
+    "i8": "int8",
+    "ui8": "uint8",
+    "i32": "int32",
+    "i64": "int64",
+}
+
+
+def _is_torch(value: Any) -> bool:
+    return type(value).__name__ in ("Tensor", "FakeTensor", "Parameter")
+
+
+# ---------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------
+
+UNARY: dict[str, str] = {
+    name: f"npu.{name}"
+    for name in (
+        "abs acos acosh asin asinh atan atanh ceil cos cosh erf expm1 floor log log10 log1p "
+        "log2 reciprocal round sign sin sinh tan tanh trunc"
+    ).split()
+}
+"""`aten.<name>.default` to its unary npu op (the operand cast to the result's dtype)."""
+
+BINARY: dict[str, str] = {
+    "atan2.default": "npu.atan2",
+    "atan2.out": "npu.atan2",
+    "minimum.default": "npu.minimum",
+    "maximum.default": "npu.maximum",
+    "remainder.Tensor": "npu.remainder",
+    "remainder.Scalar": "npu.remainder",
+    "fmod.Tensor": "npu.fmod",
+    "fmod.Scalar": "npu.fmod",
+    "floor_divide.default": "npu.floor_divide",
+    "bitwise_and.Tensor": "npu.bitwise_and",
+    "bitwise_and.Scalar": "npu.bitwise_and",
+    "bitwise_or.Tensor": "npu.bitwise_or",
+    "bitwise_or.Scalar": "npu.bitwise_or",
+    "bitwise_xor.Tensor": "npu.bitwise_xor",
+    "bitwise_xor.Scalar": "npu.bitwise_xor",
+    "__and__.Tensor": "npu.bitwise_and",
+    "__or__.Tensor": "npu.bitwise_or",
+    "__xor__.Tensor": "npu.bitwise_xor",
+}
+"""Binary ATen overloads (operands cast to the result's dtype) to their npu op."""
+
+COMPARE: dict[str, str] = {
+    f"{name}.{overload}": f"npu.{name}"
+    for name in ("eq", "ne", "lt", "le", "gt", "ge")
+    for overload in ("Tensor", "Scalar")
+}
+"""Comparisons (operands cast to their common dtype) to their npu op."""
+
+LOGICAL: dict[str, str] = {
+    f"logical_{name}.default": f"npu.logical_{name}" for name in ("and", "or", "xor")
+}
+
+DECOMPOSED: tuple[str, ...] = (
+    "_adaptive_avg_pool2d.default",
+    "_log_softmax.default",
+    "_native_batch_norm_legit.default",
+    "_native_batch_norm_legit.no_stats",
+    "_native_batch_norm_legit_no_training.default",
+    "col2im.default",
+    "elu.default",
+    "grid_sampler_2d.default",
+    "hardtanh.default",
+    "leaky_relu.default",
+    "max_pool2d_with_indices.default",
+    "max_pool3d_with_indices.default",
+    "native_group_norm.default",
+    "native_layer_norm.default",
+    "reflection_pad1d.default",
+    "reflection_pad2d.default",
+    "reflection_pad3d.default",
+    "repeat.default",
+    "replication_pad2d.default",
+    "replication_pad3d.default",
+    "select_scatter.default",
+    "slice_scatter.default",
+    "upsample_bilinear2d.vec",
+    "upsample_nearest2d.vec",
+    # composite ops an export keeps (not core; what transformers models emit)
+    "layer_norm.default",
+    "log_softmax.int",
+    "tril.default",
+    "triu.default",
+    "group_norm.default",
+    "batch_norm.default",
+    "logsumexp.default",
+    "roll.default",
+    "stack.default",
+    "unbind.int",
+    "baddbmm.default",
+    "addcmul.default",
+    "std.correction",
+    "linalg_vector_norm.default",
+    "hardswish.default",
+    "softplus.default",
+    "outer.default",
+    "einsum.default",
+    "max_pool2d.default",
+)
+"""Overloads imported through PyTorch's decomposition (`_Core.decomposed`)."""
+
+
+def handlers(importer: _Importer) -> dict[str, Handler]:
+    """The Core ATen handlers for one importer, by target name (`aten.cos.default`)."""
+    c = _Core(importer)
+    table: dict[str, Handler] = {}
+    for name, op in UNARY.items():
+        table[f"{name}.default"] = c.unary(op)
+    table["bitwise_not.default"] = c.unary("npu.bitwise_not")
+    table["logical_not.default"] = c.unary("npu.logical_not", cast=False)
+    table["isnan.default"] = c.unary("npu.isnan", cast=False)
+    table["isinf.default"] = c.unary("npu.isinf", cast=False)
+    table.update({k: c.binary(v) for k, v in BINARY.items()})
+    table.update({k: c.compare(v) for k, v in COMPARE.items()})
+    table.update({k: c.logical(v) for k, v in LOGICAL.items()})
+    table.update({name: c.decomposed for name in DECOMPOSED})
+    table.update(
+        {
+            "pow.Tensor_Tensor": c.pow,
+            "pow.Tensor_Scalar": c.pow,
+            "pow.Scalar": c.pow,
+            "div.Tensor_mode": c.div_mode,
+            "div.Scalar_mode": c.div_mode,
+            "where.self": c.where,
+            "where.ScalarSelf": c.where,
+            "where.ScalarOther": c.where,
+            "where.Scalar": c.where,
+            "masked_fill.Scalar": c.masked_fill,
+            "masked_fill.Tensor": c.masked_fill,
+            "clamp.default": c.clamp,
+            "clamp.Tensor": c.clamp,
+            "clamp_min.default": lambda x, lo: c.clamp(x, lo, None),
+            "clamp_max.default": lambda x, hi: c.clamp(x, None, hi),
+            "cumsum.default": c.cumulative("npu.cumsum"),
+            "cumprod.default": c.cumulative("npu.cumprod"),
+            "var.correction": lambda *a, **k: c.variance(*a, **k)[0],
+            "var.dim": lambda *a, **k: c.variance(*a, **k)[0],
+            "var_mean.correction": c.variance,
+            "amin.default": c.amin,
+            "prod.default": c.prod,
+            "prod.dim_int": c.prod,
+            "any.default": c.any,
+            "any.dim": c.any,
+            "any.dims": c.any,
+            "sum.dim_IntList": c.sum,
+            "sum.default": c.sum,
+            "mean.default": c.mean,
+            "argmax.default": c.arg("npu.argmax"),
+            "argmin.default": c.arg("npu.argmin"),
+            "max.dim": c.extreme_dim("npu.reduce_max", "npu.argmax"),
+            "min.dim": c.extreme_dim("npu.reduce_min", "npu.argmin"),
+            "max.default": lambda x: c.reduce("npu.reduce_max", x, None, False, None),
+            "min.default": lambda x: c.reduce("npu.reduce_min", x, None, False, None),
+            "sort.default": c.sort,
+            "sort.stable": c.sort,
+            "topk.default": c.topk,
+            "full.default": c.full_value,
+            "full_like.default": c.full_value,
+            "new_full.default": c.full_value,
+            "fill.Scalar": c.full_value,
+            "scalar_tensor.default": c.full_value,
+            "zeros.default": c.full(0),
+            "zeros_like.default": c.full(0),
+            "new_zeros.default": c.full(0),
+            "ones.default": c.full(1),
+            "ones_like.default": c.full(1),
+            "new_ones.default": c.full(1),
+            # An empty tensor's values are unspecified; npuir gives zeros, deterministically.
+            "empty.memory_format": c.full(0),
+            "empty_strided.default": c.full(0),
+            "empty_like.default": c.full(0),
+            "new_empty.default": c.full(0),
+            "arange.default": c.arange,
+            "arange.start": c.arange,
+            "arange.start_step": c.arange,
+            "gather.default": c.gather,
+            "scatter.src": c.scatter,
+            "scatter.value": c.scatter,
+            "scatter_add.default": lambda x, d, i, s: c.scatter(x, d, i, s, "sum"),
+            "scatter_reduce.two": c.scatter,
+            "index.Tensor": c.index,
+            "index_put.default": c.index_put,
+            "index_put_.default": c.index_put,
+            "flip.default": c.flip,
+            "constant_pad_nd.default": lambda x, pad, value=0: c.pad(x, pad, "constant", value),
+            "as_strided.default": c.as_strided,
+            "diagonal.default": c.diagonal,
+            "split_with_sizes.default": c.split_with_sizes,
+            "squeeze.dims": c.squeeze_dims,
+            "squeeze.default": c.squeeze_dims,
+            "copy.default": c.copy,
+            "to.dtype_layout": c.to_dtype,
+            "to.device": c.to_dtype,
+            "lift_fresh_copy.default": lambda x: x,
+            "convolution.default": c.convolution,
+            "avg_pool2d.default": c.avg_pool2d,
+            "diff.default": c.diff,
+            "sym_numel.default": c.numel,
+            "sym_stride.int": c.stride,
+            "sym_storage_offset.default": lambda x: 0,
+        }
+    )
+    return {f"aten.{name}": handler for name, handler in table.items()}
+
+
+CORE_ATEN: tuple[str, ...] = tuple(
+    """
+    _adaptive_avg_pool2d.default _adaptive_avg_pool3d.default _cdist_forward.default
+    _embedding_bag.default _fft_c2r.default _fft_r2c.default _local_scalar_dense.default
+    _log_softmax.default _native_batch_norm_legit.default
+    _native_batch_norm_legit.no_stats _native_batch_norm_legit_no_training.default
+    _pdist_forward.default _softmax.default _to_copy.default abs.default acos.default
+    acosh.default add.Scalar add.Tensor addmm.default alias.default amax.default
+    amin.default any.default any.dim any.dims arange.start_step argmax.default
+    argmin.default as_strided.default asin.default asinh.default atan.default
+    atan2.default atan2.out atanh.default avg_pool2d.default avg_pool3d.default
+    bitwise_and.Scalar bitwise_and.Tensor bitwise_not.default bitwise_or.Scalar
+    bitwise_or.Tensor bitwise_xor.Scalar bitwise_xor.Tensor bmm.default cat.default
+    ceil.default clamp.Tensor clamp.default clone.default col2im.default
+    constant_pad_nd.default convolution.default copy.default cos.default cosh.default
+    cumsum.default diagonal.default div.Scalar div.Scalar_mode div.Tensor div.Tensor_mode
+    elu.default embedding.default empty.memory_format empty_strided.default eq.Scalar
+    eq.Tensor erf.default exp.default expand.default expm1.default fill.Scalar
+    flip.default floor.default fmod.Scalar fmod.Tensor full.default full_like.default
+    gather.default ge.Scalar ge.Tensor gelu.default grid_sampler_2d.default gt.Scalar
+    gt.Tensor hardtanh.default index.Tensor index_put.default index_select.default
+    isinf.default isnan.default le.Scalar le.Tensor leaky_relu.default log.default
+    log10.default log1p.default log2.default logical_and.default logical_not.default
+    logical_or.default logical_xor.default lt.Scalar lt.Tensor masked_scatter.default
+    max.dim max_pool2d_with_indices.default max_pool3d_with_indices.default
+    maximum.default mean.default mean.dim min.dim minimum.default mm.default mul.Scalar
+    mul.Tensor native_group_norm.default native_layer_norm.default ne.Scalar ne.Tensor
+    neg.default nonzero.default permute.default pow.Scalar pow.Tensor_Scalar
+    pow.Tensor_Tensor prod.default prod.dim_int reciprocal.default
+    reflection_pad1d.default reflection_pad2d.default reflection_pad3d.default
+    relu.default remainder.Scalar remainder.Tensor repeat.default
+    replication_pad2d.default replication_pad3d.default round.default rsqrt.default
+    scalar_tensor.default scatter.src scatter.value scatter_add.default scatter_reduce.two
+    select.int select_scatter.default sigmoid.default sign.default sin.default
+    sinh.default slice.Tensor slice_scatter.default sort.default split_with_sizes.default
+    sqrt.default squeeze.dim squeeze.dims sub.Scalar sub.Tensor sum.dim_IntList
+    sym_numel.default sym_size.int sym_storage_offset.default sym_stride.int tan.default
+    tanh.default topk.default trunc.default unsqueeze.default upsample_bilinear2d.vec
+    upsample_nearest2d.vec var.correction var.dim view.default where.self
+    """.split()
+)
+"""PyTorch 2.13's Core ATen opset: the overloads of `torch.ops.aten` tagged `torch.Tag.core`,
+less the random-number ones (`torch.Tag.nondeterministic_seeded`) and `*_backward`
+(test_aten_coverage checks it against the installed torch)."""
+
+UNCOVERED: dict[str, str] = {
+    "_adaptive_avg_pool3d.default": "no 3-d pooling op; torch has no decomposition of it",
+    "avg_pool3d.default": "no 3-d pooling op; torch has no decomposition of it",
+    "_cdist_forward.default": "no lowering yet (a matmul-based one would need p-norm cases)",
+    "_pdist_forward.default": "no lowering yet (a data layout of the upper triangle)",
+    "_embedding_bag.default": "no lowering yet (bags of data-dependent size)",
+    "_fft_c2r.default": "complex tensors: npuir has no complex element type",
+    "_fft_r2c.default": "complex tensors: npuir has no complex element type",
+    "_local_scalar_dense.default": "a tensor's value as a Python number (`.item()`): host "
+    "control flow, which a graph cannot hold",
+    "masked_scatter.default": "its source offsets depend on the mask's data",
+}
+"""The core overloads without a lowering, and why."""
+
+_EXISTING: dict[str, str] = {
+    "add.Tensor": "npu.add",
+    "add.Scalar": "npu.add",
+    "sub.Tensor": "npu.sub",
+    "sub.Scalar": "npu.sub",
+    "mul.Tensor": "npu.mul",
+    "mul.Scalar": "npu.mul",
+    "div.Tensor": "npu.div",
+    "div.Scalar": "npu.div",
+    "neg.default": "npu.neg",
+    "exp.default": "npu.exp",
+    "sqrt.default": "npu.sqrt",
+    "rsqrt.default": "npu.rsqrt",
+    "relu.default": "npu.relu",
+    "gelu.default": "npu.gelu",
+    "sigmoid.default": "npu.sigmoid",
+    "mm.default": "npu.matmul",
+    "bmm.default": "npu.batch_matmul",
+    "addmm.default": "npu.matmul, npu.add",
+    "_softmax.default": "npu.softmax",
+    "amax.default": "npu.reduce_max",
+    "mean.dim": "npu.reduce_sum, npu.div",
+    "permute.default": "npu.transpose",
+    "view.default": "npu.reshape",
+    "unsqueeze.default": "npu.reshape",
+    "squeeze.dim": "npu.reshape",
+    "cat.default": "npu.concat",
+    "slice.Tensor": "npu.slice",
+    "select.int": "npu.slice, npu.reshape",
+    "index_select.default": "npu.gather",
+    "embedding.default": "npu.gather",
+    "nonzero.default": "npu.nonzero",
+    "_to_copy.default": "npu.cast",
+    "clone.default": "(none: the value itself)",
+    "alias.default": "(none: the value itself)",
+    "expand.default": "npu.reshape, npu.concat",
+    "sym_size.int": "(at import: the static size)",
+}
+"""Core overloads `npuir.frontends.torch` maps itself, and the npu ops it builds."""
+
+_SPECIAL: dict[str, str] = {
+    "pow.Tensor_Tensor": "npu.pow (`x ** 2`: npu.mul)",
+    "pow.Tensor_Scalar": "npu.pow (`x ** 2`: npu.mul)",
+    "pow.Scalar": "npu.pow",
+    "div.Tensor_mode": "npu.div, npu.trunc or npu.floor_divide",
+    "div.Scalar_mode": "npu.div, npu.trunc or npu.floor_divide",
+    "where.self": "npu.select",
+    "clamp.default": "npu.maximum, npu.minimum",
+    "clamp.Tensor": "npu.maximum, npu.minimum",
+    "cumsum.default": "npu.cumsum",
+    "var.correction": "npu.reduce_sum, npu.sub, npu.mul, npu.div",
+    "var.dim": "npu.reduce_sum, npu.sub, npu.mul, npu.div",
+    "amin.default": "npu.reduce_min",
+    "prod.default": "npu.reduce_prod",
+    "prod.dim_int": "npu.reduce_prod",
+    "any.default": "npu.cast to i1, npu.reduce_max",
+    "any.dim": "npu.cast to i1, npu.reduce_max",
+    "any.dims": "npu.cast to i1, npu.reduce_max",
+    "sum.dim_IntList": "npu.reduce_sum",
+    "mean.default": "npu.reduce_sum, npu.div",
+    "argmax.default": "npu.argmax",
+    "argmin.default": "npu.argmin",
+    "max.dim": "npu.reduce_max, npu.argmax",
+    "min.dim": "npu.reduce_min, npu.argmin",
+    "sort.default": "npu.sort",
+    "topk.default": "npu.topk (largest), npu.sort and npu.slice (smallest)",
+    "full.default": "npu.fill",
+    "full_like.default": "npu.fill",
+    "fill.Scalar": "npu.fill",
+    "scalar_tensor.default": "npu.fill",
+    "empty.memory_format": "npu.fill (zeros)",
+    "empty_strided.default": "npu.fill (zeros)",
+    "arange.start_step": "npu.arange",
+    "gather.default": "npu.gather_elements",
+    "scatter.src": "npu.scatter",
+    "scatter.value": "npu.fill, npu.scatter",
+    "scatter_add.default": "npu.scatter (sum)",
+    "scatter_reduce.two": "npu.scatter (its reduction)",
+    "index.Tensor": "npu.index",
+    "index_put.default": "npu.index_put",
+    "flip.default": "npu.flip",
+    "constant_pad_nd.default": "npu.pad",
+    "as_strided.default": "npu.as_strided",
+    "diagonal.default": "npu.as_strided",
+    "split_with_sizes.default": "npu.slice",
+    "squeeze.dims": "npu.reshape",
+    "copy.default": "npu.cast, npu.reshape, npu.concat",
+    "convolution.default": "npu.conv2d (1-d as 2-d; not transposed, not 3-d)",
+    "avg_pool2d.default": "npu.pool2d (avg; counted padding, no ceil_mode)",
+    "sym_numel.default": "(at import: the static size)",
+    "sym_stride.int": "(at import: the contiguous stride)",
+    "sym_storage_offset.default": "(at import: 0)",
+    "bitwise_not.default": "npu.bitwise_not",
+    "logical_not.default": "npu.logical_not",
+    "isnan.default": "npu.isnan",
+    "isinf.default": "npu.isinf",
+}
+
+_CUBE = frozenset({"mm.default", "bmm.default", "addmm.default", "convolution.default"})
+
+
+def coverage() -> list[tuple[str, str, str, str]]:
+    """One row per `CORE_ATEN` overload: (op, lowering, engine, kernel); an uncovered op's
+    lowering says why and its engine and kernel are "-"."""
+    from npuir.frontends.torch import _Importer
+
+    importer = _Importer(None, {}, "coverage", "910b2", False)  # type: ignore[arg-type]
+    table = importer.handlers()
+    rows = []
+    for name in CORE_ATEN:
+        if name in UNCOVERED:
+            rows.append((f"aten.{name}", f"not covered: {UNCOVERED[name]}", "-", "-"))
+            continue
+        if f"aten.{name}" not in table:
+            rows.append((f"aten.{name}", "not covered: no handler", "-", "-"))
+            continue
+        if name in DECOMPOSED:
+            lowering = "torch._decomp decomposition, imported op by op"
+        else:
+            plain = {**UNARY, **{f"{k}": v for k, v in BINARY.items()}, **COMPARE, **LOGICAL}
+            lowering = (
+                _EXISTING.get(name)
+                or _SPECIAL.get(name)
+                or plain.get(name.removesuffix(".default"))
+                or plain.get(name, "")
+            )
+        engine = "cube" if name in _CUBE else "vector"
+        rows.append((f"aten.{name}", lowering, engine, "numpy (backends/npu/kernels.py)"))
+    return rows
