@@ -36,25 +36,22 @@ RTOL = 1e-4
 """f32 against eager: relative to each output's largest magnitude (a logit near zero is
 compared at the scale of the others, as a relative tolerance means for a tensor)."""
 
-_ROPE = "aten_core: arange, cos, sin; aten_fused: scaled_dot_product_attention"
-_ROUTING = "cumsum, floor_divide, index.Tensor, index_put, sort"
-_EXPERTS = "aten_fused: histc, grouped_mm_fallback, scaled_dot_product_attention"
+_SDPA = "aten_fused: scaled_dot_product_attention"
+_EXPERTS = "aten_fused: scaled_dot_product_attention, transformers.grouped_mm_fallback"
 MISSING: dict[str, str] = {
-    "llama": _ROPE,
-    "qwen2": _ROPE,
-    "qwen3": _ROPE,
-    "mistral": _ROPE,
-    "gemma": _ROPE,
-    "phi3": _ROPE,
-    "gpt2": "aten_core: arange, tanh; aten_fused: scaled_dot_product_attention",
-    "bert": "aten_core: gather, tanh; aten_fused: scaled_dot_product_attention",
-    "vit": "aten_core: tanh; aten_fused: scaled_dot_product_attention",
-    "qwen2-moe": f"aten_core: __and__, arange, cos, gt, le, sin, {_ROUTING}; {_EXPERTS}",
-    "mixtral": f"aten_core: arange, cos, sin, {_ROUTING}; {_EXPERTS}",
-    "qwen3-moe": f"aten_core: arange, cos, sin, {_ROUTING}; {_EXPERTS}",
-    "deepseek-v3": (
-        f"aten_core: arange, bitwise_not, cos, gather, scatter, sin, where, {_ROUTING}; {_EXPERTS}"
-    ),
+    "llama": _SDPA,
+    "qwen2": _SDPA,
+    "qwen2-moe": _EXPERTS,
+    "mixtral": _EXPERTS,
+    "deepseek-v3": _EXPERTS,
+    "gpt2": _SDPA,
+    "bert": _SDPA,
+    "vit": _SDPA,
+    "qwen3": _SDPA,
+    "qwen3-moe": _EXPERTS,
+    "mistral": _SDPA,
+    "gemma": _SDPA,
+    "phi3": _SDPA,
 }
 """Model -> the ops (not aten_models.py's to add) its compiled graph still runs eagerly, as
 of this module's last survey (`bench/zoo.py --missing` prints the current list)."""
