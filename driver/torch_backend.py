@@ -224,6 +224,10 @@ def _report(
     explained = {}
     annotated: tuple[SimResult, list[Program]] | None = None
     hw = device_of(module, None)
+    funcs = [f for f in module.ops if isinstance(f, FuncOp)]
+    # `shapes` are the user inputs', the function's last arguments: a constant the model
+    # made (transformers' empty cache, `torch.tensor([])`) is an argument before them.
+    first = max(len(funcs[0].args) - len(shapes), 0)
     for name, p in [("as annotated", pipeline), *VARIANTS.items()]:
         try:
             outcome = run_program(
@@ -232,7 +236,7 @@ def _report(
                     source=text,
                     pipeline=p,
                     timing_only=True,
-                    shapes={str(i): tuple(shape) for i, shape in enumerate(shapes)},
+                    shapes={str(first + i): tuple(shape) for i, shape in enumerate(shapes)},
                 )
             )
         except DiagnosticError:
@@ -246,7 +250,6 @@ def _report(
         explained[name] = explain(result, outcome.programs, hw)
         if name == "as annotated" and result.deadlock is None:
             annotated = (result, outcome.programs)
-    funcs = [f for f in module.ops if isinstance(f, FuncOp)]
     try:
         report.lower_bound_ns = lower_bound_ns(funcs[0], hw)
     except DiagnosticError:
@@ -339,11 +342,32 @@ def _gear_check(
         )
 
 
-def _constants(module: ModuleOp) -> list[Array | None]:
-    """Per argument of the imported function, None: the caller gives every one (the
-    scalars the program used are `npu.constant` ops in it, not arguments)."""
+def _constants(
+    module: ModuleOp, ep: torch.export.ExportedProgram | None = None
+) -> list[Array | None]:
+    """Per argument of the imported function: None where the caller gives it, the value
+    where the export lifted a constant or holds a buffer of its own (a tensor the model made
+    in `forward`, as transformers' empty cache `torch.tensor([])`).  The scalars the program
+    used are `npu.constant` ops in it, not arguments."""
+    from torch.export.graph_signature import InputKind
+
     func = next(op for op in module.ops if isinstance(op, FuncOp))
-    return [None for _ in func.body.block.args]
+    out: list[Array | None] = []
+    if ep is not None:
+        nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+        for spec in ep.graph_signature.input_specs:
+            name = getattr(spec.arg, "name", None)
+            if name is None or not isinstance(nodes[name].meta.get("val"), torch.Tensor):
+                continue  # a constant the import folded: no argument
+            if spec.kind is InputKind.USER_INPUT:
+                out.append(None)
+            elif spec.target in ep.state_dict:
+                out.append(_to_numpy(ep.state_dict[spec.target]))
+            else:
+                out.append(_to_numpy(ep.constants[spec.target]))
+    if len(out) != len(func.body.block.args):
+        return [None for _ in func.body.block.args]
+    return out
 
 
 class _Compiled:
@@ -940,7 +964,7 @@ class NpuBackend:
         text = print_ir(module, debuginfo=True) if module is not None else ""
         if module is not None and self.config.debug.graph_dump.type is not None:
             self._dump(graph_id, module, text)
-        constants = _constants(module) if module is not None else []
+        constants = _constants(module, ep) if module is not None else []
         if module is None or opaque:
             if opaque:
                 self._warn_once(

@@ -17,6 +17,8 @@ kernels and costs already, or to the table's own handlers:
 - `aten.conv2d` (ViT's patch embedding): `npu.conv2d` (cube) with its strides, symmetric
   pads, dilations and groups; an unbatched (CHW) input is refused.
 - `aten.flatten.using_ints`: a reshape.
+- `aten.diff` with `n`, `prepend` and `append` (transformers' packed-sequence check of the
+  positions): a concatenation and `n` slice differences.
 - In-place ops (`copy_`, `div_`, `index_put_`, `scatter_`, `masked_fill_`, ... : `INPLACE`),
   which `torch.export` keeps when the model writes into its own intermediate tensors
   (DeepSeek-V3's `expand_kv` fills the slices of a `new_empty` key, MoE routing fills an
@@ -88,6 +90,27 @@ def dropout(x: Tensor, p: float, train: bool | None) -> Tensor:
     if train and p > 0:
         raise _refuse(f"dropout in training mode (p={p}) draws random numbers")
     return x
+
+
+def diff(x: Tensor, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Tensor:
+    """`torch.diff`: `prepend` and `append` concatenated along `dim`, then `n` times the
+    later elements minus the earlier ones (a slice minus a slice).  transformers detects
+    packed sequences with `diff(position_ids, prepend=...)`.  A bool tensor's difference is
+    torch's `!=` of neighbours, which a subtraction is not: refused."""
+    if x.dtype == "i1":
+        raise _refuse("diff of a bool tensor")
+    parts = [t for t in (prepend, x, append) if t is not None]
+    if any(not isinstance(t, Tensor) for t in parts):
+        raise _refuse("diff with a prepend or append that is not a tensor")
+    y = parts[0] if len(parts) == 1 else ops.cat(parts, dim)
+    for _ in range(n):
+        size = y.shape[dim]
+        if size is None:
+            raise _refuse("diff along a dynamic dim")
+        if size == 0:
+            return y
+        y = ops.sub(ops.slice(y, dim, 1, size), ops.slice(y, dim, 0, size - 1))
+    return y
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -369,6 +392,7 @@ def handlers(importer: Any) -> dict[str, Callable[..., Any]]:
         "aten.detach_.default": identity,
         "aten.dropout.default": dropout,
         "aten.flatten.using_ints": flatten,
+        "aten.diff.default": diff,
         "aten.layer_norm.default": forms.layer_norm,
         "aten.conv2d.default": forms.conv2d,
         "aten.slice.Tensor": forms.slice,

@@ -31,7 +31,7 @@ markers), and the traced ATen ops (`linear`, `matmul`, `softmax`,
 `rms_norm`, ...) map to npu ops directly.  An ATen op with no npu op is a
 `npu.opaque` op (`ge_type = "aten.cumsum.default"`, engine vector, costed
 from its tensor sizes) with one warning per kind; so is a mapped op in a form
-its mapping does not take (a slice of a tensor with dynamic dims, `pow` by 1.5),
+its mapping does not take (a slice of a tensor with dynamic dims, an unbatched `conv2d`),
 its warning (`torch.unmapped-form`) giving the reason; `strict=True` refuses both.
 A constant input (`use_cache=False`, an int or float argument torch fixed at
 export) is no argument: an op taking it as an operand gets an `npu.constant`.

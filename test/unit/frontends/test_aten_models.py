@@ -110,6 +110,18 @@ class _Filled(torch.nn.Module):
         return counts, made, index
 
 
+class _Diff(torch.nn.Module):
+    """transformers' packed-sequence check: where the positions restart."""
+
+    def forward(self, positions: Any, x: Any) -> Any:
+        first = positions[:, :1] - 1
+        return torch.diff(positions, prepend=first, dim=-1), torch.diff(x, n=2, dim=0)
+
+
+def test_diff_with_prepend_and_n(tmp_path: Path) -> None:
+    _same(_Diff(), (torch.tensor([[0, 1, 2, 0, 1, 2, 3, 0]]), torch.randn(5, 3)), tmp_path)
+
+
 def test_tensors_made_by_size(tmp_path: Path) -> None:
     _same(_Filled(), (torch.randn(3, 4), torch.arange(5)), tmp_path)
 
@@ -211,3 +223,25 @@ def test_histc_without_its_core_ops_is_opaque_on_both_routes(tmp_path: Path) -> 
     else:
         assert 'ge_type = "aten.histc.default"' in text
         assert "aten.histc.default" in {d.args.get("aten_op") for d in engine.emitted}
+
+
+class _EmptyCache(torch.nn.Module):
+    """DynamicLayer's empty cache made inside `forward`: a constant torch lifts to an input."""
+
+    def forward(self, k: Any) -> Any:
+        return torch.cat([torch.tensor([], dtype=k.dtype), k], dim=-2) * 2
+
+
+def test_a_lifted_constant_compiles_as_one_program() -> None:
+    """The constant is the function's first argument, before the user's: the report
+    simulates the call's shapes on the user's arguments all the same."""
+    import npuir.torchair as tng
+
+    backend = tng.get_npu_backend()
+    torch._dynamo.reset()
+    k = torch.randn(1, 2, 3, 4)
+    got = torch.compile(_EmptyCache(), backend=backend, fullgraph=True, dynamic=False)(k)
+    torch.testing.assert_close(got, k * 2)
+    assert not backend.splits and len(backend.modules) == 1
+    (report,) = backend.reports
+    assert all(ns is not None for ns in report.makespans_ns.values()), report.makespans_ns
