@@ -173,6 +173,9 @@ CASES: list[tuple[str, str]] = [
 ]
 """Every (model, phase) of the zoo."""
 
+CORE = ("llama", "qwen2", "qwen2-moe", "mixtral", "deepseek-v3", "gpt2", "bert", "vit")
+"""The models issue 35 names; the others are the cheap extras."""
+
 
 def build(name: str, seed: int = 0) -> Any:
     """The zoo model `name` in eval mode, its weights drawn after `torch.manual_seed(seed)`."""
