@@ -10,6 +10,7 @@ ALL_STAMP := $(VENV)/.installed-test-all
 TORCH := torch==2.13.0+cpu
 EXAMPLE := docs/example-pass
 EXAMPLE_STAMP := $(VENV)/.installed-example-pass
+CHROMIUM_STAMP := $(VENV)/.installed-chromium
 
 .PHONY: run test check lint unit unit-fast lit example-pass install install-all clean
 
@@ -27,6 +28,17 @@ $(STAMP): pyproject.toml npuir/__init__.py | $(BIN)/python
 $(ALL_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet '$(TORCH)'
 	$(BIN)/python -m pip install --quiet -e '.[test-all]'
+	touch $@
+
+# The browser test (test/unit/backends/test_html_report.py) opens the HTML report in
+# headless Chromium: Debian's package, installed when missing (as root, or through sudo).
+$(CHROMIUM_STAMP): | $(BIN)/python
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -qq && \
+	    $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; }
 	touch $@
 
 install: $(STAMP)
@@ -55,10 +67,10 @@ lint: $(ALL_STAMP)
 
 # -rs lists every skip with its reason: none may be a missing package.  pytest-randomly
 # shuffles the order and prints its seed (`--randomly-seed=N` repeats an order).
-unit: $(ALL_STAMP)
+unit: $(ALL_STAMP) $(CHROMIUM_STAMP)
 	$(BIN)/python -m pytest -n 2 -rs
 
-unit-fast: $(ALL_STAMP)
+unit-fast: $(ALL_STAMP) $(CHROMIUM_STAMP)
 	$(BIN)/python -m pytest -rs -m 'not slow'
 
 lit: $(ALL_STAMP)

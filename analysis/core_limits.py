@@ -63,8 +63,8 @@ def limit_has_no_effect(op: NpuOp, engine: str) -> str | None:
     Seed 003's table of what core limits apply to: AscendC kernels on AI Core and AI
     Vector yes, AI CPU kernels no; TBE kernels on AI Vector only; ATB kernels no; HCCL
     collectives in AIV mode yes, in AI CPU mode no (npuir's `sdma` mode, which runs on the
-    DMA engines, takes no cores either); MC2 (fused compute and communication) in AIV mode
-    yes -- npuir has no MC2 op, its parts are ordinary ops here.  Static kernels under
+    DMA engines, takes no cores either); MC2 (fused compute and communication,
+    `npu.matmul_all_reduce`, a collective) in AIV mode yes.  Static kernels under
     aclgraph, which lose their tiling and so any limit, are not modelled: every kernel is
     taken to read its limit at run time.
     """

@@ -2,7 +2,8 @@
 
 `python bench/extreme_inputs.py [--scale S] [--only NAME,...] [--keep DIR]` writes each
 input below (huge splats, hex and listed constants, huge strings, deep literals, extreme
-integers, floats and dims, long chains; in `.mlir` and GE text), runs the tool that
+integers, floats and dims, long chains; in `.mlir`, GE text and pbtxt, and `.pt2`), runs
+the tool that
 reads it in a child process under an address-space limit, and checks:
 
 - the exit status is 0, 1 or 2 -- never 70 (an internal error) nor a signal -- and no
@@ -16,7 +17,8 @@ reads it in a child process under an address-space limit, and checks:
 minute on one core; 8 reaches the sizes of the review that found these: a 32 MB hex
 constant, a 30 MB string, 13.5 MB of listed elements, a 50 MB op name).  Exit status 1
 when any case misses its budget or ends badly.  `.pt2` archives are covered by
-test/unit/test_hostile_inputs.py and bench/fuzz.py.
+test/unit/test_hostile_inputs.py and bench/fuzz.py too; the `.pt2` cases here need torch
+(to export the archive they edit).
 """
 
 from __future__ import annotations
@@ -252,10 +254,100 @@ def ge_chain_text(n: int) -> str:
     return "\n".join(parts) + "\n"
 
 
+_PB_DESC = '\'name: \\"{name}\\"\\ndtype: DT_FLOAT16\\nshape {{\\n  dim: 2048\\n  dim: 2048\\n}}\\nlayout: \\"ND\\"\\n\''
+
+
+def _pb_attr(key: str, value: str) -> str:
+    return f'  attr {{\n    key: "{key}"\n    value {{\n      s: {value}\n    }}\n  }}\n'
+
+
+def ge_chain_pbtxt(n: int) -> str:
+    """The chain of `ge_chain_text` as TorchAir's pbtxt dump (`node` blocks whose
+    descriptors are GE text in escaped strings, as `ge_writer.graph_text` writes them)."""
+    out_desc = _pb_attr("[o]y", _PB_DESC.format(name="y"))
+    in_descs = _pb_attr("[i]x1", _PB_DESC.format(name="x1")) + _pb_attr(
+        "[i]x2", _PB_DESC.format(name="x2")
+    )
+    parts = []
+    for i, name in enumerate(("x", "w")):
+        index = _pb_attr("index", f"'i: {i}\\n'")
+        parts.append(f'node {{\n  name: "{name}"\n  op: "Data"\n{index}{out_desc}}}')
+    prev = "x"
+    for i in range(n):
+        kind, other = ("MatMul", "w") if i % 2 == 0 else ("Add", "x")
+        parts.append(
+            f'node {{\n  name: "n{i}"\n  op: "{kind}"\n  input: "{prev}:0"\n'
+            f'  input: "{other}:0"\n{in_descs}{out_desc}}}'
+        )
+        prev = f"n{i}"
+    x = _pb_attr("[i]x", _PB_DESC.format(name="x"))
+    parts.append(f'node {{\n  name: "out"\n  op: "NetOutput"\n  input: "{prev}:0"\n{x}}}')
+    return "\n".join(parts) + "\n"
+
+
+def ge_chain_pb(d: Path, scale: int) -> list[str]:
+    p = d / "chain.pbtxt"
+    p.write_text(ge_chain_pbtxt(scale * 5000))
+    return [_tool("npuir-import"), str(p), "-o", str(d / "out.mlir")]
+
+
 def ge_chain(d: Path, scale: int) -> list[str]:
     p = d / "chain.txt"
     p.write_text(ge_chain_text(scale * 5000))
     return [_tool("npuir-import"), str(p), "-o", str(d / "out.mlir")]
+
+
+def _pt2(d: Path, width: int, edit: Callable[[str], str] = lambda text: text) -> list[str]:
+    """A `torch.export` archive of `relu(linear(x))` (x 4x8, the weight 8 x `width` f32),
+    its program's JSON passed through `edit`."""
+    import zipfile
+
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.l = torch.nn.Linear(8, width)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.l(x))
+
+    made = d / "made.pt2"
+    torch.export.save(torch.export.export(Model(), (torch.randn(4, 8),)), str(made))
+    p = d / "model.pt2"
+    with zipfile.ZipFile(made) as src, zipfile.ZipFile(p, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith("models/model.json"):
+                data = edit(data.decode()).encode()
+            dst.writestr(info.filename, data)
+    made.unlink()
+    return [_tool("npuir-import"), str(p), "-o", str(d / "out.mlir")]
+
+
+def pt2_big_weight(d: Path, scale: int) -> list[str]:
+    return _pt2(d, scale * 128 * 1024)  # 4 MB of f32 weight per unit of scale
+
+
+def pt2_long_name(d: Path, scale: int) -> list[str]:
+    # The relu node and every reference to it.
+    return _pt2(d, 8, lambda text: text.replace('"relu"', '"' + "r" * (scale * 4 * MB) + '"'))
+
+
+def _x_sizes(text: str, sizes: str) -> str:
+    old = '"x": {"dtype": 7, "sizes": [{"as_int": 4}, {"as_int": 8}]'
+    assert old in text, "torch.export wrote x's sizes otherwise"
+    return text.replace(old, '"x": {"dtype": 7, "sizes": ' + sizes)
+
+
+def pt2_huge_dims(d: Path, scale: int) -> list[str]:
+    big = '{"as_int": 1000000000000}'
+    return _pt2(d, 8, lambda text: _x_sizes(text, f'[{big}, {{"as_int": 8}}]'))
+
+
+def pt2_big_int(d: Path, scale: int) -> list[str]:
+    big = '{"as_int": ' + "9" * 5000 + "}"
+    return _pt2(d, 8, lambda text: _x_sizes(text, f'[{big}, {{"as_int": 8}}]'))
 
 
 CASES = [
@@ -280,6 +372,11 @@ CASES = [
     Case("ge-huge-dims", ge_huge_dims, (0, 1)),
     Case("ge-deep", ge_deep, (1,)),
     Case("ge-chain", ge_chain, (0,)),
+    Case("ge-chain-pbtxt", ge_chain_pb, (0,)),
+    Case("pt2-big-weight", pt2_big_weight, (0,)),
+    Case("pt2-long-name", pt2_long_name, (0, 1)),
+    Case("pt2-huge-dims", pt2_huge_dims, (0, 1)),
+    Case("pt2-big-int", pt2_big_int, (1,)),
 ]
 
 

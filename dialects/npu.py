@@ -1654,24 +1654,27 @@ _HAND_WRITTEN_OPS: tuple[type[NpuOp], ...] = (
     OpaqueOp,
 )
 
-"""The ops written as classes in this module; `npuir.dialects.npu_math` makes the rest."""
+"""The ops written as classes in this module; `npuir.dialects.npu_math` makes the
+table-made ones and `npuir.dialects.npu_fused` Ascend's fused kernels."""
 
 NPU_OPS: tuple[type[NpuOp], ...]
-"""Every npu operator: this module's, then the table-made ones of `npuir.dialects.npu_math`."""
+"""Every npu operator: this module's, the table-made ones of `npuir.dialects.npu_math`, then
+the fused kernels of `npuir.dialects.npu_fused`."""
 
 Npu: Dialect
 """The `npu` dialect: `NPU_OPS` and `npu.constant`."""
 
 
 def __getattr__(name: str) -> object:
-    """`NPU_OPS` and `Npu`, made on first use: the table-made ops subclass this module's
-    base classes, so `npu_math` can only be imported once this module is, and a module-level
-    import of it here would be circular whichever of the two is imported first."""
+    """`NPU_OPS` and `Npu`, made on first use: the table-made ops and the fused kernels
+    subclass this module's base classes, so their modules can only be imported once this one
+    is, and a module-level import of them here would be circular whichever is imported first."""
     if name not in ("NPU_OPS", "Npu"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from npuir.dialects.npu_fused import FUSED_OPS
     from npuir.dialects.npu_math import MATH_OP_CLASSES
 
-    ops = (*_HAND_WRITTEN_OPS, *MATH_OP_CLASSES)
+    ops = (*_HAND_WRITTEN_OPS, *MATH_OP_CLASSES, *FUSED_OPS)
     globals()["NPU_OPS"] = ops
     globals()["Npu"] = Dialect("npu", [*ops, ConstantOp], [], [NpuAttributeVerifier()])
     return globals()[name]

@@ -28,7 +28,12 @@ takes the stream most of its work is on), then moves one unit at a time along th
 path while the makespan drops.  A geared program gets one annotation for all its gears, the
 one with the least weighted sum of the gears' makespans (`gear_weights`, equal by default).
 When the best structured variant is within 2% of the user's annotation, or gains less than
-the launches of the streams it adds, the advice is to keep the annotation.  A variant that
+the launches of the streams it adds, the edits row is the annotation as written (no edits).
+
+**The recommendation** (`recommend`) is the row -- each one an option the user has, said as
+they would apply it (`OPTIONS`) -- with the least (weighted) makespan among those that run
+and fit `--mem-budget`, with its planned peak against the annotation as written; a tie goes
+to the least work.  So the annotation is kept only when no option is faster.  A variant that
 deadlocks or has a hold-and-wait hazard gets its core limits from `coreset-partition`, said
 as `limit_core_num` around the lines of the ops it limits.
 
@@ -50,15 +55,23 @@ advised makespan is the edited program's.
 from __future__ import annotations
 
 import ast
+import fnmatch
+import importlib.util
 import math
 import os
+import re
+import sysconfig
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
     FileLineColLoc,
+    IntAttr,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -68,17 +81,27 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
+from npuir.analysis.mem_planners import argument_bytes, parse_budget
 from npuir.analysis.partition import STRATEGIES, Assignment, Mode, assign, permuted
 from npuir.analysis.program import DEFAULT_STREAM, NodeKind, Program, StreamInfo, build_program
 from npuir.api import print_ir
 from npuir.backends.npu import timing
+from npuir.backends.npu.estimates import estimated_ops
 from npuir.backends.npu.explain import Explanation, compare, explain
 from npuir.backends.npu.hardware import Hardware
 from npuir.backends.npu.memory import program_memory
 from npuir.backends.npu.numerics import NumericsError, resolve_entry
 from npuir.context import make_context
 from npuir.deep_stack import on_deep_stack
-from npuir.diagnostics import Diagnostic, DiagnosticError, UsageError, diagnostic_json, error
+from npuir.diagnostics import (
+    Diagnostic,
+    DiagnosticError,
+    Kind,
+    SourceLocation,
+    UsageError,
+    diagnostic_json,
+    error,
+)
 from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.dialects.scope import ScopeOp, walk_nested
@@ -90,7 +113,6 @@ from npuir.driver.run import (
     Timed,
     entries_and_shapes,
     entry_names,
-    estimated_ops,
     time_program,
     timing_function,
 )
@@ -118,44 +140,104 @@ SIMPLIFY_WITHIN = 0.01
 """What the advice may give up, in all, for fewer edits (a fraction of its makespan)."""
 
 
+STREAM_PER_LAYER = Kind(
+    "advise.stream-per-layer",
+    "this npu_stream_switch opens a stream of its own in each of its {copies} copies (tags "
+    "{tags}), and one shared stream serves: {shared_us} µs with one tag against {written_us} "
+    "µs as written; give every copy the same tag",
+)
+"""A warning at a `with` line (one scope site) whose copies -- the layers of a model calling
+the same code -- each have a tag of their own, when giving them all one tag is no slower:
+streams are a device budget, and a side stream per layer is a known trap (prefill throughput
+down from 4.11 to 1.2 in the report issue 36 cites, restored by sharing one stream).
+Arguments: `copies`, `tags` (the tags, comma-separated), `shared_us`, `written_us`."""
+
+
 def _ignoring(mode: str) -> str:
     return f"gear-multiversion,stream-partition{{mode={mode} ignore-tags=true}},{TAIL}"
 
 
+PASS_ATTRIBUTE = "post_grad_custom_pre_pass"
+"""TorchAir's `CompilerConfig` attribute for a custom FX pass run on the graph after AOT
+autograd, before TorchAir's own passes (Ascend/torchair `python/torchair/configs/
+compiler_config.py`, run by `_optimize_fx` in `python/torchair/npu_fx_compiler.py`); TorchAir's
+own example of a multi-stream pass sets it (`docs/zh/ascend_ir/features/basic/
+post_grad_custom_pass.md`)."""
+PASS_CALL = f"config.{PASS_ATTRIBUTE} = npuir.torchair.auto_streams()"
+"""The pass row, as a TorchAir user writes it."""
+GE_AUTO_OPTION = "ge.autoMultistreamParallelMode"
+"""GE's option for its automatic multi-stream: TorchAir's `CompilerConfig` has no field for
+it (`ge_config` and `experimental_config` in Ascend/torchair `python/torchair/configs/`
+write no such key), so the row names GE's own option."""
+
+
 @dataclass(frozen=True)
 class Baseline:
-    """A variant npuir-advise times, in npuir's and in TorchAir's terms."""
+    """A variant npuir-advise times, in npuir's and in TorchAir's terms.
+
+    `option` is what the user does to get it (`OPTIONS`); `torchair` says how, in the
+    words a TorchAir user acts on."""
 
     name: str
     torchair: str
     pipeline: str | None
+    option: str = "keep"
 
 
-AS_WRITTEN = Baseline("as written", "your script as it is", None)
+OPTIONS = ("keep", "remove", "single-stream", "ge-auto", "pass", "edits")
+"""The user's options, least work first (the order that breaks a tie between rows of the
+same makespan): change nothing, delete the scopes, one config switch, one GE option, one
+config line naming npuir's pass, edits to the model's source."""
+
+AS_WRITTEN = Baseline("as written", "keep your annotation: change nothing", None, "keep")
 BEFORE = (
     AS_WRITTEN,
     Baseline(
         "no annotation",
-        "your npu_stream_switch scopes removed: GE's own streams",
+        "remove your npu_stream_switch scopes: GE's own streams",
         _ignoring("ge"),
+        "remove",
     ),
     Baseline(
         "single stream",
-        "your scopes removed and config.ge_config.enable_single_stream = True",
+        "remove your scopes and set config.ge_config.enable_single_stream = True",
         _ignoring("single"),
+        "single-stream",
     ),
     Baseline(
         "GE auto multi-stream",
-        "your scopes removed and GE's automatic multi-stream (ge.autoMultistreamParallelMode)",
+        f"remove your scopes and switch on GE's automatic multi-stream: the GE option "
+        f"{GE_AUTO_OPTION} (TorchAir's CompilerConfig has no field for it)",
         _ignoring("minidag"),
+        "ge-auto",
     ),
+)
+AUTO_PIPELINE = (
+    f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true limits=true}},{TAIL}"
 )
 AUTO = Baseline(
     "auto (per op)",
-    "npuir's unconstrained auto: a stream per op, not always writable as with blocks, and core "
-    "limits chosen with the streams",
-    f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true limits=true}},{TAIL}",
+    f"{PASS_CALL}: npuir's auto schedule (streams, issue order, core limits) written into "
+    "the graph by a TorchAir custom pass, no model edit",
+    AUTO_PIPELINE,
+    "pass",
 )
+
+
+def _auto_under(budget: str) -> Baseline:
+    """The pass row under a memory budget: `auto` keeping the fastest schedule whose plan
+    fits (`auto_streams(memory_budget=...)`)."""
+    return Baseline(
+        AUTO.name,
+        f"config.{PASS_ATTRIBUTE} = npuir.torchair.auto_streams(memory_budget={budget!r}): "
+        "npuir's auto schedule within the budget, written into the graph by a TorchAir custom "
+        "pass, no model edit",
+        f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true mem-budget={budget}}},"
+        f"{TAIL}",
+        "pass",
+    )
+
+
 LIMITS_PIPELINE = f"gear-multiversion,stream-partition,coreset-partition,{TAIL}"
 
 
@@ -172,6 +254,12 @@ class AdviseConfig:
     emit_mlir: str | None = None
     granularity: str = "line"
     gear_weights: list[float] | None = None
+    mem_budget: str | None = None
+    """The planned peak the recommendation must fit (as `npuir-run --mem-budget` takes it:
+    bytes, `64MiB`, or `hbm`); the pass row is then `auto` under it."""
+    edit_files: list[str] | None = None
+    """Globs of the files edits may name (default: every file outside installed packages,
+    `owned_file`)."""
 
 
 @dataclass
@@ -190,10 +278,13 @@ class Variant:
     hazards: int
     peak_bytes: int | None = None
     """The memory plan's peak (the largest rank's), as `npuir-run` reports it."""
+    option: str = "keep"
+    """What the user does to get this row (one of `OPTIONS`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "option": self.option,
             "torchair": self.torchair,
             "pipeline": self.pipeline,
             "case": self.case,
@@ -207,12 +298,18 @@ class Variant:
         }
 
 
+IMPORT = "import npuir.torchair as torchair"
+"""What an edited Python file needs to name `torchair.scope` (TorchAir's `import torchair`
+on an NPU machine)."""
+
+
 @dataclass(frozen=True)
 class Edit:
     """One change to the user's source, in its own terms (`source`: "python", "mlir" or
     "dump").
 
-    `kind` is `remove-scope` (the scope whose `with` / `stream.switch` is on `first_line`
+    `kind` is `add-import` (Python only: `IMPORT` goes before `first_line`, for the other
+    edits to the file that write `torchair.`), `remove-scope` (the scope whose `with` / `stream.switch` is on `first_line`
     goes, its body stays, dedented, up to `last_line`), `retag-scope` (that scope's tag
     becomes `tag`), `add-stream-scope` or `add-limit-scope` (a new scope around lines
     `first_line`-`last_line`), `hoist-call` (Python only: the call `expr` on `first_line`
@@ -240,6 +337,8 @@ class Edit:
     @property
     def torchair(self) -> str:
         """The TorchAir statement the edit writes (or removes)."""
+        if self.kind == "add-import":
+            return "import torchair"
         if self.kind == "add-limit-scope":
             assert self.counts is not None
             return f"with torchair.scope.limit_core_num({self.counts[0]}, {self.counts[1]}):"
@@ -250,6 +349,8 @@ class Edit:
         """The text to write, in the source's own terms."""
         if self.kind == "hoist-call":
             return f"{self.name} = {self.expr}"
+        if self.kind == "add-import":
+            return IMPORT
         if self.source == "python":
             return self.torchair
         if self.source == "dump":
@@ -290,6 +391,11 @@ class Edit:
                 f"take `{self.expr}` out of the line: write `{self.write}` just before it"
                 f"{where}, and `{self.name}` in its place"
             )
+        if self.kind == "add-import":
+            return (
+                f"add `{self.write}` before this line (under TorchAir: `{self.torchair}`): "
+                "the other edits to this file use it"
+            )
         if self.source == "python":
             if self.kind == "remove-scope":
                 return f"remove `{self.write}` (and dedent its body)"
@@ -329,6 +435,207 @@ class Edit:
         }
 
 
+def _mib(n: int) -> str:
+    """A byte count as a person reads it (MiB, KiB or bytes, by size)."""
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.2f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.2f} KiB"
+    return f"{n} bytes"
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.1f} µs"
+
+
+@dataclass
+class Recommendation:
+    """The option `npuir-advise` recommends: the row with the least (weighted) makespan
+    among those that run (no deadlock, no hold-and-wait hazard) in every case and whose
+    planned peak fits the memory budget, if one is given; a tie goes to the least work
+    (`OPTIONS`' order)."""
+
+    row: str
+    option: str
+    apply: str
+    weighted_ns: float
+    """The weighted sum of the row's makespans over the cases (the makespan for one)."""
+    written_ns: float | None
+    """The same for the annotation as written (None when it does not run)."""
+    peak_bytes: int | None
+    """The row's planned peak, the largest over the cases."""
+    written_peak_bytes: int | None
+    budget_bytes: int | None
+    fits: bool
+    """False only when no row fits the budget: the row is then the one with the least peak."""
+    per_case: dict[str | None, tuple[str, int]] = field(
+        default_factory=dict[str | None, tuple[str, int]]
+    )
+    """For a geared program: each gear's best row (by the same rule) and its makespan."""
+    shared_ns: float | None = None
+    """For a geared program: the weighted makespan of one shared annotation (the edits row)."""
+
+    @property
+    def peak_delta_bytes(self) -> int | None:
+        """The row's peak less the annotation as written's."""
+        if self.peak_bytes is None or self.written_peak_bytes is None:
+            return None
+        return self.peak_bytes - self.written_peak_bytes
+
+    def memory(self) -> str:
+        """What the recommendation costs in planned peak memory against the annotation as
+        written."""
+        if self.peak_bytes is None:
+            return "its peak memory is unknown"
+        here = f"peak memory {_mib(self.peak_bytes)}"
+        delta = self.peak_delta_bytes
+        if delta is None or self.written_peak_bytes is None:
+            return here
+        if delta == 0:
+            return f"{here}, the same as your annotation as written"
+        share = f" ({delta / self.written_peak_bytes:+.0%})" if self.written_peak_bytes > 0 else ""
+        sign = "+" if delta > 0 else "-"
+        return (
+            f"{here}, {sign}{_mib(abs(delta))}{share} against your annotation as written "
+            f"({_mib(self.written_peak_bytes)})"
+        )
+
+    def lines(self, cases: list[str | None], weights: dict[str | None, float]) -> list[str]:
+        head = (
+            "recommended: keep your annotation"
+            if self.option == "keep"
+            else f"recommended ({self.row}): {self.apply}"
+        )
+        out = [head]
+        span = "weighted makespan" if len(cases) > 1 else "makespan"
+        timing = f"{span} {_us(self.weighted_ns)}"
+        if self.written_ns is not None and self.option != "keep":
+            delta = self.written_ns - self.weighted_ns
+            timing += f", {_us(abs(delta))} {'less' if delta >= 0 else 'more'} than your annotation"
+        out.append(f"  {timing}; {self.memory()}")
+        if self.budget_bytes is not None:
+            out.append(
+                f"  within the memory budget of {_mib(self.budget_bytes)}"
+                if self.fits
+                else f"  no option fits the memory budget of {_mib(self.budget_bytes)}: this "
+                "is the one with the smallest peak"
+            )
+        differs = any(row != self.row for row, _ in self.per_case.values())
+        if len(cases) > 1 and self.per_case and differs:
+            out.append("  per gear, the best option:")
+            for case in cases:
+                if case in self.per_case:
+                    row, ns = self.per_case[case]
+                    out.append(f"    {case}: {row}, {_us(ns)}")
+            best_each = sum(weights.get(c, 1.0) * ns for c, (_, ns) in self.per_case.items())
+            out.append(f"  each gear with its best option: weighted {_us(best_each)}")
+            if self.shared_ns is not None:
+                out.append(
+                    f"  one shared annotation for every gear (the edits row): weighted "
+                    f"{_us(self.shared_ns)}, {_us(max(0.0, self.shared_ns - best_each))} more"
+                )
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "row": self.row,
+            "option": self.option,
+            "apply": self.apply,
+            "weighted_ns": self.weighted_ns,
+            "written_ns": self.written_ns,
+            "peak_bytes": self.peak_bytes,
+            "written_peak_bytes": self.written_peak_bytes,
+            "peak_delta_bytes": self.peak_delta_bytes,
+            "memory": self.memory(),
+            "budget_bytes": self.budget_bytes,
+            "fits": self.fits,
+            "per_case": [
+                {"case": c, "row": row, "makespan_ns": ns} for c, (row, ns) in self.per_case.items()
+            ],
+            "shared_ns": self.shared_ns,
+        }
+
+
+def _runs(v: Variant) -> bool:
+    """Whether a row is an option at all: it ran, without deadlock or hazard."""
+    return v.makespan_ns is not None and not v.deadlock and v.hazards == 0
+
+
+def recommend(
+    variants: Sequence[Variant],
+    weights: dict[str | None, float],
+    budget_bytes: int | None = None,
+    shared: str | None = None,
+) -> Recommendation | None:
+    """The best row of `variants` (see `Recommendation`); None when no row runs in every
+    case.  `shared` names the row of one shared annotation (for a geared program's
+    comparison)."""
+    cases = list(dict.fromkeys(v.case for v in variants))
+    rows: dict[str, dict[str | None, Variant]] = {}
+    for v in variants:
+        rows.setdefault(v.name, {})[v.case] = v
+    complete = {
+        name: per for name, per in rows.items() if all(c in per and _runs(per[c]) for c in cases)
+    }
+
+    def weighted(per: dict[str | None, Variant]) -> float:
+        return sum(weights.get(c, 1.0) * (per[c].makespan_ns or 0) for c in cases)
+
+    def peak(per: dict[str | None, Variant]) -> int | None:
+        peaks = [per[c].peak_bytes for c in cases]
+        return None if any(p is None for p in peaks) else max(p for p in peaks if p is not None)
+
+    def effort(name: str) -> int:
+        option = next(iter(rows[name].values())).option
+        return OPTIONS.index(option) if option in OPTIONS else len(OPTIONS)
+
+    def fits(per: dict[str | None, Variant]) -> bool:
+        p = peak(per)
+        return budget_bytes is None or (p is not None and p <= budget_bytes)
+
+    if not complete:
+        return None
+    fitting = [n for n, per in complete.items() if fits(per)]
+    if fitting:
+        name = min(fitting, key=lambda n: (weighted(complete[n]), effort(n)))
+    else:
+        name = min(
+            complete,
+            key=lambda n: (peak(complete[n]) or 0, weighted(complete[n]), effort(n)),
+        )
+    per = complete[name]
+    first = next(iter(per.values()))
+    written = rows.get(AS_WRITTEN.name)
+    written_ok = written is not None and all(c in written and _runs(written[c]) for c in cases)
+    per_case: dict[str | None, tuple[str, int]] = {}
+    if len(cases) > 1:
+        for case in cases:
+            options = [
+                n
+                for n, p in rows.items()
+                if case in p
+                and _runs(p[case])
+                and (budget_bytes is None or (p[case].peak_bytes or 0) <= budget_bytes)
+            ]
+            if options:
+                best = min(options, key=lambda n: (rows[n][case].makespan_ns or 0, effort(n)))
+                per_case[case] = (best, rows[best][case].makespan_ns or 0)
+    shared_ns = weighted(complete[shared]) if len(cases) > 1 and shared in complete else None
+    return Recommendation(
+        name,
+        first.option,
+        first.torchair,
+        weighted(per),
+        weighted(written) if written is not None and written_ok else None,
+        peak(per),
+        peak(written) if written is not None and all(c in written for c in cases) else None,
+        budget_bytes,
+        bool(fitting),
+        per_case,
+        shared_ns,
+    )
+
+
 @dataclass
 class Advice:
     """Everything `npuir-advise` says."""
@@ -349,7 +656,9 @@ class Advice:
     (`npuir.driver.mem_tradeoff`), fastest first."""
     warnings: list[Diagnostic] = field(default_factory=list[Diagnostic])
     """What importing the input warned about (a `.pt2`'s ops costed by estimate, gears
-    the export dropped)."""
+    the export dropped), and what the advice warns of in the annotation (`STREAM_PER_LAYER`)."""
+    recommendation: Recommendation | None = None
+    """The best of the user's options (`recommend`); None when no row runs."""
 
     @property
     def lower_bound_ns(self) -> int | None:
@@ -378,6 +687,7 @@ class Advice:
             "emitted_mlir": self.emitted,
             "memory_pareto": [p.to_json() for p in self.memory_pareto],
             "warnings": [diagnostic_json(w) for w in self.warnings],
+            "recommendation": self.recommendation.to_json() if self.recommendation else None,
         }
 
     def render(self) -> str:
@@ -414,10 +724,17 @@ class Advice:
             lines.append("")
         lines.extend(f"why: {r}" for r in self.reasons)
         lines.append("")
-        if self.keep or not self.edits:
-            lines.append("recommended: keep your annotation")
+        rec = self.recommendation
+        if rec is None:
+            lines.append("recommended: none of the options runs in every case")
         else:
-            lines.append(f"recommended ({self.best}):")
+            lines.extend(rec.lines(self.cases, self.weights))
+        if self.edits:
+            lines.append(
+                "the edits:"
+                if rec is not None and rec.row == self.best
+                else f"the edits of the {self.best} row, if you prefer to edit your source:"
+            )
             lines.extend(f"  {e}" for e in self.edits)
         if self.emitted:
             lines.append(f"annotated source written to {self.emitted}")
@@ -499,7 +816,17 @@ def _run_config(
 def _variant(base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why: bool) -> Variant:
     if timed is None:
         return Variant(
-            base.name, base.torchair, base.pipeline, case.label, None, False, 0, 0, None, 0
+            base.name,
+            base.torchair,
+            base.pipeline,
+            case.label,
+            None,
+            False,
+            0,
+            0,
+            None,
+            0,
+            option=base.option,
         )
     result = timed.result
     deadlock = result.deadlock is not None
@@ -520,6 +847,7 @@ def _variant(base: Baseline, case: Case, timed: Timed | None, hw: Hardware, why:
         explanation,
         hazards,
         peak,
+        base.option,
     )
 
 
@@ -1386,6 +1714,12 @@ class _Source:
         all of it"""
         self.names: set[str] = set()
         """Every name the file uses (a hoisted call's new name is none of them)."""
+        self.binds_torchair = False
+        """Whether the module imports a name `torchair` (`import torchair`, `import
+        npuir.torchair as torchair`, `from npuir import torchair`)."""
+        self.import_line = 1
+        """Where a new module-level import goes: after the last one, or after the
+        docstring."""
         self.text = ""
         try:
             with open(path, encoding="utf-8") as f:
@@ -1395,6 +1729,18 @@ class _Source:
             return
         self.text = text
         self.lines = text.splitlines()
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Import | ast.ImportFrom):
+                self.import_line = (stmt.end_lineno or stmt.lineno) + 1
+                bound = (a.asname or a.name.split(".")[0] for a in stmt.names)
+                self.binds_torchair |= "torchair" in bound
+            elif (
+                stmt is tree.body[0]
+                and isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            ):
+                self.import_line = (stmt.end_lineno or stmt.lineno) + 1
         starts: dict[int, int] = {}
         for node in ast.walk(tree):
             for attr in ("body", "orelse", "finalbody"):
@@ -1612,6 +1958,30 @@ def _edits(
     return out
 
 
+_WRITES_TORCHAIR = ("retag-scope", "add-stream-scope", "add-limit-scope")
+
+
+def _with_imports(edits: list[Edit], sources: dict[str, _Source] | None = None) -> list[Edit]:
+    """`edits` and, first, an `add-import` for each Python file on disk whose edits write
+    `torchair.` but that does not import that name."""
+    sources = {} if sources is None else sources
+    needs: dict[str, None] = {}
+    for e in edits:
+        if e.source == "python" and (
+            e.kind in _WRITES_TORCHAIR or (e.kind == "hoist-call" and e.tag is not None)
+        ):
+            needs[e.file] = None
+    out: list[Edit] = []
+    for file in needs:
+        if not os.path.isfile(file):
+            continue
+        source = sources.setdefault(file, _Source(file))
+        if source.lines and not source.binds_torchair:
+            line = source.import_line
+            out.append(Edit("add-import", file, line, line, "python"))
+    return out + edits
+
+
 def _is_dump(search: Search) -> bool:
     files = {info.site[0] for info in search.infos.values()}
     return (
@@ -1634,7 +2004,10 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     replace: dict[int, str] = {}
     before: dict[int, list[tuple[int, str]]] = {}
     hoisted: dict[int, list[Edit]] = {}
+    imports: dict[int, list[str]] = {}
     for e in edits:
+        if e.kind == "add-import":
+            imports.setdefault(e.first_line, []).append(e.write)
         if e.kind == "remove-scope":
             drop.add(e.first_line)
             body = next(
@@ -1657,6 +2030,7 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
             hoisted.setdefault(e.first_line, []).append(e)
     out: list[str] = []
     for n, line in enumerate(lines, start=1):
+        out.extend(imports.get(n, ()))
         if n in hoisted:
             at = indent[n - 1] + delta[n] - 4 * len(before.get(n, ()))
             for e in hoisted[n]:
@@ -1678,6 +2052,7 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
             out.append(line)
             continue
         out.append(" " * max(0, indent[n - 1] + delta[n]) + line.lstrip(" "))
+    out.extend(w for n, ws in sorted(imports.items()) if n > len(lines) for w in ws)
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
@@ -1691,12 +2066,147 @@ def _load(config: AdviseConfig) -> tuple[ModuleOp, str | None, set[Site], list[D
     not IR (a `.pt2` or a GE dump, imported once, every op keeping its location in the model
     or the dump), the call sites: the model's lines that call code creating ops
     elsewhere (a `with` there would move the callee's ops too, so the advice never wraps
-    them), and the import's warnings."""
+    them), and the import's warnings.
+
+    Edits name only the files the user owns (`owned_file`): a `.pt2`'s op made in library
+    code is located at the line of the user's file that calls into it (the innermost owned
+    frame of its node's stack, `_retarget`); an op at a line of a file the user does not own
+    that no owned frame reaches (an IR input keeps one frame per op) stays where it is,
+    pinned like a call site (`_not_owned`): only the rows that need no edit move it."""
     source = read(config.path)
     ctx = make_context(collect_diagnostics=True)
     module = load_source(source, ctx)
+    calls = _call_sites(module)
+    if source.format is Format.PT2:
+        frames = _pt2_frames(source)
+        if frames:
+            calls = _retarget(module, frames, config.edit_files)
     text = None if source.format is Format.MLIR else print_ir(module, debuginfo=True)
-    return module, text, _call_sites(module), list(ctx.diagnostics.drain())
+    return (
+        module,
+        text,
+        calls | _not_owned(module, config.edit_files),
+        list(ctx.diagnostics.drain()),
+    )
+
+
+_STACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+"""A frame of an FX node's `stack_trace` (Python's traceback format)."""
+
+
+@cache
+def _installed_dirs() -> tuple[str, ...]:
+    """The directories of code a user does not edit: the standard library, and torch and
+    transformers where they are installed (found without importing them)."""
+    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")}
+    for name in ("torch", "transformers", "npuir"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            dirs.update(str(Path(p).resolve()) for p in spec.submodule_search_locations)
+    return tuple(sorted(d for d in dirs if d))
+
+
+_NOT_OWNED_PARTS = frozenset({"site-packages", "dist-packages"})
+_PYTHON_DIR = re.compile(r"python\d+(\.\d+)?")
+
+
+def owned_file(path: str, globs: Sequence[str] | None = None) -> bool:
+    """Whether an edit may name `path`.  With `globs` (`--edit-files`): exactly the files
+    one of them matches (`fnmatch`, on the path as recorded or made absolute).  By default
+    every file but those of installed packages (under `site-packages` / `dist-packages`),
+    the standard library, torch, transformers and npuir, and the pseudo-files Python names
+    in angle brackets (`<string>`, `<frozen ...>`)."""
+    if path.startswith("<"):
+        return False
+    if globs:
+        full = os.path.abspath(path)
+        return any(fnmatch.fnmatch(path, g) or fnmatch.fnmatch(full, g) for g in globs)
+    parts = re.split(r"[\\/]", path)
+    if _NOT_OWNED_PARTS & set(parts):
+        return False
+    # Another machine's standard library (an archive keeps the exporter's paths).
+    if any(a == "lib" and _PYTHON_DIR.fullmatch(b) for a, b in pairwise(parts)):
+        return False
+    from npuir.frontends.torch import library_frame  # torch's and npuir.torchair's own files
+
+    if library_frame(path):
+        return False
+    full = str(Path(path).resolve()) if os.path.isabs(path) else path
+    return not any(full == d or full.startswith(d + os.sep) for d in _installed_dirs())
+
+
+def _pt2_frames(source: Any) -> dict[str, list[Site]]:
+    """Each node of a `.pt2`'s program: its stack's frames outside torch, outermost first
+    (read as data, as the importer reads them)."""
+    from npuir.frontends.pt2 import read_pt2
+    from npuir.frontends.pt2_graph import graph_of
+    from npuir.frontends.torch import library_frame
+
+    try:
+        graph = graph_of(read_pt2(source.filename, data=source.data).program)
+    except Exception:  # the import succeeded: a second read that fails only loses frames
+        return {}
+    out: dict[str, list[Site]] = {}
+    for node in graph.nodes:
+        trace = node.meta.get("stack_trace")
+        if isinstance(trace, str):
+            out[node.name] = [
+                (f, int(n)) for f, n in _STACK_FRAME.findall(trace) if not library_frame(f)
+            ]
+    return out
+
+
+def _retarget(
+    module: ModuleOp, frames: dict[str, list[Site]], globs: Sequence[str] | None
+) -> set[Site]:
+    """Locate each npu op whose line is in a file the user does not own at the innermost
+    frame of its node's stack in one they do (the call in their file that reaches the
+    library code making it); the call sites again, in owned files only: every owned frame
+    of a node's stack but the innermost."""
+    calls: set[Site] = set()
+    owned_cache: dict[str, bool] = {}
+
+    def owned(file: str) -> bool:
+        hit = owned_cache.get(file)
+        if hit is None:
+            hit = owned_cache[file] = owned_file(file, globs)
+        return hit
+
+    for chain in frames.values():
+        mine = [f for f in chain if owned(f[0])]
+        calls.update(mine[:-1])
+    for op in walk_nested(module):
+        if not isinstance(op, NpuOp):
+            continue
+        file, _ = _site(op, 0)
+        name = _op_name(op)
+        if owned(file) or name is None:
+            continue
+        chain = frames.get(name) or frames.get(_base_name(name) or name) or []
+        mine = [f for f in chain if owned(f[0])]
+        if mine:
+            op.location = FileLineColLoc(StringAttr(mine[-1][0]), IntAttr(mine[-1][1]), IntAttr(0))
+    return calls
+
+
+def _not_owned(module: ModuleOp, globs: Sequence[str] | None) -> set[Site]:
+    """The lines of npu ops and scopes in files the user does not own: pinned, as call sites
+    are (never wrapped, never hoisted from)."""
+    out: set[Site] = set()
+    verdict: dict[str, bool] = {}
+    for op in walk_nested(module):
+        if isinstance(op, NpuOp | stream.SwitchOp):
+            site = _site(op, 0)
+            if site[1] < 0:
+                continue
+            if site[0] not in verdict:
+                verdict[site[0]] = _python(site[0]) and not owned_file(site[0], globs)
+            if verdict[site[0]]:
+                out.add(site)
+    return out
 
 
 def advise(config: AdviseConfig, write: Any = None) -> Advice:
@@ -1708,7 +2218,7 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
         )
     module, text, calls, warnings = _load(config)
     advice: Advice = on_deep_stack(_advise, config, module, text, calls, write)
-    advice.warnings = warnings
+    advice.warnings = warnings + advice.warnings
     return advice
 
 
@@ -1725,6 +2235,7 @@ def _advise_shared(
 ) -> Advice:
     hw = device_of(module, config.hw)
     cases = _cases(config, module)
+    budget_bytes = _budget_bytes(config, module, hw)
     variants: list[Variant] = []
     by: dict[tuple[str, str | None], Variant] = {}
     timed_of: dict[tuple[str, str | None], Timed | None] = {}
@@ -1759,7 +2270,9 @@ def _advise_shared(
             "op": "the edits below (any op on any stream)",
         }[granularity],
         None,
+        "edits",
     )
+    auto_base = AUTO if config.mem_budget is None else _auto_under(config.mem_budget)
     reasons: list[str] = []
     keep = False
     source_text: str
@@ -1775,7 +2288,7 @@ def _advise_shared(
                 for f in auto_module.ops
                 if isinstance(f, FuncOp)
             }
-        auto_timed[case.label] = _time(config, case, AUTO.pipeline, auto_module, None)
+        auto_timed[case.label] = _time(config, case, auto_base.pipeline, auto_module, None)
     if granularity == "op":
         annotated = _annotated_auto(module, config)
         plan = None
@@ -1785,6 +2298,11 @@ def _advise_shared(
         search = Search(targets, scopes, infos, granularity, calls)
         written_tags = search.written()
         starts = [written_tags, {u: stream.MAIN_TAG for u in search.units}]
+        # The user's annotation with each per-layer scope's copies on one stream (what
+        # STREAM_PER_LAYER suggests), for the search to judge.
+        shared_tag = {t: tags[0] for _, tags in _per_layer_sites(module).values() for t in tags[1:]}
+        if shared_tag:
+            starts.append({u: shared_tag.get(t, t) for u, t in written_tags.items()})
         if targets:
             starts += _baseline_tags(search, hw, targets[0].judge)
             if auto_ops:
@@ -1798,14 +2316,29 @@ def _advise_shared(
         )
         tags = _rename(tags, search)
         written_cost = search.cost(written_tags)[0]
-        plan = _plan(tags, search)
+        launch = timing.launch_cost(hw)
+
+        def worth(candidate: dict[Unit, str], cost: float) -> bool:
+            """Whether an assignment gains enough over the annotation as written: more
+            than KEEP_WITHIN, and more than the launches of the streams it adds."""
+            added = len(set(candidate.values()) - set(written_tags.values()) - {stream.MAIN_TAG})
+            gain = written_cost - cost
+            return gain > KEEP_WITHIN * written_cost and gain >= added * launch
+
+        # The search's best, else the best start (the per-layer scopes' copies on one stream
+        # among them) that `with` blocks can say and that is worth its edits.
+        plan = None
+        for candidate, cost in [
+            (tags, best_cost),
+            *sorted(((t, search.cost(t)[0]) for t in starts), key=lambda tc: tc[1]),
+        ]:
+            if cost >= written_cost or not worth(candidate, cost):
+                continue
+            plan = _plan(candidate, search)
+            if plan is not None:
+                tags, best_cost = candidate, cost
+                break
         if plan is None:
-            plan = _plan(written_tags, search)
-            tags, best_cost = written_tags, written_cost
-        assert plan is not None
-        added = len(set(tags.values()) - set(written_tags.values()) - {stream.MAIN_TAG})
-        gain = written_cost - best_cost
-        if gain <= KEEP_WITHIN * written_cost or gain < added * timing.launch_cost(hw):
             keep = True
             plan = _plan(written_tags, search)
             assert plan is not None
@@ -1848,11 +2381,18 @@ def _advise_shared(
                 keep = False
     for case, timed in zip(cases, timed_advice):
         add(advice_base, case, timed, False)
-        add(AUTO, case, auto_timed[case.label], False)
+        add(auto_base, case, auto_timed[case.label], False)
     if search is not None and plan is not None and not keep:
-        edits = _edits(plan, search, limits)
+        edits = _with_imports(_edits(plan, search, limits))
     elif search is None:
         edits = _auto_edits(module, annotated, hw)
+        owned = [e for e in edits if e.source != "python" or owned_file(e.file, config.edit_files)]
+        if len(owned) < len(edits):
+            reasons.append(
+                "some of auto's changes are in files you do not edit (installed packages): "
+                "the edits leave them out, the pass row applies them all"
+            )
+        edits = _with_imports(owned)
     variants = _ordered(variants, cases)
     _reason(reasons, by, cases, best_name, keep)
     for case in cases:
@@ -1864,6 +2404,10 @@ def _advise_shared(
                 reasons.append(where + estimated.line() + " (as written)")
     flat = unannotated or _without_scopes(module)
     bounds = {case.label: _lower_bound(config, flat, case, hw) for case in cases}
+    weights = {c.label: c.weight for c in cases}
+    layer_warnings = _stream_per_layer(
+        config, module, cases, [timed_of.get((AS_WRITTEN.name, c.label)) for c in cases]
+    )
     advice = Advice(
         variants,
         bounds,
@@ -1872,9 +2416,11 @@ def _advise_shared(
         edits,
         keep and not limits,
         granularity,
-        {c.label: c.weight for c in cases},
+        weights,
         source=source_text,
         memory_pareto=_memory_pareto(config, flat, cases),
+        recommendation=recommend(variants, weights, budget_bytes, best_name),
+        warnings=layer_warnings,
     )
     if config.emit_mlir is not None:
         text = print_ir(annotated)
@@ -1885,6 +2431,71 @@ def _advise_shared(
             write(config.emit_mlir, text)
         advice.emitted = config.emit_mlir
     return advice
+
+
+def _per_layer_sites(module: ModuleOp) -> dict[Site, tuple[int, list[str]]]:
+    """The `with` lines whose copies have several tags: each site's column and tags, first
+    use first."""
+    tags: dict[Site, tuple[int, dict[str, None]]] = {}
+    for op in walk_nested(module):
+        if isinstance(op, stream.SwitchOp) and op.tag_name != stream.MAIN_TAG:
+            site = _site(op, 0)
+            loc = op.location
+            if site[1] > 0 and isinstance(loc, FileLineColLoc):
+                tags.setdefault(site, (loc.column.data, {}))[1][op.tag_name] = None
+    return {site: (col, list(t)) for site, (col, t) in tags.items() if len(t) > 1}
+
+
+def _stream_per_layer(
+    config: AdviseConfig, module: ModuleOp, cases: list[Case], written: list[Timed | None]
+) -> list[Diagnostic]:
+    """`STREAM_PER_LAYER` for each site whose copies' tags, made one (the site's first), cost
+    no more in any case than as written (`written`, per case)."""
+    out: list[Diagnostic] = []
+    for site, (column, tags) in _per_layer_sites(module).items():
+        shared = module.clone()
+        copies = 0
+        for op in walk_nested(shared):
+            if isinstance(op, stream.SwitchOp) and op.tag_name in tags and _site(op, 0) == site:
+                op.tag = StringAttr(tags[0])
+                copies += 1
+        text = print_ir(shared, debuginfo=True)
+        spans: list[tuple[int, int]] = []
+        for case, before in zip(cases, written):
+            after = _time(config, case, None, _parse_text(config, text), text)
+            if _bad(before) or _bad(after):
+                break
+            assert before is not None and after is not None
+            spans.append((after.result.makespan_ns, before.result.makespan_ns))
+        if len(spans) != len(cases) or any(a > b for a, b in spans):
+            continue
+        shared_ns = sum(c.weight * a for c, (a, _) in zip(cases, spans))
+        written_ns = sum(c.weight * b for c, (_, b) in zip(cases, spans))
+        out.append(
+            Diagnostic.of(
+                "warning",
+                STREAM_PER_LAYER,
+                SourceLocation(site[0], site[1], column),
+                copies=copies,
+                tags=", ".join(tags),
+                shared_us=f"{shared_ns / 1000:.1f}",
+                written_us=f"{written_ns / 1000:.1f}",
+            )
+        )
+    return out
+
+
+def _budget_bytes(config: AdviseConfig, module: ModuleOp, hw: Hardware) -> int | None:
+    """`config.mem_budget` in bytes (`hbm`: the device's HBM less the entry's static
+    arguments, as `mem-plan` reads it)."""
+    if config.mem_budget is None:
+        return None
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    names = entry_names(_run_config(config, None, None, config.shapes), module)
+    try:
+        return parse_budget(config.mem_budget, hw.hbm_bytes, argument_bytes(funcs[names[0]]))
+    except ValueError as exc:
+        raise UsageError(f"--mem-budget: {exc}") from None
 
 
 def _memory_pareto(config: AdviseConfig, module: ModuleOp, cases: list[Case]) -> list[Point]:
@@ -2061,8 +2672,9 @@ def _reason(
                 )
     if keep:
         reasons.append(
-            f"keep your annotation: the best structured variant is within {KEEP_WITHIN:.0%} of "
-            "it, or gains less than the launches of the streams it would add"
+            f"no edit to your with blocks is worth writing: the best structured variant is "
+            f"within {KEEP_WITHIN:.0%} of your annotation, or gains less than the launches of "
+            f"the streams it would add (the {best} row is your annotation as written)"
         )
 
 

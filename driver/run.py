@@ -37,6 +37,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from npuir.analysis.manager import LoweredFunction, analyses
 from npuir.analysis.program import Program, build_program, is_lowered, module_streams
 from npuir.backends.npu.calibrate import Fit, FitError, fit_hardware
+from npuir.backends.npu.estimates import estimated_ops
 from npuir.backends.npu.explain import compare, explain
 from npuir.backends.npu.groups import (
     MAX_MIRRORED,
@@ -226,6 +227,8 @@ class RunOutcome:
     state: list[set[int]] = field(default_factory=list[set[int]])
     """Per rank, the arguments that are a `.pt2`'s weights (their values are the
     archive's: `inputs` holds them, `input_arrays` leaves them out)."""
+    hw: Hardware | None = None
+    """The device simulated (None when the run did not get that far)."""
 
 
 def _hardware(config: RunConfig, module: ModuleOp) -> Hardware:
@@ -946,7 +949,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     elif check is not None and not check["passed"]:
         status = EXIT_CHECK
     state_args = [set(fixed) for fixed in state]
-    return RunOutcome(status, report, result, programs, warnings, inputs, outputs, state_args)
+    return RunOutcome(status, report, result, programs, warnings, inputs, outputs, state_args, hw)
 
 
 def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
@@ -963,53 +966,6 @@ def _pools(module: ModuleOp, funcs: Sequence[FuncOp]) -> list[Pool]:
     if available is not None and total > available:
         raise error(funcs[0], HOST_MEMORY, total=total, ranks=len(funcs), available=available)
     return [Pool(layout) for layout in layouts]
-
-
-@dataclass(frozen=True)
-class Estimated:
-    """The ops a simulation costed by estimate: `npu.opaque` ops (an op npuir has no npu op
-    for, costed from its tensor sizes), how many of each GE/ATen type, and the share of the
-    makespan during which at least one of them runs."""
-
-    kinds: dict[str, int]
-    share: float
-
-    def line(self) -> str:
-        """The report line, as `npuir-run`, `npuir-advise` and the torch backend print it."""
-        ops = sum(self.kinds.values())
-        named = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in sorted(self.kinds.items()))
-        return (
-            f"{ops} op(s) costed by estimate (npu.opaque, from tensor sizes: {named}) run "
-            f"during {self.share:.1%} of the makespan"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kinds": dict(sorted(self.kinds.items())), "share": self.share}
-
-
-def estimated_ops(result: SimResult, programs: Sequence[Program]) -> Estimated | None:
-    """What of a simulated run was costed by estimate (see `Estimated`); None when nothing
-    was.  The share is the union of those ops' run intervals over the makespan, so
-    estimates running side by side are not counted twice."""
-    kinds: dict[str, int] = {}
-    spans: list[tuple[int, int]] = []
-    for record in result.ops:
-        if record.rank >= len(programs):
-            continue
-        op = programs[record.rank].ops[record.node]
-        if isinstance(op, npu.OpaqueOp):
-            kinds[op.ge_type.data] = kinds.get(op.ge_type.data, 0) + 1
-            spans.append((record.start, record.end))
-    if not kinds:
-        return None
-    covered = 0
-    reach = -1
-    for start, end in sorted(spans):
-        start = max(start, reach)
-        if end > start:
-            covered += end - start
-        reach = max(reach, end)
-    return Estimated(kinds, covered / result.makespan_ns if result.makespan_ns else 0.0)
 
 
 AUTO_PIPELINE = (

@@ -18,6 +18,12 @@ Per graph dynamo hands over:
    `linear` whole -- so the FX graph is exactly what a `.pt2` of the same
    model holds, and `npuir.frontends.torch.import_exported_program` (the one
    converter) builds the IR on both routes;
+   Then the config's custom FX passes, `post_grad_custom_pre_pass` then
+   `post_grad_custom_post_pass` (TorchAir's attributes and signature,
+   `fn(gm, example_inputs, config)`), run in place on each graph npuir compiles -- the
+   ATen graph, or each npuir part of a split one (below) -- before its import, as TorchAir
+   runs them on the graph GE compiles; `npuir.torchair.auto_streams()` is one, and its
+   report joins the graph's;
 2. checks: `reduce-overhead` refuses a stream scope (in-graph multi-stream is
    max-autotune only), naming the scope's line;
 3. the graph dump the config asks for (`debug.graph_dump`);
@@ -63,9 +69,12 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
-from npuir.analysis.program import Program
+from npuir.analysis.program import Program, module_streams
 from npuir.api import print_ir
+from npuir.backends.npu.estimates import estimated_ops
 from npuir.backends.npu.explain import compare, explain
+from npuir.backends.npu.hardware import Hardware
+from npuir.backends.npu.kernels import numpy_dtype
 from npuir.backends.npu.numerics import NumericsError, resolve_entry, run_ranks
 from npuir.backends.npu.simulator import SimResult
 from npuir.context import make_context
@@ -77,11 +86,13 @@ from npuir.diagnostics import (
     SourceLocation,
 )
 from npuir.dialects import gear, npu, stream
-from npuir.driver.run import RunConfig, estimated_ops, run_program
+from npuir.driver.run import RunConfig, RunOutcome, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
 from npuir.frontends.torch import import_fx_graph, node_location
 from npuir.frontends.torchair import CompilerConfig, TorchairError, air_ops
+from npuir.frontends.torchair.auto_streams import AutoStreams
+from npuir.frontends.torchair.configs.compiler_config import CUSTOM_PASSES
 from npuir.frontends.torchair.core.utils import logger
 from npuir.frontends.torchair.graph import check_mode
 from npuir.frontends.torchair.inference import gears_of, warn_unless_dynamic
@@ -111,6 +122,13 @@ NOT_COMPILED = Kind(
     "torchair.bad-argument.reports", "reports() takes a model compiled with get_npu_backend"
 )
 """`reports` given a model not compiled with `get_npu_backend`."""
+STREAM_BUDGET = Kind(
+    "torchair.stream-budget",
+    "graph {graph} uses {streams} stream(s) in each of its {gears} gear(s): {total} streams, "
+    "more than the {budget} the device ({device}) has; share streams across gears or layers",
+)
+"""A graph whose streams x gears exceed the device's stream budget (`Hardware.max_streams`);
+arguments: `graph`, `streams`, `gears`, `total`, `budget`, `device`."""
 
 _GRAPH_IDS = itertools.count()
 """TorchAir numbers the concrete graphs of a process from 0."""
@@ -171,6 +189,46 @@ class ScheduleReport:
     checks, the dump and the lowering (dynamo's own capture excluded)."""
     report_seconds: float = 0.0
     """Making this report: four timing-only simulations and the lower bound."""
+    streams: int | None = None
+    """Streams the graph uses as compiled (the default one included)."""
+    gears: int = 1
+    """Gears of the graph: each is a graph of its own on the device, with its streams."""
+    warnings: list[Diagnostic] = field(default_factory=list[Diagnostic])
+    """Warnings about the graph, e.g. `torchair.stream-budget`."""
+    custom_pass: list[str] = field(default_factory=list[str])
+    """What the config's custom FX passes did (`auto_streams`' rendered report)."""
+
+    run: RunOutcome | None = field(default=None, repr=False, compare=False)
+    """The annotated program's run (None when it did not run): what `trace` and `html`
+    draw."""
+
+    def trace(self, path: str) -> None:
+        """Write the annotated program's run as `npuir-run --trace` writes it: Chrome trace
+        JSON laid out as torch_npu's trace_view.json.  Raises `ValueError` when there is no
+        run to draw (the graph ran eagerly, or its schedule deadlocks)."""
+        from npuir.backends.npu.trace import trace_json
+
+        run = self._drawable()
+        assert run.result is not None
+        Path(path).write_bytes(trace_json(run.result, run.programs, hw=run.hw))
+
+    def html(self, path: str) -> None:
+        """Write the annotated program's run as `npuir-run --report` writes it: one
+        self-contained HTML page.  Raises `ValueError` as `trace` does."""
+        from npuir.backends.npu.html_report import run_report_html
+
+        run = self._drawable()
+        assert run.result is not None
+        title = f"concrete graph {self.graph_id}"
+        Path(path).write_text(
+            run_report_html(run.report, run.result, run.programs, run.hw, title=title),
+            encoding="utf-8",
+        )
+
+    def _drawable(self) -> RunOutcome:
+        if self.run is None or self.run.result is None:
+            raise ValueError(f"concrete graph {self.graph_id} has no scheduled run to draw")
+        return self.run
 
     def render(self) -> str:
         """The report as the log shows it."""
@@ -186,6 +244,13 @@ class ScheduleReport:
                 + ", ".join(f"'{tag}' ({n} op(s))" for tag, n in self.scopes.items())
             )
         lines.extend(f"  why: {w}" for w in self.why)
+        if self.streams is not None:
+            lines.append(
+                f"  streams: {self.streams} per graph, {self.streams * self.gears} for its "
+                f"{self.gears} gear(s)"
+            )
+        lines.extend(f"  {d.severity}: {d.message}" for d in self.warnings)
+        lines.extend(self.custom_pass)
         if self.fallback_ops:
             lines.append(
                 "  runs eagerly"
@@ -250,6 +315,7 @@ def _report(
         explained[name] = explain(result, outcome.programs, hw)
         if name == "as annotated" and result.deadlock is None:
             annotated = (result, outcome.programs)
+            report.run = outcome
     try:
         report.lower_bound_ns = lower_bound_ns(funcs[0], hw)
     except DiagnosticError:
@@ -271,6 +337,25 @@ def _report(
 # ---------------------------------------------------------------------------------------------
 
 
+def stream_budget(graph_id: int, streams: int, gears: int, hw: Hardware) -> Diagnostic | None:
+    """The `torchair.stream-budget` warning when `streams` x `gears` exceed the device's
+    stream budget, else None (each gear is loaded as a graph of its own)."""
+    total = streams * gears
+    if total <= hw.max_streams:
+        return None
+    return Diagnostic.of(
+        "warning",
+        STREAM_BUDGET,
+        None,
+        graph=graph_id,
+        streams=streams,
+        gears=gears,
+        total=total,
+        budget=hw.max_streams,
+        device=hw.name,
+    )
+
+
 def ge_options(
     config: CompilerConfig,
     names: Sequence[str],
@@ -281,13 +366,16 @@ def ge_options(
 
     `ge.inputShape` / `ge.dynamicDims` / `ge.dynamicNodeType` are GE's gear options
     (`name:-1,2;...`, one `;`-separated gear of every geared dim's value), present when
-    an input has gears; `ge.aicoreNum` and `ge.enableSingleStream` mirror `ge_config`.
+    an input has gears; `ge.aicoreNum`, `ge.enableSingleStream` and
+    `ge.autoMultistreamParallelMode` mirror `ge_config`.
     """
     options: dict[str, str] = {}
     if config.ge_config.aicore_num is not None:
         options["ge.aicoreNum"] = str(config.ge_config.aicore_num)
     if config.ge_config.enable_single_stream:
         options["ge.enableSingleStream"] = "true"
+    if config.ge_config.auto_multistream_parallel_mode is not None:
+        options["ge.autoMultistreamParallelMode"] = config.ge_config.auto_multistream_parallel_mode
     if gears:
         parts = []
         for i, name in enumerate(names):
@@ -311,8 +399,21 @@ def ge_options(
 
 
 def _to_numpy(t: torch.Tensor) -> Array:
-    array: Array = t.detach().cpu().contiguous().numpy()
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        # numpy has no bfloat16: the same bits, as the interpreter's (ml_dtypes') bfloat16.
+        bits: Array = t.view(torch.int16).numpy()
+        return bits.view(numpy_dtype("bf16"))
+    array: Array = t.numpy()
     return array
+
+
+def _from_numpy(array: Array, dtype: torch.dtype) -> torch.Tensor:
+    """`array` as a torch tensor of `dtype` (bfloat16 bit for bit, as `_to_numpy` reads it)."""
+    array = np.ascontiguousarray(array)
+    if array.dtype == numpy_dtype("bf16"):
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16).to(dtype)
+    return torch.from_numpy(array).to(dtype)
 
 
 def _gear_check(
@@ -447,7 +548,7 @@ class _Compiled:
             ) from None
         out = []
         for array, (dtype, _) in zip(results, self.outputs):
-            out.append(torch.from_numpy(np.ascontiguousarray(array)).to(dtype))
+            out.append(_from_numpy(array, dtype))
         return tuple(out)
 
 
@@ -941,6 +1042,18 @@ class NpuBackend:
                 split = self._split(gm, ep, eager, examples, names, gears, graph_id, start)
                 split.free = free
                 return split
+            user = [examples[i] for i in tensor_pos]
+            applied = self._custom_passes(ep.graph_module, list(_flat_inputs(ep, user).values()))
+            if applied is not None:  # a pass rewrote the graph: import what it wrote
+                module = import_fx_graph(
+                    ep.graph,
+                    state=_state_names(ep),
+                    range_constraints=ep.range_constraints,
+                    config=self.config,
+                    gears=tensor_gears,
+                    decompositions=self.decompositions,
+                    diagnostics=DiagnosticEngine(),
+                )
         except (TorchairError, DiagnosticError) as exc:
             logger.error("%s", exc.diagnostic.render())
             return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))
@@ -972,6 +1085,7 @@ class NpuBackend:
                     "no npu kernel for " + ", ".join(opaque) + ": this graph runs eagerly",
                 )
             report = ScheduleReport(graph_id, options, fallback_ops=opaque)
+            report.custom_pass = applied or []
             report.compile_seconds = time.perf_counter() - start
             self.reports.append(report)
             return _Compiled(gm, None, None, names, gears, policy)
@@ -984,13 +1098,46 @@ class NpuBackend:
         seconds = time.perf_counter() - start
         self.modules.append(module)
         report = _report(graph_id, options, text, pipeline, shapes, self.imported[-1])
+        report.custom_pass = applied or []
+        self._count_streams(report, module, options)
         report.compile_seconds = seconds
         report.report_seconds = time.perf_counter() - start - seconds
         self.reports.append(report)
+        self._write_pictures(report)
         logger.info("%s", report.render())
         compiled = _Compiled(gm, module, outputs, names, gears, policy, None, constants)
         compiled.free = free
         return compiled
+
+    def _custom_passes(self, gm: torch.fx.GraphModule, inputs: list[Any]) -> list[str] | None:
+        """Run the config's custom FX passes on `gm` in place, as TorchAir runs them after AOT
+        autograd (pre, then post: npuir has no FX passes between them); None when the config
+        has none, else the reports of the `auto_streams` passes among them, rendered."""
+        hooks = [getattr(self.config, name) for name in CUSTOM_PASSES]
+        if not any(hooks):
+            return None
+        rendered: list[str] = []
+        for hook in hooks:
+            if hook is None:
+                continue
+            hook(gm, inputs, self.config)
+            if isinstance(hook, AutoStreams) and hook.reports:
+                rendered.append(hook.reports[-1].render())
+        gm.recompile()
+        return rendered
+
+    @staticmethod
+    def _count_streams(report: ScheduleReport, module: ModuleOp, options: dict[str, str]) -> None:
+        """Streams per graph and per gear set, and the budget warning (`stream_budget`)."""
+        report.streams = max(len(module_streams(module)), 1)
+        dims = options.get("ge.dynamicDims")
+        report.gears = len(dims.split(";")) if dims else 1
+        warning = stream_budget(
+            report.graph_id, report.streams, report.gears, device_of(module, None)
+        )
+        if warning is not None:
+            report.warnings.append(warning)
+            logger.warning("%s", warning.render())
 
     def _split(
         self,
@@ -1083,6 +1230,7 @@ class NpuBackend:
         if not all(isinstance(values.get(n), torch.Tensor) for n in segment.outputs):
             return None, "a part whose results are not all tensors"
         state = _state_names(ep)
+        applied = self._custom_passes(part, [values.get(n) for n in segment.inputs])
         module = import_fx_graph(
             part.graph,
             state={k: v for k, v in state.items() if any(n.name == k for n in segment.inputs)},
@@ -1107,9 +1255,12 @@ class NpuBackend:
         seconds = time.perf_counter() - start
         self.modules.append(module)
         report = _report(graph_id, options, text, pipeline, shapes, self.imported[-1])
+        report.custom_pass = applied or []
+        self._count_streams(report, module, options)
         report.compile_seconds = seconds
         report.report_seconds = time.perf_counter() - start - seconds
         reports.append(report)
+        self._write_pictures(report)
         outputs = [(values[n].dtype, True) for n in segment.outputs]
         program = _Compiled(part, module, outputs, [], {}, "zip", None, _constants(module))
         return program, ""
@@ -1187,6 +1338,23 @@ class NpuBackend:
         if module is not None:  # the builder's own check (the converter built it with it)
             check_mode(module, self.config)
 
+    def _write_pictures(self, report: ScheduleReport) -> None:
+        """`debug.schedule_report.path`: the graph's trace and HTML page, if it asks."""
+        where = self.config.debug.schedule_report.path
+        if where is None:
+            return
+        if report.run is None or report.run.result is None:  # a debugging aid: go on
+            logger.warning("graph %d: no scheduled run to draw", report.graph_id)
+            return
+        path = Path(where)
+        path.mkdir(parents=True, exist_ok=True)
+        stem = f"schedule_graph_{report.graph_id}" + (
+            f"_part_{report.part[0]}" if report.part is not None else ""
+        )
+        report.trace(str(path / f"{stem}.trace.json"))
+        report.html(str(path / f"{stem}.html"))
+        logger.info("graph %d: schedule trace and report in %s", report.graph_id, path)
+
     def _dump(self, graph_id: int, module: ModuleOp, text: str) -> None:
         dump = self.config.debug.graph_dump
         name = (
@@ -1235,4 +1403,4 @@ def get_npu_backend(
     return NpuBackend(compiler_config, custom_decompositions)
 
 
-__all__ = ["NpuBackend", "ScheduleReport", "gear", "get_npu_backend", "reports"]
+__all__ = ["NpuBackend", "ScheduleReport", "gear", "get_npu_backend", "reports", "stream_budget"]

@@ -42,9 +42,9 @@ import tomllib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -330,7 +330,7 @@ class TensorInfo:
 
 def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
     """The IR type of one output descriptor; fractal layouts use origin_shape."""
-    where = _loc(owner.location.filename, desc.line, desc.column)
+    where = _loc(owner.filename, desc.line, desc.column)
     table = op_table()
     dtype = desc.get("dtype")
     if dtype is None:
@@ -343,7 +343,7 @@ def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
         known = ", ".join(sorted(table.dtypes))
         at = desc.entries("dtype")[-1]
         raise _fail(
-            _loc(owner.location.filename, at.line, at.column),
+            _loc(owner.filename, at.line, at.column),
             UNKNOWN_DTYPE,
             dtype=dtype,
             index=index,
@@ -372,7 +372,15 @@ def tensor_info(desc: Message, owner: Node, index: int) -> TensorInfo:
             shown = str(d) if len(str(d)) <= 40 else str(d)[:37] + "..."
             raise _fail(where, DIM_RANGE, index=index, node=owner.name, dim=shown, limit=I64_MAX)
         shape.append(npu.DYN if d == -1 else d)
-    return TensorInfo(TensorType(_ELEMENT_TYPES[name], shape), fmt)
+    return TensorInfo(_tensor_type(name, tuple(shape)), fmt)
+
+
+@lru_cache(maxsize=4096)
+def _tensor_type(element: str, shape: tuple[int, ...]) -> TensorType[Attribute]:
+    """The tensor type of `shape` and the element type named `element`, made once: a
+    dump repeats a few types, and building one (with its checks) costs as much as the
+    rest of a small op's import."""
+    return TensorType(_ELEMENT_TYPES[element], list(shape))
 
 
 # --------------------------------------------------------------------------
@@ -439,6 +447,9 @@ class _OpBuild:
     types: list[TensorType[Attribute]]
     formats: list[str]
     emit: Callable[[Operation], Operation]
+    retyped: dict[tuple[object, ...], tuple[list[Attribute], object]]
+    """The importer's memo of the result types `make` builds ops with (and the types
+    their key names by identity)."""
 
     def op_class(self) -> type[npu.NpuOp]:
         assert self.rule.op is not None
@@ -454,14 +465,26 @@ class _OpBuild:
         cls = _NPU_OPS[name] if name is not None else self.op_class()
         args = list(self.operands if operands is None else operands)
         declared = list(self.types[: self.rule.outputs] if types is None else types)
-        op = cls.create(operands=args, result_types=declared, attributes=dict(attrs or {}))
+        attributes = dict(attrs or {})
         # A dump may declare an output element type the op does not compute (a precision
         # change GE applies at a later stage): build the op as it computes, cast afterwards.
-        inferred = op.infer_result_types([v.type for v in args])
-        retyped = [_with_element(d, i) for d, i in zip(declared, inferred)]
-        if retyped != declared:
-            op = cls.create(operands=args, result_types=retyped, attributes=dict(attrs or {}))
-        return self.emit(op)
+        # What the op computes depends on its class, operand types, declared types (reshape
+        # reads them) and attributes only: worked out once per such signature.
+        # Types by identity (hashing one by value walks its shape), kept alive by the memo so
+        # that no other type takes the identity.
+        arg_types = [v.type for v in args]
+        key = (cls, *map(id, arg_types), None, *map(id, declared), None, *attributes.items())
+        known = _memo_get(self.retyped, key)
+        if known is not None:
+            retyped = known[0]
+        else:
+            op = cls.create(operands=args, result_types=declared, attributes=attributes)
+            inferred = op.infer_result_types(arg_types)
+            retyped = [_with_element(d, i) for d, i in zip(declared, inferred)]
+            _memo_put(self.retyped, key, (retyped, (arg_types, declared)))
+            if retyped == declared:
+                return self.emit(op)
+        return self.emit(cls.create(operands=args, result_types=retyped, attributes=attributes))
 
     def translated_attrs(self) -> dict[str, Attribute]:
         out: dict[str, Attribute] = {}
@@ -496,6 +519,24 @@ def _with_element(declared: Attribute, inferred: Attribute) -> Attribute:
     ):
         return TensorType(inferred.element_type, declared.get_shape())
     return declared
+
+
+_T = TypeVar("_T")
+
+
+def _memo_get(memo: dict[tuple[object, ...], _T], key: tuple[object, ...]) -> _T | None:
+    """`memo[key]`, None when absent or when `key` holds an unhashable attribute."""
+    try:
+        return memo.get(key)
+    except TypeError:
+        return None
+
+
+def _memo_put(memo: dict[tuple[object, ...], _T], key: tuple[object, ...], value: _T) -> None:
+    try:
+        memo[key] = value
+    except TypeError:
+        pass  # an unhashable attribute: worked out every time
 
 
 Builder = Callable[[_OpBuild], list[SSAValue]]
@@ -795,6 +836,12 @@ class _Importer:
         self.values: dict[tuple[str, int], SSAValue] = {}
         self.formats: dict[tuple[str, int], str] = {}
         self.infos: dict[tuple[str, int], TensorInfo] = {}
+        self.types: dict[TensorType[Attribute], TensorType[Attribute]] = {}
+        self.desc_infos: dict[int, tuple[object, TensorInfo]] = {}
+        self.retyped: dict[tuple[object, ...], tuple[list[Attribute], object]] = {}
+        self.verified: dict[tuple[object, ...], object] = {}
+        self.filename_attr = StringAttr(filename)
+        self.columns: dict[int, IntAttr] = {}
         self.fallbacks: dict[str, list[tuple[Node, str]]] = defaultdict(list)
 
     # -- checks and ordering -------------------------------------------------
@@ -864,7 +911,23 @@ class _Importer:
         if key not in self.infos:
             if index >= len(node.outputs):
                 raise _fail(node.location, NO_DESCRIPTOR, node=node.name, index=index)
-            self.infos[key] = tensor_info(node.outputs[index], node, index)
+            desc = node.outputs[index]
+            # A descriptor whose text repeats one read before gives the same type (an error
+            # is worked out again, to be located at this one).
+            same = desc.text_key()
+            known = self.desc_infos.get(id(same)) if same is not None else None
+            if known is not None:
+                self.infos[key] = known[1]
+                return known[1]
+            info = tensor_info(desc, node, index)
+            # One object per type: the verifier's and the printer's caches are keyed by
+            # identity, and a dump repeats a few types over and over.
+            shared = self.types.setdefault(info.type, info.type)
+            if shared is not info.type:
+                info = TensorInfo(shared, info.format)
+            self.infos[key] = info
+            if same is not None:
+                self.desc_infos[id(same)] = (same, info)
         return self.infos[key]
 
     def warn(self, location: SourceLocation | None, kind: Kind, /, **args: Any) -> None:
@@ -893,7 +956,7 @@ class _Importer:
         if key != STREAM_LABEL and isinstance(raw, str):
             text = raw.strip()
             raw = int(text) if re.fullmatch(r"-?\d+", text) else _number_or_text(text)
-        where = _loc(node.location.filename, value.line, value.column)
+        where = _loc(node.filename, value.line, value.column)
         if isinstance(raw, int) and not I64_MIN <= raw <= I64_MAX:
             raise _fail(where, OUT_OF_I64, key=key, node=node.name, value=raw)
         try:
@@ -908,8 +971,14 @@ class _Importer:
     # -- building ---------------------------------------------------------------
 
     def location(self, node: Node) -> FileLineColLoc:
-        loc = node.location
-        return FileLineColLoc(StringAttr(loc.filename), IntAttr(loc.line), IntAttr(loc.column))
+        name = self.filename_attr
+        if name.data != node.filename:
+            name = StringAttr(node.filename)
+        # Blocks open at a few columns: one IntAttr each.
+        column = self.columns.get(node.column)
+        if column is None:
+            column = self.columns[node.column] = IntAttr(node.column)
+        return FileLineColLoc(name, IntAttr(node.line), column)
 
     def run(self) -> ModuleOp:
         self.index_nodes()
@@ -940,15 +1009,23 @@ class _Importer:
         block = Block(arg_types=arg_types)
         for n, arg in zip(args, block.args):
             self.values[(n.name, 0)] = arg
-            self.formats[(n.name, 0)] = self.info(n, 0).format
+            self.set_format((n.name, 0), self.info(n, 0).format)
 
-        # Which GE values are used by which op (data and control), to yield across scopes.
-        self.users: dict[tuple[str, int], list[str]] = defaultdict(list)
+        # Which GE values are used by which op (data and control), to yield across scopes:
+        # the one user's name, or a list of them (a list per value of a 10^6-op dump cost
+        # a hundred MB).
+        users: dict[tuple[str, int], str | list[str]] = {}
         for n in self.graph.nodes:
-            for e in n.inputs:
-                self.users[(e.source, e.index)].append(n.name)
-            for e in n.controls:
-                self.users[(e.source, 0)].append(n.name)
+            for e in [*n.inputs, *n.controls]:
+                k = (e.source, 0 if e.control else e.index)
+                known = users.get(k)
+                if known is None:
+                    users[k] = n.name
+                elif isinstance(known, str):
+                    users[k] = [known, n.name]
+                else:
+                    known.append(n.name)
+        self.users = users
 
         groups: list[tuple[_ScopeKey, list[Node]]] = []
         for n in body:
@@ -1066,8 +1143,7 @@ class _Importer:
             k
             for n in nodes
             for i in range(max(len(n.outputs), 1))
-            if (k := (n.name, i)) in self.values
-            and any(u not in names for u in self.users.get(k, ()))
+            if (k := (n.name, i)) in self.values and any(u not in names for u in self.users_of(k))
         ]
         escaping_values = [self.values[k] for k in escaping]
         types = [v.type for v in escaping_values]
@@ -1141,11 +1217,13 @@ class _Importer:
             if not operands:
                 raise _fail(node.location, IDENTITY_WITHOUT_INPUT, node=node.name)
             self.values[(node.name, 0)] = operands[0]
-            self.formats[(node.name, 0)] = formats[0] if formats else "ND"
+            self.set_format((node.name, 0), formats[0] if formats else "ND")
             self.summary.record(node.type, WAIT if waited else FORWARDED)
             return
 
         infos = [self.info(node, i) for i in range(len(node.outputs))]
+        for i in range(len(infos)):
+            del self.infos[(node.name, i)]  # asked for once more only for arguments
         types = [i.type for i in infos]
         results: list[SSAValue] | None = None
         if rule is not None:
@@ -1156,8 +1234,33 @@ class _Importer:
             became = OPAQUE if rule is None else FALLBACK
             self.summary.record(node.type, f"{WAIT} + {became}" if waited else became)
         for i, (v, info) in enumerate(zip(results, infos)):
-            self.values[(node.name, i)] = v
-            self.formats[(node.name, i)] = info.format
+            key = (node.name, i)
+            self.values[key] = v
+            self.set_format(key, info.format)
+
+    def set_format(self, key: tuple[str, int], fmt: str) -> None:
+        """The layout of a GE value; ND, the default, is not stored."""
+        if fmt != "ND":
+            self.formats[key] = fmt
+
+    def users_of(self, key: tuple[str, int]) -> Sequence[str]:
+        """The names of the ops reading the GE value `key`."""
+        known = self.users.get(key)
+        if known is None:
+            return ()
+        return [known] if isinstance(known, str) else known
+
+    def verify_op(self, op: Operation) -> None:
+        """`op.verify()`, once per signature: an npu op's checks read its class, operand
+        and result types and attributes only (as the verifier's memo relies on), not its
+        name in the dump."""
+        attrs = [(k, v) for k, v in op.attributes.items() if k != npu.OP_NAME]
+        types = (op.operand_types, op.result_types)
+        # Types by identity, kept alive by the memo (as in `_OpBuild.make`).
+        key = (type(op), *map(id, types[0]), None, *map(id, types[1]), None, *attrs)
+        if _memo_get(self.verified, key) is None:
+            op.verify()
+            _memo_put(self.verified, key, types)
 
     def try_rule(
         self,
@@ -1176,9 +1279,9 @@ class _Importer:
             made.append(op)
             return emit(op)
 
-        used = [i for i in range(len(node.outputs)) if self.users.get((node.name, i))]
+        used = [i for i in range(len(node.outputs)) if (node.name, i) in self.users]
         limit = rule.inputs if rule.inputs is not None else len(operands)
-        b = _OpBuild(node, rule, operands[:limit], types, formats, record)
+        b = _OpBuild(node, rule, operands[:limit], types, formats, record, self.retyped)
         reason = ""
         try:
             if any(i >= rule.outputs for i in used):
@@ -1187,14 +1290,14 @@ class _Importer:
                 raise _Fallback(f"{len(types)} output descriptor(s) for {rule.outputs} result(s)")
             results = BUILDERS.get(rule.builder or "", _generic)(b)
             for op in made:
-                op.verify()
+                self.verify_op(op)
             for i, (got, want) in enumerate(zip(results, types)):
-                if npu.compatible(want, got.type):
+                if got.type is want or npu.compatible(want, got.type):
                     continue
                 if _with_element(want, got.type) != got.type:
                     raise _Fallback(f"it gives {got.type} where the dump declares {want}")
                 results[i] = b.make("npu.cast", [got], [want]).results[0]
-                made[-1].verify()
+                self.verify_op(made[-1])
         except _Fallback as exc:
             reason = str(exc)
         except VerifyException as exc:

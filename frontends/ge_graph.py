@@ -12,12 +12,14 @@ and the location of its block.  Nothing here builds IR; stage three
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation
-from npuir.frontends.protobuf_text import Ident, Message, parse
+from npuir.frontends.protobuf_text import Ident, Message, parse, shared
 
 # A GE dump the importer refuses: one kind per reason, each `ge.invalid-dump.<what>`
 # (a consumer that only cares that the dump was refused matches the prefix).
@@ -47,28 +49,45 @@ NOT_A_DUMP = Kind(
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
-@dataclass(frozen=True)
+# Edges and nodes are slotted and keep their positions as numbers (a location is made
+# when asked for): a 10^6-op dump holds millions of them.
+
+
+@dataclass(frozen=True, slots=True)
 class Edge:
-    """One `input:` of a node: output `index` of `source`, or a control edge."""
+    """One `input:` of a node: output `index` of `source`, or a control edge; where the
+    `input:` stands."""
 
     source: str
     index: int
     control: bool
-    location: SourceLocation
+    filename: str
+    line: int
+    column: int
+
+    @property
+    def location(self) -> SourceLocation:
+        return SourceLocation(self.filename, self.line, self.column)
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
-    """One GE op, whichever dump shape it came from."""
+    """One GE op, whichever dump shape it came from; where its block stands."""
 
     name: str
     type: str
-    location: SourceLocation
+    filename: str
+    line: int
+    column: int
     order: int
     inputs: list[Edge] = field(default_factory=list[Edge])
     controls: list[Edge] = field(default_factory=list[Edge])
     attrs: dict[str, Message] = field(default_factory=dict[str, Message])
     outputs: list[Message] = field(default_factory=list[Message])
+
+    @property
+    def location(self) -> SourceLocation:
+        return SourceLocation(self.filename, self.line, self.column)
 
     def attr(self, key: str) -> Message | None:
         return self.attrs.get(key)
@@ -83,7 +102,7 @@ class Node:
         if not isinstance(raw, int):
             return None
         if not I64_MIN <= raw <= I64_MAX:
-            where = loc(self.location.filename, value.line, value.column)
+            where = loc(self.filename, value.line, value.column)
             raise fail(where, OUT_OF_I64, key=key, node=self.name, value=raw)
         return raw
 
@@ -132,27 +151,31 @@ def fail(location: SourceLocation | None, kind: Kind, /, **args: Any) -> Diagnos
     return DiagnosticError(Diagnostic.of("error", kind, location, **args))
 
 
-def _edge(text: str, location: SourceLocation) -> Edge | None:
-    """`"op:k"`, `"op"` (output 0), `"op:-1"` / `"^op"` (control), `""` (none)."""
+_OUTPUT_INDEX = re.compile(r"-?\d+")
+
+
+def _edge(text: str, filename: str, line: int, column: int) -> Edge | None:
+    """`"op:k"`, `"op"` (output 0), `"op:-1"` / `"^op"` (control), `""` (none).  The
+    source's name is interned: every input naming an op shares one string."""
     text = text.strip()
     if not text:
         return None
     if text.startswith("^"):
-        return Edge(text[1:], -1, True, location)
+        return Edge(sys.intern(text[1:]), -1, True, filename, line, column)
     name, sep, index = text.rpartition(":")
-    if sep and re.fullmatch(r"-?\d+", index):
+    if sep and _OUTPUT_INDEX.fullmatch(index):
         k = int(index)
         if k < -1:
-            raise fail(location, NEGATIVE_OUTPUT, input=text, index=k)
-        return Edge(name, k, k == -1, location)
-    return Edge(text, 0, False, location)
+            raise fail(loc(filename, line, column), NEGATIVE_OUTPUT, input=text, index=k)
+        return Edge(sys.intern(name), k, k == -1, filename, line, column)
+    return Edge(sys.intern(text), 0, False, filename, line, column)
 
 
 def _add_inputs(node: Node, msg: Message, filename: str) -> None:
     for entry in msg.entries("input"):
         if not isinstance(entry.value, str):
             raise fail(loc(filename, entry.line, entry.column), INPUT_NOT_STRING)
-        edge = _edge(entry.value, loc(filename, entry.line, entry.column))
+        edge = _edge(entry.value, filename, entry.line, entry.column)
         if edge is not None:
             (node.controls if edge.control else node.inputs).append(edge)
 
@@ -172,10 +195,16 @@ def _text_of(node_msg: Message, key: str) -> str:
     return value if isinstance(value, str) and not isinstance(value, Ident) else ""
 
 
+def _interned(node_msg: Message, key: str) -> str:
+    """`_text_of`, interned: an op's name is shared with the inputs naming it, and its
+    type with every op of that type (a 10^6-op dump holds millions of them)."""
+    return sys.intern(_text_of(node_msg, key))
+
+
 def _op_node(msg: Message, order: int, filename: str) -> Node:
     """A GE OpDef (`op { name type input attr input_desc output_desc }`)."""
     node = Node(
-        _text_of(msg, "name"), _text_of(msg, "type"), loc(filename, msg.line, msg.column), order
+        _interned(msg, "name"), _interned(msg, "type"), filename, msg.line, msg.column, order
     )
     _add_inputs(node, msg, filename)
     node.attrs = attr_map(msg)
@@ -185,9 +214,7 @@ def _op_node(msg: Message, order: int, filename: str) -> Node:
 
 def _node_node(msg: Message, order: int, filename: str) -> Node:
     """A TorchAir pbtxt NodeDef: every attribute value is GE text in one string."""
-    node = Node(
-        _text_of(msg, "name"), _text_of(msg, "op"), loc(filename, msg.line, msg.column), order
-    )
+    node = Node(_interned(msg, "name"), _interned(msg, "op"), filename, msg.line, msg.column, order)
     _add_inputs(node, msg, filename)
     for a in msg.messages("attr"):
         key, value = a.get("key"), a.get("value")
@@ -205,10 +232,24 @@ def _node_node(msg: Message, order: int, filename: str) -> Node:
     return node
 
 
+_INNER: dict[str, Message] = {}
+"""The messages of the attribute strings read lately: a pbtxt dump repeats its tensor
+descriptors in every node (located in the string, so equal text reads the same)."""
+_INNER_KEPT = 4096
+
+
 def _parse_inner(text: str, where: SourceLocation, key: str) -> Message:
     """Parse the GE text held in a pbtxt attribute string; errors point at the string."""
+    known = _INNER.get(text)
+    if known is not None:
+        return shared(known)
     try:
-        return parse(text, "<attribute>")
+        message = parse(text, "<attribute>")
+        if len(text) <= 4096:
+            if len(_INNER) >= _INNER_KEPT:
+                del _INNER[next(iter(_INNER))]
+            _INNER[text] = message
+        return message
     except DiagnosticError as exc:
         inner = exc.diagnostic.location  # the parser locates every error
         line, column = (inner.line, inner.column) if inner is not None else (1, 1)
@@ -218,21 +259,56 @@ def _parse_inner(text: str, where: SourceLocation, key: str) -> Message:
         ) from None
 
 
+def _converter(filename: str) -> Callable[[tuple[str, ...], Message], object]:
+    """Each op or node as the reader completes it (its block's messages are then freed):
+    a 10^6-op dump would otherwise hold every block's messages at once.  A block that
+    does not convert stays a message, converted again (and refused) in file order once
+    the whole text has parsed: a syntax error anywhere comes first, as without this."""
+
+    def convert(path: tuple[str, ...], msg: Message) -> object:
+        try:
+            if path in (("op",), ("graph", "op")):
+                return _op_node(msg, 0, filename)
+            if path == ("node",):
+                return _node_node(msg, 0, filename)
+        except DiagnosticError:
+            pass
+        return msg
+
+    return convert
+
+
+def _nodes(
+    parent: Message, field: str, make: Callable[[Message, int, str], Node], filename: str
+) -> list[Node]:
+    """The nodes of `field` in `parent`, in file order, those still messages made now."""
+    nodes: list[Node] = []
+    for entry in parent.entries(field):
+        value = entry.value
+        if isinstance(value, Message):
+            value = make(value, len(nodes), filename)
+        elif not isinstance(value, Node):
+            continue  # a scalar of that name
+        value.order = len(nodes)
+        nodes.append(value)
+    return nodes
+
+
 def read_graphs(text: str, filename: str) -> list[Graph]:
     """Every graph in a dump, whichever of the three shapes it has."""
-    top = parse(text, filename)
+    top = parse(text, filename, convert=_converter(filename))
     # pbtxt dumps carry no graph name: the file's stem names the function then.
     stem = re.sub(r"\W", "_", Path(filename).stem) or "main"
     if top.fields.get("graph"):
         graphs = []
         for g in top.messages("graph"):
-            nodes = [_op_node(m, i, filename) for i, m in enumerate(g.messages("op"))]
+            nodes = _nodes(g, "op", _op_node, filename)
             graphs.append(Graph(_text_of(g, "name") or stem, nodes))
         return graphs
     if top.fields.get("op"):
-        nodes = [_op_node(m, i, filename) for i, m in enumerate(top.messages("op"))]
+        nodes = _nodes(top, "op", _op_node, filename)
         return [Graph(_text_of(top, "name") or stem, nodes)]
     if top.fields.get("node"):
-        nodes = [_node_node(m, i, filename) for i, m in enumerate(top.messages("node"))]
+        nodes = _nodes(top, "node", _node_node, filename)
         return [Graph(_text_of(top, "name") or stem, nodes)]
     raise fail(loc(filename, 1, 1), NOT_A_DUMP)

@@ -31,6 +31,7 @@ from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, stream
 from npuir.dialects.npu import DYN, OP_NAME, NpuOp, dtype_name
 from npuir.frontends.ge import op_table
+from npuir.gc_pause import without_collector
 
 UNWRITABLE = Kind("ge.unwritable-op", "graph_dump cannot write '{op_name}' as a GE op")
 """An op the GE dump writer cannot name as a GE op; argument: `op_name`."""
@@ -86,13 +87,19 @@ class _Writer:
         self.names: dict[SSAValue, str] = {}
         self.nodes: list[_Node] = []
         self.used: set[str] = set()
+        self.next_suffix: dict[str, int] = {}
         self.types = _ge_types()
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
+        """`base`, else `base_k` for the smallest k free.  Names are only ever added, so
+        the search for a base resumes where its last one ended (it restarted from 0:
+        quadratic in the ops sharing a base, as unnamed ops of one type do)."""
+        k = self.next_suffix.get(base, 0)
+        name = f"{base}_{k}" if k else base
         while name in self.used:
             k += 1
             name = f"{base}_{k}"
+        self.next_suffix[base] = k + 1
         self.used.add(name)
         return name
 
@@ -218,6 +225,8 @@ def _pbtxt(nodes: list[_Node]) -> str:
     return "\n".join(out) + "\n"
 
 
+@without_collector  # it allocates while the module lives: collections would walk it, and
+# the walks grew with the module (quadratic time)
 def graph_text(module: ModuleOp, kind: str, name: str = "graph") -> str:
     """The first function of `module` as a `"txt"` or `"pbtxt"` GE dump."""
     func = next(op for op in module.ops if isinstance(op, FuncOp))

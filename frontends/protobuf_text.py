@@ -5,7 +5,9 @@ grammar is `protobuf_text.lark`) and returns the top-level `Message`.  Valid tex
 is read by `_read_fast`, a loop over the lexer's token pattern that builds the
 messages directly; text it refuses is read again by lark's LALR parser on the
 grammar (messages built as it reduces, no parse tree), whose error says where
-and why.  The garbage collector is paused meanwhile.  A message keeps its fields in file order, repeated
+and why.  A dump repeats its blocks (a tensor descriptor, an attribute) thousands of
+times: the fast reader reads each repeated block's text once and places the others on
+it, their fields (with their own positions) made only when asked for.  The garbage collector is paused meanwhile.  A message keeps its fields in file order, repeated
 fields as lists, and the line and column of every field, so that the second
 stage (`npuir.frontends.ge_graph`) can point a diagnostic at the `op {` block or the
 `input:` string it is about.  Nothing here knows GE's schema.
@@ -28,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -89,6 +91,77 @@ class Message:
         for entry in self.fields.get(name, ()):
             if isinstance(entry.value, Message):
                 yield entry.value
+
+    def text_key(self) -> object | None:
+        """An object shared by the messages read from identical text (a repeated block,
+        see `_read_fast`), so that what is worked out from one holds for the others;
+        None when this message was read on its own."""
+        return None
+
+
+_FIELDS = Message.__dict__["fields"]
+"""The slot holding a message's fields (`_Placed` reads it under its own property)."""
+
+
+class _Placed(Message):
+    """A message whose text, braces included, is that of one read before (`template`,
+    read from its body alone: its positions count from the body's first character).
+    Its fields are the template's, moved to where this one's body starts (`origin`,
+    the line and column of the character after its `{`), made when first asked for:
+    a dump repeats its tensor descriptors and attributes thousands of times."""
+
+    __slots__ = ("origin", "template")
+
+    def __init__(self, line: int, column: int, template: Message, origin: tuple[int, int]):
+        self.line = line
+        self.column = column
+        self.template = template
+        self.origin = origin
+
+    @property
+    def fields(self) -> dict[str, list[Entry]]:  # type: ignore[override]
+        try:
+            return _FIELDS.__get__(self)
+        except AttributeError:
+            pass
+        line0, column0 = self.origin
+        out: dict[str, list[Entry]] = {}
+        for name, entries in self.template.fields.items():
+            moved: list[Entry] = []
+            for e in entries:
+                value = e.value
+                if isinstance(value, Message):
+                    line, column = _moved(value.line, value.column, line0, column0)
+                    value = _Placed(line, column, value, self.origin)
+                line, column = _moved(e.line, e.column, line0, column0)
+                moved.append(Entry(value, line, column))
+            out[name] = moved
+        _FIELDS.__set__(self, out)
+        return out
+
+    def text_key(self) -> object | None:
+        return self.template
+
+    def __eq__(self, other: object) -> bool:
+        # Equal to a message read on its own with the same fields and positions (the
+        # dataclass's own equality wants one class).
+        if not isinstance(other, Message):
+            return NotImplemented
+        return (self.line, self.column, self.fields) == (other.line, other.column, other.fields)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def shared(msg: Message) -> Message:
+    """A message equal to `msg`, built from it when its fields are asked for, whose
+    `text_key` is `msg`: what a caller reading one text many times hands out for each."""
+    return _Placed(msg.line, msg.column, msg, (1, 1))
+
+
+def _moved(line: int, column: int, line0: int, column0: int) -> tuple[int, int]:
+    """A position in a template (from its body's start) at the body starting at
+    `line0`:`column0`."""
+    return line0 + line - 1, column0 + column - 1 if line == 1 else column
 
 
 _ESCAPES = {
@@ -443,19 +516,78 @@ class _NotFast(Exception):
     """The fast reader met something it does not accept: lark reads the text instead."""
 
 
-def _read_fast(text: str) -> Message:
+def _nested_block(depth: int) -> str:
+    """A `{...}` block nested at most `depth` deep, its strings whole (a brace in one is
+    text) and without comments, matched without backtracking."""
+    inner = rf"""[^{{}}"'#]++|{_STR}"""
+    if depth > 1:
+        inner += "|" + _nested_block(depth - 1)
+    return rf"\{{(?:{inner})*+\}}"
+
+
+_BLOCK = re.compile(_nested_block(5))
+_BLOCK_MAX = 4096
+"""Blocks longer than this are not looked up (a key costs its length to hash)."""
+_SHARED_MAX = 1 << 16
+"""At most this many distinct repeated blocks are kept as templates."""
+
+
+class _Shared:
+    """The repeated blocks of one text: a block's text is remembered (by its hash) the
+    first time, read into a template the second, and placed from that every later time."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.templates: dict[str, tuple[Message, int, int]] = {}
+
+    def template(self, span: str, start: int) -> tuple[Message, int, int] | None:
+        """The template of the block `span` (its body's message, the newlines in the
+        block, the offset after its last newline), None the first time it is met; the
+        block starts at offset `start` of the text (for a number's error)."""
+        hit = self.templates.get(span)
+        if hit is not None:
+            return hit
+        key = hash(span)
+        if key not in self.seen:
+            if len(self.seen) < 1 << 22:
+                self.seen.add(key)
+            return None
+        if len(self.templates) >= _SHARED_MAX:
+            return None
+        try:
+            body = _read_fast(span[1:-1])
+        except _BadNumber as exc:
+            exc.offset += start + 1
+            raise
+        newlines = span.count("\n")
+        hit = self.templates[span] = (body, newlines, span.rfind("\n") + 1)
+        return hit
+
+
+Convert = Callable[[tuple[str, ...], Message], Any]
+"""What `parse` calls as each message one or two levels deep is complete, with the field
+names leading to it; what it returns stands in the message's place."""
+
+
+def _read_fast(text: str, share: bool = False, convert: Convert | None = None) -> Message:
     """The grammar's language, read with the lexer's token pattern by a loop that builds
     the messages directly, in time linear in the text.
 
     lark's LALR driver costs about 1 us per token -- 5x what a 10^6-op dump costs as
     `.mlir` -- so valid text takes this path; text it refuses (`_NotFast`) is read again
     by lark, which says where and why, so every error message stays lark's.
+
+    `convert`: see `parse`.  With `share`, a block nested in a top-level message (a tensor descriptor, an
+    attribute) whose text repeats one met twice before is not read again: it becomes a
+    `_Placed` message on the template read from that text.
     """
+    shared = _Shared() if share else None
     match = _TOKEN.match
     next_string = _NEXT_STRING.match
     root = Message(1, 1)
     # The open messages, innermost last, each with the punctuation that closes it.
-    stack: list[tuple[Message, str]] = [(root, "")]
+    # ... with its name and its entry in its parent (where `convert` puts what it gives).
+    stack: list[tuple[Message, str, str, Entry | None]] = [(root, "", "", None)]
     msg = root
     pos, end = 0, len(text)
     line, line_start = 1, 0
@@ -485,7 +617,29 @@ def _read_fast(text: str) -> Message:
             return "".join([unescape(part[1:-1]) for part in parts]), after
         raise _NotFast
 
+    simple = _SIMPLE_FIELD.match
     while True:
+        f = simple(text, pos)
+        if f is not None:
+            # The common field, on one line: one match, no separator, no tail.
+            start = f.start("key")
+            newlines = text.count("\n", pos, start)
+            if newlines:
+                line += newlines
+                line_start = text.rfind("\n", pos, start) + 1
+            name = f.group("key")
+            bucket = msg.fields.get(name)
+            if bucket is None:
+                bucket = msg.fields[name] = []
+            value = f.group("s")
+            if value is None:
+                value = f.group("q")
+                if value is None:
+                    digits = f.group("int")
+                    value = _ident(f.group("word")) if digits is None else int(digits)
+            bucket.append(Entry(value, line, start - line_start + 1))
+            pos = f.end()
+            continue
         m = match(text, pos)
         if m is None:
             at = _SKIPPED.match(text, pos).end()  # type: ignore[union-attr]
@@ -503,8 +657,11 @@ def _read_fast(text: str) -> Message:
             closer = m.group("punct")
             if closer != stack[-1][1]:
                 raise _NotFast
-            stack.pop()
+            done, _, done_name, done_entry = stack.pop()
             msg = stack[-1][0]
+            if convert is not None and len(stack) <= 2 and done_entry is not None:
+                path = (done_name,) if len(stack) == 1 else (stack[-1][2], done_name)
+                done_entry.value = convert(path, done)
             pos = m.end()
         elif kind in ("name", "colon", "open"):
             name = m.group("name")
@@ -512,11 +669,34 @@ def _read_fast(text: str) -> Message:
             if bucket is None:
                 bucket = msg.fields[name] = []
             if m.group("open") is not None:
-                child = Message(line, column)
-                bucket.append(Entry(child, line, column))
-                stack.append((child, "}" if m.group("open")[-1] == "{" else ">"))
-                msg = child
-                pos = m.end()
+                opener = m.group("open")[-1]
+                brace = m.end() - 1
+                if (
+                    shared is not None
+                    and len(stack) > 1
+                    and opener == "{"
+                    and (block := _BLOCK.match(text, brace)) is not None
+                    and block.end() - brace <= _BLOCK_MAX
+                    and (hit := shared.template(text[brace : block.end()], brace)) is not None
+                ):
+                    body, newlines, last = hit
+                    origin_line = line + text.count("\n", start, brace)
+                    origin_start = text.rfind("\n", 0, brace + 1) + 1
+                    origin = (origin_line, brace + 2 - origin_start)
+                    bucket.append(Entry(_Placed(line, column, body, origin), line, column))
+                    pos = block.end()
+                    if newlines:
+                        line = origin_line + newlines
+                        line_start = brace + last
+                        start = pos  # the newlines are counted
+                else:
+                    child = Message(line, column)
+                    entry = Entry(child, line, column)
+                    bucket.append(entry)
+                    stack.append((child, "}" if opener == "{" else ">", name, entry))
+                    msg = child
+                    pos = m.end()
+                    continue  # a message's opener ends no field
             elif m.group("colon") is not None:
                 pos = m.end()
                 after = _SKIPPED.match(text, pos).end()  # type: ignore[union-attr]
@@ -554,8 +734,6 @@ def _read_fast(text: str) -> Message:
         if tail:
             line += tail
             line_start = text.rfind("\n", start, pos) + 1
-        if kind != "punct" and m.group("open") is not None:
-            continue  # a message's opener ends no field
         sep = _SEPARATOR.match(text, pos)
         if sep is not None:
             newlines = text.count("\n", pos, sep.end())
@@ -565,19 +743,36 @@ def _read_fast(text: str) -> Message:
             pos = sep.end()
 
 
+_SIMPLE_FIELD = re.compile(
+    _SKIP
+    + r"""(?P<key>[A-Za-z_][A-Za-z0-9_]*)[ \t]*+:[ \t]*+"""
+    + r"""(?:"(?P<s>[^"\\\n]*)"|'(?P<q>[^'\\\n]*)'|(?P<int>-?\d{1,18})|(?P<word>[A-Za-z_][A-Za-z0-9_]*))"""
+    + r"(?=[ \t\r\n]*+\}|[ \t\r\n]++[A-Za-z_]|[ \t\r\n]*+\Z)"
+)
+"""`name: value` with a string without escapes, a small integer or an identifier as its
+value, and a field name, a `}` or the end next (no separator, no string joined to it):
+read by `_read_fast` in one match."""
 _SEPARATOR = re.compile(_SKIP + "[,;]")
 """The separator that may end a field, after skipped text."""
 
 
-def parse(text: str, filename: str, line_offset: int = 0) -> Message:
+def parse(
+    text: str, filename: str, line_offset: int = 0, convert: Convert | None = None
+) -> Message:
     """Parse protobuf text into its top-level `Message`; errors are located in `filename`.
 
     `line_offset` shifts reported lines, for text that starts inside another file.
+    `convert(path, message)`, when given, may be called as each message one or two levels
+    deep is complete (`path`: the field names leading to it, `("op",)` or `("graph",
+    "op")`), and what it returns stands in the message's place: a reader that turns
+    each record of a large file into its own object as it goes holds one record's
+    messages at a time, not the whole file's.  It must not raise; on text the fast reader
+    leaves to lark it is not called (the caller converts what is still a message).
     """
     try:
         with collector_paused():
             try:
-                return _read_fast(text)
+                return _read_fast(text, share=True, convert=convert)
             except _NotFast:
                 pass
             return _parser().parse(text)  # type: ignore[return-value]

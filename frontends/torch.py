@@ -72,6 +72,7 @@ from npuir.diagnostics import (
 )
 from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
+from npuir.frontends import aten_fused
 from npuir.frontends import aten_models
 from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, read_pt2
 from npuir.frontends.pt2_graph import Graph as Pt2Graph
@@ -356,10 +357,22 @@ class _Importer:
             return self.graph.constant(value, like.dtype)
         raise UnsupportedOp(f"operand {value!r} is neither a tensor nor a number")
 
+    def traced_dtype(self) -> Any | None:
+        """The dtype torch traced for the node being built (None when it has no tensor)."""
+        val: Any = self.node.meta.get("val") if self.node is not None else None
+        return val.dtype if _is_tensor(val) else None
+
     def binary(self, fn: Callable[[Tensor, Tensor], Tensor]) -> Callable[..., Tensor]:
         def build(a: Any, b: Any, *rest: Any, **kwargs: Any) -> Tensor:
             if rest or kwargs.get("alpha", 1) != 1:
                 raise UnsupportedOp("alpha != 1")
+            # Torch promotes mixed operands (f64 + f32, a bool tensor times 3, an int
+            # divided) to the result's dtype before computing; npu ops take one element
+            # type, so the operands are cast to it first.
+            promoted = self.traced_dtype()
+            if promoted is not None and dtype_supported(promoted):
+                a = self.cast(a, promoted) if isinstance(a, Tensor) else a
+                b = self.cast(b, promoted) if isinstance(b, Tensor) else b
             if not isinstance(a, Tensor):
                 return fn(self.tensor(a, b), b)
             return fn(a, self.tensor(b, a))
@@ -552,7 +565,7 @@ class _Importer:
                 self.env[node] = self.decompose(node, handlers)
             elif handler is None:
                 self.env[node] = self.opaque_op(node)
-            elif self.strict or not _target_name(node.target).startswith("aten."):
+            elif self.strict or not _target_name(node.target).startswith(aten_fused.OPERATORS):
                 self.env[node] = handler(*self.arg(node.args), **self.arg(node.kwargs))
             else:
                 try:
@@ -646,6 +659,7 @@ class _Importer:
             ),
         }
         table.update(importlib.import_module("npuir.frontends.aten_core").handlers(self))
+        table.update(aten_fused.handlers(self, UnsupportedOp))
         table.update(aten_models.handlers(self))  # transformers' forms (aten_models.py)
         return table
 
@@ -811,7 +825,11 @@ class _Importer:
         return ops.rms_norm(x, weight, epsilon)
 
     def sum(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
-        return ops.sum(self.cast(x, dtype), dim, keepdim)
+        # Torch sums bool and integer tensors in int64 (its traced dtype): summing in int8
+        # and casting after would wrap.
+        return ops.sum(
+            self.cast(x, dtype if dtype is not None else self.traced_dtype()), dim, keepdim
+        )
 
     def mean(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
         x = self.cast(x, dtype)

@@ -135,6 +135,7 @@ from npuir.schedule.core_check import CoreChecker, has_holder
 from npuir.schedule.limits import LimitPolicy, LimitSpace, policies
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara, solo_durations
+from npuir.schedule.pair_rule import as_lowered, keeping_pair_rule
 
 BASELINES = (Mode.SINGLE, Mode.GE, Mode.ENGINE, Mode.NIMBLE)
 """The cost-free modes auto starts from."""
@@ -232,6 +233,11 @@ class Judge:
         limits it is simulated with) is judged `INFEASIBLE`: `stream-partition` would not
         keep it, but fall back to the written partition.  Only up to
         `HAZARD_SEARCH_NODES` nodes (the check costs a happens-before relation a trial)."""
+        self.refuse_pair_rule = refuse_hazards and keeping_pair_rule()
+        """Whether a schedule that breaks seed 003's pair rule is judged `INFEASIBLE`: when
+        `stream-partition` asks (`npuir.schedule.pair_rule.keep_pair_rule_in_search`: the
+        written program keeps the rule), it would undo such a schedule's moves after the
+        search; refused here, the search finds the best schedule that keeps it instead."""
         self.chained = with_collective_chain(prog)
         """`prog` as it is lowered and judged: each group's collectives one after another
         (`stream-partition` chains them in every mode that places ops)."""
@@ -387,6 +393,8 @@ class Judge:
 
         if self.refuse_hazards and _has_hazard(lowered, origin, limit_fn, self.hw):
             return Judged(name, assignment, INFEASIBLE, 0, [])
+        if self.refuse_pair_rule and _breaks_pair_rule(lowered, origin, limit_fn, self.hw):
+            return Judged(name, assignment, INFEASIBLE, 0, [])
         # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
         result = simulate_span(
             [lowered],
@@ -463,6 +471,21 @@ class _SimulatedLimits:
     def configured(self, op: NpuOp, engine: str) -> bool:
         fn = self.limit_fn
         return fn is not None and fn(self.prog, self.node_of[op], engine) is not None
+
+
+def _breaks_pair_rule(
+    lowered: Program, origin: Sequence[int], limit_fn: LimitFn | None, hw: Hardware
+) -> bool:
+    """Whether the lowered program breaks seed 003's pair rule (`CoreChecker.pair_violations`,
+    `coreset-check`'s error) under the limits it is simulated with, read as `coreset-check`
+    reads them after `coreset-lower` (a count equal to the device's is no limit)."""
+    node_of = {
+        lowered.ops[n]: n
+        for n in range(len(lowered))
+        if lowered.kind[n] is NodeKind.COMPUTE and origin[n] >= 0
+    }
+    counts = as_lowered(_SimulatedLimits(node_of, limit_fn, lowered, hw), hw)
+    return bool(CoreChecker(lowered, counts, hw).pair_violations())
 
 
 def _has_hazard(
@@ -956,6 +979,7 @@ def _search_key(
         max_streams,
         tuple(sorted(reserved)),
         reorder,
+        keeping_pair_rule(),
     )
 
 

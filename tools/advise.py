@@ -10,6 +10,7 @@ from typing import NoReturn
 
 from npuir.diagnostics import Diagnostic, DiagnosticError, SourceManager, UsageError
 from npuir.driver.advise import GRANULARITIES, AdviseConfig, advise
+from npuir.progress import progress
 from npuir.tools.cli import (
     EXIT_INPUT,
     EXIT_OK,
@@ -84,17 +85,38 @@ def _arg_parser() -> argparse.ArgumentParser:
         help="how much each gear's makespan counts, in gear order (default: equally)",
     )
     ap.add_argument(
+        "--mem-budget",
+        metavar="BYTES|hbm",
+        help="recommend only an option whose planned peak fits (64MiB, 2GiB, or hbm: the "
+        "device's HBM less the inputs); the pass row is then auto under this budget",
+    )
+    ap.add_argument(
+        "--edit-files",
+        action="append",
+        metavar="GLOB",
+        help="the files edits may name (repeatable; default: every file outside installed "
+        "packages, the standard library, torch, transformers and npuir)",
+    )
+    ap.add_argument(
         "--emit-mlir",
         metavar="OUT.mlir",
         help="write the input with the recommended scopes, in source form",
     )
     ap.add_argument("--json", action="store_true", help="print the advice as one JSON object")
+    ap.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    ap.add_argument(
+        "--report",
+        metavar="OUT.html",
+        help="also write the advice as one self-contained HTML page (needs matplotlib)",
+    )
     add_common_arguments(ap)
     return ap
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
+    if args.json or args.quiet:
+        progress.disable()
     config = AdviseConfig(
         path=args.input,
         hw=args.hw,
@@ -105,6 +127,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         emit_mlir=args.emit_mlir,
         granularity=args.granularity,
         gear_weights=args.gear_weights,
+        mem_budget=args.mem_budget,
+        edit_files=args.edit_files,
     )
     sources = SourceManager()
     try:
@@ -115,8 +139,20 @@ def run(argv: Sequence[str] | None = None) -> int:
                 sources.add(args.input, f.read().decode("utf-8", errors="replace"))
     except OSError:
         pass  # advise reports the unreadable file
+    # --report draws the recommended program: advise writes it as --emit-mlir would.
+    advised: dict[str, str] = {}
+
+    def write(path: str, text: str) -> None:
+        advised["mlir"] = text
+        if args.emit_mlir is not None:
+            write_text(path, text)
+
+    if args.report and args.emit_mlir is None:
+        config.emit_mlir = args.report + ".mlir"  # a name only: `write` keeps the text
     try:
-        advice = advise(config, write=write_text)
+        advice = advise(config, write=write)
+        if args.emit_mlir is None:
+            advice.emitted = None
     except UsageError as exc:
         if args.json:
             print_json_error(Diagnostic.of("error", USAGE, reason=str(exc)))
@@ -132,6 +168,20 @@ def run(argv: Sequence[str] | None = None) -> int:
             for diagnostic in (exc.diagnostic, *exc.notes):
                 print(diagnostic.render(sources), file=sys.stderr)
         return EXIT_INPUT
+    if args.report:
+        from npuir.tools.run import advised_config, write_advice_report
+
+        try:
+            title = f"npuir-advise {args.input}"
+            advised_run = advised_config(args, advised.get("mlir"))
+            write_advice_report(args.report, advice.to_json(), title, advised_run)
+        except UsageError as exc:
+            if args.json:
+                print_json_error(Diagnostic.of("error", USAGE, reason=str(exc)))
+            else:
+                print(f"npuir-advise: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    progress.clear()
     if args.json:
         print_json(advice.to_json())
     else:

@@ -166,7 +166,10 @@ def run(argv: Sequence[str] | None = None) -> int:
                     path=source.filename,
                 )
             )
-        result = import_text(ctx, source.text(ctx), source.filename, args.graph, args.strict)
+        text, filename = source.text(ctx), source.filename
+        del source  # its bytes: as large as the text, which is all the import needs
+        result = import_text(ctx, text, filename, args.graph, args.strict)
+        del text  # the diagnostics' source manager keeps it
     except DiagnosticError as exc:
         if args.json:
             print_json_error(exc.diagnostic, exc.notes)

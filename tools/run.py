@@ -123,6 +123,12 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
     ap.add_argument("--plot", metavar="OUT.png", help="write a PNG timeline (needs matplotlib)")
     ap.add_argument(
+        "--report",
+        metavar="OUT.html",
+        help="write one self-contained HTML page: the timeline (zoomable), busy time, cores, "
+        "memory, step trace and the reasons (needs matplotlib)",
+    )
+    ap.add_argument(
         "--outputs", metavar="OUT.npz", help="save the outputs computed: outN (or rankR/outN)"
     )
     ap.add_argument(
@@ -134,6 +140,11 @@ def _arg_parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help="print the report, or the error, as one JSON object with every warning",
+    )
+    ap.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line on stderr (it shows only on a terminal, after 2 s)",
     )
     ap.add_argument(
         "--load-pass",
@@ -188,20 +199,85 @@ def _fail(
     return code
 
 
+def memory_budget(spec: str | None, outcome: RunOutcome) -> int | None:
+    """`--mem-budget` in bytes for rank 0's program (None without one), as the run's
+    `mem-plan` pass read it."""
+    if spec is None or outcome.hw is None or not outcome.programs:
+        return None
+    from npuir.analysis.mem_planners import argument_bytes, parse_budget
+
+    return parse_budget(spec, outcome.hw.hbm_bytes, argument_bytes(outcome.programs[0].func))
+
+
+def advised_config(args: argparse.Namespace, mlir: str | None) -> RunConfig | None:
+    """How `npuir-advise --report` runs the recommended program (`mlir`, None when advise
+    wrote none): as `npuir-run` would, timing only, on the device and ranks advise used."""
+    if mlir is None:
+        return None
+    return RunConfig(
+        path=f"{args.input} (with the recommended edits)",
+        source=mlir,
+        entry=args.entry,
+        entries=args.entries.split(",") if args.entries else None,
+        ranks=args.ranks,
+        hw=args.hw,
+        shapes=dict(args.shape),
+        timing_only=True,
+    )
+
+
+def write_advice_report(
+    path: str, advice: dict[str, Any], title: str, advised: RunConfig | None
+) -> None:
+    """`npuir-advise --report`: the advice's HTML page at `path`, with the run of `advised`
+    (the program with the recommended edits) when it runs as it is; a `UsageError` when
+    matplotlib is missing or the file cannot be written."""
+    from npuir.backends.npu.html_report import ReportUnavailable, Run, advice_report_html
+
+    recommended, note = None, ""
+    if advised is not None:
+        try:
+            outcome = run_program(advised)
+        except (DiagnosticError, UsageError) as exc:
+            note = f"The recommended program is not drawn: {exc}"
+        else:
+            if outcome.result is not None:
+                recommended = Run(outcome.report, outcome.result, outcome.programs, outcome.hw)
+    try:
+        page = advice_report_html(advice, title=title, recommended=recommended, note=note)
+    except ReportUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    write_text(path, page)
+
+
 def _write_files(args: argparse.Namespace, outcome: RunOutcome) -> None:
     """Every output file asked for; raises `OutputError` (a `UsageError`) on the first that
     cannot be written."""
-    if outcome.result is not None and (args.trace or args.plot or args.emit_profile):
+    if outcome.result is not None and (args.trace or args.plot or args.emit_profile or args.report):
         from npuir.backends.npu.profile import profile_csv
         from npuir.backends.npu.trace import plot_timeline, trace_json
 
         result, programs = outcome.result, outcome.programs
         if args.trace:
-            write_bytes(args.trace, trace_json(result, programs))
+            budget = memory_budget(args.mem_budget, outcome)
+            data = trace_json(result, programs, hw=outcome.hw, memory_budget=budget)
+            write_bytes(args.trace, data)
         if args.plot:
             write_output(args.plot, lambda out: plot_timeline(result, programs, out))
         if args.emit_profile:
             write_text(args.emit_profile, profile_csv(result, programs))
+        if args.report:
+            from npuir.backends.npu.html_report import run_report_html
+
+            page = run_report_html(
+                outcome.report,
+                result,
+                programs,
+                outcome.hw,
+                title=f"npuir-run {args.input}",
+                memory_budget=memory_budget(args.mem_budget, outcome),
+            )
+            write_text(args.report, page)
     if args.outputs:
         arrays = output_arrays(outcome)
         write_output(args.outputs, lambda out: save_arrays(out, arrays))
@@ -217,8 +293,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         ap.error("--ranks must be >= 1")
     if (args.fit_hw is None) != (args.fit_out is None):
         ap.error("--fit-hw and --fit-out go together")
-    if args.json:
-        progress.disable()  # the output is for a machine
+    if args.json or args.quiet:
+        progress.disable()  # the output is for a machine, or the user asked for quiet
     for flag, value in (
         ("--check", args.check),
         ("--check-memory", args.check_memory),
@@ -232,11 +308,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         for module in args.load_pass:
             load_passes(module)
-        if args.plot:
+        for flag, wanted in (("--plot", args.plot), ("--report", args.report)):
             import importlib.util
 
-            if importlib.util.find_spec("matplotlib") is None:
-                raise UsageError("--plot needs matplotlib: pip install 'npuir[plot]'")
+            if wanted and importlib.util.find_spec("matplotlib") is None:
+                raise UsageError(f"{flag} needs matplotlib: pip install 'npuir[plot]'")
         source = read(args.input)
         if source.format is not Format.PT2:
             sources.add(source.filename, source.data.decode("utf-8", errors="backslashreplace"))
@@ -275,6 +351,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _fail(args, EXIT_USAGE, Diagnostic.of("error", USAGE, reason=str(exc)), (), sources)
     except DiagnosticError as exc:
         return _fail(args, EXIT_INPUT, exc.diagnostic, exc.notes, sources)
+    progress.clear()
     if args.json:
         print_json(outcome.report)
     else:

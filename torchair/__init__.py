@@ -31,7 +31,9 @@ is: the same `scope` functions act on torch tensors (TorchAir's `air::` ops,
 eager, `torch.compile`, `torch.export`), `inference.set_dim_gears` takes torch
 tensors, and `get_npu_backend(compiler_config=...)` is a `torch.compile`
 backend whose compiled model runs npuir's lowered program (`reports(model)`
-gives each compile's schedule report); `configs.compiler_config.CompilerConfig`
+gives each compile's schedule report), `auto_streams()` is npuir's schedule as a
+TorchAir custom FX pass (`config.post_grad_custom_pre_pass = auto_streams()`);
+`configs.compiler_config.CompilerConfig`
 and `core.utils.logger` are at TorchAir's import paths.  Without `torch_npu`,
 importing this package gives torch tensors and modules a `.npu()` that does nothing
 (`npuir.frontends.torchair.npu_standin`; a real `torch_npu` is never shadowed), so a
@@ -84,10 +86,12 @@ after_torch(_npu_standin.install)
 
 if TYPE_CHECKING:
     from npuir.driver.torch_backend import get_npu_backend, reports
+    from npuir.frontends.torchair.auto_streams import auto_streams
 
 
 def __getattr__(name: str) -> object:
-    """`get_npu_backend` and `reports`, from `npuir.driver.torch_backend`.
+    """`get_npu_backend` and `reports`, from `npuir.driver.torch_backend`, and
+    `auto_streams`, from `npuir.frontends.torchair.auto_streams`.
 
     The backend needs torch, and the builder API does not: the driver's module is
     imported when one of its names is first used, so `from npuir import torchair`
@@ -98,6 +102,10 @@ def __getattr__(name: str) -> object:
         from npuir.driver import torch_backend
 
         return getattr(torch_backend, name)
+    if name == "auto_streams":  # a TorchAir custom FX pass: needs torch too
+        from npuir.frontends.torchair.auto_streams import auto_streams
+
+        return auto_streams
     raise AttributeError(f"module 'npuir.torchair' has no attribute '{name}'")
 
 
@@ -108,6 +116,7 @@ __all__ = [
     "Program",
     "Tensor",
     "TorchairError",
+    "auto_streams",
     "configs",
     "core",
     "current_graph",

@@ -78,6 +78,12 @@ def _mem_verify() -> type[ModulePass]:
     return MemVerifyPass
 
 
+def _npu_fuse_kernels() -> type[ModulePass]:
+    from npuir.transforms.npu_fuse_kernels import NpuFuseKernelsPass
+
+    return NpuFuseKernelsPass
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "gear-multiversion": _gear_multiversion,
     "stream-partition": _stream_partition,
@@ -90,6 +96,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "sync-verify": _sync_verify,
     "mem-plan": _mem_plan,
     "mem-verify": _mem_verify,
+    "npu-fuse-kernels": _npu_fuse_kernels,
 }
 """Every npuir pass by name.  The `test-*` passes that print what an analysis computes are
 not among them: they live with the tests (test/lib/analysis_passes.py), and the lit tests

@@ -20,14 +20,22 @@ written program only risked became a deadlock once a mode placed a peer's collec
 behind work the starving collective held cores from.  A schedule without a hazard on
 any rank cannot deadlock on cores; the written program runs as the user ran it.
 `coreset-check` warns about the written program's own hazards.
+
+Nor does a mode that places ops build a function `coreset-check` refuses when the written
+one passes it: when its assignment breaks seed 003's pair rule (two streams that can run at
+the same time, their core limits together over the device's) where the written partition
+keeps it, the moves that caused it are undone (`npuir.schedule.pair_rule`) -- streams it
+made merged back onto the default stream, the written order restored -- or, failing that,
+the function keeps its written partition; a remark says which.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
@@ -74,6 +82,7 @@ from npuir.passes import (
     option_from_env,
     undoes,
 )
+from npuir.schedule import pair_rule
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.core_check import OverriddenLimits, assignment_hazard, has_holder
 from npuir.schedule.device import device_of
@@ -130,6 +139,27 @@ COLLECTIVE_HAZARD = Kind(
 full_core_sync op) run beside an op it can starve; the module keeps its written streams.
 Arguments: `mode`, `holder`, `other` (the two ops), `function`."""
 
+PAIR_RULE_REPAIRED = Kind(
+    "stream.pair-rule-repaired",
+    "mode={mode} let streams {first} and {second} of @{function} run at the same time, their "
+    "{engine} core limits ({limits_said}) together over the device's (seed 003's pair rule), "
+    "which the written program keeps; {change}",
+)
+"""A mode's assignment broke the pair rule where the written partition keeps it, and undoing
+some of its moves kept the rule; arguments: `mode`, `function`, `first`, `second` (the
+streams' tags), `engine`, `limits` (theirs), `limits_said` (their words), `undone` (the
+streams, by tag, whose ops went back to the default stream), `order` (whether the written
+issue order came back) and `change` (the words for both)."""
+PAIR_RULE_KEPT_WRITTEN = Kind(
+    "stream.pair-rule-kept-written",
+    "mode={mode} let streams {first} and {second} of @{function} run at the same time, their "
+    "{engine} core limits ({limits_said}) together over the device's (seed 003's pair rule), "
+    "which the written program keeps; @{function} keeps its written streams and order",
+)
+"""A mode's assignment broke the pair rule where the written partition keeps it, and nothing
+short of the written partition keeps it: the function falls back to it.  Arguments as
+`stream.pair-rule-repaired`'s, without `undone`."""
+
 _Planned = tuple[Assignment, list[str | None], tuple[Ordering, ...]]
 """A mode's assignment, the tags it pinned ops to, the orderings a memory budget added."""
 _Plan = tuple[FuncOp, Program, Mode, bool, _Planned]
@@ -185,6 +215,41 @@ def _describe(op: Operation) -> str:
         hint = op.results[0].name_hint
         name += f" (%{hint})" if hint else ""
     return name
+
+
+def _remark_pair_rule(ctx: Context, mode: Mode, func: FuncOp, kept: pair_rule.Kept) -> None:
+    """Say what keeping the pair rule changed in `func`'s placement (a remark at the op of
+    the mode's first violation)."""
+    found = kept.found
+    assert found is not None
+    said = f"{found.first} {found.limits[0]}, {found.second} {found.limits[1]}"
+    args: dict[str, Any] = {
+        "mode": str(mode),
+        "function": func.sym_name.data,
+        "first": f'"{found.first}"',
+        "second": f'"{found.second}"',
+        "engine": found.engine,
+        "limits": list(found.limits),
+        "limits_said": said,
+    }
+    if kept.outcome is pair_rule.Outcome.WRITTEN:
+        remark(ctx, found.at, PAIR_RULE_KEPT_WRITTEN, **args)
+        return
+    changes = []
+    if kept.undone:
+        streams = ", ".join(f'"{tag}"' for tag in kept.undone)
+        changes.append(f"the ops it moved to {streams} run on the default stream again")
+    if kept.order_restored:
+        changes.append("the ops keep their written issue order")
+    remark(
+        ctx,
+        found.at,
+        PAIR_RULE_REPAIRED,
+        **args,
+        undone=list(kept.undone),
+        order=kept.order_restored,
+        change=" and ".join(changes),
+    )
 
 
 def _has_dynamic_args(func: FuncOp) -> bool:
@@ -428,6 +493,13 @@ class StreamPartitionPass(ModulePass):
         "and write them as coreset.limit scopes; never slower than limits=false under auto's "
         "judge; not searched with mem-budget",
     )
+    keep_pair_rule: bool = option(
+        True,
+        "when a mode that places ops breaks seed 003's pair rule where the written program "
+        "keeps it, undo its moves until the rule holds, else keep the written partition, with "
+        "a remark (npuir.schedule.pair_rule); false places as the mode says, for measuring "
+        "what keeping the rule costs",
+    )
     favor: Literal["max-concurrency", "min-peak-memory"] = option(
         "max-concurrency",
         "with mem-budget: keep the fastest schedule that fits, or the smallest plan",
@@ -479,9 +551,14 @@ class StreamPartitionPass(ModulePass):
                         keeps="honours them" if labels else "applies it",
                     )
                 mode, use_tags = Mode.SINGLE, False
-            plans.append(
-                (func, prog, mode, use_tags, self._assign(func, prog, mode, use_tags, *how))
-            )
+            if mode is Mode.AUTO and self._written_keeps_pair_rule(op, prog, use_tags, how):
+                with pair_rule.keep_pair_rule_in_search():
+                    planned = self._assign(func, prog, mode, use_tags, *how)
+            else:
+                planned = self._assign(func, prog, mode, use_tags, *how)
+            plans.append((func, prog, mode, use_tags, planned))
+        if self.keep_pair_rule:
+            plans = self._keep_pair_rule(ctx, op, plans, how)
         hazard = self._hazard(op, plans)
         if hazard is not None:
             plans = self._written(ctx, requested, plans, hazard, how)
@@ -498,6 +575,75 @@ class StreamPartitionPass(ModulePass):
             if graph is not None:
                 graph.streams = list(streams)
                 manager.provide(LoweredFunction, func, streams, value=LoweredFunction.of(graph))
+
+    def _keep_pair_rule(
+        self,
+        ctx: Context,
+        module: ModuleOp,
+        plans: list[_Plan],
+        how: tuple[set[str], dict[Mode, Strategy]],
+    ) -> list[_Plan]:
+        """`plans` with each placing mode's assignment kept to seed 003's pair rule where the
+        written partition keeps it (`npuir.schedule.pair_rule`), a remark for each change."""
+        hardware = limits = None
+        out: list[_Plan] = []
+        for func, prog, mode, use_tags, planned in plans:
+            result, pinned, orderings = planned
+            if not mode.places_ops or not self._may_break_pair_rule(module, prog, result):
+                out.append((func, prog, mode, use_tags, planned))
+                continue
+            if hardware is None or limits is None:
+                hardware = device_of(module, self.hw)
+                limits = CoreLimits(module, hardware).run()
+            written_mode = Mode.USER if use_tags else Mode.SINGLE
+            written, _, _ = self._assign(func, prog, written_mode, use_tags, *how)
+            table = pair_rule.stream_limit_table(module, prog)
+            limits_of = functools.partial(
+                pair_rule.placed_limits, limits, prog, pinned, table=table, hw=hardware
+            )
+            kept = pair_rule.keep_pair_rule(prog, result, written, limits_of, hardware)
+            if kept.outcome is pair_rule.Outcome.KEPT:
+                out.append((func, prog, mode, use_tags, planned))
+                continue
+            _remark_pair_rule(ctx, mode, func, kept)
+            if kept.outcome is pair_rule.Outcome.WRITTEN:
+                mode = written_mode
+                orderings = ()
+            out.append((func, prog, mode, use_tags, (kept.assignment, pinned, orderings)))
+        return out
+
+    def _written_keeps_pair_rule(
+        self,
+        module: ModuleOp,
+        prog: Program,
+        use_tags: bool,
+        how: tuple[set[str], dict[Mode, Strategy]],
+    ) -> bool:
+        """Whether auto's search should keep the pair rule (`keep-pair-rule`, a function some
+        limit applies to, whose written partition keeps the rule)."""
+        empty = Assignment([], [])
+        if not self.keep_pair_rule or not self._may_break_pair_rule(module, prog, empty):
+            return False
+        mode = Mode.USER if use_tags else Mode.SINGLE
+        written, _, _ = self._assign(prog.func, prog, mode, use_tags, *how)
+        hardware = device_of(module, self.hw)
+        limits = CoreLimits(module, hardware).run()
+        pinned = list(prog.pinned) if use_tags else [None] * len(prog)
+        table = pair_rule.stream_limit_table(module, prog)
+        counts = pair_rule.placed_limits(limits, prog, pinned, written, table, hardware)
+        return not pair_rule.violations(prog, written, counts, hardware, chained=False)
+
+    @staticmethod
+    def _may_break_pair_rule(module: ModuleOp, prog: Program, result: Assignment) -> bool:
+        """Whether any limit can apply to `prog`'s ops (the rule is about limited streams):
+        a `coreset.limit` scope, a stream limit, a global limit, or limits the mode chose."""
+        if result.limits or coreset.GLOBAL in module.attributes:
+            return True
+        if any(isinstance(o, coreset.StreamLimitOp) for o in module.ops):
+            return True
+        return any(
+            isinstance(o, coreset.LimitOp | coreset.StreamLimitOp) for o in prog.func.body.walk()
+        )
 
     def _hazard(
         self, module: ModuleOp, plans: list[_Plan]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from xdsl.dialects.builtin import TensorType
 
@@ -27,6 +28,7 @@ from npuir.dialects.npu import (
     CollectiveOp,
     CommMode,
     Conv2dOp,
+    Engine,
     NpuOp,
     OpaqueOp,
     ReshapeOp,
@@ -34,14 +36,18 @@ from npuir.dialects.npu import (
     shape_of,
     tensor_bytes,
 )
+from npuir.dialects.npu_fused import FusionAttentionOp, MatmulAllReduceOp, attention_pairs
 
 __all__ = [
+    "ATTENTION_Q_ROWS",
     "COLLECTIVES",
     "COMM_MODES",
     "NO_TASK_GE_TYPES",
     "WORK_ENGINES",
     "OpWork",
+    "attention_work",
     "matmul_tiles",
+    "mc2_work",
     "op_work",
     "parallelism",
     "runs_without_task",
@@ -80,6 +86,12 @@ class OpWork:
     """For comm ops: bytes of the input tensor on each rank."""
     mode: str = "sdma"
     """For comm ops: "sdma" (DMA engines, no cores) or "aiv" (driven by vector cores)."""
+    cube_flops: int = 0
+    """For an MC2 collective (a matmul fused with its collective): the matmul's FLOPs, run on
+    the cube and overlapped with the communication (`timing.comm_ns`)."""
+    vector_flops: int = 0
+    """For a mixed kernel on the cube (fused attention): its vector work, which runs on the
+    vector cores paired with its cube cores, overlapped with the cube's (`timing`)."""
 
     def __post_init__(self) -> None:
         if self.engine not in WORK_ENGINES:
@@ -92,6 +104,8 @@ class OpWork:
             ("tiles", 1),
             ("group_size", 1),
             ("comm_bytes", 0),
+            ("vector_flops", 0),
+            ("cube_flops", 0),
         ):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -112,6 +126,10 @@ class OpWork:
                 )
         elif self.collective is not None:
             raise ValueError(f"{self.engine} op cannot carry collective {self.collective!r}")
+        if self.cube_flops and self.engine != "comm":
+            raise ValueError(f"only a collective fuses a matmul (MC2), not a {self.engine} op")
+        if self.vector_flops and self.engine != "cube":
+            raise ValueError(f"only a cube op has vector work of its own, not a {self.engine} op")
 
 
 def matmul_tiles(hw: Hardware, m: int, n: int, batch: int = 1) -> int:
@@ -199,6 +217,10 @@ def op_work(op: NpuOp, hw: Hardware) -> OpWork:
     for elementwise ops, the input for reductions).  Collectives carry their kind, group size,
     mode and the bytes of their input tensor.  Dynamic dims count as 1, as in the `npu` ops.
     """
+    if isinstance(op, FusionAttentionOp) and op.engine is Engine.CUBE:
+        return attention_work(op, hw)
+    if isinstance(op, MatmulAllReduceOp):
+        return mc2_work(op)
     engine = op.engine.value
     first = op.operands[0].type if op.operands else op.results[0].type
     if engine == "comm":
@@ -233,3 +255,70 @@ def op_work(op: NpuOp, hw: Hardware) -> OpWork:
         tiles = 1
         dtype = _dtype(first, VECTOR_DTYPES)
     return OpWork(engine=engine, flops=op.flops(), bytes=op.bytes_moved(), dtype=dtype, tiles=tiles)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fused kernels
+# ---------------------------------------------------------------------------------------------
+
+ATTENTION_Q_ROWS = 128
+"""Query rows one fused-attention block holds on chip while it streams the keys and values
+past them, and keys per step of that stream: the 128-row basic block of CANN's
+FlashAttentionScore tiling (cann-ops-adv, ``flash_attention_score_tiling_general.cpp``:
+``HIGH_PERF_SUPPORT_S2_BASIC = 128``; assumption: the S1 block is as large as the S2 one)."""
+
+
+def attention_work(op: FusionAttentionOp, hw: Hardware) -> OpWork:
+    """What a fused attention asks of the device, costed as FlashAttention tiles it.
+
+    Engine: the AI Core in mixed mode, the cube for ``Q K^T`` and ``P V`` (`OpWork.flops`)
+    and the vector cores paired with it for the softmax and masking
+    (`OpWork.vector_flops`); the scores never leave the chip.  Tiles: one per (batch,
+    key/value head, block of `ATTENTION_Q_ROWS` query rows, block of as many keys), the
+    units the kernel can spread over cores: the query heads that share a key/value head
+    (grouped-query attention) form their blocks together, and a few query rows (decode)
+    still fill the cores by splitting the keys (flash decoding; cann-ops-adv's
+    ``flash_attention_score_s1s2_bn2gs1.h`` loops over S2 blocks within a core, its
+    incremental variant splits S2 across cores).  Bytes: the queries, the mask and the output move once; the
+    keys and values of a head stream past its blocks once per wave of blocks running at
+    the same time, one per cube core (assumption: the cores of one wave read the same
+    key/value tiles together and the L2 cache serves all but the first read; the tiling
+    hands out blocks head by head, cann-ops-adv's ``flash_attention_score_s1s2_bn2gs1.h``
+    orders them B, N2, G, S1).  Under causal masking a block skips the key tiles its rows
+    never see, so the keys shrink as the scores do.  A `repeat_kv` copy would have each
+    query head read a key/value copy of its own: grouped heads read theirs once.
+    """
+    b, nq, nkv, sq, skv, _, _ = op.dims()
+    blocks = _ceil_div((nq // max(1, nkv)) * sq, ATTENTION_Q_ROWS)
+    waves = _ceil_div(blocks, hw.cube_cores)
+    kept = Fraction(attention_pairs(sq, skv, op.causal is not None), sq * skv)
+    kv_bytes = tensor_bytes(op.key.type) + tensor_bytes(op.value.type)
+    once = tensor_bytes(op.query.type) + tensor_bytes(op.result.type)
+    if op.mask is not None:
+        once += tensor_bytes(op.mask.type)
+    return OpWork(
+        engine="cube",
+        flops=op.flops(),
+        bytes=once + math.ceil(waves * kv_bytes * kept),
+        dtype=_dtype(op.query.type, CUBE_DTYPES),
+        tiles=b * nkv * blocks * _ceil_div(skv, ATTENTION_Q_ROWS),
+        vector_flops=op.vector_flops(),
+    )
+
+
+def mc2_work(op: MatmulAllReduceOp) -> OpWork:
+    """What an MC2 matmul + all-reduce asks of the device: a collective (its ring time on the
+    link, in its mode, over the result's bytes on each rank) fused with a matmul on the cube
+    (`OpWork.cube_flops`, its operands and result moved once), the two overlapped tile by
+    tile (`timing.comm_ns`)."""
+    first = op.input.type
+    return OpWork(
+        engine="comm",
+        bytes=op.bytes_moved(),
+        dtype=_dtype(first, CUBE_DTYPES),
+        collective=op.COLLECTIVE,
+        group_size=op.group_size,
+        comm_bytes=tensor_bytes(op.result.type),
+        mode=op.mode,
+        cube_flops=op.flops(),
+    )

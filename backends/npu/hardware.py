@@ -162,7 +162,11 @@ class Hardware:
     event_wait_ns: int
     """Cost of an event wait task on a stream once the event has fired."""
     max_streams: int
-    """Streams the runtime can create on the device."""
+    """Streams the runtime can create on the device: its stream budget, shared by every
+    graph a process loads (each gear of a geared graph is a graph with its own streams).
+    CANN's `aclrtCreateStream` reference (acl.rt.create_stream, CANN 7.0.RC1) gives 2,048
+    for Atlas A2 training products, the default stream and the runtime's own included;
+    CANN 8.5.0's gives 1,984 for Atlas A3 (the presets keep platform_config's count)."""
     max_events: int
     """Events the runtime can hold at once."""
 

@@ -1261,6 +1261,169 @@ def _as_strided(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     return [_convert(flat[where], _result_dtype(attrs, 0, x.dtype))]
 
 
+# ----------------------------------------------------------- fused kernels (npu_fused)
+
+
+def _heads_repeated(x: Array, heads: int) -> Array:
+    """Key/value heads `[B, Nkv, S, D]` widened to `heads` query heads: query head h
+    reads key/value head h // (heads / Nkv), as grouped-query attention does."""
+    if heads % x.shape[1]:
+        raise ValueError(f"{heads} query heads are not a multiple of {x.shape[1]} key/value heads")
+    return np.repeat(x, heads // x.shape[1], axis=1)
+
+
+@_register("npu.fusion_attention", None)
+def _fusion_attention(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    if len(inputs) not in (3, 4):
+        raise ValueError(f"expects query, key, value and an optional mask, got {len(inputs)}")
+    q, k, v = inputs[:3]
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError(f"query, key and value must be 4-D, got {q.shape}, {k.shape}, {v.shape}")
+    cd = _float_compute(q.dtype)
+    heads = q.shape[1]
+    qf = q.astype(cd)
+    kf = _heads_repeated(k, heads).astype(cd)
+    vf = _heads_repeated(v, heads).astype(cd)
+    scale = _float(attrs, "scale", 1.0 / math.sqrt(q.shape[-1]))
+    scores = np.matmul(qf, np.swapaxes(kf, -1, -2)) * np.asarray(scale, dtype=cd)
+    keep = np.ones(scores.shape, dtype=_BOOL)
+    if len(inputs) == 4:
+        mask = inputs[3]
+        if mask.dtype == _BOOL:
+            drops = _flag(attrs, "mask_drops")
+            keep &= np.broadcast_to(~mask if drops else mask, scores.shape)
+        else:
+            scores = scores + mask.astype(cd)
+    if _flag(attrs, "causal"):
+        sq, skv = scores.shape[-2:]
+        keep &= np.tril(np.ones((sq, skv), dtype=_BOOL))
+    scores = np.where(keep, scores, -np.inf)
+    top = np.max(scores, axis=-1, keepdims=True)
+    # A row that keeps no key has max -inf; it gives zeros (torch's safe softmax), not NaN.
+    e = np.where(keep, np.exp(scores - np.where(np.isfinite(top), top, 0)), 0)
+    total = np.sum(e, axis=-1, keepdims=True)
+    p = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return [_convert(np.matmul(p, vf), _result_dtype(attrs, 0, q.dtype))]
+
+
+@_register("npu.grouped_matmul", 3)
+def _grouped_matmul(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    x, w, offsets = inputs
+    if x.ndim != 2 or w.ndim != 3 or offsets.ndim != 1:
+        raise ValueError(
+            f"expects [T,K], [E,K,N] and [E] operands, got {x.shape}, {w.shape}, {offsets.shape}"
+        )
+    if not _is_int(offsets.dtype):
+        raise ValueError(f"offsets must be integers, got {offsets.dtype}")
+    ends = [int(e) for e in offsets]
+    if any(b < a for a, b in zip([0, *ends], ends)) or (ends and not 0 <= ends[-1] <= x.shape[0]):
+        raise ValueError(f"offsets {ends} must rise from 0 to at most the {x.shape[0]} rows")
+    cd = _float_compute(x.dtype)
+    out = np.zeros((x.shape[0], w.shape[2]), dtype=cd)
+    start = 0
+    for expert, end in enumerate(ends):
+        if end > start:
+            out[start:end] = np.matmul(x[start:end].astype(cd), w[expert].astype(cd))
+        start = end
+    return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.rotary_embedding", 3)
+def _rotary_embedding(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    x, cos, sin = inputs
+    if x.ndim < 1 or x.shape[-1] % 2:
+        raise ValueError(f"input's last dim must be even, got {x.shape}")
+    cd = _float_compute(x.dtype)
+    xf = x.astype(cd)
+    a, b = np.split(xf, 2, axis=-1)
+    rotated = np.concatenate([-b, a], axis=-1)
+    out = xf * cos.astype(cd) + rotated * sin.astype(cd)
+    return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
+@_register("npu.moe_gating_topk_softmax", 1)
+def _moe_gating_topk_softmax(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    (x,) = inputs
+    if x.ndim != 2:
+        raise ValueError(f"logits must be [T, E], got {x.shape}")
+    t, e = x.shape
+    k = _int(attrs, "k")
+    if not 1 <= k <= e:
+        raise ValueError(f"k = {k} out of range for {e} experts")
+    xf = x.astype(_float_compute(x.dtype))
+    ex = np.exp(xf - np.max(xf, axis=-1, keepdims=True))
+    probs = ex / np.sum(ex, axis=-1, keepdims=True)
+    # Descending, ties to the lower expert (as `npu.topk`).
+    order = np.argsort(probs[:, ::-1], axis=-1, kind="stable")[:, ::-1]
+    experts = (e - 1 - order)[:, :k]
+    weights = np.take_along_axis(probs, experts, axis=-1)
+    rows = np.arange(k, dtype=np.int64)[None, :] * t + np.arange(t, dtype=np.int64)[:, None]
+    i32 = np.dtype(np.int32)
+    return [
+        _convert(weights, _result_dtype(attrs, 0, x.dtype)),
+        _convert(experts, _result_dtype(attrs, 1, i32)),
+        _convert(rows, _result_dtype(attrs, 2, i32)),
+    ]
+
+
+@_register("npu.moe_init_routing", 3)
+def _moe_init_routing(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    x, rows, experts = inputs
+    if x.ndim != 2 or rows.ndim != 2 or rows.shape != experts.shape:
+        raise ValueError(
+            f"expects [T,H], [T,k], [T,k] operands, got {x.shape}, {rows.shape}, {experts.shape}"
+        )
+    t = x.shape[0]
+    tk = rows.size
+    flat_rows = rows.reshape(-1).astype(_I64)
+    if sorted(flat_rows.tolist()) != list(range(tk)):
+        raise ValueError(f"rows must number the {tk} (token, slot) pairs 0..{tk - 1} once each")
+    perm = np.argsort(experts.reshape(-1), kind="stable")
+    source = flat_rows[perm]
+    expanded_rows = np.empty(tk, dtype=_I64)
+    expanded_rows[source] = np.arange(tk)
+    i32 = np.dtype(np.int32)
+    return [
+        _convert(x[source % t], _result_dtype(attrs, 0, x.dtype)),
+        _convert(expanded_rows, _result_dtype(attrs, 1, i32)),
+        _convert(experts.reshape(-1)[perm], _result_dtype(attrs, 2, i32)),
+    ]
+
+
+@_register("npu.moe_finalize_routing", None)
+def _moe_finalize_routing(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    if len(inputs) not in (3, 4):
+        raise ValueError(
+            f"expects expanded, scales, expanded_rows and an optional skip, got {len(inputs)}"
+        )
+    expanded, scales, expanded_rows = inputs[:3]
+    if scales.ndim != 2 or expanded.ndim != 2 or expanded_rows.shape != (scales.size,):
+        raise ValueError(
+            f"expects [T*k,H], [T,k], [T*k] operands, got {expanded.shape}, "
+            f"{scales.shape}, {expanded_rows.shape}"
+        )
+    t, k = scales.shape
+    cd = _float_compute(expanded.dtype)
+    picked = expanded.astype(cd)[expanded_rows.astype(_I64).reshape(k, t)]  # [k, T, H]
+    out = np.sum(scales.astype(cd).T[:, :, None] * picked, axis=0)
+    if len(inputs) == 4:
+        out = inputs[3].astype(cd) + out
+    return [_convert(out, _result_dtype(attrs, 0, expanded.dtype))]
+
+
+@_register("npu.matmul_all_reduce", 2)
+def _matmul_all_reduce(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    # A collective: both operands carry the group's leading rank axis.
+    x, w = inputs
+    if x.ndim != 3 or w.ndim != 3 or x.shape[0] != w.shape[0]:
+        raise ValueError(f"expects [G, M, K] and [G, K, N] rank stacks, got {x.shape}, {w.shape}")
+    _group(x, attrs, split=False)
+    products = np.matmul(x.astype(_acc_dtype(x.dtype)), w.astype(_acc_dtype(w.dtype)))
+    total = np.sum(products, axis=0)
+    out = np.broadcast_to(total, products.shape)
+    return [_convert(out, _result_dtype(attrs, 0, x.dtype))]
+
+
 # ------------------------------------------------------------------- input generation
 
 # Operand positions that must be drawn positive for the op to be defined on them.

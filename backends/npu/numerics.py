@@ -175,14 +175,16 @@ def _candidates(rank: _Rank) -> list[int]:
     return []
 
 
-def _collective_input(member: tuple[_Rank, int]) -> Array:
+def _collective_inputs(member: tuple[_Rank, int]) -> list[Array]:
     rank, step = member
-    return rank.values[rank.steps[step].op.operands[0]]
+    return [rank.values[v] for v in rank.steps[step].op.operands]
 
 
 def _run_collective(members: list[tuple[_Rank, int]], group_size: int) -> None:
     present = len(members)
-    stacked = [_collective_input(members[i % present]) for i in range(group_size)]
+    # Each operand stacked over the group (an MC2 collective has two: input and weight).
+    per_rank = [_collective_inputs(members[i % present]) for i in range(group_size)]
+    stacked = [operands[0] for operands in per_rank]
     first_rank, first_step = members[0]
     op = first_rank.steps[first_step].op
     shapes = {tuple(x.shape) for x in stacked}
@@ -193,7 +195,8 @@ def _run_collective(members: list[tuple[_Rank, int]], group_size: int) -> None:
             op,
         )
     try:
-        (out,) = first_rank.interpreter.run_op(op, (np.stack(stacked),))
+        args = tuple(np.stack(column) for column in zip(*per_rank, strict=True))
+        (out,) = first_rank.interpreter.run_op(op, args)
     except (KernelError, ValueError) as exc:
         raise NumericsError(str(exc), op) from None
     for position, (rank, step) in enumerate(members):

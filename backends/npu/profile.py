@@ -1,7 +1,9 @@
 """Operator profiles: msprof-style op-summary CSVs as per-op costs, read and written.
 
 Ascend's profiler (msprof) writes an op summary, one row per executed task; GE's
-profile-guided multi-stream mode reads the same kind of file.  npuir reads the columns
+profile-guided multi-stream mode reads the same kind of file, and torch_npu's profiler
+writes it again as `kernel_details.csv` under other names (`CsvHeaders` in
+`torch_npu/profiler/analysis/prof_common_func/_csv_headers.py`).  npuir reads the columns
 
 | column | meaning |
 |---|---|
@@ -13,7 +15,13 @@ profile-guided multi-stream mode reads the same kind of file.  npuir reads the c
 | `Mix Block Dim` | for a mixed kernel, the cores of the other engine (0 otherwise) |
 | `Input Shapes` | optional: `"d0,d1;d0,d1"` per input (quoted), to match by kind and shapes |
 
-and ignores every other column.  A bad row is a located error, `file.csv:LINE: error: ...`.
+and ignores every other column.  Each column may go by its other names (`ALIASES`): newer
+msprof writes `Block Num` / `Mix Block Num`, and `kernel_details.csv` has `Name`, `Type`,
+`Accelerator Core`, `Duration(us)`, `Block Num`, `Mix Block Num` -- so a real device's
+`kernel_details.csv` or `op_summary_*.csv` is read as the profiler wrote it.  `Mix Block
+Dim` may be missing (the profiler leaves it out on some devices; then it is 0).  `OP Type`
+matches an op's kind without case or underscores (`RmsNorm` is `npu.rms_norm`).  A bad row
+is a located error, `file.csv:LINE: error: ...`.
 
 An op takes its cost from the row whose `Op Name` is its `npu.op_name`; an op without a
 match by name takes it from the rows of its kind and input shapes (when the file has
@@ -63,10 +71,11 @@ MISSING_COLUMNS = Kind(
 names, comma-separated)."""
 ROW_LENGTH = Kind("profile.unreadable.row", "the row has {cells} cells, the header {columns}")
 """A row with another number of cells than the header; arguments: `cells`, `columns`."""
-EMPTY_NAME = Kind("profile.unreadable.op-name", "'Op Name' is empty")
-"""A row without an op name."""
-TASK_TYPE = Kind("profile.unreadable.task-type", "'Task Type' is '{task}'; expected one of {known}")
-"""A task type msprof does not write; arguments: `task`, `known`."""
+EMPTY_NAME = Kind("profile.unreadable.op-name", "'{column}' is empty")
+"""A row without an op name; argument: `column` (`Op Name` or `Name`)."""
+TASK_TYPE = Kind("profile.unreadable.task-type", "'{column}' is '{task}'; expected one of {known}")
+"""A task type msprof does not write; arguments: `column` (`Task Type` or `Accelerator
+Core`), `task`, `known`."""
 
 if TYPE_CHECKING:
     from .simulator import SimResult
@@ -90,7 +99,27 @@ COLUMNS: tuple[str, ...] = (
     "Block Dim",
     "Mix Block Dim",
 )
-"""The columns a profile must have."""
+"""The columns a profile must have (each under its name or one of its `ALIASES`), but for
+`Mix Block Dim`, which may be missing."""
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "Op Name": ("Name",),
+    "OP Type": ("Type",),
+    "Task Type": ("Accelerator Core",),
+    "Task Duration(us)": ("Duration(us)",),
+    "Block Dim": ("Block Num",),
+    "Mix Block Dim": ("Mix Block Num",),
+}
+"""Other names of `COLUMNS`: msprof's newer op summary and torch_npu's kernel_details.csv
+(`CsvHeaders.OP_SUMMARY_KERNEL_BASE_HEADERS`)."""
+
+_OPTIONAL = frozenset({"Mix Block Dim"})
+
+
+def _kind_key(kind: str) -> str:
+    """An `OP Type` as it matches: without case or underscores."""
+    return kind.replace("_", "").lower()
+
 
 _SHAPES = "Input Shapes"
 
@@ -179,7 +208,7 @@ class Profile:
                 return cost
         if not self.by_kind_and_shapes:
             return None
-        return self.by_kind_and_shapes.get((kind_of(op).lower(), shapes_of(op.operands)))
+        return self.by_kind_and_shapes.get((_kind_key(kind_of(op)), shapes_of(op.operands)))
 
 
 def _error(path: str, line: int, kind: Kind, /, **args: object) -> DiagnosticError:
@@ -216,16 +245,24 @@ def read_profile(path: str) -> Profile:
         raise _error(path, 1, EMPTY_PROFILE) from None
     except csv.Error as exc:
         raise _error(path, 1, NOT_CSV, reason=str(exc)) from None
-    missing = [c for c in COLUMNS if c not in header]
+    at: dict[str, int] = {}
+    for name in (*COLUMNS, _SHAPES):
+        found = next((n for n in (name, *ALIASES.get(name, ())) if n in header), None)
+        if found is not None:
+            at[name] = header.index(found)
+    missing = [c for c in COLUMNS if c not in at and c not in _OPTIONAL]
     if missing:
+
+        def spelt(c: str) -> str:
+            return " or ".join(f"'{n}'" for n in (c, *ALIASES.get(c, ())))
+
         raise _error(
             path,
             1,
             MISSING_COLUMNS,
-            missing=", ".join(f"'{c}'" for c in missing),
-            needed=", ".join(repr(c) for c in COLUMNS),
+            missing=", ".join(spelt(c) for c in missing),
+            needed=", ".join(spelt(c) for c in COLUMNS if c not in _OPTIONAL),
         )
-    at = {name: header.index(name) for name in (*COLUMNS, _SHAPES) if name in header}
     by_name: dict[str, _Rows] = {}
     by_kind: dict[tuple[str, str], _Rows] = {}
     rows = 0
@@ -238,19 +275,28 @@ def read_profile(path: str) -> Profile:
                 raise _error(path, line, ROW_LENGTH, cells=len(cells), columns=len(header))
             name = cells[at["Op Name"]].strip()
             if not name:
-                raise _error(path, line, EMPTY_NAME)
+                raise _error(path, line, EMPTY_NAME, column=header[at["Op Name"]])
             task = cells[at["Task Type"]].strip()
             if task not in _KNOWN_TASK_TYPES:
                 raise _error(
-                    path, line, TASK_TYPE, task=task, known=", ".join(sorted(_KNOWN_TASK_TYPES))
+                    path,
+                    line,
+                    TASK_TYPE,
+                    column=header[at["Task Type"]],
+                    task=task,
+                    known=", ".join(sorted(_KNOWN_TASK_TYPES)),
                 )
-            us = _number(path, line, "Task Duration(us)", cells[at["Task Duration(us)"]], False)
-            block = int(_number(path, line, "Block Dim", cells[at["Block Dim"]], True))
-            mix = int(_number(path, line, "Mix Block Dim", cells[at["Mix Block Dim"]], True))
+            us = _number(
+                path, line, header[at["Task Duration(us)"]], cells[at["Task Duration(us)"]], False
+            )
+            block = int(_number(path, line, header[at["Block Dim"]], cells[at["Block Dim"]], True))
+            mix_cell = cells[at["Mix Block Dim"]] if "Mix Block Dim" in at else ""
+            mix_name = header[at["Mix Block Dim"]] if "Mix Block Dim" in at else "Mix Block Dim"
+            mix = int(_number(path, line, mix_name, mix_cell, True))
             rows += 1
             by_name.setdefault(name, _Rows()).add(us, block, mix, task)
             if _SHAPES in at:
-                key = (cells[at["OP Type"]].strip().lower(), cells[at[_SHAPES]].strip())
+                key = (_kind_key(cells[at["OP Type"]].strip()), cells[at[_SHAPES]].strip())
                 by_kind.setdefault(key, _Rows()).add(us, block, mix, task)
     except csv.Error as exc:
         raise _error(path, reader.line_num, NOT_CSV, reason=str(exc)) from None

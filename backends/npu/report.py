@@ -25,6 +25,141 @@ MEMORY_EXCEEDS_HBM = Kind(
 `hbm`."""
 
 
+OVERLAP_THREADS: tuple[str, ...] = (
+    "Computing",
+    "Communication",
+    "Communication(Not Overlapped)",
+    "Free",
+)
+"""The threads of torch_npu's "Overlap Analysis" process in `trace_view.json`, whose slices
+its `step_trace_time.csv` adds up."""
+
+STEP_TRACE_COLUMNS: tuple[str, ...] = (
+    "Device_id",
+    "Step",
+    "Computing",
+    "Communication(Not Overlapped)",
+    "Overlapped",
+    "Communication",
+    "Free",
+    "Stage",
+    "Bubble",
+    "Communication(Not Overlapped and Exclude Receive)",
+    "Preparing",
+)
+"""torch_npu's `step_trace_time.csv` header (`TraceStepTimeParser.title`), times in µs."""
+
+_COMPUTE_ENGINES = frozenset({"cube", "vector", "aicpu"})
+
+
+def _union(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if end <= start:
+            continue
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _minus(
+    spans: Sequence[tuple[int, int]], cut: Sequence[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """`spans` less `cut`; both sorted and disjoint."""
+    out: list[tuple[int, int]] = []
+    j = 0
+    for start, end in spans:
+        while j < len(cut) and cut[j][1] <= start:
+            j += 1
+        k, at = j, start
+        while k < len(cut) and cut[k][0] < end:
+            if cut[k][0] > at:
+                out.append((at, cut[k][0]))
+            at = max(at, cut[k][1])
+            k += 1
+        if at < end:
+            out.append((at, end))
+    return out
+
+
+def overlap_intervals(result: SimResult) -> list[dict[str, list[tuple[int, int]]]]:
+    """Per rank, the slices of the profiler's "Overlap Analysis" threads (`OVERLAP_THREADS`)
+    as (start, end) ns: Computing is the union of the compute ops' runs (cube, vector, AI
+    CPU), Communication the union of the collectives', Communication(Not Overlapped) the
+    part of it no compute op covers, and Free what neither covers between the first such op's
+    start and the end of the run (events, launches of nothing, idle)."""
+    end = max(result.makespan_ns, result.deadlock.time_ns if result.deadlock else 0)
+    out: list[dict[str, list[tuple[int, int]]]] = []
+    for r in range(result.ranks):
+        ops = [o for o in result.ops if o.rank == r]
+        compute = _union([(o.start, o.end) for o in ops if o.engine in _COMPUTE_ENGINES])
+        comm = _union([(o.start, o.end) for o in ops if o.engine == "comm"])
+        busy = _union([*compute, *comm])
+        first = busy[0][0] if busy else end
+        out.append(
+            {
+                "Computing": compute,
+                "Communication": comm,
+                "Communication(Not Overlapped)": _minus(comm, compute),
+                "Free": _minus([(first, end)] if first < end else [], busy),
+            }
+        )
+    return out
+
+
+def _total_us(spans: Sequence[tuple[int, int]]) -> float:
+    return sum(end - start for start, end in spans) / 1000
+
+
+def step_trace_time(result: SimResult) -> list[dict[str, Any]]:
+    """One `step_trace_time.csv` row per rank (`STEP_TRACE_COLUMNS`, µs), computed from the
+    simulation as torch_npu computes it from the Overlap Analysis slices
+    (`overlap_intervals`), the run being one step that starts at 0:
+
+    - Computing, Communication, Communication(Not Overlapped), Free: the total length of
+      that thread's slices;
+    - Overlapped: Communication less Communication(Not Overlapped);
+    - Bubble: time in receive ops (hcom_receive): npuir has no point-to-point receive, so 0;
+    - Stage: the step's end-to-end time (first compute or communication op's start to the
+      end of the run) less Bubble;
+    - Communication(Not Overlapped and Exclude Receive): Communication(Not Overlapped) less
+      Bubble, at least 0;
+    - Preparing: from the step's start to the first compute or communication op's start.
+
+    So Preparing + Computing + Communication(Not Overlapped) + Free is the makespan.
+    """
+    rows: list[dict[str, Any]] = []
+    end = max(result.makespan_ns, result.deadlock.time_ns if result.deadlock else 0)
+    for r, threads in enumerate(overlap_intervals(result)):
+        busy = _union([*threads["Computing"], *threads["Communication"]])
+        first = busy[0][0] if busy else end
+        comm = _total_us(threads["Communication"])
+        not_overlapped = _total_us(threads["Communication(Not Overlapped)"])
+        bubble = 0.0
+        values = (
+            r,
+            None,
+            _total_us(threads["Computing"]),
+            not_overlapped,
+            comm - not_overlapped,
+            comm,
+            _total_us(threads["Free"]),
+            (end - first) / 1000 - bubble,
+            bubble,
+            max(not_overlapped - bubble, 0.0),
+            first / 1000,
+        )
+        rows.append(
+            {
+                name: round(v, 3) if isinstance(v, float) else v
+                for name, v in zip(STEP_TRACE_COLUMNS, values, strict=True)
+            }
+        )
+    return rows
+
+
 def _where(programs: Sequence[Program], rank: int, stream: int) -> dict[str, Any]:
     """A stream named as in the report's "streams" list: its user tag and its symbol."""
     info = programs[rank].streams[stream]
@@ -126,6 +261,7 @@ def build_report(
         "races": [race.describe() for race in result.races],
         "check": check,
         "deadlock": _deadlock(result, programs),
+        "step_trace_time": step_trace_time(result),
     }
 
 
@@ -151,6 +287,19 @@ def _memory_lines(memory: dict[str, Any]) -> list[str]:
         )
     if "log" in memory:
         lines.append(f"memory log       {memory['log']}")
+    return lines
+
+
+def _step_trace_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The step_trace_time rows, one line per rank, in the profiler's column order."""
+    if not rows:
+        return []
+    lines = ["step trace (µs)  as torch_npu's step_trace_time.csv"]
+    for row in rows:
+        cells = ", ".join(
+            f"{name} {row[name]}" for name in STEP_TRACE_COLUMNS[2:] if row[name] is not None
+        )
+        lines.append(f"  rank {row['Device_id']} {cells}")
     return lines
 
 
@@ -210,6 +359,7 @@ def render_report(report: dict[str, Any]) -> str:
     memory = report.get("memory")
     if memory:
         lines.extend(_memory_lines(memory))
+    lines.extend(_step_trace_lines(report.get("step_trace_time") or []))
     for race in report["races"]:
         lines.append(f"race: {race}")
     check = report["check"]

@@ -48,6 +48,16 @@ with ``c`` at most `cost.parallelism` (the cores its tiles can use).  Launch ove
 included: `task_ns`, `held_ns` and `collective_task_ns` add it, and an ordinary op pays it
 once before its blocks (`block_ns` leaves it out).
 
+Mixed kernels
+-------------
+A fused kernel with work on both AI Core engines (fused attention: `OpWork.vector_flops`
+beside its cube `flops`) holds cube cores, and each of them drives its paired vector cores
+(`paired_vector_cores`); FlashAttention pipelines the two, the cube multiplying one block
+while the vectors take the softmax of the last, so the compute term is the longer of the
+two::
+
+    compute = max(flops / (c * cube rate), vector_flops / (c * pair * vector rate))
+
 HBM sharing
 -----------
 HBM bandwidth is shared by a static partition so the simulator needs no bandwidth events: an
@@ -74,6 +84,9 @@ op's input tensor on each rank; ``G`` = group size; ``bw`` = ``hw.link_bandwidth
 Mode ``"sdma"`` moves data with the DMA engines and holds no compute cores; mode ``"aiv"``
 drives the copy from vector cores, which it holds for the whole op. Assumption: both modes
 see the same link time, since the link, not the issuing engine, is the bottleneck.
+
+An MC2 kernel (`npu.matmul_all_reduce`) fuses a matmul with its collective and overlaps
+the two tile by tile: it takes the longer of its ring time and its matmul (`comm_ns`).
 
 Hand calculations on the ``tiny`` preset
 ----------------------------------------
@@ -118,6 +131,7 @@ __all__ = [
     "block_ns",
     "collective_ns",
     "collective_task_ns",
+    "comm_ns",
     "compute_bound",
     "duration_ns",
     "event_cost",
@@ -126,6 +140,7 @@ __all__ = [
     "launch_cost",
     "ns_per_byte",
     "ns_per_flop",
+    "paired_vector_cores",
     "record_cost",
     "record_end",
     "solo_duration_ns",
@@ -208,7 +223,7 @@ def task_ns(hw: Hardware, work: OpWork, cores: int, hbm_share: float = 1.0) -> i
 def collective_task_ns(hw: Hardware, work: OpWork) -> int:
     """A collective's run, launch included: its ring time, whatever cores it holds."""
     assert work.collective is not None, "collective_task_ns needs a comm op's work"
-    return launch_cost(hw) + collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
+    return launch_cost(hw) + comm_ns(hw, work)
 
 
 def solo_task_ns(hw: Hardware, work: OpWork) -> int:
@@ -262,8 +277,7 @@ def duration_ns(hw: Hardware, work: OpWork, cores: int, hbm_share: float = 1.0) 
             raise ValueError(f"aiv collective needs 1..{hw.vector_cores} vector cores, got {cores}")
         if cores < 0:
             raise ValueError(f"core count must be non-negative, got {cores}")
-        assert work.collective is not None  # guaranteed by OpWork validation
-        return collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
+        return comm_ns(hw, work)
 
     available = hw.cores(work.engine)
     if not 1 <= cores <= available:
@@ -273,9 +287,40 @@ def duration_ns(hw: Hardware, work: OpWork, cores: int, hbm_share: float = 1.0) 
 
     rate = hw.flops_per_core(work.engine, work.dtype)
     compute = Fraction(work.flops * NS_PER_S, cores * rate)
+    if work.vector_flops:
+        compute = max(compute, _paired_vector_ns(hw, work, cores))
     share = Fraction(hbm_share).limit_denominator(_SHARE_DENOMINATOR)
     memory = Fraction(work.bytes * NS_PER_S) / (hw.hbm_bandwidth * share)
     return max(1, math.ceil(max(compute, memory)))
+
+
+def paired_vector_cores(hw: Hardware) -> int:
+    """Vector cores working beside each cube core in a mixed kernel: the AIV half of an
+    AI Core has two vector cores per cube core on the 910B (1:2, `Hardware.vector_cores`),
+    so the device's ratio, at least one."""
+    return max(1, hw.vector_cores // hw.cube_cores)
+
+
+def _paired_vector_ns(hw: Hardware, work: OpWork, cube_cores: int) -> Fraction:
+    vector_cores = cube_cores * paired_vector_cores(hw)
+    rate = hw.flops_per_core("vector", work.dtype)
+    return Fraction(work.vector_flops * NS_PER_S, vector_cores * rate)
+
+
+def comm_ns(hw: Hardware, work: OpWork) -> int:
+    """A collective's time without its launch: its ring time (`collective_ns`), or for an MC2
+    kernel (`OpWork.cube_flops`) the longer of that and its matmul, which it overlaps tile
+    by tile.  The matmul runs on every cube core with all of HBM (assumption: the MC2 kernel
+    is launched on every AI Core; the simulator holds no cube core for it, as for any
+    collective, so a cube op beside it is not slowed)."""
+    assert work.collective is not None  # guaranteed by OpWork validation
+    ring = collective_ns(hw, work.collective, work.group_size, work.comm_bytes)
+    if not work.cube_flops:
+        return ring
+    rate = hw.flops_per_core("cube", work.dtype if work.dtype in hw.cube_flops else "f32")
+    compute = Fraction(work.cube_flops * NS_PER_S, hw.cube_cores * rate)
+    memory = Fraction(work.bytes * NS_PER_S, hw.hbm_bandwidth)
+    return max(ring, math.ceil(max(compute, memory)))
 
 
 def collective_ns(hw: Hardware, collective: str, group_size: int, comm_bytes: int) -> int:

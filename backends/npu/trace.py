@@ -1,16 +1,24 @@
 """Timelines of a simulation: Chrome/Perfetto trace JSON and a PNG.
 
 `trace_events` turns a `SimResult` into the Chrome trace-event format that
-Perfetto (ui.perfetto.dev) and chrome://tracing open:
+Perfetto (ui.perfetto.dev), chrome://tracing and MindStudio Insight open, laid out as
+torch_npu's profiler lays out `trace_view.json` (`torch_npu/profiler/analysis/`):
 
-- a process per rank, a thread per stream (named by its tag);
-- an ``"X"`` slice per executed node (args: engine, cores, flops, bytes);
-- flow events (``"s"`` at the record, ``"f"`` at the wait) for every wait;
+- per rank, an "Ascend Hardware" process labelled ``NPU <rank>`` with a thread per stream
+  named by its tag (TorchAir's stream tag), an ``"X"`` slice per executed node (args:
+  engine, cores, flops, bytes, and the profiler's "Block Num" and "Accelerator Core"); an
+  op that overlaps another of its stream (Perfetto drops such slices) goes to an extra
+  thread of that stream, and a "critical path" thread repeats the ops on the critical path;
+- per rank, an "Overlap Analysis" process with the profiler's Computing, Communication,
+  Communication(Not Overlapped) and Free threads (`npuir.backends.npu.report.overlap_intervals`),
+  the slices its `step_trace_time.csv` adds up;
+- flow events (``"s"`` on the record's slice, ``"f"`` on the wait's) for every wait;
 - counter tracks (``"C"``) for the cube and vector cores in use, counting the
   cores a hold-and-wait op holds before it starts -- and, in a deadlock, the
-  cores the blocked ops hold for ever, so the tracks show what the report lists;
-  and a memory track per rank, the planned bytes live over time
-  (`npuir.backends.npu.memory.live_bytes`);
+  cores the blocked ops hold for ever, so the tracks show what the report lists -- with
+  the device's core count beside them; a memory track per rank, the planned bytes live
+  over time (`npuir.backends.npu.memory.live_bytes`), against the memory budget (or HBM),
+  with an instant event at the planned peak;
 - a counter track per stream of the cores its op holds: an ordinary op's blocks
   go to cores as they free up, so the count moves during the op's run;
 - instant events (``"i"``) for races and for each op a deadlock blocks.
@@ -31,7 +39,10 @@ from typing import Any, BinaryIO, NamedTuple
 from npuir.analysis.program import NodeKind, Program
 from npuir.dialects.npu import LIMITED_ENGINES, NpuOp
 
+from .hardware import Hardware
 from .memory import live_bytes
+from .profile import TASK_TYPES
+from .report import OVERLAP_THREADS, overlap_intervals
 from .simulator import SimResult
 
 __all__ = [
@@ -68,41 +79,100 @@ def _stream_label(prog: Program, s: int) -> str:
     return str(prog.streams[s].tag)
 
 
-def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, Any]:
+def _lanes(
+    result: SimResult, programs: Sequence[Program]
+) -> tuple[dict[tuple[int, int], int], list[int]]:
+    """The trace thread of every executed (rank, node): its stream's own thread, or an extra
+    thread of that stream when the op overlaps one before it there (Perfetto drops a JSON
+    slice that overlaps another on its thread without nesting in it); and per rank, the
+    first thread id left free."""
+    lane_of: dict[tuple[int, int], int] = {}
+    ends: dict[tuple[int, int], list[int]] = {}  # (rank, stream) -> end of each lane's last op
+    extra = [len(p.streams) for p in programs]
+    extra_tid: dict[tuple[int, int, int], int] = {}
+    for rec in sorted(result.ops, key=lambda o: (o.start, o.end)):
+        busy = ends.setdefault((rec.rank, rec.stream), [])
+        lane = next((i for i, end in enumerate(busy) if end <= rec.start), len(busy))
+        if lane == len(busy):
+            busy.append(rec.end)
+        else:
+            busy[lane] = rec.end
+        if lane == 0:
+            tid = rec.stream
+        else:
+            key = (rec.rank, rec.stream, lane)
+            if key not in extra_tid:
+                extra_tid[key] = extra[rec.rank]
+                extra[rec.rank] += 1
+            tid = extra_tid[key]
+        lane_of[(rec.rank, rec.node)] = tid
+    return lane_of, extra
+
+
+def _thread(pid: int, tid: int, name: str, sort_index: int) -> list[dict[str, Any]]:
+    return [
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}},
+        {
+            "ph": "M",
+            "name": "thread_sort_index",
+            "pid": pid,
+            "tid": tid,
+            "args": {"sort_index": sort_index},
+        },
+    ]
+
+
+def _process(pid: int, name: str, label: str, sort_index: int) -> list[dict[str, Any]]:
+    return [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
+        {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": label}},
+        {
+            "ph": "M",
+            "name": "process_sort_index",
+            "pid": pid,
+            "tid": 0,
+            "args": {"sort_index": sort_index},
+        },
+    ]
+
+
+def trace_events(
+    result: SimResult,
+    programs: Sequence[Program],
+    *,
+    hw: Hardware | None = None,
+    memory_budget: int | None = None,
+) -> dict[str, Any]:
     """The Chrome trace-event JSON object (``{"traceEvents": [...], ...}``) of `result`.
 
-    `programs` are the ones given to `simulate`, one per rank.
+    `programs` are the ones given to `simulate`, one per rank.  With `hw` (the device
+    simulated) the core counters get their limits; `memory_budget` (bytes) is drawn against
+    the bytes live (without it, the device's HBM when `hw` is given).
     """
     if len(programs) != result.ranks:
         raise ValueError(f"expected {result.ranks} program(s), one per rank, got {len(programs)}")
+    lane_of, critical_tid = _lanes(result, programs)
     events: list[dict[str, Any]] = []
+    overlap_pid = result.ranks  # the "Overlap Analysis" processes follow the devices
     for r, prog in enumerate(programs):
-        events.append(
-            {"ph": "M", "name": "process_name", "pid": r, "tid": 0, "args": {"name": f"rank {r}"}}
-        )
-        events.append(
-            {"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0, "args": {"sort_index": r}}
-        )
+        # As torch_npu's trace_view.json: "Ascend Hardware" labelled "NPU <device>".
+        events += _process(r, f"Ascend Hardware (rank {r})", f"NPU {r}", r)
         for s, info in enumerate(prog.streams):
-            events.append(
-                {
-                    "ph": "M",
-                    "name": "thread_name",
-                    "pid": r,
-                    "tid": s,
-                    "args": {"name": f"{info.tag} (@{info.symbol})"},
-                }
-            )
-            events.append(
-                {
-                    "ph": "M",
-                    "name": "thread_sort_index",
-                    "pid": r,
-                    "tid": s,
-                    "args": {"sort_index": s},
-                }
-            )
+            events += _thread(r, s, str(info.tag), s)
+        named = set(range(len(prog.streams)))
+        for (r2, node), tid in sorted(lane_of.items()):
+            if r2 == r and tid not in named:
+                named.add(tid)
+                label = _stream_label(prog, prog.stream[node])
+                events += _thread(r, tid, f"{label} (overlapping)", tid)
+        events += _thread(r, critical_tid[r], "critical path", critical_tid[r])
+        events += _process(
+            overlap_pid + r, f"Overlap Analysis (rank {r})", f"NPU {r}", result.ranks + r
+        )
+        for i, name in enumerate(OVERLAP_THREADS):
+            events += _thread(overlap_pid + r, i, name, i)
 
+    critical = set(result.critical_path)
     for rec in result.ops:
         prog = programs[rec.rank]
         op = prog.ops[rec.node]
@@ -110,22 +180,29 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
         args: dict[str, Any] = {"node": rec.node, "engine": rec.engine or kind.name.lower()}
         if isinstance(op, NpuOp):
             args.update(cores=rec.cores, flops=op.flops(), bytes=op.bytes_moved())
+            # The profiler's names: "Block Num" is the cores the task ran on.
+            args["Block Num"] = rec.cores
+            args["Accelerator Core"] = TASK_TYPES.get(rec.engine, rec.engine)
             if rec.held_from < rec.start:
                 args["held_from_us"] = _us(rec.held_from)
         elif kind is NodeKind.RECORD and prog.event_id[rec.node] >= 0:
             args["event_id"] = prog.event_id[rec.node]
-        events.append(
-            {
-                "ph": "X",
-                "name": _slice_name(prog, rec.node),
-                "cat": rec.engine or "sync",
-                "pid": rec.rank,
-                "tid": rec.stream,
-                "ts": _us(rec.start),
-                "dur": _us(rec.end - rec.start),
-                "args": args,
-            }
-        )
+        on_path = (rec.rank, rec.node) in critical
+        if on_path:
+            args["critical_path"] = True
+        slice_ = {
+            "ph": "X",
+            "name": _slice_name(prog, rec.node),
+            "cat": rec.engine or "sync",
+            "pid": rec.rank,
+            "tid": lane_of[(rec.rank, rec.node)],
+            "ts": _us(rec.start),
+            "dur": _us(rec.end - rec.start),
+            "args": args,
+        }
+        events.append(slice_)
+        if on_path:
+            events.append({**slice_, "tid": critical_tid[rec.rank], "cat": "critical_path"})
 
     for flow_id, (r, record, wait) in enumerate(result.event_edges):
         src = result.op(r, record)
@@ -133,8 +210,26 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
         if src is None or dst is None:
             continue
         common = {"name": "event", "cat": "sync", "id": flow_id, "pid": r}
-        events.append({**common, "ph": "s", "tid": src.stream, "ts": _us(src.start)})
-        events.append({**common, "ph": "f", "bp": "e", "tid": dst.stream, "ts": _us(dst.start)})
+        events.append({**common, "ph": "s", "tid": lane_of[(r, record)], "ts": _us(src.start)})
+        events.append(
+            {**common, "ph": "f", "bp": "e", "tid": lane_of[(r, wait)], "ts": _us(dst.start)}
+        )
+
+    for r, summary in enumerate(overlap_intervals(result)):
+        for i, name in enumerate(OVERLAP_THREADS):
+            for start, end in summary[name]:
+                events.append(
+                    {
+                        "ph": "X",
+                        "name": name,
+                        "cat": "overlap_analysis",
+                        "pid": overlap_pid + r,
+                        "tid": i,
+                        "ts": _us(start),
+                        "dur": _us(end - start),
+                        "args": {},
+                    }
+                )
 
     by_rank: list[list[tuple[str, tuple[tuple[int, int], ...]]]] = [[] for _ in range(result.ranks)]
     held_on: dict[tuple[int, int], list[tuple[int, int]]] = {}
@@ -147,8 +242,21 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
             if b.holds and result.op(b.rank, b.node) is None:
                 by_rank[b.rank].append((b.pool, ((b.held_from, b.holds),)))
                 held_on.setdefault((b.rank, b.stream), []).append((b.held_from, b.holds))
+    end_ns = max(result.makespan_ns, result.deadlock.time_ns if result.deadlock else 0)
     for r, holdings in enumerate(by_rank):
         events.extend(_core_counters(r, holdings))
+        if hw is not None:
+            for pool in _COUNTED_POOLS:
+                events.extend(
+                    {
+                        "ph": "C",
+                        "name": f"{pool} core limit",
+                        "pid": r,
+                        "ts": _us(t),
+                        "args": {"cores": hw.cores(pool)},
+                    }
+                    for t in (0, end_ns)
+                )
     for (r, s), steps in sorted(held_on.items()):
         label = _stream_label(programs[r], s)
         for t, cores in steps:
@@ -162,6 +270,8 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
                 }
             )
     if result.deadlock is None:
+        budget = memory_budget if memory_budget is not None else hw.hbm_bytes if hw else None
+        budget_name = "memory budget" if memory_budget is not None else "HBM"
         for r, steps in enumerate(live_bytes(result, programs)):
             events.extend(
                 {
@@ -172,6 +282,30 @@ def trace_events(result: SimResult, programs: Sequence[Program]) -> dict[str, An
                     "args": {"bytes": level},
                 }
                 for t, level in steps
+            )
+            if budget is not None:
+                events.extend(
+                    {
+                        "ph": "C",
+                        "name": f"{budget_name} bytes",
+                        "pid": r,
+                        "ts": _us(t),
+                        "args": {"bytes": budget},
+                    }
+                    for t in (0, end_ns)
+                )
+            peak_t, peak = max(steps, key=lambda step: (step[1], -step[0]))
+            events.append(
+                {
+                    "ph": "i",
+                    "s": "p",
+                    "name": f"planned peak: {peak} bytes live",
+                    "cat": "memory",
+                    "pid": r,
+                    "tid": 0,
+                    "ts": _us(peak_t),
+                    "args": {"bytes": peak},
+                }
             )
 
     for race in result.races:
@@ -238,9 +372,16 @@ def _core_counters(
     return out
 
 
-def trace_json(result: SimResult, programs: Sequence[Program]) -> bytes:
-    """`result` as Chrome/Perfetto trace JSON (what `npuir-run --trace` writes)."""
-    data = trace_events(result, programs)
+def trace_json(
+    result: SimResult,
+    programs: Sequence[Program],
+    *,
+    hw: Hardware | None = None,
+    memory_budget: int | None = None,
+) -> bytes:
+    """`result` as Chrome/Perfetto trace JSON (what `npuir-run --trace` writes); `hw` and
+    `memory_budget` as `trace_events` takes them."""
+    data = trace_events(result, programs, hw=hw, memory_budget=memory_budget)
     return json.dumps(data, separators=(",", ":")).encode("utf-8")
 
 

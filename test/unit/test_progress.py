@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,71 @@ def test_npuir_run_json_disables_the_line() -> None:
     examples = Path(__file__).parents[2] / "examples"
     assert run([str(examples / "seed_multistream.mlir"), "--timing-only", "--json"]) == 0
     assert progress.enabled is False
+
+
+# ---------------------------------------------------------------------------------------------
+# The tools under a pseudo-terminal and without one
+# ---------------------------------------------------------------------------------------------
+
+
+def _tool(name: str, *args: str, terminal: bool) -> tuple[int, str, str]:
+    """Run tool `name` with stderr on a pseudo-terminal (or a pipe) and the progress line's
+    delay at 0, as if the command ran long; (exit code, stdout, stderr)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tool = str(Path(sys.executable).parent / name)
+    env = {**os.environ, "NPUIR_PROGRESS_DELAY_S": "0"}
+    if not terminal:
+        done = subprocess.run([tool, *args], capture_output=True, text=True, env=env)
+        return done.returncode, done.stdout, done.stderr
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [tool, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env
+    )
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    out, _ = proc.communicate()
+    return proc.returncode, out.decode(), seen.decode(errors="replace")
+
+
+SEED = str(Path(__file__).parents[2] / "examples" / "seed_multistream.mlir")
+
+
+def test_a_long_advise_on_a_terminal_shows_its_phases_then_clears_the_line() -> None:
+    code, out, err = _tool("npuir-advise", SEED, terminal=True)
+    assert code == 0 and "advice" in out
+    lines = [line for line in err.split("\r\x1b[K") if line]
+    assert any(line.startswith("npuir ") and "s  " in line for line in lines), err
+    assert err.endswith("\r\x1b[K")  # erased before the advice was printed
+
+
+@pytest.mark.parametrize(
+    ("args", "terminal"),
+    [((), False), (("--quiet",), True), (("--json",), True)],
+    ids=["pipe", "quiet", "json"],
+)
+def test_no_progress_in_a_pipe_with_quiet_or_with_json(
+    args: tuple[str, ...], terminal: bool
+) -> None:
+    import json
+
+    code, out, err = _tool("npuir-run", SEED, "--timing-only", *args, terminal=terminal)
+    assert code == 0
+    assert "\x1b" not in err and "npuir " not in err
+    if "--json" in args:
+        assert json.loads(out)["makespan_ns"] > 0
+    else:
+        assert "makespan" in out

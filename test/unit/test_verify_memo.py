@@ -122,6 +122,40 @@ func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {
     assert len(calls) == 3
 
 
+def test_op_names_do_not_make_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Importers name every op (`npu.op_name`): a name is a label no check reads, so ops
+    # that differ only in it share one verification; a different type is still checked.
+    from npuir.dialects.npu import ReluOp
+
+    ops = "".join(
+        f'  %{v} = npu.relu %{u} {{npu.op_name = "{v}"}} : (tensor<8xf16>) -> tensor<8xf16>\n'
+        for u, v in (("x", "a"), ("a", "b"), ("b", "c"))
+    )
+    text = f"func.func @a(%x: tensor<8xf16>) -> tensor<8xf16> {{\n{ops}  func.return %c : tensor<8xf16>\n}}\n"
+    module = npuir.parse_text(npuir.make_context(), text, "m.mlir")
+    calls: list[str] = []
+    original = ReluOp.verify_
+
+    def counting(self: ReluOp) -> None:
+        calls.append(self.name)
+        original(self)
+
+    monkeypatch.setattr(ReluOp, "verify_", counting)
+    from npuir import verifier
+
+    verifier.forget_passed_signatures()
+    verifier.verify(module)
+    assert len(calls) == 1
+    bad = text.replace(
+        'npu.op_name = "c"} : (tensor<8xf16>) -> tensor<8xf16>',
+        'npu.op_name = "c"} : (tensor<8xf16>) -> tensor<4xf16>',
+    )
+    assert bad != text
+    assert _error_at(
+        bad.replace("func.return %c : tensor<8xf16>", "func.return %b : tensor<8xf16>")
+    ) == (4, 3)
+
+
 def test_a_waits_event_source_is_checked_at_each_wait() -> None:
     # The second wait has the first's signature (event type, stream); its event is a
     # function argument, not a `sync.record`'s result.

@@ -19,6 +19,9 @@ accepted with one warning that they do not change the model.
   `.path` (default `"."`): each compiled graph is written as
   `dynamo_original_graph_{id}_rank_{rank}_pid_{pid}_ts_{ts}.{type}`, TorchAir's
   file name.
+- `config.debug.schedule_report.path` (npuir's own; default None): a directory where
+  each compiled graph's schedule is written as `npuir-run --trace` and `--report` write
+  it: `schedule_graph_{id}.trace.json` and `schedule_graph_{id}.html`.
 - `config.ge_config.aicore_num = "A|V"` (GE's `ge.aicoreNum`): the module's
   global core limit, `coreset.global = #coreset.cores<cube A, vector V>`;
   either side may be empty (unlimited).
@@ -27,6 +30,17 @@ accepted with one warning that they do not change the model.
   everything on one stream and refuses user stream scopes.
 - `config.inference_config.dynamic_gears_merge_policy` ("zip" or "product"):
   the function's `gear.policy` when any input has gears.
+- `config.post_grad_custom_pre_pass` / `config.post_grad_custom_post_pass` (TorchAir's
+  custom FX passes, `fn(gm, example_inputs, config)`): the backend runs them on the ATen
+  graph before importing it, pre then post (npuir has no built-in FX passes between them);
+  `npuir.torchair.auto_streams()` is one.
+- `config.ge_config.auto_multistream_parallel_mode` (GE's `ge.autoMultistreamParallelMode`:
+  `"cv"`, `"LoadBalance"`, `"LoadBalance:N"`, `"MainStream:N"`, N in 1..64): GE's automatic
+  multi-stream, as `stream-partition{mode=minidag}` (`cv`: `mode=engine`).  TorchAir's
+  `_GEConfig` has no such field and passes no other GE option through; the name is the one
+  Ascend's TensorFlow adapter gives the option (`tf_adapter/util/ge_plugin.cc`,
+  `SetOptionNameMap`), as it does TorchAir's `aicore_num` and `oo_level`
+  (docs/torchair.md).  `enable_single_stream` wins over it.
 
 `ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1` in the environment (the CANN variable
 seed 000 names) lets a graph with dynamic-shape inputs use several streams:
@@ -40,6 +54,7 @@ config.pass_options())`), so the importers need no pass.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import ClassVar
 
 from npuir.diagnostics import Kind
@@ -68,6 +83,11 @@ DUMP_SECTION = Kind(
     "debug.graph_dump is a section; set debug.graph_dump.type / .path",
 )
 """`debug.graph_dump` assigned a value instead of its options."""
+REPORT_PATH = Kind(
+    "torchair.bad-option.report-path",
+    "debug.schedule_report.path must be a directory name or None, got {value}",
+)
+"""A schedule report path that is neither None nor a non-empty string; argument: `value`."""
 SINGLE_STREAM = Kind(
     "torchair.bad-option.single-stream",
     "ge_config.enable_single_stream must be True or False, got {value}",
@@ -88,12 +108,29 @@ BAD_MODE = Kind(
     "torchair.bad-option.mode", 'mode must be "max-autotune" or "reduce-overhead", got {value}'
 )
 """A mode TorchAir does not have; argument: `value`."""
+CUSTOM_PASS = Kind(
+    "torchair.bad-option.custom-pass",
+    "{name} must be a callable fn(gm, example_inputs, config) or None, got {value}",
+)
+"""A custom FX pass that is not callable; arguments: `name`, `value`."""
+AUTO_MULTISTREAM = Kind(
+    "torchair.bad-option.auto-multistream",
+    'ge_config.auto_multistream_parallel_mode must be None, "cv", "LoadBalance", '
+    '"LoadBalance:N" or "MainStream:N" (N in 1..64), got {value}',
+)
+"""A value GE's `ge.autoMultistreamParallelMode` does not take; argument: `value`."""
 SECTION = Kind(
     "torchair.bad-option.section", "{name} is a section of CompilerConfig; set its options instead"
 )
 """A section of CompilerConfig assigned a value; argument: `name`."""
 
 POLICIES: tuple[str, ...] = tuple(Policy)
+CUSTOM_PASSES = ("post_grad_custom_pre_pass", "post_grad_custom_post_pass")
+MAX_AUTO_STREAMS = 64
+"""GE's option reference: N of `LoadBalance:N` / `MainStream:N` is in [1, 64]."""
+DEFAULT_AUTO_STREAMS = 8
+"""`LoadBalance` without N: 8 streams (the TensorFlow adapter's documentation of
+`auto_multistream_parallel_mode`)."""
 MODES = ("max-autotune", "reduce-overhead")
 DUMP_TYPES = ("txt", "pbtxt", "py")
 
@@ -157,26 +194,44 @@ class _GraphDump(_Section):
             raise fail(DUMP_PATH, value=repr(value))
 
 
+class _ScheduleReport(_Section):
+    """`config.debug.schedule_report` (npuir's own): where each compiled graph's schedule
+    trace and HTML page go (`ScheduleReport.trace` / `.html`); None: nowhere."""
+
+    _PATH = "debug.schedule_report"
+    _OPTIONS = ("path",)
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+
+    def _check(self, name: str, value: object) -> None:
+        if value is not None and (not isinstance(value, str) or not value):
+            raise fail(REPORT_PATH, value=repr(value))
+
+
 class _Debug(_Section):
     """`config.debug`."""
 
     _PATH = "debug"
-    _OPTIONS = ("graph_dump",)
+    _OPTIONS = ("graph_dump", "schedule_report")
     _ACCEPTED = ("data_dump", "fx_summary", "run_eagerly", "aclgraph")
 
     def __init__(self) -> None:
         self.graph_dump = _GraphDump()
+        self.schedule_report = _ScheduleReport()
 
     def _check(self, name: str, value: object) -> None:
-        if not isinstance(value, _GraphDump):
+        if name == "graph_dump" and not isinstance(value, _GraphDump):
             raise fail(DUMP_SECTION)
+        if name == "schedule_report" and not isinstance(value, _ScheduleReport):
+            raise fail(SECTION, name="debug.schedule_report")
 
 
 class _GEConfig(_Section):
     """`config.ge_config`: the GE options npuir understands."""
 
     _PATH = "ge_config"
-    _OPTIONS = ("enable_single_stream", "aicore_num")
+    _OPTIONS = ("enable_single_stream", "aicore_num", "auto_multistream_parallel_mode")
     _ACCEPTED = (
         "oo_level",
         "oo_constant_folding",
@@ -190,12 +245,26 @@ class _GEConfig(_Section):
     def __init__(self) -> None:
         self.enable_single_stream = False
         self.aicore_num: str | None = None
+        self.auto_multistream_parallel_mode: str | None = None
 
     def _check(self, name: str, value: object) -> None:
         if name == "enable_single_stream" and not isinstance(value, bool):
             raise fail(SINGLE_STREAM, value=repr(value))
         if name == "aicore_num" and value is not None:
             _parse_aicore_num(value)
+        if name == "auto_multistream_parallel_mode" and value is not None:
+            _parse_auto_multistream(value)
+
+    def auto_multistream(self) -> dict[str, str]:
+        """The `stream-partition` options GE's automatic multi-stream stands for ({} when
+        it is off)."""
+        mode = self.auto_multistream_parallel_mode
+        if mode is None:
+            return {}
+        algorithm, streams = _parse_auto_multistream(mode)
+        if algorithm == "cv":
+            return {"mode": "engine"}
+        return {"mode": "minidag", "variant": algorithm, "max-streams": str(streams)}
 
     def global_cores(self) -> tuple[int | None, int | None] | None:
         """(cube, vector) of `aicore_num`, or None when it is not set."""
@@ -215,6 +284,20 @@ def _parse_aicore_num(value: object) -> tuple[int | None, int | None]:
         if len(counts) == 2 and counts != [None, None]:
             return counts[0], counts[1]
     raise fail(AICORE_NUM, value=repr(value))
+
+
+def _parse_auto_multistream(value: object) -> tuple[str, int]:
+    """GE's `ge.autoMultistreamParallelMode` spelling: ("cv", 0), or ("loadbalance" /
+    "mainstream", N)."""
+    if value == "cv":
+        return "cv", 0
+    if value == "LoadBalance":
+        return "loadbalance", DEFAULT_AUTO_STREAMS
+    name, _, count = value.partition(":") if isinstance(value, str) else ("", "", "")
+    if name in ("LoadBalance", "MainStream") and count.isdigit():
+        if 1 <= int(count) <= MAX_AUTO_STREAMS:
+            return name.lower(), int(count)
+    raise fail(AUTO_MULTISTREAM, value=repr(value))
 
 
 class _InferenceConfig(_Section):
@@ -252,7 +335,14 @@ class CompilerConfig(_Section):
     ```
     """
 
-    _OPTIONS = ("mode", "debug", "ge_config", "inference_config", "experimental_config")
+    _OPTIONS = (
+        "mode",
+        "debug",
+        "ge_config",
+        "inference_config",
+        "experimental_config",
+        *CUSTOM_PASSES,
+    )
     _ACCEPTED = ("aoe_config", "export", "dump_config", "fusion_config", "ascend_config")
 
     def __init__(self) -> None:
@@ -261,10 +351,14 @@ class CompilerConfig(_Section):
         self.ge_config = _GEConfig()
         self.inference_config = _InferenceConfig()
         self.experimental_config = _ExperimentalConfig()
+        self.post_grad_custom_pre_pass: Callable[..., object] | None = None
+        self.post_grad_custom_post_pass: Callable[..., object] | None = None
 
     def _check(self, name: str, value: object) -> None:
         if name == "mode" and value not in MODES:
             raise fail(BAD_MODE, value=repr(value))
+        if name in CUSTOM_PASSES and value is not None and not callable(value):
+            raise fail(CUSTOM_PASS, name=name, value=repr(value))
         sections = {
             "debug": _Debug,
             "ge_config": _GEConfig,
@@ -286,6 +380,8 @@ class CompilerConfig(_Section):
         options: dict[str, str] = {}
         if self.ge_config.enable_single_stream:
             options["mode"] = "single"
+        else:
+            options.update(self.ge_config.auto_multistream())
         if self.dynamic_multi_stream():
             options["dynamic-multi-stream"] = "true"
         return {"stream-partition": options} if options else {}

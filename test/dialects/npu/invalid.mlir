@@ -887,3 +887,48 @@ func.func @case() {
   %c = npu.constant dense<0.5> : tensor<f80>
   func.return
 }
+
+// -----
+
+// Tests that fused attention's query heads must group over the key/value heads.
+func.func @case(%q: tensor<1x3x4x8xf16>, %k: tensor<1x2x4x8xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.fusion_attention' op query heads (3) must be a multiple of key/value heads (2)
+  %0 = npu.fusion_attention %q, %k, %k : (tensor<1x3x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>) -> tensor<1x3x4x8xf16>
+  func.return
+}
+
+// -----
+
+// Tests that mask_drops needs an i1 mask.
+func.func @case(%q: tensor<1x2x4x8xf16>, %m: tensor<4x4xf16>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.fusion_attention' op mask_drops needs an i1 mask
+  %0 = npu.fusion_attention %q, %q, %q, %m {mask_drops} : (tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<4x4xf16>) -> tensor<1x2x4x8xf16>
+  func.return
+}
+
+// -----
+
+// Tests that a grouped matmul has one offset per expert.
+func.func @case(%x: tensor<8x4xf16>, %w: tensor<3x4x2xf16>, %o: tensor<2xi32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.grouped_matmul' op offsets has 2 entries for 3 experts
+  %0 = npu.grouped_matmul %x, %w, %o : (tensor<8x4xf16>, tensor<3x4x2xf16>, tensor<2xi32>) -> tensor<8x2xf16>
+  func.return
+}
+
+// -----
+
+// Tests that the MoE gate's k is at most the number of experts.
+func.func @case(%l: tensor<4x2xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.moe_gating_topk_softmax' op k = 3 must be in [1, 2] (the experts)
+  %w, %e, %r = npu.moe_gating_topk_softmax %l {k = 3 : i64} : (tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<4x3xi32>, tensor<4x3xi32>)
+  func.return
+}
+
+// -----
+
+// Tests that the MoE combine needs T * k expanded rows.
+func.func @case(%x: tensor<6x4xf16>, %s: tensor<4x2xf16>, %r: tensor<6xi32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.moe_finalize_routing' op expanded (6x4) and expanded_rows (6) must have T * k = 8 rows for scales 4x2
+  %0 = npu.moe_finalize_routing %x, %s, %r : (tensor<6x4xf16>, tensor<4x2xf16>, tensor<6xi32>) -> tensor<4x4xf16>
+  func.return
+}

@@ -377,5 +377,34 @@ module attributes {npu.target = "910b2"} {
     func.return
   }
 
+// Tests the fused kernels (npu_fused.py): attention with GQA heads, causal, a mask and a
+// scale; grouped matmul; rotary embedding; the MoE gate, dispatch and combine; MC2.
+// CHECK-LABEL: func.func @fused
+// CHECK-NEXT:    %0 = npu.fusion_attention %q, %k, %v {causal} : (tensor<1x8x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>) -> tensor<1x8x16x64xf16>
+// CHECK-NEXT:    %1 = npu.fusion_attention %q, %k, %v, %m {scale = 1.250000e-01 : f32} : (tensor<1x8x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>, tensor<16x16xi1>) -> tensor<1x8x16x64xf16>
+// CHECK-NEXT:    %2 = npu.grouped_matmul %x, %w, %offs : (tensor<16x32xf16>, tensor<4x32x64xf16>, tensor<4xi32>) -> tensor<16x64xf16>
+// CHECK-NEXT:    %3 = npu.rotary_embedding %q, %cos, %cos : (tensor<1x8x16x64xf16>, tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>) -> tensor<1x8x16x64xf16>
+// CHECK-NEXT:    %4, %5, %6 = npu.moe_gating_topk_softmax %logits {k = 2 : i64} : (tensor<16x8xf16>) -> (tensor<16x2xf16>, tensor<16x2xi32>, tensor<16x2xi32>)
+// CHECK-NEXT:    %7, %8, %9 = npu.moe_init_routing %x, %6, %5 : (tensor<16x32xf16>, tensor<16x2xi32>, tensor<16x2xi32>) -> (tensor<32x32xf16>, tensor<32xi32>, tensor<32xi32>)
+// CHECK-NEXT:    %10 = npu.moe_finalize_routing %7, %4, %8, %x : (tensor<32x32xf16>, tensor<16x2xf16>, tensor<32xi32>, tensor<16x32xf16>) -> tensor<16x32xf16>
+// CHECK-NEXT:    %11 = npu.moe_finalize_routing %7, %4, %8 : (tensor<32x32xf16>, tensor<16x2xf16>, tensor<32xi32>) -> tensor<16x32xf16>
+// CHECK-NEXT:    %12 = npu.matmul_all_reduce %x, %7 {group_size = 2 : i64, mode = "aiv"} : (tensor<16x32xf16>, tensor<32x32xf16>) -> tensor<16x32xf16>
+// GENERIC-LABEL: "func.func"() <{sym_name = "fused"
+// GENERIC:       "npu.fusion_attention"(%q, %k, %v) {causal} : (tensor<1x8x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>) -> tensor<1x8x16x64xf16>
+  func.func @fused(%q: tensor<1x8x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x2x16x64xf16>,
+                   %m: tensor<16x16xi1>, %x: tensor<16x32xf16>, %w: tensor<4x32x64xf16>,
+                   %offs: tensor<4xi32>, %cos: tensor<1x1x16x64xf16>, %logits: tensor<16x8xf16>) {
+    %0 = npu.fusion_attention %q, %k, %v {causal} : (tensor<1x8x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>) -> tensor<1x8x16x64xf16>
+    %1 = npu.fusion_attention %q, %k, %v, %m {scale = 0.125 : f32} : (tensor<1x8x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>, tensor<16x16xi1>) -> tensor<1x8x16x64xf16>
+    %2 = npu.grouped_matmul %x, %w, %offs : (tensor<16x32xf16>, tensor<4x32x64xf16>, tensor<4xi32>) -> tensor<16x64xf16>
+    %3 = npu.rotary_embedding %q, %cos, %cos : (tensor<1x8x16x64xf16>, tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>) -> tensor<1x8x16x64xf16>
+    %4, %5, %6 = npu.moe_gating_topk_softmax %logits {k = 2 : i64} : (tensor<16x8xf16>) -> (tensor<16x2xf16>, tensor<16x2xi32>, tensor<16x2xi32>)
+    %7, %8, %9 = npu.moe_init_routing %x, %6, %5 : (tensor<16x32xf16>, tensor<16x2xi32>, tensor<16x2xi32>) -> (tensor<32x32xf16>, tensor<32xi32>, tensor<32xi32>)
+    %10 = npu.moe_finalize_routing %7, %4, %8, %x : (tensor<32x32xf16>, tensor<16x2xf16>, tensor<32xi32>, tensor<16x32xf16>) -> tensor<16x32xf16>
+    %11 = npu.moe_finalize_routing %7, %4, %8 : (tensor<32x32xf16>, tensor<16x2xf16>, tensor<32xi32>) -> tensor<16x32xf16>
+    %12 = npu.matmul_all_reduce %x, %7 {group_size = 2 : i64, mode = "aiv"} : (tensor<16x32xf16>, tensor<32x32xf16>) -> tensor<16x32xf16>
+    func.return
+  }
+
 }
 // GENERIC: }) {npu.target = "910b2"} : () -> ()

@@ -671,3 +671,49 @@ def test_the_op_table_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert names(run(text).module) == ["npu.add", "func.return"]
     assert loads == []
+
+
+def test_a_syntax_error_comes_before_a_bad_op_met_earlier() -> None:
+    # The reader turns each op into a node as it completes it; an op that does not
+    # convert (here an input that is not a string) is refused only once the whole text
+    # has parsed, in file order: a syntax error later in the file is what is reported,
+    # as when the whole text was parsed first.
+    good = 'op { name: "x" type: "Data" ' + desc() + " }\n"
+    bad = 'op { name: "y" type: "Relu" input: 5 ' + desc() + " }\n"
+    also_bad = 'op { name: "z" type: "Relu" input: "x:-7" ' + desc() + " }\n"
+    with pytest.raises(DiagnosticError) as info:
+        import_text(make_context(), good + bad + also_bad + "op { name: }\n", "d.txt")
+    assert info.value.diagnostic.kind == "parse.syntax"
+    assert info.value.diagnostic.location is not None
+    assert info.value.diagnostic.location.line == 4
+    with pytest.raises(DiagnosticError) as info:
+        import_text(make_context(), good + also_bad + bad, "d.txt")
+    assert info.value.diagnostic.kind == "ge.invalid-dump.negative-output"
+    with pytest.raises(DiagnosticError) as info:
+        import_text(make_context(), good + bad + also_bad, "d.txt")
+    assert info.value.diagnostic.kind == "ge.invalid-dump.input-not-string"
+
+
+def test_graph_text_names_unnamed_ops_by_type_in_order() -> None:
+    # Unnamed ops of one type are `MatMul`, `MatMul_1`, ...; a name an op carries is kept
+    # and the next unnamed op skips it (the writer's search resumes per base: it was
+    # quadratic in the ops of one type).
+    from npuir.api import parse_text
+    from npuir.frontends.ge_writer import graph_text
+
+    square = "tensor<8x8xf16>"
+    ops = []
+    x = "%x"
+    for i in range(5):
+        named = ' {npu.op_name = "MatMul_1"}' if i == 1 else ""
+        ops.append(f"  %m{i} = npu.matmul {x}, %x{named} : ({square}, {square}) -> {square}")
+        x = f"%m{i}"
+    text = (
+        f"func.func @f(%x: {square}) -> {square} {{\n" + "\n".join(ops) + f"\n"
+        f"  func.return {x} : {square}\n}}\n"
+    )
+    dump = graph_text(parse_text(make_context(), text, "f.mlir"), "txt")
+    names = [line.split('"')[1] for line in dump.splitlines() if line.startswith("  name:")]
+    assert names == ["x", "MatMul", "MatMul_1", "MatMul_2", "MatMul_3", "MatMul_4", "NetOutput"]
+    back = import_text(make_context(), dump, "f.txt").module
+    assert sum(isinstance(o, npu.MatmulOp) for o in back.walk()) == 5

@@ -134,3 +134,34 @@ def test_the_fast_reader_and_lark_build_the_same_messages() -> None:
     fast = protobuf_text._read_fast(text)
     assert fast == protobuf_text._parser().parse(text)
     assert [type(v) for v in fast.all("j")] == [Ident, Ident]
+
+
+def test_repeated_blocks_read_once_keep_their_own_positions() -> None:
+    # A block met a third time is placed on the template read the second time: the same
+    # messages as lark builds, every position its own (a block opening mid-line, one
+    # spread over lines, one nested in another, a separator after one).
+    from npuir.frontends import protobuf_text
+
+    block = 'd { name: "y" s { dim: 2\n dim: 3 } a { k: "x" v { i: 1 } } }'
+    text = "".join(
+        f"op {{ n: {i}{' ' * i} {block}{';' if i % 2 else ''}\n  {block}\n}}\n" for i in range(5)
+    )
+    fast = protobuf_text._read_fast(text, share=True)
+    assert fast == protobuf_text._parser().parse(text)
+    placed = [d for op in fast.messages("op") for d in op.messages("d")]
+    assert sum(d.text_key() is not None for d in placed) >= 6
+    assert len({id(d.text_key()) for d in placed if d.text_key() is not None}) == 1
+    last = placed[-1]
+    assert (last.line, last.column) == (text.count("\n") - 2, 3)
+    dims = last.get("s").entries("dim")
+    assert [(e.line, e.column) for e in dims] == [(last.line, 21), (last.line + 1, 2)]
+
+
+def test_a_bad_number_in_a_repeated_block_is_located() -> None:
+    block = "d { s { dim: 2 } }"
+    text = f"op {{ {block} }}\n" * 3 + "op { d { s { dim: 9" + "9" * 5000 + " } } }\n"
+    with pytest.raises(DiagnosticError) as info:
+        parse(text, "t.txt")
+    location = info.value.diagnostic.location
+    assert location is not None
+    assert (location.line, location.column) == (4, 19)

@@ -41,25 +41,9 @@ RTOL = 1e-4
 """f32 against eager: relative to each output's largest magnitude (a logit near zero is
 compared at the scale of the others, as a relative tolerance means for a tensor)."""
 
-_SDPA = "aten_fused: scaled_dot_product_attention"
-_EXPERTS = "aten_fused: scaled_dot_product_attention, transformers.grouped_mm_fallback"
-MISSING: dict[str, str] = {
-    "llama": _SDPA,
-    "qwen2": _SDPA,
-    "qwen2-moe": _EXPERTS,
-    "mixtral": _EXPERTS,
-    "deepseek-v3": _EXPERTS,
-    "gpt2": _SDPA,
-    "bert": _SDPA,
-    "vit": _SDPA,
-    "qwen3": _SDPA,
-    "qwen3-moe": _EXPERTS,
-    "mistral": _SDPA,
-    "gemma": _SDPA,
-    "phi3": _SDPA,
-}
-"""Model -> the ops (not aten_models.py's to add) its compiled graph still runs eagerly, as
-of this module's last survey (`bench/zoo.py --missing` prints the current list)."""
+MISSING: dict[str, str] = {}
+"""Model -> the ops (not aten_models.py's to add) its compiled graph still runs eagerly
+(`bench/zoo.py --missing` lists them): none since aten_core and aten_fused."""
 
 
 CASES = [

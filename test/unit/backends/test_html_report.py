@@ -1,0 +1,204 @@
+"""The HTML report, read as a file and rendered by a real browser.
+
+Every page must be self-contained (nothing fetched: no external script, style, image or
+font) and list one timeline lane per stream, grouped per rank, with an arrow per executed
+wait.  Headless Chromium (Debian's `chromium`, which `make test` installs) then loads each
+page from disk: no console error or uncaught exception, the zoom script ran (it draws the
+axis), the DOM has the lanes, and the screenshot shows coloured ops in the lane area.
+Without Chromium the browser tests skip, except under CI=true, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+from npuir.backends.npu.html_report import run_report_html
+from npuir.driver.run import RunConfig, run_program
+from npuir.tools.advise import run as advise
+from npuir.tools.run import run as npuir_run
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+CASES: dict[str, RunConfig] = {
+    "seed": RunConfig(path=str(EXAMPLES / "seed_multistream.mlir"), timing_only=True),
+    "moe": RunConfig(path=str(EXAMPLES / "moe_decode.mlir"), mirror_peers=True, timing_only=True),
+    "2-rank collective": RunConfig(
+        path=str(EXAMPLES / "tp_decoder_decode.mlir"),
+        ranks=2,
+        mirror_peers=True,
+        timing_only=True,
+    ),
+}
+
+# Run in the page before anything else: every console error and uncaught exception is kept
+# in an attribute that --dump-dom shows.
+_CATCH = """<script>
+(function () {
+  var seen = [];
+  function keep(text) { seen.push(String(text)); document.documentElement.dataset.errors = JSON.stringify(seen); }
+  window.addEventListener("error", function (ev) { keep(ev.message || ev.type); }, true);
+  window.addEventListener("unhandledrejection", function (ev) { keep(ev.reason); });
+  var original = console.error;
+  console.error = function () { keep(Array.prototype.join.call(arguments, " ")); original.apply(console, arguments); };
+})();
+</script>"""
+# Run last: where the timeline is, for the screenshot's pixels.
+_PROBE = """<script>
+(function () {
+  var box = document.getElementById("timeline").getBoundingClientRect();
+  document.documentElement.dataset.timeline = [box.left, box.top, box.width, box.height].join(",");
+})();
+</script>"""
+
+WINDOW = (1400, 4000)
+
+
+class Expected(NamedTuple):
+    lanes: list[tuple[int, str]]
+    """(rank, stream tag) of every lane, in order."""
+    waits: int
+
+
+class Page(NamedTuple):
+    path: Path
+    expected: Expected
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Page]]:
+    out = tmp_path_factory.mktemp("reports")
+    pages: dict[str, Page] = {}
+    for name, config in CASES.items():
+        outcome = run_program(config)
+        assert outcome.result is not None and outcome.hw is not None
+        path = out / f"{name.replace(' ', '-')}.html"
+        html = run_report_html(
+            outcome.report, outcome.result, outcome.programs, outcome.hw, title=name
+        )
+        path.write_text(html, encoding="utf-8")
+        lanes = [(r, str(s.tag)) for r, p in enumerate(outcome.programs) for s in p.streams]
+        waits = sum(
+            1
+            for r, rec, wait in outcome.result.event_edges
+            if outcome.result.op(r, rec) and outcome.result.op(r, wait)
+        )
+        pages[name] = Page(path, Expected(lanes, waits))
+    # npuir-advise's page: the tables, then the recommended program run (seed: 2 streams).
+    path = out / "advice.html"
+    assert advise([str(EXAMPLES / "seed_multistream.mlir"), "--report", str(path)]) == 0
+    pages["advice"] = Page(path, Expected([(0, "<main>"), (0, "2")], 2))
+    yield pages
+
+
+def _lanes(dom: str) -> list[tuple[int, str]]:
+    import html
+
+    found = re.findall(r'<g class="lane" data-rank="(\d+)" data-stream="([^"]*)"', dom)
+    if not found:  # as written by Python, before a browser re-serialises it
+        found = re.findall(r"<g class='lane' data-rank='(\d+)' data-stream='([^']*)'", dom)
+    return [(int(r), html.unescape(s)) for r, s in found]
+
+
+@pytest.mark.parametrize("name", [*CASES, "advice"])
+def test_the_page_is_self_contained_and_lists_every_lane(pages: dict[str, Page], name: str) -> None:
+    page = pages[name]
+    text = page.path.read_text(encoding="utf-8")
+    # Nothing to fetch: no external script, stylesheet, image, font or frame.
+    assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=", text)
+    assert not re.search(r"<link\b|@import|url\((?!#)", text)
+    assert not re.search(r"(?:xlink:)?href=['\"](?!#)", text)
+    assert _lanes(text) == page.expected.lanes
+    assert text.count("class='wait-arrow'") == page.expected.waits > 0
+    if name == "advice":
+        assert text.count("<tr class='recommended'>") == 1
+        assert "id='plot-pareto'" in text
+    else:
+        assert "id='plot-memory'" in text and "id='plot-cores'" in text
+        assert "Communication(Not Overlapped)" in text
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        message = "headless Chromium is not installed (make test installs Debian's chromium)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+def _render(page: Path, tmp: Path) -> tuple[str, Any, str]:
+    """(the DOM after the page's scripts ran, the screenshot as an RGB image, stderr)."""
+    from PIL import Image
+
+    probe = tmp / page.name
+    text = page.read_text(encoding="utf-8")
+    text = text.replace("<head>", "<head>" + _CATCH, 1).replace("</body>", _PROBE + "</body>")
+    probe.write_text(text, encoding="utf-8")
+    shot = tmp / "shot.png"
+    done = subprocess.run(
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp / 'profile'}",
+            f"--window-size={WINDOW[0]},{WINDOW[1]}",
+            f"--screenshot={shot}",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, Image.open(shot).convert("RGB"), done.stderr
+
+
+@pytest.mark.parametrize("name", [*CASES, "advice"])
+def test_chromium_renders_the_timeline(pages: dict[str, Page], name: str, tmp_path: Path) -> None:
+    page = pages[name]
+    dom, image, stderr = _render(page.path, tmp_path)
+    errors = re.search(r'data-errors="([^"]*)"', dom)
+    assert errors is None, errors.group(1)
+    assert "Uncaught" not in stderr, stderr
+    assert _lanes(dom) == page.expected.lanes
+    assert dom.count('class="wait-arrow"') == page.expected.waits
+    assert 'class="tick"' in dom  # the zoom script ran: it draws the axis
+    box = re.search(r'data-timeline="([^"]*)"', dom)
+    assert box is not None
+    left, top, width, height = (float(v) for v in box.group(1).split(","))
+    assert top + height <= WINDOW[1], "the timeline is below the screenshot"
+    # The lanes' area (right of the labels, above the axis): coloured ops, not blank.
+    lanes = image.crop((int(left) + 210, int(top) + 22, int(left + width), int(top + height) - 26))
+    rgb = np.asarray(lanes, dtype=np.int16)
+    coloured = int(((rgb.max(axis=2) - rgb.min(axis=2)) > 60).sum())
+    pixels = rgb.shape[0] * rgb.shape[1]
+    assert coloured / pixels > 0.05, f"{coloured} of {pixels} pixels coloured"
+
+
+def test_npuir_run_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "seed.html"
+    assert (
+        npuir_run([str(EXAMPLES / "seed_multistream.mlir"), "--timing-only", "--report", str(out)])
+        == 0
+    )
+    assert _lanes(out.read_text(encoding="utf-8")) == [(0, "<main>"), (0, "1"), (0, "2")]
+    unwritable = tmp_path / "missing" / "x.html"
+    code = npuir_run(
+        [str(EXAMPLES / "seed_multistream.mlir"), "--timing-only", "--report", str(unwritable)]
+    )
+    assert code == 2 and "x.html" in capsys.readouterr().err
