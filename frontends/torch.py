@@ -72,8 +72,7 @@ from npuir.diagnostics import (
 )
 from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
-from npuir.frontends import aten_fused
-from npuir.frontends import aten_models
+from npuir.frontends import aten_fused, aten_models
 from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, read_pt2
 from npuir.frontends.pt2_graph import Graph as Pt2Graph
 from npuir.frontends.pt2_graph import Node as Pt2Node
