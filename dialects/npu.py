@@ -1032,7 +1032,8 @@ class ConcatOp(NpuOp):
 
 @irdl_op_definition
 class SliceOp(NpuOp):
-    """Takes `sizes` elements from `offsets` in each dim, every `strides`-th.
+    """Takes the span of `sizes` elements from `offsets` in each dim, every `strides`-th of
+    them (so `ceil(sizes / strides)` elements; torch's `x[o : o + n : s]`).
 
     ```mlir
     %s = npu.slice %x {offsets = array<i64: 0, 2>, sizes = array<i64: 4, 4>} : (tensor<4x8xf16>) -> tensor<4x4xf16>

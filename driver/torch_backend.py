@@ -85,7 +85,7 @@ from npuir.diagnostics import (
     Kind,
     SourceLocation,
 )
-from npuir.dialects import gear, npu
+from npuir.dialects import gear, npu, stream
 from npuir.driver.run import RunConfig, RunOutcome, run_program
 from npuir.frontends.ge_writer import graph_text
 from npuir.frontends.py_writer import builder_script
@@ -179,6 +179,9 @@ class ScheduleReport:
     """The ATen ops of dynamo's graph that run eagerly: ops npuir cannot take (no npu op, a
     form its mapping refuses, a dtype it has no element type for), where the graph is split
     (or all of it, when nothing is left for npuir)."""
+    scopes: dict[str, int] = field(default_factory=dict[str, int])
+    """The model's `npu_stream_switch` scopes as written: each tag and the npu ops its scopes
+    hold (an op in nested scopes counts for the innermost), in the order first opened."""
     part: tuple[int, int] | None = None
     """For a split graph: this program's place among its npuir parts (1-based, count)."""
     compile_seconds: float = 0.0
@@ -235,6 +238,11 @@ class ScheduleReport:
             lines.append(f"  {name:<18} {'-' if ns is None else f'{ns / 1000:.1f}':>10}")
         if self.lower_bound_ns is not None:
             lines.append(f"  {'lower bound':<18} {self.lower_bound_ns / 1000:>10.1f}")
+        if self.scopes:
+            lines.append(
+                "  scopes as written: "
+                + ", ".join(f"'{tag}' ({n} op(s))" for tag, n in self.scopes.items())
+            )
         lines.extend(f"  why: {w}" for w in self.why)
         if self.streams is not None:
             lines.append(
@@ -252,6 +260,21 @@ class ScheduleReport:
         return "\n".join(lines)
 
 
+def _scopes(module: ModuleOp) -> dict[str, int]:
+    """Each `stream.switch` tag of the imported `module` and the npu ops it holds innermost."""
+    counts: dict[str, int] = {}
+    for op in module.walk():
+        if isinstance(op, stream.SwitchOp):
+            counts.setdefault(op.tag_name, 0)
+        elif isinstance(op, npu.NpuOp):
+            parent = op.parent_op()
+            while parent is not None and not isinstance(parent, stream.SwitchOp):
+                parent = parent.parent_op()
+            if parent is not None:
+                counts[parent.tag_name] += 1
+    return counts
+
+
 def _report(
     graph_id: int,
     options: dict[str, str],
@@ -262,10 +285,14 @@ def _report(
 ) -> ScheduleReport:
     """Simulate the annotated program and the baselines (timing only), on the first
     call's shapes (a geared graph runs the gear they match)."""
-    report = ScheduleReport(graph_id, options)
+    report = ScheduleReport(graph_id, options, scopes=_scopes(module))
     explained = {}
     annotated: tuple[SimResult, list[Program]] | None = None
     hw = device_of(module, None)
+    funcs = [f for f in module.ops if isinstance(f, FuncOp)]
+    # `shapes` are the user inputs', the function's last arguments: a constant the model
+    # made (transformers' empty cache, `torch.tensor([])`) is an argument before them.
+    first = max(len(funcs[0].args) - len(shapes), 0)
     for name, p in [("as annotated", pipeline), *VARIANTS.items()]:
         try:
             outcome = run_program(
@@ -274,7 +301,7 @@ def _report(
                     source=text,
                     pipeline=p,
                     timing_only=True,
-                    shapes={str(i): tuple(shape) for i, shape in enumerate(shapes)},
+                    shapes={str(first + i): tuple(shape) for i, shape in enumerate(shapes)},
                 )
             )
         except DiagnosticError:
@@ -289,7 +316,6 @@ def _report(
         if name == "as annotated" and result.deadlock is None:
             annotated = (result, outcome.programs)
             report.run = outcome
-    funcs = [f for f in module.ops if isinstance(f, FuncOp)]
     try:
         report.lower_bound_ns = lower_bound_ns(funcs[0], hw)
     except DiagnosticError:
@@ -417,11 +443,32 @@ def _gear_check(
         )
 
 
-def _constants(module: ModuleOp) -> list[Array | None]:
-    """Per argument of the imported function, None: the caller gives every one (the
-    scalars the program used are `npu.constant` ops in it, not arguments)."""
+def _constants(
+    module: ModuleOp, ep: torch.export.ExportedProgram | None = None
+) -> list[Array | None]:
+    """Per argument of the imported function: None where the caller gives it, the value
+    where the export lifted a constant or holds a buffer of its own (a tensor the model made
+    in `forward`, as transformers' empty cache `torch.tensor([])`).  The scalars the program
+    used are `npu.constant` ops in it, not arguments."""
+    from torch.export.graph_signature import InputKind
+
     func = next(op for op in module.ops if isinstance(op, FuncOp))
-    return [None for _ in func.body.block.args]
+    out: list[Array | None] = []
+    if ep is not None:
+        nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+        for spec in ep.graph_signature.input_specs:
+            name = getattr(spec.arg, "name", None)
+            if name is None or not isinstance(nodes[name].meta.get("val"), torch.Tensor):
+                continue  # a constant the import folded: no argument
+            if spec.kind is InputKind.USER_INPUT:
+                out.append(None)
+            elif spec.target in ep.state_dict:
+                out.append(_to_numpy(ep.state_dict[spec.target]))
+            else:
+                out.append(_to_numpy(ep.constants[spec.target]))
+    if len(out) != len(func.body.block.args):
+        return [None for _ in func.body.block.args]
+    return out
 
 
 class _Compiled:
@@ -1030,7 +1077,7 @@ class NpuBackend:
         text = print_ir(module, debuginfo=True) if module is not None else ""
         if module is not None and self.config.debug.graph_dump.type is not None:
             self._dump(graph_id, module, text)
-        constants = _constants(module) if module is not None else []
+        constants = _constants(module, ep) if module is not None else []
         if module is None or opaque:
             if opaque:
                 self._warn_once(

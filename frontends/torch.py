@@ -31,7 +31,7 @@ markers), and the traced ATen ops (`linear`, `matmul`, `softmax`,
 `rms_norm`, ...) map to npu ops directly.  An ATen op with no npu op is a
 `npu.opaque` op (`ge_type = "aten.cumsum.default"`, engine vector, costed
 from its tensor sizes) with one warning per kind; so is a mapped op in a form
-its mapping does not take (a slice of a tensor with dynamic dims, `pow` by 3),
+its mapping does not take (a slice of a tensor with dynamic dims, an unbatched `conv2d`),
 its warning (`torch.unmapped-form`) giving the reason; `strict=True` refuses both.
 A constant input (`use_cache=False`, an int or float argument torch fixed at
 export) is no argument: an op taking it as an operand gets an `npu.constant`.
@@ -72,7 +72,7 @@ from npuir.diagnostics import (
 )
 from npuir.dialects import npu, validation
 from npuir.dialects.npu import dtype_name
-from npuir.frontends import aten_fused
+from npuir.frontends import aten_fused, aten_models
 from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, read_pt2
 from npuir.frontends.pt2_graph import Graph as Pt2Graph
 from npuir.frontends.pt2_graph import Node as Pt2Node
@@ -575,7 +575,7 @@ class _Importer:
                         self.env[node] = self.stand_in(node)
                         return
                     # A form of a mapped op the converter does not map (a dynamic slice, a
-                    # pow by 3): like an op without a mapping, an `npu.opaque` costed from
+                    # pow by 1.5): like an op without a mapping, an `npu.opaque` costed from
                     # its tensor sizes, named once per op kind with the reason.
                     self.unmapped_forms.setdefault(str(node.target), str(exc))
                     self.env[node] = self.opaque_op(node)
@@ -659,6 +659,7 @@ class _Importer:
         }
         table.update(importlib.import_module("npuir.frontends.aten_core").handlers(self))
         table.update(aten_fused.handlers(self, UnsupportedOp))
+        table.update(aten_models.handlers(self))  # transformers' forms (aten_models.py)
         return table
 
     def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:
@@ -776,7 +777,12 @@ class _Importer:
             elif sub.op == "output":
                 result = self.arg(sub.args[0])
             else:
-                self.visit(sub, handlers)
+                # the handlers read the node they import (a view's traced shape)
+                outer, self.node = self.node, sub
+                try:
+                    self.visit(sub, handlers)
+                finally:
+                    self.node = outer
         if (
             isinstance(result, list | tuple)
             and len(result) == 1

@@ -645,10 +645,10 @@ def _slice(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     for d, (o, n, s, dim) in enumerate(zip(offsets, sizes, strides, x.shape, strict=True)):
         if o < 0 or n < 0 or s < 1:
             raise ValueError(f"dim {d}: need offset >= 0, size >= 0, stride >= 1")
-        last = o + (n - 1) * s if n else o - 1  # index of the last element taken
-        if last >= dim or o > dim:
+        # `sizes` is the span read, as the dialect infers the result (ceil(n / s) elements)
+        if o + n > dim:
             raise ValueError(f"dim {d}: offset {o}, size {n}, stride {s} exceed extent {dim}")
-        index.append(slice(o, o + (n - 1) * s + 1 if n else o, s))
+        index.append(slice(o, o + n, s))
     return [_convert(x[tuple(index)], _result_dtype(attrs, 0, x.dtype))]
 
 

@@ -387,6 +387,9 @@ def test_info_log_has_the_options_and_the_report(caplog: pytest.LogCaptureFixtur
     assert set(report.makespans_ns) == {"as annotated", "one stream", "ge (GE default)", "auto"}
     assert report.lower_bound_ns is not None
     assert all(ns is None or ns >= report.lower_bound_ns for ns in report.makespans_ns.values())
+    # The scopes as written: each tag with the ops it holds (the seed's mm and add).
+    assert report.scopes == {"1": 1, "2": 1}
+    assert "scopes as written: '1' (1 op(s)), '2' (1 op(s))" in report.render()
 
 
 def test_tng_log_level_sets_the_logger() -> None:
