@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -91,7 +91,7 @@ class MathOp:
     engine: Engine = Engine.VECTOR
 
 
-def _ints(attr: DenseArrayBase | None) -> tuple[int, ...]:
+def _ints(attr: DenseArrayBase[Any] | None) -> tuple[int, ...]:
     return () if attr is None else tuple(int(v) for v in attr.get_values())
 
 

@@ -231,6 +231,23 @@ class _Core:
             return self.one("npu.trunc", [ops.div(x, y)])
         return ops.div(x, y)  # integer npu.div truncates toward zero
 
+    def arith(self, build: Callable[[Tensor, Tensor], Tensor], reverse: bool = False) -> Handler:
+        """add/sub/mul/div of the two operands cast to the result's dtype (torch promotes:
+        an f32 tensor divided by an i64 one is f32), `alpha` scaling the second."""
+
+        def handler(a: Any, b: Any, *rest: Any, alpha: Any = 1) -> Tensor:
+            if rest:
+                alpha = rest[0]
+            if reverse:
+                a, b = b, a
+            dtype = self.out_dtype()
+            x, y = self.operand(a, dtype), self.operand(b, dtype)
+            if alpha != 1:
+                y = ops.mul(y, self.operand(alpha, dtype))
+            return build(x, y)
+
+        return handler
+
     def pow(self, a: Any, b: Any) -> Tensor:
         dtype = self.out_dtype()
         if isinstance(a, Tensor) and b == 2:
@@ -298,13 +315,31 @@ class _Core:
         dims = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
         return self.reduce("npu.reduce_sum", x, dims, keepdim, self.out_dtype())
 
-    def mean(self, x: Tensor, dtype: Any = None) -> Tensor:
+    def mean(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        """mean.default(x, dtype) and mean.dim(x, dim, keepdim, dtype): the sum over the
+        dims, divided by their element count (of an empty dim: NaN, as 0 / 0)."""
+        if not isinstance(dim, list | tuple) and dim is not None:
+            dim = None  # mean.default's second argument is its dtype
         out = self.out_dtype()
-        count = math.prod(d for d in x.shape if d is not None)
-        if None in x.shape:
+        dims = list(range(len(x.shape))) if not dim else [self.dim(x, d) for d in dim]
+        sizes = [x.shape[d] for d in dims] if x.shape else []
+        if any(n is None for n in sizes):
             raise self.unsupported("mean over a dynamic dim")
-        total = self.reduce("npu.reduce_sum", x, None, False, out)
+        count = math.prod(int(n or 0) for n in sizes)
+        total = self.reduce("npu.reduce_sum", x, dims or None, keepdim, out)
         return ops.div(total, self.graph.constant(count, out))
+
+    def addmm(self, bias: Tensor, a: Tensor, b: Tensor, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        dtype = self.out_dtype()
+        product = ops.mm(self.cast(a, dtype), self.cast(b, dtype))
+        if alpha != 1:
+            product = ops.mul(product, self.operand(alpha, dtype))
+        if beta == 0:  # torch ignores the bias then, NaN and all
+            return product
+        added = self.cast(bias, dtype)
+        if beta != 1:
+            added = ops.mul(added, self.operand(beta, dtype))
+        return ops.add(product, added)
 
     def variance(
         self, x: Tensor, dim: Any = None, *args: Any, correction: Any = None, keepdim: Any = None
@@ -406,8 +441,19 @@ class _Core:
 
     # -- indexing -------------------------------------------------------------
 
+    def index_tensor(self, index: Tensor) -> Tensor:
+        """An integer index as the npu ops take it: i32 or i64."""
+        return index if index.dtype in ("i32", "i64") else self.cast(index, "i64")
+
     def gather(self, x: Tensor, dim: int, index: Tensor, *_: Any, **__: Any) -> Tensor:
+        index = self.index_tensor(index)
         return self.one("npu.gather_elements", [x, index], {"axis": self.axis(x, dim)})
+
+    def index_select(self, x: Tensor, dim: int, index: Tensor) -> Tensor:
+        if not x.shape:  # a scalar: its one element (the index can only be 0)
+            picked = ops.index_select(ops.reshape(x, [1]), 0, self.index_tensor(index))
+            return ops.reshape(picked, [])
+        return ops.index_select(x, self.dim(x, dim), self.index_tensor(index))
 
     def axis(self, x: Tensor, dim: int) -> IntegerAttr:
         return IntegerAttr(self.dim(x, dim), i64)
@@ -431,6 +477,7 @@ class _Core:
             attrs["reduce"] = StringAttr(reduce)
         if not include_self:
             attrs["exclude_self"] = UnitAttr()
+        index = self.index_tensor(index)
         return self.one("npu.scatter", [x, index, self.cast(src, x.dtype)], attrs)
 
     def index_dims(self, indices: Sequence[Any]) -> tuple[list[int], list[Tensor]]:
@@ -491,9 +538,22 @@ class _Core:
             step *= int(d or 1) if d else 1
         return out[::-1]
 
+    def contiguous_operand(self) -> None:
+        """Refuse a strided view of an operand torch holds with other strides than a
+        contiguous tensor's: npuir's tensors are values without strides."""
+        node = self.imp.node
+        source = node.args[0] if node is not None and node.args else None
+        val = getattr(source, "meta", {}).get("val")
+        if val is None or not hasattr(val, "is_contiguous"):
+            return
+        whole = val.untyped_storage().nbytes() == val.numel() * val.element_size()
+        if not val.is_contiguous() or val.storage_offset() != 0 or not whole:
+            raise self.unsupported("a strided view of a tensor torch holds as a view")
+
     def as_strided(
         self, x: Tensor, size: Sequence[int], stride: Sequence[int], offset: int | None = None
     ) -> Tensor:
+        self.contiguous_operand()
         attrs: dict[str, Attribute] = {"sizes": _i64s(size), "strides": _i64s(stride)}
         if offset:
             attrs["offset"] = IntegerAttr(int(offset), i64)
@@ -651,6 +711,16 @@ class _Core:
                 return type(value)(to_meta(v) for v in value)
             return value
 
+        # torch's CPU kernels compute f16 and bf16 in f32 and round once; a decomposition
+        # run in f16 would round after every op.  So low-precision operands are widened to
+        # f32 here and the results narrowed back to the node's dtypes.
+        low = {"f16", "bf16"}
+        args = tuple(self.cast(a, "f32") if _low(a, low) else a for a in args)
+        kwargs = {k: self.cast(v, "f32") if _low(v, low) else v for k, v in kwargs.items()}
+        args = tuple(
+            [self.cast(v, "f32") if _low(v, low) else v for v in a] if isinstance(a, list) else a
+            for a in args
+        )
         margs, mkwargs = to_meta(list(args)), to_meta(dict(kwargs))
         leaves = [t for t in torch.utils._pytree.tree_leaves((margs, mkwargs)) if _is_torch(t)]
 
@@ -662,7 +732,8 @@ class _Core:
             return fn(*put[0], **put[1])
 
         try:
-            traced = make_fx(call, decomposition_table=core_aten_decompositions())(*leaves)
+            table = dict(core_aten_decompositions())
+            traced = make_fx(call, decomposition_table=table)(*leaves)
         except Exception as exc:  # torch's decomposition refused these arguments
             raise self.unsupported(f"its decomposition failed: {type(exc).__name__}") from None
         if any(sub.target is target for sub in traced.graph.nodes):
@@ -686,7 +757,21 @@ class _Core:
         if isinstance(result, list | tuple) and len(result) == 1:
             val = node.meta.get("val")
             if not isinstance(val, list | tuple):
-                return result[0]
+                result = result[0]
+        return self.narrowed(result)
+
+    def narrowed(self, result: Any) -> Any:
+        """`result` cast to the current node's result dtypes, where they differ."""
+        vals = self.result_vals()
+        if isinstance(result, Tensor):
+            return self.cast(result, self.out_dtype()) if vals and _has_dtype(vals[0]) else result
+        if isinstance(result, list | tuple):
+            return type(result)(
+                self.cast(r, self.out_dtype(i))
+                if isinstance(r, Tensor) and i < len(vals) and _has_dtype(vals[i])
+                else r
+                for i, r in enumerate(result)
+            )
         return result
 
 
@@ -701,6 +786,14 @@ _TORCH_DTYPES = {
     "i32": "int32",
     "i64": "int64",
 }
+
+
+def _low(value: Any, low: set[str]) -> bool:
+    return isinstance(value, Tensor) and value.dtype in low
+
+
+def _has_dtype(val: Any) -> bool:
+    return val is not None and hasattr(val, "dtype") and hasattr(val, "shape")
 
 
 def _is_torch(value: Any) -> bool:
@@ -808,6 +901,10 @@ def handlers(importer: _Importer) -> dict[str, Handler]:
     table: dict[str, Handler] = {}
     for name, op in UNARY.items():
         table[f"{name}.default"] = c.unary(op)
+    # The npu ops of these are torch.py's; torch computes them on an integer tensor in
+    # its default float dtype, so the operand is cast to the result's.
+    for name in ("exp", "sqrt", "rsqrt", "sigmoid", "silu"):
+        table[f"{name}.default"] = c.unary(f"npu.{name}")
     table["bitwise_not.default"] = c.unary("npu.bitwise_not")
     table["logical_not.default"] = c.unary("npu.logical_not", cast=False)
     table["isnan.default"] = c.unary("npu.isnan", cast=False)
@@ -818,6 +915,16 @@ def handlers(importer: _Importer) -> dict[str, Handler]:
     table.update({name: c.decomposed for name in DECOMPOSED})
     table.update(
         {
+            "add.Tensor": c.arith(ops.add),
+            "add.Scalar": c.arith(ops.add),
+            "sub.Tensor": c.arith(ops.sub),
+            "sub.Scalar": c.arith(ops.sub),
+            "rsub.Scalar": c.arith(ops.sub, reverse=True),
+            "rsub.Tensor": c.arith(ops.sub, reverse=True),
+            "mul.Tensor": c.arith(ops.mul),
+            "mul.Scalar": c.arith(ops.mul),
+            "div.Tensor": c.arith(ops.div),
+            "div.Scalar": c.arith(ops.div),
             "pow.Tensor_Tensor": c.pow,
             "pow.Tensor_Scalar": c.pow,
             "pow.Scalar": c.pow,
@@ -847,6 +954,12 @@ def handlers(importer: _Importer) -> dict[str, Handler]:
             "sum.dim_IntList": c.sum,
             "sum.default": c.sum,
             "mean.default": c.mean,
+            "mean.dim": c.mean,
+            "addmm.default": c.addmm,
+            "amax.default": lambda x, dim=(), keepdim=False: c.reduce(
+                "npu.reduce_max", x, list(dim), keepdim, None
+            ),
+            "index_select.default": c.index_select,
             "argmax.default": c.arg("npu.argmax"),
             "argmin.default": c.arg("npu.argmin"),
             "max.dim": c.extreme_dim("npu.reduce_max", "npu.argmax"),
@@ -891,6 +1004,9 @@ def handlers(importer: _Importer) -> dict[str, Handler]:
             "squeeze.dims": c.squeeze_dims,
             "squeeze.default": c.squeeze_dims,
             "copy.default": c.copy,
+            # A decomposition's update of a buffer (batch norm's running stats): the value
+            # written, as a functional graph reads it.
+            "copy_.default": c.copy,
             "to.dtype_layout": c.to_dtype,
             "to.device": c.to_dtype,
             "lift_fresh_copy.default": lambda x: x,
@@ -1070,7 +1186,7 @@ def coverage() -> list[tuple[str, str, str, str]]:
     lowering says why and its engine and kernel are "-"."""
     from npuir.frontends.torch import _Importer
 
-    importer = _Importer(None, {}, "coverage", "910b2", False)  # type: ignore[arg-type]
+    importer = _Importer(None, {}, "coverage", "910b2", False)
     table = importer.handlers()
     rows = []
     for name in CORE_ATEN:

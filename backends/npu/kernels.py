@@ -1150,7 +1150,7 @@ def _scatter(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
         data, index, src = data.reshape(1), index.reshape(1), src.reshape(1)
     axis = _axis(_int(attrs, "axis", 0), data.ndim)
     idx = _check_index(index, data.shape[axis], "indices")
-    where = list(np.indices(index.shape, sparse=True))
+    where: list[Array] = list(np.indices(index.shape, sparse=True))
     where[axis] = idx
     target = tuple(np.broadcast_arrays(*where))
     values = _crop_to(src, index.shape, -1)  # torch reads src only where index has elements
@@ -1166,7 +1166,9 @@ def _scatter(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     count = np.ones(out.shape, _I64)
     if _flag(attrs, "exclude_self"):
         identity = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
-        if _is_int(acc) and not np.isfinite(identity):
+        if data.dtype == _BOOL and reduce in ("amax", "amin"):
+            identity = 0 if reduce == "amax" else 1
+        elif _is_int(acc) and not np.isfinite(identity):
             info = np.iinfo(data.dtype)
             identity = info.min if reduce == "amax" else info.max
         out[target] = identity
