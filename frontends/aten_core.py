@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -42,9 +42,6 @@ from npuir.dialects import npu
 from npuir.dialects.npu import dtype_name
 from npuir.frontends.torchair import Tensor, ops
 from npuir.frontends.torchair.graph import element_type, tensor_type
-
-if TYPE_CHECKING:
-    from npuir.frontends.torch import _Importer
 
 Handler = Callable[..., Any]
 
@@ -91,7 +88,9 @@ def _float(value: float) -> FloatAttr:
 class _Core:
     """The handlers, bound to one importer (its graph, its current node)."""
 
-    def __init__(self, importer: _Importer) -> None:
+    def __init__(self, importer: Any) -> None:
+        # The torch importer (`npuir.frontends.torch`), whose walk calls these handlers:
+        # its graph, current node, values and handler table.
         self.imp = importer
 
     # -- helpers ----------------------------------------------------------
@@ -123,7 +122,7 @@ class _Core:
         val = self.result_vals()[index]
         shape = [d if isinstance(d, int) else None for d in val.shape]
         if any(d is None for d in shape):
-            raise self.unsupported("a result with a dynamic dim")
+            raise self.unsupported("a result with dynamic dims")
         return [int(d) for d in shape if d is not None]
 
     def cast(self, x: Tensor, dtype: str) -> Tensor:
@@ -186,8 +185,12 @@ class _Core:
         return build
 
     def binary(self, name: str) -> Handler:
+        bitwise = name.startswith("npu.bitwise_")
+
         def build(a: Any, b: Any, *_: Any, **__: Any) -> Tensor:
             dtype = self.out_dtype()
+            if bitwise and dtype in _FLOATS:  # torch refuses these too
+                raise self.unsupported(f"a bitwise op on {dtype} (it takes integers and bool)")
             return self.one(name, [self.operand(a, dtype), self.operand(b, dtype)])
 
         return build
@@ -657,24 +660,40 @@ class _Core:
         }
         return self.one("npu.pool2d", [x], attrs)
 
-    def diff(self, x: Tensor, n: int = 1, dim: int = -1, *rest: Any) -> Tensor:
-        if n != 1 or any(r is not None for r in rest):
-            raise self.unsupported("diff with n != 1, prepend or append")
+    def diff(
+        self,
+        x: Tensor,
+        n: int = 1,
+        dim: int = -1,
+        prepend: Tensor | None = None,
+        append: Tensor | None = None,
+    ) -> Tensor:
+        """`torch.diff`: `prepend` and `append` joined on along `dim`, then the differences
+        of neighbours, `n` times (for i1, `!=`: torch's difference of booleans is xor)."""
         axis = self.dim(x, dim)
-        size = x.shape[axis]
-        if size is None or any(d is None for d in x.shape):
-            raise self.unsupported("diff of a tensor with dynamic dims")
-        later, earlier = ops.slice(x, axis, 1, size), ops.slice(x, axis, 0, size - 1)
-        if x.dtype == "i1":
-            return self.one("npu.bitwise_xor", [later, earlier])
-        return ops.sub(later, earlier)
+        parts = [p for p in (prepend, x, append) if p is not None]
+        if any(not isinstance(p, Tensor) for p in parts):
+            raise self.unsupported("diff with a scalar prepend or append")
+        y = ops.cat([self.cast(p, x.dtype) for p in parts], axis) if len(parts) > 1 else x
+        for _ in range(n):
+            size = y.shape[axis]
+            if size is None or any(d is None for d in y.shape):
+                raise self.unsupported("diff of a tensor with dynamic dims")
+            if size < 2:
+                raise self.unsupported("diff of a dim with fewer than 2 elements")
+            later, earlier = ops.slice(y, axis, 1, size), ops.slice(y, axis, 0, size - 1)
+            if y.dtype == "i1":
+                y = self.one("npu.bitwise_xor", [later, earlier])
+            else:
+                y = ops.sub(later, earlier)
+        return y
 
     # -- sizes ----------------------------------------------------------------
 
-    def numel(self, x: Tensor) -> Any:
-        from npuir.frontends.torch import _DYNAMIC
-
-        return _DYNAMIC if None in x.shape else math.prod(int(d or 0) for d in x.shape)
+    def numel(self, x: Tensor) -> int:
+        if None in x.shape:
+            raise self.unsupported("the element count of a tensor with dynamic dims")
+        return math.prod(int(d or 0) for d in x.shape)
 
     def stride(self, x: Tensor, dim: int) -> int:
         return self.strides(x)[self.dim(x, dim)]
@@ -895,7 +914,7 @@ DECOMPOSED: tuple[str, ...] = (
 """Overloads imported through PyTorch's decomposition (`_Core.decomposed`)."""
 
 
-def handlers(importer: _Importer) -> dict[str, Handler]:
+def handlers(importer: Any) -> dict[str, Handler]:
     """The Core ATen handlers for one importer, by target name (`aten.cos.default`)."""
     c = _Core(importer)
     table: dict[str, Handler] = {}
@@ -1184,10 +1203,7 @@ _CUBE = frozenset({"mm.default", "bmm.default", "addmm.default", "convolution.de
 def coverage() -> list[tuple[str, str, str, str]]:
     """One row per `CORE_ATEN` overload: (op, lowering, engine, kernel); an uncovered op's
     lowering says why and its engine and kernel are "-"."""
-    from npuir.frontends.torch import _Importer
-
-    importer = _Importer(None, {}, "coverage", "910b2", False)
-    table = importer.handlers()
+    table = {**handlers(None), **{f"aten.{name}": None for name in _EXISTING}}
     rows = []
     for name in CORE_ATEN:
         if name in UNCOVERED:

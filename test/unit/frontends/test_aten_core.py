@@ -12,18 +12,19 @@ import pytest
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
-pytest.importorskip("expecttest")  # torch's OpInfo database imports it
 
-import torch
-from torch.fx.experimental.proxy_tensor import make_fx
-from xdsl.dialects.func import FuncOp
+# torch's OpInfo database imports expecttest (the `test` extra installs it): no skip here.
+import expecttest  # noqa: E402, F401
+import torch  # noqa: E402
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+from xdsl.dialects.func import FuncOp  # noqa: E402
 
-from npuir.backends.npu.numerics import run_ranks
-from npuir.diagnostics import DiagnosticEngine
-from npuir.dialects.npu import NPU_OPS, OpaqueOp
-from npuir.dialects.npu_math import MATH_OP_CLASSES, MATH_OPS
-from npuir.frontends import aten_core
-from npuir.frontends.torch import TORCH_UNMAPPED_FORM, import_fx_graph
+from npuir.backends.npu.numerics import run_ranks  # noqa: E402
+from npuir.diagnostics import DiagnosticEngine  # noqa: E402
+from npuir.dialects.npu import NPU_OPS, OpaqueOp  # noqa: E402
+from npuir.dialects.npu_math import MATH_OP_CLASSES, MATH_OPS  # noqa: E402
+from npuir.frontends import aten_core  # noqa: E402
+from npuir.frontends.torch import TORCH_UNMAPPED_FORM, import_fx_graph  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "bench"))

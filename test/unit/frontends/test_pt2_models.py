@@ -55,10 +55,10 @@ def test_npuir_import_takes_the_model(
     summary = json.loads(done.stdout)
     jsonschema.validate(summary, json.loads((SCHEMAS / "npuir-import.schema.json").read_text()))
     types = summary["types"]
-    # The ops this exercises, and what they became: a mask's dunder op (opaque, costed by
-    # size), the projections, the norms.
+    # The ops this exercises, and what they became: a mask's dunder op (Core ATen's
+    # bitwise and, npuir.frontends.aten_core), the projections, the norms.
     assert types["aten.__and__.Tensor"]["became"] == {
-        "npu.opaque": types["aten.__and__.Tensor"]["count"]
+        "npu.bitwise_and": types["aten.__and__.Tensor"]["count"]
     }
     assert set(types["aten.linear.default"]["became"]) <= {"npu.matmul", "npu.add", "npu.reshape"}
     assert "npu.rsqrt" in types["aten.rsqrt.default"]["became"]
@@ -215,20 +215,24 @@ def test_a_dynamic_sequence_length_is_a_dynamic_dim(
     assert "%input_ids" in error["message"] and "--shape" in error["message"]
 
 
-class _Cube(torch.nn.Module):
-    def forward(self, x: Any) -> Any:
-        return x.pow(3) + x
+class _Transposed(torch.nn.Module):
+    def forward(self, x: Any, w: Any) -> Any:
+        transposed = True  # conv_transpose2d's own aten op, as a decomposition leaves it
+        return (
+            torch.ops.aten.convolution(x, w, None, [1, 1], [0, 0], [1, 1], transposed, [0, 0], 1)
+            + 1
+        )
 
 
 def test_a_form_the_converter_does_not_map_is_opaque_and_named() -> None:
-    """`pow` maps for exponents 2, 0.5 and -0.5: a cube is costed by size, with one
-    warning saying why; a strict import refuses it at the model's line."""
-    ep = torch.export.export(_Cube(), (torch.randn(4, 4),))
+    """`convolution` maps to npu.conv2d unless transposed: a transposed one is costed by
+    size, with one warning saying why; a strict import refuses it at the model's line."""
+    ep = torch.export.export(_Transposed(), (torch.randn(1, 2, 4, 4), torch.randn(2, 3, 3, 3)))
     engine = DiagnosticEngine()
     text = npuir.print_ir(import_exported_program(ep, diagnostics=engine))
-    assert 'ge_type = "aten.pow.Tensor_Scalar"' in text and "npu.add" in text
+    assert 'ge_type = "aten.convolution.default"' in text and "npu.add" in text
     (warning,) = engine.emitted
-    assert warning.kind == "torch.unmapped-form" and "exponent 3" in warning.message
+    assert warning.kind == "torch.unmapped-form" and "transposed" in warning.message
     assert warning.location is not None and warning.location.filename == __file__
-    with pytest.raises(npuir.DiagnosticError, match="exponent 3"):
+    with pytest.raises(npuir.DiagnosticError, match="transposed"):
         import_exported_program(ep, strict=True)

@@ -342,7 +342,9 @@ def test_an_op_without_an_npu_op_becomes_opaque_with_one_warning() -> None:
     ep = torch.export.export(Unsupported(), (torch.randn(4, 4),))
     module = import_exported_program(ep, diagnostics=engine)
     opaque = [op for op in module.walk() if isinstance(op, OpaqueOp)]
-    assert [op.attributes["ge_type"] for op in opaque] == [StringAttr("aten.special_i0.default")] * 2
+    assert [op.attributes["ge_type"] for op in opaque] == [
+        StringAttr("aten.special_i0.default")
+    ] * 2
     (warning,) = engine.emitted
     assert "'aten.special_i0.default' has no npu op: 2 op(s)" in warning.message
     assert warning.location is not None and warning.location.filename == HERE
