@@ -12,7 +12,10 @@ says which for every overload tagged `torch.Tag.core`:
   `core_aten_decompositions()` for what it calls in turn) traced on meta tensors of the
   operands' shapes, each op of the trace imported in its place; so `aten.native_layer_norm`
   is the reductions, subtractions and rsqrt its decomposition computes.  This needs torch
-  (a `.pt2` read without torch refuses such an op) and static shapes;
+  (a `.pt2` read without torch refuses such an op) and static shapes.  An f16 or bf16
+  operand is widened to f32 for the decomposition and its results narrowed back, as
+  torch's CPU kernels compute in f32 and round once (a decomposition run in f16 would
+  round after every op);
 - **at import**: a size (`aten.sym_numel`) read from the static shape, no op.
 
 Dtypes follow PyTorch's promotion as the traced graph records it: an op's operands are cast
