@@ -49,6 +49,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "max_pool2d_with_indices": ("nn.functional.max_pool2d",),
     "max_pool3d_with_indices": ("nn.functional.max_pool3d",),
     "avg_pool2d": ("nn.functional.avg_pool2d",),
+    "avg_pool1d": ("nn.functional.avg_pool1d",),
+    "adaptive_avg_pool1d": ("nn.functional.adaptive_avg_pool1d",),
     "upsample_bilinear2d": ("nn.functional.upsample_bilinear", "nn.functional.interpolate"),
     "upsample_nearest2d": ("nn.functional.upsample_nearest", "nn.functional.interpolate"),
     "constant_pad_nd": ("nn.functional.pad",),

@@ -881,6 +881,8 @@ DECOMPOSED: tuple[str, ...] = (
     "leaky_relu.default",
     "max_pool2d_with_indices.default",
     "max_pool3d_with_indices.default",
+    "adaptive_avg_pool1d.default",
+    "avg_pool1d.default",
     "native_group_norm.default",
     "native_layer_norm.default",
     "reflection_pad1d.default",
@@ -1038,6 +1040,7 @@ def handlers(importer: Any) -> dict[str, Handler]:
             "sym_numel.default": c.numel,
             "sym_stride.int": c.stride,
             "sym_storage_offset.default": lambda x: 0,
+            "sym_is_contiguous.default": lambda x, *_: True,
         }
     )
     return {f"aten.{name}": handler for name, handler in table.items()}
@@ -1050,41 +1053,42 @@ CORE_ATEN: tuple[str, ...] = tuple(
     _log_softmax.default _native_batch_norm_legit.default
     _native_batch_norm_legit.no_stats _native_batch_norm_legit_no_training.default
     _pdist_forward.default _softmax.default _to_copy.default abs.default acos.default
-    acosh.default add.Scalar add.Tensor addmm.default alias.default amax.default
-    amin.default any.default any.dim any.dims arange.start_step argmax.default
-    argmin.default as_strided.default asin.default asinh.default atan.default
-    atan2.default atan2.out atanh.default avg_pool2d.default avg_pool3d.default
-    bitwise_and.Scalar bitwise_and.Tensor bitwise_not.default bitwise_or.Scalar
-    bitwise_or.Tensor bitwise_xor.Scalar bitwise_xor.Tensor bmm.default cat.default
-    ceil.default clamp.Tensor clamp.default clone.default col2im.default
-    constant_pad_nd.default convolution.default copy.default cos.default cosh.default
-    cumsum.default diagonal.default div.Scalar div.Scalar_mode div.Tensor div.Tensor_mode
-    elu.default embedding.default empty.memory_format empty_strided.default eq.Scalar
-    eq.Tensor erf.default exp.default expand.default expm1.default fill.Scalar
-    flip.default floor.default fmod.Scalar fmod.Tensor full.default full_like.default
-    gather.default ge.Scalar ge.Tensor gelu.default grid_sampler_2d.default gt.Scalar
-    gt.Tensor hardtanh.default index.Tensor index_put.default index_select.default
-    isinf.default isnan.default le.Scalar le.Tensor leaky_relu.default log.default
-    log10.default log1p.default log2.default logical_and.default logical_not.default
-    logical_or.default logical_xor.default lt.Scalar lt.Tensor masked_scatter.default
-    max.dim max_pool2d_with_indices.default max_pool3d_with_indices.default
-    maximum.default mean.default mean.dim min.dim minimum.default mm.default mul.Scalar
-    mul.Tensor native_group_norm.default native_layer_norm.default ne.Scalar ne.Tensor
-    neg.default nonzero.default permute.default pow.Scalar pow.Tensor_Scalar
-    pow.Tensor_Tensor prod.default prod.dim_int reciprocal.default
-    reflection_pad1d.default reflection_pad2d.default reflection_pad3d.default
-    relu.default remainder.Scalar remainder.Tensor repeat.default
-    replication_pad2d.default replication_pad3d.default round.default rsqrt.default
-    scalar_tensor.default scatter.src scatter.value scatter_add.default scatter_reduce.two
-    select.int select_scatter.default sigmoid.default sign.default sin.default
-    sinh.default slice.Tensor slice_scatter.default sort.default split_with_sizes.default
-    sqrt.default squeeze.dim squeeze.dims sub.Scalar sub.Tensor sum.dim_IntList
-    sym_numel.default sym_size.int sym_storage_offset.default sym_stride.int tan.default
-    tanh.default topk.default trunc.default unsqueeze.default upsample_bilinear2d.vec
-    upsample_nearest2d.vec var.correction var.dim view.default where.self
+    acosh.default adaptive_avg_pool1d.default add.Scalar add.Tensor addmm.default
+    alias.default amax.default amin.default any.default any.dim any.dims arange.start_step
+    argmax.default argmin.default as_strided.default asin.default asinh.default
+    atan.default atan2.default atan2.out atanh.default avg_pool1d.default
+    avg_pool2d.default avg_pool3d.default bitwise_and.Scalar bitwise_and.Tensor
+    bitwise_not.default bitwise_or.Scalar bitwise_or.Tensor bitwise_xor.Scalar
+    bitwise_xor.Tensor bmm.default cat.default ceil.default clamp.Tensor clamp.default
+    clone.default col2im.default constant_pad_nd.default convolution.default copy.default
+    cos.default cosh.default cumsum.default diagonal.default div.Scalar div.Scalar_mode
+    div.Tensor div.Tensor_mode elu.default embedding.default empty.memory_format
+    empty_strided.default eq.Scalar eq.Tensor erf.default exp.default expand.default
+    expm1.default fill.Scalar flip.default floor.default fmod.Scalar fmod.Tensor
+    full.default full_like.default gather.default ge.Scalar ge.Tensor gelu.default
+    grid_sampler_2d.default gt.Scalar gt.Tensor hardtanh.default index.Tensor
+    index_put.default index_select.default isinf.default isnan.default le.Scalar le.Tensor
+    leaky_relu.default log.default log10.default log1p.default log2.default
+    logical_and.default logical_not.default logical_or.default logical_xor.default
+    lt.Scalar lt.Tensor masked_scatter.default max.dim max_pool2d_with_indices.default
+    max_pool3d_with_indices.default maximum.default mean.default mean.dim min.dim
+    minimum.default mm.default mul.Scalar mul.Tensor native_group_norm.default
+    native_layer_norm.default ne.Scalar ne.Tensor neg.default nonzero.default
+    permute.default pow.Scalar pow.Tensor_Scalar pow.Tensor_Tensor prod.default
+    prod.dim_int reciprocal.default reflection_pad1d.default reflection_pad2d.default
+    reflection_pad3d.default relu.default remainder.Scalar remainder.Tensor repeat.default
+    replication_pad2d.default replication_pad3d.default resize_.default round.default
+    rsqrt.default scalar_tensor.default scatter.src scatter.value scatter_add.default
+    scatter_reduce.two select.int select_scatter.default sigmoid.default sign.default
+    sin.default sinh.default slice.Tensor slice_scatter.default sort.default
+    split_with_sizes.default sqrt.default squeeze.dim squeeze.dims sub.Scalar sub.Tensor
+    sum.dim_IntList sym_is_contiguous.default sym_numel.default sym_size.int
+    sym_storage_offset.default sym_stride.int tan.default tanh.default topk.default
+    trunc.default unsqueeze.default upsample_bilinear2d.vec upsample_nearest2d.vec
+    var.correction var.dim view.default where.self
     """.split()
 )
-"""PyTorch 2.13's Core ATen opset: the overloads of `torch.ops.aten` tagged `torch.Tag.core`,
+"""PyTorch 2.13's Core ATen opset: the overloads of every ATen schema tagged `torch.Tag.core`,
 less the random-number ones (`torch.Tag.nondeterministic_seeded`) and `*_backward`
 (test_aten_coverage checks it against the installed torch)."""
 
@@ -1099,6 +1103,7 @@ UNCOVERED: dict[str, str] = {
     "_local_scalar_dense.default": "a tensor's value as a Python number (`.item()`): host "
     "control flow, which a graph cannot hold",
     "masked_scatter.default": "its source offsets depend on the mask's data",
+    "resize_.default": "resizes a tensor's storage in place: npuir's tensors are values",
 }
 """The core overloads without a lowering, and why."""
 
@@ -1194,6 +1199,7 @@ _SPECIAL: dict[str, str] = {
     "sym_numel.default": "(at import: the static size)",
     "sym_stride.int": "(at import: the contiguous stride)",
     "sym_storage_offset.default": "(at import: 0)",
+    "sym_is_contiguous.default": "(at import: true; npuir's tensors are contiguous values)",
     "bitwise_not.default": "npu.bitwise_not",
     "logical_not.default": "npu.logical_not",
     "isnan.default": "npu.isnan",

@@ -33,16 +33,20 @@ import aten_opinfo  # noqa: E402
 
 
 def _installed_core() -> list[str]:
-    core = []
-    for name in dir(torch.ops.aten):
-        packet = getattr(torch.ops.aten, name, None)
-        if not isinstance(packet, torch._ops.OpOverloadPacket) or name.endswith("_backward"):
+    # Every registered schema: `dir(torch.ops.aten)` lists only the packets loaded so far.
+    found = set()
+    for schema in torch._C._jit_get_all_schemas():
+        namespace, _, name = schema.name.partition("::")
+        if namespace != "aten" or name.endswith("_backward"):
             continue
-        for overload in packet.overloads():
-            tags = getattr(packet, overload).tags
-            if torch.Tag.core in tags and torch.Tag.nondeterministic_seeded not in tags:
-                core.append(f"{name}.{overload}")
-    return sorted(core)
+        overload = schema.overload_name or "default"
+        try:
+            op = getattr(getattr(torch.ops.aten, name), overload)
+        except (AttributeError, RuntimeError):  # a schema without a Python overload
+            continue
+        if torch.Tag.core in op.tags and torch.Tag.nondeterministic_seeded not in op.tags:
+            found.add(f"{name}.{overload}")
+    return sorted(found)
 
 
 def test_the_core_list_is_the_installed_torchs() -> None:
