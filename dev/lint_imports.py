@@ -49,6 +49,9 @@ THIRD_PARTY_PRIVATE: dict[tuple[str, str], str] = {
     "`use_duck_shape` switch, same pin; test_torch_compile.py's product-gears test",
     ("npuir.driver.torch_backend", "torch._dynamo.eval_frame.innermost_backend"): "the "
     "backend behind a compiled model, same pin; test_torch_compile.py's reports test",
+    ("npuir.frontends.aten_core", "torch._decomp."): "PyTorch's decomposition tables "
+    "(`decomposition_table`, `core_aten_decompositions`), the documented way to lower an "
+    "op to Core ATen, same pin; test_aten_core.py's decomposed-op and OpInfo tests",
     ("npuir.deep_stack", "_lsprof.Profiler"): "CPython's C profiler, the base of every "
     "cProfile profiler (the stdlib's, no pin); test/unit/test_profiling.py",
 }

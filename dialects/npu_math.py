@@ -34,11 +34,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
+    IntegerAttr,
     IntegerType,
     StringAttr,
     TensorType,
@@ -66,9 +67,6 @@ from npuir.dialects.npu import (
     ReduceOp,
     Shape,
     UnaryOp,
-    _i64,
-    _i64_array,
-    _tensor,
     broadcast_shapes,
     fmt_shape,
     normalize_axis,
@@ -77,6 +75,10 @@ from npuir.dialects.npu import (
 )
 
 __all__ = ["MATH_OPS", "MATH_OP_CLASSES", "MathOp", "family_of"]
+
+
+def _tensor(elem: Attribute, shape: Sequence[int]) -> TensorType[Attribute]:
+    return TensorType(elem, list(shape))
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class MathOp:
     engine: Engine = Engine.VECTOR
 
 
-def _ints(attr: DenseArrayBase | None) -> tuple[int, ...]:
+def _ints(attr: DenseArrayBase[Any] | None) -> tuple[int, ...]:
     return () if attr is None else tuple(int(v) for v in attr.get_values())
 
 
@@ -100,10 +102,23 @@ def _ints(attr: DenseArrayBase | None) -> tuple[int, ...]:
 # --------------------------------------------------------------------------
 
 
+def _integers_only(op: NpuOp, ty: Attribute) -> None:
+    """A bitwise op's operands are integers or i1 (torch refuses floats too)."""
+    if getattr(op, "INTEGERS_ONLY", False):
+        assert isinstance(ty, TensorType)
+        if not isinstance(ty.element_type, IntegerType):
+            raise VerifyException(f"operands must be integers or i1, got {ty.element_type}")
+
+
 class _Unary(UnaryOp):
     """An elementwise function: one tensor in, the same type out."""
 
     EXAMPLE: ClassVar[str] = "%y = {name} %x : (tensor<4x8xf32>) -> tensor<4x8xf32>"
+    INTEGERS_ONLY: ClassVar[bool] = False
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        _integers_only(self, operand_types[0])
+        return [operand_types[0]]
 
 
 class _Predicate(UnaryOp):
@@ -122,9 +137,14 @@ class _Binary(BinaryOp):
     """An elementwise function of two tensors of one element type, with broadcasting."""
 
     FLOPS_PER_ELEMENT: ClassVar[int] = 1
+    INTEGERS_ONLY: ClassVar[bool] = False
     EXAMPLE: ClassVar[str] = (
         "%z = {name} %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>"
     )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        _integers_only(self, operand_types[0])
+        return BinaryOp.infer_for(operand_types[0], operand_types[1])
 
     def flops(self) -> int:
         return self.FLOPS_PER_ELEMENT * num_elements(shape_of(self.result.type))
@@ -183,7 +203,7 @@ class _Scan(NpuOp):
     )
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(_i64("axis"))
+    axis = opt_attr_def(IntegerAttr)
     traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -220,7 +240,7 @@ class _ArgReduce(NpuOp):
     )
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(_i64("axis"))
+    axis = opt_attr_def(IntegerAttr)
     keepdims = opt_attr_def(UnitAttr)
     traits = traits_def(PureUntilScheduled())
 
@@ -252,7 +272,7 @@ class _Sort(NpuOp):
     input = operand_def(TensorType)
     values = result_def(TensorType)
     indices = result_def(TensorType)
-    axis = opt_attr_def(_i64("axis"))
+    axis = opt_attr_def(IntegerAttr)
     descending = opt_attr_def(UnitAttr)
     traits = traits_def(PureUntilScheduled())
 
@@ -333,7 +353,7 @@ class _GatherElements(NpuOp):
     data = operand_def(TensorType)
     index = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(_i64("axis"))
+    axis = opt_attr_def(IntegerAttr)
     traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -363,7 +383,7 @@ class _Scatter(NpuOp):
     index = operand_def(TensorType)
     src = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = opt_attr_def(_i64("axis"))
+    axis = opt_attr_def(IntegerAttr)
     reduce = opt_attr_def(StringAttr)
     exclude_self = opt_attr_def(UnitAttr)
     traits = traits_def(PureUntilScheduled())
@@ -416,7 +436,7 @@ class _Index(NpuOp):
     data = operand_def(TensorType)
     indices = var_operand_def(TensorType)
     result = result_def(TensorType)
-    dims = opt_attr_def(_i64_array("dims"))
+    dims = opt_attr_def(DenseArrayBase)
     traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -440,7 +460,7 @@ class _IndexPut(NpuOp):
     values = operand_def(TensorType)
     indices = var_operand_def(TensorType)
     result = result_def(TensorType)
-    dims = opt_attr_def(_i64_array("dims"))
+    dims = opt_attr_def(DenseArrayBase)
     accumulate = opt_attr_def(UnitAttr)
     traits = traits_def(PureUntilScheduled())
 
@@ -470,7 +490,7 @@ class _Flip(NpuOp):
     )
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axes = opt_attr_def(_i64_array("axes"))
+    axes = opt_attr_def(DenseArrayBase)
     traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -493,7 +513,7 @@ class _Pad(NpuOp):
     )
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    pads = opt_attr_def(_i64_array("pads"))
+    pads = opt_attr_def(DenseArrayBase)
     mode = opt_attr_def(StringAttr)
     value = opt_attr_def(FloatAttr)
     traits = traits_def(PureUntilScheduled())
@@ -532,9 +552,9 @@ class _AsStrided(NpuOp):
     )
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    sizes = opt_attr_def(_i64_array("sizes"))
-    strides = opt_attr_def(_i64_array("strides"))
-    offset = opt_attr_def(_i64("offset"))
+    sizes = opt_attr_def(DenseArrayBase)
+    strides = opt_attr_def(DenseArrayBase)
+    offset = opt_attr_def(IntegerAttr)
     traits = traits_def(PureUntilScheduled())
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -663,6 +683,8 @@ def _make(row: MathOp) -> type[NpuOp]:
     base = FAMILIES[row.family]
     name = f"npu.{row.name}"
     example = str(getattr(base, "EXAMPLE", "")).format(name=name)
+    if row.name.startswith("bitwise_"):
+        example = example.replace("f32", "i32")
     doc = f"{row.summary}\n\n{_doc_of(base)}\n\n```mlir\n{example}\n```\n"
     body: dict[str, object] = {
         "name": name,
@@ -671,8 +693,13 @@ def _make(row: MathOp) -> type[NpuOp]:
         "__qualname__": _class_name(row.name),
         "ENGINE": row.engine,
         "FLOPS_PER_ELEMENT": row.flops,
+        "INTEGERS_ONLY": row.name.startswith("bitwise_"),
         # IRDL takes an upper-case field for a constant only when it is a ClassVar.
-        "__annotations__": {"ENGINE": ClassVar[Engine], "FLOPS_PER_ELEMENT": ClassVar[int]},
+        "__annotations__": {
+            "ENGINE": ClassVar[Engine],
+            "FLOPS_PER_ELEMENT": ClassVar[int],
+            "INTEGERS_ONLY": ClassVar[bool],
+        },
     }
     cls = type(_class_name(row.name), (base,), body)
     return irdl_op_definition(cls)

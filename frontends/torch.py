@@ -617,7 +617,7 @@ class _Importer:
             "aten._softmax.default": lambda x, dim, half_to_float: ops.softmax(x, dim),
             "aten.rms_norm.default": self.rms_norm,
             "aten.sum.dim_IntList": self.sum,
-            "aten.sum.default": lambda x, dtype=None: ops.sum(self.cast(x, dtype)),
+            "aten.sum.default": lambda x, dtype=None: self.sum(x, None, False, dtype),
             "aten.mean.dim": self.mean,
             "aten.amax.default": lambda x, dim=(), keepdim=False: ops.amax(x, dim, keepdim),
             "aten.t.default": lambda x: ops.transpose(x, 0, 1),

@@ -1102,7 +1102,8 @@ def _arange(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     (n,) = _declared_shape(attrs)
     start, step = _float(attrs, "start", 0.0), _float(attrs, "step", 1.0)
     out_dt = _result_dtype(attrs, 0, _I64)
-    if _is_int(out_dt) and start.is_integer() and step.is_integer():
+    last = abs(start) + abs(step) * max(n - 1, 0)
+    if _is_int(out_dt) and start.is_integer() and step.is_integer() and last < 2**63:
         return [_convert(int(start) + int(step) * np.arange(n, dtype=_I64), out_dt)]
     return [_convert(start + step * np.arange(n, dtype=_F64), out_dt)]
 
@@ -1150,7 +1151,7 @@ def _scatter(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
         data, index, src = data.reshape(1), index.reshape(1), src.reshape(1)
     axis = _axis(_int(attrs, "axis", 0), data.ndim)
     idx = _check_index(index, data.shape[axis], "indices")
-    where = list(np.indices(index.shape, sparse=True))
+    where: list[Array] = list(np.indices(index.shape, sparse=True))
     where[axis] = idx
     target = tuple(np.broadcast_arrays(*where))
     values = _crop_to(src, index.shape, -1)  # torch reads src only where index has elements
@@ -1166,7 +1167,9 @@ def _scatter(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     count = np.ones(out.shape, _I64)
     if _flag(attrs, "exclude_self"):
         identity = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
-        if _is_int(acc) and not np.isfinite(identity):
+        if data.dtype == _BOOL and reduce in ("amax", "amin"):
+            identity = 0 if reduce == "amax" else 1
+        elif _is_int(acc) and not np.isfinite(identity):
             info = np.iinfo(data.dtype)
             identity = info.min if reduce == "amax" else info.max
         out[target] = identity

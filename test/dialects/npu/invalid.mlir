@@ -932,3 +932,75 @@ func.func @case(%x: tensor<6x4xf16>, %s: tensor<4x2xf16>, %r: tensor<6xi32>) {
   %0 = npu.moe_finalize_routing %x, %s, %r : (tensor<6x4xf16>, tensor<4x2xf16>, tensor<6xi32>) -> tensor<4x4xf16>
   func.return
 }
+
+// -----
+
+// Tests that npu.select's condition is i1.
+func.func @case(%m: tensor<4xf32>, %a: tensor<4xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.select' op the condition must be i1, got f32
+  %0 = npu.select %m, %a, %a : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+// Tests that a bitwise op takes integers, as torch's does.
+func.func @case(%a: tensor<4xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.bitwise_and' op operands must be integers or i1, got f32
+  %0 = npu.bitwise_and %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+// Tests that a comparison gives i1.
+func.func @case(%a: tensor<4xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.lt' op result type tensor<4xf32> does not match the inferred type tensor<4xi1>
+  %0 = npu.lt %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+// Tests that npu.index takes integer index tensors.
+func.func @case(%x: tensor<4x8xf32>, %i: tensor<3xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.index' op an index must be i32 or i64, got f32
+  %0 = npu.index %x, %i {dims = array<i64: 1>} : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  func.return
+}
+
+// -----
+
+// Tests that npu.pad has a before and an after pad for each dim.
+func.func @case(%x: tensor<4x8xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.pad' op 'pads' needs 4 values, got 2
+  %0 = npu.pad %x {pads = array<i64: 1, 1>} : (tensor<4x8xf32>) -> tensor<4x10xf32>
+  func.return
+}
+
+// -----
+
+// Tests that npu.scatter's reduction is one it knows.
+func.func @case(%x: tensor<4xf32>, %i: tensor<2xi64>, %u: tensor<2xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.scatter' op reduce must be one of none, sum, prod, amax, amin, mean, got 'max'
+  %0 = npu.scatter %x, %i, %u {reduce = "max"} : (tensor<4xf32>, tensor<2xi64>, tensor<2xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+// Tests that npu.as_strided stays inside its operand.
+func.func @case(%x: tensor<4x8xf32>) {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.as_strided' op elements up to 40 from offset 4 exceed the 32 of 4x8
+  %0 = npu.as_strided %x {sizes = array<i64: 5>, strides = array<i64: 9>, offset = 4 : i64} : (tensor<4x8xf32>) -> tensor<5xf32>
+  func.return
+}
+
+// -----
+
+// Tests that npu.arange makes a 1-D tensor.
+func.func @case() {
+// CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'npu.arange' op the result must be 1-D, got tensor<2x4xi64>
+  %0 = npu.arange : () -> tensor<2x4xi64>
+  func.return
+}

@@ -290,7 +290,8 @@ def test_json_answers_a_missing_file_on_stdout(tmp_path: Path, tool: str) -> Non
 
 def test_import_json_summarises_an_archive_per_aten_target(tmp_path: Path) -> None:
     out = tmp_path / "out.mlir"
-    # An overload npuir has no npu op for (bit shifts), so the summary shows what it became.
+    # `<<` has no npu op (`&` of f32 tensors would be a form npuir refuses, a bitwise op on
+    # floats: another kind of warning).
     archive = _archive(tmp_path / "d.pt2", _program(target="torch.ops.aten.__lshift__.Tensor"))
     code, answer = _json("npuir-import", str(archive), "-o", str(out))
     assert code == 0 and answer["ops"] == 1

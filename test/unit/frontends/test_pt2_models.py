@@ -55,8 +55,8 @@ def test_npuir_import_takes_the_model(
     summary = json.loads(done.stdout)
     jsonschema.validate(summary, json.loads((SCHEMAS / "npuir-import.schema.json").read_text()))
     types = summary["types"]
-    # The ops this exercises, and what they became: a mask's dunder op, the projections,
-    # the norms.
+    # The ops this exercises, and what they became: a mask's dunder op (Core ATen's
+    # bitwise and, npuir.frontends.aten_core), the projections, the norms.
     assert types["aten.__and__.Tensor"]["became"] == {
         "npu.bitwise_and": types["aten.__and__.Tensor"]["count"]
     }
@@ -236,4 +236,27 @@ def test_a_form_the_converter_does_not_map_is_opaque_and_named() -> None:
     assert warning.kind == "torch.unmapped-form" and "not NCHW" in warning.message
     assert warning.location is not None and warning.location.filename == __file__
     with pytest.raises(npuir.DiagnosticError, match="not NCHW"):
+        import_exported_program(ep, strict=True)
+
+
+class _Transposed(torch.nn.Module):
+    def forward(self, x: Any, w: Any) -> Any:
+        transposed = True  # conv_transpose2d's own aten op, as a decomposition leaves it
+        return (
+            torch.ops.aten.convolution(x, w, None, [1, 1], [0, 0], [1, 1], transposed, [0, 0], 1)
+            + 1
+        )
+
+
+def test_a_transposed_convolution_is_opaque_and_named() -> None:
+    """`convolution` maps to npu.conv2d unless transposed: a transposed one is costed by
+    size, with one warning saying why; a strict import refuses it at the model's line."""
+    ep = torch.export.export(_Transposed(), (torch.randn(1, 2, 4, 4), torch.randn(2, 3, 3, 3)))
+    engine = DiagnosticEngine()
+    text = npuir.print_ir(import_exported_program(ep, diagnostics=engine))
+    assert 'ge_type = "aten.convolution.default"' in text and "npu.add" in text
+    (warning,) = engine.emitted
+    assert warning.kind == "torch.unmapped-form" and "transposed" in warning.message
+    assert warning.location is not None and warning.location.filename == __file__
+    with pytest.raises(npuir.DiagnosticError, match="transposed"):
         import_exported_program(ep, strict=True)

@@ -138,11 +138,6 @@ def test_dtype_and_op_follow_the_policy(name: str, dtype: Any) -> None:
     assert backend.modules, "no part ran on npuir"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aten.sum.default (a sum over every dim) sums an int8 tensor in int8 and returns "
-    "shape [1] for torch's []: its handler in handlers() is another helper's to change",
-)
 def test_sum_of_every_dim_of_int8_matches_eager() -> None:
     def fn(x: Any) -> Any:
         return x.sum() + 1
