@@ -16,7 +16,7 @@ func.func @f(%a: !t, %b: !t) -> !t {
   func.return %y : !t
 }
 
-// BAD: bad.csv:1: error: the header has no column 'Task Duration(us)', 'Block Dim', 'Mix Block Dim'
+// BAD: bad.csv:1: error: the header has no column 'Task Duration(us)' or 'Duration(us)', 'Block Dim' or 'Block Num'
 
 // CHECK-LABEL: func.func @f
 // CHECK:       npu.add {{.*}}npu.op_name = "Add_1"
