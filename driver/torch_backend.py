@@ -410,7 +410,9 @@ def _to_numpy(t: torch.Tensor) -> Array:
 
 def _from_numpy(array: Array, dtype: torch.dtype) -> torch.Tensor:
     """`array` as a torch tensor of `dtype` (bfloat16 bit for bit, as `_to_numpy` reads it)."""
-    array = np.ascontiguousarray(array)
+    # `np.asarray(order="C")`, not `np.ascontiguousarray`: that one makes a 0-d array (a
+    # full reduction's result) 1-d, and torch would see shape [1] for its [].
+    array = np.asarray(array, order="C")
     if array.dtype == numpy_dtype("bf16"):
         return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16).to(dtype)
     return torch.from_numpy(array).to(dtype)
