@@ -54,6 +54,7 @@ import ml_dtypes
 import numpy as np
 
 from npuir.diagnostics import INPUT_ERROR, Diagnostic, DiagnosticError, Kind, SourceLocation
+from npuir.frontends.protobuf_text import MAX_DIGITS, TOO_LONG
 from npuir.frontends.pt2_graph import plain_expression
 from npuir.host import available_bytes, gib
 from npuir.nesting import MAX_DATA_DEPTH, bracket_depth
@@ -452,9 +453,38 @@ class _Reader:
                 Diagnostic.of("error", INPUT_TOO_DEEP, location, limit=MAX_JSON_DEPTH)
             )
         try:
-            return json.loads(text)
+            return json.loads(text, parse_int=_bounded_int)
+        except _LongInteger as exc:
+            # Located at the literal and said in npuir's terms, not Python's conversion limit.
+            where = SourceLocation(f"{self.path}/{self.root}{entry}", *_offset_position(text, exc))
+            digits = len(exc.literal.lstrip("-"))
+            raise DiagnosticError(
+                Diagnostic.of("error", TOO_LONG, where, digits=digits, limit=MAX_DIGITS)
+            ) from None
         except (ValueError, RecursionError) as exc:
             raise self.fail(BAD_JSON, entry, reason=str(exc)) from None
+
+
+class _LongInteger(Exception):
+    """A JSON integer literal of more than `MAX_DIGITS` digits."""
+
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal[:20])
+        self.literal = literal
+
+
+def _bounded_int(literal: str) -> int:
+    """`json.loads`' integer hook: Python refuses to convert past `MAX_DIGITS` digits with a
+    message naming its own setting; this names the literal's length and npuir's limit."""
+    if len(literal) - literal.startswith("-") > MAX_DIGITS:
+        raise _LongInteger(literal)
+    return int(literal)
+
+
+def _offset_position(text: str, exc: _LongInteger) -> tuple[int, int]:
+    """Line and column of the long literal's first occurrence in `text`."""
+    at = max(text.find(exc.literal), 0)
+    return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
 
 
 def _check_expr(expr: str) -> tuple[Kind, dict[str, Any]] | None:

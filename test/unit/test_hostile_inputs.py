@@ -319,6 +319,12 @@ CASES = [
         "outside -1 (dynamic) .. 9223372036854775807",
     ),
     Case("ge-deep", ge_deep, (1,)),
+    Case(
+        "pt2-big-int",
+        partial(extreme.pt2_big_int, scale=1),
+        (1,),
+        "integer of 5000 digits is too long (at most 4300)",
+    ),
     Case("pt2-deep", pt2_deep, (1,), "nested more than"),
     Case("pt2-zip-bomb", pt2_bomb, (1,), "zip bomb"),
     Case("pt2-lying-weight", pt2_lying_weight, (1,), "needs"),
