@@ -456,10 +456,10 @@ class _Reader:
             return json.loads(text, parse_int=_bounded_int)
         except _LongInteger as exc:
             # Located at the literal and said in npuir's terms, not Python's conversion limit.
-            where = SourceLocation(f"{self.path}/{self.root}{entry}", *_offset_position(text, exc))
+            at = SourceLocation(f"{self.path}/{self.root}{entry}", *_offset_position(text, exc))
             digits = len(exc.literal.lstrip("-"))
             raise DiagnosticError(
-                Diagnostic.of("error", TOO_LONG, where, digits=digits, limit=MAX_DIGITS)
+                Diagnostic.of("error", TOO_LONG, at, digits=digits, limit=MAX_DIGITS)
             ) from None
         except (ValueError, RecursionError) as exc:
             raise self.fail(BAD_JSON, entry, reason=str(exc)) from None
