@@ -479,7 +479,7 @@ def slice(
     if size != DYN:
         lo = min(max(lo + size if lo < 0 else lo, 0), size)
         hi = min(max(hi + size if hi < 0 else hi, 0), size)
-    length = max(-(-(hi - lo) // step), 0)  # the elements lo, lo + step, ... below hi
+    length = max(hi - lo, 0)  # the span read: npu.slice takes every step-th element of it
     offsets = [lo if i == ax else 0 for i in range(len(shape))]
     sizes = [length if i == ax else d for i, d in enumerate(shape)]
     attrs: dict[str, Attribute] = {"offsets": _array(offsets), "sizes": _array(sizes)}

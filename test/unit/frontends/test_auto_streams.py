@@ -143,8 +143,9 @@ def test_the_pass_writes_only_torchairs_ops_and_keys() -> None:
 
 
 def test_llama_compiled_with_the_pass_reproduces_each_parts_schedule() -> None:
-    """The tiny Llama is split where npuir cannot take ops; the pass runs on each part npuir
-    compiles, and each part then runs exactly what the pass's report says."""
+    """The pass runs on each graph npuir compiles (the tiny Llama is one now that every op
+    has an npu op; a split model gives one per part), and each then runs exactly what the
+    pass's report says."""
     from conftest import TINY, _models
 
     torch.manual_seed(0)
@@ -155,8 +156,8 @@ def test_llama_compiled_with_the_pass_reproduces_each_parts_schedule() -> None:
     config.post_grad_custom_post_pass = auto
     backend, compiled = _compile(lambda i: model(i, use_cache=False).logits, [ids], config)
     reports = backend.reports
-    assert len(reports) == len(auto.reports) > 1
-    assert any(r.changed and not r.split for r in auto.reports)
+    assert len(reports) == len(auto.reports) >= 1
+    assert any(r.changed for r in auto.reports)
     for report, applied in zip(reports, auto.reports):
         annotated = report.makespans_ns["as annotated"]
         assert annotated == (applied.applied_ns if applied.changed else applied.written_ns)

@@ -141,9 +141,11 @@ def test_an_input_npuir_cannot_take_is_refused_at_no_line_of_npuir() -> None:
 
 
 @pytest.mark.slow
-def test_a_tiny_llama_compiles_parts_with_npuir_and_matches_eager(
+def test_a_tiny_llama_compiles_whole_with_npuir_and_matches_eager(
     tiny_config: dict[str, int],
 ) -> None:
+    """The model the split was first made for (its rotary tables and mask ran eagerly):
+    every op has an npu op now, so nothing is split and one npuir program runs it."""
     pytest.importorskip("transformers")
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -157,18 +159,10 @@ def test_a_tiny_llama_compiles_parts_with_npuir_and_matches_eager(
         warnings.simplefilter("always")
         got = compiled(input_ids=ids, use_cache=False).logits
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-    assert len(_split_warnings(caught)) == 1
-    [parts] = backend.splits
-    npuir_ops = [op for kind, ops in parts if kind == "npuir" for op in ops]
-    eager_ops = [op for kind, ops in parts if kind == "eager" for op in ops]
-    # The projections, the MLP and attention (one fused kernel) are npuir's; what the
-    # rotary embedding's position tables need runs eagerly.
-    assert "aten.linear.default" in npuir_ops and "aten.silu.default" in npuir_ops
-    assert "aten.scaled_dot_product_attention.default" in npuir_ops
-    assert eager_ops
+    assert not _split_warnings(caught)
+    assert not backend.splits
     reports = tng.reports(compiled)
-    assert len(reports) == sum(1 for kind, _ in parts if kind == "npuir")
-    assert all(r.makespans_ns["as annotated"] is not None for r in reports)
+    assert reports and all(r.makespans_ns["as annotated"] is not None for r in reports)
 
 
 def test_seed_004_compiles_once_with_dynamic_true_for_both_gear_shapes(
