@@ -1028,26 +1028,9 @@ class NpuBackend:
                 for n in ep.graph.output_node().args[0]
                 if isinstance(n, torch.fx.Node) and isinstance(n.meta.get("val"), torch.Tensor)
             ]
-            # One walk classifies every op; when npuir takes them all, it is the import.
-            eager: dict[str, str] = {}
-            module = import_fx_graph(
-                ep.graph,
-                state=_state_names(ep),
-                range_constraints=ep.range_constraints,
-                config=self.config,
-                gears=tensor_gears,
-                decompositions=self.decompositions,
-                diagnostics=DiagnosticEngine(),
-                eager=eager,
-            )
-            if eager:
-                split = self._split(gm, ep, eager, examples, names, gears, graph_id, start)
-                split.free = free
-                return split
-            user = [examples[i] for i in tensor_pos]
-            applied = self._custom_passes(ep.graph_module, list(_flat_inputs(ep, user).values()))
-            if applied is not None:  # a pass rewrote the graph: import what it wrote
-                module = import_fx_graph(
+
+            def imported(eager: dict[str, str] | None = None) -> ModuleOp:
+                return import_fx_graph(
                     ep.graph,
                     state=_state_names(ep),
                     range_constraints=ep.range_constraints,
@@ -1055,7 +1038,20 @@ class NpuBackend:
                     gears=tensor_gears,
                     decompositions=self.decompositions,
                     diagnostics=DiagnosticEngine(),
+                    eager=eager,
                 )
+
+            # One walk classifies every op; when npuir takes them all, it is the import.
+            eager: dict[str, str] = {}
+            module: ModuleOp | None = imported(eager)
+            if eager:
+                split = self._split(gm, ep, eager, examples, names, gears, graph_id, start)
+                split.free = free
+                return split
+            user = [examples[i] for i in tensor_pos]
+            applied = self._custom_passes(ep.graph_module, list(_flat_inputs(ep, user).values()))
+            if applied is not None:  # a pass rewrote the graph: import what it wrote
+                module = imported()
         except (TorchairError, DiagnosticError) as exc:
             logger.error("%s", exc.diagnostic.render())
             return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))

@@ -20,23 +20,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
+from report_cases import CASES, EXAMPLES
 
 from npuir.backends.npu.html_report import run_report_html
-from npuir.driver.run import RunConfig, run_program
+from npuir.driver.run import run_program
 from npuir.tools.advise import run as advise
 from npuir.tools.run import run as npuir_run
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-CASES: dict[str, RunConfig] = {
-    "seed": RunConfig(path=str(EXAMPLES / "seed_multistream.mlir"), timing_only=True),
-    "moe": RunConfig(path=str(EXAMPLES / "moe_decode.mlir"), mirror_peers=True, timing_only=True),
-    "2-rank collective": RunConfig(
-        path=str(EXAMPLES / "tp_decoder_decode.mlir"),
-        ranks=2,
-        mirror_peers=True,
-        timing_only=True,
-    ),
-}
 
 # Run in the page before anything else: every console error and uncaught exception is kept
 # in an attribute that --dump-dom shows.

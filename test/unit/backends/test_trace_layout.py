@@ -12,27 +12,14 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from report_cases import CASES, EXAMPLES
 
 from npuir.backends.npu.report import OVERLAP_THREADS, STEP_TRACE_COLUMNS
 from npuir.backends.npu.trace import trace_events
 from npuir.driver.run import RunConfig, RunOutcome, run_program
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
-CASES: dict[str, RunConfig] = {
-    "seed": RunConfig(path=str(EXAMPLES / "seed_multistream.mlir"), timing_only=True),
-    "moe": RunConfig(path=str(EXAMPLES / "moe_decode.mlir"), mirror_peers=True, timing_only=True),
-    "2-rank collective": RunConfig(
-        path=str(EXAMPLES / "tp_decoder_decode.mlir"),
-        ranks=2,
-        mirror_peers=True,
-        timing_only=True,
-    ),
-}
 
 
 def _ns(us: float) -> int:
