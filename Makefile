@@ -26,19 +26,17 @@ $(STAMP): pyproject.toml npuir/__init__.py | $(BIN)/python
 # Every optional dependency a test needs (torch, transformers, matplotlib), and
 # pytest-xdist and pytest-randomly: the whole suite runs on both cores in a random order.
 $(ALL_STAMP): $(STAMP)
+	@sh dev/install_chromium.sh start $(VENV)
 	$(BIN)/python -m pip install --quiet '$(TORCH)'
 	$(BIN)/python -m pip install --quiet -e '.[test-all]'
 	touch $@
 
 # The browser test (test/unit/backends/test_html_report.py) opens the HTML report in
 # headless Chromium: Debian's package, installed when missing (as root, or through sudo).
+# The install starts in the background with the pip installs above (it is mostly download
+# and unpacking) and is waited for here.
 $(CHROMIUM_STAMP): | $(BIN)/python
-	@command -v chromium >/dev/null || { \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
-	  export DEBIAN_FRONTEND=noninteractive; \
-	  $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
-	  { $$SUDO apt-get update -qq && \
-	    $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; }
+	@sh dev/install_chromium.sh wait $(VENV)
 	touch $@
 
 install: $(STAMP)
