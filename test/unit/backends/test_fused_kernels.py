@@ -10,6 +10,8 @@ import pytest
 from npuir.backends.npu.kernels import KernelError, kernel_attrs, kernel_for
 
 torch = pytest.importorskip("torch")
+
+pytestmark = [pytest.mark.torch]  # torch's import and compiles: the slow tier
 F = torch.nn.functional
 
 Array = np.ndarray[Any, Any]

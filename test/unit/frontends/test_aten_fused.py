@@ -24,6 +24,8 @@ from npuir.diagnostics import DiagnosticEngine, DiagnosticError  # noqa: E402
 from npuir.driver.run import RunConfig, output_arrays, run_program  # noqa: E402
 from npuir.frontends.torch import example_inputs, import_exported_program  # noqa: E402
 
+pytestmark = [pytest.mark.torch]  # torch's import and compiles: the slow tier
+
 HERE = str(Path(__file__).resolve())
 TOL = {torch.float32: 1e-4, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 NPU = torch.ops.npu

@@ -26,6 +26,8 @@ from npuir.frontends.torch import import_fx_graph  # noqa: E402
 from npuir.frontends.torchair.auto_streams import WRITTEN, AutoStreams  # noqa: E402
 from npuir.torchair import TorchairError  # noqa: E402
 
+pytestmark = [pytest.mark.torch]  # torch's import and compiles: the slow tier
+
 HERE = __file__
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -15,6 +15,8 @@ torch = pytest.importorskip("torch")
 import npuir.torchair as tng  # noqa: E402
 from npuir.torchair import TorchairError  # noqa: E402
 
+pytestmark = [pytest.mark.torch]  # torch's import and compiles: the slow tier
+
 
 class TwoStreams(torch.nn.Module):
     def forward(self, a: Any, b: Any) -> Any:

@@ -152,6 +152,7 @@ module attributes {{npu.target = "910b2"}} {{
     assert not violations(prog, kept.assignment, limits_of(kept.assignment), hw, chained=False)
 
 
+@pytest.mark.slow  # twenty programs under six modes: 5 s, the full suite's
 def test_generated_programs_under_every_mode() -> None:
     """Twenty accepted programs of the generator: no mode refused, deadlocked or wrong,
     and `auto` keeps the written partition on at most 5% of them."""

@@ -17,6 +17,8 @@ import npuir  # noqa: E402
 from npuir.driver.run import RunConfig, output_arrays, run_program  # noqa: E402
 from npuir.frontends.torch import example_inputs, import_exported_program  # noqa: E402
 
+pytestmark = [pytest.mark.torch]  # torch's import and compiles: the slow tier
+
 
 def rotate_half(x: Any) -> Any:
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
