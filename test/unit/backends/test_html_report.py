@@ -157,6 +157,7 @@ def _render(page: Path, tmp: Path) -> tuple[str, Any, str]:
     return done.stdout, Image.open(shot).convert("RGB"), done.stderr
 
 
+@pytest.mark.slow  # a browser start per page: the full suite runs it (and fails under CI without it)
 @pytest.mark.parametrize("name", [*CASES, "advice"])
 def test_chromium_renders_the_timeline(pages: dict[str, Page], name: str, tmp_path: Path) -> None:
     page = pages[name]
