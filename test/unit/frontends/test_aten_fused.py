@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from torch_run import run_exported
 
 torch = pytest.importorskip("torch")
 
@@ -18,11 +19,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 from xdsl.dialects.builtin import ModuleOp  # noqa: E402
 
-import npuir  # noqa: E402
-import npuir.torchair  # noqa: E402  (installs the torch_npu stand-ins)
 from npuir.diagnostics import DiagnosticEngine, DiagnosticError  # noqa: E402
-from npuir.driver.run import RunConfig, output_arrays, run_program  # noqa: E402
-from npuir.frontends.torch import example_inputs, import_exported_program  # noqa: E402
+from npuir.frontends.torch import import_exported_program  # noqa: E402
 
 pytestmark = [pytest.mark.torch]  # torch's import and compiles: the slow tier
 
@@ -40,21 +38,11 @@ def run_against_eager(
 ) -> tuple[ModuleOp, list[float]]:
     """The imported module, and each output's largest error against eager relative to the
     tolerance of its dtype (<= 1 passes)."""
-    ep = torch.export.export(model, args)
-    module = import_exported_program(ep, strict=True)
-    path, inputs = tmp_path / "model.mlir", tmp_path / "inputs.npz"
-    path.write_text(npuir.print_ir(module))
-    np.savez(inputs, **example_inputs(ep, *args))
-    outcome = run_program(RunConfig(str(path), inputs=str(inputs), check=True))
-    assert outcome.status == 0, outcome.report
-    got = output_arrays(outcome)
-    with torch.no_grad():
-        eager = model(*args)
-    want = eager if isinstance(eager, tuple) else (eager,)
+    module, got, want = run_exported(model, args, tmp_path, strict=True)
     errors = []
     for i, w in enumerate(want):
         tol = TOL[w.dtype]
-        diff = np.abs(got[f"out{i}"].astype(np.float64) - w.double().numpy())
+        diff = np.abs(got[i].astype(np.float64) - w.double().numpy())
         errors.append(float(np.max(diff / (tol + tol * np.abs(w.double().numpy())))))
     return module, errors
 

@@ -9,27 +9,20 @@ from typing import Any
 
 import numpy as np
 import pytest
+from torch_run import run_exported
 
 torch = pytest.importorskip("torch")
 
 import npuir  # noqa: E402
 from npuir.diagnostics import DiagnosticEngine  # noqa: E402
-from npuir.driver.run import RunConfig, output_arrays, run_program  # noqa: E402
-from npuir.frontends.torch import example_inputs, import_exported_program  # noqa: E402
+from npuir.frontends.torch import import_exported_program  # noqa: E402
 
 pytestmark = [pytest.mark.torch]
 
 
 def _run(model: Any, args: tuple[Any, ...], tmp_path: Path) -> list[Any]:
     """`model` exported, imported strictly (no `npu.opaque`) and run; its outputs."""
-    ep = torch.export.export(model, args)
-    path, inputs = tmp_path / "m.mlir", tmp_path / "in.npz"
-    path.write_text(npuir.print_ir(import_exported_program(ep, strict=True)))
-    np.savez(inputs, **example_inputs(ep, *args))
-    outcome = run_program(RunConfig(str(path), inputs=str(inputs), check=True))
-    assert outcome.status == 0, outcome.report
-    got = output_arrays(outcome)
-    return [got[f"out{i}"] for i in range(len(got))]
+    return run_exported(model, args, tmp_path, strict=True)[1]
 
 
 def _same(model: Any, args: tuple[Any, ...], tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from torch_run import run_exported
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -32,14 +33,12 @@ from npuir.dialects.npu import (  # noqa: E402
 )
 from npuir.driver.run import (  # noqa: E402
     RunConfig,
-    output_arrays,
     run_program,
 )
 from npuir.frontends import torch as torch_frontend  # noqa: E402
 from npuir.frontends import torch_scope as scope  # noqa: E402
 from npuir.frontends.torch import (  # noqa: E402
     DIM_RANGES,
-    example_inputs,
     import_exported_program,
     import_pt2,
 )
@@ -74,22 +73,12 @@ def _against_eager(
     """`npuir-run FILE --inputs IN.npz --check` on the imported model, with IN.npz holding
     the model's own parameters and `args` keyed by input name; returns the outputs that
     differ from eager PyTorch on the same inputs (the scheduled run must pass --check)."""
-    ep = torch.export.export(model, args)
-    module = import_exported_program(ep)
-    path, inputs = tmp_path / "model.mlir", tmp_path / "inputs.npz"
-    path.write_text(npuir.print_ir(module))
-    np.savez(inputs, **example_inputs(ep, *args))
-    outcome = run_program(RunConfig(str(path), inputs=str(inputs), check=True))
-    assert outcome.status == 0, outcome.report
-    got = output_arrays(outcome)
-    with torch.no_grad():
-        eager = model(*args)
-    want = [t for t in (eager if isinstance(eager, tuple) else (eager,))]
+    _, got, want = run_exported(model, args, tmp_path)
     assert len(got) == len(want)
     return [
         f"out{i}"
         for i, w in enumerate(want)
-        if not np.allclose(got[f"out{i}"], w.numpy(), rtol=tol, atol=tol)
+        if not np.allclose(got[i], w.numpy(), rtol=tol, atol=tol)
     ]
 
 
