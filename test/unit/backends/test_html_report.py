@@ -30,7 +30,7 @@ from npuir.backends.npu.html_report import run_report_html
 from npuir.context import make_context
 from npuir.dialects.npu import CollectiveOp
 from npuir.driver.gear_cases import gear_cases
-from npuir.driver.run import RunConfig, run_program
+from npuir.driver.run import run_program
 from npuir.tools.advise import run as advise
 from npuir.tools.run import run as npuir_run
 
@@ -97,12 +97,16 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Page]]
 
 
 def _joins(programs: Sequence[Program]) -> int:
-    """How many rank-to-rank joins the collectives of `programs` need: a collective met by
-    k ranks joins them with k - 1 lines (counted from the programs, not the page)."""
-    per_rank = [Counter(op.group for op in p.ops if isinstance(op, CollectiveOp)) for p in programs]
-    ranks_of: Counter[tuple[str, int]] = Counter(
-        (group, k) for counts in per_rank for group, n in counts.items() for k in range(n)
-    )
+    return _joins_of([[op for op in p.ops if isinstance(op, CollectiveOp)] for p in programs])
+
+
+def _joins_of(per_rank: Sequence[Sequence[CollectiveOp]]) -> int:
+    """How many rank-to-rank joins the collectives need (each rank's in program order): a
+    collective met by k ranks joins them with k - 1 lines."""
+    ranks_of: Counter[tuple[str, int]] = Counter()
+    for ops in per_rank:
+        for group, n in Counter(op.group for op in ops).items():
+            ranks_of.update((group, k) for k in range(n))
     return sum(n - 1 for n in ranks_of.values())
 
 
@@ -190,6 +194,8 @@ def test_chromium_renders_the_timeline(pages: dict[str, Page], name: str, tmp_pa
     assert _lanes(dom) == page.expected.lanes
     assert dom.count('class="wait-arrow"') == page.expected.waits
     assert 'class="tick"' in dom  # the zoom script ran: it draws the axis
+    if name == "advice":
+        assert dom.count('<tr class="recommended">') == 1  # the advice table, as drawn
     box = re.search(r'data-timeline="([^"]*)"', dom)
     assert box is not None
     left, top, width, height = (float(v) for v in box.group(1).split(","))
@@ -216,28 +222,41 @@ def test_npuir_run_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and "x.html" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # a run and its matplotlib plots: about a CPU-second
-def test_mpmd_collectives_are_joined_across_ranks() -> None:
-    """Two ranks running different functions (`--entries`): each collective is joined to
-    the same collective on the other rank (by communicator and order), and the join's ends
-    lie on the two ranks' lanes."""
-    outcome = run_program(
-        RunConfig(
-            path=str(EXAMPLES / "core_limit_fixed.mlir"),
-            entries=["rank0", "rank1"],
-            timing_only=True,
-        )
-    )
-    assert outcome.result is not None and outcome.result.deadlock is None
-    text = run_report_html(
-        outcome.report, outcome.result, outcome.programs, outcome.hw, title="mpmd"
-    )
-    joins = re.findall(r"<line class='collective-join'[^>]*y1='([\d.]+)'[^>]*y2='([\d.]+)'", text)
-    assert len(joins) == _joins(outcome.programs) > 0
+@pytest.mark.slow  # an advice each: about 1.5 CPU-seconds
+@pytest.mark.parametrize(
+    ("example", "argv", "ranks"),
+    [
+        ("moe_decode.mlir", ["--ranks", "8"], ["moe_decode"] * 8),
+        ("core_limit_fixed.mlir", ["--entries", "rank0,rank1"], ["rank0", "rank1"]),
+    ],
+    ids=["moe", "2-rank collective"],
+)
+def test_the_advice_pages_of_the_moe_and_a_2_rank_collective(
+    tmp_path: Path, example: str, argv: list[str], ranks: list[str]
+) -> None:
+    """The MoE example on its 8 ranks and a 2-rank MPMD collective (`--entries`): the advice
+    table with one recommended row, and the recommended run drawn with a lane group per rank,
+    its waits' arrows and each collective joined across the ranks (by communicator and
+    order: the count comes from the program as written, whose collectives advice keeps)."""
+    out = tmp_path / "advice.html"
+    assert advise([str(EXAMPLES / example), *argv, "--report", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.count("<tr class='recommended'>") == 1
+    assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=|<link\b", text)
+    lanes = _lanes(text)
+    assert sorted({r for r, _ in lanes}) == list(range(len(ranks)))
+    assert text.count("class='wait-arrow'") > 0
+    module = parse_text(make_context(), (EXAMPLES / example).read_text(encoding="utf-8"))
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    per_rank = [[op for op in funcs[name].walk() if isinstance(op, CollectiveOp)] for name in ranks]
+    joins = text.count("class='collective-join'")
+    assert joins == _joins_of(per_rank) > 0
     rank_top = [float(y) for y in re.findall(r"<text class='rank-label' x='4' y='([\d.]+)'", text)]
-    assert len(rank_top) == 2
-    for y1, y2 in joins:
-        assert float(y1) < rank_top[1] < float(y2)  # from rank 0's lanes to rank 1's
+    for y1, y2 in re.findall(
+        r"<line class='collective-join'[^>]*y1='([\d.]+)'[^>]*y2='([\d.]+)'", text
+    ):
+        # from one rank's lanes to the next one's
+        assert any(float(y1) < top < float(y2) for top in rank_top)
 
 
 @pytest.mark.slow  # two runs, their plots and a browser start
