@@ -316,7 +316,7 @@ class OpLineReader:
                 if attr is False:
                     parsed = self._fragment(f"{{v = {value}}}", "attrs")
                     attr = parsed.get("v") if isinstance(parsed, dict) else None
-                    self._values[value] = attr  # type: ignore[assignment]
+                    self._values[value] = attr
                 if attr is None:
                     return None
                 out[m.group("key")] = attr  # type: ignore[assignment]
