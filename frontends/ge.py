@@ -1003,7 +1003,8 @@ class _Importer:
         ]
         args.sort(key=lambda n: n.order)
         outputs = [n for n in self.graph.nodes if n.type in self.table.outputs]
-        body = [n for n in order if n not in args and n.type not in self.table.outputs]
+        taken = {id(n) for n in args}  # by identity: comparing nodes compares every field
+        body = [n for n in order if id(n) not in taken and n.type not in self.table.outputs]
         self.check_unknown(body)
 
         arg_types: list[Attribute] = []
