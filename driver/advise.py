@@ -102,10 +102,11 @@ from npuir.diagnostics import (
     diagnostic_json,
     error,
 )
-from npuir.dialects import coreset, gear, stream
+from npuir.dialects import coreset, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.dialects.scope import ScopeOp, walk_nested
 from npuir.dialects.stream import bind_later_uses
+from npuir.driver.gear_cases import gear_cases
 from npuir.driver.mem_tradeoff import Point, memory_tradeoff
 from npuir.driver.run import (
     NO_GEAR,
@@ -122,7 +123,6 @@ from npuir.schedule.auto import Judge, cost_strategies, shared_searches
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 from npuir.transforms.coreset_check import HOLD_AND_WAIT
-from npuir.transforms.gear_multiversion import annotated_dims, combine
 from npuir.transforms.stream_source_form import HOIST, WANT, escaping, hoist, hoisted_order, wrap
 
 TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
@@ -762,34 +762,18 @@ class Case:
 def _cases(config: AdviseConfig, module: ModuleOp) -> list[Case]:
     funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
     names = entry_names(_run_config(config, None, None, config.shapes), module)
-    func = funcs[names[0]]
-    dims = annotated_dims(func)
-    if config.shapes or not dims:
+    gears = [] if config.shapes else gear_cases(funcs[names[0]])
+    if not gears:
         if config.gear_weights:
             raise UsageError("--gear-weights needs a geared program advised for all its gears")
         return [Case(None, dict(config.shapes), 1.0)]
-    policy = gear.policy_of(func.attributes) or "zip"
-    gears = combine(func, dims, policy)
     weights = config.gear_weights or [1.0] * len(gears)
     if len(weights) != len(gears):
         raise UsageError(
             f"--gear-weights gives {len(weights)} weight(s) for the {len(gears)} gears of "
             f"@{names[0]}"
         )
-    cases: list[Case] = []
-    for values, weight in zip(gears, weights):
-        shapes: dict[str, tuple[int, ...]] = {}
-        for ((arg, dim), _), value in zip(dims, values):
-            ty = func.function_type.inputs.data[arg]
-            base = list(shapes.get(str(arg), ty.get_shape()))
-            base[dim] = value
-            shapes[str(arg)] = tuple(base)
-        label = "gear " + ", ".join(
-            f"arg{a}={'x'.join(str(d) if d >= 0 else '?' for d in s)}"
-            for a, s in ((int(k), v) for k, v in shapes.items())
-        )
-        cases.append(Case(label, shapes, weight))
-    return cases
+    return [Case(g.label, dict(g.shapes), w) for g, w in zip(gears, weights)]
 
 
 def _run_config(

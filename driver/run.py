@@ -839,7 +839,7 @@ def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnos
     (`npuir.backends.npu.calibrate`), lowered as a run would lower it."""
     ctx, module, _, hw, names, _, _, shapes, _ = _load(config)
     profile = read_profile(profile_path)
-    warnings = _lower_reporting(ctx, module, config)
+    warnings = profile.warnings + _lower_reporting(ctx, module, config)
     programs, _, _ = _programs(ctx, module, names, shapes)
     try:
         return fit_hardware(programs, profile, hw), warnings
@@ -865,7 +865,7 @@ def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
     `parsed` is the program already parsed (it is lowered in place)."""
     ctx, module, _, hw, names, _, _, shapes, _ = _load(config, parsed, keep=False)
     profile = read_profile(config.profile) if config.profile else None
-    warnings = _lower_reporting(ctx, module, config)
+    warnings = (profile.warnings if profile else []) + _lower_reporting(ctx, module, config)
     result, programs, _, gears, _ = _simulate(
         ctx, module, names, shapes, hw, config.mirror_peers, profile
     )
@@ -877,7 +877,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     loaded = _load(config)
     ctx, module, original, hw, names, funcs, given, shapes, state = loaded
     profile = read_profile(config.profile) if config.profile else None
-    warnings = _lower_reporting(ctx, module, config)
+    warnings = (profile.warnings if profile else []) + _lower_reporting(ctx, module, config)
     result, programs, actual, gears, partial = _simulate(
         ctx, module, names, shapes, hw, config.mirror_peers, profile
     )
