@@ -305,6 +305,101 @@ def _diagnostics(prog: Program, c: Conflict, hw: Hardware, function: str) -> lis
 
 
 # ---------------------------------------------------------------------------------------------
+# The stream budget under capture
+# ---------------------------------------------------------------------------------------------
+
+DEFAULT_CAPTURE_LIMIT = 64
+"""How many shapes npugraph_ex captures per FX graph before it falls back to eager
+(`capture_limit`, default 64, minimum 1: Ascend/torchair/docs/zh/npugraph_ex/basic/capture_limit.md)."""
+
+CAPTURE_STREAM_BUDGET = Kind(
+    "capture.stream-budget",
+    "@{function} uses {streams} stream(s) in each captured graph; {captured} capture(s) "
+    "({captures_said}) take {total} streams, more than the {budget} streams of {device}; "
+    "a re-capture past it stops for lack of streams (npugraph_ex's capture_limit note); use "
+    "fewer streams, or capture fewer shapes (capture_limit)",
+)
+"""The streams a function's captured graphs take exceed the device's stream budget
+(`Hardware.max_streams`); arguments: `function`, `streams` (per captured graph), `captures`
+(what the caller gave, or null), `capture_limit`, `captured` (graphs counted), `total`
+(`streams` x `captured`), `budget`, `device`, `captures_said` (the words for them).  An error
+when the captures are known, a warning when only `capture_limit` bounds them."""
+BAD_CAPTURE_LIMIT = Kind(
+    "capture.bad-capture-limit",
+    "capture_limit must be an int >= 1 (npugraph_ex's minimum), got {value}",
+)
+"""A capture limit below 1; argument: `value`."""
+
+
+def captured_streams(
+    streams: int, captures: int | None = None, capture_limit: int = DEFAULT_CAPTURE_LIMIT
+) -> tuple[int, int]:
+    """`(captured graphs, streams they take)`: a graph captured once per shape, each with its
+    own `streams`, up to `capture_limit` graphs (later shapes run eagerly and capture
+    nothing); `captures` None (not known before run time) counts `capture_limit` of them."""
+    captured = capture_limit if captures is None else min(captures, capture_limit)
+    return captured, streams * captured
+
+
+def check_capture_stream_budget(
+    module: ModuleOp,
+    hardware: Hardware | None = None,
+    *,
+    captures: int | None = None,
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT,
+    cache: AnalysisManager | None = None,
+) -> list[Diagnostic]:
+    """The `capture.stream-budget` diagnostics of a partitioned `module` captured in capture
+    mode: for each function (one rank, on its own device), the streams its ops use (the
+    capture stream always counted) times the graphs captured of it, against
+    `hardware.max_streams` (default device: the module's `npu.target`).
+
+    `captures`: how many shapes will be captured (e.g. the number of gears a caller knows
+    of); over budget is then an error.  None: unknown, so up to `capture_limit` (default
+    64) are counted and over budget is a warning -- it fails only if that many shapes come.
+    Each diagnostic is located at its function.  A `capture_limit` below 1 is a located
+    error (`capture.bad-capture-limit`)."""
+    hw = hardware if hardware is not None else device_of(module, None)
+    funcs = scheduled_functions(module)
+    if isinstance(capture_limit, bool) or not isinstance(capture_limit, int) or capture_limit < 1:
+        raise error(funcs[0] if funcs else module, BAD_CAPTURE_LIMIT, value=repr(capture_limit))
+    streams = tuple(module_streams(module))
+    manager = cache if cache is not None else AnalysisManager()
+    out: list[Diagnostic] = []
+    for func in funcs:
+        used = {0}
+        if streams:
+            prog = manager.get(LoweredFunction, func, streams).prog
+            used.update(s for s in prog.stream if s >= 0)
+        captured, total = captured_streams(len(used), captures, capture_limit)
+        if total <= hw.max_streams:
+            continue
+        if captures is None:
+            said = f"up to capture_limit={capture_limit}, one per input shape"
+        elif captures > capture_limit:
+            said = f"{captures} shapes, capture_limit={capture_limit} of them captured"
+        else:
+            said = f"{captures} shape(s)"
+        out.append(
+            Diagnostic.of(
+                "warning" if captures is None else "error",
+                CAPTURE_STREAM_BUDGET,
+                op_location(func),
+                function=func.sym_name.data,
+                streams=len(used),
+                captures=captures,
+                capture_limit=capture_limit,
+                captured=captured,
+                captures_said=said,
+                total=total,
+                budget=hw.max_streams,
+                device=hw.name,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # The pass
 # ---------------------------------------------------------------------------------------------
 
@@ -331,20 +426,45 @@ class CoreDeadlockCheckPass(ModulePass):
         "error", "'error' (default) refuses the module; 'warning' reports each pair and goes on"
     )
 
+    stream_budget: bool = option(
+        False,
+        "also check the streams x captured graphs of each function against the device's "
+        "stream budget (capture.stream-budget)",
+    )
+    captures: int | None = option(
+        None, "with stream-budget: the shapes that will be captured (default: capture-limit)"
+    )
+    capture_limit: int = option(
+        DEFAULT_CAPTURE_LIMIT, "with stream-budget: npugraph_ex's capture_limit (default 64)"
+    )
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        found = check_core_deadlock(op, device_of(op, self.hw), cache=analyses(ctx))
-        if not found:
-            return
+        hw = device_of(op, self.hw)
+        cache = analyses(ctx)
+        found = check_core_deadlock(op, hw, cache=cache)
         if self.severity == "warning":
             found = [replace(d, severity="warning") if d.severity == "error" else d for d in found]
+        if self.stream_budget:
+            found += check_capture_stream_budget(
+                op, hw, captures=self.captures, capture_limit=self.capture_limit, cache=cache
+            )
+        errors = [d for d in found if d.severity == "error"]
+        if not errors:
+            for diagnostic in found:
+                _emit(ctx, diagnostic)
+            return
+        pairs = [d for d in errors if d.kind == CORE_DEADLOCK.code]
+        if not pairs:
+            # Only the stream budget: its first error is the failure.
+            for diagnostic in found:
+                if diagnostic is not errors[0]:
+                    _emit(ctx, diagnostic)
+            raise DiagnosticError(errors[0])
         for diagnostic in found:
             _emit(ctx, diagnostic)
-        if self.severity == "error":
-            first = next(d for d in found if d.severity == "error")
-            count = sum(1 for d in found if d.severity == "error")
-            raise DiagnosticError(
-                Diagnostic.of("error", CORE_DEADLOCK_FOUND, first.location, count=count)
-            )
+        raise DiagnosticError(
+            Diagnostic.of("error", CORE_DEADLOCK_FOUND, pairs[0].location, count=len(pairs))
+        )
 
 
 def _emit(ctx: Context, diagnostic: Diagnostic) -> None:

@@ -19,9 +19,14 @@ from npuir.backends.npu.hardware import PRESETS
 from npuir.diagnostics import DiagnosticError
 from npuir.dialects.npu import NpuOp
 from npuir.transforms.core_deadlock_check import (
+    BAD_CAPTURE_LIMIT,
+    CAPTURE_STREAM_BUDGET,
     CORE_DEADLOCK,
     CORE_DEADLOCK_FOUND,
     CORE_DEADLOCK_PEER,
+    DEFAULT_CAPTURE_LIMIT,
+    captured_streams,
+    check_capture_stream_budget,
     check_core_deadlock,
     find_conflicts,
     holds_cores,
@@ -226,3 +231,47 @@ def test_every_program_auto_writes_passes_the_check(seed: int, num_ops: int) -> 
     # Written on one stream (no scopes): what auto writes is its own choice of streams.
     _, module = _lowered(holder_program(seed, num_ops, 0), "stream-partition{mode=auto}")
     assert check_core_deadlock(module, PRESETS["tiny"]) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The stream budget under capture
+# ---------------------------------------------------------------------------------------------
+
+TWO_STREAMS = """
+module attributes {npu.target = "tiny"} {
+  func.func @two(%x: tensor<8x8xf16>) -> (tensor<8x8xf16>, tensor<8x8xf16>) {
+    %a = stream.switch "side" -> tensor<8x8xf16> {
+      %e = npu.exp %x : (tensor<8x8xf16>) -> tensor<8x8xf16>
+      stream.yield %e : tensor<8x8xf16>
+    }
+    %b = npu.relu %x : (tensor<8x8xf16>) -> tensor<8x8xf16>
+    func.return %a, %b : tensor<8x8xf16>, tensor<8x8xf16>
+  }
+}
+"""
+
+
+def test_captured_graphs_stop_at_the_capture_limit() -> None:
+    assert captured_streams(3) == (DEFAULT_CAPTURE_LIMIT, 3 * DEFAULT_CAPTURE_LIMIT)
+    assert captured_streams(3, captures=5) == (5, 15)
+    assert captured_streams(3, captures=500, capture_limit=10) == (10, 30)
+
+
+def test_the_stream_budget_counts_streams_times_captures() -> None:
+    _, module = _lowered(TWO_STREAMS)
+    hw = PRESETS["tiny"]
+    (unknown,) = check_capture_stream_budget(module, hw)
+    assert (unknown.kind, unknown.severity) == (CAPTURE_STREAM_BUDGET.code, "warning")
+    assert unknown.args["streams"] == 2 and unknown.args["total"] == 2 * DEFAULT_CAPTURE_LIMIT
+    assert unknown.location is not None
+    # Budget-sized: fits exactly; one more capture is over, and known captures are an error.
+    fits = hw.max_streams // 2
+    assert check_capture_stream_budget(module, hw, captures=fits) == []
+    (over,) = check_capture_stream_budget(module, hw, captures=fits + 1)
+    assert over.severity == "error" and over.args["total"] > over.args["budget"]
+    # Shapes past the capture limit run eagerly and take no streams.
+    assert check_capture_stream_budget(module, hw, captures=1000, capture_limit=fits) == []
+    with pytest.raises(DiagnosticError) as caught:
+        check_capture_stream_budget(module, hw, capture_limit=0)
+    assert caught.value.diagnostic.kind == BAD_CAPTURE_LIMIT.code
+    assert caught.value.diagnostic.location is not None
