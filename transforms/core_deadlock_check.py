@@ -173,20 +173,17 @@ def find_conflicts(
     out: list[Conflict] = []
     for t in windows.streams():
         for b in windows.on(t):
-            for engine in ENGINES:
-                mine = demand.get((b, engine), 0)
-                if mine == 0:
+            mine = {e: d for e in ENGINES if (d := demand.get((b, e), 0)) > 0}
+            for s in windows.streams():
+                if s == t or not mine:
                     continue
-                total = hw.cores(engine)
-                for s in windows.streams():
-                    if s == t:
-                        continue
-                    lo, hi = windows.window(b, s)
-                    if lo >= hi:
-                        continue
+                lo, hi = windows.window(b, s)
+                if lo >= hi:
+                    continue
+                for engine, need in mine.items():
                     a = windows.on(s)[tables[(s, engine)].argmax(lo, hi)]
                     theirs = demand.get((a, engine), 0)
-                    if theirs == 0 or mine + theirs <= total:
+                    if theirs == 0 or need + theirs <= hw.cores(engine):
                         continue
                     first, second = min(a, b), max(a, b)
                     if (first, second, engine) in seen:
