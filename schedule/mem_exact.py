@@ -1,0 +1,282 @@
+"""Exact static memory placement: the smallest peak a safe plan can have, by search.
+
+`mem-plan`'s planners (`npuir.analysis.mem_planners`) are greedy; the antichain bound
+(`npuir.analysis.memory.antichain_bound`) is a floor no plan goes under.  When the two
+meet the plan is optimal; when they do not, this module searches for the optimum, so a
+gap can be told apart as the planners' fault or as the bound's slack.
+
+The problem: buffers with sizes, and a conflict graph from happens-before (two buffers
+conflict when neither is ordered before the other).  With several streams that graph is
+the incomparability graph of a partial order, not an interval graph: an interval
+(time-line) packer would treat buffers as disjoint in time that some interleaving of the
+streams makes live together.  Only the conflict graph is used here, so every plan this
+module returns is safe in the sense `mem-verify` checks.
+
+**The search** (after MiniMalloc, Moffitt, ASPLOS'23, which does this for time
+intervals).  Any plan can be pushed down -- each buffer dropped until it rests on offset 0
+or on the end of a conflicting buffer below it -- without raising its peak, so some optimal
+plan is *canonical*: every buffer sits at exactly the highest end of its conflicting
+buffers below it (0 if none).  Listing a canonical plan's buffers by offset (ties by
+index), each buffer's offset is fixed by those listed before it.  The search builds that
+list: at each step it picks the next buffer, which goes at `lo`, the highest end of its
+placed neighbours; `lo` must not be below the previous buffer's offset (the list is
+sorted), and at an equal offset the index must grow (buffers at one offset do not
+conflict, so their order among themselves is free).  It prunes
+
+- a state where an unplaced buffer's `lo` is below the current offset and none of its
+  neighbours is left to lift it: no sorted canonical list continues from there;
+- by a lower bound: the highest end placed so far; each unplaced buffer's earliest
+  end; and for each of a few cliques of the conflict graph (greedy, one grown from each
+  buffer), its unplaced members stacked from the lowest place any of them can start.
+
+The conflict graph's connected components are solved one by one (the peak is the
+largest of theirs); each starts from an incumbent plan (mem-plan's) and stops as soon as
+it meets a lower bound (the antichain bound, the cliques, the largest buffer).  Within
+`node_limit` search nodes (and `cpu_limit` CPU seconds, if given) the result is either
+proved optimal or the best found with the lower bound proved: `ExactPlan.optimal` says
+which, never more.
+
+This is kept out of `mem-plan`'s path: `best-of` already meets the antichain bound on
+every bench workload (docs/benchmarks.md), the search is exponential in the worst case,
+and a compiler's output must not depend on how long a search was allowed.  The bench
+(`bench/memory_exact.py`) and the tests use it to measure the planners against the
+optimum.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ExactPlan:
+    """An offset per buffer, its peak, and what is proved about it."""
+
+    offsets: list[int]
+    peak: int
+    lower_bound: int
+    """No safe plan is smaller: `peak` itself when `optimal`."""
+    optimal: bool
+    nodes: int
+    """Search nodes visited (every component's)."""
+
+
+def plan_peak(offsets: Sequence[int], sizes: Sequence[int]) -> int:
+    return max((o + s for o, s in zip(offsets, sizes, strict=True)), default=0)
+
+
+def is_safe(offsets: Sequence[int], sizes: Sequence[int], adj: Sequence[Sequence[int]]) -> bool:
+    """Whether no two conflicting buffers of nonzero size overlap, and no offset is
+    negative."""
+    for b, nbrs in enumerate(adj):
+        if offsets[b] < 0:
+            return False
+        for c in nbrs:
+            if not sizes[b] or not sizes[c]:
+                continue
+            if offsets[b] < offsets[c] + sizes[c] and offsets[c] < offsets[b] + sizes[b]:
+                return False
+    return True
+
+
+class _Stop(Exception):
+    """The node or CPU budget ran out."""
+
+
+class _Component:
+    """The search on one connected component, buffers renumbered 0..m-1."""
+
+    def __init__(self, sizes: list[int], nbrs: list[list[int]]) -> None:
+        self.sizes = sizes
+        self.nbrs = nbrs
+        m = len(sizes)
+        self.mask = [sum(1 << c for c in nbrs[b]) for b in range(m)]
+        self.cliques = self._cliques()
+
+    def _cliques(self) -> list[list[int]]:
+        """One greedy clique grown from each buffer (heaviest neighbour first), distinct."""
+        sizes, mask = self.sizes, self.mask
+        seen: set[int] = set()
+        out: list[list[int]] = []
+        for b in range(len(sizes)):
+            members, bits, cand = [b], 1 << b, mask[b]
+            while cand:
+                c = max(_bits(cand), key=lambda x: (sizes[x], -x))
+                members.append(c)
+                bits |= 1 << c
+                cand &= mask[c]
+            if len(members) > 1 and bits not in seen:
+                seen.add(bits)
+                out.append(members)
+        return out
+
+    def clique_bound(self) -> int:
+        return max(
+            [max(self.sizes, default=0)] + [sum(self.sizes[b] for b in k) for k in self.cliques]
+        )
+
+    def solve(
+        self, incumbent: list[int], lower_bound: int, node_limit: int, deadline: float | None
+    ) -> tuple[list[int], int, bool, int]:
+        """(offsets, peak, proved optimal, nodes) from `incumbent`, stopping at
+        `lower_bound`."""
+        sizes, nbrs, cliques = self.sizes, self.nbrs, self.cliques
+        m = len(sizes)
+        best = list(incumbent)
+        best_peak = plan_peak(best, sizes)
+        bound = max(lower_bound, self.clique_bound())
+        if best_peak <= bound:
+            return best, best_peak, True, 0
+        offsets = [-1] * m
+        lo = [0] * m
+        placed = [False] * m
+        nodes = 0
+
+        def dfs(floor: int, last: int, peak: int, left: int) -> None:
+            nonlocal best, best_peak, nodes
+            nodes += 1
+            if nodes > node_limit or (
+                deadline is not None and nodes % 256 == 0 and time.process_time() > deadline
+            ):
+                raise _Stop
+            if left == 0:
+                if peak < best_peak:
+                    best, best_peak = list(offsets), peak
+                return
+            est = peak
+            unplaced = [b for b in range(m) if not placed[b]]
+            start = [0] * m
+            for b in unplaced:
+                s = lo[b]
+                if s < floor:
+                    if not any(not placed[c] for c in nbrs[b]):
+                        return  # nothing left can lift it to where the list has got to
+                    s = floor
+                start[b] = s
+                if s + sizes[b] > est:
+                    est = s + sizes[b]
+            if est >= best_peak:
+                return
+            for k in cliques:
+                low = -1
+                total = 0
+                for b in k:
+                    if not placed[b]:
+                        total += sizes[b]
+                        if low < 0 or start[b] < low:
+                            low = start[b]
+                if low >= 0 and low + total >= best_peak:
+                    return
+            cands = [b for b in unplaced if lo[b] > floor or (lo[b] == floor and b > last)]
+            cands.sort(key=lambda b: (lo[b], -sizes[b], b))
+            for b in cands:
+                o = lo[b]
+                end = o + sizes[b]
+                raised: list[tuple[int, int]] = []
+                for c in nbrs[b]:
+                    if not placed[c] and lo[c] < end:
+                        raised.append((c, lo[c]))
+                        lo[c] = end
+                offsets[b] = o
+                placed[b] = True
+                dfs(o, b, max(peak, end), left - 1)
+                placed[b] = False
+                offsets[b] = -1
+                for c, old in raised:
+                    lo[c] = old
+                if best_peak <= bound:
+                    return
+
+        try:
+            dfs(0, -1, 0, m)
+        except _Stop:
+            return best, best_peak, best_peak <= bound, nodes
+        return best, best_peak, True, nodes
+
+
+def _bits(x: int) -> list[int]:
+    out = []
+    while x:
+        low = x & -x
+        out.append(low.bit_length() - 1)
+        x ^= low
+    return out
+
+
+def _components(adj: Sequence[Sequence[int]], live: Sequence[bool]) -> list[list[int]]:
+    seen = [False] * len(adj)
+    out: list[list[int]] = []
+    for b in range(len(adj)):
+        if seen[b] or not live[b]:
+            continue
+        seen[b] = True
+        comp, stack = [], [b]
+        while stack:
+            x = stack.pop()
+            comp.append(x)
+            for y in adj[x]:
+                if live[y] and not seen[y]:
+                    seen[y] = True
+                    stack.append(y)
+        out.append(sorted(comp))
+    return out
+
+
+def exact_plan(
+    sizes: Sequence[int],
+    adj: Sequence[Sequence[int]],
+    *,
+    incumbent: Sequence[int] | None = None,
+    lower_bound: int = 0,
+    node_limit: int = 100_000,
+    cpu_limit: float | None = None,
+) -> ExactPlan:
+    """The smallest-peak safe offsets for buffers of `sizes` whose conflicts are `adj`
+    (symmetric lists), or the best found within the budget.
+
+    `incumbent`: a safe plan to start from (default: every buffer stacked); `lower_bound`:
+    a bound already proved (the antichain bound), to stop at; `node_limit` search nodes and
+    `cpu_limit` CPU seconds bound the work (each component gets what the earlier ones left).
+    """
+    n = len(sizes)
+    if incumbent is None:
+        incumbent, top = [], 0
+        for s in sizes:
+            incumbent.append(top)
+            top += s
+    if not is_safe(incumbent, sizes, adj):
+        raise ValueError("the incumbent plan overlaps two conflicting buffers")
+    deadline = None if cpu_limit is None else time.process_time() + cpu_limit
+    offsets = [0] * n  # a buffer of size 0 stays at 0
+    parts: list[tuple[list[int], _Component, list[int]]] = []
+    for comp in _components(adj, [s > 0 for s in sizes]):
+        index = {b: i for i, b in enumerate(comp)}
+        part = _Component(
+            [sizes[b] for b in comp], [[index[c] for c in adj[b] if c in index] for b in comp]
+        )
+        # The incumbent's offsets shifted down to the component's own floor: still safe.
+        base = min(incumbent[b] for b in comp)
+        parts.append((comp, part, [incumbent[b] - base for b in comp]))
+    proved = max([lower_bound] + [part.clique_bound() for _, part, _ in parts])
+    nodes = 0
+    # Highest incumbent first: a component whose plan is within the bound needs no search.
+    parts.sort(key=lambda p: -plan_peak(p[2], p[1].sizes))
+    for comp, part, inc in parts:
+        left = node_limit - nodes
+        out_of_time = deadline is not None and time.process_time() > deadline
+        if plan_peak(inc, part.sizes) > proved and left > 0 and not out_of_time:
+            inc, peak, complete, used = part.solve(inc, proved, left, deadline)
+            nodes += used
+            if complete:
+                # Either the component's optimum (a bound on the whole plan) or within the
+                # bound already proved.
+                proved = max(proved, peak)
+        for b, o in zip(comp, inc, strict=True):
+            offsets[b] = o
+    peak = plan_peak(offsets, sizes)
+    return ExactPlan(offsets, peak, proved, peak <= proved, nodes)
+
+
+__all__ = ["ExactPlan", "exact_plan", "is_safe", "plan_peak"]
