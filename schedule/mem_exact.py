@@ -21,13 +21,23 @@ index), each buffer's offset is fixed by those listed before it.  The search bui
 list: at each step it picks the next buffer, which goes at `lo`, the highest end of its
 placed neighbours; `lo` must not be below the previous buffer's offset (the list is
 sorted), and at an equal offset the index must grow (buffers at one offset do not
-conflict, so their order among themselves is free).  It prunes
+conflict, so their order among themselves is free).  Among the buffers that may come
+next it tries the lowest `lo` first, then the most bytes of conflicting buffers (the
+most constrained).  It prunes
 
 - a state where an unplaced buffer's `lo` is below the current offset and none of its
-  neighbours is left to lift it: no sorted canonical list continues from there;
+  neighbours is left to lift it: no sorted canonical list continues from there (one
+  that some neighbour can lift starts at the current offset plus that neighbour's size
+  at the least);
 - by a lower bound: the highest end placed so far; each unplaced buffer's earliest
   end; and for each of a few cliques of the conflict graph (greedy, one grown from each
   buffer), its unplaced members stacked from the lowest place any of them can start.
+
+The tree is walked by limited discrepancy search (Harvey and Ginsberg, IJCAI'95): the
+k-th choice at a node spends k of a pass's slack, the slack doubles from pass to pass,
+and a pass that cut no branch for slack was exhaustive.  Plain depth-first search only
+revises its deepest choices within a budget; with this the early choices are revisited
+first, where a greedy first dive goes wrong.
 
 The conflict graph's connected components are solved one by one (the peak is the
 largest of theirs); each starts from an incumbent plan (mem-plan's) and stops as soon as
@@ -126,6 +136,10 @@ class _Component:
         `lower_bound`."""
         sizes, nbrs, cliques = self.sizes, self.nbrs, self.cliques
         m = len(sizes)
+        # The search tries, among the buffers that can go lowest, the most constrained
+        # first: the most bytes of conflicting buffers.  On the bench's random programs
+        # this found plans at the bound where largest-first did not (31 of 31 against 28).
+        weight = [sum(sizes[c] for c in nbrs[b]) for b in range(m)]
         best = list(incumbent)
         best_peak = plan_peak(best, sizes)
         bound = max(lower_bound, self.clique_bound())
@@ -135,9 +149,10 @@ class _Component:
         lo = [0] * m
         placed = [False] * m
         nodes = 0
+        cut = False
 
-        def dfs(floor: int, last: int, peak: int, left: int) -> None:
-            nonlocal best, best_peak, nodes
+        def dfs(floor: int, last: int, peak: int, left: int, slack: int) -> None:
+            nonlocal best, best_peak, nodes, cut
             nodes += 1
             if nodes > node_limit or (
                 deadline is not None and nodes % 256 == 0 and time.process_time() > deadline
@@ -153,9 +168,12 @@ class _Component:
             for b in unplaced:
                 s = lo[b]
                 if s < floor:
-                    if not any(not placed[c] for c in nbrs[b]):
+                    # Stranded below the list's offset: only a neighbour placed later can
+                    # lift it, to that neighbour's end at the least.
+                    lift = [sizes[c] for c in nbrs[b] if not placed[c]]
+                    if not lift:
                         return  # nothing left can lift it to where the list has got to
-                    s = floor
+                    s = floor + min(lift)
                 start[b] = s
                 if s + sizes[b] > est:
                     est = s + sizes[b]
@@ -172,8 +190,11 @@ class _Component:
                 if low >= 0 and low + total >= best_peak:
                     return
             cands = [b for b in unplaced if lo[b] > floor or (lo[b] == floor and b > last)]
-            cands.sort(key=lambda b: (lo[b], -sizes[b], b))
-            for b in cands:
+            cands.sort(key=lambda b: (lo[b], -weight[b], b))
+            for rank, b in enumerate(cands):
+                if rank > slack:
+                    cut = True
+                    return
                 o = lo[b]
                 end = o + sizes[b]
                 raised: list[tuple[int, int]] = []
@@ -183,7 +204,7 @@ class _Component:
                         lo[c] = end
                 offsets[b] = o
                 placed[b] = True
-                dfs(o, b, max(peak, end), left - 1)
+                dfs(o, b, max(peak, end), left - 1, slack - rank)
                 placed[b] = False
                 offsets[b] = -1
                 for c, old in raised:
@@ -191,11 +212,21 @@ class _Component:
                 if best_peak <= bound:
                     return
 
+        # Limited discrepancy search (Harvey and Ginsberg): the k-th candidate of a node
+        # costs k of the pass's slack, and the slack doubles each pass, so the early passes
+        # revise any level's choice, not only the deepest ones as plain depth-first does
+        # (which, from a greedy first dive, spent 200k nodes on 25 buffers without finding
+        # a plan CP-SAT found at the bound).  A pass that cut nothing was exhaustive.
+        slack = 0
         try:
-            dfs(0, -1, 0, m)
+            while True:
+                cut = False
+                dfs(0, -1, 0, m, slack)
+                if not cut or best_peak <= bound:
+                    return best, best_peak, True, nodes
+                slack = slack * 2 + 1
         except _Stop:
             return best, best_peak, best_peak <= bound, nodes
-        return best, best_peak, True, nodes
 
 
 def _bits(x: int) -> list[int]:
