@@ -22,11 +22,17 @@ Three tables:
 
 Each search runs within `--nodes` search nodes and `--cpu` CPU seconds; a result not
 proved optimal is reported as such and the ratio taken to the bound it proved.
+
+`--cp-sat` also solves each random program's placement with CP-SAT (OR-Tools, which
+npuir does not depend on: `pip install ortools` first), one worker, `--cpu` seconds, as a
+cross-check of the search: the same conflict graph, a disjunction per conflicting pair,
+the peak minimised, hinted with `mem-plan`'s plan.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import sys
@@ -125,7 +131,44 @@ def workload_rows(
     return rows
 
 
-def random_rows(count: int, ops: int, nodes: int, cpu: float) -> list[dict[str, Any]]:
+def cp_sat(fp: FunctionPlan, bound: int, cpu: float) -> dict[str, Any]:
+    """CP-SAT's result for `fp`'s placement: status, peak found and bound proved (bytes)."""
+    try:
+        cp_model: Any = importlib.import_module("ortools.sat.python.cp_model")
+    except ImportError:
+        sys.exit("memory_exact.py: error: --cp-sat needs OR-Tools (pip install ortools)")
+    sizes, adj = fp.buffers.size, fp.conflicts
+    unit = math.gcd(*sizes) or 1
+    units = [s // unit for s in sizes]
+    top = sum(units)
+    model = cp_model.CpModel()
+    offset = [model.NewIntVar(0, top - u, f"o{b}") for b, u in enumerate(units)]
+    peak = model.NewIntVar(-(-bound // unit), top, "peak")
+    for b, u in enumerate(units):
+        model.Add(offset[b] + u <= peak)
+        model.AddHint(offset[b], fp.plan.offsets[b] // unit)
+        for c in adj[b]:
+            if c > b and u and units[c]:
+                below = model.NewBoolVar(f"b{b}_{c}")
+                model.Add(offset[b] + u <= offset[c]).OnlyEnforceIf(below)
+                model.Add(offset[c] + units[c] <= offset[b]).OnlyEnforceIf(below.Not())
+    model.Minimize(peak)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = cpu
+    solver.parameters.num_workers = 1
+    began = time.process_time()
+    status = solver.StatusName(solver.Solve(model))
+    return {
+        "cp_sat_status": status,
+        "cp_sat_bytes": int(solver.ObjectiveValue()) * unit,
+        "cp_sat_bound_bytes": int(solver.BestObjectiveBound()) * unit,
+        "cp_sat_cpu_s": round(time.process_time() - began, 4),
+    }
+
+
+def random_rows(
+    count: int, ops: int, nodes: int, cpu: float, with_cp_sat: bool = False
+) -> list[dict[str, Any]]:
     import mem_mutations
 
     rows = []
@@ -149,6 +192,7 @@ def random_rows(count: int, ops: int, nodes: int, cpu: float) -> list[dict[str, 
                 "proved_bytes": ex.lower_bound,
                 "nodes": ex.nodes,
                 "cpu_s": round(spent, 4),
+                **(cp_sat(fp, bound, cpu) if with_cp_sat else {}),
             }
         )
     return rows
@@ -233,6 +277,15 @@ def summary(
         )
         out["random_cpu_s_max"] = max(r["cpu_s"] for r in rand)
         out["random_buffers_max"] = max(r["buffers"] for r in rand)
+        checked = [r for r in rand if "cp_sat_status" in r]
+        if checked:
+            sat = [r for r in checked if r["cp_sat_status"] == "OPTIMAL"]
+            out["cp_sat_proved"] = len(sat)
+            out["cp_sat_disagrees"] = sum(
+                r["optimal"] and r["cp_sat_bytes"] != r["exact_bytes"] for r in sat
+            )
+            out["cp_sat_better"] = sum(r["cp_sat_bytes"] < r["exact_bytes"] for r in checked)
+            out["cp_sat_cpu_s"] = round(sum(r["cp_sat_cpu_s"] for r in checked), 2)
     for schedule in ("auto", "single"):
         rows = [r for r in orders if r["schedule"] == schedule]
         if rows:
@@ -260,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--order-ops", type=int, default=6, help="ops per joint-question program")
     ap.add_argument("--nodes", type=int, default=200_000, help="search nodes per search")
     ap.add_argument("--cpu", type=float, default=10.0, help="CPU seconds per search")
+    ap.add_argument("--cp-sat", action="store_true", help="cross-check with CP-SAT (OR-Tools)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.workloads == "none":
@@ -268,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         names = args.workloads.split(",") if args.workloads else list(WORKLOADS)
     began = time.process_time()
     work = workload_rows(names, args.quick, args.nodes, args.cpu)
-    rand = random_rows(args.random, args.ops, args.nodes, args.cpu)
+    rand = random_rows(args.random, args.ops, args.nodes, args.cpu, args.cp_sat)
     orders = order_rows(args.orders, args.order_ops, args.nodes, args.cpu)
     result: dict[str, Any] = {
         "workloads": work,
