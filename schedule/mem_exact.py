@@ -76,6 +76,7 @@ class ExactPlan:
 
 
 def plan_peak(offsets: Sequence[int], sizes: Sequence[int]) -> int:
+    """The pool a plan needs: its highest end."""
     return max((o + s for o, s in zip(offsets, sizes, strict=True)), default=0)
 
 
@@ -132,8 +133,9 @@ class _Component:
     def solve(
         self, incumbent: list[int], lower_bound: int, node_limit: int, deadline: float | None
     ) -> tuple[list[int], int, bool, int]:
-        """(offsets, peak, proved optimal, nodes) from `incumbent`, stopping at
-        `lower_bound`."""
+        """(offsets, peak, complete, nodes) from `incumbent`.  Complete: the search ran to
+        its end (the peak is the component's optimum) or met `lower_bound` (a bound on the
+        whole plan, so nothing better is needed); not complete: the budget ran out."""
         sizes, nbrs, cliques = self.sizes, self.nbrs, self.cliques
         m = len(sizes)
         # Among the buffers that can go lowest, the passes alternate between trying the
