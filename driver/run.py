@@ -660,10 +660,16 @@ def _refuse_beyond_host(
 def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[PartialGroup]:
     """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`.
     Collectives that pair up across ranks but differ are an error at the later rank's."""
-    mismatched = mismatched_pairs([collectives(f) for f in funcs], len(funcs))
+    # One walk per distinct function, shared by the ranks that run it (SPMD: one walk).
+    walked: dict[int, list[npu.CollectiveOp]] = {}
+    for f in funcs:
+        if id(f) not in walked:
+            walked[id(f)] = collectives(f)
+    per_rank = [walked[id(f)] for f in funcs]
+    mismatched = mismatched_pairs(per_rank, len(funcs))
     if mismatched:
         raise error(mismatched[0].op, COLLECTIVE_MISMATCH, reason=mismatched[0].describe())
-    partial = partial_groups([collectives(f) for f in funcs], len(funcs))
+    partial = partial_groups(per_rank, len(funcs))
     for group in partial if mirror_peers else ():
         if len(group.missing) > MAX_MIRRORED:
             raise error(
@@ -725,12 +731,20 @@ def _simulate(
     hw: Hardware,
     mirror_peers: bool,
     profile: Profile | None,
+    symmetric: bool = False,
 ) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None], list[PartialGroup]]:
+    """Lower `names`' programs out of `module` and simulate them.  With `symmetric`, a run
+    whose ranks all run one program is simulated on one rank with its peers mirrored: every
+    rank of a deterministic SPMD run does the same at the same times, so that rank's times
+    are every rank's (the result then has one rank; for a baseline read at rank 0)."""
     programs, actual, gears = _programs(ctx, module, names, shapes)
     partial = _partial_groups(actual, mirror_peers)
-    progress.phase(f"simulate {sum(len(p) for p in programs)} nodes")
+    ranks = programs
+    if symmetric and len(programs) > 1 and all(p is programs[0] for p in programs):
+        ranks, mirror_peers = programs[:1], True
+    progress.phase(f"simulate {sum(len(p) for p in ranks)} nodes")
     try:
-        result = simulate(programs, hw, mirror_peers=mirror_peers, profile=profile)
+        result = simulate(ranks, hw, mirror_peers=mirror_peers, profile=profile)
     finally:
         progress.clear()
     return result, programs, actual, gears, partial
@@ -886,8 +900,11 @@ def run_program(config: RunConfig) -> RunOutcome:
     base_ctx = make_context(collect_diagnostics=True)
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
+    # The one-stream baseline is read for its makespan, rank 0's explanation and the plans'
+    # peaks: an SPMD baseline is simulated on one rank (see `_simulate`), so the whole run
+    # is simulated once.
     single, single_programs, _, _, _ = _simulate(
-        base_ctx, baseline, names, shapes, hw, config.mirror_peers, profile
+        base_ctx, baseline, names, shapes, hw, config.mirror_peers, profile, symmetric=True
     )
 
     check: dict[str, Any] | None = None
