@@ -61,7 +61,7 @@ import math
 import os
 import re
 import sysconfig
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import pairwise
@@ -116,6 +116,7 @@ from npuir.driver.run import (
     time_program,
     timing_function,
 )
+from npuir.executor import Executor, parse_jobs
 from npuir.frontends.load import Format, load_source, read, source_of_text
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.auto import Judge, cost_strategies, shared_searches
@@ -258,6 +259,8 @@ class AdviseConfig:
     emit_mlir: str | None = None
     granularity: str = "line"
     gear_weights: list[float] | None = None
+    jobs: str = "1"
+    """Where the independent work runs (`--jobs`: `npuir.executor.parse_jobs`)."""
     mem_budget: str | None = None
     """The planned peak the recommendation must fit (as `npuir-run --mem-budget` takes it:
     bytes, `64MiB`, or `hbm`); the pass row is then `auto` under it."""
@@ -2220,6 +2223,7 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
         raise UsageError(
             f"--granularity {config.granularity} is not one of: {', '.join(GRANULARITIES)}"
         )
+    parse_jobs(config.jobs)  # a bad --jobs is refused before any work
     module, text, calls, warnings = _load(config)
     advice: Advice = on_deep_stack(_advise, config, module, text, calls, write)
     advice.warnings = warnings + advice.warnings
@@ -2251,17 +2255,84 @@ def _advise_shared(
         timed_of[(base.name, case.label)] = timed
         return v
 
-    unannotated: ModuleOp | None = None
     for case in cases:
         written = _time(config, case, None, module.clone(), text)
         if written is None:
             # The user's program does not lower: that is the user's error, said as npuir-run says it.
             time_program(_run_config(config, None, text, case.shapes), module.clone())
         add(AS_WRITTEN, case, written, True)
+    unannotated = _without_scopes(module)
+    # The other baselines and the bounds go to the executor and run while the search below
+    # does (with --jobs); their results are read by key at the end.
+    pool = parse_jobs(config.jobs).make()
+    try:
+        _submit_baselines(pool, config, cases, unannotated)
+        advice = _search_and_report(
+            config,
+            module,
+            text,
+            calls,
+            write,
+            hw,
+            cases,
+            budget_bytes,
+            unannotated,
+            pool,
+            variants,
+            by,
+            timed_of,
+            add,
+        )
+    finally:
+        pool.close()
+    return advice
+
+
+def _submit_baselines(
+    pool: Executor[tuple[str, int], Any],
+    config: AdviseConfig,
+    cases: list[Case],
+    unannotated: ModuleOp,
+) -> None:
+    """Submit the baselines after the first (`BEFORE`) and the lower bound of every case,
+    keyed (what, case index), each a task on the printed unannotated program."""
+    flat_text = print_ir(unannotated, debuginfo=True)
+    for i, case in enumerate(cases):
         for base in BEFORE[1:]:
-            if unannotated is None:
-                unannotated = _without_scopes(module)
-            add(base, case, _time(config, case, base.pipeline, unannotated.clone(), None), True)
+            pool.submit((base.name, i), _baseline_task, config, case, base, flat_text)
+        pool.submit(("lower bound", i), _bound_task, config, case, flat_text)
+
+
+def _baseline_task(config: AdviseConfig, case: Case, base: Baseline, text: str) -> Variant:
+    """A task: `base`'s row of `case`, on the program `text` (parsed here: every executor
+    runs the same work)."""
+    module = _parse_text(config, text)
+    hw = device_of(module, config.hw)
+    return _variant(base, case, _time(config, case, base.pipeline, module, None), hw, True)
+
+
+def _bound_task(config: AdviseConfig, case: Case, text: str) -> int | None:
+    """A task: `_lower_bound` of `case` on the program `text`."""
+    module = _parse_text(config, text)
+    return _lower_bound(config, module, case, device_of(module, config.hw))
+
+
+def _search_and_report(
+    config: AdviseConfig,
+    module: ModuleOp,
+    text: str | None,
+    calls: set[Site],
+    write: Any,
+    hw: Hardware,
+    cases: list[Case],
+    budget_bytes: int | None,
+    unannotated: ModuleOp,
+    pool: Executor[tuple[str, int], Any],
+    variants: list[Variant],
+    by: dict[tuple[str, str | None], Variant],
+    timed_of: dict[tuple[str, str | None], Timed | None],
+    add: Callable[[Baseline, Case, Timed | None, bool], Variant],
+) -> Advice:
 
     # The structured search.
     granularity = config.granularity
@@ -2284,7 +2355,7 @@ def _advise_shared(
     auto_timed: dict[str | None, Timed | None] = {}
     auto_ops: dict[str, list[Operation]] = {}
     for case in cases:
-        auto_module = (unannotated or _without_scopes(module)).clone()
+        auto_module = unannotated.clone()
         if case.label is None:
             # Which op is which, before auto may reissue them (for its projection below).
             auto_ops = {
@@ -2397,6 +2468,12 @@ def _advise_shared(
                 "the edits leave them out, the pass row applies them all"
             )
         edits = _with_imports(owned)
+    done = pool.results()
+    for i, case in enumerate(cases):
+        for base in BEFORE[1:]:
+            v = done[(base.name, i)]
+            variants.append(v)
+            by[(base.name, case.label)] = v
     variants = _ordered(variants, cases)
     _reason(reasons, by, cases, best_name, keep)
     for case in cases:
@@ -2406,8 +2483,8 @@ def _advise_shared(
             if estimated is not None:
                 where = "" if case.label is None else f"{case.label}: "
                 reasons.append(where + estimated.line() + " (as written)")
-    flat = unannotated or _without_scopes(module)
-    bounds = {case.label: _lower_bound(config, flat, case, hw) for case in cases}
+    flat = unannotated
+    bounds = {case.label: done[("lower bound", i)] for i, case in enumerate(cases)}
     weights = {c.label: c.weight for c in cases}
     layer_warnings = _stream_per_layer(
         config, module, cases, [timed_of.get((AS_WRITTEN.name, c.label)) for c in cases]
