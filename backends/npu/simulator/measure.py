@@ -8,6 +8,8 @@ busy time, per-engine utilisation, the critical path, events, peak memory), and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from npuir.analysis.program import DepKind
@@ -54,7 +56,7 @@ def _critical_path(sim: Simulation, last: int) -> list[tuple[int, int]]:
                 pe = end[p]
                 if best_end < pe <= t and p not in seen:
                     best, best_end = p, pe
-            p = core_pred.get(member, -1)
+            p = core_pred[member]
             if p >= 0:
                 pe = end[p]
                 if best_end < pe <= t and p not in seen:
@@ -105,8 +107,8 @@ def _peak_memory(sim: Simulation, r: int, makespan: int, shapes: dict[int, _Memo
         shape = shapes[id(prep)] = _MemoryShape(prep)
     base = sim.base[r]
     n_nodes = len(prep.kind)
-    start = np.array(sim.start[base : base + n_nodes], dtype=np.int64)
-    end = np.array(sim.end[base : base + n_nodes], dtype=np.int64)
+    start = np.frombuffer(sim.start[base : base + n_nodes], dtype=np.int64)
+    end = np.frombuffer(sim.end[base : base + n_nodes], dtype=np.int64).copy()
     end[end < 0] = makespan
     dies = end.copy()
     np.maximum.at(dies, shape.src, end[shape.dst])
@@ -144,7 +146,7 @@ def _rank_records(sim: Simulation, r: int) -> list[OpRecord]:
     ends = sim.end[base : base + n_nodes]
     peaks = sim.peak[base : base + n_nodes]
     held = sim.held_from[base : base + n_nodes]
-    steps_of = sim.steps
+    steps_of = sim.steps_of
     ops: list[OpRecord] = []
     append = ops.append
     for n, (st, en, s, pool, cores, engine) in enumerate(
@@ -152,9 +154,9 @@ def _rank_records(sim: Simulation, r: int) -> list[OpRecord]:
     ):
         if st < 0:
             continue
-        steps = steps_of.get(base + n)
+        steps = steps_of(base + n)
         if steps is not None:
-            core_steps = tuple(steps)
+            core_steps = steps
         elif cores:
             core_steps = ((held[n], cores), (en, 0))
         else:
@@ -176,7 +178,7 @@ def _rank_records(sim: Simulation, r: int) -> list[OpRecord]:
     return ops
 
 
-def _rank_times(sim: Simulation, r: int) -> tuple[list[int], list[int]]:
+def _rank_times(sim: Simulation, r: int) -> tuple[Sequence[int], Sequence[int]]:
     base = sim.base[r]
     n_nodes = len(sim.preps[r].kind)
     start = sim.start[base : base + n_nodes]
@@ -197,9 +199,9 @@ def _record(sim: Simulation, r: int, n: int, base: int) -> OpRecord:
     prep = sim.preps[r]
     g = base + n
     st, en, cores = sim.start[g], sim.end[g], sim.peak[g]
-    steps = sim.steps.get(g)
+    steps = sim.steps_of(g)
     if steps is not None:
-        core_steps = tuple(steps)
+        core_steps = steps
     elif cores:
         core_steps = ((sim.held_from[g], cores), (en, 0))
     else:

@@ -7,7 +7,7 @@ per-op records (`OpRecord`) are built only when asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -159,7 +159,7 @@ class SimResult:
         default=None, repr=False, compare=False
     )
     """Builds one node's record (`op`) without building every rank's."""
-    times_source: Callable[[int], tuple[list[int], list[int]]] | None = field(
+    times_source: Callable[[int], tuple[Sequence[int], Sequence[int]]] | None = field(
         default=None, repr=False, compare=False
     )
     """Gives one rank's start and end times by node (`times_of`)."""
@@ -182,7 +182,7 @@ class SimResult:
             return self.rank_source(rank)
         return [o for o in self.ops if o.rank == rank]
 
-    def times_of(self, rank: int, nodes: int) -> tuple[list[int], list[int]]:
+    def times_of(self, rank: int, nodes: int) -> tuple[Sequence[int], Sequence[int]]:
         """Start and end times of `rank`'s `nodes` nodes, by node (-1: it did not start;
         an end of -1 after a start: it never ended)."""
         if self.times_source is not None:
