@@ -58,6 +58,7 @@ from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError, error
 from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
+from npuir.driver.identical import share_identical
 from npuir.driver.npz import read_arrays
 from npuir.frontends.load import Source, load_source, read, source_of_text, state_arrays
 from npuir.frontends.pt2 import STATE_ATTR
@@ -780,6 +781,7 @@ _Loaded = tuple[
     list[list[Array]] | None,
     list[list[tuple[int, ...]]],
     list[dict[int, Array]],
+    list[str],
 ]
 
 
@@ -802,9 +804,13 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
             source = read(config.path)
         module = load_source(source, ctx)
         weights = state_arrays(source)
+    names = entry_names(config, module)
+    shown = list(names)
+    # Entry functions that are copies of each other are lowered and prepared once (every
+    # rank is still simulated); `shown` keeps the names the ranks were given.
+    names = share_identical(module, names)
     original = module.clone() if keep else module
     hw = _hardware(config, module)
-    names = entry_names(config, module)
     # The functions as written: lowering rewrites `module`'s in place (a gear dispatcher keeps
     # nothing of the body that says which inputs need positive values or index bounds).
     funcs = _functions(original)
@@ -815,7 +821,7 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
     shapes = [
         _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
     ]
-    return ctx, module, original, hw, names, funcs, given, shapes, state
+    return ctx, module, original, hw, names, funcs, given, shapes, state, shown
 
 
 def budget_pipeline(budget: str, favor: str = "max-concurrency") -> str:
@@ -851,7 +857,7 @@ def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> 
 def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnostic]]:
     """Fit the device's rates and launch overhead to the profile of `config`'s program
     (`npuir.backends.npu.calibrate`), lowered as a run would lower it."""
-    ctx, module, _, hw, names, _, _, shapes, _ = _load(config)
+    ctx, module, _, hw, names, _, _, shapes, _, _ = _load(config)
     profile = read_profile(profile_path)
     warnings = _lower_reporting(ctx, module, config)
     programs, _, _ = _programs(ctx, module, names, shapes)
@@ -877,7 +883,7 @@ class Timed:
 def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
     """Lower and simulate `config`'s program as `run_program` does, and nothing else.
     `parsed` is the program already parsed (it is lowered in place)."""
-    ctx, module, _, hw, names, _, _, shapes, _ = _load(config, parsed, keep=False)
+    ctx, module, _, hw, names, _, _, shapes, _, _ = _load(config, parsed, keep=False)
     profile = read_profile(config.profile) if config.profile else None
     warnings = _lower_reporting(ctx, module, config)
     result, programs, _, gears, _ = _simulate(
@@ -889,7 +895,7 @@ def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
 def run_program(config: RunConfig) -> RunOutcome:
     """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
     loaded = _load(config)
-    ctx, module, original, hw, names, funcs, given, shapes, state = loaded
+    ctx, module, original, hw, names, funcs, given, shapes, state, shown = loaded
     profile = read_profile(config.profile) if config.profile else None
     warnings = _lower_reporting(ctx, module, config)
     result, programs, actual, gears, partial = _simulate(
@@ -932,7 +938,7 @@ def run_program(config: RunConfig) -> RunOutcome:
         single_stream_ns=single.makespan_ns if single.deadlock is None else None,
         single_stream_deadlocks=single.deadlock is not None,
         gears=gears,
-        entries=list(names),
+        entries=shown,
         check=check,
         mirrored=[p.to_json() for p in partial] if config.mirror_peers else None,
         profile=(
@@ -949,7 +955,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     )
     if result.deadlock is None:
         report["memory"] = memory_report(result, programs, single_programs)
-        report["memory"]["log"] = imas_line("@" + names[0], report["memory"])
+        report["memory"]["log"] = imas_line("@" + shown[0], report["memory"])
     else:
         report["memory"] = None
     report["why"], report["auto"] = _why(
