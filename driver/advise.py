@@ -62,7 +62,7 @@ import os
 import re
 import sysconfig
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
@@ -106,6 +106,7 @@ from npuir.dialects import coreset, gear, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.dialects.scope import ScopeOp, walk_nested
 from npuir.dialects.stream import bind_later_uses
+from npuir.driver.identical import share_identical
 from npuir.driver.mem_tradeoff import Point, memory_tradeoff
 from npuir.driver.run import (
     NO_GEAR,
@@ -2225,21 +2226,70 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
         )
     parse_jobs(config.jobs)  # a bad --jobs is refused before any work
     module, text, calls, warnings = _load(config)
-    advice: Advice = on_deep_stack(_advise, config, module, text, calls, write)
+    config, copies = _share_copies(config, module)
+    advice: Advice = on_deep_stack(_advise, config, module, text, calls, write, copies)
     advice.warnings = warnings + advice.warnings
+    if copies:
+        firsts = sorted(set(copies.values()))
+        advice.reasons.append(
+            f"{len(copies)} entry function(s) are copies of "
+            + ", ".join(f"@{n}" for n in firsts)
+            + " (the same ops and types): each was advised once, and the advice applies to "
+            "its copies alike"
+        )
     return advice
 
 
+def _share_copies(config: AdviseConfig, module: ModuleOp) -> tuple[AdviseConfig, dict[str, str]]:
+    """MPMD entries that are copies of each other (`share_identical`): the copies taken out
+    of `module` and each rank given its first copy's name, so that every distinct function
+    is searched once (memory and time grow with the distinct functions, not the ranks).
+    Returns the config to advise with and each copy's name -> the function it copies."""
+    if not config.entries:
+        return config, {}
+    order = [f.sym_name.data for f in module.ops if isinstance(f, FuncOp)]
+    shared = share_identical(module, config.entries)
+    copies = {n: s for n, s in zip(config.entries, shared, strict=True) if n != s}
+    if not copies:
+        return config, {}
+    # Keep the module's order of the copies, for putting them back into what is emitted.
+    copies = {n: copies[n] for n in order if n in copies}
+    return replace(config, entries=shared), copies
+
+
+def _with_copies(module: ModuleOp, copies: dict[str, str]) -> ModuleOp:
+    """`module` (advised, copies taken out) with each copy put back: a clone of the function
+    it copies, under its own name, after it."""
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    last: dict[str, FuncOp] = {}
+    for name, first in copies.items():
+        clone = funcs[first].clone()
+        clone.sym_name = StringAttr(name)
+        module.body.block.insert_op_after(clone, last.get(first, funcs[first]))
+        last[first] = clone
+    return module
+
+
 def _advise(
-    config: AdviseConfig, module: ModuleOp, text: str | None, calls: set[Site], write: Any
+    config: AdviseConfig,
+    module: ModuleOp,
+    text: str | None,
+    calls: set[Site],
+    write: Any,
+    copies: dict[str, str] | None = None,
 ) -> Advice:
     # Auto's row and the memory trade-off search the same program: once (on this thread).
     with shared_searches():
-        return _advise_shared(config, module, text, calls, write)
+        return _advise_shared(config, module, text, calls, write, copies or {})
 
 
 def _advise_shared(
-    config: AdviseConfig, module: ModuleOp, text: str | None, calls: set[Site], write: Any
+    config: AdviseConfig,
+    module: ModuleOp,
+    text: str | None,
+    calls: set[Site],
+    write: Any,
+    copies: dict[str, str],
 ) -> Advice:
     hw = device_of(module, config.hw)
     cases = _cases(config, module)
@@ -2278,6 +2328,7 @@ def _advise_shared(
             budget_bytes,
             unannotated,
             pool,
+            copies,
             variants,
             by,
             timed_of,
@@ -2328,6 +2379,7 @@ def _search_and_report(
     budget_bytes: int | None,
     unannotated: ModuleOp,
     pool: Executor[tuple[str, int], Any],
+    copies: dict[str, str],
     variants: list[Variant],
     by: dict[tuple[str, str | None], Variant],
     timed_of: dict[tuple[str, str | None], Timed | None],
@@ -2504,7 +2556,7 @@ def _search_and_report(
         warnings=layer_warnings,
     )
     if config.emit_mlir is not None:
-        text = print_ir(annotated)
+        text = print_ir(_with_copies(annotated.clone(), copies) if copies else annotated)
         if write is None:
             with open(config.emit_mlir, "w", encoding="utf-8") as f:
                 f.write(text)

@@ -10,6 +10,7 @@ import pytest
 from xdsl.dialects.func import FuncOp
 
 import npuir
+from npuir.driver.advise import AdviseConfig, advise
 from npuir.driver.identical import share_identical
 from npuir.driver.run import RunConfig, run_program
 
@@ -63,3 +64,26 @@ def test_an_mpmd_copy_reports_what_its_spmd_form_reports(tmp_path: Path) -> None
     assert many["entries"] == entries
     for key in ("makespan_ns", "single_stream_ns", "streams", "critical_path", "why"):
         assert many[key] == one[key], key
+
+
+@pytest.mark.slow
+def test_advise_searches_copies_once_and_emits_every_function(tmp_path: Path) -> None:
+    spmd = tmp_path / "spmd.mlir"
+    spmd.write_text(_module({"r0": BODY}))
+    mpmd = tmp_path / "mpmd.mlir"
+    mpmd.write_text(_module({"r0": BODY, "r1": BODY, "r2": BODY, "r3": BODY}))
+    emitted = tmp_path / "advised.mlir"
+    one = advise(AdviseConfig(path=str(spmd), ranks=4))
+    many = advise(
+        AdviseConfig(path=str(mpmd), entries=["r0", "r1", "r2", "r3"], emit_mlir=str(emitted))
+    )
+    rows = [(v.name, v.case, v.makespan_ns) for v in one.variants]
+    assert [(v.name, v.case, v.makespan_ns) for v in many.variants] == rows
+    assert any("copies of @r0" in r for r in many.reasons)
+    module = npuir.parse_text(npuir.make_context(), emitted.read_text(), "advised.mlir")
+    assert [f.sym_name.data for f in module.ops if isinstance(f, FuncOp)] == [
+        "r0",
+        "r1",
+        "r2",
+        "r3",
+    ]
