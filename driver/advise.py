@@ -2404,7 +2404,9 @@ def _search_and_report(
     keep = False
     source_text: str
     edits: list[Edit] = []
-    auto_timed: dict[str | None, Timed | None] = {}
+    # Auto's rows, made at once: a row keeps its figures, not the run behind them (a run of
+    # a thousand ranks holds its simulation's arrays).
+    auto_rows: dict[str | None, Variant] = {}
     auto_ops: dict[str, list[Operation]] = {}
     for case in cases:
         auto_module = unannotated.clone()
@@ -2415,7 +2417,9 @@ def _search_and_report(
                 for f in auto_module.ops
                 if isinstance(f, FuncOp)
             }
-        auto_timed[case.label] = _time(config, case, auto_base.pipeline, auto_module, None)
+        auto_rows[case.label] = _variant(
+            auto_base, case, _time(config, case, auto_base.pipeline, auto_module, None), hw, False
+        )
     if granularity == "op":
         annotated = _annotated_auto(module, config)
         plan = None
@@ -2508,7 +2512,9 @@ def _search_and_report(
                 keep = False
     for case, timed in zip(cases, timed_advice):
         add(advice_base, case, timed, False)
-        add(auto_base, case, auto_timed[case.label], False)
+        auto_row = auto_rows[case.label]
+        variants.append(auto_row)
+        by[(auto_base.name, case.label)] = auto_row
     if search is not None and plan is not None and not keep:
         edits = _with_imports(_edits(plan, search, limits))
     elif search is None:
