@@ -32,6 +32,7 @@ MODULE = f"""module attributes {{npu.target = "910b2"}} {{
 # Passes that need a partitioned (or synchronised) module get one first.
 BEFORE = {
     "coreset-check": "stream-partition",
+    "core-deadlock-check": "stream-partition,insert-events",
     "coreset-partition": "stream-partition",
     "insert-events": "stream-partition",
     "sync-verify": "stream-partition,insert-events",
