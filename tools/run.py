@@ -256,7 +256,7 @@ def write_advice_report(
     write_text(path, page)
 
 
-def _gear_runs(config: RunConfig) -> list[GearRun]:
+def _gear_runs(config: RunConfig, outcome: RunOutcome) -> list[GearRun]:
     """For `--report` on a geared program (rank 0's entry has gears): one entry per gear,
     the run's own gear marked (the page draws it from the run), every other one run timing-only at the shapes that
     select it (on every rank, as `--shape` gives them); empty for a program without gears."""
@@ -266,6 +266,8 @@ def _gear_runs(config: RunConfig) -> list[GearRun]:
     from npuir.driver.run import entries_and_shapes
     from npuir.frontends.load import load_source
 
+    if not any(outcome.report.get("gears") or ()):
+        return []  # no rank entered a gear: nothing to parse again
     assert isinstance(config.source, Source)
     module = load_source(config.source, make_context(collect_diagnostics=True))
     names, shapes = entries_and_shapes(config, module)
@@ -329,7 +331,7 @@ def _write_files(args: argparse.Namespace, outcome: RunOutcome, config: RunConfi
                 outcome.hw,
                 title=f"npuir-run {args.input}",
                 memory_budget=memory_budget(args.mem_budget, outcome),
-                gears=_gear_runs(config),
+                gears=_gear_runs(config, outcome),
             )
             write_text(args.report, page)
     if args.outputs:
