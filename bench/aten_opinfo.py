@@ -7,7 +7,7 @@
     python bench/aten_opinfo.py --merge /tmp/s*.json --json docs/aten-opinfo.json
 
 The whole sweep takes long (every sample of every OpInfo in every dtype), so `--shard i/n`
-runs the i-th of n interleaved slices of the OpInfos and `--json` writes its counts;
+runs the i-th of n slices of the OpInfos (by a hash of their names) and `--json` writes its counts;
 `--merge` adds shards' counts up (and `--json` writes the sum: docs/aten-opinfo.json is
 what `dev/gen_docs.py` turns into the per-op, per-dtype table of docs/aten-opinfo.md).
 
@@ -34,6 +34,7 @@ import math
 import sys
 import time
 import warnings
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -95,6 +96,16 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "div": ("__rdiv__",),
     "mul": ("__rmul__",),
     "add": ("__radd__",),
+    "_adaptive_avg_pool3d": ("nn.functional.adaptive_avg_pool3d",),
+    "avg_pool3d": ("nn.functional.avg_pool3d",),
+    "_cdist_forward": ("cdist",),
+    "_pdist_forward": ("nn.functional.pdist",),
+    "_embedding_bag": ("nn.functional.embedding_bag",),
+    "_local_scalar_dense": ("item",),
+    "_fft_r2c": tuple(
+        f"fft.{n}" for n in "fft fft2 fftn rfft rfft2 rfftn ihfft ihfft2 ihfftn".split()
+    ),
+    "_fft_c2r": tuple(f"fft.{n}" for n in "irfft irfft2 irfftn hfft hfft2 hfftn".split()),
 }
 """The OpInfos (beyond those named after the op) whose samples reach a Core ATen op."""
 
@@ -215,7 +226,10 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
 
     try:
         expected = call(*tensors)
-        graph = make_fx(call)(*tensors).graph
+        # `.item()` is a value make_fx cannot hold on real tensors; symbolically it is a
+        # node (the other OpInfos trace as they run, with static shapes).
+        mode = "symbolic" if info.name == "item" else "real"
+        graph = make_fx(call, tracing_mode=mode)(*tensors).graph
     except Exception as exc:  # the sample does not trace (an error input, a data-dependent op)
         return set(), "", f"untraceable: {type(exc).__name__}", 0.0
     called = {
@@ -236,7 +250,10 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
         return called, outcome, f"import ({kind}): {_short(exc.diagnostic.message)}", math.inf
     except Exception as exc:
         return called, FAILED, f"run: {type(exc).__name__}: {_short(str(exc))}", math.inf
-    wanted = [t for t in torch.utils._pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)]
+    leaves = torch.utils._pytree.tree_leaves(expected)
+    if info.name == "item":  # a Python number, as a 0-d tensor of the input's dtype
+        leaves = [torch.tensor(v, dtype=tensors[0].dtype) for v in leaves]
+    wanted = [t for t in leaves if isinstance(t, torch.Tensor)]
     if len(wanted) != len(outputs):
         return called, FAILED, f"{len(outputs)} results for eager's {len(wanted)}", math.inf
     if info.name in UNORDERED_TIES and len(wanted) == 2:
@@ -368,7 +385,7 @@ def sweep(
 ) -> dict[Key, Row]:
     """Each (covered overload, dtype)'s row, from the OpInfos of `ops` (all covered ones if
     empty), their own samples where they have some, else other OpInfos' that reach them.
-    `shard` (i, n) takes the OpInfos whose position is i modulo n."""
+    `shard` (i, n) takes the OpInfos `_shard_of` puts in shard i of n."""
     own, lent = sweep_shard(ops, dtypes, samples, shard)
     return {key: own[key] if own[key].samples else lent[key] for key in own}
 
@@ -390,14 +407,16 @@ def sweep_shard(
     others = {(op, d): Row(op, borrowed=True) for op in chosen for d in dtypes}
     packets = {op.split(".")[1] for op in chosen}
     index, count = shard
-    for position, info in enumerate(opinfos_for(packets)):
-        if position % count != index:
+    for info in opinfos_for(packets):
+        if _shard_of(info, count) != index:
             continue
         own = own_packets(info)
         for name in dtypes:
             dtype = getattr(torch, name)
             if dtype not in info.supported_dtypes("cpu"):
                 continue
+            if dtype.is_complex and not info.name.startswith("fft."):
+                continue  # npuir's complex tensors are the FFTs' (aten_core.COMPLEX_OK)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # the generators' deprecation notes
@@ -416,6 +435,13 @@ def sweep_shard(
                     mine = op.split(".")[1] in own
                     (rows if mine else others)[op, name].add(info.name, outcome, reason, error)
     return rows, others
+
+
+def _shard_of(info: Any, count: int) -> int:
+    """The shard an OpInfo falls in: from its name alone, so that shards run at different
+    times (or with different ops covered) still split the OpInfos the same way."""
+    key = f"{info.name}.{info.variant_test_name}".encode()
+    return zlib.crc32(key) % count
 
 
 def status(row: Row) -> str:

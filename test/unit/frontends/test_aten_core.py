@@ -61,7 +61,8 @@ def test_every_core_op_is_lowered_or_says_why_not() -> None:
             assert op.removeprefix("aten.") in aten_core.UNCOVERED, op
             assert engine == kernel == "-"
         else:
-            assert lowering and engine in ("cube", "vector") and kernel.startswith("numpy"), op
+            assert lowering and engine.split()[0] in ("cube", "vector"), op
+            assert kernel.startswith("numpy"), op
     assert set(aten_core.UNCOVERED) <= set(aten_core.CORE_ATEN)
 
 
