@@ -250,10 +250,10 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
         return called, outcome, f"import ({kind}): {_short(exc.diagnostic.message)}", math.inf
     except Exception as exc:
         return called, FAILED, f"run: {type(exc).__name__}: {_short(str(exc))}", math.inf
-    leaves = torch.utils._pytree.tree_leaves(expected)
+    results = torch.utils._pytree.tree_leaves(expected)
     if info.name == "item":  # a Python number, as a 0-d tensor of the input's dtype
-        leaves = [torch.tensor(v, dtype=tensors[0].dtype) for v in leaves]
-    wanted = [t for t in leaves if isinstance(t, torch.Tensor)]
+        results = [torch.tensor(v, dtype=tensors[0].dtype) for v in results]
+    wanted = [t for t in results if isinstance(t, torch.Tensor)]
     if len(wanted) != len(outputs):
         return called, FAILED, f"{len(outputs)} results for eager's {len(wanted)}", math.inf
     if info.name in UNORDERED_TIES and len(wanted) == 2:
