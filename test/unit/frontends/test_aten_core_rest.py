@@ -137,3 +137,28 @@ def test_a_complex_operand_of_a_real_kernel_is_a_located_warning() -> None:
     # The FFT before it is npu.fft on complex<f32>, which prints and parses back.
     (fft,) = [op for op in module.walk() if op.name == "npu.fft"]
     assert "complex<f32>" in str(fft.result.type)
+
+
+class _RowParallel(torch.nn.Module):
+    """A row-parallel layer on torch_npu's MC2 kernel (npuir's CPU stand-in of it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(16, 8, generator=torch.Generator().manual_seed(3)))
+
+    def forward(self, x: Any) -> Any:
+        return torch.ops.npu.npu_mm_all_reduce_base(x, self.w, "hccl_world") * 2
+
+
+def test_mc2_from_torch_is_one_matmul_all_reduce(tmp_path: Any) -> None:
+    from torch_run import run_exported
+
+    from npuir.frontends.torchair import npu_standin
+
+    npu_standin.install()
+    x = torch.randn(2, 3, 16)
+    module, got, want = run_exported(_RowParallel(), (x,), tmp_path, strict=True)
+    (mc2,) = [op for op in module.walk() if op.name == "npu.matmul_all_reduce"]
+    # one process is a group of one; the communicator's name is kept
+    assert mc2.group_size == 1 and mc2.group == "hccl_world"
+    np.testing.assert_allclose(got[0], want[0].detach().numpy(), rtol=1e-5, atol=1e-5)
