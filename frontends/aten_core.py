@@ -1424,7 +1424,9 @@ def complex_guarded(importer: Any, table: dict[str, Handler]) -> dict[str, Handl
             val = node.meta.get("val") if node is not None else None
             vals = list(val) if isinstance(val, list | tuple) else [val]
             dtypes = {str(v.dtype) for v in leaves if isinstance(v, Tensor)}
-            dtypes |= {str(v.dtype).removeprefix("torch.") for v in vals if _has_dtype(v)}
+            dtypes |= {
+                str(v.dtype).removeprefix("torch.") for v in vals if v is not None and _has_dtype(v)
+            }
             found = sorted(d for d in dtypes if d in ("c64", "c128", "complex64", "complex128"))
             if found:
                 from npuir.frontends.torch import UnsupportedOp

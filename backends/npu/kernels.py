@@ -1229,6 +1229,7 @@ def _fft(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     if not axes:
         raise ValueError("'axes' names no dim")
     wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+    out: Array
     if kind == "r2c":
         full = np.fft.fftn(wide, axes=axes)
         last = axes[-1]
@@ -1244,7 +1245,7 @@ def _fft(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
         )
         n = math.prod(x.shape[a] for a in axes)
     elif kind == "c2r":
-        size = int(attrs.get("last_dim_size", 0))
+        size = _int(attrs, "last_dim_size", 0)
         sizes = [x.shape[a] for a in axes[:-1]] + [size]
         out = np.fft.irfftn(wide, s=sizes, axes=axes, norm="forward")
         n = math.prod(sizes)
@@ -1258,7 +1259,7 @@ def _fft(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
         n = math.prod(x.shape[a] for a in axes)
     else:
         raise ValueError(f"kind must be r2c, c2r or c2c, got {kind!r}")
-    norm = int(attrs.get("normalization", 0))
+    norm = _int(attrs, "normalization", 0)
     if norm:
         out = out / (math.sqrt(n) if norm == 1 else n) if n else out
     default = np.dtype(np.complex64 if x.dtype in (np.float32, np.complex64) else np.complex128)
