@@ -496,11 +496,27 @@ def from_json(data: dict[str, Any]) -> tuple[dict[Key, Row], dict[Key, Row]]:
     return rows(data["own"]), rows(data["lent"])
 
 
-def merge(parts: Sequence[tuple[dict[Key, Row], dict[Key, Row]]]) -> tuple[dict[Key, Row], ...]:
-    """Shards' own and lent rows, added up per (op, dtype)."""
+def ops_of(command: str) -> set[str]:
+    """The ATen op names a sweep's `--ops` chose (empty: all)."""
+    words = command.split()
+    if "--ops" not in words:
+        return set()
+    chosen = words[words.index("--ops") + 1 :]
+    return set(next(iter([chosen[:i] for i, w in enumerate(chosen) if w.startswith("--")]), chosen))
+
+
+def merge(
+    parts: Sequence[tuple[dict[Key, Row], dict[Key, Row]]], commands: Sequence[str] = ()
+) -> tuple[dict[Key, Row], ...]:
+    """Shards' own and lent rows, added up per (op, dtype).  A part run with `--ops` (a
+    rerun of some ops, after a fix) replaces what the parts before it said of those ops."""
     own: dict[Key, Row] = {}
     lent: dict[Key, Row] = {}
-    for part_own, part_lent in parts:
+    for i, (part_own, part_lent) in enumerate(parts):
+        rerun = ops_of(commands[i]) if i < len(commands) else set()
+        for table in (own, lent):
+            for key in [k for k in table if k[0].split(".")[1] in rerun]:
+                del table[key]
         for mine, theirs in ((own, part_own), (lent, part_lent)):
             for key, row in theirs.items():
                 if key in mine:
@@ -554,8 +570,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge:
         parts = [from_json(json.loads(p.read_text(encoding="utf-8"))) for p in args.merge]
         commands = [json.loads(p.read_text(encoding="utf-8"))["command"] for p in args.merge]
-        own, lent = merge(parts)
-        command = "; ".join(sorted(set(commands)))
+        own, lent = merge(parts, commands)
+        command = "; then ".join(dict.fromkeys(commands))
     else:
         try:
             i, n = (int(v) for v in args.shard.split("/"))

@@ -351,6 +351,18 @@ class _Core:
     def variance(
         self, x: Tensor, dim: Any = None, *args: Any, correction: Any = None, keepdim: Any = None
     ) -> list[Tensor]:
+        """(variance, mean) over `dim`, in f32 for f16 and bf16 (torch's CPU kernel rounds
+        once, at the end; the mean, the differences and their squares rounded in f16
+        would lose bits at each step)."""
+        results = self.variance_in(self.wide(x), dim, *args, correction=correction, keepdim=keepdim)
+        return [
+            self.cast(r, self.out_dtype(i) if i < len(self.result_vals()) else r.dtype)
+            for i, r in enumerate(results)
+        ]
+
+    def variance_in(
+        self, x: Tensor, dim: Any = None, *args: Any, correction: Any = None, keepdim: Any = None
+    ) -> list[Tensor]:
         """(variance, mean) over `dim`: var.correction(x, dim, *, correction, keepdim) and
         var.dim(x, dim, unbiased, keepdim) alike."""
         if args:  # var.dim's unbiased, keepdim
@@ -358,6 +370,7 @@ class _Core:
             keepdim = bool(args[1]) if len(args) > 1 else keepdim
         correction = 1 if correction is None else correction
         dtype = self.out_dtype()
+        dtype = "f32" if dtype in ("f16", "bf16") else dtype
         y = self.cast(x, dtype)
         rank = len(x.shape)
         dims = list(range(rank)) if dim is None or dim == [] else [self.dim(x, d) for d in dim]
@@ -622,6 +635,12 @@ class _Core:
         spatial = len(x.shape) - 2
         if spatial not in (1, 2) or len(w.shape) != spatial + 2:
             raise self.unsupported(f"a {spatial}-d convolution (npu.conv2d takes 1-d and 2-d)")
+        # A form traced from an int (`stride=2`, `padding="valid"`) holds one value for all
+        # spatial dims; the convolution broadcasts it.
+        stride, padding, dilation = (
+            [int(v) for v in arg] * (spatial if len(arg) == 1 else 1)
+            for arg in (stride, padding, dilation)
+        )
         if spatial == 1:  # as a 2-d convolution of height 1
             x = ops.reshape(x, [x.shape[0], x.shape[1], 1, x.shape[2]])
             w = ops.reshape(w, [w.shape[0], w.shape[1], 1, w.shape[2]])
@@ -691,6 +710,15 @@ class _Core:
             else:
                 y = ops.sub(later, earlier)
         return y
+
+    def softmax(self, x: Tensor, dim: int, half_to_float: bool = False) -> Tensor:
+        """`npu.softmax`; a 0-d tensor's softmax is over its one element (as a 1-element
+        vector), and an empty tensor's is itself."""
+        if not x.shape:
+            return ops.reshape(ops.softmax(ops.reshape(x, [1]), 0), [])
+        if 0 in x.shape:
+            return x
+        return ops.softmax(x, dim)
 
     # -- 3-d pooling, distances, bags ------------------------------------------
 
@@ -1375,6 +1403,7 @@ def handlers(importer: Any) -> dict[str, Handler]:
             "convolution.default": c.convolution,
             "avg_pool2d.default": c.avg_pool2d,
             "avg_pool3d.default": c.avg_pool3d,
+            "_softmax.default": c.softmax,
             "_adaptive_avg_pool3d.default": c.adaptive_avg_pool3d,
             "_cdist_forward.default": c.cdist,
             "_pdist_forward.default": c.pdist,
