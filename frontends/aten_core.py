@@ -603,6 +603,10 @@ class _Core:
 
     def squeeze_dims(self, x: Tensor, dims: Sequence[int] | None = None) -> Tensor:
         rank = len(x.shape)
+        if not rank:  # a 0-d tensor squeezed at dim 0 or -1 is itself, as in torch
+            for d in dims or ():
+                self.dim(x, d)
+            return x
         chosen = range(rank) if dims is None else [self.dim(x, d) for d in dims]
         gone = {d for d in chosen if x.shape[d] == 1}
         if not gone:
@@ -1392,6 +1396,7 @@ def handlers(importer: Any) -> dict[str, Handler]:
             "diagonal.default": c.diagonal,
             "split_with_sizes.default": c.split_with_sizes,
             "squeeze.dims": c.squeeze_dims,
+            "squeeze.dim": lambda x, dim: c.squeeze_dims(x, [dim]),
             "squeeze.default": c.squeeze_dims,
             "copy.default": c.copy,
             # A decomposition's update of a buffer (batch norm's running stats): the value

@@ -87,6 +87,17 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
     ),
     "ifft_of_complex64": (lambda x: torch.fft.ifft(x.to(torch.complex64)), (_A,)),
     "rfft_f64": (lambda x: torch.fft.rfft(x), (_A.double(),)),
+    # what the OpInfo sweep found in ops covered before
+    "softmax_of_0d": (lambda x: torch.softmax(x, 0), (torch.tensor(0.5),)),
+    "squeeze_of_0d": (lambda x: torch.squeeze(x, 0), (torch.tensor(0.5),)),
+    "conv2d_int_stride_valid": (
+        lambda x, w: F.conv2d(x, w, stride=2, padding="valid"),
+        (torch.randn(1, 4, 5, 5), torch.randn(2, 4, 2, 3)),
+    ),
+    "var_f16_rounds_once": (
+        lambda x: torch.var(x, 1),
+        ((torch.randn(5, 25, generator=torch.Generator().manual_seed(5)) * 30).half(),),
+    ),
 }
 
 
