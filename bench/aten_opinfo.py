@@ -109,6 +109,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 """The OpInfos (beyond those named after the op) whose samples reach a Core ATen op."""
 
+SAME_OP = {"aten._embedding_bag_forward_only.default": "aten._embedding_bag.default"}
+"""Overloads a trace records in place of a core one, with its schema and its handler
+(`F.embedding_bag` without gradients calls the forward-only one)."""
+
 DTYPES = (
     "float32",
     "float16",
@@ -233,7 +237,7 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
     except Exception as exc:  # the sample does not trace (an error input, a data-dependent op)
         return set(), "", f"untraceable: {type(exc).__name__}", 0.0
     called = {
-        str(node.target)
+        SAME_OP.get(str(node.target), str(node.target))
         for node in graph.nodes
         if node.op == "call_function" and str(node.target).startswith("aten.")
     }
