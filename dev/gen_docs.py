@@ -194,7 +194,7 @@ def aten_opinfo() -> str:
     own, lent = bench.from_json(data)
     dtypes = [d for d in bench.DTYPES if any(k[1] == d for k in (*own, *lent))]
     statuses = [bench.status(r) for r in own.values() if r.samples]
-    statuses += [bench.status(r) for k, r in lent.items() if not own.get(k, r).samples]
+    statuses += [bench.status(r) for k, r in lent.items() if k not in own or not own[k].samples]
     counts = {s: statuses.count(s) for s in ("pass", "fail", "refused")}
     out = [f"Produced by `{data['command']}`.", ""]
     out += [
