@@ -38,7 +38,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 PASS, REFUSED, FAILED = "pass", "refused", "fail"
 """A sample's outcomes: npuir matches eager; the importer refused a form of an op with a
@@ -232,7 +232,7 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
         expected = call(*tensors)
         # `.item()` is a value make_fx cannot hold on real tensors; symbolically it is a
         # node (the other OpInfos trace as they run, with static shapes).
-        mode = "symbolic" if info.name == "item" else "real"
+        mode: Literal["real", "symbolic"] = "symbolic" if info.name == "item" else "real"
         graph = make_fx(call, tracing_mode=mode)(*tensors).graph
     except Exception as exc:  # the sample does not trace (an error input, a data-dependent op)
         return set(), "", f"untraceable: {type(exc).__name__}", 0.0
