@@ -3,6 +3,13 @@
 
     python bench/aten_opinfo.py                    # every covered op, every supported dtype
     python bench/aten_opinfo.py --dtypes float32 --samples 2 --ops cos sort
+    python bench/aten_opinfo.py --shard 3/8 --json /tmp/s3.json   # one eighth of the OpInfos
+    python bench/aten_opinfo.py --merge /tmp/s*.json --json docs/aten-opinfo.json
+
+The whole sweep takes long (every sample of every OpInfo in every dtype), so `--shard i/n`
+runs the i-th of n slices of the OpInfos (by a hash of their names) and `--json` writes its counts;
+`--merge` adds shards' counts up (and `--json` writes the sum: docs/aten-opinfo.json is
+what `dev/gen_docs.py` turns into the per-op, per-dtype table of docs/aten-opinfo.md).
 
 For each OpInfo of `torch.testing._internal.common_methods_invocations.op_db` whose op is
 (or is named after) a Core ATen op npuir covers (`npuir.frontends.aten_core.coverage`),
@@ -13,20 +20,25 @@ not an `npu.opaque`), run through the numpy kernels, and compared with eager PyT
 cannot take (a complex tensor, an int16 index, a dynamic-size result) is refused by the
 importer and counted as a failure of the op it reached, with the importer's reason.
 
-The table has one row per covered Core ATen overload: the samples that reached it (their
-traced graph calls it), how many passed, and the first failure's reason; an overload no
-OpInfo sample reaches is listed as `no OpInfo`.  Exit 1 if any row fails.
+The result has one row per covered Core ATen overload and dtype: the samples that reached
+it (their traced graph calls it), how many passed, how many the importer refused (with the
+diagnostic's kind), and the failures with their largest error; an overload no OpInfo
+sample reaches in a dtype says so.  Exit 1 if any row fails.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 import time
 import warnings
+import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 
 PASS, REFUSED, FAILED = "pass", "refused", "fail"
 """A sample's outcomes: npuir matches eager; the importer refused a form of an op with a
@@ -84,11 +96,36 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "div": ("__rdiv__",),
     "mul": ("__rmul__",),
     "add": ("__radd__",),
+    "_adaptive_avg_pool3d": ("nn.functional.adaptive_avg_pool3d",),
+    "avg_pool3d": ("nn.functional.avg_pool3d",),
+    "_cdist_forward": ("cdist",),
+    "_pdist_forward": ("nn.functional.pdist",),
+    "_embedding_bag": ("nn.functional.embedding_bag",),
+    "_local_scalar_dense": ("item",),
+    "_fft_r2c": tuple(
+        f"fft.{n}" for n in "fft fft2 fftn rfft rfft2 rfftn ihfft ihfft2 ihfftn".split()
+    ),
+    "_fft_c2r": tuple(f"fft.{n}" for n in "irfft irfft2 irfftn hfft hfft2 hfftn".split()),
 }
 """The OpInfos (beyond those named after the op) whose samples reach a Core ATen op."""
 
-DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "bool")
-"""The dtypes compared: npuir's floats and the integer and bool types OpInfos sample most."""
+SAME_OP = {"aten._embedding_bag_forward_only.default": "aten._embedding_bag.default"}
+"""Overloads a trace records in place of a core one, with its schema and its handler
+(`F.embedding_bag` without gradients calls the forward-only one)."""
+
+DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int64",
+    "int32",
+    "int8",
+    "uint8",
+    "bool",
+    "complex64",
+)
+"""The dtypes compared: every torch dtype npuir has an element type for."""
 
 
 @dataclass
@@ -103,25 +140,36 @@ class Row:
     refusals: list[str] = field(default_factory=list)
     borrowed: bool = False
     """Whether the samples are other ops' OpInfos' (the op has none of its own)."""
+    kinds: list[str] = field(default_factory=list)
+    """The diagnostic kinds of the refusals, each once."""
+    max_error: float = 0.0
+    """The largest absolute error of a failed comparison (inf: a crash or a wrong shape)."""
 
-    def add(self, who: str, outcome: str, reason: str) -> None:
+    def add(self, who: str, outcome: str, reason: str, error: float = math.inf) -> None:
         self.samples += 1
         if outcome == PASS:
             self.passed += 1
         elif outcome == REFUSED:
             self.refused += 1
+            kind = reason.partition("(")[2].partition(")")[0]
+            if kind and kind not in self.kinds:
+                self.kinds.append(kind)
             if len(self.refusals) < 3:
                 self.refusals.append(f"{who}: {reason}")
-        elif len(self.failures) < 3:
-            self.failures.append(f"{who}: {reason}")
+        else:
+            self.max_error = max(self.max_error, error)
+            if len(self.failures) < 3:
+                self.failures.append(f"{who}: {reason}")
 
-    @property
-    def status(self) -> str:
-        if not self.samples:
-            return "no OpInfo"
-        if self.passed + self.refused < self.samples:
-            return "FAIL"
-        return "pass" if self.passed else "refused"
+    def merge(self, other: Row) -> None:
+        """`other`'s counts (another shard's, of the same op and dtype) added to these."""
+        self.samples += other.samples
+        self.passed += other.passed
+        self.refused += other.refused
+        self.failures = (self.failures + other.failures)[:3]
+        self.refusals = (self.refusals + other.refusals)[:3]
+        self.kinds += [k for k in other.kinds if k not in self.kinds]
+        self.max_error = max(self.max_error, other.max_error)
 
 
 def covered_ops() -> list[str]:
@@ -154,9 +202,10 @@ def _to_numpy(t: Any) -> Any:
     return _numpy(t)
 
 
-def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str]:
+def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
     """The ATen overloads the sample's trace calls, the outcome (`PASS`, `REFUSED`,
-    `FAILED`, or "" for a sample eager PyTorch or its trace refuses) and why."""
+    `FAILED`, or "" for a sample eager PyTorch or its trace refuses), why, and a failed
+    comparison's largest absolute error (inf for a failure that is not a comparison)."""
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
     from xdsl.dialects.func import FuncOp
@@ -171,7 +220,7 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str]:
     tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
 
     if any(_partial_view(t) for t in tensors):
-        return set(), "", "an input is a view into a larger storage"
+        return set(), "", "an input is a view into a larger storage", 0.0
 
     def call(*ts: torch.Tensor) -> Any:
         it = iter(ts)
@@ -181,11 +230,14 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str]:
 
     try:
         expected = call(*tensors)
-        graph = make_fx(call)(*tensors).graph
+        # `.item()` is a value make_fx cannot hold on real tensors; symbolically it is a
+        # node (the other OpInfos trace as they run, with static shapes).
+        mode: Literal["real", "symbolic"] = "symbolic" if info.name == "item" else "real"
+        graph = make_fx(call, tracing_mode=mode)(*tensors).graph
     except Exception as exc:  # the sample does not trace (an error input, a data-dependent op)
-        return set(), "", f"untraceable: {type(exc).__name__}"
+        return set(), "", f"untraceable: {type(exc).__name__}", 0.0
     called = {
-        str(node.target)
+        SAME_OP.get(str(node.target), str(node.target))
         for node in graph.nodes
         if node.op == "call_function" and str(node.target).startswith("aten.")
     }
@@ -199,14 +251,18 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str]:
     except (TorchairError, DiagnosticError) as exc:
         kind = exc.diagnostic.kind
         outcome = REFUSED if kind in _REFUSALS else FAILED
-        return called, outcome, f"import ({kind}): {_short(exc.diagnostic.message)}"
+        return called, outcome, f"import ({kind}): {_short(exc.diagnostic.message)}", math.inf
     except Exception as exc:
-        return called, FAILED, f"run: {type(exc).__name__}: {_short(str(exc))}"
-    wanted = [t for t in torch.utils._pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)]
+        return called, FAILED, f"run: {type(exc).__name__}: {_short(str(exc))}", math.inf
+    results = torch.utils._pytree.tree_leaves(expected)
+    if info.name == "item":  # a Python number, as a 0-d tensor of the input's dtype
+        results = [torch.tensor(v, dtype=tensors[0].dtype) for v in results]
+    wanted = [t for t in results if isinstance(t, torch.Tensor)]
     if len(wanted) != len(outputs):
-        return called, FAILED, f"{len(outputs)} results for eager's {len(wanted)}"
+        return called, FAILED, f"{len(outputs)} results for eager's {len(wanted)}", math.inf
     if info.name in UNORDERED_TIES and len(wanted) == 2:
-        return called, *_check_ties(tensors[0], outputs, wanted)
+        outcome, reason = _check_ties(tensors[0], outputs, wanted)
+        return called, outcome, reason, 0.0 if outcome == PASS else math.inf
     for got, want in zip(outputs, wanted, strict=True):
         if got.dtype.name == "bfloat16":
             actual = torch.from_numpy(got.astype("float32")).to(torch.bfloat16)
@@ -215,14 +271,32 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str]:
         if info.name in UNSPECIFIED:
             if actual.shape != want.shape or actual.dtype != want.dtype:
                 shapes = f"{tuple(actual.shape)} {actual.dtype} for {tuple(want.shape)}"
-                return called, FAILED, f"{shapes} {want.dtype}"
+                return called, FAILED, f"{shapes} {want.dtype}", math.inf
             continue
         try:
             torch.testing.assert_close(actual, want.detach(), equal_nan=True)
         except Exception as exc:
             if not _no_worse_than_eager(call, tensors, wanted.index(want), actual, want):
-                return called, FAILED, f"mismatch: {_short(str(exc))}"
-    return called, PASS, ""
+                error = _max_error(actual, want.detach())
+                return called, FAILED, f"mismatch: {_short(str(exc))}", error
+    return called, PASS, "", 0.0
+
+
+def _max_error(got: Any, want: Any) -> float:
+    """The largest absolute difference of two tensors (NaN in both places agrees; inf for
+    tensors of different shapes, a NaN in one only, or an infinity against a number)."""
+    import torch
+
+    if got.shape != want.shape:
+        return math.inf
+    a, b = (
+        got.to(torch.complex128 if got.is_complex() else torch.float64),
+        want.to(torch.complex128 if want.is_complex() else torch.float64),
+    )
+    both_nan = torch.isnan(a) & torch.isnan(b)
+    diff = (a - b).abs()
+    diff = torch.where(both_nan | (a == b), torch.zeros_like(diff), diff)
+    return float(diff.max()) if diff.numel() else 0.0
 
 
 def torch_strided() -> Any:
@@ -303,21 +377,50 @@ def _short(text: str) -> str:
     return " ".join(text.split())[:160]
 
 
-def sweep(ops: Sequence[str], dtypes: Iterable[str], samples: int | None) -> dict[str, Row]:
-    """Each covered overload's row, from the OpInfos of `ops` (all covered ones if empty)."""
+Key = tuple[str, str]
+"""A row's key: (Core ATen overload, torch dtype name)."""
+
+
+def sweep(
+    ops: Sequence[str],
+    dtypes: Iterable[str],
+    samples: int | None,
+    shard: tuple[int, int] = (0, 1),
+) -> dict[Key, Row]:
+    """Each (covered overload, dtype)'s row, from the OpInfos of `ops` (all covered ones if
+    empty), their own samples where they have some, else other OpInfos' that reach them.
+    `shard` (i, n) takes the OpInfos `_shard_of` puts in shard i of n."""
+    own, lent = sweep_shard(ops, dtypes, samples, shard)
+    return {key: own[key] if own[key].samples else lent[key] for key in own}
+
+
+def sweep_shard(
+    ops: Sequence[str],
+    dtypes: Iterable[str],
+    samples: int | None,
+    shard: tuple[int, int] = (0, 1),
+) -> tuple[dict[Key, Row], dict[Key, Row]]:
+    """One shard's rows of own and of borrowed samples (kept apart so that shards add up
+    before the choice between them)."""
     import torch
 
+    dtypes = list(dtypes)
     covered = covered_ops()
     chosen = [op for op in covered if not ops or op.split(".")[1] in ops]
-    rows = {op: Row(op) for op in chosen}
-    others = {op: Row(op, borrowed=True) for op in chosen}
+    rows = {(op, d): Row(op) for op in chosen for d in dtypes}
+    others = {(op, d): Row(op, borrowed=True) for op in chosen for d in dtypes}
     packets = {op.split(".")[1] for op in chosen}
+    index, count = shard
     for info in opinfos_for(packets):
+        if _shard_of(info, count) != index:
+            continue
         own = own_packets(info)
         for name in dtypes:
             dtype = getattr(torch, name)
             if dtype not in info.supported_dtypes("cpu"):
                 continue
+            if dtype.is_complex and not info.name.startswith("fft."):
+                continue  # npuir's complex tensors are the FFTs' (aten_core.COMPLEX_OK)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # the generators' deprecation notes
@@ -327,15 +430,135 @@ def sweep(ops: Sequence[str], dtypes: Iterable[str], samples: int | None) -> dic
             for sample in found[:samples]:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # eager's own warnings on odd inputs
-                    called, outcome, reason = run_sample(info, sample)
+                    called, outcome, reason, error = run_sample(info, sample)
                 if not outcome:
                     continue
-                for op in called & rows.keys():
+                for op in called & set(chosen):
                     # A sample counts for the op its OpInfo is named after; other ops it
                     # reaches borrow it only if they have no OpInfo of their own.
                     mine = op.split(".")[1] in own
-                    (rows if mine else others)[op].add(f"{info.name} {name}", outcome, reason)
-    return {op: rows[op] if rows[op].samples else others[op] for op in chosen}
+                    (rows if mine else others)[op, name].add(info.name, outcome, reason, error)
+    return rows, others
+
+
+def _shard_of(info: Any, count: int) -> int:
+    """The shard an OpInfo falls in: from its name alone, so that shards run at different
+    times (or with different ops covered) still split the OpInfos the same way."""
+    key = f"{info.name}.{info.variant_test_name}".encode()
+    return zlib.crc32(key) % count
+
+
+def status(row: Row) -> str:
+    """pass (every sample passes or is refused, one at least passes), fail, refused (every
+    sample refused), or no OpInfo (no sample in this dtype reaches the op)."""
+    if not row.samples:
+        return "no OpInfo"
+    if row.passed + row.refused < row.samples:
+        return "fail"
+    return "pass" if row.passed else "refused"
+
+
+def cell(row: Row) -> str:
+    """A row as one table cell: its status, counts, and the largest error or the kinds."""
+    state = status(row)
+    if state == "no OpInfo":
+        return "-"
+    text = f"{state} {row.passed}/{row.samples}"
+    if state == "fail":
+        text += " (max err inf)" if math.isinf(row.max_error) else f" (max err {row.max_error:.2g})"
+    elif row.refused:
+        text += f", {row.refused} refused ({', '.join(row.kinds)})"
+    return text
+
+
+def to_json(own: dict[Key, Row], lent: dict[Key, Row], command: str) -> dict[str, Any]:
+    def rows(table: dict[Key, Row]) -> list[dict[str, Any]]:
+        return [{"dtype": d, **_finite(asdict(r))} for (_, d), r in table.items() if r.samples]
+
+    return {"command": command, "own": rows(own), "lent": rows(lent)}
+
+
+def _finite(row: dict[str, Any]) -> dict[str, Any]:
+    # JSON has no infinity: a failure that is no comparison is written as -1.
+    if math.isinf(row["max_error"]):
+        row["max_error"] = -1.0
+    return row
+
+
+def from_json(data: dict[str, Any]) -> tuple[dict[Key, Row], dict[Key, Row]]:
+    def rows(items: list[dict[str, Any]]) -> dict[Key, Row]:
+        out = {}
+        for item in items:
+            item = dict(item)
+            dtype = item.pop("dtype")
+            row = Row(**item)
+            if row.max_error < 0:
+                row.max_error = math.inf
+            out[row.op, dtype] = row
+        return out
+
+    return rows(data["own"]), rows(data["lent"])
+
+
+def ops_of(command: str) -> set[str]:
+    """The ATen op names a sweep's `--ops` chose (empty: all)."""
+    words = command.split()
+    if "--ops" not in words:
+        return set()
+    chosen = words[words.index("--ops") + 1 :]
+    return set(next(iter([chosen[:i] for i, w in enumerate(chosen) if w.startswith("--")]), chosen))
+
+
+def merge(
+    parts: Sequence[tuple[dict[Key, Row], dict[Key, Row]]], commands: Sequence[str] = ()
+) -> tuple[dict[Key, Row], ...]:
+    """Shards' own and lent rows, added up per (op, dtype).  A part run with `--ops` (a
+    rerun of some ops, after a fix) replaces what the parts before it said of those ops."""
+    own: dict[Key, Row] = {}
+    lent: dict[Key, Row] = {}
+    for i, (part_own, part_lent) in enumerate(parts):
+        rerun = ops_of(commands[i]) if i < len(commands) else set()
+        for table in (own, lent):
+            for key in [k for k in table if k[0].split(".")[1] in rerun]:
+                del table[key]
+        for mine, theirs in ((own, part_own), (lent, part_lent)):
+            for key, row in theirs.items():
+                if key in mine:
+                    mine[key].merge(row)
+                else:
+                    mine[key] = row
+    return own, lent
+
+
+def table(
+    own: dict[Key, Row], lent: dict[Key, Row], dtypes: Sequence[str], ops: Sequence[str] = ()
+) -> list[str]:
+    """The Markdown table: one line per covered overload (of `ops`, if any), one column
+    per dtype."""
+    out = ["| op | " + " | ".join(dtypes) + " |", "|---" * (len(dtypes) + 1) + "|"]
+    for op in covered_ops():
+        if ops and op.split(".")[1] not in ops:
+            continue
+        cells = []
+        for d in dtypes:
+            row = own.get((op, d))
+            if row is None or not row.samples:
+                row = lent.get((op, d), Row(op))
+            cells.append(cell(row) + (" (lent)" if row.borrowed and row.samples else ""))
+        out.append(f"| `{op}` | " + " | ".join(cells) + " |")
+    return out
+
+
+def failures(own: dict[Key, Row], lent: dict[Key, Row]) -> list[str]:
+    """One line per failing (op, dtype): its first failures' reasons."""
+    out = []
+    for key in sorted(set(own) | set(lent)):
+        row = own.get(key)
+        if row is None or not row.samples:
+            row = lent[key]
+        if status(row) == "fail":
+            out.append(f"- `{key[0]}` {key[1]}: " + "; ".join(row.failures).replace("|", "\\|"))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -343,26 +566,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", nargs="*", default=[], help="ATen op names (default: all)")
     parser.add_argument("--dtypes", nargs="*", default=list(DTYPES), choices=DTYPES)
     parser.add_argument("--samples", type=int, default=None, help="samples per OpInfo and dtype")
+    parser.add_argument("--shard", default="0/1", help="i/n: the i-th of n slices of OpInfos")
+    parser.add_argument("--json", type=Path, help="write the rows' counts here")
+    parser.add_argument("--merge", type=Path, nargs="*", default=[], help="shards' JSON to add")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    rows = sweep(args.ops, args.dtypes, args.samples)
-    print("| op | samples | passed | refused | status | first failure (or refusal) |")
-    print("|---|---|---|---|---|---|")
-    for row in rows.values():
-        why = (row.failures or row.refusals or [""])[0].replace("|", "\\|")
-        lent = " (other ops' OpInfos)" if row.borrowed and row.samples else ""
-        print(
-            f"| `{row.op}` | {row.samples}{lent} | {row.passed} | {row.refused} | "
-            f"{row.status} | {why} |"
-        )
-    statuses = ("pass", "refused", "FAIL", "no OpInfo")
-    counts = {s: sum(1 for r in rows.values() if r.status == s) for s in statuses}
-    print(
-        f"\n{counts['pass']} pass, {counts['FAIL']} fail, {counts['refused']} only refused, "
-        f"{counts['no OpInfo']} without an OpInfo sample, of {len(rows)} covered overloads "
-        f"({time.perf_counter() - start:.0f} s)"
-    )
-    return 1 if counts["FAIL"] else 0
+    if args.merge:
+        parts = [from_json(json.loads(p.read_text(encoding="utf-8"))) for p in args.merge]
+        commands = [json.loads(p.read_text(encoding="utf-8"))["command"] for p in args.merge]
+        own, lent = merge(parts, commands)
+        command = "; then ".join(dict.fromkeys(commands))
+    else:
+        try:
+            i, n = (int(v) for v in args.shard.split("/"))
+            if not 0 <= i < n:
+                raise ValueError
+        except ValueError:
+            parser.error(f"--shard wants i/n with 0 <= i < n, got {args.shard!r}")
+        own, lent = sweep_shard(args.ops, args.dtypes, args.samples, (i, n))
+        shown = " ".join(sys.argv[1:] if argv is None else argv)
+        command = f"python bench/aten_opinfo.py {shown}".strip()
+    if args.json:
+        args.json.write_text(json.dumps(to_json(own, lent, command), indent=1) + "\n")
+    dtypes = [d for d in DTYPES if any(k[1] == d for k in (*own, *lent))] or args.dtypes
+    print("\n".join(table(own, lent, dtypes, args.ops)))
+    bad = failures(own, lent)
+    print("\n".join(bad))
+    print(f"\n{len(bad)} failing (op, dtype) rows ({time.perf_counter() - start:.0f} s)")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The model zoo: tiny `transformers` models with random weights, in each phase a user runs.
 
 `python bench/zoo.py [--models llama,gpt2] [--phases prefill,decode] [--repeats N]
-[--missing]` prints (with `--missing`: the ATen ops each case still runs eagerly), per model and phase, the simulated makespan as written / on one stream / with GE's
+[--missing] [--dtype float16|bfloat16]` prints (with `--dtype`: each case's compiled output
+against eager's, the model and its float inputs in that dtype, at twice the dtype's epsilon
+as the kernel tests compare, relative to the output's largest magnitude), otherwise (with `--missing`: the ATen ops each case still runs eagerly), per model and phase, the simulated makespan as written / on one stream / with GE's
 auto multi-stream (`mode=minidag`) / with npuir's `auto` / the lower bound, the time
 `npuir-advise` takes on the exported program, and the backend's compile overhead against
 `torch.compile(backend="eager")`.  test/unit/frontends/test_zoo.py imports `ZOO`, `build`
@@ -367,6 +369,51 @@ def eager_ops(name: str, phase: str) -> list[str]:
     return sorted({op for r in backend.reports for op in r.fallback_ops})
 
 
+@dataclass
+class Numerics:
+    model: str
+    phase: str
+    dtype: str
+    max_abs: float
+    """The largest difference of any output element from eager's."""
+    scale: float
+    """The largest magnitude of eager's outputs."""
+    tolerance: float
+    eager_parts: int
+
+    @property
+    def passed(self) -> bool:
+        return self.max_abs <= self.tolerance * max(self.scale, 1.0)
+
+
+def numerics(name: str, phase: str, dtype: str) -> Numerics:
+    """One zoo case in `dtype` (weights, and float inputs such as a decode step's cache,
+    cast): `torch.compile` with npuir's backend against eager on the same model."""
+    import torch
+
+    import npuir.torchair as tng
+
+    kind = getattr(torch, dtype)
+    model = build(name).to(kind)
+    module = wrapped(name, model)
+    xs = tuple(x.to(kind) if x.is_floating_point() else x for x in inputs(name, phase, model))
+    with torch.no_grad():
+        want = module(*xs)
+        torch._dynamo.reset()
+        backend = tng.get_npu_backend()
+        got = torch.compile(module, backend=backend, fullgraph=True, dynamic=False)(*xs)
+    pairs = zip(
+        torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want), strict=True
+    )
+    diffs, scale = [], 0.0
+    for a, b in pairs:
+        diffs.append(float((a.double() - b.double()).abs().max()) if a.numel() else 0.0)
+        scale = max(scale, float(b.double().abs().max()) if b.numel() else 0.0)
+    parts = sum(len([p for p in split if p[0] == "eager"]) for split in backend.splits)
+    eps = torch.finfo(kind).eps
+    return Numerics(name, phase, dtype, max(diffs, default=0.0), scale, 2 * eps, parts)
+
+
 def _us(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
@@ -408,6 +455,12 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
         action="store_true",
         help="instead of the figures, the ATen ops each case still runs eagerly",
     )
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float16", "bfloat16"),
+        default=None,
+        help="instead of the figures, compiled against eager with the model in this dtype",
+    )
     args = parser.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in ZOO]
@@ -422,6 +475,19 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
         for name, phase in chosen:
             out(f"{name} {phase}: {', '.join(eager_ops(name, phase)) or '(none)'}")
         return 0
+    if args.dtype:
+        out("| model | phase | dtype | max abs error | largest output | tolerance | eager parts |")
+        out("|---|---|---|---|---|---|---|")
+        failed = 0
+        for name, phase in chosen:
+            r = numerics(name, phase, args.dtype)
+            failed += not r.passed
+            verdict = "pass" if r.passed else "FAIL"
+            out(
+                f"| {r.model} | {r.phase} | {r.dtype} | {r.max_abs:.3g} ({verdict}) | "
+                f"{r.scale:.3g} | {r.tolerance:.3g} x max(largest, 1) | {r.eager_parts} |"
+            )
+        return 1 if failed else 0
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, phase in chosen:

@@ -20,6 +20,11 @@ ATen opset (`npuir.frontends.aten_core.CORE_ATEN`), how the torch importer lower
 ops, PyTorch's decomposition, or why it does not), its engine and its kernel, with the
 count covered.
 
+docs/aten-opinfo.md is the OpInfo sweep's table: for each covered overload and each dtype,
+pass, fail (with the largest error) or refused (with the diagnostic's kind), from the counts
+`bench/aten_opinfo.py` wrote to docs/aten-opinfo.json (the command that produced them is in
+the file and on the page; this script reruns nothing).
+
 Each page keeps hand-written prose outside the two marker lines; only the text between
 them is generated.  test/unit/test_docs.py fails when a checked-in page differs from
 what this script writes, so a change to a pass, an option or an op is one command away
@@ -31,11 +36,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import importlib.util
 import inspect
+import json
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -169,6 +177,38 @@ def aten_coverage() -> str:
     return "\n".join(out)
 
 
+def _opinfo_bench() -> Any:
+    """bench/aten_opinfo.py as a module (bench/ is scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location("aten_opinfo", ROOT / "bench/aten_opinfo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("aten_opinfo", module)  # its dataclasses look themselves up here
+    spec.loader.exec_module(module)
+    return module
+
+
+def aten_opinfo() -> str:
+    """The per-op, per-dtype OpInfo table, from docs/aten-opinfo.json."""
+    bench = _opinfo_bench()
+    data = json.loads((ROOT / "docs/aten-opinfo.json").read_text(encoding="utf-8"))
+    own, lent = bench.from_json(data)
+    dtypes = [d for d in bench.DTYPES if any(k[1] == d for k in (*own, *lent))]
+    statuses = [bench.status(r) for r in own.values() if r.samples]
+    statuses += [bench.status(r) for k, r in lent.items() if k not in own or not own[k].samples]
+    counts = {s: statuses.count(s) for s in ("pass", "fail", "refused")}
+    out = [f"Produced by `{data['command']}`.", ""]
+    out += [
+        f"{counts['pass']} (op, dtype) pairs pass, {counts['fail']} fail, "
+        f"{counts['refused']} are only refused; `-`: no OpInfo sample in that dtype reaches "
+        "the op.",
+        "",
+    ]
+    out += bench.table(own, lent, dtypes)
+    bad = bench.failures(own, lent)
+    out += ["", "Failures, with their first samples' reasons:", "", *(bad or ["(none)"])]
+    return "\n".join(out)
+
+
 # ----------------------------------------------------------------------
 # Pages
 # ----------------------------------------------------------------------
@@ -177,6 +217,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "docs/passes.md": passes_reference,
     "docs/ir.md": ir_reference,
     "docs/aten-coverage.md": aten_coverage,
+    "docs/aten-opinfo.md": aten_opinfo,
 }
 """Each generated page (repo-relative) and what writes its generated part."""
 

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     I64,
     BFloat16Type,
+    ComplexType,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -158,11 +159,14 @@ def element_bytes(elem: Attribute) -> int:
         return 8
     if isinstance(elem, IntegerType):
         return max(1, elem.width.data // 8)
+    if isinstance(elem, ComplexType):  # a real and an imaginary part
+        return 2 * element_bytes(elem.element_type)
     raise VerifyException(f"unsupported element type {elem}")
 
 
 def dtype_name(elem: Attribute) -> str:
-    """The short name the backend uses: f16, bf16, f32, f64, i1, i8 .. i64, ui8 .. ui64."""
+    """The short name the backend uses: f16, bf16, f32, f64, i1, i8 .. i64, ui8 .. ui64, and
+    c64 and c128 for complex<f32> and complex<f64> (numpy's names, by total bits)."""
     if isinstance(elem, Float16Type):
         return "f16"
     if isinstance(elem, BFloat16Type):
@@ -174,6 +178,8 @@ def dtype_name(elem: Attribute) -> str:
     if isinstance(elem, IntegerType):
         unsigned = elem.signedness.data == Signedness.UNSIGNED
         return f"{'ui' if unsigned else 'i'}{elem.width.data}"
+    if isinstance(elem, ComplexType) and isinstance(elem.element_type, Float32Type | Float64Type):
+        return f"c{2 * element_bytes(elem.element_type) * 8}"
     raise VerifyException(f"unsupported element type {elem}")
 
 

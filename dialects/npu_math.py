@@ -19,7 +19,7 @@ Families (a family is one base class: its operands, results, attributes and infe
 - `binary`: two tensors of one element type, broadcast, the same type out (`npu.pow`);
 - `compare`: two tensors of one element type, broadcast, `i1` out (`npu.lt`);
 - `select`, `scan`, `reduce`, `arg_reduce`, `sort`, `fill`, `arange`, `gather_elements`,
-  `scatter`, `index`, `index_put`, `flip`, `pad`, `as_strided`: one op each, with the
+  `scatter`, `index`, `index_put`, `flip`, `pad`, `as_strided`, `fft`: one op each, with the
   attributes their docstrings give.
 
 Costs: an elementwise op's `flops()` is its row's per-element figure times the result's
@@ -37,7 +37,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
+    ComplexType,
     DenseArrayBase,
+    Float32Type,
+    Float64Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -576,6 +579,77 @@ class _AsStrided(NpuOp):
         return [_tensor(ty.element_type, sizes)]
 
 
+class _Fft(NpuOp):
+    """A discrete Fourier transform over `axes`, torch's `_fft_*` ops: `kind` "r2c" (real
+    in, complex out; with `onesided` the last axis keeps n // 2 + 1 entries), "c2r" (the
+    inverse of a onesided one: complex in, real out, the last axis `last_dim_size` long) or
+    "c2c" (forward, or inverse with `inverse`).  Unnormalized unless `normalization` is 1
+    (times 1 / sqrt(n)) or 2 (times 1 / n), n being the signal's size over the axes.  Costed
+    as radix-2 FFTs, 5 n log2 n real operations per complex transform, half that for a real
+    one; run on the vector unit (an assumption: see docs/aten-coverage.md)."""
+
+    ENGINE: ClassVar[Engine] = Engine.VECTOR
+    KINDS: ClassVar[tuple[str, ...]] = ("r2c", "c2r", "c2c")
+    EXAMPLE: ClassVar[str] = (
+        '%y = {name} %x {{kind = "r2c", axes = array<i64: 1>, onesided}} : '
+        "(tensor<4x8xf32>) -> tensor<4x5xcomplex<f32>>"
+    )
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    kind = opt_attr_def(StringAttr)
+    axes = opt_attr_def(DenseArrayBase)
+    normalization = opt_attr_def(IntegerAttr)
+    onesided = opt_attr_def(UnitAttr)
+    inverse = opt_attr_def(UnitAttr)
+    last_dim_size = opt_attr_def(IntegerAttr)
+    traits = traits_def(PureUntilScheduled())
+
+    def _axes(self, rank: int) -> list[int]:
+        axes = [normalize_axis(a, max(rank, 1)) for a in _ints(self.axes)]
+        if not axes or len(set(axes)) != len(axes):
+            raise VerifyException(f"'axes' must name distinct dims, got {list(_ints(self.axes))}")
+        return axes
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        ty = operand_types[0]
+        assert isinstance(ty, TensorType)
+        kind = self.kind.data if self.kind is not None else ""
+        if kind not in self.KINDS:
+            raise VerifyException(f"kind must be one of {', '.join(self.KINDS)}, got {kind!r}")
+        norm = self.normalization.value.data if self.normalization else 0
+        if norm not in (0, 1, 2):
+            raise VerifyException(f"normalization must be 0, 1 or 2, got {norm}")
+        shape = list(shape_of(ty))
+        last = self._axes(len(shape))[-1]
+        elem = ty.element_type
+        if kind == "r2c":
+            if not isinstance(elem, Float32Type | Float64Type):
+                raise VerifyException(f"an r2c transform takes f32 or f64, got {elem}")
+            if self.onesided is not None and shape[last] != DYN:
+                shape[last] = shape[last] // 2 + 1
+            return [_tensor(ComplexType(elem), shape)]
+        if not isinstance(elem, ComplexType):
+            raise VerifyException(f"a {kind} transform takes a complex tensor, got {elem}")
+        if kind == "c2c":
+            return [ty]
+        if self.last_dim_size is None:
+            raise VerifyException("a c2r transform needs 'last_dim_size'")
+        shape[last] = self.last_dim_size.value.data
+        inner = elem.element_type
+        assert isinstance(inner, Attribute)
+        return [_tensor(inner, shape)]
+
+    def flops(self) -> int:
+        real = self.input.type if self.kind is None or self.kind.data != "c2r" else self.result.type
+        shape = [1 if d == DYN else d for d in shape_of(real)]
+        n = math.prod(shape[a] for a in self._axes(len(shape))) if shape else 1
+        batch = num_elements(tuple(shape)) // max(n, 1)
+        complex_ops = 5 * n * max(1, math.ceil(math.log2(max(n, 2)))) * batch
+        return (
+            complex_ops if self.kind is not None and self.kind.data == "c2c" else complex_ops // 2
+        )
+
+
 _I32 = IntegerType(32)
 
 FAMILIES: dict[str, type[NpuOp]] = {
@@ -597,6 +671,7 @@ FAMILIES: dict[str, type[NpuOp]] = {
     "flip": _Flip,
     "pad": _Pad,
     "as_strided": _AsStrided,
+    "fft": _Fft,
 }
 """Each family's base class."""
 
@@ -671,6 +746,7 @@ MATH_OPS: tuple[MathOp, ...] = (
     MathOp("flip", "flip", 0, "Reversal along some axes."),
     MathOp("pad", "pad", 0, "Constant, reflection or edge padding."),
     MathOp("as_strided", "as_strided", 0, "A strided view of a contiguous tensor, copied."),
+    MathOp("fft", "fft", 5, "A discrete Fourier transform, real or complex."),
 )
 """The table: one row per op; `_make` makes each row's class."""
 

@@ -315,7 +315,8 @@ class _Core:
         dims = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
         if any(d is None or d == 0 for d in x.shape):
             raise self.unsupported("any of a tensor with an empty or dynamic dim")
-        return self.reduce("npu.reduce_max", x, dims, keepdim, "i1")
+        # torch's any of uint8 is uint8 (0 or 1), of any other dtype bool
+        return self.cast(self.reduce("npu.reduce_max", x, dims, keepdim, "i1"), self.out_dtype())
 
     def sum(self, x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
         dims = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
@@ -350,6 +351,18 @@ class _Core:
     def variance(
         self, x: Tensor, dim: Any = None, *args: Any, correction: Any = None, keepdim: Any = None
     ) -> list[Tensor]:
+        """(variance, mean) over `dim`, in f32 for f16 and bf16 (torch's CPU kernel rounds
+        once, at the end; the mean, the differences and their squares rounded in f16
+        would lose bits at each step)."""
+        results = self.variance_in(self.wide(x), dim, *args, correction=correction, keepdim=keepdim)
+        return [
+            self.cast(r, self.out_dtype(i) if i < len(self.result_vals()) else r.dtype)
+            for i, r in enumerate(results)
+        ]
+
+    def variance_in(
+        self, x: Tensor, dim: Any = None, *args: Any, correction: Any = None, keepdim: Any = None
+    ) -> list[Tensor]:
         """(variance, mean) over `dim`: var.correction(x, dim, *, correction, keepdim) and
         var.dim(x, dim, unbiased, keepdim) alike."""
         if args:  # var.dim's unbiased, keepdim
@@ -357,6 +370,7 @@ class _Core:
             keepdim = bool(args[1]) if len(args) > 1 else keepdim
         correction = 1 if correction is None else correction
         dtype = self.out_dtype()
+        dtype = "f32" if dtype in ("f16", "bf16") else dtype
         y = self.cast(x, dtype)
         rank = len(x.shape)
         dims = list(range(rank)) if dim is None or dim == [] else [self.dim(x, d) for d in dim]
@@ -589,6 +603,10 @@ class _Core:
 
     def squeeze_dims(self, x: Tensor, dims: Sequence[int] | None = None) -> Tensor:
         rank = len(x.shape)
+        if not rank:  # a 0-d tensor squeezed at dim 0 or -1 is itself, as in torch
+            for d in dims or ():
+                self.dim(x, d)
+            return x
         chosen = range(rank) if dims is None else [self.dim(x, d) for d in dims]
         gone = {d for d in chosen if x.shape[d] == 1}
         if not gone:
@@ -621,6 +639,12 @@ class _Core:
         spatial = len(x.shape) - 2
         if spatial not in (1, 2) or len(w.shape) != spatial + 2:
             raise self.unsupported(f"a {spatial}-d convolution (npu.conv2d takes 1-d and 2-d)")
+        # A form traced from an int (`stride=2`, `padding="valid"`) holds one value for all
+        # spatial dims; the convolution broadcasts it.
+        stride, padding, dilation = (
+            [int(v) for v in arg] * (spatial if len(arg) == 1 else 1)
+            for arg in (stride, padding, dilation)
+        )
         if spatial == 1:  # as a 2-d convolution of height 1
             x = ops.reshape(x, [x.shape[0], x.shape[1], 1, x.shape[2]])
             w = ops.reshape(w, [w.shape[0], w.shape[1], 1, w.shape[2]])
@@ -690,6 +714,345 @@ class _Core:
             else:
                 y = ops.sub(later, earlier)
         return y
+
+    def softmax(self, x: Tensor, dim: int, half_to_float: bool = False) -> Tensor:
+        """`npu.softmax`; a 0-d tensor's softmax is over its one element (as a 1-element
+        vector), and an empty tensor's is itself."""
+        if not x.shape:
+            return ops.reshape(ops.softmax(ops.reshape(x, [1]), 0), [])
+        if 0 in x.shape:
+            return x
+        return ops.softmax(x, dim)
+
+    # -- 3-d pooling, distances, bags ------------------------------------------
+
+    def wide(self, x: Tensor) -> Tensor:
+        """`x` in f32 if it is f16 or bf16: a lowering of several steps rounds once at the
+        end, as torch's CPU kernels do, not after each step."""
+        return self.cast(x, "f32") if x.dtype in ("f16", "bf16") else x
+
+    def averaged(self, x: Tensor, mean: Callable[[Tensor], Tensor], window: int = 0) -> Tensor:
+        """`mean` of `x` in f32 for f16 and bf16 (one rounding) and in f64 for integers,
+        whose average torch truncates toward zero once, after the whole sum: the mean
+        times the `window` size, rounded, is that exact sum (the mean may be a hair below
+        an integer it equals), divided once and truncated."""
+        if x.dtype in _FLOATS:
+            return self.cast(mean(self.wide(x)), x.dtype)
+        if not window:
+            raise self.unsupported(f"an adaptive average of {x.dtype} (torch takes floats)")
+        k = self.graph.constant(window, "f64")
+        total = self.one("npu.round", [ops.mul(mean(self.cast(x, "f64")), k)])
+        return self.cast(self.one("npu.trunc", [ops.div(total, k)]), x.dtype)
+
+    def static(self, x: Tensor, what: str) -> list[int]:
+        if any(d is None for d in x.shape):
+            raise self.unsupported(f"{what} of a tensor with dynamic dims")
+        return [int(d) for d in x.shape if d is not None]
+
+    def pool(
+        self, x: Tensor, window: Sequence[int], stride: Sequence[int], pads: Sequence[int]
+    ) -> Tensor:
+        attrs: dict[str, Attribute] = {
+            "kind": StringAttr("avg"),
+            "window": _i64s(window),
+            "strides": _i64s(stride),
+            "pads": _i64s(pads),
+        }
+        return self.one("npu.pool2d", [x], attrs)
+
+    def avg_pool3d(
+        self,
+        x: Tensor,
+        kernel: Sequence[int],
+        stride: Sequence[int] = (),
+        padding: Sequence[int] = (0,),
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> Tensor:
+        """An average over a box is the average over depth of the averages over the planes:
+        `npu.pool2d` over (H, W) with the depth folded into the channels, then over D with
+        H and W folded into one dim (padding counted, so both steps divide by the whole
+        window, zeros included)."""
+        k, s, pad = _three(kernel), _three(stride or kernel), _three(padding)
+        if ceil_mode or divisor_override or (not count_include_pad and any(pad)):
+            raise self.unsupported("avg_pool3d with ceil_mode, a divisor or uncounted padding")
+        shape = self.static(x, "avg_pool3d")
+        if len(shape) not in (4, 5):
+            raise self.unsupported(f"avg_pool3d of a rank-{len(shape)} tensor")
+        n, c, d, h, w = shape if len(shape) == 5 else [1, *shape]
+
+        def mean(y: Tensor) -> Tensor:
+            planes = ops.reshape(y, [n, c * d, h, w])
+            flat = self.pool(planes, k[1:], s[1:], [pad[1], pad[1], pad[2], pad[2]])
+            h2, w2 = int(flat.shape[2] or 0), int(flat.shape[3] or 0)
+            deep = ops.reshape(flat, [n, c, d, h2 * w2])
+            deep = self.pool(deep, [k[0], 1], [s[0], 1], [pad[0], pad[0], 0, 0])
+            d2 = int(deep.shape[2] or 0)
+            return ops.reshape(deep, [n, c, d2, h2, w2] if len(shape) == 5 else [c, d2, h2, w2])
+
+        return self.averaged(x, mean, math.prod(k))
+
+    def adaptive_avg_pool3d(self, x: Tensor, output_size: Sequence[int]) -> Tensor:
+        """Torch's adaptive windows (output i of a dim of n averages `[floor(i n / m),
+        ceil((i + 1) n / m))`) are boxes, so the average is one dim at a time: a dim that
+        divides evenly is a reshape and a sum, any other one slice and sum per output."""
+        shape = self.static(x, "adaptive_avg_pool3d")
+        if len(shape) not in (4, 5) or len(output_size) != 3:
+            raise self.unsupported(f"adaptive_avg_pool3d of a rank-{len(shape)} tensor")
+
+        def mean(y: Tensor) -> Tensor:
+            for axis, m in zip(range(len(shape) - 3, len(shape)), output_size, strict=True):
+                y = self.adaptive_mean(y, axis, int(m))
+            return y
+
+        return self.averaged(x, mean)
+
+    def adaptive_mean(self, y: Tensor, axis: int, m: int) -> Tensor:
+        shape = [int(d or 0) for d in y.shape]
+        n = shape[axis]
+        if n == m:
+            return y
+        if m and n % m == 0:
+            split = [*shape[:axis], m, n // m, *shape[axis + 1 :]]
+            total = self.reduce("npu.reduce_sum", ops.reshape(y, split), [axis + 1], False, None)
+            return ops.div(total, self.graph.constant(n // m, y.dtype))
+        parts = []
+        for i in range(m):
+            lo, hi = (i * n) // m, -((-(i + 1) * n) // m)
+            part = self.reduce("npu.reduce_sum", ops.slice(y, axis, lo, hi), [axis], True, None)
+            parts.append(ops.div(part, self.graph.constant(hi - lo, y.dtype)))
+        return ops.cat(parts, axis)
+
+    def p_norm(self, diff: Tensor, p: float, axis: int) -> Tensor:
+        """The p-norm of `diff` along `axis` (torch's cases: 0 counts the non-zeros, inf is
+        the largest magnitude)."""
+        dtype = diff.dtype
+        if p == 0:
+            nonzero = self.one("npu.ne", [diff, self.graph.constant(0, dtype)])
+            return self.reduce("npu.reduce_sum", nonzero, [axis], False, dtype)
+        size = self.static(diff, "a p-norm")[axis]
+        magnitude = self.one("npu.abs", [diff])
+        if math.isinf(p):
+            if size == 0:  # torch's max over nothing here is 0
+                shape = [d for i, d in enumerate(self.static(diff, "")) if i != axis]
+                return self.fill_like(shape, dtype, 0)
+            return self.reduce("npu.reduce_max", magnitude, [axis], False, None)
+        if p == 1:
+            return self.reduce("npu.reduce_sum", magnitude, [axis], False, None)
+        if p == 2:
+            return ops.sqrt(self.reduce("npu.reduce_sum", ops.mul(diff, diff), [axis], False, None))
+        powered = self.one("npu.pow", [magnitude, self.graph.constant(float(p), dtype)])
+        total = self.reduce("npu.reduce_sum", powered, [axis], False, None)
+        return self.one("npu.pow", [total, self.graph.constant(1.0 / p, dtype)])
+
+    def cdist(self, a: Tensor, b: Tensor, p: float = 2.0, compute_mode: Any = None) -> Tensor:
+        """The p-norm distances of each row of `a` to each of `b`: their differences by
+        broadcasting ([..., P, 1, M] - [..., 1, R, M]) and the norm over M.  Direct, not
+        torch's matrix-product form for large inputs (`compute_mode`), which rounds more."""
+        sa, sb = self.static(a, "cdist"), self.static(b, "cdist")
+        dtype = self.out_dtype()
+        x = ops.reshape(self.cast(a, dtype), [*sa[:-1], 1, sa[-1]])
+        y = ops.reshape(self.cast(b, dtype), [*sb[:-2], 1, sb[-2], sb[-1]])
+        return self.p_norm(ops.sub(x, y), float(p), -1 % (max(len(sa), len(sb)) + 1))
+
+    def pdist(self, x: Tensor, p: float = 2.0) -> Tensor:
+        """The distances of each pair of rows `i < j`, row-major: the upper triangle of the
+        row-to-row distance matrix, its rows' tails joined."""
+        n, _ = self.static(x, "pdist")
+        if n < 2:
+            return self.fill_like([0], self.out_dtype(), 0)
+        full = self.cdist(x, x, p)
+        tails = [
+            ops.reshape(ops.slice(ops.slice(full, 0, i, i + 1), 1, i + 1, n), [n - i - 1])
+            for i in range(n - 1)
+        ]
+        return ops.cat(tails, 0) if len(tails) > 1 else tails[0]
+
+    def embedding_bag(
+        self,
+        weight: Tensor,
+        indices: Tensor,
+        offsets: Tensor,
+        scale_grad_by_freq: bool = False,
+        mode: int = 0,
+        sparse: bool = False,
+        per_sample_weights: Tensor | None = None,
+        include_last_offset: bool = False,
+        padding_idx: int = -1,
+    ) -> list[Tensor]:
+        """Bags of rows of `weight`, summed (mode 0), averaged (1) or their maximum (2).
+        A bag's bounds come from `offsets` (data), so each index's bag is computed as data
+        too: the number of offsets at or before its position, less one.  The rows are
+        then scattered into their bags; an index equal to `padding_idx` goes to an extra
+        bag that is dropped.  An empty bag is zeros, as in torch.  The results are torch's
+        four: the bags, each index's bag, each bag's size and (mode 2) the index of each
+        maximum."""
+        (length,) = self.static(indices, "embedding_bag")
+        (count,) = self.static(offsets, "embedding_bag")
+        _, width = self.static(weight, "embedding_bag")
+        bags = count - 1 if include_last_offset else count
+        dtype = self.out_dtype()
+        ids = self.index_tensor(indices)
+        starts = self.cast(ops.slice(offsets, 0, 0, bags), "i64")
+        position = self.one("npu.arange", [], {}, [tensor_type([length], "i64")])
+        after = self.one(
+            "npu.ge", [ops.reshape(position, [length, 1]), ops.reshape(starts, [1, bags])]
+        )
+        bag = ops.sub(
+            self.reduce("npu.reduce_sum", after, [1], False, "i64"), self.graph.constant(1, "i64")
+        )
+        keep = (
+            self.one("npu.ne", [ids, self.graph.constant(int(padding_idx), ids.dtype)])
+            if padding_idx >= 0
+            else self.fill_like([length], "i1", 1)
+        )
+        target = self.one("npu.select", [keep, bag, self.graph.constant(bags, "i64")])
+        rows = self.wide(ops.index_select(self.cast(weight, dtype), 0, ids))
+        if per_sample_weights is not None:
+            rows = ops.mul(
+                rows, ops.reshape(self.cast(per_sample_weights, rows.dtype), [length, 1])
+            )
+        spread = ops.add(
+            ops.reshape(target, [length, 1]), self.fill_like([length, width], "i64", 0)
+        )
+        attrs: dict[str, Attribute] = {"axis": IntegerAttr(0, i64)}
+        attrs["reduce"] = StringAttr("amax" if mode == 2 else "sum")
+        if mode == 2:
+            attrs["exclude_self"] = UnitAttr()
+        zeros = self.fill_like([bags + 1, width], rows.dtype, 0)
+        summed = self.one("npu.scatter", [zeros, spread, rows], attrs)
+        sizes = self.one(
+            "npu.scatter",
+            [self.fill_like([bags + 1], "i64", 0), target, self.cast(keep, "i64")],
+            {"axis": IntegerAttr(0, i64), "reduce": StringAttr("sum")},
+        )
+        sizes = ops.slice(sizes, 0, 0, bags)
+        out = ops.slice(summed, 0, 0, bags)
+        if mode == 1:
+            out = ops.div(
+                out,
+                ops.reshape(
+                    self.cast(ops.maximum(sizes, self.graph.constant(1, "i64")), out.dtype),
+                    [bags, 1],
+                ),
+            )
+        # torch's CPU kernel leaves a sum's bag sizes zero (they serve its backward only)
+        # and gives the sizes again as a mean's maximum indices.
+        counted = sizes if mode else self.fill_like([bags], "i64", 0)
+        results = [self.cast(out, dtype), bag, counted]
+        if mode == 2:
+            # The first index of each bag whose row holds the maximum (0 for an empty bag).
+            best = ops.index_select(summed, 0, target)
+            hit = self.one(
+                "npu.logical_and",
+                [self.one("npu.eq", [rows, best]), ops.reshape(keep, [length, 1])],
+            )
+            word = ops.add(
+                ops.reshape(self.cast(ids, "i64"), [length, 1]),
+                self.fill_like([length, width], "i64", 0),
+            )
+            big = self.fill_like([length, width], "i64", 2**62)
+            first = self.one(
+                "npu.scatter",
+                [
+                    self.fill_like([bags + 1, width], "i64", 0),
+                    spread,
+                    self.one("npu.select", [hit, word, big]),
+                ],
+                {
+                    "axis": IntegerAttr(0, i64),
+                    "reduce": StringAttr("amin"),
+                    "exclude_self": UnitAttr(),
+                },
+            )
+            results.append(ops.slice(first, 0, 0, bags))
+        else:
+            results.append(counted)
+        # torch gives some of the last three empty in some modes: the shapes it records.
+        return [
+            r
+            if i == 0 or self.static(r, "") == self.out_shape(i)
+            else self.fill_like(self.out_shape(i), self.out_dtype(i), 0)
+            for i, r in enumerate(results)
+        ]
+
+    # -- Fourier transforms -------------------------------------------------
+
+    def fft(self, kind: str) -> Handler:
+        """`_fft_r2c(x, dim, normalization, onesided)`, `_fft_c2r(x, dim, normalization,
+        last_dim_size)` and `_fft_c2c(x, dim, normalization, forward)` as `npu.fft`."""
+
+        def build(x: Tensor, dim: Sequence[int], normalization: int, flag: Any) -> Tensor:
+            if kind == "r2c" and x.dtype not in ("f32", "f64"):
+                raise self.unsupported(f"an r2c transform of {x.dtype} (it takes f32 or f64)")
+            attrs: dict[str, Attribute] = {
+                "kind": StringAttr(kind),
+                "axes": _i64s([self.dim(x, d) for d in dim]),
+            }
+            if normalization:
+                attrs["normalization"] = IntegerAttr(int(normalization), i64)
+            if kind == "r2c" and flag:
+                attrs["onesided"] = UnitAttr()
+            if kind == "c2r":
+                attrs["last_dim_size"] = IntegerAttr(int(flag), i64)
+            if kind == "c2c" and not flag:
+                attrs["inverse"] = UnitAttr()
+            return self.one("npu.fft", [x], attrs)
+
+        return build
+
+    # -- data-dependent values ----------------------------------------------
+
+    def masked_scatter(self, x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+        """Where the mask holds, the source's elements in order: the k-th true place takes
+        source element k, which is the running count of trues less one, so the offsets are
+        data but the shapes are not."""
+        shape = self.static(x, "masked_scatter")
+        numel = math.prod(shape)
+        src = self.static(source, "masked_scatter")
+        full = self.cast(mask, "i1")
+        if list(full.shape) != shape:
+            full = self.imp.expand(full, shape)
+        if not numel or not math.prod(src):
+            return x
+        flat = ops.reshape(self.cast(full, "i64"), [numel])
+        offset = ops.sub(
+            self.one("npu.cumsum", [flat], {"axis": IntegerAttr(0, i64)}),
+            self.graph.constant(1, "i64"),
+        )
+        offset = self.one(
+            "npu.minimum",
+            [
+                ops.maximum(offset, self.graph.constant(0, "i64")),
+                self.graph.constant(math.prod(src) - 1, "i64"),
+            ],
+        )
+        picked = ops.index_select(
+            ops.reshape(self.cast(source, x.dtype), [math.prod(src)]), 0, offset
+        )
+        return self.one("npu.select", [full, ops.reshape(picked, shape), x])
+
+    def local_scalar(self, x: Tensor) -> Tensor:
+        """`.item()`: the one element, kept on the device as a 0-d tensor.  What reads it
+        as a number (an add, a where) takes a 0-d tensor alike; what needs it as a size at
+        import time is refused there, as any data-dependent size is."""
+        shape = self.static(x, "item")
+        if math.prod(shape) != 1:
+            raise self.unsupported(f"item of a tensor of {math.prod(shape)} elements")
+        return ops.reshape(x, [])
+
+    def resize(self, x: Tensor, size: Sequence[int], *_: Any, **__: Any) -> Tensor:
+        """`resize_` as a value: the first elements of the flattened tensor in the new
+        shape; a larger size's new elements (uninitialised in torch) are zeros."""
+        have = math.prod(self.static(x, "resize_"))
+        want = math.prod(int(d) for d in size)
+        flat = ops.reshape(x, [have])
+        if want <= have:
+            flat = ops.slice(flat, 0, 0, want)
+        else:
+            flat = ops.cat([flat, self.fill_like([want - have], x.dtype, 0)], 0)
+        return ops.reshape(flat, [int(d) for d in size])
 
     # -- sizes ----------------------------------------------------------------
 
@@ -807,7 +1170,14 @@ _TORCH_DTYPES = {
     "ui8": "uint8",
     "i32": "int32",
     "i64": "int64",
+    "c64": "complex64",
+    "c128": "complex128",
 }
+
+
+def _three(values: Sequence[int]) -> list[int]:
+    """A 3-d pooling argument, one value or three, as three."""
+    return [int(v) for v in values] * (3 // len(values)) if values else []
 
 
 def _low(value: Any, low: set[str]) -> bool:
@@ -1026,6 +1396,7 @@ def handlers(importer: Any) -> dict[str, Handler]:
             "diagonal.default": c.diagonal,
             "split_with_sizes.default": c.split_with_sizes,
             "squeeze.dims": c.squeeze_dims,
+            "squeeze.dim": lambda x, dim: c.squeeze_dims(x, [dim]),
             "squeeze.default": c.squeeze_dims,
             "copy.default": c.copy,
             # A decomposition's update of a buffer (batch norm's running stats): the value
@@ -1036,6 +1407,20 @@ def handlers(importer: Any) -> dict[str, Handler]:
             "lift_fresh_copy.default": lambda x: x,
             "convolution.default": c.convolution,
             "avg_pool2d.default": c.avg_pool2d,
+            "avg_pool3d.default": c.avg_pool3d,
+            "_softmax.default": c.softmax,
+            "_adaptive_avg_pool3d.default": c.adaptive_avg_pool3d,
+            "_cdist_forward.default": c.cdist,
+            "_pdist_forward.default": c.pdist,
+            "_embedding_bag.default": c.embedding_bag,
+            # what F.embedding_bag calls when no gradient is wanted: the same op
+            "_embedding_bag_forward_only.default": c.embedding_bag,
+            "masked_scatter.default": c.masked_scatter,
+            "_fft_r2c.default": c.fft("r2c"),
+            "_fft_c2r.default": c.fft("c2r"),
+            "_fft_c2c.default": c.fft("c2c"),
+            "_local_scalar_dense.default": c.local_scalar,
+            "resize_.default": c.resize,
             "diff.default": c.diff,
             "sym_numel.default": c.numel,
             "sym_stride.int": c.stride,
@@ -1044,6 +1429,56 @@ def handlers(importer: Any) -> dict[str, Handler]:
         }
     )
     return {f"aten.{name}": handler for name, handler in table.items()}
+
+
+COMPLEX_OK: frozenset[str] = frozenset(
+    f"aten.{name}"
+    for name in """
+    _fft_r2c.default _fft_c2r.default _fft_c2c.default _to_copy.default to.dtype
+    to.dtype_layout view.default reshape.default _unsafe_view.default clone.default
+    contiguous.default alias.default detach.default permute.default transpose.int t.default
+    slice.Tensor select.int cat.default unsqueeze.default squeeze.dim squeeze.dims
+    squeeze.default expand.default lift_fresh_copy.default
+    """.split()
+)
+"""The ops that take or give a complex tensor: the FFTs, casts and data movement.  npuir's
+other kernels compute in real arithmetic (an `abs` of a complex tensor would drop its
+imaginary part), so they refuse a complex operand or result (`complex_guarded`)."""
+
+
+def complex_guarded(importer: Any, table: dict[str, Handler]) -> dict[str, Handler]:
+    """`table` with every ATen handler outside `COMPLEX_OK` refusing a complex operand or
+    result (an unmapped form, located at the model's line like any other)."""
+
+    def guard(name: str, handler: Handler) -> Handler:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            leaves = [*args, *kwargs.values()]
+            leaves += [v for a in leaves if isinstance(a, list | tuple) for v in a]
+            node = importer.node
+            val = node.meta.get("val") if node is not None else None
+            vals = list(val) if isinstance(val, list | tuple) else [val]
+            dtypes = {str(v.dtype) for v in leaves if isinstance(v, Tensor)}
+            dtypes |= {
+                str(v.dtype).removeprefix("torch.") for v in vals if v is not None and _has_dtype(v)
+            }
+            found = sorted(d for d in dtypes if d in ("c64", "c128", "complex64", "complex128"))
+            if found:
+                from npuir.frontends.torch import UnsupportedOp
+
+                raise UnsupportedOp(
+                    f"a {_TORCH_DTYPES.get(found[0], found[0])} tensor: npuir takes complex "
+                    "tensors in FFTs, casts and data movement only"
+                )
+            return handler(*args, **kwargs)
+
+        return guarded
+
+    return {
+        name: handler
+        if name in COMPLEX_OK or not name.startswith("aten.")
+        else guard(name, handler)
+        for name, handler in table.items()
+    }
 
 
 CORE_ATEN: tuple[str, ...] = tuple(
@@ -1092,19 +1527,7 @@ CORE_ATEN: tuple[str, ...] = tuple(
 less the random-number ones (`torch.Tag.nondeterministic_seeded`) and `*_backward`
 (test_aten_coverage checks it against the installed torch)."""
 
-UNCOVERED: dict[str, str] = {
-    "_adaptive_avg_pool3d.default": "no 3-d pooling op; torch has no decomposition of it",
-    "avg_pool3d.default": "no 3-d pooling op; torch has no decomposition of it",
-    "_cdist_forward.default": "no lowering yet (a matmul-based one would need p-norm cases)",
-    "_pdist_forward.default": "no lowering yet (a data layout of the upper triangle)",
-    "_embedding_bag.default": "no lowering yet (bags of data-dependent size)",
-    "_fft_c2r.default": "complex tensors: npuir has no complex element type",
-    "_fft_r2c.default": "complex tensors: npuir has no complex element type",
-    "_local_scalar_dense.default": "a tensor's value as a Python number (`.item()`): host "
-    "control flow, which a graph cannot hold",
-    "masked_scatter.default": "its source offsets depend on the mask's data",
-    "resize_.default": "resizes a tensor's storage in place: npuir's tensors are values",
-}
+UNCOVERED: dict[str, str] = {}
 """The core overloads without a lowering, and why."""
 
 _EXISTING: dict[str, str] = {
@@ -1196,6 +1619,21 @@ _SPECIAL: dict[str, str] = {
     "copy.default": "npu.cast, npu.reshape, npu.concat",
     "convolution.default": "npu.conv2d (1-d as 2-d; not transposed, not 3-d)",
     "avg_pool2d.default": "npu.pool2d (avg; counted padding, no ceil_mode)",
+    "avg_pool3d.default": "npu.pool2d over (H, W), then over D (counted padding, no ceil_mode)",
+    "_adaptive_avg_pool3d.default": "npu.reduce_sum and npu.div per dim (npu.slice and "
+    "npu.concat where a dim does not divide evenly)",
+    "_cdist_forward.default": "npu.sub (broadcast), then the p-norm: npu.abs, npu.pow, "
+    "npu.reduce_sum or npu.reduce_max, npu.sqrt",
+    "_pdist_forward.default": "as _cdist_forward of the rows with themselves, the upper "
+    "triangle by npu.slice and npu.concat",
+    "_embedding_bag.default": "npu.gather of the rows, each index's bag from npu.arange, "
+    "npu.ge and npu.reduce_sum over the offsets, npu.scatter (sum or amax) into the bags",
+    "masked_scatter.default": "npu.cumsum of the mask gives each place's source offset, "
+    "npu.gather, npu.select",
+    "_local_scalar_dense.default": "npu.reshape to a 0-d tensor (the value stays on the device)",
+    "_fft_r2c.default": "npu.fft (r2c; complex<f32> or complex<f64> out)",
+    "_fft_c2r.default": "npu.fft (c2r)",
+    "resize_.default": "npu.slice or npu.concat with zeros, npu.reshape (a value, not storage)",
     "sym_numel.default": "(at import: the static size)",
     "sym_stride.int": "(at import: the contiguous stride)",
     "sym_storage_offset.default": "(at import: 0)",
@@ -1232,5 +1670,7 @@ def coverage() -> list[tuple[str, str, str, str]]:
                 or plain.get(name, "")
             )
         engine = "cube" if name in _CUBE else "vector"
+        if name.startswith("_fft_"):
+            engine = "vector (an assumption: docs/aten-coverage.md)"
         rows.append((f"aten.{name}", lowering, engine, "numpy (backends/npu/kernels.py)"))
     return rows

@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, UnitAttr, f32, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, UnitAttr, f32, i64
 from xdsl.ir import Attribute, Operation
 
 from npuir.dialects.npu_fused import (
     FusionAttentionOp,
     GroupedMatmulOp,
+    MatmulAllReduceOp,
     MoeFinalizeRoutingOp,
     MoeGatingTopkSoftmaxOp,
     MoeInitRoutingOp,
@@ -246,6 +247,32 @@ def handlers(
             raise unsupported("npu_grouped_matmul with group sizes (group_list_type 1)")
         return [grouped_mm(x[0], weight[0], group_list)]
 
+    def mm_all_reduce(
+        x1: Tensor,
+        x2: Tensor,
+        hcom: str,
+        reduce_op: str = "sum",
+        bias: Tensor | None = None,
+        comm_turn: int = 0,
+    ) -> Tensor:
+        """MC2's matmul + all-reduce as `npu.matmul_all_reduce` over the communicator
+        `hcom`, of torch.distributed's world size (1 when no process group is up: one
+        process is a group of one); a 3-d `x1` is its rows flattened and restored."""
+        if reduce_op != "sum" or bias is not None or comm_turn:
+            raise unsupported("npu_mm_all_reduce_base with a bias, comm_turn or a non-sum op")
+        tensors(x1, x2)
+        import torch.distributed as dist
+
+        size = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+        lead = list(x1.shape[:-1])
+        flat = x1 if len(lead) == 1 else ops.reshape(x1, [-1, x1.shape[-1]])
+        attrs: dict[str, Attribute] = {
+            "group_size": IntegerAttr(size, i64),
+            "group": StringAttr(str(hcom)),
+        }
+        (out,) = _build(MatmulAllReduceOp, [flat, x2], attrs)
+        return out if len(lead) == 1 else ops.reshape(out, [*lead, x2.shape[-1]])
+
     def gating(x: Tensor, finished: Any = None, k: int = 1) -> list[Tensor]:
         if finished is not None:
             raise unsupported("npu_moe_gating_top_k_softmax with `finished`")
@@ -285,6 +312,7 @@ def handlers(
         "npu.npu_rms_norm.default": rms_norm,
         "npu.npu_rotary_mul.default": rotary_mul,
         "npu.npu_moe_gating_top_k_softmax.default": gating,
+        "npu.npu_mm_all_reduce_base.default": mm_all_reduce,
         "npu.npu_moe_init_routing.default": init_routing,
         "npu.npu_moe_finalize_routing.default": finalize_routing,
     }

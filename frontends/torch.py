@@ -259,7 +259,7 @@ def _dynamic_sizes(value: Any) -> Any:
 
 
 def dtype_supported(dtype: Any) -> bool:
-    """Whether npuir has an element type for a torch dtype (complex64 and float8 it has not)."""
+    """Whether npuir has an element type for a torch dtype (complex32 and float8 it has not)."""
     return _dtype_refusal(dtype) is None
 
 
@@ -660,7 +660,7 @@ class _Importer:
         table.update(importlib.import_module("npuir.frontends.aten_core").handlers(self))
         table.update(aten_fused.handlers(self, UnsupportedOp))
         table.update(aten_models.handlers(self))  # transformers' forms (aten_models.py)
-        return table
+        return importlib.import_module("npuir.frontends.aten_core").complex_guarded(self, table)
 
     def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:
         """`npu.opaque` for an ATen op with no npu op: its tensor operands in, its results out."""

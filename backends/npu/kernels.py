@@ -157,6 +157,8 @@ _DTYPES: dict[str, np.dtype[Any]] = {
     "ui32": np.dtype(np.uint32),
     "ui64": np.dtype(np.uint64),
     "i1": _BOOL,
+    "c64": np.dtype(np.complex64),
+    "c128": np.dtype(np.complex128),
 }
 _NAMES: dict[np.dtype[Any], str] = {dt: name for name, dt in _DTYPES.items()}
 
@@ -1214,6 +1216,56 @@ def _index_put(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     else:
         out[where] = values.astype(acc)
     return [_convert(out, _result_dtype(attrs, 0, data.dtype))]
+
+
+@_register("npu.fft", 1)
+def _fft(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
+    """torch's `_fft_r2c`, `_fft_c2r` and `_fft_c2c`: numpy's unnormalized transforms (an
+    inverse one undoes numpy's 1 / n) in complex128 or f64, scaled by `normalization`, then
+    rounded to the result's dtype once."""
+    (x,) = inputs
+    kind = str(attrs.get("kind", ""))
+    axes = [_axis(a, max(x.ndim, 1)) for a in _ints(attrs, "axes") or ()]
+    if not axes:
+        raise ValueError("'axes' names no dim")
+    wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+    out: Array
+    if kind == "r2c":
+        full = np.fft.fftn(wide, axes=axes)
+        last = axes[-1]
+        out = (
+            full[
+                tuple(
+                    slice(0, x.shape[last] // 2 + 1) if d == last else slice(None)
+                    for d in range(x.ndim)
+                )
+            ]
+            if _flag(attrs, "onesided")
+            else full
+        )
+        n = math.prod(x.shape[a] for a in axes)
+    elif kind == "c2r":
+        size = _int(attrs, "last_dim_size", 0)
+        sizes = [x.shape[a] for a in axes[:-1]] + [size]
+        out = np.fft.irfftn(wide, s=sizes, axes=axes, norm="forward")
+        n = math.prod(sizes)
+    elif kind == "c2c":
+        inverse = _flag(attrs, "inverse")
+        out = (
+            np.fft.ifftn(wide, axes=axes, norm="forward")
+            if inverse
+            else np.fft.fftn(wide, axes=axes)
+        )
+        n = math.prod(x.shape[a] for a in axes)
+    else:
+        raise ValueError(f"kind must be r2c, c2r or c2c, got {kind!r}")
+    norm = _int(attrs, "normalization", 0)
+    if norm:
+        out = out / (math.sqrt(n) if norm == 1 else n) if n else out
+    default = np.dtype(np.complex64 if x.dtype in (np.float32, np.complex64) else np.complex128)
+    if kind == "c2r":
+        default = np.dtype(np.float32 if x.dtype == np.complex64 else np.float64)
+    return [np.asarray(out).astype(_result_dtype(attrs, 0, default))]
 
 
 @_register("npu.flip", 1)

@@ -28,6 +28,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
+    ComplexType,
     DictionaryAttr,
     FileLineColLoc,
     Float16Type,
@@ -165,6 +166,8 @@ _DTYPES: dict[str, Attribute] = {
     "ui8": IntegerType(8, Signedness.UNSIGNED),
     "i32": IntegerType(32),
     "i64": IntegerType(64),
+    "c64": ComplexType(Float32Type()),
+    "c128": ComplexType(Float64Type()),
 }
 
 # torch's spellings, so `torch.float16` or "float16" work as well as "f16".
@@ -183,6 +186,10 @@ _DTYPE_ALIASES = {
     "int": "i32",
     "int64": "i64",
     "long": "i64",
+    "complex64": "c64",
+    "cfloat": "c64",
+    "complex128": "c128",
+    "cdouble": "c128",
 }
 
 

@@ -112,6 +112,9 @@ _SCHEMAS: dict[str, str] = {
     "npu_moe_init_routing": (
         "(Tensor x, Tensor row_idx, Tensor expert_idx, int active_num) -> (Tensor, Tensor, Tensor)"
     ),
+    "npu_mm_all_reduce_base": (
+        "(Tensor x1, Tensor x2, str hcom, str reduce_op='sum', Tensor? bias=None, int comm_turn=0) -> Tensor"
+    ),
     "npu_moe_finalize_routing": (
         "(Tensor expanded_permuted_rows, Tensor? skip1, Tensor? skip2, Tensor? bias, Tensor? scales, Tensor expanded_src_to_dst_row, Tensor? export_for_source_row) -> Tensor"
     ),
@@ -340,6 +343,37 @@ def _define_fused_ops() -> None:
         group_list_type: int = 0,
     ) -> list[Tensor]:
         return [x[0].new_empty((x[0].shape[0], weight[0].shape[2]))]
+
+    @torch.library.custom_op(
+        lib + "npu_mm_all_reduce_base",
+        mutates_args=(),
+        schema=_SCHEMAS["npu_mm_all_reduce_base"],
+    )
+    def npu_mm_all_reduce_base(
+        x1: Tensor,
+        x2: Tensor,
+        hcom: str,
+        reduce_op: str = "sum",
+        bias: Tensor | None = None,
+        comm_turn: int = 0,
+    ) -> Tensor:
+        # One process on the CPU is a group of one: the sum over the group of this rank's
+        # product is the product (torch_npu's MC2 kernel sums it over `hcom`'s ranks).
+        if reduce_op != "sum":
+            raise ValueError(f"npu_mm_all_reduce_base: reduce_op {reduce_op!r} (it takes 'sum')")
+        out = (x1.float() @ x2.float()).to(x1.dtype)
+        return out if bias is None else out + bias
+
+    @npu_mm_all_reduce_base.register_fake
+    def _(
+        x1: Tensor,
+        x2: Tensor,
+        hcom: str,
+        reduce_op: str = "sum",
+        bias: Tensor | None = None,
+        comm_turn: int = 0,
+    ) -> Tensor:
+        return x1.new_empty((*x1.shape[:-1], x2.shape[-1]))
 
     @torch.library.custom_op(
         lib + "npu_moe_gating_top_k_softmax",
