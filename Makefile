@@ -11,6 +11,10 @@ TORCH := torch==2.13.0+cpu
 EXAMPLE := docs/example-pass
 EXAMPLE_STAMP := $(VENV)/.installed-example-pass
 CHROMIUM_STAMP := $(VENV)/.installed-chromium
+RAY_STAMP := $(VENV)/.installed-ray
+# The `ray` extra of pyproject.toml (npuir.executor's `--jobs ray`), installed apart from
+# test-all: see $(RAY_STAMP).
+RAY := ray>=2.40
 
 .PHONY: run test check lint unit unit-fast lit example-pass install install-all clean
 
@@ -26,9 +30,10 @@ $(STAMP): pyproject.toml npuir/__init__.py | $(BIN)/python
 # Every optional dependency a test needs (torch, transformers, matplotlib), and
 # pytest-xdist and pytest-randomly: the whole suite runs on both cores in a random order.
 $(ALL_STAMP): $(STAMP)
-	@sh dev/install_chromium.sh start $(VENV)
+	@sh dev/background.sh start chromium $(VENV) sh dev/install_chromium.sh
 	$(BIN)/python -m pip install --quiet '$(TORCH)'
 	$(BIN)/python -m pip install --quiet -e '.[test-all]'
+	@sh dev/background.sh start ray $(VENV) $(BIN)/python -m pip install --quiet '$(RAY)'
 	touch $@
 
 # The browser test (test/unit/backends/test_html_report.py) opens the HTML report in
@@ -36,12 +41,19 @@ $(ALL_STAMP): $(STAMP)
 # The install starts in the background with the pip installs above (it is mostly download
 # and unpacking) and is waited for here.
 $(CHROMIUM_STAMP): | $(BIN)/python
-	@sh dev/install_chromium.sh wait $(VENV)
+	@sh dev/background.sh wait chromium $(VENV) sh dev/install_chromium.sh
+	touch $@
+
+# Ray, for the executor test (test/unit/test_executor.py): about 50 s of download and
+# unpacking, 6 CPU-s, so it installs in the background while lint runs (lint never imports
+# it; mypy skips it, see pyproject.toml) and pytest waits for it here.
+$(RAY_STAMP): | $(ALL_STAMP)
+	@sh dev/background.sh wait ray $(VENV) $(BIN)/python -m pip install --quiet '$(RAY)'
 	touch $@
 
 install: $(STAMP)
 
-install-all: $(ALL_STAMP)
+install-all: $(ALL_STAMP) $(RAY_STAMP)
 
 ## The main job: the seed model through the standard pipeline, then as written, on one
 ## stream and with auto side by side, with the reasons and the recommended annotation.
@@ -67,10 +79,10 @@ lint: $(ALL_STAMP)
 # shuffles the order and prints its seed (`--randomly-seed=N` repeats an order).
 # worksteal: an idle worker takes tests queued for the other, so a minute-long test drawn
 # late does not leave one core idle while the other finishes its share.
-unit: $(ALL_STAMP) $(CHROMIUM_STAMP)
+unit: $(ALL_STAMP) $(CHROMIUM_STAMP) $(RAY_STAMP)
 	$(BIN)/python -m pytest -n 2 --dist worksteal -rs
 
-unit-fast: $(ALL_STAMP) $(CHROMIUM_STAMP)
+unit-fast: $(ALL_STAMP) $(CHROMIUM_STAMP) $(RAY_STAMP)
 	$(BIN)/python -m pytest -rs -m 'not slow'
 
 lit: $(ALL_STAMP)
