@@ -699,6 +699,11 @@ def _finer(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
         total = _new(graph, node, aten.div.Tensor, (summed, count), f"{node.name}_div", val=val)
     elif target in _SPLITS and not kwargs:
         return _sliced(graph, node)
+    elif target == "aten.histc.default" and not kwargs:
+        made = _histc(graph, node)
+        if made is None:
+            return False
+        total = made
     elif target in _FACTORIES and _is_tensor(val) and all(isinstance(d, int) for d in val.shape):
         value = _FACTORIES[target]
         if value is None:
@@ -719,6 +724,62 @@ def _finer(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
     node.replace_all_uses_with(total)
     graph.erase_node(node)
     return True
+
+
+def _histc(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """`histc(x, bins, lo, hi)` with its range given, in the ATen ops npuir builds it from
+    (`npuir.frontends.aten_models`): each element's bin `(x - lo) * bins / (hi - lo)`,
+    floored and clamped to `[0, bins - 1]`, compared with every bin's number and counted where
+    `lo <= x <= hi`.  `hi - lo` is a number here (npuir's import subtracts two constants on
+    the device); None when the range is the data's or a size is not static."""
+    aten = torch.ops.aten
+    args: Any = node.args
+    x = args[0]
+    val: Any = node.meta.get("val")
+    shape = getattr(_val(x), "shape", None)
+    bins = int(args[1]) if len(args) > 1 else 100
+    lo = float(args[2]) if len(args) > 2 else 0.0
+    hi = float(args[3]) if len(args) > 3 else 0.0
+    if (
+        lo == hi
+        or shape is None
+        or not _is_tensor(val)
+        or not val.dtype.is_floating_point
+        or not all(isinstance(d, int) for d in shape)
+    ):
+        return None
+    n = math.prod(int(d) for d in shape)
+    name = node.name
+
+    def new(target: Any, *operands: Any, **kwargs: Any) -> torch.fx.Node:
+        return _new(graph, node, target, operands, f"{name}_{len(made)}", kwargs)
+
+    made: list[torch.fx.Node] = []
+
+    def add(target: Any, *operands: Any, **kwargs: Any) -> torch.fx.Node:
+        made.append(new(target, *operands, **kwargs))
+        return made[-1]
+
+    flat = add(aten.view.default, x, [n])
+    scaled = add(aten.mul.Tensor, add(aten.sub.Tensor, flat, lo), bins)
+    scaled = add(aten.div.Tensor, scaled, hi - lo)
+    top = add(aten.clamp.default, add(aten.floor.default, scaled), None, bins - 1)
+    which = add(aten.clamp.default, top, 0, None)
+    above = add(aten._to_copy.default, add(aten.ge.Scalar, flat, lo), dtype=val.dtype)
+    below = add(aten._to_copy.default, add(aten.le.Scalar, flat, hi), dtype=val.dtype)
+    inside = add(aten.mul.Tensor, above, below)
+    numbers = add(aten.arange.default, bins, dtype=val.dtype, device=val.device)
+    same = add(
+        aten.eq.Tensor,
+        add(aten.view.default, which, [1, n]),
+        add(aten.view.default, numbers, [bins, 1]),
+    )
+    hits = add(
+        aten.mul.Tensor,
+        add(aten._to_copy.default, same, dtype=val.dtype),
+        add(aten.view.default, inside, [1, n]),
+    )
+    return add(aten.sum.dim_IntList, hits, [1])
 
 
 def _is_tensor(value: Any) -> bool:

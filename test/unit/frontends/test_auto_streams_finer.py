@@ -79,10 +79,33 @@ def test_finer_nodes_import_to_the_same_npu_ops() -> None:
         torch.testing.assert_close(g, w)
 
 
+def test_histc_is_the_ops_npuir_builds_it_from() -> None:
+    """MoE routing's `histc`: the same npu ops but one, the device subtraction of two
+    constants npuir's import makes for `hi - lo` (a number in the graph)."""
+
+    class Hist(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return torch.histc(x.float(), bins=4, min=0, max=3) * 2
+
+    x = torch.randint(0, 4, (8, 2))
+    ep = torch.export.export(Hist(), (x,))
+    before = _ops(ep.graph)
+    (histc,) = [n for n in ep.graph.nodes if str(n.target) == "aten.histc.default"]
+    assert _finer(ep.graph, histc)
+    after = _ops(ep.graph)
+    constant_sub = ("npu.sub", "tensor<f32>")
+    assert constant_sub in before and constant_sub not in after
+    before.remove(constant_sub)
+    assert after == before
+    ep.graph_module.recompile()
+    torch.testing.assert_close(ep.module()(x), Hist()(x))
+
+
 def test_a_node_without_a_finer_form_is_left() -> None:
     class Hist(torch.nn.Module):
         def forward(self, x: Any) -> Any:
-            return torch.histc(x, bins=4, min=0, max=3), x.mean(-1, dtype=torch.float64)
+            # histc over the data's own range; a mean with a dtype
+            return torch.histc(x, bins=4), x.mean(-1, dtype=torch.float64)
 
     ep = torch.export.export(Hist(), (torch.rand(8, 3) * 3,))
     code = ep.graph_module.code

@@ -74,6 +74,7 @@ def export():
 
 MODELS = {
     "llama": ("transformers.models.llama.modeling_llama", "LlamaMLP"),
+    "qwen2-moe": ("transformers.models.qwen2_moe.modeling_qwen2_moe", "Qwen2MoeSparseMoeBlock"),
 }
 
 
