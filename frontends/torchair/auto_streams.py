@@ -60,7 +60,7 @@ from npuir.backends.npu.hardware import known_device
 from npuir.backends.npu.simulator import simulate
 from npuir.context import make_context
 from npuir.diagnostics import DiagnosticEngine, DiagnosticError, Kind
-from npuir.dialects import coreset, npu, stream
+from npuir.dialects import coreset, gear, npu, stream
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.device import device_of
 
@@ -137,6 +137,33 @@ class AutoStreamsReport:
     add, a `chunk` as slices, ...) so that the graph can say where `auto` runs each part."""
     refined_ns: int | None = None
     """`auto`'s makespan on the graph with the finer nodes, when it differs from `auto_ns`."""
+    gears: list[str] = field(default_factory=list[str])
+    """A geared graph's gears (the shapes that differ), in order; the lists below are per gear."""
+    gear_written_ns: list[int | None] = field(default_factory=list[int | None])
+    gear_auto_ns: list[int | None] = field(default_factory=list[int | None])
+    """Each gear's own `auto` schedule, simulated in that gear."""
+    gear_applied_ns: list[int | None] = field(default_factory=list[int | None])
+    """Each gear under the one schedule the graph carries (`chosen`'s)."""
+    chosen: str = ""
+    """The gear whose `auto` schedule the graph carries: the least sum over the gears."""
+
+    def _render_gears(self, us: Any) -> str:
+        lines = [
+            f"auto_streams: one graph for {len(self.gears)} gears carries one schedule: "
+            f"{self.chosen}'s auto schedule, the least sum of the gears' makespans:"
+        ]
+        for label, written, own, applied in zip(
+            self.gears, self.gear_written_ns, self.gear_auto_ns, self.gear_applied_ns
+        ):
+            more = "-" if applied is None or own is None else us(applied - own)
+            lines.append(
+                f"  {label}: {us(written)} as written -> {us(applied)}; its own auto "
+                f"{us(own)} ({more} more)"
+            )
+        for tag, nodes in self.streams.items():
+            name = "default stream" if not tag else f'"{tag}"'
+            lines.append(f"  {name}: {', '.join(nodes)}")
+        return "\n".join(lines)
 
     @property
     def stream_count(self) -> int:
@@ -151,6 +178,8 @@ class AutoStreamsReport:
 
         if not self.changed:
             return f"auto_streams: graph left as written: {self.reason}"
+        if self.gears:
+            return self._render_gears(us)
         exact = "auto's" if self.applied_ns == self.auto_ns else f"auto's {us(self.auto_ns)}"
         lines = [
             f"auto_streams: applied auto's schedule, {us(self.written_ns)} as written -> "
@@ -206,9 +235,9 @@ class AutoStreams:
         self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], config: Any = None
     ) -> None:
         if isinstance(config, CompilerConfig) or config is None:
-            report = self.rewrite(gm, config)
+            report = self.rewrite(gm, config, example_inputs)
         else:
-            report = _refused_by(config) or self.rewrite(gm, None)
+            report = _refused_by(config) or self.rewrite(gm, None, example_inputs)
         self.reports.append(report)
 
     def _partition(self) -> str:
@@ -219,8 +248,14 @@ class AutoStreams:
             options.append(f"hw={self.hw}")
         return f"stream-partition{{{' '.join(options)}}}"
 
-    def rewrite(self, gm: torch.fx.GraphModule, config: CompilerConfig | None) -> AutoStreamsReport:
-        """Apply `auto`'s schedule to `gm.graph` in place, or say why not."""
+    def rewrite(
+        self,
+        gm: torch.fx.GraphModule,
+        config: CompilerConfig | None,
+        example_inputs: Sequence[Any] = (),
+    ) -> AutoStreamsReport:
+        """Apply `auto`'s schedule to `gm.graph` in place, or say why not (`example_inputs`:
+        the graph's inputs, whose `set_dim_gears` marks make it a geared graph)."""
         graph = gm.graph
         foreign = _foreign_scopes(graph)
         if foreign:
@@ -240,6 +275,13 @@ class AutoStreams:
         except (TorchairError, DiagnosticError) as exc:
             return AutoStreamsReport(False, f"npuir cannot import it: {exc.diagnostic.message}")
         func = _only_function(module)
+        gears = _gears(graph, example_inputs)
+        if func is not None and _dynamic(func) and gears:
+            try:
+                module = _quiet_import(work, config, gears)
+                return self._geared(gm, work, module, config, gears)
+            except (TorchairError, DiagnosticError) as exc:
+                return AutoStreamsReport(False, f"npuir cannot schedule its gears: {exc}")
         if func is None or _dynamic(func):
             return AutoStreamsReport(
                 False,
@@ -312,6 +354,72 @@ class AutoStreams:
             by_name = {node.name: node for node in graph.nodes}
             _finer(graph, by_name[name])
         _apply(graph, items)
+        gm.recompile()
+        report.changed = True
+        report.reason = "applied"
+        return report
+
+    def _geared(
+        self,
+        gm: torch.fx.GraphModule,
+        work: torch.fx.Graph,
+        module: ModuleOp,
+        config: CompilerConfig | None,
+        gears: dict[int, dict[int, list[int]]],
+    ) -> AutoStreamsReport:
+        """A geared graph: TorchAir compiles one FX graph for all its gears, so it carries one
+        schedule.  Each gear's `auto` schedule is a candidate; each, written into the graph,
+        is costed in every gear, and the one with the least sum of the gears' makespans
+        (every gear weighted alike, as `npuir-advise` does by default) is applied.  The
+        report gives each gear's makespan under it against that gear's own `auto`."""
+        options = config.pass_options().get("stream-partition", {}) if config else {}
+        written_pass = "stream-partition" + (
+            "{" + " ".join(f"{k}={v}" for k, v in sorted(options.items())) + "}" if options else ""
+        )
+        lowered = f"{written_pass},{_LOWER}"
+        versions = _versions(module)
+        report = AutoStreamsReport(False, "")
+        report.gears = [label for label, _ in versions]
+        written = [_makespan(v.clone(), lowered, self.hw) for _, v in versions]
+        candidates: list[tuple[list[_Item], AutoStreamsReport]] = []
+        for _, version in versions:
+            own, source = self._auto(version)
+            report.gear_auto_ns.append(own)
+            said = AutoStreamsReport(False, "")
+            items = _whole(_items(source.body.block, said))
+            said.split = _split_nodes(items)
+            items = _anchored(items, _reads(work, items))
+            _record(items, said)
+            candidates.append((items, said))
+        best: tuple[int, int, list[int | None]] | None = None
+        for index, (items, _) in enumerate(candidates):
+            trial = _copy(work)
+            _apply(trial, items)
+            rewritten = _quiet_import(trial, config, gears)
+            spans = [_makespan(v, lowered, self.hw) for _, v in _versions(rewritten)]
+            if any(n is None for n in spans):
+                continue
+            total = sum(n or 0 for n in spans)
+            if best is None or total < best[0]:
+                best = (total, index, spans)
+        report.gear_written_ns = written
+        if (
+            best is None
+            or any(n is None for n in written)
+            or best[0] >= sum(n or 0 for n in written)
+        ):
+            report.reason = (
+                "no gear's auto schedule, shared by every gear, is faster than the graph as "
+                "written over the gears"
+            )
+            return report
+        total, index, spans = best
+        report.chosen = report.gears[index]
+        report.gear_applied_ns = spans
+        items, said = candidates[index]
+        report.streams, report.priorities = said.streams, said.priorities
+        report.limits, report.waits, report.split = said.limits, said.waits, said.split
+        _apply(gm.graph, items)
         gm.recompile()
         report.changed = True
         report.reason = "applied"
@@ -392,14 +500,63 @@ def _foreign_scopes(graph: torch.fx.Graph) -> str:
     return ", ".join(sorted(keys))
 
 
-def _quiet_import(graph: torch.fx.Graph, config: CompilerConfig | None) -> ModuleOp:
-    """`graph` imported as npuir's backend imports it, its warnings (ops costed by estimate)
-    left to the backend's own import, which says them once."""
+def _quiet_import(
+    graph: torch.fx.Graph,
+    config: CompilerConfig | None,
+    gears: dict[int, dict[int, list[int]]] | None = None,
+) -> ModuleOp:
+    """`graph` imported as npuir's backend imports it (with `gears` on its tensor inputs), its
+    warnings (ops costed by estimate) left to the backend's own import, which says them once."""
     from npuir.frontends.torch import import_fx_graph
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return import_fx_graph(graph, config=config, diagnostics=DiagnosticEngine())
+        return import_fx_graph(
+            graph, config=config, gears=gears or None, diagnostics=DiagnosticEngine()
+        )
+
+
+def _gears(graph: torch.fx.Graph, example_inputs: Sequence[Any]) -> dict[int, dict[int, list[int]]]:
+    """The `set_dim_gears` marks of the graph's inputs, keyed as `import_fx_graph` takes them
+    (by tensor placeholder)."""
+    from .inference import gears_of
+
+    out: dict[int, dict[int, list[int]]] = {}
+    tensors = 0
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    for node, value in zip(placeholders, example_inputs):
+        if not isinstance(node.meta.get("val"), torch.Tensor):
+            continue
+        found = gears_of(value) if isinstance(value, torch.Tensor) else None
+        if found:
+            out[tensors] = found
+        tensors += 1
+    return out
+
+
+def _versions(module: ModuleOp) -> list[tuple[str, ModuleOp]]:
+    """Each gear of `module` as a module of its own static version (`gear-multiversion`'s),
+    labelled by the shapes of the inputs that differ between gears."""
+    versions = module.clone()
+    run_passes(make_context(), versions, build_pipeline("gear-multiversion"))
+    funcs = [
+        op
+        for op in versions.ops
+        if isinstance(op, FuncOp)
+        and op.body.blocks
+        and not any(isinstance(o, gear.DispatchOp) for o in op.body.block.ops)
+    ]
+    shapes = [
+        ["x".join(str(d) for d in t.get_shape()) if isinstance(t, TensorType) else "" for t in ins]
+        for ins in (f.function_type.inputs.data for f in funcs)
+    ]
+    differ = [i for i in range(len(shapes[0]) if shapes else 0) if len({s[i] for s in shapes}) > 1]
+    out: list[tuple[str, ModuleOp]] = []
+    for func, shape in zip(funcs, shapes):
+        copy = ModuleOp([func.clone()])
+        copy.attributes.update(dict(module.attributes))
+        out.append(("gear " + ", ".join(f"arg{i}={shape[i]}" for i in differ), copy))
+    return out
 
 
 def _refused_by(config: Any) -> AutoStreamsReport | None:
