@@ -885,10 +885,10 @@ def _finer(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
 
 def _histc(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     """`histc(x, bins, lo, hi)` with its range given, in the ATen ops npuir builds it from
-    (`npuir.frontends.aten_models`): each element's bin `(x - lo) * bins / (hi - lo)`,
-    floored and clamped to `[0, bins - 1]`, compared with every bin's number and counted where
-    `lo <= x <= hi`.  `hi - lo` is a number here (npuir's import subtracts two constants on
-    the device); None when the range is the data's or a size is not static."""
+    (`npuir.frontends.aten_models`), one node per npu op: each element's bin `(x - lo) *
+    bins / (hi - lo)`, floored and clamped to `[0, bins - 1]`, compared with every bin's
+    number and counted where `lo <= x <= hi`; None when the range is the data's or a size is
+    not static."""
     aten = torch.ops.aten
     args: Any = node.args
     x = args[0]
@@ -919,7 +919,9 @@ def _histc(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
 
     flat = add(aten.view.default, x, [n])
     scaled = add(aten.mul.Tensor, add(aten.sub.Tensor, flat, lo), bins)
-    scaled = add(aten.div.Tensor, scaled, hi - lo)
+    # `hi - lo` as npuir computes it: a subtraction of two constants (torch wraps them)
+    span = add(aten.sub.Tensor, hi, lo)
+    scaled = add(aten.div.Tensor, scaled, span)
     top = add(aten.clamp.default, add(aten.floor.default, scaled), None, bins - 1)
     which = add(aten.clamp.default, top, 0, None)
     above = add(aten._to_copy.default, add(aten.ge.Scalar, flat, lo), dtype=val.dtype)
