@@ -25,8 +25,8 @@ example is a multi-stream pass).  `auto_streams()` returns such a pass:
    whose npu ops `auto` puts apart (a biased `linear`'s matmul and add, a `chunk`'s slices,
    a `mean`'s sum and division), or issues before a tensor it reads for its shape only (an
    `empty_like`), is first rewritten as finer ATen nodes that npuir imports to the same npu
-   ops (`finer`), and `auto` runs again on that graph; a node with no such rewrite (a
-   `histc`) goes whole at its first step after the nodes it reads (`split`);
+   ops (`finer`), and `auto` runs again on that graph; a node with no such rewrite (an
+   in-place `copy_`) goes whole at its first step after the nodes it reads (`split`);
 4. it writes that on a copy of the graph, imports and simulates it as the backend will, and
    applies it to the graph only when it is faster than the graph as written: the report's
    `applied_ns` is then what npuir's backend reports as annotated (`auto_ns` exactly when
