@@ -350,9 +350,13 @@ class AutoStreams:
             return report
         # The same finer nodes in the graph itself (the same rewrites in the same order give
         # the same names), then the schedule.
-        for name in report.finer:
-            by_name = {node.name: node for node in graph.nodes}
-            _finer(graph, by_name[name])
+        check = _copy(graph)
+        _refine(check, report.finer)
+        named = {i.node for i in items if i.node} - {n.name for n in check.nodes}
+        if named:  # never write half a schedule into the user's graph
+            report.reason = f"its finer nodes came out named otherwise ({', '.join(named)})"
+            return report
+        _refine(graph, report.finer)
         _apply(graph, items)
         gm.recompile()
         report.changed = True
@@ -438,6 +442,13 @@ class AutoStreams:
 
 _FINER_ROUNDS = 3
 """Rounds of finer nodes (`_finer`) the pass tries before it keeps what is left whole."""
+
+
+def _refine(graph: torch.fx.Graph, names: list[str]) -> None:
+    """`_finer` on the nodes `names`, in order."""
+    for name in names:
+        by_name = {node.name: node for node in graph.nodes}
+        _finer(graph, by_name[name])
 
 
 def _copy(graph: torch.fx.Graph) -> torch.fx.Graph:
