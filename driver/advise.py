@@ -482,6 +482,9 @@ class Recommendation:
     """For a geared program: each gear's best row (by the same rule) and its makespan."""
     shared_ns: float | None = None
     """For a geared program: the weighted makespan of one shared annotation (the edits row)."""
+    shared_per_case: dict[str | None, int] = field(default_factory=dict[str | None, int])
+    """For a geared program: each gear's makespan under that one shared annotation, beside
+    its own best (`per_case`)."""
 
     @property
     def peak_delta_bytes(self) -> int | None:
@@ -528,20 +531,29 @@ class Recommendation:
                 else f"  no option fits the memory budget of {_mib(self.budget_bytes)}: this "
                 "is the one with the smallest peak"
             )
-        differs = any(row != self.row for row, _ in self.per_case.values())
-        if len(cases) > 1 and self.per_case and differs:
-            out.append("  per gear, the best option:")
-            for case in cases:
-                if case in self.per_case:
-                    row, ns = self.per_case[case]
-                    out.append(f"    {case}: {row}, {_us(ns)}")
-            best_each = sum(weights.get(c, 1.0) * ns for c, (_, ns) in self.per_case.items())
-            out.append(f"  each gear with its best option: weighted {_us(best_each)}")
-            if self.shared_ns is not None:
-                out.append(
-                    f"  one shared annotation for every gear (the edits row): weighted "
-                    f"{_us(self.shared_ns)}, {_us(max(0.0, self.shared_ns - best_each))} more"
-                )
+        if len(cases) > 1 and self.per_case:
+            out.extend(self._per_gear(cases, weights))
+        return out
+
+    def _per_gear(self, cases: list[str | None], weights: dict[str | None, float]) -> list[str]:
+        """Which gear gets which option, and what one shared annotation costs each gear."""
+        out = ["  per gear, the best option (and one shared annotation, the edits row):"]
+        for case in cases:
+            if case not in self.per_case:
+                continue
+            row, ns = self.per_case[case]
+            line = f"    {case}: {row}, {_us(ns)}"
+            shared = self.shared_per_case.get(case)
+            if shared is not None:
+                line += f"; shared annotation {_us(shared)} ({_us(shared - ns)} more)"
+            out.append(line)
+        best_each = sum(weights.get(c, 1.0) * ns for c, (_, ns) in self.per_case.items())
+        out.append(f"  each gear with its best option: weighted {_us(best_each)}")
+        if self.shared_ns is not None:
+            out.append(
+                f"  one shared annotation for every gear (the edits row): weighted "
+                f"{_us(self.shared_ns)}, {_us(max(0.0, self.shared_ns - best_each))} more"
+            )
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -558,7 +570,13 @@ class Recommendation:
             "budget_bytes": self.budget_bytes,
             "fits": self.fits,
             "per_case": [
-                {"case": c, "row": row, "makespan_ns": ns} for c, (row, ns) in self.per_case.items()
+                {
+                    "case": c,
+                    "row": row,
+                    "makespan_ns": ns,
+                    "shared_ns": self.shared_per_case.get(c),
+                }
+                for c, (row, ns) in self.per_case.items()
             ],
             "shared_ns": self.shared_ns,
         }
@@ -629,6 +647,11 @@ def recommend(
                 best = min(options, key=lambda n: (rows[n][case].makespan_ns or 0, effort(n)))
                 per_case[case] = (best, rows[best][case].makespan_ns or 0)
     shared_ns = weighted(complete[shared]) if len(cases) > 1 and shared in complete else None
+    shared_per_case = (
+        {c: v.makespan_ns or 0 for c, v in complete[shared].items()}
+        if shared_ns is not None and shared is not None
+        else {}
+    )
     return Recommendation(
         name,
         first.option,
@@ -641,6 +664,7 @@ def recommend(
         bool(fitting),
         per_case,
         shared_ns,
+        shared_per_case,
     )
 
 

@@ -21,8 +21,12 @@ example is a multi-stream pass).  `auto_streams()` returns such a pass:
    `air.wait_tensor(self, dependency)` for each ordering a memory budget adds, its result
    read by the op it orders (TorchAir's GE converter makes that an Identity with a control
    edge).  The model's own stream and core-limit scopes are replaced; its waits are kept
-   where `auto` issues them.  A view (no device task) goes with its node's task; a node
-   whose task-running ops `auto` puts apart goes whole where its first one runs (`split`);
+   where `auto` issues them.  A view (no device task) goes with its node's task.  A node
+   whose npu ops `auto` puts apart (a biased `linear`'s matmul and add, a `chunk`'s slices,
+   a `mean`'s sum and division), or issues before a tensor it reads for its shape only (an
+   `empty_like`), is first rewritten as finer ATen nodes that npuir imports to the same npu
+   ops (`finer`), and `auto` runs again on that graph; a node with no such rewrite (an
+   in-place `copy_`) goes whole at its first step after the nodes it reads (`split`);
 4. it writes that on a copy of the graph, imports and simulates it as the backend will, and
    applies it to the graph only when it is faster than the graph as written: the report's
    `applied_ns` is then what npuir's backend reports as annotated (`auto_ns` exactly when
@@ -37,6 +41,8 @@ that is not faster.
 
 from __future__ import annotations
 
+import math
+import operator
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -54,7 +60,7 @@ from npuir.backends.npu.hardware import known_device
 from npuir.backends.npu.simulator import simulate
 from npuir.context import make_context
 from npuir.diagnostics import DiagnosticEngine, DiagnosticError, Kind
-from npuir.dialects import coreset, npu, stream
+from npuir.dialects import coreset, gear, npu, stream
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.device import device_of
 
@@ -126,6 +132,38 @@ class AutoStreamsReport:
     applied_ns: int | None = None
     """The rewritten graph, imported and simulated as npuir's backend compiles it: `auto_ns`
     exactly, unless `split` names nodes."""
+    finer: list[str] = field(default_factory=list[str])
+    """Nodes the pass rewrote as finer ATen nodes (`linear` with a bias as its matmul and its
+    add, a `chunk` as slices, ...) so that the graph can say where `auto` runs each part."""
+    refined_ns: int | None = None
+    """`auto`'s makespan on the graph with the finer nodes, when it differs from `auto_ns`."""
+    gears: list[str] = field(default_factory=list[str])
+    """A geared graph's gears (the shapes that differ), in order; the lists below are per gear."""
+    gear_written_ns: list[int | None] = field(default_factory=list[int | None])
+    gear_auto_ns: list[int | None] = field(default_factory=list[int | None])
+    """Each gear's own `auto` schedule, simulated in that gear."""
+    gear_applied_ns: list[int | None] = field(default_factory=list[int | None])
+    """Each gear under the one schedule the graph carries (`chosen`'s)."""
+    chosen: str = ""
+    """The gear whose `auto` schedule the graph carries: the least sum over the gears."""
+
+    def _render_gears(self, us: Any) -> str:
+        lines = [
+            f"auto_streams: one graph for {len(self.gears)} gears carries one schedule: "
+            f"{self.chosen}'s auto schedule, the least sum of the gears' makespans:"
+        ]
+        for label, written, own, applied in zip(
+            self.gears, self.gear_written_ns, self.gear_auto_ns, self.gear_applied_ns
+        ):
+            more = "-" if applied is None or own is None else us(applied - own)
+            lines.append(
+                f"  {label}: {us(written)} as written -> {us(applied)}; its own auto "
+                f"{us(own)} ({more} more)"
+            )
+        for tag, nodes in self.streams.items():
+            name = "default stream" if not tag else f'"{tag}"'
+            lines.append(f"  {name}: {', '.join(nodes)}")
+        return "\n".join(lines)
 
     @property
     def stream_count(self) -> int:
@@ -140,11 +178,15 @@ class AutoStreamsReport:
 
         if not self.changed:
             return f"auto_streams: graph left as written: {self.reason}"
+        if self.gears:
+            return self._render_gears(us)
         exact = "auto's" if self.applied_ns == self.auto_ns else f"auto's {us(self.auto_ns)}"
         lines = [
             f"auto_streams: applied auto's schedule, {us(self.written_ns)} as written -> "
             f"{us(self.applied_ns)} ({exact}), {self.stream_count} stream(s):"
         ]
+        if self.finer:
+            lines.append(f"  as finer nodes (auto puts their parts apart): {', '.join(self.finer)}")
         if self.split:
             lines.append(f"  kept whole (auto splits their npu ops): {', '.join(self.split)}")
         for tag, nodes in self.streams.items():
@@ -193,9 +235,9 @@ class AutoStreams:
         self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], config: Any = None
     ) -> None:
         if isinstance(config, CompilerConfig) or config is None:
-            report = self.rewrite(gm, config)
+            report = self.rewrite(gm, config, example_inputs)
         else:
-            report = _refused_by(config) or self.rewrite(gm, None)
+            report = _refused_by(config) or self.rewrite(gm, None, example_inputs)
         self.reports.append(report)
 
     def _partition(self) -> str:
@@ -206,8 +248,14 @@ class AutoStreams:
             options.append(f"hw={self.hw}")
         return f"stream-partition{{{' '.join(options)}}}"
 
-    def rewrite(self, gm: torch.fx.GraphModule, config: CompilerConfig | None) -> AutoStreamsReport:
-        """Apply `auto`'s schedule to `gm.graph` in place, or say why not."""
+    def rewrite(
+        self,
+        gm: torch.fx.GraphModule,
+        config: CompilerConfig | None,
+        example_inputs: Sequence[Any] = (),
+    ) -> AutoStreamsReport:
+        """Apply `auto`'s schedule to `gm.graph` in place, or say why not (`example_inputs`:
+        the graph's inputs, whose `set_dim_gears` marks make it a geared graph)."""
         graph = gm.graph
         foreign = _foreign_scopes(graph)
         if foreign:
@@ -218,14 +266,22 @@ class AutoStreams:
             return AutoStreamsReport(
                 False, f'mode "{config.mode}": in-graph streams are max-autotune only'
             )
+        work = _copy(graph)
         try:
             # Ops without an npu op are `npu.opaque`, costed from their tensor sizes: on
             # TorchAir, GE runs the whole graph.  (npuir's backend gives the pass each part
             # of a graph it splits, all of whose ops it takes.)
-            module = _quiet_import(graph, config)
+            module = _quiet_import(work, config)
         except (TorchairError, DiagnosticError) as exc:
             return AutoStreamsReport(False, f"npuir cannot import it: {exc.diagnostic.message}")
         func = _only_function(module)
+        gears = _gears(graph, example_inputs)
+        if func is not None and _dynamic(func) and gears:
+            try:
+                module = _quiet_import(work, config, gears)
+                return self._geared(gm, work, module, config, gears)
+            except (TorchairError, DiagnosticError) as exc:
+                return AutoStreamsReport(False, f"npuir cannot schedule its gears: {exc}")
         if func is None or _dynamic(func):
             return AutoStreamsReport(
                 False,
@@ -236,30 +292,46 @@ class AutoStreams:
         written_pass = "stream-partition" + (
             "{" + " ".join(f"{k}={v}" for k, v in sorted(options.items())) + "}" if options else ""
         )
+        report = AutoStreamsReport(False, "")
         try:
-            written_ns = _makespan(module.clone(), f"{written_pass},{_LOWER}", self.hw)
-            scheduled = module.clone()
-            run_passes(make_context(), scheduled, build_pipeline(self._partition()))
-            auto_ns = _makespan(scheduled.clone(), _LOWER, self.hw)
-            run_passes(make_context(), scheduled, build_pipeline("stream-source-form"))
+            report.written_ns = _makespan(module.clone(), f"{written_pass},{_LOWER}", self.hw)
+            report.auto_ns, source = self._auto(module)
         except DiagnosticError as exc:
             return AutoStreamsReport(False, f"auto cannot schedule it: {exc.diagnostic.message}")
-        report = AutoStreamsReport(False, "", written_ns, auto_ns)
+        written_ns, auto_ns = report.written_ns, report.auto_ns
         if written_ns is not None and (auto_ns is None or auto_ns >= written_ns):
             report.reason = (
                 f"auto ({_us(auto_ns)}) is not faster than the graph as written ({_us(written_ns)})"
             )
             return report
-        source = _only_function(scheduled)
-        assert source is not None  # the same functions as `module`
+        items = _items(source.body.block, AutoStreamsReport(False, ""))
+        # Nodes the graph cannot place where `auto` runs their ops (split, or issued before a
+        # tensor they read only for its shape) are rewritten as finer nodes, which import to
+        # the same npu ops, and `auto` runs again on what the graph then says.
+        for _ in range(_FINER_ROUNDS):
+            names = sorted(set(_split_nodes(items)) | _early(items, _reads(work, items)))
+            by_name = {node.name: node for node in work.nodes}
+            finer = [name for name in names if _finer(work, by_name[name])]
+            if not finer:
+                break
+            report.finer += finer
+            try:
+                module = _quiet_import(work, config)
+                refined, source = self._auto(module)
+            except (TorchairError, DiagnosticError) as exc:
+                return AutoStreamsReport(
+                    False, f"its finer nodes do not compile: {exc.diagnostic.message}"
+                )
+            if refined != auto_ns:
+                report.refined_ns = refined
+            items = _items(source.body.block, AutoStreamsReport(False, ""))
         items = _whole(_items(source.body.block, report))
         report.split = _split_nodes(items)
-        items = _anchored(items)
+        items = _anchored(items, _reads(work, items))
         _record(items, report)
         # What the graph will say, checked on a copy first: imported and simulated as the
         # backend will (a node `auto` splits goes whole where its first task runs).
-        trial = torch.fx.Graph()
-        trial.output(trial.graph_copy(graph, {}))
+        trial = _copy(work)
         _apply(trial, items)
         try:
             applied = _quiet_import(trial, config)
@@ -276,11 +348,113 @@ class AutoStreams:
                 f"({_us(written_ns)})"
             )
             return report
+        # The same finer nodes in the graph itself (the same rewrites in the same order give
+        # the same names), then the schedule.
+        check = _copy(graph)
+        _refine(check, report.finer)
+        named = {i.node for i in items if i.node} - {n.name for n in check.nodes}
+        if named:  # never write half a schedule into the user's graph
+            report.reason = f"its finer nodes came out named otherwise ({', '.join(named)})"
+            return report
+        _refine(graph, report.finer)
         _apply(graph, items)
         gm.recompile()
         report.changed = True
         report.reason = "applied"
         return report
+
+    def _geared(
+        self,
+        gm: torch.fx.GraphModule,
+        work: torch.fx.Graph,
+        module: ModuleOp,
+        config: CompilerConfig | None,
+        gears: dict[int, dict[int, list[int]]],
+    ) -> AutoStreamsReport:
+        """A geared graph: TorchAir compiles one FX graph for all its gears, so it carries one
+        schedule.  Each gear's `auto` schedule is a candidate; each, written into the graph,
+        is costed in every gear, and the one with the least sum of the gears' makespans
+        (every gear weighted alike, as `npuir-advise` does by default) is applied.  The
+        report gives each gear's makespan under it against that gear's own `auto`."""
+        options = config.pass_options().get("stream-partition", {}) if config else {}
+        written_pass = "stream-partition" + (
+            "{" + " ".join(f"{k}={v}" for k, v in sorted(options.items())) + "}" if options else ""
+        )
+        lowered = f"{written_pass},{_LOWER}"
+        versions = _versions(module)
+        report = AutoStreamsReport(False, "")
+        report.gears = [label for label, _ in versions]
+        written = [_makespan(v.clone(), lowered, self.hw) for _, v in versions]
+        candidates: list[tuple[list[_Item], AutoStreamsReport]] = []
+        for _, version in versions:
+            own, source = self._auto(version)
+            report.gear_auto_ns.append(own)
+            said = AutoStreamsReport(False, "")
+            items = _whole(_items(source.body.block, said))
+            said.split = _split_nodes(items)
+            items = _anchored(items, _reads(work, items))
+            _record(items, said)
+            candidates.append((items, said))
+        best: tuple[int, int, list[int | None]] | None = None
+        for index, (items, _) in enumerate(candidates):
+            trial = _copy(work)
+            _apply(trial, items)
+            rewritten = _quiet_import(trial, config, gears)
+            spans = [_makespan(v, lowered, self.hw) for _, v in _versions(rewritten)]
+            if any(n is None for n in spans):
+                continue
+            total = sum(n or 0 for n in spans)
+            if best is None or total < best[0]:
+                best = (total, index, spans)
+        report.gear_written_ns = written
+        if (
+            best is None
+            or any(n is None for n in written)
+            or best[0] >= sum(n or 0 for n in written)
+        ):
+            report.reason = (
+                "no gear's auto schedule, shared by every gear, is faster than the graph as "
+                "written over the gears"
+            )
+            return report
+        total, index, spans = best
+        report.chosen = report.gears[index]
+        report.gear_applied_ns = spans
+        items, said = candidates[index]
+        report.streams, report.priorities = said.streams, said.priorities
+        report.limits, report.waits, report.split = said.limits, said.waits, said.split
+        _apply(gm.graph, items)
+        gm.recompile()
+        report.changed = True
+        report.reason = "applied"
+        return report
+
+    def _auto(self, module: ModuleOp) -> tuple[int | None, FuncOp]:
+        """`auto`'s makespan on `module` and its schedule in source form."""
+        scheduled = module.clone()
+        run_passes(make_context(), scheduled, build_pipeline(self._partition()))
+        auto_ns = _makespan(scheduled.clone(), _LOWER, self.hw)
+        run_passes(make_context(), scheduled, build_pipeline("stream-source-form"))
+        source = _only_function(scheduled)
+        assert source is not None  # the same functions as `module`
+        return auto_ns, source
+
+
+_FINER_ROUNDS = 3
+"""Rounds of finer nodes (`_finer`) the pass tries before it keeps what is left whole."""
+
+
+def _refine(graph: torch.fx.Graph, names: list[str]) -> None:
+    """`_finer` on the nodes `names`, in order."""
+    for name in names:
+        by_name = {node.name: node for node in graph.nodes}
+        _finer(graph, by_name[name])
+
+
+def _copy(graph: torch.fx.Graph) -> torch.fx.Graph:
+    out = torch.fx.Graph()
+    out.output(out.graph_copy(graph, {}))
+    return out
 
 
 def auto_streams(
@@ -337,14 +511,63 @@ def _foreign_scopes(graph: torch.fx.Graph) -> str:
     return ", ".join(sorted(keys))
 
 
-def _quiet_import(graph: torch.fx.Graph, config: CompilerConfig | None) -> ModuleOp:
-    """`graph` imported as npuir's backend imports it, its warnings (ops costed by estimate)
-    left to the backend's own import, which says them once."""
+def _quiet_import(
+    graph: torch.fx.Graph,
+    config: CompilerConfig | None,
+    gears: dict[int, dict[int, list[int]]] | None = None,
+) -> ModuleOp:
+    """`graph` imported as npuir's backend imports it (with `gears` on its tensor inputs), its
+    warnings (ops costed by estimate) left to the backend's own import, which says them once."""
     from npuir.frontends.torch import import_fx_graph
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return import_fx_graph(graph, config=config, diagnostics=DiagnosticEngine())
+        return import_fx_graph(
+            graph, config=config, gears=gears or None, diagnostics=DiagnosticEngine()
+        )
+
+
+def _gears(graph: torch.fx.Graph, example_inputs: Sequence[Any]) -> dict[int, dict[int, list[int]]]:
+    """The `set_dim_gears` marks of the graph's inputs, keyed as `import_fx_graph` takes them
+    (by tensor placeholder)."""
+    from .inference import gears_of
+
+    out: dict[int, dict[int, list[int]]] = {}
+    tensors = 0
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    for node, value in zip(placeholders, example_inputs):
+        if not isinstance(node.meta.get("val"), torch.Tensor):
+            continue
+        found = gears_of(value) if isinstance(value, torch.Tensor) else None
+        if found:
+            out[tensors] = found
+        tensors += 1
+    return out
+
+
+def _versions(module: ModuleOp) -> list[tuple[str, ModuleOp]]:
+    """Each gear of `module` as a module of its own static version (`gear-multiversion`'s),
+    labelled by the shapes of the inputs that differ between gears."""
+    versions = module.clone()
+    run_passes(make_context(), versions, build_pipeline("gear-multiversion"))
+    funcs = [
+        op
+        for op in versions.ops
+        if isinstance(op, FuncOp)
+        and op.body.blocks
+        and not any(isinstance(o, gear.DispatchOp) for o in op.body.block.ops)
+    ]
+    shapes = [
+        ["x".join(str(d) for d in t.get_shape()) if isinstance(t, TensorType) else "" for t in ins]
+        for ins in (f.function_type.inputs.data for f in funcs)
+    ]
+    differ = [i for i in range(len(shapes[0]) if shapes else 0) if len({s[i] for s in shapes}) > 1]
+    out: list[tuple[str, ModuleOp]] = []
+    for func, shape in zip(funcs, shapes):
+        copy = ModuleOp([func.clone()])
+        copy.attributes.update(dict(module.attributes))
+        out.append(("gear " + ", ".join(f"arg{i}={shape[i]}" for i in differ), copy))
+    return out
 
 
 def _refused_by(config: Any) -> AutoStreamsReport | None:
@@ -469,13 +692,28 @@ def _record(items: list[_Item], report: AutoStreamsReport) -> None:
                 nodes.append(item.node)
 
 
-def _anchored(items: list[_Item]) -> list[_Item]:
-    """Each node at its first step only, and no scope left empty by that."""
+def _anchored(items: list[_Item], inputs: dict[str, set[str]]) -> list[_Item]:
+    """Each node at one step only, and no scope left empty by that: its first step at which
+    every node it reads (`inputs`: an FX node's inputs, by name) is in place, else its last.
+
+    A node `auto` splits (`_split_nodes`) may run its first task before all of its inputs
+    exist (the `arange` of a `histc`); put there whole, it would pull the nodes it reads,
+    and theirs, into that step's scope and away from the streams `auto` gave them."""
+    last = {item.node: i for i, item in enumerate(items) if item.kind == "node"}
+    chosen: dict[str, int] = {}
+    placed: set[str] = set()
+    for position, item in enumerate(items):
+        if item.kind != "node" or item.node in chosen:
+            continue
+        pending = {n for n in inputs.get(item.node, set()) if n in last and n not in placed}
+        if not pending or position == last[item.node]:
+            chosen[item.node] = position
+            placed.add(item.node)
     seen: set[str] = set()
     kept: list[_Item] = []
-    for item in items:
+    for position, item in enumerate(items):
         if item.kind == "node":
-            if item.node in seen:
+            if item.node in seen or chosen.get(item.node) != position:
                 continue
             seen.add(item.node)
         if item.kind == "exit" and kept and kept[-1].kind == "enter":
@@ -483,6 +721,36 @@ def _anchored(items: list[_Item]) -> list[_Item]:
             continue
         kept.append(item)
     return kept
+
+
+def _reads(graph: torch.fx.Graph, items: list[_Item]) -> dict[str, set[str]]:
+    """Per FX node, the scheduled nodes (those `items` names) it reads, through the nodes
+    that are not scheduled (a `getitem`, a placeholder)."""
+    scheduled = {item.node for item in items if item.kind == "node"}
+    memo: dict[torch.fx.Node, set[str]] = {}
+
+    def reads(node: torch.fx.Node) -> set[str]:
+        if node not in memo:
+            out: set[str] = set()
+            for source in node.all_input_nodes:
+                out |= {source.name} if source.name in scheduled else reads(source)
+            memo[node] = out
+        return memo[node]
+
+    return {node.name: reads(node) for node in graph.nodes if node.name in scheduled}
+
+
+def _early(items: list[_Item], inputs: dict[str, set[str]]) -> set[str]:
+    """The nodes `auto` issues (their first task) before a node they read."""
+    first: dict[str, int] = {}
+    for position, item in enumerate(items):
+        if item.kind == "node":
+            first.setdefault(item.node, position)
+    return {
+        name
+        for name, position in first.items()
+        if any(first.get(source, -1) > position for source in inputs.get(name, ()))
+    }
 
 
 def _split_nodes(items: list[_Item]) -> list[str]:
@@ -496,6 +764,234 @@ def _split_nodes(items: list[_Item]) -> list[str]:
             split.add(item.node)
         last[item.node] = position
     return sorted(split)
+
+
+# ---------------------------------------------------------------------------------------------
+# Finer nodes: what a graph of ATen nodes needs to say `auto`'s schedule
+# ---------------------------------------------------------------------------------------------
+
+_FACTORIES: dict[str, Any] = {
+    "aten.empty_like.default": 0,
+    "aten.zeros_like.default": 0,
+    "aten.ones_like.default": 1,
+    "aten.new_empty.default": 0,
+    "aten.new_zeros.default": 0,
+    "aten.new_ones.default": 1,
+    "aten.full_like.default": None,  # the value is the node's own
+    "aten.new_full.default": None,
+}
+"""Nodes that read a tensor for its shape only (npuir imports each as an `npu.fill` of the
+result's shape, read from nothing): the value each fills with (None: its last argument)."""
+
+_SPLITS = ("aten.chunk.default", "aten.split.Tensor", "aten.split_with_sizes.default")
+
+
+def _val(node: Any) -> Any:
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else node
+
+
+def _fake(node: torch.fx.Node, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """`target` run on the traced values of `args` in the fake mode `node`'s value was traced
+    in: the new node's `meta["val"]`."""
+    mode = getattr(node.meta.get("val"), "fake_mode", None)
+    values = torch.fx.node.map_arg(args, _val)
+    if mode is None:
+        return None
+    with mode:
+        return target(*values, **kwargs)
+
+
+def _new(
+    graph: torch.fx.Graph,
+    like: torch.fx.Node,
+    target: Any,
+    args: tuple[Any, ...],
+    name: str,
+    kwargs: dict[str, Any] | None = None,
+    val: Any = None,
+) -> torch.fx.Node:
+    """A node computing `target(*args)` just before `like`, with `like`'s source location and
+    module stack (so the import locates its ops at the user's line, as it did `like`'s)."""
+    with graph.inserting_before(like):
+        node = graph.create_node("call_function", target, args, kwargs or {}, name=name)
+    node.meta = {k: v for k, v in like.meta.items() if k != "val"}
+    node.meta["val"] = val if val is not None else _fake(like, target, args, kwargs or {})
+    return node
+
+
+def _finer(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
+    """Rewrite `node` as ATen nodes that npuir imports to the same npu ops, one node per run
+    of them `auto` may put apart; False (the graph unchanged) when there is no such rewrite.
+
+    - `linear(x, w, b)`: `linear(x, w)` and `add(.., b)` (the matmul, then the bias);
+    - `mean(x, dims)`: `sum(x, dims)` and `div(.., count)`;
+    - `chunk` / `split` / `split_with_sizes`: one `slice` per piece its `getitem`s read;
+    - `empty_like(x)`, `new_ones(x, size)`, ...: `full(shape, value)`, which reads no tensor,
+      so that `auto` may issue it before `x` exists."""
+    aten = torch.ops.aten
+    target = _target(node)
+    val: Any = node.meta.get("val")
+    args: Any = node.args
+    kwargs = node.kwargs
+    if target == "aten.linear.default" and not kwargs and _is_tensor(val):
+        x, shape = args[0], getattr(_val(args[0]), "shape", None)
+        bias = args[2] if len(args) > 2 else None
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            return False
+        if len(shape) == 2 and bias is None:
+            return False
+        if len(shape) > 2:
+            # npuir folds the leading dims into the matmul's rows by a reshape, and back
+            rows = [math.prod(int(d) for d in shape[:-1]), int(shape[-1])]
+            x = _new(graph, node, aten.view.default, (x, rows), f"{node.name}_rows")
+        total = _new(graph, node, aten.linear.default, (x, args[1]), f"{node.name}_mm")
+        if len(shape) > 2:
+            total = _new(
+                graph, node, aten.view.default, (total, list(val.shape)), f"{node.name}_view"
+            )
+        if bias is not None:
+            total = _new(graph, node, aten.add.Tensor, (total, bias), f"{node.name}_bias", val=val)
+    elif target == "aten.mean.dim" and not kwargs and _is_tensor(val):
+        x = args[0]
+        shape = getattr(_val(x), "shape", None)
+        dims = list(args[1]) if len(args) > 1 and args[1] else []
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            return False
+        keep = bool(args[2]) if len(args) > 2 else False
+        count = 1
+        for d in dims or range(len(shape)):
+            count *= int(shape[d])
+        summed = _new(
+            graph, node, aten.sum.dim_IntList, (x, dims or None, keep), f"{node.name}_sum"
+        )
+        total = _new(graph, node, aten.div.Tensor, (summed, count), f"{node.name}_div", val=val)
+    elif target in _SPLITS and not kwargs:
+        return _sliced(graph, node)
+    elif target == "aten.histc.default" and not kwargs:
+        made = _histc(graph, node)
+        if made is None:
+            return False
+        total = made
+    elif target in _FACTORIES and _is_tensor(val) and all(isinstance(d, int) for d in val.shape):
+        value = _FACTORIES[target]
+        if value is None:
+            value = args[-1] if not kwargs else kwargs.get("fill_value")
+            if not isinstance(value, bool | int | float):
+                return False
+        total = _new(
+            graph,
+            node,
+            aten.full.default,
+            (list(val.shape), value),
+            f"{node.name}_full",
+            {"dtype": val.dtype, "device": val.device},
+            val=val,
+        )
+    else:
+        return False
+    node.replace_all_uses_with(total)
+    graph.erase_node(node)
+    return True
+
+
+def _histc(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """`histc(x, bins, lo, hi)` with its range given, in the ATen ops npuir builds it from
+    (`npuir.frontends.aten_models`), one node per npu op: each element's bin `(x - lo) *
+    bins / (hi - lo)`, floored and clamped to `[0, bins - 1]`, compared with every bin's
+    number and counted where `lo <= x <= hi`; None when the range is the data's or a size is
+    not static."""
+    aten = torch.ops.aten
+    args: Any = node.args
+    x = args[0]
+    val: Any = node.meta.get("val")
+    shape = getattr(_val(x), "shape", None)
+    bins = int(args[1]) if len(args) > 1 else 100
+    lo = float(args[2]) if len(args) > 2 else 0.0
+    hi = float(args[3]) if len(args) > 3 else 0.0
+    if (
+        lo == hi
+        or shape is None
+        or not _is_tensor(val)
+        or not val.dtype.is_floating_point
+        or not all(isinstance(d, int) for d in shape)
+    ):
+        return None
+    n = math.prod(int(d) for d in shape)
+    name = node.name
+
+    def new(target: Any, *operands: Any, **kwargs: Any) -> torch.fx.Node:
+        return _new(graph, node, target, operands, f"{name}_{len(made)}", kwargs)
+
+    made: list[torch.fx.Node] = []
+
+    def add(target: Any, *operands: Any, **kwargs: Any) -> torch.fx.Node:
+        made.append(new(target, *operands, **kwargs))
+        return made[-1]
+
+    flat = add(aten.view.default, x, [n])
+    scaled = add(aten.mul.Tensor, add(aten.sub.Tensor, flat, lo), bins)
+    # `hi - lo` as npuir computes it: a subtraction of two constants (torch wraps them)
+    span = add(aten.sub.Tensor, hi, lo)
+    scaled = add(aten.div.Tensor, scaled, span)
+    top = add(aten.clamp.default, add(aten.floor.default, scaled), None, bins - 1)
+    which = add(aten.clamp.default, top, 0, None)
+    above = add(aten._to_copy.default, add(aten.ge.Scalar, flat, lo), dtype=val.dtype)
+    below = add(aten._to_copy.default, add(aten.le.Scalar, flat, hi), dtype=val.dtype)
+    inside = add(aten.mul.Tensor, above, below)
+    numbers = add(aten.arange.default, bins, dtype=val.dtype, device=val.device)
+    same = add(
+        aten.eq.Tensor,
+        add(aten.view.default, which, [1, n]),
+        add(aten.view.default, numbers, [bins, 1]),
+    )
+    hits = add(
+        aten.mul.Tensor,
+        add(aten._to_copy.default, same, dtype=val.dtype),
+        add(aten.view.default, inside, [1, n]),
+    )
+    return add(aten.sum.dim_IntList, hits, [1])
+
+
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor)
+
+
+def _sliced(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
+    """`chunk` / `split` / `split_with_sizes` as one `slice` per piece (see `_finer`)."""
+    args: Any = node.args
+    x = args[0]
+    pieces: Any = node.meta.get("val")
+    shape = getattr(_val(x), "shape", None)
+    if shape is None or not isinstance(pieces, list | tuple) or len(pieces) < 2:
+        return False
+    dim = int(args[2]) if len(args) > 2 else 0
+    users = list(node.users)
+    if any(u.target is not operator.getitem for u in users):
+        return False
+    starts, start = [], 0
+    for piece in pieces:
+        size = piece.shape[dim]
+        if not isinstance(size, int):
+            return False
+        starts.append((start, start + size))
+        start += size
+    made = [
+        _new(
+            graph,
+            node,
+            torch.ops.aten.slice.Tensor,
+            (x, dim, a, b),
+            f"{node.name}_{i}",
+            val=pieces[i],
+        )
+        for i, (a, b) in enumerate(starts)
+    ]
+    for user in users:
+        index: Any = user.args[1]
+        user.replace_all_uses_with(made[int(index)])
+        graph.erase_node(user)
+    graph.erase_node(node)  # a piece nothing reads stays: its npu op was imported too
+    return True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,162 @@
+"""Every row of npuir-advise's table, applied as the row says, reproduces the row's makespan.
+
+On two zoo models (a dense one and an MoE one, tiny, prefill), a user's own file subclasses
+the model's feed-forward block and opens an `npu_stream_switch` in its `forward`, as TorchAir
+users do.  The advice on that file's export is then applied row by row, each time to a new
+export of the model: the config switches and the pass as npuir's `torch.compile` backend
+applies them (the pass run on the graph, the import and pipeline the config sets), the
+source edits to the user's file, exported again and advised (its "as written" row)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import npuir.torchair as tng  # noqa: E402
+from npuir.api import print_ir  # noqa: E402
+from npuir.driver.advise import (  # noqa: E402
+    OPTIONS,
+    Advice,
+    AdviseConfig,
+    advise,
+    apply_edits,
+    owned_file,
+)
+from npuir.driver.run import RunConfig, run_program  # noqa: E402
+from npuir.frontends.torch import import_fx_graph  # noqa: E402
+from npuir.passmanager.pipeline import configured_pipeline  # noqa: E402
+
+pytestmark = [pytest.mark.torch]  # torch, transformers and compiles: the slow tier
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+import zoo  # noqa: E402
+
+USER_FILE = '''\
+"""The user's serving code: the zoo's {name}, its feed-forward block on a stream of its own."""
+import torch
+import zoo
+import npuir.torchair as torchair
+from {module} import {block} as Block
+
+
+class MyBlock(Block):
+    def forward(self, *args, **kwargs):
+        with torchair.scope.npu_stream_switch("ffn"):
+            return super().forward(*args, **kwargs)
+
+
+def build(scoped=True):
+    model = zoo.build("{name}")
+    if scoped:
+        for m in model.modules():
+            if type(m) is Block:
+                m.__class__ = MyBlock
+    return zoo.wrapped("{name}", model), model
+
+
+NAME = "{name}"
+
+
+def export():
+    module, model = build()
+    with torch.no_grad():
+        return torch.export.export(module, zoo.inputs("{name}", "prefill", model))
+'''
+
+MODELS = {
+    "llama": ("transformers.models.llama.modeling_llama", "LlamaMLP"),
+    "qwen2-moe": ("transformers.models.qwen2_moe.modeling_qwen2_moe", "Qwen2MoeSparseMoeBlock"),
+}
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"user_{path.parent.name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dynamo imports the module of the code it traces
+    spec.loader.exec_module(module)
+    return module
+
+
+def _advise(user: ModuleType, archive: Path) -> Advice:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.export.save(user.export(), str(archive))
+        return advise(AdviseConfig(path=str(archive)))
+
+
+def _compiled(user: ModuleType, config: Any, scoped: bool) -> int | None:
+    """The makespan of the user's model (with or without the user's scope) exported again
+    and compiled as npuir's backend compiles a graph under `config`: its custom pass run on
+    the graph, the graph imported with the config, lowered by the config's pipeline."""
+    module, model = user.build(scoped)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(module, zoo.inputs(user.NAME, "prefill", model))
+        custom = config.post_grad_custom_pre_pass
+        if custom is not None:
+            custom(ep.graph_module, [], config)
+        imported = import_fx_graph(ep.graph, config=config)
+    pipeline = configured_pipeline("npu-default", config.pass_options())
+    outcome = run_program(
+        RunConfig(path="<model>", source=print_ir(imported), pipeline=pipeline, timing_only=True)
+    )
+    assert outcome.result is not None
+    return int(outcome.result.makespan_ns)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_row_applied_reproduces_its_makespan(tmp_path: Path, name: str) -> None:
+    folder = tmp_path / name.replace("-", "_")
+    folder.mkdir()
+    module, block = MODELS[name]
+    path = folder / "serve.py"
+    path.write_text(USER_FILE.format(name=name, module=module, block=block))
+    user = _load(path)
+    advice = _advise(user, folder / "model.pt2")
+    rows = {v.option: v for v in advice.variants}
+    assert set(rows) == set(OPTIONS)
+    want = {option: v.makespan_ns for option, v in rows.items()}
+
+    def config(**ge: Any) -> Any:
+        out = tng.CompilerConfig()
+        for key, value in ge.items():
+            setattr(out.ge_config, key, value)
+        return out
+
+    got: dict[str, int | None] = {}
+    got["keep"] = _compiled(user, config(), scoped=True)
+    got["remove"] = _compiled(user, config(), scoped=False)
+    got["single-stream"] = _compiled(user, config(enable_single_stream=True), scoped=False)
+    got["ge-auto"] = _compiled(
+        user, config(auto_multistream_parallel_mode="LoadBalance"), scoped=False
+    )
+    with_pass = config()
+    with_pass.post_grad_custom_pre_pass = tng.auto_streams()
+    got["pass"] = _compiled(user, with_pass, scoped=True)
+    # The edits, applied to the user's file: they name no installed file.
+    assert all(owned_file(e.file) for e in advice.edits)
+    assert all(Path(e.file).resolve() == path.resolve() for e in advice.edits if e.file)
+    edited_folder = tmp_path / f"{folder.name}_edited"
+    edited_folder.mkdir()
+    edited = edited_folder / "serve.py"
+    edited.write_text(apply_edits(path.read_text(), advice.edits))
+    again = _advise(_load(edited), edited_folder / "model.pt2")
+    (as_written,) = [v for v in again.variants if v.option == "keep"]
+    got["edits"] = as_written.makespan_ns
+    assert got == want
+    # The recommendation is the fastest row, and says what it costs in peak memory.
+    rec = advice.recommendation
+    assert rec is not None
+    assert rec.weighted_ns == min(ns for ns in want.values() if ns is not None)
+    assert "peak memory" in rec.memory() and rec.written_peak_bytes is not None
