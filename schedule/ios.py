@@ -13,7 +13,12 @@ stage's groups are the weakly connected components of its ops (ops joined by an 
 on one stream, in order); each is issued in topological order.  The paper's pruning is kept as
 its defaults: at most `GROUP_OPS` (s = 3) ops per group and `STAGE_GROUPS` (r = 8) groups per
 stage, and the graph cut into parts of at most `PART_OPS` (100) ops, searched one after
-another (a part's ops in written order, which is topological).  Each state's endings are
+another (a part's ops in written order, which is topological).  A part whose search would
+simulate more than `STAGE_BUDGET` stages or enumerate more than `ENDING_BUDGET` endings is cut
+into its two halves (in written order), searched one after the other, recursively: the DP is
+exponential in the graph's width (IOS's CNN blocks are narrow; a 200-op random graph's first
+100 ops did not finish in minutes), and RAF's reimplementation cuts its blocks at 20 ops for
+the same reason.  `IosSchedule.cuts` says how often.  Each state's endings are
 enumerated as RAF's pass does: grown one op at a time from the empty set, an op joining only
 once every op it feeds within the state is in, each set once.
 
@@ -63,6 +68,15 @@ STAGE_GROUPS = 8
 """IOS's r: the most groups of one stage."""
 PART_OPS = 100
 """The most ops of one part of the graph; parts are searched one after another."""
+STAGE_BUDGET = 5_000
+"""The most distinct stages a part's search may simulate; a part that would need more is
+cut in two (found before any is simulated)."""
+ENDING_BUDGET = 100_000
+"""The most endings a part's search enumerates (over all its states); likewise."""
+
+
+class OverBudget(Exception):
+    """A part's search went over `STAGE_BUDGET` or `ENDING_BUDGET`."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +97,8 @@ class IosSchedule:
     """DP states (sets of ops not scheduled yet) solved, over every part."""
     stages_costed: int
     """Distinct stages simulated."""
+    cuts: int = 0
+    """Parts cut in two for going over the budget (`STAGE_BUDGET`, `ENDING_BUDGET`)."""
 
     @property
     def latency(self) -> int:
@@ -124,6 +140,8 @@ class PartSearch:
         """State -> (its least summed latency, the ending chosen)."""
         self.stage_of: dict[int, tuple[tuple[tuple[int, ...], ...], int]] = {}
         """Ending -> its groups (node indices) and its latency."""
+        self.enumerated = 0
+        """Endings enumerated so far, over every state."""
 
     def groups(self, ending: int) -> list[int] | None:
         """`ending`'s weakly connected components (bit masks), or None when one has more
@@ -163,6 +181,9 @@ class PartSearch:
                     continue  # a component only grows as ops join: prune it now
                 found.add(grown)
                 stack.append(grown)
+                self.enumerated += 1
+                if self.enumerated > ENDING_BUDGET:
+                    raise OverBudget
         return sorted(e for e in found if len(self.groups(e) or ()) <= self.max_groups)
 
     def cost(self, ending: int) -> int:
@@ -178,25 +199,29 @@ class PartSearch:
         return known[1]
 
     def solve(self) -> list[Stage]:
-        """The stages of the part, first to last."""
+        """The stages of the part, first to last.  Raises `OverBudget` before simulating
+        anything when the part has more distinct endings than `STAGE_BUDGET` (or its
+        enumeration more than `ENDING_BUDGET`)."""
         full = (1 << len(self.nodes)) - 1
-        # Depth-first, iteratively: a state is solved once every state its endings leave is.
+        # First every state the endings reach, and their endings (no simulation yet) ...
+        ends_of: dict[int, list[int]] = {0: []}
+        distinct: set[int] = set()
         stack = [full]
-        pending: dict[int, list[int]] = {}
         while stack:
-            state = stack[-1]
-            if state in self.best:
-                stack.pop()
+            state = stack.pop()
+            if state in ends_of:
                 continue
-            ends = pending.get(state)
-            if ends is None:
-                ends = pending[state] = self.endings(state)
-                stack.extend(state & ~e for e in ends if state & ~e not in self.best)
-                continue
-            stack.pop()
-            choice = min(ends, key=lambda e: (self.best[state & ~e][0] + self.cost(e), e))
-            self.best[state] = (self.best[state & ~choice][0] + self.cost(choice), choice)
-            del pending[state]
+            ends = ends_of[state] = self.endings(state)
+            distinct.update(ends)
+            if len(distinct) > STAGE_BUDGET:
+                raise OverBudget
+            stack.extend(state & ~e for e in ends if state & ~e not in ends_of)
+        # ... then the states by size, each from the smaller ones its endings leave.
+        for state in sorted(ends_of, key=int.bit_count):
+            if state:
+                ends = ends_of[state]
+                choice = min(ends, key=lambda e: (self.best[state & ~e][0] + self.cost(e), e))
+                self.best[state] = (self.best[state & ~choice][0] + self.cost(choice), choice)
         stages: list[Stage] = []
         state = full
         while state:
@@ -230,7 +255,16 @@ def ios_stages(
     limit = limits if limits is not None else _written_limits(prog, hw)
     streams_needed = 1 + max(pin_stream.values(), default=0)
 
+    simulated: dict[tuple[tuple[int, ...], ...], int] = {}
+
     def latency(groups: tuple[tuple[int, ...], ...]) -> int:
+        # A part cut in two searches some of its stages again: each is simulated once.
+        known_latency = simulated.get(groups)
+        if known_latency is None:
+            known_latency = simulated[groups] = simulate(groups)
+        return known_latency
+
+    def simulate(groups: tuple[tuple[int, ...], ...]) -> int:
         nodes = [n for group in groups for n in group]
         stream_of: list[int] = []
         for g, group in enumerate(groups):
@@ -243,13 +277,23 @@ def ios_stages(
 
     compute = [n for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE]
     stages: list[Stage] = []
-    states = costed = 0
-    for start in range(0, len(compute), PART_OPS):
-        part = PartSearch(compute[start : start + PART_OPS], deps, max_groups, latency)
-        stages += part.solve()
+    states = cuts = 0
+    parts = [compute[start : start + PART_OPS] for start in range(0, len(compute), PART_OPS)]
+    parts.reverse()
+    while parts:
+        nodes = parts.pop()
+        part = PartSearch(nodes, deps, max_groups, latency)
+        try:
+            stages += part.solve()
+        except OverBudget:
+            # Too wide for an exact search in time: its two halves (written order) one after
+            # the other.  A part of one op never goes over.
+            half = len(nodes) // 2
+            parts += [nodes[half:], nodes[:half]]
+            cuts += 1
+            continue
         states += len(part.best) - 1
-        costed += len(part.stage_of)
-    return IosSchedule(tuple(stages), states, costed)
+    return IosSchedule(tuple(stages), states, len(simulated), cuts)
 
 
 def _unlimited(_prog: Program, _node: int, _engine: str) -> int | None:
@@ -332,10 +376,13 @@ def assign_ios(
 
 
 __all__ = [
+    "ENDING_BUDGET",
     "GROUP_OPS",
     "PART_OPS",
+    "STAGE_BUDGET",
     "STAGE_GROUPS",
     "IosSchedule",
+    "OverBudget",
     "PartSearch",
     "Stage",
     "assign_ios",

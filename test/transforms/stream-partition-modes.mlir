@@ -5,7 +5,7 @@
 // RUN: npuir-opt %s --split-input-file --verify-diagnostics -p 'stream-partition{max-streams=2}' | filecheck %s --check-prefix=CAP2
 // RUN: not npuir-opt %s -p 'stream-partition{mode=fastest}' 2>&1 | filecheck %s --check-prefix=MODE
 
-// MODE: error: bad option for pass 'stream-partition': option 'mode' expects one of: user, single, ge, engine, nimble, minidag, opara, auto, got 'fastest'
+// MODE: error: bad option for pass 'stream-partition': option 'mode' expects one of: user, single, ge, engine, nimble, minidag, opara, auto, ios, got 'fastest'
 
 // Each case carries a scope of its own tag, so its declarations are told
 // apart from the other cases' and pinning shows in every mode: the scope's op

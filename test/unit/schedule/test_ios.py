@@ -24,6 +24,7 @@ from npuir.analysis.partition import Mode, assign, collective_chain, with_collec
 from npuir.analysis.program import NodeKind, Program, build_program
 from npuir.backends.npu.hardware import load_hardware
 from npuir.dialects.npu import CollectiveOp
+from npuir.schedule import ios
 from npuir.schedule.auto import cost_strategies
 from npuir.schedule.ios import GROUP_OPS, STAGE_GROUPS, PartSearch, ios_stages
 from npuir.tools.run import run
@@ -175,3 +176,25 @@ def test_examples_check(name: str, args: tuple[str, ...]) -> None:
     what the unscheduled program computes (`--check`)."""
     report = _run(EXAMPLES / name, *args)
     assert report["check"] == {"passed": True, "mismatches": []}
+
+
+def test_a_part_over_the_budget_is_cut_in_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part whose endings exceed the budget raises before any stage is simulated; the
+    search then cuts it in halves, and the stages still cover every op once, in an order
+    that keeps every dependency."""
+    wide = PartSearch(range(10), [[] for _ in range(10)], STAGE_GROUPS, lambda g: 1)
+    monkeypatch.setattr(ios, "STAGE_BUDGET", 50)
+    with pytest.raises(ios.OverBudget):
+        wide.solve()
+    assert not wide.stage_of  # nothing simulated
+    prog = _dag(2, 10)
+    found = ios_stages(prog, HW)
+    assert found.cuts > 0
+    deps = [{p for p, _ in d} for d in with_collective_chain(prog).deps]
+    done: set[int] = set()
+    for stage in found.stages:
+        for group in stage.groups:
+            for i, v in enumerate(group):
+                assert deps[v] <= done | set(group[:i])
+        done |= {v for g in stage.groups for v in g}
+    assert done == {n for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE}
