@@ -42,7 +42,15 @@ def _functions(seed: int) -> list[FuncOp]:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("mode", [m for m in Mode if m is not Mode.SINGLE])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        # IOS's stage search takes seconds on these programs: the slow tier's.
+        pytest.param(m, marks=pytest.mark.slow) if m is Mode.IOS else m
+        for m in Mode
+        if m is not Mode.SINGLE
+    ],
+)
 def test_every_mode_keeps_the_collectives_written_order(seed: int, mode: Mode) -> None:
     for func in _functions(seed):
         prog = build_program(func)
