@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
+    ArrayAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -48,6 +49,11 @@ reserved, so that no user tag -- "default" included -- can name it."""
 
 STREAM_ON = effects.STREAM_ON
 """The attribute naming an op's stream (a `@symbol` of a `stream.decl`) once lowered."""
+
+RECORD_STREAM = "stream.record_stream"
+"""Capture mode's lifetime mark, written by `capture-close`: the other streams (`[@s1, ...]`)
+that use an op's results, where PyTorch's `tensor.record_stream(stream)` keeps the caching
+allocator from reusing the block before they are done."""
 
 
 @irdl_op_definition
@@ -294,6 +300,9 @@ class StreamAttributeVerifier(AttributeVerifier):
     """`stream.on` names a stream that a `stream.decl` of the module declares."""
 
     def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        if name == RECORD_STREAM:
+            self._verify_record_stream(op, value)
+            return
         if name != STREAM_ON:
             return
         if not isinstance(value, SymbolRefAttr) or value.nested_references.data:
@@ -307,6 +316,27 @@ class StreamAttributeVerifier(AttributeVerifier):
         name = value.root_reference.data
         if name not in _declared(module):
             raise VerifyException(f"names stream @{name}, which no 'stream.decl' declares")
+
+    def _verify_record_stream(self, op: Operation, value: Attribute) -> None:
+        """`stream.record_stream`: a non-empty list of declared streams, none the op's own."""
+        refs = value.data if isinstance(value, ArrayAttr) else None
+        if not refs or not all(
+            isinstance(r, SymbolRefAttr) and not r.nested_references.data for r in refs
+        ):
+            raise VerifyException(
+                f"'{RECORD_STREAM}' must list streams as [@symbol, ...], got {value}"
+            )
+        names = [r.root_reference.data for r in refs if isinstance(r, SymbolRefAttr)]
+        if stream_of(op) in names:
+            raise VerifyException(f"'{RECORD_STREAM}' lists the op's own stream @{stream_of(op)}")
+        module = op.parent_op()
+        while module is not None and not isinstance(module, ModuleOp):
+            module = module.parent_op()
+        if module is None:
+            return
+        for name in names:
+            if name not in _declared(module):
+                raise VerifyException(f"names stream @{name}, which no 'stream.decl' declares")
 
 
 def _declared(module: ModuleOp) -> Collection[str]:
