@@ -215,9 +215,7 @@ class AutoStreams:
         if config is not None and config.ge_config.enable_single_stream:
             return AutoStreamsReport(False, "ge_config.enable_single_stream puts it on one stream")
         if config is not None and config.mode != "max-autotune":
-            return AutoStreamsReport(
-                False, f'mode "{config.mode}": in-graph streams are max-autotune only'
-            )
+            return AutoStreamsReport(False, _capture_reason(config.mode))
         try:
             # Ops without an npu op are `npu.opaque`, costed from their tensor sizes: on
             # TorchAir, GE runs the whole graph.  (npuir's backend gives the pass each part
@@ -347,13 +345,23 @@ def _quiet_import(graph: torch.fx.Graph, config: CompilerConfig | None) -> Modul
         return import_fx_graph(graph, config=config, diagnostics=DiagnosticEngine())
 
 
+def _capture_reason(mode: str) -> str:
+    """Why the GE-mode pass leaves a capture-mode graph: the `air::` scope ops it writes are
+    among what TorchAir warns "may not take effect" in reduce-overhead mode
+    (`_check_config_support`); npugraph_ex reads its own `scope_enter`, `record`, `wait`."""
+    return (
+        f'mode "{mode}": the air:: scope ops this pass writes may not take effect in capture '
+        "mode (TorchAir's warning); npugraph_ex reads its own scope_enter/record/wait"
+    )
+
+
 def _refused_by(config: Any) -> AutoStreamsReport | None:
     """TorchAir's own `CompilerConfig` (the pass run by TorchAir): its options are
     `OptionValue`s (`python/torchair/configs/_option_base.py`); the two that rule out
     in-graph streams are read, the rest of it means nothing to npuir's import."""
     mode = getattr(getattr(config, "mode", None), "value", None)
     if mode is not None and mode != "max-autotune":
-        return AutoStreamsReport(False, f'mode "{mode}": in-graph streams are max-autotune only')
+        return AutoStreamsReport(False, _capture_reason(mode))
     ge_config = getattr(config, "ge_config", None)
     if bool(getattr(ge_config, "enable_single_stream", False)):
         return AutoStreamsReport(False, "ge_config.enable_single_stream puts it on one stream")
