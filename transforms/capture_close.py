@@ -65,7 +65,7 @@ from npuir.backends.npu.cost import runs_without_task
 from npuir.backends.npu.hardware import Hardware
 from npuir.context import warn
 from npuir.diagnostics import Kind, error
-from npuir.dialects import coreset, stream, sync
+from npuir.dialects import coreset, gear, stream, sync
 from npuir.dialects.npu import NpuOp, kernel_of
 from npuir.passes import LIMITS_LOWERED, PARTITIONED, IRState, option
 from npuir.schedule.device import device_of
@@ -77,6 +77,17 @@ CAPTURE_LIMIT_NO_EFFECT = Kind(
 )
 """A TBE kernel with a vector-core limit under capture mode (graph mode honours it);
 arguments: `op_name`, `kernel`, `counts`."""
+CAPTURE_LIMIT = Kind(
+    "capture.capture-limit",
+    "@{function} has {gears} gears, more than capture_limit {limit}: npugraph_ex captures the "
+    "first {limit} shapes it meets and runs the rest eagerly (capture_limit.md); npuir "
+    "compiles and reports every gear as a captured graph",
+)
+"""More gear versions than captured graphs allowed; arguments: `function`, `gears`, `limit`."""
+
+DEFAULT_CAPTURE_LIMIT = 64
+"""npugraph_ex's `capture_limit` default: the captures of one FX graph before it falls back
+to eager (`Ascend/torchair/docs/zh/npugraph_ex/basic/capture_limit.md`)."""
 
 
 def capture_stream(prog: Program) -> int:
@@ -256,10 +267,32 @@ class CaptureClosePass(ModulePass):
     hw: str | None = option(
         None, "the device preset or TOML file (default: the module's npu.target, else 910b2)"
     )
+    capture_limit: int = option(
+        DEFAULT_CAPTURE_LIMIT,
+        "npugraph_ex's capture_limit: more gears than this in one dispatcher is a warning",
+    )
+
+    def __post_init__(self) -> None:
+        if self.capture_limit < 1:
+            raise ValueError(f"capture-limit must be >= 1, got {self.capture_limit}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         streams = module_streams(op)
         hw = device_of(op, self.hw)
+        for dispatch in op.walk():
+            if isinstance(dispatch, gear.DispatchOp):
+                gears = len(dispatch.callees.data)
+                if gears > self.capture_limit:
+                    func = dispatch.parent_op()
+                    name = func.sym_name.data if isinstance(func, FuncOp) else "?"
+                    warn(
+                        ctx,
+                        dispatch,
+                        CAPTURE_LIMIT,
+                        function=name,
+                        gears=gears,
+                        limit=self.capture_limit,
+                    )
         for func in scheduled_functions(op):
             if not streams:
                 raise error(func, NOT_PARTITIONED, needs="capture-close", unit="module")
@@ -270,7 +303,9 @@ class CaptureClosePass(ModulePass):
 
 
 __all__ = [
+    "CAPTURE_LIMIT",
     "CAPTURE_LIMIT_NO_EFFECT",
+    "DEFAULT_CAPTURE_LIMIT",
     "CaptureClosePass",
     "capture_stream",
     "close_function",

@@ -25,7 +25,7 @@ PIPELINES: dict[str, str] = {
 in the order each needs the one before (docs/passes.md): gear-multiversion, stream-partition,
 coreset-lower, insert-events, coreset-check, sync-verify, then the memory plan and its
 check (mem-plan, mem-verify).  `npu-capture` is the capture-mode target (`reduce-overhead`,
-npugraph_ex): the same, with `capture-close` after the events (fork
+npugraph_ex; docs/capture-mode.md): the same, with `capture-close` after the events (fork
 and join each side stream, record_stream marks, capture-mode core limits) and
 `capture-verify` after the race check."""
 

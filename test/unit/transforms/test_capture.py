@@ -13,20 +13,21 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 import npuir
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import build_program, module_streams, scheduled_functions
-from npuir.diagnostics import DiagnosticError
-from npuir.dialects import stream, sync
-from npuir.transforms.capture_close import unforked, unjoined
+from npuir.backends.npu.memory import gear_pool_bytes
+from npuir.diagnostics import Diagnostic, DiagnosticError
+from npuir.dialects import mem, stream, sync
+from npuir.transforms.capture_close import CAPTURE_LIMIT, unforked, unjoined
 from npuir.transforms.capture_verify import UNFORKED, UNJOINED
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _lower(text: str, pipeline: str = "npu-capture") -> tuple[npuir.NpuirContext, ModuleOp]:
+def _lower(text: str, pipeline: str = "npu-capture") -> tuple[list[Diagnostic], ModuleOp]:
     ctx = npuir.make_context(collect_diagnostics=True)
     module = npuir.parse_text(ctx, text)
-    with ctx.diagnostics.collect():
+    with ctx.diagnostics.collect() as found:
         npuir.run_passes(ctx, module, npuir.build_pipeline(pipeline))
-    return ctx, module
+    return found, module
 
 
 def _open_ends(module: ModuleOp) -> int:
@@ -97,3 +98,37 @@ def test_a_side_stream_issued_before_its_fork_is_refused() -> None:
     ctx = npuir.make_context()
     npuir.run_passes(ctx, module, npuir.build_pipeline("capture-close,capture-verify"))
     assert _open_ends(module) == 0
+
+
+GEARED = """
+func.func @forward(%x: tensor<?x64xf32> {gear.dims = #gear.dims<0: [8, 32, 64]>}) -> tensor<?x64xf32> {
+  %a = npu.relu %x : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %b = npu.exp %a : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  func.return %b : tensor<?x64xf32>
+}
+"""
+
+
+def test_captured_gears_share_one_pool() -> None:
+    """npugraph_ex's graphs of one FX graph share a pool: the gears need the largest of
+    their plans, not the sum graph mode's separate pools add up to."""
+    _, module = _lower(GEARED)
+    pools = [
+        mem.pool_size(f)
+        for f in module.ops
+        if isinstance(f, FuncOp) and f.sym_name.data.startswith("forward_g")
+    ]
+    assert len(pools) == 3 and all(p is not None and p > 0 for p in pools)
+    planned = [p for p in pools if p is not None]
+    assert gear_pool_bytes(module, capture=True) == max(planned)
+    assert gear_pool_bytes(module, capture=False) == sum(planned)
+
+
+def test_more_gears_than_capture_limit_is_a_warning() -> None:
+    found, _ = _lower(GEARED, "gear-multiversion,stream-partition,coreset-lower,capture-close")
+    assert not [d for d in found if d.kind == CAPTURE_LIMIT.code]
+    found, _ = _lower(
+        GEARED, "gear-multiversion,stream-partition,coreset-lower,capture-close{capture-limit=2}"
+    )
+    (warning,) = [d for d in found if d.kind == CAPTURE_LIMIT.code]
+    assert warning.severity == "warning" and "3 gears" in warning.message
