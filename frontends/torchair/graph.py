@@ -421,6 +421,10 @@ class Graph(_Built):
         self._func: FuncOp | None = None
         self._module: ModuleOp | None = None
         self._op_name: str | None = None  # set by `source()`
+        self._last_on: dict[str, SSAValue] = {}
+        """Per stream tag, the first result of the last npu op issued on it (`record`)."""
+        self._pending: dict[str, list[SSAValue]] = {}
+        """Per stream tag, what a `wait_recorded` made its next npu op wait for."""
         _LATEST[:] = [self]
 
     # -- context --------------------------------------------------------
@@ -522,6 +526,8 @@ class Graph(_Built):
         read); an inference failure becomes a `TorchairError` at the user's line.
         """
         self._check_open()
+        if issubclass(op_type, NpuOp) and operands:
+            operands = self._after_pending(operands)
         attrs = dict(attributes or {})
         if self._op_name is not None:
             attrs[OP_NAME] = StringAttr(self._op_name)
@@ -543,7 +549,32 @@ class Graph(_Built):
         self._scope_of[op] = scope
         if isinstance(op, NpuOp) and self._limit_history:
             self._note_stream_limit(op)
+        if isinstance(op, NpuOp) and op.results:
+            self._last_on[self._stream_tag()] = op.results[0]
         return op
+
+    def recorded(self) -> Tensor | None:
+        """npugraph_ex's `record()`: the point after the last npu op issued so far on the
+        current stream, as that op's result (None: nothing issued there yet)."""
+        value = self._last_on.get(self._stream_tag())
+        return None if value is None else Tensor(self, value)
+
+    def wait_recorded(self, points: Sequence[Tensor | None]) -> None:
+        """npugraph_ex's `wait([record, ...])`: the current stream runs nothing more until the
+        recorded points have run.  Streams run in issue order, so ordering the next npu op
+        issued on it is enough: its first operand goes through a `stream.wait_tensor` after
+        each point (which also orders the later uses of that operand after them)."""
+        pending = self._pending.setdefault(self._stream_tag(), [])
+        pending += [p.value for p in points if p is not None]
+
+    def _after_pending(self, operands: Sequence[SSAValue]) -> Sequence[SSAValue]:
+        deps = self._pending.pop(self._stream_tag(), None)
+        if not deps:
+            return operands
+        first = operands[0]
+        for dep in deps:
+            first = self.wait_tensor(Tensor(self, first), Tensor(self, dep)).value
+        return [first, *operands[1:]]
 
     def _stream_tag(self) -> str:
         """The stream tag ops built now go to: the innermost stream scope's, else main."""
