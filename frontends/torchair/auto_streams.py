@@ -192,7 +192,11 @@ class AutoStreams:
     def __call__(
         self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], config: Any = None
     ) -> None:
-        if isinstance(config, CompilerConfig) or config is None:
+        from .auto_streams_capture import is_capture, rewrite  # capture mode: npugraph_ex's ops
+
+        if is_capture(config):
+            report = rewrite(self, gm)
+        elif isinstance(config, CompilerConfig) or config is None:
             report = self.rewrite(gm, config)
         else:
             report = _refused_by(config) or self.rewrite(gm, None)
