@@ -40,6 +40,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, SingleBlockImplicitTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.diagnostics import Kind
 from npuir.dialects import effects, scope, validation
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes, walk_facts
 
@@ -54,6 +55,20 @@ RECORD_STREAM = "stream.record_stream"
 """Capture mode's lifetime mark, written by `capture-close`: the other streams (`[@s1, ...]`)
 that use an op's results, where PyTorch's `tensor.record_stream(stream)` keeps the caching
 allocator from reusing the block before they are done."""
+RECORD_STREAM_FORM = Kind(
+    "stream.record-stream-form",
+    "'stream.record_stream' must list streams as [@symbol, ...], got {value}",
+)
+"""A `stream.record_stream` that is not a non-empty list of `@symbol`s; argument: `value`."""
+RECORD_STREAM_OWN = Kind(
+    "stream.record-stream-own", "'stream.record_stream' lists the op's own stream @{stream}"
+)
+"""A `stream.record_stream` naming the op's own stream; argument: `stream`."""
+RECORD_STREAM_UNDECLARED = Kind(
+    "stream.record-stream-undeclared",
+    "'stream.record_stream' names stream @{stream}, which no 'stream.decl' declares",
+)
+"""A `stream.record_stream` naming an undeclared stream; argument: `stream`."""
 
 
 @irdl_op_definition
@@ -323,12 +338,11 @@ class StreamAttributeVerifier(AttributeVerifier):
         if not refs or not all(
             isinstance(r, SymbolRefAttr) and not r.nested_references.data for r in refs
         ):
-            raise VerifyException(
-                f"'{RECORD_STREAM}' must list streams as [@symbol, ...], got {value}"
-            )
+            raise validation.ValidationError(RECORD_STREAM_FORM, value=str(value))
         names = [r.root_reference.data for r in refs if isinstance(r, SymbolRefAttr)]
-        if stream_of(op) in names:
-            raise VerifyException(f"'{RECORD_STREAM}' lists the op's own stream @{stream_of(op)}")
+        own = stream_of(op)
+        if own in names:
+            raise validation.ValidationError(RECORD_STREAM_OWN, stream=own)
         module = op.parent_op()
         while module is not None and not isinstance(module, ModuleOp):
             module = module.parent_op()
@@ -336,7 +350,7 @@ class StreamAttributeVerifier(AttributeVerifier):
             return
         for name in names:
             if name not in _declared(module):
-                raise VerifyException(f"names stream @{name}, which no 'stream.decl' declares")
+                raise validation.ValidationError(RECORD_STREAM_UNDECLARED, stream=name)
 
 
 def _declared(module: ModuleOp) -> Collection[str]:
