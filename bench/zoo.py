@@ -410,7 +410,7 @@ def capture_check(name: str, phase: str) -> str:
     import npuir.torchair as tng
     from npuir.analysis.happens_before import HappensBefore
     from npuir.analysis.program import build_program, module_streams, scheduled_functions
-    from npuir.transforms.capture_close import unforked, unjoined
+    from npuir.schedule.capture_rules import unforked, unjoined
 
     model = scoped(name, build(name))
     module = wrapped(name, model)

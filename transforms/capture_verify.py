@@ -38,7 +38,7 @@ from npuir.analysis.program import (
 )
 from npuir.diagnostics import DiagnosticError, Kind, error
 from npuir.passes import PARTITIONED, IRState
-from npuir.transforms.capture_close import capture_stream, unforked, unjoined
+from npuir.schedule.capture_rules import capture_stream, unforked, unjoined
 
 UNJOINED = Kind(
     "capture.unjoined-stream",

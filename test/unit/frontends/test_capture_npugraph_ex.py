@@ -16,7 +16,7 @@ from npuir.analysis.happens_before import HappensBefore  # noqa: E402
 from npuir.analysis.program import build_program, module_streams  # noqa: E402
 from npuir.dialects import npu, stream  # noqa: E402
 from npuir.frontends.torchair import npugraph_ex_ops  # noqa: E402
-from npuir.transforms.capture_close import unforked, unjoined  # noqa: E402
+from npuir.schedule.capture_rules import unforked, unjoined  # noqa: E402
 
 pytestmark = [pytest.mark.torch]
 

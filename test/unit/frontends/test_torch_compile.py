@@ -36,8 +36,8 @@ from npuir.analysis.program import (  # noqa: E402
 from npuir.dialects import stream  # noqa: E402
 from npuir.dialects.npu import NpuOp  # noqa: E402
 from npuir.frontends.torch import import_exported_program  # noqa: E402
+from npuir.schedule.capture_rules import unforked, unjoined  # noqa: E402
 from npuir.torchair import TorchairError  # noqa: E402
-from npuir.transforms.capture_close import unforked, unjoined  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "examples" / "torchair").glob("*.py"))

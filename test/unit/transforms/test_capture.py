@@ -16,7 +16,8 @@ from npuir.analysis.program import build_program, module_streams, scheduled_func
 from npuir.backends.npu.memory import gear_pool_bytes
 from npuir.diagnostics import Diagnostic, DiagnosticError
 from npuir.dialects import mem, stream, sync
-from npuir.transforms.capture_close import CAPTURE_LIMIT, unforked, unjoined
+from npuir.schedule.capture_rules import unforked, unjoined
+from npuir.transforms.capture_close import CAPTURE_LIMIT
 from npuir.transforms.capture_verify import UNFORKED, UNJOINED
 
 ROOT = Path(__file__).resolve().parents[3]
