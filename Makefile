@@ -65,8 +65,10 @@ lint: $(ALL_STAMP)
 
 # -rs lists every skip with its reason: none may be a missing package.  pytest-randomly
 # shuffles the order and prints its seed (`--randomly-seed=N` repeats an order).
+# worksteal: an idle worker takes tests queued for the other, so a minute-long test drawn
+# late does not leave one core idle while the other finishes its share.
 unit: $(ALL_STAMP) $(CHROMIUM_STAMP)
-	$(BIN)/python -m pytest -n 2 -rs
+	$(BIN)/python -m pytest -n 2 --dist worksteal -rs
 
 unit-fast: $(ALL_STAMP) $(CHROMIUM_STAMP)
 	$(BIN)/python -m pytest -rs -m 'not slow'

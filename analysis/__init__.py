@@ -10,6 +10,8 @@ What a pass author imports (`from npuir.analysis import build_program, ...`):
 - `DependenceGraph(func).run()`: data and control predecessors, reachability;
 - `HappensBefore(program).run()`: vector clocks over a lowered program, which
   orders which (`ordered(a, b)`, `missing(n)`, `unjoined()`);
+- `StreamWindows(happens_before, nodes)`: which of some chosen nodes of each stream may run
+  at the same time as a node, in O(log n) a query (`window(n, stream)`);
 - `CoreLimits(module, device).run()`: each op's effective cube/vector core limit
   (`of(op)`), from `coreset.limit` scopes and stream limits;
 - `partition`: the baseline stream assignments (`assign`);
@@ -37,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "is_lowered": "npuir.analysis.program",
     "DependenceGraph": "npuir.analysis.dependence",
     "HappensBefore": "npuir.analysis.happens_before",
+    "StreamWindows": "npuir.analysis.overlap",
     "CoreLimits": "npuir.analysis.core_limits",
     "limit_fn": "npuir.analysis.core_limits",
     "LoweredFunction": "npuir.analysis.manager",
@@ -52,6 +55,7 @@ __all__ = [
     "NodeKind",
     "Program",
     "StreamInfo",
+    "StreamWindows",
     "analyses",
     "build_program",
     "is_lowered",
@@ -65,6 +69,7 @@ if TYPE_CHECKING:
     from npuir.analysis.dependence import DependenceGraph
     from npuir.analysis.happens_before import HappensBefore
     from npuir.analysis.manager import LoweredFunction, analyses
+    from npuir.analysis.overlap import StreamWindows
     from npuir.analysis.program import (
         DepKind,
         NodeKind,

@@ -167,6 +167,7 @@ class Mode(StrEnum):
     MINIDAG = "minidag"
     OPARA = "opara"
     AUTO = "auto"
+    IOS = "ios"
 
     @property
     def uses_tags(self) -> bool:

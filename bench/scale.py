@@ -16,6 +16,13 @@ Shapes (bench/generate.py):
                `stream.switch` scopes (two scopes per 13 ops), the shape whose parse used to
                grow with regions x values.
 
+`python bench/scale.py --per-node RANKS [--layers 61] [--functions K]` measures instead
+what one simulated (rank, op) node costs: `npuir-run --timing-only` on the DeepSeek-V3-shaped
+program of `bench/deepseek_v3.py` with every rank simulated (no mirroring), SPMD (`--ranks`)
+or, with `--functions K`, MPMD over K copies of the rank function (`--entries`), in a child
+process; it prints the child's CPU seconds and peak RSS, and both over the simulated nodes
+(every rank's nodes: its ops, records, waits and return).
+
 The growth exponent of a phase between two sizes is log(t2 / t1) / log(n2 / n1): 1.0 is
 linear, 2.0 quadratic.  The growth factor is t2 / t1 itself (10.0 is linear over 10x).
 """
@@ -203,5 +210,68 @@ def print_scale(result: dict[str, Any]) -> None:
         print(f"growth factor ({shape}): {text}")
 
 
+def per_node(ranks: int, layers: int = 61, functions: int = 1) -> dict[str, Any]:
+    """CPU and peak RSS of `npuir-run --timing-only` on `ranks` ranks of the DeepSeek-V3
+    program, and both per simulated node (see the module docstring)."""
+    import os
+    import tempfile
+
+    sys.path.insert(0, str(HERE))
+    from deepseek_v3 import DeepSeekV3Config, deepseek_v3, entries
+    from workloads.moe import MoeConfig
+
+    import npuir
+    from npuir.analysis.program import build_program, module_streams, scheduled_functions
+
+    cfg = DeepSeekV3Config(layers=layers, moe=MoeConfig(tokens=64, ep=ranks))
+    text = deepseek_v3(cfg, functions)
+    with tempfile.TemporaryDirectory(prefix="npuir-scale-") as tmp:
+        path = Path(tmp) / "deepseek_v3.mlir"
+        path.write_text(text)
+        who = (
+            ["--entries", ",".join(entries(cfg, functions))]
+            if functions > 1
+            else ["--ranks", str(ranks)]
+        )
+        run = Path(sys.executable).parent / "npuir-run"
+        child = subprocess.Popen(
+            [str(run), str(path), "--timing-only", *who],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"npuir-run exited {os.waitstatus_to_exitcode(status)}")
+        # The nodes one rank simulates: its function lowered by the default pipeline.
+        one = deepseek_v3(cfg, 1)
+        ctx = npuir.make_context()
+        module = npuir.parse_text(ctx, one, "one.mlir")
+        npuir.run_passes(ctx, module, npuir.build_pipeline("npu-default"), verify_each=False)
+        (func,) = scheduled_functions(module)
+        nodes = len(build_program(func, module_streams(module))) * ranks
+    cpu = usage.ru_utime + usage.ru_stime
+    rss = usage.ru_maxrss * 1024
+    return {
+        "ranks": ranks,
+        "layers": layers,
+        "functions": functions,
+        "nodes": nodes,
+        "cpu_s": round(cpu, 2),
+        "peak_rss_mb": round(rss / 2**20),
+        "us_per_node": round(cpu / nodes * 1e6, 2),
+        "kib_per_node": round(rss / nodes / 1024, 3),
+    }
+
+
 if __name__ == "__main__":
-    print(json.dumps(child(sys.argv[1], sys.argv[2], int(sys.argv[3]))))
+    if sys.argv[1] == "--per-node":
+        import argparse
+
+        ap = argparse.ArgumentParser(description="CPU and memory per simulated node")
+        ap.add_argument("--per-node", type=int, required=True, metavar="RANKS")
+        ap.add_argument("--layers", type=int, default=61)
+        ap.add_argument("--functions", type=int, default=1)
+        a = ap.parse_args()
+        print(json.dumps(per_node(a.per_node, a.layers, a.functions)))
+    else:
+        print(json.dumps(child(sys.argv[1], sys.argv[2], int(sys.argv[3]))))

@@ -61,8 +61,8 @@ import math
 import os
 import re
 import sysconfig
-from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
@@ -102,10 +102,12 @@ from npuir.diagnostics import (
     diagnostic_json,
     error,
 )
-from npuir.dialects import coreset, gear, stream
+from npuir.dialects import coreset, stream
 from npuir.dialects.npu import OP_NAME, NpuOp
 from npuir.dialects.scope import ScopeOp, walk_nested
 from npuir.dialects.stream import bind_later_uses
+from npuir.driver.gear_cases import gear_cases
+from npuir.driver.identical import share_identical
 from npuir.driver.mem_tradeoff import Point, memory_tradeoff
 from npuir.driver.run import (
     NO_GEAR,
@@ -116,13 +118,13 @@ from npuir.driver.run import (
     time_program,
     timing_function,
 )
+from npuir.executor import Executor, parse_jobs
 from npuir.frontends.load import Format, load_source, read, source_of_text
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.auto import Judge, cost_strategies, shared_searches
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 from npuir.transforms.coreset_check import HOLD_AND_WAIT
-from npuir.transforms.gear_multiversion import annotated_dims, combine
 from npuir.transforms.stream_source_form import HOIST, WANT, escaping, hoist, hoisted_order, wrap
 
 TAIL = "coreset-lower,insert-events,coreset-check,sync-verify"
@@ -258,6 +260,8 @@ class AdviseConfig:
     emit_mlir: str | None = None
     granularity: str = "line"
     gear_weights: list[float] | None = None
+    jobs: str = "1"
+    """Where the independent work runs (`--jobs`: `npuir.executor.parse_jobs`)."""
     mem_budget: str | None = None
     """The planned peak the recommendation must fit (as `npuir-run --mem-budget` takes it:
     bytes, `64MiB`, or `hbm`); the pass row is then `auto` under it."""
@@ -762,34 +766,18 @@ class Case:
 def _cases(config: AdviseConfig, module: ModuleOp) -> list[Case]:
     funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
     names = entry_names(_run_config(config, None, None, config.shapes), module)
-    func = funcs[names[0]]
-    dims = annotated_dims(func)
-    if config.shapes or not dims:
+    gears = [] if config.shapes else gear_cases(funcs[names[0]])
+    if not gears:
         if config.gear_weights:
             raise UsageError("--gear-weights needs a geared program advised for all its gears")
         return [Case(None, dict(config.shapes), 1.0)]
-    policy = gear.policy_of(func.attributes) or "zip"
-    gears = combine(func, dims, policy)
     weights = config.gear_weights or [1.0] * len(gears)
     if len(weights) != len(gears):
         raise UsageError(
             f"--gear-weights gives {len(weights)} weight(s) for the {len(gears)} gears of "
             f"@{names[0]}"
         )
-    cases: list[Case] = []
-    for values, weight in zip(gears, weights):
-        shapes: dict[str, tuple[int, ...]] = {}
-        for ((arg, dim), _), value in zip(dims, values):
-            ty = func.function_type.inputs.data[arg]
-            base = list(shapes.get(str(arg), ty.get_shape()))
-            base[dim] = value
-            shapes[str(arg)] = tuple(base)
-        label = "gear " + ", ".join(
-            f"arg{a}={'x'.join(str(d) if d >= 0 else '?' for d in s)}"
-            for a, s in ((int(k), v) for k, v in shapes.items())
-        )
-        cases.append(Case(label, shapes, weight))
-    return cases
+    return [Case(g.label, dict(g.shapes), w) for g, w in zip(gears, weights)]
 
 
 def _run_config(
@@ -2220,22 +2208,72 @@ def advise(config: AdviseConfig, write: Any = None) -> Advice:
         raise UsageError(
             f"--granularity {config.granularity} is not one of: {', '.join(GRANULARITIES)}"
         )
+    parse_jobs(config.jobs)  # a bad --jobs is refused before any work
     module, text, calls, warnings = _load(config)
-    advice: Advice = on_deep_stack(_advise, config, module, text, calls, write)
+    config, copies = _share_copies(config, module)
+    advice: Advice = on_deep_stack(_advise, config, module, text, calls, write, copies)
     advice.warnings = warnings + advice.warnings
+    if copies:
+        firsts = sorted(set(copies.values()))
+        advice.reasons.append(
+            f"{len(copies)} entry function(s) are copies of "
+            + ", ".join(f"@{n}" for n in firsts)
+            + " (the same ops and types): each was advised once, and the advice applies to "
+            "its copies alike"
+        )
     return advice
 
 
+def _share_copies(config: AdviseConfig, module: ModuleOp) -> tuple[AdviseConfig, dict[str, str]]:
+    """MPMD entries that are copies of each other (`share_identical`): the copies taken out
+    of `module` and each rank given its first copy's name, so that every distinct function
+    is searched once (memory and time grow with the distinct functions, not the ranks).
+    Returns the config to advise with and each copy's name -> the function it copies."""
+    if not config.entries:
+        return config, {}
+    order = [f.sym_name.data for f in module.ops if isinstance(f, FuncOp)]
+    shared = share_identical(module, config.entries)
+    copies = {n: s for n, s in zip(config.entries, shared, strict=True) if n != s}
+    if not copies:
+        return config, {}
+    # Keep the module's order of the copies, for putting them back into what is emitted.
+    copies = {n: copies[n] for n in order if n in copies}
+    return replace(config, entries=shared), copies
+
+
+def _with_copies(module: ModuleOp, copies: dict[str, str]) -> ModuleOp:
+    """`module` (advised, copies taken out) with each copy put back: a clone of the function
+    it copies, under its own name, after it."""
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    last: dict[str, FuncOp] = {}
+    for name, first in copies.items():
+        clone = funcs[first].clone()
+        clone.sym_name = StringAttr(name)
+        module.body.block.insert_op_after(clone, last.get(first, funcs[first]))
+        last[first] = clone
+    return module
+
+
 def _advise(
-    config: AdviseConfig, module: ModuleOp, text: str | None, calls: set[Site], write: Any
+    config: AdviseConfig,
+    module: ModuleOp,
+    text: str | None,
+    calls: set[Site],
+    write: Any,
+    copies: dict[str, str] | None = None,
 ) -> Advice:
     # Auto's row and the memory trade-off search the same program: once (on this thread).
     with shared_searches():
-        return _advise_shared(config, module, text, calls, write)
+        return _advise_shared(config, module, text, calls, write, copies or {})
 
 
 def _advise_shared(
-    config: AdviseConfig, module: ModuleOp, text: str | None, calls: set[Site], write: Any
+    config: AdviseConfig,
+    module: ModuleOp,
+    text: str | None,
+    calls: set[Site],
+    write: Any,
+    copies: dict[str, str],
 ) -> Advice:
     hw = device_of(module, config.hw)
     cases = _cases(config, module)
@@ -2251,17 +2289,86 @@ def _advise_shared(
         timed_of[(base.name, case.label)] = timed
         return v
 
-    unannotated: ModuleOp | None = None
     for case in cases:
         written = _time(config, case, None, module.clone(), text)
         if written is None:
             # The user's program does not lower: that is the user's error, said as npuir-run says it.
             time_program(_run_config(config, None, text, case.shapes), module.clone())
         add(AS_WRITTEN, case, written, True)
+    unannotated = _without_scopes(module)
+    # The other baselines and the bounds go to the executor and run while the search below
+    # does (with --jobs); their results are read by key at the end.
+    pool = parse_jobs(config.jobs).make()
+    try:
+        _submit_baselines(pool, config, cases, unannotated)
+        advice = _search_and_report(
+            config,
+            module,
+            text,
+            calls,
+            write,
+            hw,
+            cases,
+            budget_bytes,
+            unannotated,
+            pool,
+            copies,
+            variants,
+            by,
+            timed_of,
+            add,
+        )
+    finally:
+        pool.close()
+    return advice
+
+
+def _submit_baselines(
+    pool: Executor[tuple[str, int], Any],
+    config: AdviseConfig,
+    cases: list[Case],
+    unannotated: ModuleOp,
+) -> None:
+    """Submit the baselines after the first (`BEFORE`) and the lower bound of every case,
+    keyed (what, case index), each a task on the printed unannotated program."""
+    flat_text = print_ir(unannotated, debuginfo=True)
+    for i, case in enumerate(cases):
         for base in BEFORE[1:]:
-            if unannotated is None:
-                unannotated = _without_scopes(module)
-            add(base, case, _time(config, case, base.pipeline, unannotated.clone(), None), True)
+            pool.submit((base.name, i), _baseline_task, config, case, base, flat_text)
+        pool.submit(("lower bound", i), _bound_task, config, case, flat_text)
+
+
+def _baseline_task(config: AdviseConfig, case: Case, base: Baseline, text: str) -> Variant:
+    """A task: `base`'s row of `case`, on the program `text` (parsed here: every executor
+    runs the same work)."""
+    module = _parse_text(config, text)
+    hw = device_of(module, config.hw)
+    return _variant(base, case, _time(config, case, base.pipeline, module, None), hw, True)
+
+
+def _bound_task(config: AdviseConfig, case: Case, text: str) -> int | None:
+    """A task: `_lower_bound` of `case` on the program `text`."""
+    module = _parse_text(config, text)
+    return _lower_bound(config, module, case, device_of(module, config.hw))
+
+
+def _search_and_report(
+    config: AdviseConfig,
+    module: ModuleOp,
+    text: str | None,
+    calls: set[Site],
+    write: Any,
+    hw: Hardware,
+    cases: list[Case],
+    budget_bytes: int | None,
+    unannotated: ModuleOp,
+    pool: Executor[tuple[str, int], Any],
+    copies: dict[str, str],
+    variants: list[Variant],
+    by: dict[tuple[str, str | None], Variant],
+    timed_of: dict[tuple[str, str | None], Timed | None],
+    add: Callable[[Baseline, Case, Timed | None, bool], Variant],
+) -> Advice:
 
     # The structured search.
     granularity = config.granularity
@@ -2281,10 +2388,12 @@ def _advise_shared(
     keep = False
     source_text: str
     edits: list[Edit] = []
-    auto_timed: dict[str | None, Timed | None] = {}
+    # Auto's rows, made at once: a row keeps its figures, not the run behind them (a run of
+    # a thousand ranks holds its simulation's arrays).
+    auto_rows: dict[str | None, Variant] = {}
     auto_ops: dict[str, list[Operation]] = {}
     for case in cases:
-        auto_module = (unannotated or _without_scopes(module)).clone()
+        auto_module = unannotated.clone()
         if case.label is None:
             # Which op is which, before auto may reissue them (for its projection below).
             auto_ops = {
@@ -2292,7 +2401,9 @@ def _advise_shared(
                 for f in auto_module.ops
                 if isinstance(f, FuncOp)
             }
-        auto_timed[case.label] = _time(config, case, auto_base.pipeline, auto_module, None)
+        auto_rows[case.label] = _variant(
+            auto_base, case, _time(config, case, auto_base.pipeline, auto_module, None), hw, False
+        )
     if granularity == "op":
         annotated = _annotated_auto(module, config)
         plan = None
@@ -2385,7 +2496,9 @@ def _advise_shared(
                 keep = False
     for case, timed in zip(cases, timed_advice):
         add(advice_base, case, timed, False)
-        add(auto_base, case, auto_timed[case.label], False)
+        auto_row = auto_rows[case.label]
+        variants.append(auto_row)
+        by[(auto_base.name, case.label)] = auto_row
     if search is not None and plan is not None and not keep:
         edits = _with_imports(_edits(plan, search, limits))
     elif search is None:
@@ -2397,6 +2510,12 @@ def _advise_shared(
                 "the edits leave them out, the pass row applies them all"
             )
         edits = _with_imports(owned)
+    done = pool.results()
+    for i, case in enumerate(cases):
+        for base in BEFORE[1:]:
+            v = done[(base.name, i)]
+            variants.append(v)
+            by[(base.name, case.label)] = v
     variants = _ordered(variants, cases)
     _reason(reasons, by, cases, best_name, keep)
     for case in cases:
@@ -2406,8 +2525,8 @@ def _advise_shared(
             if estimated is not None:
                 where = "" if case.label is None else f"{case.label}: "
                 reasons.append(where + estimated.line() + " (as written)")
-    flat = unannotated or _without_scopes(module)
-    bounds = {case.label: _lower_bound(config, flat, case, hw) for case in cases}
+    flat = unannotated
+    bounds = {case.label: done[("lower bound", i)] for i, case in enumerate(cases)}
     weights = {c.label: c.weight for c in cases}
     layer_warnings = _stream_per_layer(
         config, module, cases, [timed_of.get((AS_WRITTEN.name, c.label)) for c in cases]
@@ -2427,7 +2546,7 @@ def _advise_shared(
         warnings=layer_warnings,
     )
     if config.emit_mlir is not None:
-        text = print_ir(annotated)
+        text = print_ir(_with_copies(annotated.clone(), copies) if copies else annotated)
         if write is None:
             with open(config.emit_mlir, "w", encoding="utf-8") as f:
                 f.write(text)

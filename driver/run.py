@@ -58,6 +58,7 @@ from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError, error
 from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
+from npuir.driver.identical import share_identical
 from npuir.driver.npz import read_arrays
 from npuir.frontends.load import Source, load_source, read, source_of_text, state_arrays
 from npuir.frontends.pt2 import STATE_ATTR
@@ -660,10 +661,16 @@ def _refuse_beyond_host(
 def _partial_groups(funcs: Sequence[FuncOp], mirror_peers: bool) -> list[PartialGroup]:
     """The groups `funcs` (one per rank) leave partial; an error unless `mirror_peers`.
     Collectives that pair up across ranks but differ are an error at the later rank's."""
-    mismatched = mismatched_pairs([collectives(f) for f in funcs], len(funcs))
+    # One walk per distinct function, shared by the ranks that run it (SPMD: one walk).
+    walked: dict[int, list[npu.CollectiveOp]] = {}
+    for f in funcs:
+        if id(f) not in walked:
+            walked[id(f)] = collectives(f)
+    per_rank = [walked[id(f)] for f in funcs]
+    mismatched = mismatched_pairs(per_rank, len(funcs))
     if mismatched:
         raise error(mismatched[0].op, COLLECTIVE_MISMATCH, reason=mismatched[0].describe())
-    partial = partial_groups([collectives(f) for f in funcs], len(funcs))
+    partial = partial_groups(per_rank, len(funcs))
     for group in partial if mirror_peers else ():
         if len(group.missing) > MAX_MIRRORED:
             raise error(
@@ -725,12 +732,20 @@ def _simulate(
     hw: Hardware,
     mirror_peers: bool,
     profile: Profile | None,
+    symmetric: bool = False,
 ) -> tuple[SimResult, list[Program], list[FuncOp], list[str | None], list[PartialGroup]]:
+    """Lower `names`' programs out of `module` and simulate them.  With `symmetric`, a run
+    whose ranks all run one program is simulated on one rank with its peers mirrored: every
+    rank of a deterministic SPMD run does the same at the same times, so that rank's times
+    are every rank's (the result then has one rank; for a baseline read at rank 0)."""
     programs, actual, gears = _programs(ctx, module, names, shapes)
     partial = _partial_groups(actual, mirror_peers)
-    progress.phase(f"simulate {sum(len(p) for p in programs)} nodes")
+    ranks = programs
+    if symmetric and len(programs) > 1 and all(p is programs[0] for p in programs):
+        ranks, mirror_peers = programs[:1], True
+    progress.phase(f"simulate {sum(len(p) for p in ranks)} nodes")
     try:
-        result = simulate(programs, hw, mirror_peers=mirror_peers, profile=profile)
+        result = simulate(ranks, hw, mirror_peers=mirror_peers, profile=profile)
     finally:
         progress.clear()
     return result, programs, actual, gears, partial
@@ -766,6 +781,7 @@ _Loaded = tuple[
     list[list[Array]] | None,
     list[list[tuple[int, ...]]],
     list[dict[int, Array]],
+    list[str],
 ]
 
 
@@ -788,9 +804,13 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
             source = read(config.path)
         module = load_source(source, ctx)
         weights = state_arrays(source)
+    names = entry_names(config, module)
+    shown = list(names)
+    # Entry functions that are copies of each other are lowered and prepared once (every
+    # rank is still simulated); `shown` keeps the names the ranks were given.
+    names = share_identical(module, names)
     original = module.clone() if keep else module
     hw = _hardware(config, module)
-    names = entry_names(config, module)
     # The functions as written: lowering rewrites `module`'s in place (a gear dispatcher keeps
     # nothing of the body that says which inputs need positive values or index bounds).
     funcs = _functions(original)
@@ -801,7 +821,7 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
     shapes = [
         _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
     ]
-    return ctx, module, original, hw, names, funcs, given, shapes, state
+    return ctx, module, original, hw, names, funcs, given, shapes, state, shown
 
 
 def budget_pipeline(budget: str, favor: str = "max-concurrency") -> str:
@@ -837,9 +857,9 @@ def _lower_reporting(ctx: NpuirContext, module: ModuleOp, config: RunConfig) -> 
 def fit_program(config: RunConfig, profile_path: str) -> tuple[Fit, list[Diagnostic]]:
     """Fit the device's rates and launch overhead to the profile of `config`'s program
     (`npuir.backends.npu.calibrate`), lowered as a run would lower it."""
-    ctx, module, _, hw, names, _, _, shapes, _ = _load(config)
+    ctx, module, _, hw, names, _, _, shapes, _, _ = _load(config)
     profile = read_profile(profile_path)
-    warnings = _lower_reporting(ctx, module, config)
+    warnings = profile.warnings + _lower_reporting(ctx, module, config)
     programs, _, _ = _programs(ctx, module, names, shapes)
     try:
         return fit_hardware(programs, profile, hw), warnings
@@ -863,9 +883,9 @@ class Timed:
 def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
     """Lower and simulate `config`'s program as `run_program` does, and nothing else.
     `parsed` is the program already parsed (it is lowered in place)."""
-    ctx, module, _, hw, names, _, _, shapes, _ = _load(config, parsed, keep=False)
+    ctx, module, _, hw, names, _, _, shapes, _, _ = _load(config, parsed, keep=False)
     profile = read_profile(config.profile) if config.profile else None
-    warnings = _lower_reporting(ctx, module, config)
+    warnings = (profile.warnings if profile else []) + _lower_reporting(ctx, module, config)
     result, programs, _, gears, _ = _simulate(
         ctx, module, names, shapes, hw, config.mirror_peers, profile
     )
@@ -875,9 +895,9 @@ def time_program(config: RunConfig, parsed: ModuleOp | None = None) -> Timed:
 def run_program(config: RunConfig) -> RunOutcome:
     """Do what `config` asks; user errors raise `DiagnosticError` / `UsageError`."""
     loaded = _load(config)
-    ctx, module, original, hw, names, funcs, given, shapes, state = loaded
+    ctx, module, original, hw, names, funcs, given, shapes, state, shown = loaded
     profile = read_profile(config.profile) if config.profile else None
-    warnings = _lower_reporting(ctx, module, config)
+    warnings = (profile.warnings if profile else []) + _lower_reporting(ctx, module, config)
     result, programs, actual, gears, partial = _simulate(
         ctx, module, names, shapes, hw, config.mirror_peers, profile
     )
@@ -886,8 +906,11 @@ def run_program(config: RunConfig) -> RunOutcome:
     base_ctx = make_context(collect_diagnostics=True)
     _lower(base_ctx, baseline, SINGLE_STREAM_PIPELINE, config.hw)
     base_ctx.diagnostics.drain()
+    # The one-stream baseline is read for its makespan, rank 0's explanation and the plans'
+    # peaks: an SPMD baseline is simulated on one rank (see `_simulate`), so the whole run
+    # is simulated once.
     single, single_programs, _, _, _ = _simulate(
-        base_ctx, baseline, names, shapes, hw, config.mirror_peers, profile
+        base_ctx, baseline, names, shapes, hw, config.mirror_peers, profile, symmetric=True
     )
 
     check: dict[str, Any] | None = None
@@ -915,7 +938,7 @@ def run_program(config: RunConfig) -> RunOutcome:
         single_stream_ns=single.makespan_ns if single.deadlock is None else None,
         single_stream_deadlocks=single.deadlock is not None,
         gears=gears,
-        entries=list(names),
+        entries=shown,
         check=check,
         mirrored=[p.to_json() for p in partial] if config.mirror_peers else None,
         profile=(
@@ -932,7 +955,7 @@ def run_program(config: RunConfig) -> RunOutcome:
     )
     if result.deadlock is None:
         report["memory"] = memory_report(result, programs, single_programs)
-        report["memory"]["log"] = imas_line("@" + names[0], report["memory"])
+        report["memory"]["log"] = imas_line("@" + shown[0], report["memory"])
     else:
         report["memory"] = None
     report["why"], report["auto"] = _why(

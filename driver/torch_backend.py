@@ -97,6 +97,7 @@ from npuir.frontends.torchair.core.utils import logger
 from npuir.frontends.torchair.graph import check_mode
 from npuir.frontends.torchair.inference import gears_of, warn_unless_dynamic
 from npuir.passmanager.pipeline import build_pipeline, configured_pipeline, run_passes
+from npuir.progress import progress
 from npuir.schedule.bounds import lower_bound_ns
 from npuir.schedule.device import device_of
 
@@ -975,6 +976,21 @@ class NpuBackend:
         examples: list[Any],
         known_gears: dict[int, dict[int, list[int]]] | None = None,
     ) -> _Compiled:
+        # A long compile shows its phases on a terminal (npuir.progress: only there, and
+        # only once the compile has run for the delay); the line is gone when it returns.
+        progress.start("torch.compile: export")
+        try:
+            return self._compile_graph(gm, placeholders, examples, known_gears)
+        finally:
+            progress.clear()
+
+    def _compile_graph(
+        self,
+        gm: torch.fx.GraphModule,
+        placeholders: list[torch.fx.Node],
+        examples: list[Any],
+        known_gears: dict[int, dict[int, list[int]]] | None = None,
+    ) -> _Compiled:
         start = time.perf_counter()
         self.compiles += 1
         graph_id = next(_GRAPH_IDS)
@@ -1030,6 +1046,7 @@ class NpuBackend:
             ]
 
             def imported(eager: dict[str, str] | None = None) -> ModuleOp:
+                progress.phase(f"torch.compile graph {graph_id}: import")
                 return import_fx_graph(
                     ep.graph,
                     state=_state_names(ep),
@@ -1095,6 +1112,7 @@ class NpuBackend:
             return _Compiled(gm, None, None, names, gears, policy, TorchairError(exc.diagnostic))
         seconds = time.perf_counter() - start
         self.modules.append(module)
+        progress.phase(f"torch.compile graph {graph_id}: report")
         report = _report(graph_id, options, text, pipeline, shapes, self.imported[-1])
         report.custom_pass = applied or []
         self._count_streams(report, module, options)
@@ -1252,6 +1270,7 @@ class NpuBackend:
         run_passes(make_context(), module, build_pipeline(pipeline))
         seconds = time.perf_counter() - start
         self.modules.append(module)
+        progress.phase(f"torch.compile graph {graph_id}: report")
         report = _report(graph_id, options, text, pipeline, shapes, self.imported[-1])
         report.custom_pass = applied or []
         self._count_streams(report, module, options)

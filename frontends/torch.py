@@ -87,7 +87,7 @@ from npuir.frontends.torchair import (
     scope_keys,
 )
 from npuir.frontends.torchair.errors import fail, refused
-from npuir.frontends.torchair.graph import detached, element_type, tensor_type
+from npuir.frontends.torchair.graph import argument_name, detached, element_type, tensor_type
 from npuir.frontends.torchair.inference import GEARS_ATTR
 from npuir.frontends.torchair.scope import stream_limit
 
@@ -1126,7 +1126,7 @@ def example_inputs(ep: torch.export.ExportedProgram, *args: Any) -> dict[str, An
 
     Keyed by the function arguments' names, which are the program's placeholder names
     (`p_gate_weight` for a parameter, `b_slot_token` for a buffer, `x` for a user
-    input): parameters, buffers and lifted constants from the program's own state, the
+    input; a trailing `_0` printed `.0`, as `argument_name` says): parameters, buffers and lifted constants from the program's own state, the
     user inputs from `args` in the order `forward` takes them.  `np.savez(path,
     **example_inputs(ep, x))` writes a file that `npuir-run --inputs` reads, so a run
     computes on exactly what eager PyTorch computes on.
@@ -1149,7 +1149,7 @@ def example_inputs(ep: torch.export.ExportedProgram, *args: Any) -> dict[str, An
             value = ep.state_dict[spec.target]
         else:
             value = ep.constants[spec.target]
-        arrays[name] = _numpy(value)
+        arrays[argument_name(name)] = _numpy(value)
     return arrays
 
 

@@ -12,6 +12,7 @@ A dozen lines instead of `rich` or `tqdm`: neither is a dependency of npuir, a s
 is all that is needed, and `advance()` costs one clock read, so it can sit in a search loop.
 
     from npuir.progress import progress
+    progress.start("torch.compile")   # new work: the delay counts from here (else: import)
     progress.phase("stream-partition")
     progress.advance()      # one more trial, op, ...
     progress.clear()        # when the phase's output is about to be printed
@@ -64,6 +65,13 @@ class Progress:
     def disable(self) -> None:
         self.clear()
         self.enabled = False
+
+    def start(self, name: str) -> None:
+        """A new piece of work begins with phase `name`: the delay counts from now (a
+        `torch.compile` in a long session shows its line only if the compile runs long)."""
+        now = time.monotonic()
+        self._start, self._next = now, now + DELAY_S
+        self.phase(name)
 
     def phase(self, name: str) -> None:
         """Start phase `name` with a count of 0."""

@@ -1895,4 +1895,10 @@ def cost_strategies(
     def opara(req: Request) -> Assignment:
         return assign_opara(req, hw)
 
-    return {Mode.MINIDAG: minidag, Mode.OPARA: opara, Mode.AUTO: auto}
+    def ios(req: Request) -> Assignment:
+        # Imported here: npuir.schedule.ios costs its stages with this module's `Judge`.
+        from npuir.schedule.ios import assign_ios
+
+        return assign_ios(req, hw, limits, profile)
+
+    return {Mode.MINIDAG: minidag, Mode.OPARA: opara, Mode.AUTO: auto, Mode.IOS: ios}

@@ -102,6 +102,13 @@ def _arg_parser() -> argparse.ArgumentParser:
         metavar="OUT.mlir",
         help="write the input with the recommended scopes, in source form",
     )
+    ap.add_argument(
+        "--jobs",
+        default="1",
+        metavar="N|ray|ray:N",
+        help="run the baselines beside the search on N worker processes, or on Ray "
+        "(the ray extra); 1 (the default) runs everything in this process",
+    )
     ap.add_argument("--json", action="store_true", help="print the advice as one JSON object")
     ap.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     ap.add_argument(
@@ -129,6 +136,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         gear_weights=args.gear_weights,
         mem_budget=args.mem_budget,
         edit_files=args.edit_files,
+        jobs=args.jobs,
     )
     sources = SourceManager()
     try:

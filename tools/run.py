@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from xdsl.dialects.func import FuncOp
 
 from npuir.diagnostics import (
     Diagnostic,
@@ -35,7 +38,7 @@ from npuir.driver.run import (
     run_program,
     save_arrays,
 )
-from npuir.frontends.load import Format, read
+from npuir.frontends.load import Format, Source, read
 from npuir.passmanager.pipeline import PassOrderError
 from npuir.passmanager.registry import load_passes
 from npuir.progress import progress
@@ -47,6 +50,9 @@ from npuir.tools.cli import (
     shape_argument,
 )
 from npuir.tools.output import write_bytes, write_output, write_text
+
+if TYPE_CHECKING:
+    from npuir.backends.npu.html_report import GearRun
 
 USAGE = Kind("usage.invalid", "{reason}")
 """A tool invoked the wrong way; `reason` is the `UsageError`'s message (text only, made
@@ -250,7 +256,54 @@ def write_advice_report(
     write_text(path, page)
 
 
-def _write_files(args: argparse.Namespace, outcome: RunOutcome) -> None:
+def _gear_runs(config: RunConfig) -> list[GearRun]:
+    """For `--report` on a geared program (rank 0's entry has gears): one entry per gear,
+    the run's own gear marked (the page draws it from the run), every other one run timing-only at the shapes that
+    select it (on every rank, as `--shape` gives them); empty for a program without gears."""
+    from npuir.backends.npu.html_report import GearRun, Run
+    from npuir.context import make_context
+    from npuir.driver.gear_cases import gear_cases
+    from npuir.driver.run import entries_and_shapes
+    from npuir.frontends.load import load_source
+
+    assert isinstance(config.source, Source)
+    module = load_source(config.source, make_context(collect_diagnostics=True))
+    names, shapes = entries_and_shapes(config, module)
+    func = next(f for f in module.ops if isinstance(f, FuncOp) and f.sym_name.data == names[0])
+    out: list[GearRun] = []
+    for case in gear_cases(func):
+        args = [(int(k), v) for k, v in case.shapes.items()]
+        if all(shapes[0][a] == v for a, v in args):
+            out.append(GearRun(case.label, None, taken=True))
+            continue
+        # The user's shapes of the gear's arguments give way to the gear's (an argument may
+        # be named by index, name or %name).
+        keys = {k for a, _ in args for k in (str(a), *_arg_names(func, a))}
+        given = {k: v for k, v in config.shapes.items() if k not in keys}
+        gear_config = replace(
+            config,
+            shapes={**given, **case.shapes},
+            inputs=None,
+            check=False,
+            check_memory=False,
+            timing_only=True,
+        )
+        try:
+            run = run_program(gear_config)
+        except (DiagnosticError, UsageError) as exc:
+            out.append(GearRun(case.label, None, note=f"This gear does not run: {exc}"))
+            continue
+        assert run.result is not None
+        out.append(GearRun(case.label, Run(run.report, run.result, run.programs, run.hw)))
+    return out
+
+
+def _arg_names(func: FuncOp, index: int) -> tuple[str, ...]:
+    hint = func.args[index].name_hint
+    return (hint, f"%{hint}") if hint else ()
+
+
+def _write_files(args: argparse.Namespace, outcome: RunOutcome, config: RunConfig) -> None:
     """Every output file asked for; raises `OutputError` (a `UsageError`) on the first that
     cannot be written."""
     if outcome.result is not None and (args.trace or args.plot or args.emit_profile or args.report):
@@ -276,6 +329,7 @@ def _write_files(args: argparse.Namespace, outcome: RunOutcome) -> None:
                 outcome.hw,
                 title=f"npuir-run {args.input}",
                 memory_budget=memory_budget(args.mem_budget, outcome),
+                gears=_gear_runs(config),
             )
             write_text(args.report, page)
     if args.outputs:
@@ -344,7 +398,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {args.fit_out} (use it with --hw {args.fit_out})")
             return EXIT_OK
         outcome = run_program(config)
-        _write_files(args, outcome)
+        _write_files(args, outcome, config)
     except PassOrderError as exc:  # a usage error with a kind of its own (pass.order)
         return _fail(args, EXIT_USAGE, exc.diagnostic, (), sources)
     except UsageError as exc:

@@ -90,6 +90,12 @@ def _capture_verify() -> type[ModulePass]:
     return CaptureVerifyPass
 
 
+def _core_deadlock_check() -> type[ModulePass]:
+    from npuir.transforms.core_deadlock_check import CoreDeadlockCheckPass
+
+    return CoreDeadlockCheckPass
+
+
 def _npu_fuse_kernels() -> type[ModulePass]:
     from npuir.transforms.npu_fuse_kernels import NpuFuseKernelsPass
 
@@ -102,6 +108,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "stream-unlower": _stream_unlower,
     "stream-source-form": _stream_source_form,
     "coreset-check": _coreset_check,
+    "core-deadlock-check": _core_deadlock_check,
     "coreset-lower": _coreset_lower,
     "coreset-partition": _coreset_partition,
     "insert-events": _insert_events,

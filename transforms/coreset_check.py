@@ -131,7 +131,7 @@ class CoresetCheckPass(ModulePass):
                     for name, count in zip(names, v.limits)
                 ]
                 where = [
-                    f"{name}'s at {loc}"
+                    f"{name} set at {loc}"
                     for name, n, configured in zip(names, v.at, v.configured)
                     if configured and (loc := op_location(prog.ops[n])) is not None
                 ]

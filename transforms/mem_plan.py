@@ -16,11 +16,17 @@ larger than the budget is an error at the function naming the buffers that are
 live together at the peak.  `stats=true` prints one remark per function in the
 spirit of GE's `[IMAS]AfterAssignMemory` log line (theory minimum, total, no
 reuse, streams).
+
+`exact-nodes=N` (0, off, by default) follows the planners with the exact search of
+`npuir.schedule.mem_exact` on any function whose plan is above the antichain bound,
+started from the planners' plan and kept only if smaller.  Its budget is search nodes,
+not seconds, so the plan is the same on every machine; `stats=true` then names the
+algorithm `exact` (proved optimal) or `exact-best-found`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 from xdsl.context import Context
@@ -33,6 +39,7 @@ from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
 from npuir.analysis.mem_planners import (
     Algo,
     FunctionPlan,
+    Plan,
     argument_bytes,
     over_budget_facts,
     parse_budget,
@@ -51,6 +58,7 @@ from npuir.dialects import mem
 from npuir.gc_pause import without_collector
 from npuir.passes import MEMORY_PLANNED, PARTITIONED, IRState, option
 from npuir.schedule.device import device_of
+from npuir.schedule.mem_exact import exact_plan
 
 PLAN_SUMMARY = Kind(
     "mem.plan-summary",
@@ -93,6 +101,23 @@ def _check_size(func: FuncOp, fp: FunctionPlan) -> None:
         limit=I64_MAX,
         size=0 if largest is None else largest[0],
     )
+
+
+def improve_plan(fp: FunctionPlan, nodes: int) -> tuple[FunctionPlan, str]:
+    """`fp` with the exact search's plan if that is smaller, and the algorithm's name for
+    the summary remark."""
+    name = fp.plan.algo.value
+    bound = antichain_bound(fp.lifetimes).bytes
+    if fp.peak <= bound or nodes <= 0:
+        return fp, name
+    sizes = fp.buffers.size
+    found = exact_plan(
+        sizes, fp.conflicts, incumbent=fp.plan.offsets, lower_bound=bound, node_limit=nodes
+    )
+    if found.peak >= fp.peak:
+        return fp, name
+    plan = Plan(found.offsets, found.peak, fp.plan.algo)
+    return replace(fp, plan=plan), "exact" if found.optimal else "exact-best-found"
 
 
 def write_plan(func: FuncOp, fp: FunctionPlan) -> None:
@@ -138,10 +163,17 @@ class MemPlanPass(ModulePass):
     stats: bool = option(
         False, "one [IMAS]AfterAssignMemory remark per function: theory minimum, total, no reuse"
     )
+    exact_nodes: int = option(
+        0,
+        "then search for a smaller plan, exactly, within this many search nodes (0: off); "
+        "a plan at the antichain bound is not searched",
+    )
 
     def __post_init__(self) -> None:
         if self.budget is not None:
             parse_budget(self.budget, 0, 0)
+        if self.exact_nodes < 0:
+            raise ValueError(f"exact-nodes must be >= 0, got {self.exact_nodes}")
 
     @without_collector
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -155,6 +187,7 @@ class MemPlanPass(ModulePass):
             if fp.buffers.dynamic is not None:
                 mem.clear_plan(func)
                 continue
+            fp, algo_name = improve_plan(fp, self.exact_nodes)
             if self.budget is not None:
                 hbm = device_of(op, self.hw).hbm_bytes
                 budget = parse_budget(self.budget, hbm, argument_bytes(func))
@@ -174,5 +207,5 @@ class MemPlanPass(ModulePass):
                     theory_min=bound,
                     no_reuse=fp.no_reuse,
                     streams=len(streams),
-                    algo=fp.plan.algo.value,
+                    algo=algo_name,
                 )

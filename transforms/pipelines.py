@@ -18,7 +18,7 @@ PIPELINES: dict[str, str] = {
     ),
     "npu-capture": (
         "gear-multiversion,stream-partition,coreset-lower,insert-events,capture-close,"
-        "coreset-check,sync-verify,capture-verify,mem-plan,mem-verify"
+        "coreset-check,sync-verify,capture-verify,mem-plan,mem-verify,core-deadlock-check"
     ),
 }
 """The standard pipelines; later passes (gears, core sets) join `npu-default`
@@ -27,7 +27,8 @@ coreset-lower, insert-events, coreset-check, sync-verify, then the memory plan a
 check (mem-plan, mem-verify).  `npu-capture` is the capture-mode target (`reduce-overhead`,
 npugraph_ex; docs/capture-mode.md): the same, with `capture-close` after the events (fork
 and join each side stream, record_stream marks, capture-mode core limits) and
-`capture-verify` after the race check."""
+`capture-verify` after the race check, and `core-deadlock-check` last (what npugraph_ex's
+`deadlock_check` reports after capture, found before it)."""
 
 PIPELINE_SUMMARIES: dict[str, str] = {
     "npu-default": "The standard lowering: gear versions, streams, core limits, events, checks, memory plan.",

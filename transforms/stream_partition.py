@@ -405,7 +405,7 @@ def _strategies(
     return {**STRATEGIES, **cost_strategies(hardware, limit_fn(limits), costs, search_limits)}
 
 
-ModeName = Literal["user", "single", "ge", "engine", "nimble", "minidag", "opara", "auto"]
+ModeName = Literal["user", "single", "ge", "engine", "nimble", "minidag", "opara", "auto", "ios"]
 """The `mode` option's choices: `Mode`'s values, spelled where xDSL's option parser and
 `--list-passes` can read them (a test keeps the two equal)."""
 
@@ -449,7 +449,8 @@ class StreamPartitionPass(ModulePass):
         "(Nimble's minimum path cover); the cost-aware baselines 'minidag' (GE's automatic "
         "multi-stream: a path cover merged onto at most max-streams streams by a weighted "
         "score) and 'opara' (Nimble's streams, issued alternating compute- and memory-bound "
-        "ops); 'auto' searches with the cost model and is never slower than any of them",
+        "ops); 'auto' searches with the cost model and is never slower than any of them; 'ios' "
+        "is IOS's dynamic program over stages (npuir.schedule.ios)",
     )
     variant: VariantName = option(
         "loadbalance",

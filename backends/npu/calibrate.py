@@ -133,7 +133,7 @@ def _samples(programs: Sequence[Program], profile: Profile, hw: Hardware) -> lis
             if cost is None or work.engine == "comm":
                 continue
             total = hw.cores(work.engine)
-            dim = max(1, min(cost.block_dim or parallelism(hw, work), total))
+            dim = max(1, min(cost.cores_for(work.engine) or parallelism(hw, work), total))
             cores = max(1, min(dim, parallelism(hw, work)))
             out.append(_Sample(work, cores, min(1.0, dim / total), cost.duration_ns))
     return out

@@ -119,12 +119,22 @@ def estimated_ops(result: SimResult, programs: Sequence[Program]) -> Estimated |
     """What of a simulated run was costed by estimate (see the module docstring); None when
     nothing was."""
     spans: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    for record in result.ops:
-        if record.rank >= len(programs):
-            continue
-        found = estimate_of(programs[record.rank].ops[record.node])
-        if found is not None:
-            spans.setdefault(found, []).append((record.start, record.end))
+    # Per distinct program, its estimated nodes (SPMD ranks share one): only their records
+    # are read, rank by rank.
+    estimated: dict[int, dict[int, tuple[str, str]]] = {}
+    for rank in range(min(result.ranks, len(programs))):
+        prog = programs[rank]
+        nodes = estimated.get(id(prog))
+        if nodes is None:
+            nodes = estimated[id(prog)] = {}
+            for n, op in enumerate(prog.ops):
+                found = estimate_of(op)
+                if found is not None:
+                    nodes[n] = found
+        for n, found in nodes.items():
+            record = result.op(rank, n)
+            if record is not None:
+                spans.setdefault(found, []).append((record.start, record.end))
     if not spans:
         return None
     makespan = result.makespan_ns

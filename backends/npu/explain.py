@@ -159,7 +159,7 @@ def explain(
 ) -> Explanation:
     """Where rank `rank`'s time went (see the module docstring)."""
     prog = programs[rank]
-    records = [r for r in result.ops if r.rank == rank]
+    records = result.ops_of(rank)
     ready = _ready_times(records, prog)
     out = Explanation(result.makespan_ns)
     out.streams = len({r.stream for r in records})

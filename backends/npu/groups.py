@@ -171,13 +171,17 @@ def mismatched_pairs(per_rank: Sequence[Sequence[CollectiveOp]], ranks: int) -> 
     without a counterpart (a group left partial, or fewer collectives there) is not a
     mismatch: the run deadlocks or is partial, and says so itself."""
     keyed: list[dict[tuple[str, int], CollectiveOp]] = []
+    # SPMD ranks pass one list many times: key it once.
+    by_list: dict[int, dict[tuple[str, int], CollectiveOp]] = {}
     for ops in per_rank:
-        seen: dict[str, int] = {}
-        mine: dict[tuple[str, int], CollectiveOp] = {}
-        for op in ops:
-            k = seen.get(op.group, 0)
-            seen[op.group] = k + 1
-            mine[(op.group, k)] = op
+        mine = by_list.get(id(ops))
+        if mine is None:
+            seen: dict[str, int] = {}
+            mine = by_list[id(ops)] = {}
+            for op in ops:
+                k = seen.get(op.group, 0)
+                seen[op.group] = k + 1
+                mine[(op.group, k)] = op
         keyed.append(mine)
     out: list[Mismatch] = []
     for rank, mine in enumerate(keyed):
@@ -186,7 +190,7 @@ def mismatched_pairs(per_rank: Sequence[Sequence[CollectiveOp]], ranks: int) -> 
             if first == rank or first >= min(ranks, len(keyed)):
                 continue
             peer = keyed[first].get((group, k))
-            if peer is None:
+            if peer is None or peer is op:
                 continue
             why = _difference(op, peer)
             if why is not None:

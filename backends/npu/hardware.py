@@ -163,10 +163,14 @@ class Hardware:
     """Cost of an event wait task on a stream once the event has fired."""
     max_streams: int
     """Streams the runtime can create on the device: its stream budget, shared by every
-    graph a process loads (each gear of a geared graph is a graph with its own streams).
-    CANN's `aclrtCreateStream` reference (acl.rt.create_stream, CANN 7.0.RC1) gives 2,048
-    for Atlas A2 training products, the default stream and the runtime's own included;
-    CANN 8.5.0's gives 1,984 for Atlas A3 (the presets keep platform_config's count)."""
+    graph a process loads (each gear of a geared graph, each graph captured in capture mode,
+    is a graph with its own streams), the default stream and the runtime's own included.
+    CANN's `aclrtCreateStream` reference gives 1,984 for Atlas A2 and Atlas A3 products
+    (CANN 8.1.RC1, 8.3.RC1 and 8.5.0 alike, aclcppdevg_03_0065 / _0066); its 2,048 is for
+    the first-generation "Atlas training products" (Ascend 910), which the CANN 7.0 / 8.0
+    pages, listing no A2 row, gave to every training part.  `platform_config`'s
+    `normal_stream_num=2048` counts the hardware's streams, some of which the runtime keeps
+    (2,048 - 1,984 = 64), so the presets use the reference's 1,984."""
     max_events: int
     """Events the runtime can hold at once."""
 
@@ -365,7 +369,7 @@ _910B2 = Hardware(
     launch_ns=2_000,  # assumption: ~2 us to dispatch one kernel task on a stream
     event_record_ns=500,  # assumption
     event_wait_ns=1_000,  # assumption: the wait also covers the cross-stream notify
-    max_streams=2048,  # platform_config Ascend910B2.ini [SoCInfo] normal_stream_num=2048
+    max_streams=1984,  # CANN 8.5.0 aclrtCreateStream: 1,984 on Atlas A2/A3 (see field doc)
     max_events=4096,  # CANN GE runtime event_allocator.h: EventAllocator::kMaxEventNum = 4096
 )
 
@@ -387,7 +391,7 @@ _910B4 = dataclasses.replace(
     cube_flops=_cube_rates(_910B4_HZ),  # derived from the ini's cube_freq and fractal
     vector_flops=_vector_rates(_910B4_HZ),  # assumption: vector at cube clock, as for 910b2
     link_bandwidth=56_000_000_000,  # 392 GB/s full mesh / 7 links (Atlas 800I A2 summary)
-    max_streams=2048,  # platform_config Ascend910B4.ini [SoCInfo] normal_stream_num=2048
+    max_streams=1984,  # CANN 8.5.0 aclrtCreateStream: 1,984 on Atlas A2/A3 (see field doc)
 )
 
 # --- Ascend 910C die (Atlas A3) ---------------------------------------------------------------
@@ -415,7 +419,7 @@ _A3 = dataclasses.replace(
     # the UB switches.
     link_bandwidth=196_000_000_000,  # CloudMatrix384 paper 392 GB/s per package / 2 dies
     link_latency_ns=1_000,  # assumption: ~1 us per ring step over the UB fabric
-    max_streams=2048,  # platform_config Ascend910_9391.ini [SoCInfo] normal_stream_num=2048
+    max_streams=1984,  # CANN 8.5.0 aclrtCreateStream: 1,984 on Atlas A2/A3 (see field doc)
 )
 
 # --- tiny: hand-checkable test device ---------------------------------------------------------

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import html
 import io
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 from npuir.analysis.program import Program
-from npuir.dialects.npu import LIMITED_ENGINES
+from npuir.dialects.npu import LIMITED_ENGINES, CollectiveOp
 
 from .hardware import Hardware
 from .memory import live_bytes
@@ -37,7 +39,7 @@ from .report import STEP_TRACE_COLUMNS
 from .simulator import SimResult
 from .trace import PlotUnavailable
 
-__all__ = ["ReportUnavailable", "Run", "advice_report_html", "run_report_html"]
+__all__ = ["GearRun", "ReportUnavailable", "Run", "advice_report_html", "run_report_html"]
 
 ReportUnavailable = PlotUnavailable
 """matplotlib is not installed (the static plots need it)."""
@@ -67,27 +69,25 @@ th, td { border: 1px solid #ccc; padding: 2px 8px; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.recommended { background: #fff3b0; font-weight: bold; }
 .why li { margin: .2em 0; }
-#timeline { border: 1px solid #ddd; cursor: grab; user-select: none; }
-#timeline .lane-label { font-size: 12px; }
-#timeline .rank-label { font-size: 12px; font-weight: bold; }
-#timeline .op.critical { stroke: #d62728; stroke-width: 1.5; }
-#timeline .wait-arrow { stroke: #d62728; stroke-width: 1; opacity: .8; }
-#timeline .collective-join { stroke: #9467bd; stroke-dasharray: 4 3; }
-#timeline .tick { stroke: #ddd; } #timeline .tick-label { font-size: 11px; fill: #555; }
+svg.timeline { border: 1px solid #ddd; cursor: grab; user-select: none; }
+svg.timeline .lane-label { font-size: 12px; }
+svg.timeline .rank-label { font-size: 12px; font-weight: bold; }
+svg.timeline .op.critical { stroke: #d62728; stroke-width: 1.5; }
+svg.timeline .wait-arrow { stroke: #d62728; stroke-width: 1; opacity: .8; }
+svg.timeline .collective-join { stroke: #9467bd; stroke-dasharray: 4 3; }
+svg.timeline .tick { stroke: #ddd; } svg.timeline .tick-label { font-size: 11px; fill: #555; }
 .plot svg { max-width: 100%; height: auto; }
 .legend span { display: inline-block; margin-right: 1em; }
 .legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; }
 """
 
-# Zoom and pan: every element with data-t0/data-t1 (ns) is re-placed from its times; the
+# Zoom and pan, for each timeline on the page: every element with data-t0/data-t1 (ns) is re-placed from its times; the
 # axis ticks are redrawn at round numbers of the visible span.
 _ZOOM_JS = """
-(function () {
-  var svg = document.getElementById("timeline");
-  if (!svg) { return; }
+document.querySelectorAll("svg.timeline").forEach(function (svg) {
   var left = +svg.dataset.left, width = +svg.dataset.width, end = +svg.dataset.end;
   var v0 = 0, v1 = end, drag = null, NS = "http://www.w3.org/2000/svg";
-  var items = svg.querySelectorAll("[data-t0]"), axis = document.getElementById("axis");
+  var items = svg.querySelectorAll("[data-t0]"), axis = svg.querySelector("g.axis");
   function x(t) { return left + (t - v0) * width / (v1 - v0); }
   function draw() {
     items.forEach(function (e) {
@@ -130,7 +130,7 @@ _ZOOM_JS = """
   });
   svg.addEventListener("dblclick", function () { v0 = 0; v1 = end; draw(); });
   draw();
-})();
+});
 """
 
 
@@ -199,7 +199,7 @@ def _svg(fig: Any, name: str) -> str:
     return f"<div class='plot' id='plot-{_e(name)}'>{text[text.index('<svg') :]}</div>"
 
 
-def _busy_plot(result: SimResult, programs: Sequence[Program]) -> str:
+def _busy_plot(result: SimResult, programs: Sequence[Program], suffix: str = "") -> str:
     keys = [k for k in sorted(result.stream_busy_ns) if k[0] < _PLOTTED_RANKS]
     labels = [f"rank {r} · {programs[r].streams[s].tag}" for r, s in keys]
     fig = _figure(7, 0.6 + 0.3 * len(keys))
@@ -210,10 +210,10 @@ def _busy_plot(result: SimResult, programs: Sequence[Program]) -> str:
     ax.invert_yaxis()
     ax.set_xlabel("busy time (µs)")
     ax.legend(loc="lower right", fontsize="small")
-    return _svg(fig, "busy")
+    return _svg(fig, "busy" + suffix)
 
 
-def _core_plot(result: SimResult, hw: Hardware | None) -> str:
+def _core_plot(result: SimResult, hw: Hardware | None, suffix: str = "") -> str:
     """Cores of each limited engine in use over time (every rank), against the device's."""
     fig = _figure(9, 1.2 + 1.6 * len(LIMITED_ENGINES))
     end = result.makespan_ns / 1000
@@ -244,7 +244,7 @@ def _core_plot(result: SimResult, hw: Hardware | None) -> str:
         ax.set_ylabel(f"{pool} cores")
         ax.legend(loc="upper right", fontsize="small")
     ax.set_xlabel("time (µs)")
-    return _svg(fig, "cores")
+    return _svg(fig, "cores" + suffix)
 
 
 def _memory_plot(
@@ -253,6 +253,7 @@ def _memory_plot(
     memory: dict[str, Any] | None,
     budget: int | None,
     hw: Hardware | None,
+    suffix: str = "",
 ) -> str:
     fig = _figure(9, 3.2)
     ax = fig.add_subplot()
@@ -277,7 +278,7 @@ def _memory_plot(
     ax.set_xlabel("time (µs)")
     ax.set_ylabel("bytes")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    return _svg(fig, "memory")
+    return _svg(fig, "memory" + suffix)
 
 
 def _pareto_plot(
@@ -313,7 +314,10 @@ def _pareto_plot(
 # ---------------------------------------------------------------------------------------------
 
 
-def _timeline(result: SimResult, programs: Sequence[Program]) -> str:
+def _timeline(result: SimResult, programs: Sequence[Program], index: int = 0) -> str:
+    """The run's timeline as SVG; `index` numbers the page's timelines (a geared run draws
+    one per gear), so that their ids differ: the first is `timeline`."""
+    ident = "timeline" if index == 0 else f"timeline-{index}"
     end = max(result.makespan_ns, result.deadlock.time_ns if result.deadlock else 0, 1)
     row_y: dict[tuple[int, int], float] = {}
     parts: list[str] = []
@@ -362,15 +366,21 @@ def _timeline(result: SimResult, programs: Sequence[Program]) -> str:
         arrows.append(
             f"<line class='wait-arrow' data-t0='{src.end}' data-t1='{t1}' x1='{x(src.end)}' "
             f"y1='{row_y[(r, src.stream)] + _ROW_H / 2}' x2='{x(t1)}' "
-            f"y2='{row_y[(r, dst.stream)] + _ROW_H / 2}' marker-end='url(#arrowhead)'/>"
+            f"y2='{row_y[(r, dst.stream)] + _ROW_H / 2}' marker-end='url(#{ident}-arrow)'/>"
         )
-    # Collectives joined across ranks: the k-th collective of each rank with the next rank's.
-    by_rank: list[list[Any]] = [[] for _ in programs]
-    for o in sorted(result.ops, key=lambda o: o.start):
-        if o.engine == "comm":
-            by_rank[o.rank].append(o)
-    for r in range(len(programs) - 1):
-        for a, b in zip(by_rank[r], by_rank[r + 1]):
+    # Collectives joined across ranks: a rank's k-th collective of a communicator is the same
+    # collective as every other rank's k-th of that communicator (the simulator matches them
+    # so), whichever engine runs it and whatever else the ranks run (MPMD entries).
+    joined: dict[tuple[str, int], list[Any]] = {}
+    seen: Counter[tuple[int, str]] = Counter()
+    for o in sorted(result.ops, key=lambda o: (o.rank, o.node)):
+        op = programs[o.rank].ops[o.node]
+        if isinstance(op, CollectiveOp):
+            k = seen[(o.rank, op.group)]
+            seen[(o.rank, op.group)] += 1
+            joined.setdefault((op.group, k), []).append(o)
+    for members in joined.values():
+        for a, b in pairwise(members):
             mid_a, mid_b = (a.start + a.end) // 2, (b.start + b.end) // 2
             arrows.append(
                 f"<line class='collective-join' data-t0='{mid_a}' data-t1='{mid_b}' "
@@ -384,16 +394,16 @@ def _timeline(result: SimResult, programs: Sequence[Program]) -> str:
         f"<p class='legend'>{legend}<span>red outline: critical path; red arrow: record → "
         "wait; dashed: a collective joined across ranks.  Wheel to zoom, drag to pan, "
         "double-click to reset.</span></p>"
-        f"<svg id='timeline' xmlns='http://www.w3.org/2000/svg' width='{_LABEL_W + _PLOT_W}' "
+        f"<svg id='{ident}' class='timeline' xmlns='http://www.w3.org/2000/svg' width='{_LABEL_W + _PLOT_W}' "
         f"height='{height}' data-left='{_LABEL_W}' data-width='{_PLOT_W}' data-end='{end}'>"
-        "<defs><clipPath id='lanes-clip'>"
+        f"<defs><clipPath id='{ident}-clip'>"
         f"<rect x='{_LABEL_W}' y='0' width='{_PLOT_W}' height='{height}'/></clipPath>"
-        "<marker id='arrowhead' viewBox='0 0 10 10' refX='10' refY='5' markerWidth='6' "
+        f"<marker id='{ident}-arrow' viewBox='0 0 10 10' refX='10' refY='5' markerWidth='6' "
         "markerHeight='6' orient='auto-start-reverse'><path d='M0,0 L10,5 L0,10 z' "
         "fill='#d62728'/></marker></defs>"
         + "".join(parts)
-        + "<g id='axis'></g>"
-        + "<g clip-path='url(#lanes-clip)'>"
+        + "<g class='axis'></g>"
+        + f"<g clip-path='url(#{ident}-clip)'>"
         + "".join(ops)
         + "".join(arrows)
         + "</g></svg>"
@@ -405,6 +415,25 @@ def _timeline(result: SimResult, programs: Sequence[Program]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+class Run(NamedTuple):
+    """A run to draw: `npuir-run --json`'s report and what it was computed from."""
+
+    report: dict[str, Any]
+    result: SimResult
+    programs: Sequence[Program]
+    hw: Hardware | None
+
+
+class GearRun(NamedTuple):
+    """One gear of a geared program, for `run_report_html`: its label (`gear_cases`), its run
+    (None when it could not be run: `note` says why) and whether it is the run's own."""
+
+    label: str
+    run: Run | None
+    note: str = ""
+    taken: bool = False
+
+
 def run_report_html(
     report: dict[str, Any],
     result: SimResult,
@@ -413,10 +442,40 @@ def run_report_html(
     *,
     title: str,
     memory_budget: int | None = None,
+    gears: Sequence[GearRun] = (),
 ) -> str:
     """The page of a run: `report` is `npuir-run --json`'s (`build_report` and what the
-    driver adds), `result` and `programs` what it was computed from."""
-    return _page(title, _run_sections(report, result, programs, hw, memory_budget), script=True)
+    driver adds), `result` and `programs` what it was computed from.  A geared program's
+    page has one section per gear (`gears`): the run's own gear is drawn from `result`, the
+    others from their own runs."""
+    if not gears:
+        return _page(title, _run_sections(report, result, programs, hw, memory_budget), script=True)
+    sections = [
+        f"<p>Geared program: one section per gear ({len(gears)}); the run took "
+        f"{_e(', '.join(g.label for g in gears if g.taken) or 'none of them')}.</p>"
+    ]
+    for index, g in enumerate(gears):
+        if g.taken:
+            body = _run_sections(report, result, programs, hw, memory_budget, index)
+        elif g.run is not None:
+            body = _run_sections(*g.run, None, index)
+        else:
+            body = [f"<p>{_e(g.note)}</p>"]
+        sections.append(_gear_section(g.label, body, g.taken))
+    return _page(title, sections, script=True)
+
+
+def _gear_section(label: str | None, body: Sequence[str], taken: bool = False) -> str:
+    """One gear's part of a page (a run's or an advice's), headed by its label; `taken`
+    marks the gear the run itself took."""
+    heading = ""
+    if label:
+        text = label[:1].upper() + label[1:] + (" (this run)" if taken else "")
+        heading = f"<h2 class='gear-heading'>{_e(text)}</h2>"
+    cls = "gear taken" if taken else "gear"
+    return (
+        f"<section class='{cls}' data-gear='{_e(label or '')}'>{heading}{''.join(body)}</section>"
+    )
 
 
 def _run_sections(
@@ -425,7 +484,9 @@ def _run_sections(
     programs: Sequence[Program],
     hw: Hardware | None,
     memory_budget: int | None,
+    index: int = 0,
 ) -> list[str]:
+    suffix = f"-{index}" if index else ""  # the page's ids stay unique
     gears = [g for g in report.get("gears") or [] if g]
     head = [
         f"device {report['device']}, {report['ranks']} rank(s)",
@@ -445,7 +506,7 @@ def _run_sections(
     sections = ["<ul class='summary'>" + "".join(f"<li>{_e(h)}</li>" for h in head) + "</ul>"]
     if gears:
         sections.append(f"<p>Geared program: this run took gear(s) {_e(', '.join(gears))}.</p>")
-    sections.append("<h2>Timeline</h2>" + _timeline(result, programs))
+    sections.append("<h2>Timeline</h2>" + _timeline(result, programs, index))
     if result.ranks > _PLOTTED_RANKS:
         sections.append(f"<p>The plots below show ranks 0 to {_PLOTTED_RANKS - 1}.</p>")
     sections.append(_why(report.get("why") or []))
@@ -469,13 +530,13 @@ def _run_sections(
             ("engine", "utilisation"),
             [(e, f"{share:.1%}") for e, share in (report.get("utilisation") or {}).items()],
         )
-        + _busy_plot(result, programs)
+        + _busy_plot(result, programs, suffix)
     )
-    sections.append("<h2>Cores in use</h2>" + _core_plot(result, hw))
+    sections.append("<h2>Cores in use</h2>" + _core_plot(result, hw, suffix))
     if result.deadlock is None:
         sections.append(
             "<h2>Memory</h2>"
-            + _memory_plot(result, programs, report.get("memory"), memory_budget, hw)
+            + _memory_plot(result, programs, report.get("memory"), memory_budget, hw, suffix)
         )
     rows = report.get("step_trace_time") or []
     if rows:
@@ -502,15 +563,6 @@ def _variant_rows(variants: Sequence[dict[str, Any]]) -> list[tuple[object, ...]
     return out
 
 
-class Run(NamedTuple):
-    """A run to draw: `npuir-run --json`'s report and what it was computed from."""
-
-    report: dict[str, Any]
-    result: SimResult
-    programs: Sequence[Program]
-    hw: Hardware | None
-
-
 def advice_report_html(
     advice: dict[str, Any], *, title: str, recommended: Run | None = None, note: str = ""
 ) -> str:
@@ -526,18 +578,16 @@ def advice_report_html(
     sections: list[str] = []
     for case in cases:
         of_case = [v for v in variants if v.get("case") == case]
-        heading = f"Gear {case}" if case is not None else "Variants"
-        sections.append(
-            f"<h2>{_e(heading)}</h2>"
+        body = [
+            ("" if case is not None else "<h2>Variants</h2>")
             + _table(
                 ("variant", "TorchAir", "makespan ns", "streams", "waits", "peak bytes"),
                 _variant_rows(of_case),
                 ["recommended" if v["name"] == best else "" for v in of_case],
             )
-        )
-        for v in of_case:
-            if v["name"] == best and v.get("why"):
-                sections.append(_why(v["why"]))
+        ]
+        body += [_why(v["why"]) for v in of_case if v["name"] == best and v.get("why")]
+        sections.append(_gear_section(case, body))
     sections.append(f"<p>Recommended: <b>{_e(best)}</b></p>")
     edits = advice.get("edits") or []
     if edits:

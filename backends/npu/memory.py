@@ -101,17 +101,20 @@ def live_bytes(
     for r, rm in enumerate(plans):
         deltas: dict[int, int] = {}
         bufs = rm.buffers
+        # The rank's times by node (not its records: a thousand ranks' would not fit).
+        start, end = result.times_of(r, len(rm.prog))
+        makespan = result.makespan_ns
         for b in range(len(bufs)):
             if not bufs.size[b]:
                 continue
-            born = result.op(r, bufs.writer[b])
-            if born is None:
+            writer = bufs.writer[b]
+            born = start[writer]
+            if born < 0:
                 continue
-            dies = born.end
+            dies = end[writer]
             for n in bufs.readers[b]:
-                rec = result.op(r, n)
-                dies = max(dies, rec.end if rec is not None else result.makespan_ns)
-            deltas[born.start] = deltas.get(born.start, 0) + bufs.size[b]
+                dies = max(dies, end[n] if start[n] >= 0 else makespan)
+            deltas[born] = deltas.get(born, 0) + bufs.size[b]
             deltas[dies] = deltas.get(dies, 0) - bufs.size[b]
         level = 0
         steps = [(0, 0)]

@@ -9,7 +9,7 @@ writes it again as `kernel_details.csv` under other names (`CsvHeaders` in
 |---|---|
 | `Op Name` | the operator's name: matched against the `npu.op_name` attribute importers set |
 | `OP Type` | its type: the `npu` op kind (`matmul`, `add`, ...) or an opaque op's `ge_type` |
-| `Task Type` | `AI_CORE`, `AI_VECTOR_CORE`, `MIX_AIC`, `MIX_AIV`, `AI_CPU`, `HCCL` |
+| `Task Type` | the engine it ran on (`TASK_ENGINES`): `AI_CORE`, `AI_VECTOR_CORE`, `MIX_AIC`, ... |
 | `Task Duration(us)` | how long the task ran, in microseconds |
 | `Block Dim` | cores the task ran on (of its op's engine) |
 | `Mix Block Dim` | for a mixed kernel, the cores of the other engine (0 otherwise) |
@@ -73,15 +73,27 @@ ROW_LENGTH = Kind("profile.unreadable.row", "the row has {cells} cells, the head
 """A row with another number of cells than the header; arguments: `cells`, `columns`."""
 EMPTY_NAME = Kind("profile.unreadable.op-name", "'{column}' is empty")
 """A row without an op name; argument: `column` (`Op Name` or `Name`)."""
-TASK_TYPE = Kind("profile.unreadable.task-type", "'{column}' is '{task}'; expected one of {known}")
-"""A task type msprof does not write; arguments: `column` (`Task Type` or `Accelerator
-Core`), `task`, `known`."""
+UNKNOWN_TASK_TYPE = Kind(
+    "profile.task-type-unknown",
+    "row '{name}': '{column}' is '{task}', a task type npuir does not know; the row is "
+    "left out (known: {known})",
+)
+"""A row whose task type is neither one npuir maps to an engine nor one it ignores (a newer
+profiler's, or a typo): a warning, and the row is left out; arguments: `name` (the row's op
+name), `column` (`Task Type` or `Accelerator Core`), `task`, `known`."""
+IGNORED_TASKS = Kind(
+    "profile.task-type-ignored", "{rows} {task} row(s) left out, the first here: {why}"
+)
+"""Rows of a task type with no npuir meaning, counted: a note per type, located at its first
+row; arguments: `rows`, `task`, `why`."""
 
 if TYPE_CHECKING:
     from .simulator import SimResult
 
 __all__ = [
     "COLUMNS",
+    "IGNORED_TASK_TYPES",
+    "TASK_ENGINES",
     "TASK_TYPES",
     "Profile",
     "ProfiledCost",
@@ -131,7 +143,42 @@ TASK_TYPES: dict[str, str] = {
 }
 """The task type `profile_csv` gives each engine's ops (msprof's names)."""
 
-_KNOWN_TASK_TYPES = frozenset({*TASK_TYPES.values(), "MIX_AIC", "MIX_AIV", "COMMUNICATION"})
+TASK_ENGINES: dict[str, tuple[str, str]] = {
+    "AI_CORE": ("cube", ""),
+    "AI_VECTOR_CORE": ("vector", ""),
+    "MIX_AIC": ("cube", "vector"),
+    "MIX_AIV": ("vector", "cube"),
+    "AI_CPU": ("aicpu", ""),
+    "HCCL": ("comm", ""),
+    "COMMUNICATION": ("comm", ""),
+}
+"""The engine a task type ran on, and for a mixed kernel the engine of its `Mix Block Dim`
+(`MIX_AIC`: a cube kernel with vector cores beside; `MIX_AIV`, the converse).  `AI_CORE` is
+the cube core of a device whose cores are split (910B on); msprof calls collectives `HCCL`,
+newer versions `COMMUNICATION`."""
+
+IGNORED_TASK_TYPES: dict[str, str] = {
+    "WRITE_BACK": "a write-back task, not an operator",
+    "INVALID": "the profiler could not tell what ran",
+    "FFTS_PLUS": "a container whose sub-tasks have rows of their own",
+    "DSA": "the data streaming accelerator (random numbers), which npuir does not model",
+    "SDMA": "a copy task, which npuir does not model",
+    "MEMCPY_ASYNC": "a copy task, which npuir does not model",
+    "STREAM_ACTIVE": "stream control, which npuir's own sync ops model",
+    "EVENT_RECORD": "an event, which npuir's own sync ops model",
+    "EVENT_WAIT": "an event, which npuir's own sync ops model",
+    "NOTIFY_RECORD": "a notify, which npuir's own sync ops model",
+    "NOTIFY_WAIT": "a notify, which npuir's own sync ops model",
+    "PLACEHOLDER": "a placeholder task, not an operator",
+}
+"""Task types the profiler writes that have no npuir meaning: their rows are left out and
+counted in one note per type."""
+
+
+def task_type(text: str) -> str:
+    """A task type as the tables key it: upper case, spaces as underscores (torch_npu's
+    `Accelerator Core` may read `AI Core` in some versions)."""
+    return text.strip().upper().replace(" ", "_")
 
 
 @dataclass(frozen=True)
@@ -144,6 +191,15 @@ class ProfiledCost:
     """Cores of the op's engine it ran on (0: none, e.g. an sdma collective)."""
     mix_block_dim: int
     task_type: str
+
+    def cores_for(self, engine: str) -> int:
+        """The cores of `engine` the task ran on: its block dim when it ran on `engine`, its
+        mix block dim when `engine` is its mix engine, else 0 (the profile does not say:
+        the cost model's parallelism stands)."""
+        main, mix = TASK_ENGINES.get(self.task_type, ("", ""))
+        if engine == main:
+            return self.block_dim
+        return self.mix_block_dim if mix and engine == mix else 0
 
 
 @dataclass
@@ -198,6 +254,8 @@ class Profile:
     rows: int
     by_name: dict[str, ProfiledCost]
     by_kind_and_shapes: dict[tuple[str, str], ProfiledCost]
+    warnings: list[Diagnostic] = field(default_factory=list[Diagnostic])
+    """Rows left out: a warning per unknown task type's row, a note per ignored type."""
 
     def lookup(self, op: NpuOp) -> ProfiledCost | None:
         """The profiled cost of `op`: by `npu.op_name`, else by kind and input shapes."""
@@ -266,6 +324,9 @@ def read_profile(path: str) -> Profile:
     by_name: dict[str, _Rows] = {}
     by_kind: dict[tuple[str, str], _Rows] = {}
     rows = 0
+    warnings: list[Diagnostic] = []
+    ignored: dict[str, tuple[int, int]] = {}
+    """Rows left out per ignored task type: (how many, the first's line)."""
     try:
         for cells in reader:
             line = reader.line_num
@@ -276,16 +337,24 @@ def read_profile(path: str) -> Profile:
             name = cells[at["Op Name"]].strip()
             if not name:
                 raise _error(path, line, EMPTY_NAME, column=header[at["Op Name"]])
-            task = cells[at["Task Type"]].strip()
-            if task not in _KNOWN_TASK_TYPES:
-                raise _error(
-                    path,
-                    line,
-                    TASK_TYPE,
-                    column=header[at["Task Type"]],
-                    task=task,
-                    known=", ".join(sorted(_KNOWN_TASK_TYPES)),
+            task = task_type(cells[at["Task Type"]])
+            if task in IGNORED_TASK_TYPES:
+                count, first = ignored.get(task, (0, line))
+                ignored[task] = (count + 1, first)
+                continue
+            if task not in TASK_ENGINES:
+                warnings.append(
+                    Diagnostic.of(
+                        "warning",
+                        UNKNOWN_TASK_TYPE,
+                        SourceLocation(path, line, 0),
+                        name=name,
+                        column=header[at["Task Type"]],
+                        task=cells[at["Task Type"]].strip(),
+                        known=", ".join((*TASK_ENGINES, *IGNORED_TASK_TYPES)),
+                    )
                 )
+                continue
             us = _number(
                 path, line, header[at["Task Duration(us)"]], cells[at["Task Duration(us)"]], False
             )
@@ -300,11 +369,16 @@ def read_profile(path: str) -> Profile:
                 by_kind.setdefault(key, _Rows()).add(us, block, mix, task)
     except csv.Error as exc:
         raise _error(path, reader.line_num, NOT_CSV, reason=str(exc)) from None
+    for task, (count, first) in ignored.items():
+        where = SourceLocation(path, first, 0)
+        why = IGNORED_TASK_TYPES[task]
+        warnings.append(Diagnostic.of("note", IGNORED_TASKS, where, rows=count, task=task, why=why))
     return Profile(
         path,
         rows,
         {k: v.cost() for k, v in by_name.items()},
         {k: v.cost() for k, v in by_kind.items()},
+        warnings,
     )
 
 

@@ -93,7 +93,7 @@ def overlap_intervals(result: SimResult) -> list[dict[str, list[tuple[int, int]]
     end = max(result.makespan_ns, result.deadlock.time_ns if result.deadlock else 0)
     out: list[dict[str, list[tuple[int, int]]]] = []
     for r in range(result.ranks):
-        ops = [o for o in result.ops if o.rank == r]
+        ops = result.ops_of(r)
         compute = _union([(o.start, o.end) for o in ops if o.engine in _COMPUTE_ENGINES])
         comm = _union([(o.start, o.end) for o in ops if o.engine == "comm"])
         busy = _union([*compute, *comm])

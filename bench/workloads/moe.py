@@ -72,9 +72,10 @@ class MoeConfig:
         return self.slots // self.experts
 
 
-def moe_decode(cfg: MoeConfig | None = None) -> str:
-    """The MoE layer as `.mlir` text; `cfg` defaults to DeepSeek-V3 sizes."""
-    c = cfg or MoeConfig()
+def moe_layer(f: Func, c: MoeConfig, x: str, p: str = "", slot_token: str | None = None) -> str:
+    """One MoE layer on `x` (tokens x hidden) appended to `f`: its weights become arguments
+    named with prefix `p`, as do its values; `slot_token` (declared here when None) is the
+    slot-to-token table, which layers may share.  Returns the layer's output."""
     H, F, E, K, T = c.hidden, c.expert_inter, c.experts, c.top_k, c.tokens
     L, P, S, G = c.local_experts, c.per_expert_per_rank, c.slots, c.ep
     shared_inter = F * c.shared_experts
@@ -82,85 +83,96 @@ def moe_decode(cfg: MoeConfig | None = None) -> str:
     act = Ty((T, H), d)
     coll = f'group_size = {G} : i64, group = "ep", mode = "{c.comm_mode}"'
 
-    f = Func("moe_decode")
-    x = f.arg("x", act)
-    w_gate = f.arg("w_gate", Ty((H, E), d))
-    slot_token = f.arg("slot_token", Ty((S,), "i64"))
-    w13 = f.arg("w13", Ty((L, H, 2 * F), d))
-    w2 = f.arg("w2", Ty((L, F, H), d))
-    ws13 = f.arg("ws13", Ty((H, 2 * shared_inter), d))
-    ws2 = f.arg("ws2", Ty((shared_inter, H), d))
+    w_gate = f.arg(f"{p}w_gate", Ty((H, E), d))
+    if slot_token is None:
+        slot_token = f.arg("slot_token", Ty((S,), "i64"))
+    w13 = f.arg(f"{p}w13", Ty((L, H, 2 * F), d))
+    w2 = f.arg(f"{p}w2", Ty((L, F, H), d))
+    ws13 = f.arg(f"{p}ws13", Ty((H, 2 * shared_inter), d))
+    ws2 = f.arg(f"{p}ws2", Ty((shared_inter, H), d))
 
     # Shared expert on its own stream, issued first so the routed path hides it.
     with f.switch("shared") as scope:
-        sgu = f.op("matmul", [x, ws13], Ty((T, 2 * shared_inter), d), stem="shared_gate_up")
-        sact = f.op("swiglu", [sgu], Ty((T, shared_inter), d), stem="shared_act")
-        sy = f.op("matmul", [sact, ws2], act, stem="shared_down")
+        sgu = f.op("matmul", [x, ws13], Ty((T, 2 * shared_inter), d), stem=f"{p}shared_gate_up")
+        sact = f.op("swiglu", [sgu], Ty((T, shared_inter), d), stem=f"{p}shared_act")
+        sy = f.op("matmul", [sact, ws2], act, stem=f"{p}shared_down")
         (shared,) = scope.yield_(sy)
 
     # Gating.
-    logits = f.op("matmul", [x, w_gate], Ty((T, E), d), stem="logits")
-    logits32 = f.op("cast", [logits], Ty((T, E), "f32"), stem="logits_f32")
-    probs = f.op("softmax", [logits32], Ty((T, E), "f32"), "axis = -1 : i64", stem="probs")
+    logits = f.op("matmul", [x, w_gate], Ty((T, E), d), stem=f"{p}logits")
+    logits32 = f.op("cast", [logits], Ty((T, E), "f32"), stem=f"{p}logits_f32")
+    probs = f.op("softmax", [logits32], Ty((T, E), "f32"), "axis = -1 : i64", stem=f"{p}probs")
     topw, topi = f.op_n(
         "topk",
         [probs],
         [Ty((T, K), "f32"), Ty((T, K), "i64")],
         f"k = {K} : i64, axis = -1 : i64",
-        stems=["topk_w", "topk_ids"],
+        stems=[f"{p}topk_w", f"{p}topk_ids"],
     )
     wsum = f.op(
-        "reduce_sum", [topw], Ty((T, 1), "f32"), "axes = array<i64: 1>, keepdims", stem="wsum"
+        "reduce_sum", [topw], Ty((T, 1), "f32"), "axes = array<i64: 1>, keepdims", stem=f"{p}wsum"
     )
-    wn = f.op("div", [topw, wsum], Ty((T, K), "f32"), stem="topk_wn")
-    wd = f.op("cast", [wn], Ty((T, K), d), stem="topk_wd")
-    w3 = f.op("reshape", [wd], Ty((T, K, 1), d), stem="route_w")
+    wn = f.op("div", [topw, wsum], Ty((T, K), "f32"), stem=f"{p}topk_wn")
+    wd = f.op("cast", [wn], Ty((T, K), d), stem=f"{p}topk_wd")
+    w3 = f.op("reshape", [wd], Ty((T, K, 1), d), stem=f"{p}route_w")
 
     # Routing: slots sorted by expert id, and the inverse permutation.
-    ids = f.op("reshape", [topi], Ty((S,), "i64"), stem="slot_expert")
-    neg_ids = f.op("neg", [ids], Ty((S,), "i64"), stem="neg_expert")
+    ids = f.op("reshape", [topi], Ty((S,), "i64"), stem=f"{p}slot_expert")
+    neg_ids = f.op("neg", [ids], Ty((S,), "i64"), stem=f"{p}neg_expert")
     _, perm = f.op_n(
         "topk",
         [neg_ids],
         [Ty((S,), "i64"), Ty((S,), "i64")],
         f"k = {S} : i64",
-        stems=["sorted_neg_expert", "perm"],
+        stems=[f"{p}sorted_neg_expert", f"{p}perm"],
     )
-    tok = f.op("gather", [slot_token, perm], Ty((S,), "i64"), stem="sorted_token")
-    xs = f.op("gather", [x, tok], Ty((S, H), d), stem="x_sorted")
-    neg_perm = f.op("neg", [perm], Ty((S,), "i64"), stem="neg_perm")
+    tok = f.op("gather", [slot_token, perm], Ty((S,), "i64"), stem=f"{p}sorted_token")
+    xs = f.op("gather", [x, tok], Ty((S, H), d), stem=f"{p}x_sorted")
+    neg_perm = f.op("neg", [perm], Ty((S,), "i64"), stem=f"{p}neg_perm")
     _, inv = f.op_n(
         "topk",
         [neg_perm],
         [Ty((S,), "i64"), Ty((S,), "i64")],
         f"k = {S} : i64",
-        stems=["sorted_neg_perm", "inv_perm"],
+        stems=[f"{p}sorted_neg_perm", f"{p}inv_perm"],
     )
 
     # Dispatch, then rows grouped by local expert.
-    recv = f.op("all_to_all", [xs], Ty((S, H), d), coll, stem="dispatch")
-    r4 = f.op("reshape", [recv], Ty((G, L, P, H), d), stem="recv4")
+    recv = f.op("all_to_all", [xs], Ty((S, H), d), coll, stem=f"{p}dispatch")
+    r4 = f.op("reshape", [recv], Ty((G, L, P, H), d), stem=f"{p}recv4")
     rt = f.op(
-        "transpose", [r4], Ty((L, G, P, H), d), "perm = array<i64: 1, 0, 2, 3>", stem="recv_t"
+        "transpose", [r4], Ty((L, G, P, H), d), "perm = array<i64: 1, 0, 2, 3>", stem=f"{p}recv_t"
     )
-    xe = f.op("reshape", [rt], Ty((L, G * P, H), d), stem="expert_in")
+    xe = f.op("reshape", [rt], Ty((L, G * P, H), d), stem=f"{p}expert_in")
 
     # Routed experts, batched over the local experts.
-    gu = f.op("batch_matmul", [xe, w13], Ty((L, G * P, 2 * F), d), stem="expert_gate_up")
-    a = f.op("swiglu", [gu], Ty((L, G * P, F), d), stem="expert_act")
-    ye = f.op("batch_matmul", [a, w2], Ty((L, G * P, H), d), stem="expert_out")
+    gu = f.op("batch_matmul", [xe, w13], Ty((L, G * P, 2 * F), d), stem=f"{p}expert_gate_up")
+    a = f.op("swiglu", [gu], Ty((L, G * P, F), d), stem=f"{p}expert_act")
+    ye = f.op("batch_matmul", [a, w2], Ty((L, G * P, H), d), stem=f"{p}expert_out")
 
     # Combine.
-    y4 = f.op("reshape", [ye], Ty((L, G, P, H), d), stem="out4")
-    yt = f.op("transpose", [y4], Ty((G, L, P, H), d), "perm = array<i64: 1, 0, 2, 3>", stem="out_t")
-    ys = f.op("reshape", [yt], Ty((S, H), d), stem="out_sorted")
-    back = f.op("all_to_all", [ys], Ty((S, H), d), coll, stem="combine")
-    yslot = f.op("gather", [back, inv], Ty((S, H), d), stem="out_slots")
-    y3 = f.op("reshape", [yslot], Ty((T, K, H), d), stem="out3")
-    yw = f.op("mul", [y3, w3], Ty((T, K, H), d), stem="out_weighted")
-    routed = f.op("reduce_sum", [yw], act, "axes = array<i64: 1>", stem="routed")
+    y4 = f.op("reshape", [ye], Ty((L, G, P, H), d), stem=f"{p}out4")
+    yt = f.op(
+        "transpose", [y4], Ty((G, L, P, H), d), "perm = array<i64: 1, 0, 2, 3>", stem=f"{p}out_t"
+    )
+    ys = f.op("reshape", [yt], Ty((S, H), d), stem=f"{p}out_sorted")
+    back = f.op("all_to_all", [ys], Ty((S, H), d), coll, stem=f"{p}combine")
+    yslot = f.op("gather", [back, inv], Ty((S, H), d), stem=f"{p}out_slots")
+    y3 = f.op("reshape", [yslot], Ty((T, K, H), d), stem=f"{p}out3")
+    yw = f.op("mul", [y3, w3], Ty((T, K, H), d), stem=f"{p}out_weighted")
+    routed = f.op("reduce_sum", [yw], act, "axes = array<i64: 1>", stem=f"{p}routed")
 
-    out = f.op("add", [routed, shared], act, stem="moe_out")
+    return f.op("add", [routed, shared], act, stem=f"{p}moe_out")
+
+
+def moe_decode(cfg: MoeConfig | None = None) -> str:
+    """The MoE layer as `.mlir` text; `cfg` defaults to DeepSeek-V3 sizes."""
+    c = cfg or MoeConfig()
+    H, F, E, K, T = c.hidden, c.expert_inter, c.experts, c.top_k, c.tokens
+    L, G = c.local_experts, c.ep
+    f = Func("moe_decode")
+    x = f.arg("x", Ty((T, H), c.dtype))
+    out = moe_layer(f, c, x)
     f.return_(out)
 
     header = (

@@ -18,6 +18,7 @@ whose message starts with that line.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -206,6 +207,17 @@ def tensor_type(shape: Sequence[int | str | None], dtype: object) -> TensorType[
 # --------------------------------------------------------------------------
 # Tensors
 # --------------------------------------------------------------------------
+
+
+def argument_name(name: str) -> str:
+    """The name a function argument named `name` is printed with, and read back by.
+
+    xDSL drops a trailing `_<digits>` from a value's name (it is the suffix it adds to
+    tell equal names apart), so torch's `c_lifted_tensor_0` would print as
+    `%c_lifted_tensor` and an `.npz` keyed by torch's name would miss it.  Such a name
+    keeps its digits behind a dot instead (`%c_lifted_tensor.0`), which MLIR's value
+    names allow and nothing strips."""
+    return re.sub(r"_(\d+)$", r".\1", name)
 
 
 class Tensor:
@@ -472,7 +484,7 @@ class Graph(_Built):
         index = len(self._block.args)
         arg = self._block.insert_arg(tensor_type(shape, dtype), index)
         if name is not None and name.isidentifier():
-            arg.name_hint = name
+            arg.name_hint = argument_name(name)
         if attributes:
             self._arg_attrs[index] = dict(attributes)
         return Tensor(self, arg)

@@ -23,7 +23,7 @@ func.func @pair(%x: !t, %y: !t) -> (!t, !t) {
   func.return %a, %b : !t, !t
 }
 
-// CHECK: coreset-check.mlir:[[# @LINE - 6]]:5: warning: streams @s1 ("a") and @s2 ("b") can run at the same time, and their vector core limits, @s1 ("a") 30 and @s2 ("b") 20, add up to 50, more than the 48 vector cores of 910b2; the cores of any two streams together must fit the device (limits: @s1 ("a")'s at {{.*}}coreset-check.mlir:[[# @LINE - 10]]:5; @s2 ("b")'s at {{.*}}coreset-check.mlir:[[# @LINE - 6]]:5)
+// CHECK: coreset-check.mlir:[[# @LINE - 6]]:5: warning: streams @s1 ("a") and @s2 ("b") can run at the same time, and their vector core limits, @s1 ("a") 30 and @s2 ("b") 20, add up to 50, more than the 48 vector cores of 910b2; the cores of any two streams together must fit the device (limits: @s1 ("a") set at {{.*}}coreset-check.mlir:[[# @LINE - 10]]:5; @s2 ("b") set at {{.*}}coreset-check.mlir:[[# @LINE - 6]]:5)
 // STRICT: coreset-check.mlir:[[# @LINE - 7]]:5: error: streams @s1 ("a") and @s2 ("b") can run at the same time
 // DEFAULT: coreset-check.mlir:[[# @LINE - 8]]:5: error: streams @s1 ("a") and @s2 ("b") can run at the same time, and their vector core limits, @s1 ("a") 30 and @s2 ("b") 20, add up to 50, more than the 48 vector cores of 910b2
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,21 @@ def test_nothing_is_written_when_stderr_is_not_a_terminal_or_after_disable() -> 
     assert tty.getvalue() == ""
 
 
+def test_start_counts_the_delay_from_the_new_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress_module, "EVERY_S", 0.0)
+    out = _Terminal(tty=True)
+    monkeypatch.setattr(progress_module, "DELAY_S", 0.0)
+    p = Progress(out)
+    monkeypatch.setattr(progress_module, "DELAY_S", 3600.0)
+    p.start("torch.compile: export")  # long after the process started, but new work
+    p.advance()
+    assert out.getvalue() == ""
+    monkeypatch.setattr(progress_module, "DELAY_S", 0.0)
+    p.start("torch.compile: export")
+    assert out.getvalue().endswith("npuir     0s  torch.compile: export")
+    p.clear()
+
+
 def test_a_short_command_shows_nothing() -> None:
     out = _Terminal(tty=True)
     p = Progress(out)  # the real delay: this test is over long before it
@@ -80,20 +96,24 @@ def test_npuir_run_json_disables_the_line() -> None:
 def _tool(name: str, *args: str, terminal: bool) -> tuple[int, str, str]:
     """Run tool `name` with stderr on a pseudo-terminal (or a pipe) and the progress line's
     delay at 0, as if the command ran long; (exit code, stdout, stderr)."""
+    import sys
+
+    return _command([str(Path(sys.executable).parent / name), *args], terminal=terminal)
+
+
+def _command(argv: list[str], *, terminal: bool) -> tuple[int, str, str]:
+    """`_tool` for any command."""
     import os
     import pty
     import subprocess
-    import sys
-    from pathlib import Path
 
-    tool = str(Path(sys.executable).parent / name)
     env = {**os.environ, "NPUIR_PROGRESS_DELAY_S": "0"}
     if not terminal:
-        done = subprocess.run([tool, *args], capture_output=True, text=True, env=env)
+        done = subprocess.run(argv, capture_output=True, text=True, env=env)
         return done.returncode, done.stdout, done.stderr
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [tool, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env
     )
     os.close(slave)
     seen = b""
@@ -138,3 +158,37 @@ def test_no_progress_in_a_pipe_with_quiet_or_with_json(
         assert json.loads(out)["makespan_ns"] > 0
     else:
         assert "makespan" in out
+
+
+_COMPILE = """
+import torch
+from npuir.torchair import get_npu_backend
+
+def f(x, y):
+    return torch.relu(x @ y) + x
+
+x, y = torch.randn(4, 4), torch.randn(4, 4)
+# npuir's torch.compile backend on the graph dynamo would hand it (dynamo itself skipped:
+# the test's CPU budget)
+compiled = get_npu_backend()(torch.fx.symbolic_trace(f), [x, y])
+print("close" if torch.allclose(compiled(x, y)[0], f(x, y), atol=1e-5) else "differs")
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_a_torch_compile_shows_its_phases_on_a_terminal(tmp_path: Path) -> None:
+    """On a pseudo-terminal the compile's phases show and the line is erased when it
+    returns (the same `Progress` as the tools': off a terminal it writes nothing, which the
+    pipe test above checks; a second torch start would double this test's CPU time)."""
+    import sys
+
+    script = tmp_path / "compile.py"
+    script.write_text(_COMPILE, encoding="utf-8")
+    code, out, err = _command([sys.executable, str(script)], terminal=True)
+    assert code == 0 and out.strip() == "close", err
+    lines = [line for line in err.split("\r\x1b[K") if line.strip()]
+    phases = [m.group(1) for line in lines if (m := re.match(r"npuir +\d+s  (.*)", line))]
+    assert phases[0] == "torch.compile: export", err
+    assert any(p.startswith("torch.compile graph 0: ") for p in phases), err
+    assert err.rstrip("\r\n").endswith("\r\x1b[K")  # cleared once the compile returned

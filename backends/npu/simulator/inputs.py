@@ -407,7 +407,7 @@ class Prepared:
         if info.collective:
             self.fixed[n] = cost.duration_ns
         elif not info.accum and info.pool >= 0:
-            demand = max(1, min(cost.block_dim or info.par, info.total))
+            demand = max(1, min(cost.cores_for(info.engine) or info.par, info.total))
             self.par[n] = demand
             limit = limits(self.prog, n, info.engine)
             self.want[n] = demand if limit is None else max(1, min(limit, demand))

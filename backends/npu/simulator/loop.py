@@ -8,6 +8,7 @@ stops, `find_races` and `deadlock` report what went wrong and `measure` reads th
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections.abc import Sequence
 
 from npuir.analysis.program import DepKind
@@ -69,21 +70,29 @@ class Simulation:
             self.s_rank.extend([r] * prep.num_streams)
             self.s_prio.extend(prep.priority)
         self.total = total
-        self.start = [-1] * total
-        self.end = [-1] * total
+        # Times and core-ns as machine words (8 bytes a node, not a pointer and an int
+        # object); the small counts below stay lists (their ints are Python's cached ones).
+        self.start = array("q", [-1]) * total
+        self.end = array("q", [-1]) * total
         self.cores = [0] * total
         """Cores each node holds now (blocks in flight, for an ordinary op)."""
-        self.held_from = [-1] * total
+        self.held_from = array("q", [-1]) * total
         self.peak = [0] * total
         """The most cores each node held at once."""
-        self.busy = [0] * total
+        self.busy = array("q", [0]) * total
         """Core-nanoseconds each node held while running."""
         self.pending = [0] * total
         """Blocks of a started ordinary op not yet dispatched."""
-        self.ready = [0] * total
+        self.ready = array("q", [0]) * total
         """When a started ordinary op's launch is over and its blocks compute."""
-        self.steps: dict[int, list[tuple[int, int]]] = {}
-        """Per ordinary op that ran: (time, cores held from then on)."""
+        # Per ordinary op that ran, its (time, cores held from then on) steps: a linked list
+        # per node in flat arrays (`steps_of`), a few words per step rather than a list of
+        # tuples per node.
+        self.first_step = array("q", [-1]) * total
+        self.last_step = array("q", [-1]) * total
+        self.step_time = array("q")
+        self.step_held = array("q")
+        self.step_next = array("q")
         self.s_ptr = [0] * streams
         self.s_state = [_IDLE] * streams
         self.free = [hw.cores(e) for _ in preps for e in POOL_ENGINES]
@@ -103,7 +112,7 @@ class Simulation:
         # The node whose finish last returned cores to each pool, and for each node granted
         # cores at that instant, that node: the critical path follows core contention too.
         self.last_release = [-1] * len(self.free)
-        self.core_pred: dict[int, int] = {}
+        self.core_pred = array("q", [-1]) * total
 
     # -- running ------------------------------------------------------------------------------
 
@@ -238,13 +247,31 @@ class Simulation:
 
     def _step(self, g: int, held: int) -> None:
         """Ordinary op g holds `held` cores from now on."""
-        steps = self.steps.get(g)
-        if steps is None:
-            self.steps[g] = [(self.now, held)]
-        elif steps[-1][0] == self.now:
-            steps[-1] = (self.now, held)
+        last = self.last_step[g]
+        now = self.now
+        if last >= 0 and self.step_time[last] == now:
+            self.step_held[last] = held
+            return
+        step = len(self.step_time)
+        self.step_time.append(now)
+        self.step_held.append(held)
+        self.step_next.append(-1)
+        if last >= 0:
+            self.step_next[last] = step
         else:
-            steps.append((self.now, held))
+            self.first_step[g] = step
+        self.last_step[g] = step
+
+    def steps_of(self, g: int) -> tuple[tuple[int, int], ...] | None:
+        """Node g's core steps in time order; None if none were recorded."""
+        step = self.first_step[g]
+        if step < 0:
+            return None
+        out: list[tuple[int, int]] = []
+        while step >= 0:
+            out.append((self.step_time[step], self.step_held[step]))
+            step = self.step_next[step]
+        return tuple(out)
 
     def _release(self, g: int, k: int) -> None:
         """k blocks of ordinary op g end now: their cores go back to the pool, and the op

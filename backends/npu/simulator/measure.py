@@ -8,9 +8,13 @@ busy time, per-engine utilisation, the critical path, events, peak memory), and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from npuir.analysis.program import DepKind
 
-from .inputs import NPOOLS, POOL_ENGINES, RECORD, WAIT
+from .inputs import NPOOLS, POOL_ENGINES, RECORD, WAIT, Prepared
 from .loop import Simulation
 from .results import Deadlock, OpRecord, SimResult
 
@@ -52,7 +56,7 @@ def _critical_path(sim: Simulation, last: int) -> list[tuple[int, int]]:
                 pe = end[p]
                 if best_end < pe <= t and p not in seen:
                     best, best_end = p, pe
-            p = core_pred.get(member, -1)
+            p = core_pred[member]
             if p >= 0:
                 pe = end[p]
                 if best_end < pe <= t and p not in seen:
@@ -62,81 +66,158 @@ def _critical_path(sim: Simulation, last: int) -> list[tuple[int, int]]:
     return path
 
 
-def _peak_memory(sim: Simulation, r: int, makespan: int) -> int:
+class _MemoryShape:
+    """What `_peak_memory` reads of one program, as arrays, once per distinct program: its
+    data edges, the sized arguments' readers and the sized results."""
+
+    def __init__(self, prep: Prepared) -> None:
+        src: list[int] = []
+        dst: list[int] = []
+        for n, deps in enumerate(prep.prog.deps):
+            for p, kind in deps:
+                if kind is DepKind.DATA:
+                    src.append(p)
+                    dst.append(n)
+        self.src = np.array(src, dtype=np.int64)
+        self.dst = np.array(dst, dtype=np.int64)
+        seg: list[int] = []
+        users: list[int] = []
+        sizes: list[int] = []
+        for size, readers in zip(prep.arg_bytes, prep.arg_users, strict=True):
+            if size and readers:
+                seg += [len(sizes)] * len(readers)
+                users += readers
+                sizes.append(size)
+        self.arg_seg = np.array(seg, dtype=np.int64)
+        self.arg_users = np.array(users, dtype=np.int64)
+        self.arg_bytes = np.array(sizes, dtype=np.int64)
+        sized = [n for n, size in enumerate(prep.result_bytes) if size]
+        self.sized = np.array(sized, dtype=np.int64)
+        self.sized_bytes = np.array([prep.result_bytes[n] for n in sized], dtype=np.int64)
+
+
+def _peak_memory(sim: Simulation, r: int, makespan: int, shapes: dict[int, _MemoryShape]) -> int:
     """Peak bytes of live values on rank r: a node's results from its start to the end of
     its last data reader (its own end without one), arguments from 0 to their last reader.
-    A reader that never ran keeps the value alive to the end."""
+    A reader that never ran keeps the value alive to the end.  (`shapes` keeps each distinct
+    program's arrays: SPMD ranks share one.)"""
     prep = sim.preps[r]
+    shape = shapes.get(id(prep))
+    if shape is None:
+        shape = shapes[id(prep)] = _MemoryShape(prep)
     base = sim.base[r]
     n_nodes = len(prep.kind)
-    start = sim.start[base : base + n_nodes]
-    end = [makespan if e < 0 else e for e in sim.end[base : base + n_nodes]]
-    dies = list(end)
-    for n, deps in enumerate(prep.prog.deps):
-        e = end[n]
-        for p, kind in deps:
-            if kind is DepKind.DATA and e > dies[p]:
-                dies[p] = e
-    deltas: list[tuple[int, int]] = []
-    for size, users in zip(prep.arg_bytes, prep.arg_users, strict=True):
-        if size and users:
-            deltas.append((0, size))
-            deltas.append((max(end[u] for u in users), -size))
-    for n, size in enumerate(prep.result_bytes):
-        if size and start[n] >= 0:
-            deltas.append((start[n], size))
-            deltas.append((dies[n], -size))
+    start = np.frombuffer(sim.start[base : base + n_nodes], dtype=np.int64)
+    end = np.frombuffer(sim.end[base : base + n_nodes], dtype=np.int64).copy()
+    end[end < 0] = makespan
+    dies = end.copy()
+    np.maximum.at(dies, shape.src, end[shape.dst])
+    arg_dies = np.zeros(len(shape.arg_bytes), dtype=np.int64)
+    np.maximum.at(arg_dies, shape.arg_seg, end[shape.arg_users])
+    ran = shape.sized[start[shape.sized] >= 0]
+    ran_bytes = shape.sized_bytes[start[shape.sized] >= 0]
+    times = np.concatenate((np.zeros_like(arg_dies), arg_dies, start[ran], dies[ran]))
+    deltas = np.concatenate((shape.arg_bytes, -shape.arg_bytes, ran_bytes, -ran_bytes))
+    if not len(times):
+        return 0
     # Frees sort before allocations at the same instant: a value dies when its last reader
     # ends, and memory freed then can hold a value born at that moment.
-    deltas.sort()
-    live = peak = 0
-    for _, d in deltas:
-        live += d
-        if live > peak:
-            peak = live
-    return peak
+    order = np.lexsort((deltas, times))
+    return max(0, int(np.cumsum(deltas[order]).max()))
+
+
+_POOL_NAMES = ("", *POOL_ENGINES)  # indexed by pool + 1
 
 
 def _op_records(sim: Simulation) -> list[OpRecord]:
     """One `OpRecord` per node that ran (or started), by rank then issue order."""
-    pool_names = ("", *POOL_ENGINES)  # indexed by pool + 1
+    ops: list[OpRecord] = []
+    for r in range(sim.ranks):
+        ops += _rank_records(sim, r)
+    return ops
+
+
+def _rank_records(sim: Simulation, r: int) -> list[OpRecord]:
+    """Rank r's records, in issue order."""
+    prep = sim.preps[r]
+    base = sim.base[r]
+    n_nodes = len(prep.kind)
+    starts = sim.start[base : base + n_nodes]
+    ends = sim.end[base : base + n_nodes]
+    peaks = sim.peak[base : base + n_nodes]
+    held = sim.held_from[base : base + n_nodes]
+    steps_of = sim.steps_of
     ops: list[OpRecord] = []
     append = ops.append
-    steps_of = sim.steps
-    for r, prep in enumerate(sim.preps):
-        base = sim.base[r]
-        n_nodes = len(prep.kind)
-        starts = sim.start[base : base + n_nodes]
-        ends = sim.end[base : base + n_nodes]
-        peaks = sim.peak[base : base + n_nodes]
-        held = sim.held_from[base : base + n_nodes]
-        for n, (st, en, s, pool, cores, engine) in enumerate(
-            zip(starts, ends, prep.stream, prep.pool, peaks, prep.engine, strict=True)
-        ):
-            if st < 0:
-                continue
-            steps = steps_of.get(base + n)
-            if steps is not None:
-                core_steps = tuple(steps)
-            elif cores:
-                core_steps = ((held[n], cores), (en, 0))
-            else:
-                core_steps = ()
-            append(
-                OpRecord(
-                    r,
-                    n,
-                    s,
-                    st,
-                    en,
-                    cores,
-                    engine,
-                    pool_names[pool + 1],
-                    held[n] if cores else st,
-                    core_steps,
-                )
+    for n, (st, en, s, pool, cores, engine) in enumerate(
+        zip(starts, ends, prep.stream, prep.pool, peaks, prep.engine, strict=True)
+    ):
+        if st < 0:
+            continue
+        steps = steps_of(base + n)
+        if steps is not None:
+            core_steps = steps
+        elif cores:
+            core_steps = ((held[n], cores), (en, 0))
+        else:
+            core_steps = ()
+        append(
+            OpRecord(
+                r,
+                n,
+                s,
+                st,
+                en,
+                cores,
+                engine,
+                _POOL_NAMES[pool + 1],
+                held[n] if cores else st,
+                core_steps,
             )
+        )
     return ops
+
+
+def _rank_times(sim: Simulation, r: int) -> tuple[Sequence[int], Sequence[int]]:
+    base = sim.base[r]
+    n_nodes = len(sim.preps[r].kind)
+    start = sim.start[base : base + n_nodes]
+    end = sim.end[base : base + n_nodes]
+    # A node that started is reported with its end, as its record has it.
+    return start, end
+
+
+def _node_record(sim: Simulation, r: int, n: int) -> OpRecord | None:
+    """Node n of rank r's record; None if it did not run (or there is no such node)."""
+    if not 0 <= r < sim.ranks or not 0 <= n < len(sim.preps[r].kind):
+        return None
+    base = sim.base[r]
+    return _record(sim, r, n, base) if sim.start[base + n] >= 0 else None
+
+
+def _record(sim: Simulation, r: int, n: int, base: int) -> OpRecord:
+    prep = sim.preps[r]
+    g = base + n
+    st, en, cores = sim.start[g], sim.end[g], sim.peak[g]
+    steps = sim.steps_of(g)
+    if steps is not None:
+        core_steps = steps
+    elif cores:
+        core_steps = ((sim.held_from[g], cores), (en, 0))
+    else:
+        core_steps = ()
+    return OpRecord(
+        r,
+        n,
+        prep.stream[n],
+        st,
+        en,
+        cores,
+        prep.engine[n],
+        _POOL_NAMES[prep.pool[n] + 1],
+        sim.held_from[g] if cores else st,
+        core_steps,
+    )
 
 
 def last_to_end(sim: Simulation) -> tuple[int, int]:
@@ -211,12 +292,16 @@ def collect(sim: Simulation, deadlock: Deadlock | None) -> SimResult:
         e: (core_ns[e] / (hw.cores(e) * sim.ranks * makespan) if makespan else 0.0)
         for e in POOL_ENGINES
     }
-    peaks = [_peak_memory(sim, r, makespan) for r in range(sim.ranks)]
+    shapes: dict[int, _MemoryShape] = {}
+    peaks = [_peak_memory(sim, r, makespan, shapes) for r in range(sim.ranks)]
     return SimResult(
         hw_name=hw.name,
         ranks=sim.ranks,
         makespan_ns=makespan,
         op_source=lambda: _op_records(sim),
+        rank_source=lambda r: _rank_records(sim, r),
+        node_source=lambda r, n: _node_record(sim, r, n),
+        times_source=lambda r: _rank_times(sim, r),
         stream_busy_ns=busy,
         utilisation=util,
         critical_path=_critical_path(sim, last) if last >= 0 else [],

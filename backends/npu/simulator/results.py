@@ -7,7 +7,7 @@ per-op records (`OpRecord`) are built only when asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -151,6 +151,18 @@ class SimResult:
     """Compute ops (collectives included) of the distinct programs simulated."""
     profiled_ops: int = 0
     """How many of them took their cost from a profile (`npuir.backends.npu.profile`)."""
+    rank_source: Callable[[int], list[OpRecord]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """Builds one rank's records (`ops_of`) without building every rank's."""
+    node_source: Callable[[int, int], OpRecord | None] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """Builds one node's record (`op`) without building every rank's."""
+    times_source: Callable[[int], tuple[Sequence[int], Sequence[int]]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """Gives one rank's start and end times by node (`times_of`)."""
     _ops: list[OpRecord] | None = field(default=None, init=False, repr=False, compare=False)
     _by_key: dict[tuple[int, int], OpRecord] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -163,8 +175,27 @@ class SimResult:
             self._ops = self.op_source()
         return self._ops
 
+    def ops_of(self, rank: int) -> list[OpRecord]:
+        """The records of `rank`'s nodes that ran, in issue order (built for that rank alone
+        until every rank's are: a report of a thousand ranks reads them rank by rank)."""
+        if self._ops is None and self.rank_source is not None:
+            return self.rank_source(rank)
+        return [o for o in self.ops if o.rank == rank]
+
+    def times_of(self, rank: int, nodes: int) -> tuple[Sequence[int], Sequence[int]]:
+        """Start and end times of `rank`'s `nodes` nodes, by node (-1: it did not start;
+        an end of -1 after a start: it never ended)."""
+        if self.times_source is not None:
+            return self.times_source(rank)
+        start, end = [-1] * nodes, [-1] * nodes
+        for o in self.ops_of(rank):
+            start[o.node], end[o.node] = o.start, o.end
+        return start, end
+
     def op(self, rank: int, node: int) -> OpRecord | None:
         """The record of `node` on `rank`, or None if it did not run."""
+        if self._by_key is None and self._ops is None and self.node_source is not None:
+            return self.node_source(rank, node)
         if self._by_key is None:
             self._by_key = {(r.rank, r.node): r for r in self.ops}
         return self._by_key.get((rank, node))

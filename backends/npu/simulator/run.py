@@ -114,7 +114,12 @@ def _run(
     # One rank has no peer to differ from, and with `mirror_peers` no group is partial: a
     # search judging one rank's schedules skips reading the collectives.
     if len(programs) > 1 or not mirror_peers:
-        per_rank = [[op for op in prog.ops if isinstance(op, CollectiveOp)] for prog in programs]
+        # Ranks that run one program share one list (`mismatched_pairs` keys it once).
+        of_prog: dict[int, list[CollectiveOp]] = {}
+        for prog in programs:
+            if id(prog) not in of_prog:
+                of_prog[id(prog)] = [op for op in prog.ops if isinstance(op, CollectiveOp)]
+        per_rank = [of_prog[id(prog)] for prog in programs]
         mismatched = mismatched_pairs(per_rank, len(programs))
         if mismatched:
             raise ValueError(mismatched[0].describe())

@@ -14,15 +14,22 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
 from report_cases import CASES, EXAMPLES
+from xdsl.dialects.func import FuncOp
 
+from npuir.analysis.program import Program
+from npuir.api import parse_text
 from npuir.backends.npu.html_report import run_report_html
+from npuir.context import make_context
+from npuir.dialects.npu import CollectiveOp
+from npuir.driver.gear_cases import gear_cases
 from npuir.driver.run import run_program
 from npuir.tools.advise import run as advise
 from npuir.tools.run import run as npuir_run
@@ -54,6 +61,8 @@ class Expected(NamedTuple):
     lanes: list[tuple[int, str]]
     """(rank, stream tag) of every lane, in order."""
     waits: int
+    joins: int = 0
+    """Dashed lines joining one collective across ranks."""
 
 
 class Page(NamedTuple):
@@ -79,12 +88,26 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Page]]
             for r, rec, wait in outcome.result.event_edges
             if outcome.result.op(r, rec) and outcome.result.op(r, wait)
         )
-        pages[name] = Page(path, Expected(lanes, waits))
+        pages[name] = Page(path, Expected(lanes, waits, _joins(outcome.programs)))
     # npuir-advise's page: the tables, then the recommended program run (seed: 2 streams).
     path = out / "advice.html"
     assert advise([str(EXAMPLES / "seed_multistream.mlir"), "--report", str(path)]) == 0
     pages["advice"] = Page(path, Expected([(0, "<main>"), (0, "2")], 2))
     yield pages
+
+
+def _joins(programs: Sequence[Program]) -> int:
+    return _joins_of([[op for op in p.ops if isinstance(op, CollectiveOp)] for p in programs])
+
+
+def _joins_of(per_rank: Sequence[Sequence[CollectiveOp]]) -> int:
+    """How many rank-to-rank joins the collectives need (each rank's in program order): a
+    collective met by k ranks joins them with k - 1 lines."""
+    ranks_of: Counter[tuple[str, int]] = Counter()
+    for ops in per_rank:
+        for group, n in Counter(op.group for op in ops).items():
+            ranks_of.update((group, k) for k in range(n))
+    return sum(n - 1 for n in ranks_of.values())
 
 
 def _lanes(dom: str) -> list[tuple[int, str]]:
@@ -106,6 +129,9 @@ def test_the_page_is_self_contained_and_lists_every_lane(pages: dict[str, Page],
     assert not re.search(r"(?:xlink:)?href=['\"](?!#)", text)
     assert _lanes(text) == page.expected.lanes
     assert text.count("class='wait-arrow'") == page.expected.waits > 0
+    assert text.count("class='collective-join'") == page.expected.joins
+    if name == "2-rank collective":
+        assert page.expected.joins > 0
     if name == "advice":
         assert text.count("<tr class='recommended'>") == 1
         assert "id='plot-pareto'" in text
@@ -168,6 +194,8 @@ def test_chromium_renders_the_timeline(pages: dict[str, Page], name: str, tmp_pa
     assert _lanes(dom) == page.expected.lanes
     assert dom.count('class="wait-arrow"') == page.expected.waits
     assert 'class="tick"' in dom  # the zoom script ran: it draws the axis
+    if name == "advice":
+        assert dom.count('<tr class="recommended">') == 1  # the advice table, as drawn
     box = re.search(r'data-timeline="([^"]*)"', dom)
     assert box is not None
     left, top, width, height = (float(v) for v in box.group(1).split(","))
@@ -192,3 +220,69 @@ def test_npuir_run_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixtu
         [str(EXAMPLES / "seed_multistream.mlir"), "--timing-only", "--report", str(unwritable)]
     )
     assert code == 2 and "x.html" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # an advice each: about 1.5 CPU-seconds
+@pytest.mark.parametrize(
+    ("example", "argv", "ranks"),
+    [
+        ("moe_decode.mlir", ["--ranks", "8"], ["moe_decode"] * 8),
+        ("core_limit_fixed.mlir", ["--entries", "rank0,rank1"], ["rank0", "rank1"]),
+    ],
+    ids=["moe", "2-rank collective"],
+)
+def test_the_advice_pages_of_the_moe_and_a_2_rank_collective(
+    tmp_path: Path, example: str, argv: list[str], ranks: list[str]
+) -> None:
+    """The MoE example on its 8 ranks and a 2-rank MPMD collective (`--entries`): the advice
+    table with one recommended row, and the recommended run drawn with a lane group per rank,
+    its waits' arrows and each collective joined across the ranks (by communicator and
+    order: the count comes from the program as written, whose collectives advice keeps)."""
+    out = tmp_path / "advice.html"
+    assert advise([str(EXAMPLES / example), *argv, "--report", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.count("<tr class='recommended'>") == 1
+    assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=|<link\b", text)
+    lanes = _lanes(text)
+    assert sorted({r for r, _ in lanes}) == list(range(len(ranks)))
+    assert text.count("class='wait-arrow'") > 0
+    module = parse_text(make_context(), (EXAMPLES / example).read_text(encoding="utf-8"))
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    per_rank = [[op for op in funcs[name].walk() if isinstance(op, CollectiveOp)] for name in ranks]
+    joins = text.count("class='collective-join'")
+    assert joins == _joins_of(per_rank) > 0
+    rank_top = [float(y) for y in re.findall(r"<text class='rank-label' x='4' y='([\d.]+)'", text)]
+    for y1, y2 in re.findall(
+        r"<line class='collective-join'[^>]*y1='([\d.]+)'[^>]*y2='([\d.]+)'", text
+    ):
+        # from one rank's lanes to the next one's
+        assert any(float(y1) < top < float(y2) for top in rank_top)
+
+
+@pytest.mark.slow  # two runs, their plots and a browser start
+def test_a_geared_run_has_one_section_per_gear(tmp_path: Path) -> None:
+    """`npuir-run --report` on a geared program: a section per gear (as `gear_cases` lists
+    them), the run's own marked, each with its own timeline; the page's ids stay unique, and
+    in a browser the zoom script draws every timeline's axis."""
+    out = tmp_path / "gears.html"
+    argv = [str(EXAMPLES / "gears.mlir"), "--timing-only", "--report", str(out)]
+    assert npuir_run([*argv, "--shape", "0=4x2", "--shape", "1=4x2"]) == 0
+    text = out.read_text(encoding="utf-8")
+    gears = EXAMPLES / "gears.mlir"
+    module = parse_text(make_context(), gears.read_text(encoding="utf-8"), str(gears))
+    func = next(op for op in module.ops if isinstance(op, FuncOp))
+    labels = [g.label for g in gear_cases(func)]
+    assert len(labels) == 2
+    sections = re.findall(r"<section class='(gear(?: taken)?)' data-gear='([^']*)'>", text)
+    assert [label for _, label in sections] == labels
+    assert [cls for cls, _ in sections] == ["gear", "gear taken"]  # 4x2 is the second gear
+    parts = text.split("<section class=")[1:]
+    for part in parts:
+        assert part.count("<svg id='timeline") == 1 and "class='op" in part
+        assert _lanes(part) == [(0, "<main>")]
+    ids = re.findall(r"\sid='([^']*)'", text)
+    assert len(ids) == len(set(ids))
+    dom, _, stderr = _render(out, tmp_path)
+    assert re.search(r'data-errors="', dom) is None and "Uncaught" not in stderr
+    drawn = [part.count('class="tick"') for part in dom.split('<section class="gear')[1:]]
+    assert len(drawn) == 2 and all(drawn)

@@ -67,7 +67,6 @@ def test_costs_from_the_kernel_details_give_the_truths_makespan(truth_ns: int) -
     ("edit", "where", "message"),
     [
         (("Duration(us)", "Elapsed(us)"), 1, "no column 'Task Duration(us)' or 'Duration(us)'"),
-        ((",AI_CORE,", ",GPU,"), 3, "'Accelerator Core' is 'GPU'"),
         ((",4,N/A,", ",four,N/A,"), 4, "'Block Num' is 'four'"),
     ],
 )
@@ -86,3 +85,14 @@ def test_a_bad_kernel_details_is_a_located_error(
     assert rendered.startswith(f"{bad}:{where}: error: ") and message in rendered, rendered
     code = run([str(EXAMPLE), "--mirror-peers", "--timing-only", "--profile", str(bad)])
     assert code == 1 and f"{bad}:{where}: error: " in capsys.readouterr().err
+
+
+def test_a_row_of_an_unknown_accelerator_core_is_a_warning_not_a_refusal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = tmp_path / "kernel_details.csv"
+    odd.write_text(FIXTURE.read_text().replace(",AI_CORE,", ",GPU,", 1))
+    profile = read_profile(str(odd))
+    assert profile.rows == read_profile(str(FIXTURE)).rows - 1
+    assert [w.kind for w in profile.warnings] == ["profile.task-type-unknown"]
+    assert profile.warnings[0].render().startswith(f"{odd}:3: warning: row 'q': ")

@@ -20,9 +20,16 @@ import npuir
 from npuir.analysis.program import Program, build_program, module_streams
 from npuir.backends.npu.calibrate import FitError, fit_hardware
 from npuir.backends.npu.hardware import PRESETS, load_hardware
-from npuir.backends.npu.profile import COLUMNS, profile_csv, read_profile
+from npuir.backends.npu.profile import (
+    COLUMNS,
+    IGNORED_TASK_TYPES,
+    TASK_ENGINES,
+    profile_csv,
+    read_profile,
+)
 from npuir.backends.npu.simulator import SimResult, simulate
 from npuir.diagnostics import DiagnosticError
+from npuir.tools.run import run as run_tool
 
 TINY = PRESETS["tiny"]
 T = "tensor<1024xf16>"
@@ -86,6 +93,64 @@ def test_profile_replaces_the_costs_of_the_ops_it_names(tmp_path: Path) -> None:
     assert (result.profiled_ops, result.compute_ops) == (2, 3)
 
 
+@pytest.mark.parametrize("task", [*TASK_ENGINES, "AI Core", "mix_aiv"])
+def test_every_task_type_maps_to_an_engine_whose_cores_it_gives(tmp_path: Path, task: str) -> None:
+    """The matmul (a cube op) profiled under each task type: the duration always comes from
+    the row; its cores from Block Dim when the type ran on cube cores, from Mix Block Dim
+    when cube is the mix engine (MIX_AIV), else from the cost model (the model gives it the
+    2 cube cores of tiny, the row's Block Dim 1 and Mix Block Dim 2)."""
+    path = write(tmp_path, f'1,MatMul_7,matmul,{task},100.25,1,2,"64,64;64,64"')
+    profile = read_profile(path)
+    assert profile.rows == 1 and profile.warnings == []
+    plain = durations(simulate([program()], TINY))[1][1]
+    main, mix = TASK_ENGINES[task.upper().replace(" ", "_")]
+    cores = 1 if main == "cube" else 2 if mix == "cube" else plain
+    assert plain == 2
+    assert durations(simulate([program()], TINY, profile=profile))[1] == (100250, cores)
+
+
+def test_task_types_without_an_npuir_meaning_are_counted_and_left_out(tmp_path: Path) -> None:
+    ignored = list(IGNORED_TASK_TYPES)
+    rows = [f"1,Add_1,Add,{t},{i + 1},1,0,1024;1024" for i, t in enumerate(ignored)]
+    rows.insert(1, "1,Add_1,Add,AI_VECTOR_CORE,5,1,0,1024;1024")
+    rows.append(f"1,Add_1,Add,{ignored[0]},9,1,0,1024;1024")
+    path = write(tmp_path, *rows)
+    profile = read_profile(path)
+    assert profile.rows == 1  # only the vector row: its 5 us, nothing averaged in
+    assert durations(simulate([program()], TINY, profile=profile))[0] == (5000, 1)
+    notes = {d.args["task"]: d for d in profile.warnings}
+    assert set(notes) == set(ignored)
+    for task, note in notes.items():
+        assert note.severity == "note" and note.kind == "profile.task-type-ignored"
+        assert note.args["rows"] == (2 if task == ignored[0] else 1)
+        first = 2 + ignored.index(task) + (ignored.index(task) >= 1)  # the header is line 1
+        assert note.render().startswith(f"{path}:{first}: note: ")
+
+
+def test_an_unknown_task_type_is_a_located_warning_and_the_rest_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(
+        tmp_path,
+        "1,Add_1,Add,AI_VECTOR_CORE,5,1,0,1024;1024",
+        '1,MatMul_7,matmul,GPU_TENSOR_CORE,3,1,0,"64,64;64,64"',
+    )
+    profile = read_profile(path)
+    assert profile.rows == 1 and len(profile.warnings) == 1
+    (warning,) = profile.warnings
+    assert warning.severity == "warning" and warning.kind == "profile.task-type-unknown"
+    rendered = warning.render()
+    assert rendered.startswith(f"{path}:3: warning: row 'MatMul_7': 'Task Type' is ")
+    assert "GPU_TENSOR_CORE" in rendered
+    # The matmul keeps the cost model; npuir-run says why, and runs.
+    result = simulate([program()], TINY, profile=profile)
+    assert durations(result)[1] == durations(simulate([program()], TINY))[1]
+    mlir = tmp_path / "p.mlir"
+    mlir.write_text(TEXT)
+    assert run_tool([str(mlir), "--hw", "tiny", "--timing-only", "--profile", path]) == 0
+    assert f"{path}:3: warning: row 'MatMul_7'" in capsys.readouterr().err
+
+
 def test_fewer_cores_than_the_block_dim_take_proportionally_longer(tmp_path: Path) -> None:
     """The relu is limited to 1 vector core; profiled at block dim 4 it runs 4 times its
     profiled duration."""
@@ -102,7 +167,6 @@ def test_fewer_cores_than_the_block_dim_take_proportionally_longer(tmp_path: Pat
         (("1,Add_1,Add,AI_VECTOR_CORE,-3,1,0,",), HEADER, 2, "'Task Duration(us)' is '-3'"),
         (("1,a,Add,AI_CORE,1,1,0,", "1,Add_1,Add,AI_CORE,1,2.5,0,"), HEADER, 3, "'Block Dim'"),
         (("1,Add_1,Add,AI_CORE,1,1,x,",), HEADER, 2, "'Mix Block Dim' is 'x'"),
-        (("1,Add_1,Add,GPU,1,1,0,",), HEADER, 2, "'Task Type' is 'GPU'"),
         (("1,,Add,AI_CORE,1,1,0,",), HEADER, 2, "'Op Name' is empty"),
         (("1,Add_1,Add",), HEADER, 2, "the row has 3 cells, the header 8"),
         (("1,Mm,matmul,AI_CORE,1,1,0,64,64",), HEADER, 2, "the row has 9 cells, the header 8"),

@@ -128,6 +128,63 @@ def test_fast_path_reads_ops_with_file_locations(monkeypatch: pytest.MonkeyPatch
     assert len(built) == len(leaf_ops) - 1  # the op with a named location: xDSL's
 
 
+_T = "tensor<2x2xf16>"
+_NAMED = [
+    # (attribute dictionary, location): what an import writes, and its near misses
+    ('{npu.op_name = "n3"}', 'loc("dump.txt":139:1)'),
+    ('{npu.op_name = "n3", stream.on = @s0}', 'loc("dump.txt":2:7)'),
+    ('{stream.on = @s0, npu.op_name = "with space, comma"}', 'loc("a b.txt":1:1)'),
+    ('{npu.op_name = "\\41"}', 'loc("dump.txt":3:1)'),  # an escape: the reference's
+    ('{npu.op_name = "x", npu.op_name = "y"}', 'loc("dump.txt":4:1)'),  # a key twice
+    ('{npu.op_name = "x", npu.kernel = [1, 2]}', 'loc("dump.txt":5:1)'),
+    ('{npu.op_name = "x", npu.priority = 3 : i64}', 'loc("d\\22.txt":6:1)'),
+    ('{npu.op_name = "x", stream.on = @missing}', 'loc("dump.txt":999999999:1)'),
+    ('{npu.op_name = "x" }', 'loc("dump.txt":7:1) '),
+    ('{npu.op_name = "x",}', 'loc("dump.txt":8:1)'),
+    ('{npu.op_name = "x" = 1}', 'loc("dump.txt":9:1)'),
+]
+
+
+@pytest.mark.parametrize(("attrs", "loc"), _NAMED)
+def test_named_ops_with_file_locations_read_the_same(attrs: str, loc: str) -> None:
+    """The fast path reads an op's attribute dictionary entry by entry when it holds
+    strings (an import names every op) and builds its file location itself: the same IR,
+    or the same diagnostic, as xDSL's parser, and the fast path does read the plain case."""
+    text = (
+        'module {\n  stream.decl @s0 "<main>" priority 0\n'
+        f"  func.func @f(%a: {_T}) -> {_T} {{\n"
+        f"    %b = npu.add %a, %a {attrs} : ({_T}, {_T}) -> {_T} {loc}\n"
+        f"    func.return %b : {_T}\n  }}\n}}\n"
+    )
+    fast, ref = parse_diff.outcome(text, "fast"), parse_diff.outcome(text, "xdsl")
+    assert fast == ref
+
+
+def test_the_fast_path_builds_named_located_ops(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xdsl.dialects.builtin import FileLineColLoc, StringAttr
+
+    from npuir import make_context
+    from npuir.parsing import parse_module
+
+    ctx = make_context()
+    attrs, loc = _NAMED[1]
+    ops = "".join(
+        f"    %b{i} = npu.add %a, %a {attrs.replace('n3', f'n{i}')} : ({_T}, {_T}) -> {_T} {loc}\n"
+        for i in range(3)
+    )
+    text = (
+        f'module {{\n  stream.decl @s0 "<main>" priority 0\n  func.func @f(%a: {_T}) -> {_T} {{\n'
+        f"{ops}    func.return %b2 : {_T}\n  }}\n}}\n"
+    )
+    built = _recorded(monkeypatch, "read")
+    parse_module(ctx, text, "t.mlir", ctx.diagnostics.sources)
+    adds = [op for op in built if op.name == "npu.add"]
+    assert len(adds) == 3
+    assert [op.attributes["npu.op_name"] for op in adds] == [StringAttr(f"n{i}") for i in range(3)]
+    assert all(isinstance(op.location, FileLineColLoc) for op in adds)
+    assert adds[0].location.line.data == 2 and adds[0].location.filename.data == "dump.txt"
+
+
 def test_parser_xdsl_selects_the_reference_path(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

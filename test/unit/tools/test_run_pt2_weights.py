@@ -110,3 +110,34 @@ def test_a_printed_module_keeps_every_argument_an_input(tmp_path: Path) -> None:
     assert outcome.state == [set()]
     with np.load(saved) as data:
         assert len(data.files) == len(outcome.inputs[0])
+
+
+def test_example_inputs_name_the_printed_arguments(tmp_path: Path) -> None:
+    """`example_inputs` keys every array by the name its argument is printed with, so the
+    npz it writes feeds a printed module by name -- the lifted constant `c_lifted_tensor_0`
+    too, whose trailing `_0` xDSL's printer would otherwise drop."""
+    from npuir.api import print_ir
+    from npuir.frontends.load import load
+    from npuir.frontends.torch import example_inputs
+
+    class Lifted(_Model):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            # A tensor made in forward: torch.export lifts it as `c_lifted_tensor_0`.
+            return super().forward(x) - torch.tensor(0.5)
+
+    torch.manual_seed(0)
+    model = Lifted()
+    x = torch.randn(8, 16)
+    ep = torch.export.export(model, (x,))
+    path = tmp_path / "m.pt2"
+    torch.export.save(ep, str(path))
+    printed = tmp_path / "m.mlir"
+    printed.write_text(print_ir(load(path)))
+    arrays = example_inputs(ep, x)
+    assert any(name.startswith("c_lifted_tensor") for name in arrays)
+    assert all(f"%{name}:" in printed.read_text() for name in arrays)
+    given, outputs = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(given, **arrays)
+    assert _run(printed, "--inputs", given, "--outputs", outputs, "--check") == 0
+    with np.load(outputs) as data:
+        np.testing.assert_allclose(data["out0"], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)

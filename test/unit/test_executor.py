@@ -1,0 +1,97 @@
+"""The executors a search's independent work runs on (`npuir.executor`), and `npuir-advise
+--jobs`: every executor and every number of workers gives the same advice, byte for byte."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from npuir.diagnostics import UsageError
+from npuir.executor import (
+    ExecutorSpec,
+    ProcessExecutor,
+    SerialExecutor,
+    best,
+    parse_jobs,
+)
+from npuir.tools.advise import run as advise_tool
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SEED = str(EXAMPLES / "seed_multistream.mlir")
+
+
+def _square_minus(x: int, y: int) -> int:
+    return x * x - y
+
+
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        ("1", ExecutorSpec("serial", 1)),
+        ("3", ExecutorSpec("process", 3)),
+        ("ray", ExecutorSpec("ray", None)),
+        ("ray:2", ExecutorSpec("ray", 2)),
+    ],
+)
+def test_jobs_spells_an_executor(text: str, spec: ExecutorSpec) -> None:
+    assert parse_jobs(text) == spec
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "two", "ray:", "ray:0", "rays", "1e3", "٣", "9999"])
+def test_a_bad_jobs_value_is_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError, match="--jobs"):
+        parse_jobs(text)
+
+
+def test_the_tool_refuses_a_bad_jobs_value_with_its_kind(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert advise_tool([SEED, "--jobs", "0", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)
+    assert error["error"]["kind"] == "usage.invalid"
+    assert "--jobs" in error["error"]["message"]
+
+
+def test_best_breaks_ties_by_key_whatever_the_order_of_completion() -> None:
+    costs = {("gear 1", 2): 5, ("gear 0", 1): 3, ("gear 0", 0): 3, ("gear 1", 0): 9}
+    orders = [dict(costs), dict(reversed(list(costs.items())))]
+    assert {best(o, lambda c: c) for o in orders} == {(("gear 0", 0), 3)}
+
+
+def test_serial_runs_tasks_when_asked_and_refuses_a_key_twice() -> None:
+    with SerialExecutor[str, int]() as pool:
+        pool.submit("b", _square_minus, 3, 1)
+        pool.submit("a", _square_minus, 2, 0)
+        with pytest.raises(ValueError, match="twice"):
+            pool.submit("a", _square_minus, 1, 1)
+        assert list(pool.results().items()) == [("b", 8), ("a", 4)]
+
+
+@pytest.mark.slow
+def test_a_process_pool_gives_what_serial_gives() -> None:
+    tasks = {(i % 3, i): (i, i // 2) for i in range(12)}
+    outs = []
+    for pool in (SerialExecutor[tuple[int, int], int](), ProcessExecutor[tuple[int, int], int](2)):
+        with pool:
+            for key, args in tasks.items():
+                pool.submit(key, _square_minus, *args)
+            outs.append(pool.results())
+    assert outs[0] == outs[1] and list(outs[0]) == list(tasks)
+
+
+def _advice(capsys: pytest.CaptureFixture[str], *jobs: str) -> str:
+    assert advise_tool([SEED, "--json", *jobs]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_advice_is_the_same_on_every_executor(capsys: pytest.CaptureFixture[str]) -> None:
+    """Serial, a pool of two processes and Ray on two CPUs (real worker processes, not the
+    local mode) give the same advice, byte for byte."""
+    serial = _advice(capsys)
+    assert json.loads(serial)["variants"]
+    assert _advice(capsys, "--jobs", "2") == serial
+    pytest.importorskip("ray")
+    assert _advice(capsys, "--jobs", "ray:2") == serial
