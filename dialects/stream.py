@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
+    ArrayAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -39,6 +40,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, SingleBlockImplicitTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from npuir.diagnostics import Kind
 from npuir.dialects import effects, scope, validation
 from npuir.dialects.attributes import AttributeVerifier, VerifiesDialectAttributes, walk_facts
 
@@ -48,6 +50,25 @@ reserved, so that no user tag -- "default" included -- can name it."""
 
 STREAM_ON = effects.STREAM_ON
 """The attribute naming an op's stream (a `@symbol` of a `stream.decl`) once lowered."""
+
+RECORD_STREAM = "stream.record_stream"
+"""Capture mode's lifetime mark, written by `capture-close`: the other streams (`[@s1, ...]`)
+that use an op's results, where PyTorch's `tensor.record_stream(stream)` keeps the caching
+allocator from reusing the block before they are done."""
+RECORD_STREAM_FORM = Kind(
+    "stream.record-stream-form",
+    "'stream.record_stream' must list streams as [@symbol, ...], got {value}",
+)
+"""A `stream.record_stream` that is not a non-empty list of `@symbol`s; argument: `value`."""
+RECORD_STREAM_OWN = Kind(
+    "stream.record-stream-own", "'stream.record_stream' lists the op's own stream @{stream}"
+)
+"""A `stream.record_stream` naming the op's own stream; argument: `stream`."""
+RECORD_STREAM_UNDECLARED = Kind(
+    "stream.record-stream-undeclared",
+    "'stream.record_stream' names stream @{stream}, which no 'stream.decl' declares",
+)
+"""A `stream.record_stream` naming an undeclared stream; argument: `stream`."""
 
 
 @irdl_op_definition
@@ -294,6 +315,9 @@ class StreamAttributeVerifier(AttributeVerifier):
     """`stream.on` names a stream that a `stream.decl` of the module declares."""
 
     def verify_operation_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        if name == RECORD_STREAM:
+            self._verify_record_stream(op, value)
+            return
         if name != STREAM_ON:
             return
         if not isinstance(value, SymbolRefAttr) or value.nested_references.data:
@@ -307,6 +331,26 @@ class StreamAttributeVerifier(AttributeVerifier):
         name = value.root_reference.data
         if name not in _declared(module):
             raise VerifyException(f"names stream @{name}, which no 'stream.decl' declares")
+
+    def _verify_record_stream(self, op: Operation, value: Attribute) -> None:
+        """`stream.record_stream`: a non-empty list of declared streams, none the op's own."""
+        refs = value.data if isinstance(value, ArrayAttr) else None
+        if not refs or not all(
+            isinstance(r, SymbolRefAttr) and not r.nested_references.data for r in refs
+        ):
+            raise validation.ValidationError(RECORD_STREAM_FORM, value=str(value))
+        names = [r.root_reference.data for r in refs if isinstance(r, SymbolRefAttr)]
+        own = stream_of(op)
+        if own in names:
+            raise validation.ValidationError(RECORD_STREAM_OWN, stream=own)
+        module = op.parent_op()
+        while module is not None and not isinstance(module, ModuleOp):
+            module = module.parent_op()
+        if module is None:
+            return
+        for name in names:
+            if name not in _declared(module):
+                raise validation.ValidationError(RECORD_STREAM_UNDECLARED, stream=name)
 
 
 def _declared(module: ModuleOp) -> Collection[str]:

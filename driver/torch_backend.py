@@ -24,12 +24,12 @@ Per graph dynamo hands over:
    ATen graph, or each npuir part of a split one (below) -- before its import, as TorchAir
    runs them on the graph GE compiles; `npuir.torchair.auto_streams()` is one, and its
    report joins the graph's;
-2. checks: `reduce-overhead` refuses a stream scope (in-graph multi-stream is
-   max-autotune only), naming the scope's line;
+2. checks: `reduce-overhead` warns, in TorchAir's words, on the options that may not
+   take effect in capture mode (`CompilerConfig.capture_warning`);
 3. the graph dump the config asks for (`debug.graph_dump`);
 4. the GE options logged at INFO (`Compiling concrete graph {id} with options:`);
-5. lowering with npu-default and the config's pass options
-   (`configured_pipeline("npu-default", config.pass_options())`);
+5. lowering with the mode's pipeline (npu-default, or npu-capture under `reduce-overhead`)
+   and the config's pass options (`configured_pipeline(config.pipeline_name(), ...)`);
 6. the schedule report (`ScheduleReport`): the makespan as annotated, on one
    stream, with GE's default allocation (`mode=ge`), with `auto`, the lower
    bound and the simulator's "why" lines, logged at INFO and kept on the
@@ -1104,7 +1104,7 @@ class NpuBackend:
             report.compile_seconds = time.perf_counter() - start
             self.reports.append(report)
             return _Compiled(gm, None, None, names, gears, policy)
-        pipeline = configured_pipeline("npu-default", self.config.pass_options())
+        pipeline = configured_pipeline(self.config.pipeline_name(), self.config.pass_options())
         self.imported.append(module.clone())
         try:
             run_passes(make_context(), module, build_pipeline(pipeline))
@@ -1265,7 +1265,7 @@ class NpuBackend:
         text = print_ir(module, debuginfo=True)
         if self.config.debug.graph_dump.type is not None:
             self._dump(graph_id, module, text)
-        pipeline = configured_pipeline("npu-default", self.config.pass_options())
+        pipeline = configured_pipeline(self.config.pipeline_name(), self.config.pass_options())
         self.imported.append(module.clone())
         run_passes(make_context(), module, build_pipeline(pipeline))
         seconds = time.perf_counter() - start

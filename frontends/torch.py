@@ -77,7 +77,15 @@ from npuir.frontends.pt2 import STATE_ATTR, Pt2Archive, read_pt2
 from npuir.frontends.pt2_graph import Graph as Pt2Graph
 from npuir.frontends.pt2_graph import Node as Pt2Node
 from npuir.frontends.pt2_graph import Pt2GraphError, graph_of
-from npuir.frontends.torchair import CompilerConfig, Graph, Tensor, TorchairError, ops, scope_keys
+from npuir.frontends.torchair import (
+    CompilerConfig,
+    Graph,
+    Tensor,
+    TorchairError,
+    npugraph_ex_ops,
+    ops,
+    scope_keys,
+)
 from npuir.frontends.torchair.errors import fail, refused
 from npuir.frontends.torchair.graph import argument_name, detached, element_type, tensor_type
 from npuir.frontends.torchair.inference import GEARS_ATTR
@@ -661,6 +669,10 @@ class _Importer:
         table.update(aten_fused.handlers(self, UnsupportedOp))
         table.update(aten_models.handlers(self))  # transformers' forms (aten_models.py)
         return importlib.import_module("npuir.frontends.aten_core").complex_guarded(self, table)
+        table.update(
+            npugraph_ex_ops.handlers(lambda: self.graph, self.scope_enter, self.scope_exit)
+        )
+        return table
 
     def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:
         """`npu.opaque` for an ATen op with no npu op: its tensor operands in, its results out."""

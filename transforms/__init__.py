@@ -78,6 +78,18 @@ def _mem_verify() -> type[ModulePass]:
     return MemVerifyPass
 
 
+def _capture_close() -> type[ModulePass]:
+    from npuir.transforms.capture_close import CaptureClosePass
+
+    return CaptureClosePass
+
+
+def _capture_verify() -> type[ModulePass]:
+    from npuir.transforms.capture_verify import CaptureVerifyPass
+
+    return CaptureVerifyPass
+
+
 def _core_deadlock_check() -> type[ModulePass]:
     from npuir.transforms.core_deadlock_check import CoreDeadlockCheckPass
 
@@ -104,6 +116,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "mem-plan": _mem_plan,
     "mem-verify": _mem_verify,
     "npu-fuse-kernels": _npu_fuse_kernels,
+    "capture-close": _capture_close,
+    "capture-verify": _capture_verify,
 }
 """Every npuir pass by name.  The `test-*` passes that print what an analysis computes are
 not among them: they live with the tests (test/lib/analysis_passes.py), and the lit tests

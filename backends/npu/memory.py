@@ -15,6 +15,13 @@ program lowered without it, makes one with `best-of`) and measures:
 
 `live_bytes(result, programs)` is the timeline itself, per rank, which the
 Perfetto trace draws as a counter track.
+
+`gear_pool_bytes(module, capture)` is what a module's gear versions reserve together.  In
+capture mode the graphs captured from one FX graph (one per gear: aclgraph is static-shape)
+share one memory pool by default (npugraph_ex's `reuse_graph_pool_in_same_fx`, "mode two",
+`Ascend/torchair/docs/zh/npugraph_ex/basic/memory_reuse.md`), so a dispatcher's versions
+need the largest of their pools; npuir's graph-mode plan gives each version its own pool,
+and they add up.
 """
 
 from __future__ import annotations
@@ -23,11 +30,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.mem_planners import Algo, FunctionPlan, plan_program
 from npuir.analysis.memory import Buffers, Lifetimes, antichain_bound, find_buffers
 from npuir.analysis.program import Program
-from npuir.dialects import mem
+from npuir.dialects import gear, mem
 
 from .simulator import SimResult
 
@@ -163,3 +173,37 @@ def imas_line(name: str, memory: dict[str, Any]) -> str:
 
 
 __all__ = ["RankMemory", "imas_line", "live_bytes", "memory_report", "program_memory"]
+
+
+def gear_pool_bytes(module: ModuleOp, capture: bool) -> int | None:
+    """The bytes the planned pools of `module`'s functions reserve together: per
+    `gear.dispatch`, the largest of its versions' pools in capture mode (one shared pool per
+    FX graph) or their sum in graph mode; other functions count once.  None when a function
+    has no plan."""
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    counted: set[str] = set()
+    total = 0
+    for op in module.walk():
+        if not isinstance(op, gear.DispatchOp):
+            continue
+        names = [c.root_reference.data for c in op.callees.data]
+        if op.fallback is not None:
+            names.append(op.fallback.root_reference.data)
+        sizes = [mem.pool_size(funcs[n]) for n in names if n in funcs]
+        if any(size is None for size in sizes):
+            return None
+        planned = [size for size in sizes if size is not None]
+        total += (max(planned, default=0)) if capture else sum(planned)
+        counted.update(names)
+    for name, func in funcs.items():
+        if name in counted or func.body.blocks.first is None:
+            continue
+        if any(isinstance(o, gear.DispatchOp) for o in func.body.walk()):
+            continue
+        size = mem.pool_size(func)
+        if size is None:
+            if any(not isinstance(o, FuncOp) for o in func.body.walk()):
+                return None
+            continue
+        total += size
+    return total

@@ -236,6 +236,12 @@ class AutoStreams:
     ) -> None:
         if isinstance(config, CompilerConfig) or config is None:
             report = self.rewrite(gm, config, example_inputs)
+        from .auto_streams_capture import is_capture, rewrite  # capture mode: npugraph_ex's ops
+
+        if is_capture(config):
+            report = rewrite(self, gm)
+        elif isinstance(config, CompilerConfig) or config is None:
+            report = self.rewrite(gm, config)
         else:
             report = _refused_by(config) or self.rewrite(gm, None, example_inputs)
         self.reports.append(report)
@@ -267,6 +273,7 @@ class AutoStreams:
                 False, f'mode "{config.mode}": in-graph streams are max-autotune only'
             )
         work = _copy(graph)
+            return AutoStreamsReport(False, _capture_reason(config.mode))
         try:
             # Ops without an npu op are `npu.opaque`, costed from their tensor sizes: on
             # TorchAir, GE runs the whole graph.  (npuir's backend gives the pass each part
@@ -570,13 +577,23 @@ def _versions(module: ModuleOp) -> list[tuple[str, ModuleOp]]:
     return out
 
 
+def _capture_reason(mode: str) -> str:
+    """Why the GE-mode pass leaves a capture-mode graph: the `air::` scope ops it writes are
+    among what TorchAir warns "may not take effect" in reduce-overhead mode
+    (`_check_config_support`); npugraph_ex reads its own `scope_enter`, `record`, `wait`."""
+    return (
+        f'mode "{mode}": the air:: scope ops this pass writes may not take effect in capture '
+        "mode (TorchAir's warning); npugraph_ex reads its own scope_enter/record/wait"
+    )
+
+
 def _refused_by(config: Any) -> AutoStreamsReport | None:
     """TorchAir's own `CompilerConfig` (the pass run by TorchAir): its options are
     `OptionValue`s (`python/torchair/configs/_option_base.py`); the two that rule out
     in-graph streams are read, the rest of it means nothing to npuir's import."""
     mode = getattr(getattr(config, "mode", None), "value", None)
     if mode is not None and mode != "max-autotune":
-        return AutoStreamsReport(False, f'mode "{mode}": in-graph streams are max-autotune only')
+        return AutoStreamsReport(False, _capture_reason(mode))
     ge_config = getattr(config, "ge_config", None)
     if bool(getattr(ge_config, "enable_single_stream", False)):
         return AutoStreamsReport(False, "ge_config.enable_single_stream puts it on one stream")

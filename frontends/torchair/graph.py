@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -49,7 +50,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from npuir.backends.npu.hardware import known_device
-from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, SourceLocation, op_location
+from npuir.diagnostics import DiagnosticError, Kind, SourceLocation
 from npuir.dialects import coreset, gear, npu, stream, validation
 from npuir.dialects.npu import DYN, OP_NAME, TARGET, NpuOp, dtype_name
 from npuir.verifier import verify
@@ -131,14 +132,6 @@ NO_GRAPHS = Kind(
     "torchair.graph.empty-program", "the program has no graphs; add one with p.graph(name)"
 )
 """A program built without graphs."""
-
-MODE_CONFLICT = Kind(
-    "torchair.mode-conflict",
-    'stream scope "{tag}": in-graph multi-stream (npu_stream_switch) needs mode '
-    '"max-autotune"; config.mode is "reduce-overhead"',
-)
-"""A stream scope in `reduce-overhead` mode (in-graph multi-stream is max-autotune only,
-seed 000); argument: `tag`."""
 
 _FILE_ATTRS: dict[str, StringAttr] = {}
 
@@ -447,6 +440,10 @@ class Graph(_Built):
         self._func: FuncOp | None = None
         self._module: ModuleOp | None = None
         self._op_name: str | None = None  # set by `source()`
+        self._last_on: dict[str, SSAValue] = {}
+        """Per stream tag, the first result of the last npu op issued on it (`record`)."""
+        self._pending: dict[str, list[SSAValue]] = {}
+        """Per stream tag, what a `wait_recorded` made its next npu op wait for."""
         _LATEST[:] = [self]
 
     # -- context --------------------------------------------------------
@@ -548,6 +545,8 @@ class Graph(_Built):
         read); an inference failure becomes a `TorchairError` at the user's line.
         """
         self._check_open()
+        if issubclass(op_type, NpuOp) and operands:
+            operands = self._after_pending(operands)
         attrs = dict(attributes or {})
         if self._op_name is not None:
             attrs[OP_NAME] = StringAttr(self._op_name)
@@ -569,7 +568,32 @@ class Graph(_Built):
         self._scope_of[op] = scope
         if isinstance(op, NpuOp) and self._limit_history:
             self._note_stream_limit(op)
+        if isinstance(op, NpuOp) and op.results:
+            self._last_on[self._stream_tag()] = op.results[0]
         return op
+
+    def recorded(self) -> Tensor | None:
+        """npugraph_ex's `record()`: the point after the last npu op issued so far on the
+        current stream, as that op's result (None: nothing issued there yet)."""
+        value = self._last_on.get(self._stream_tag())
+        return None if value is None else Tensor(self, value)
+
+    def wait_recorded(self, points: Sequence[Tensor | None]) -> None:
+        """npugraph_ex's `wait([record, ...])`: the current stream runs nothing more until the
+        recorded points have run.  Streams run in issue order, so ordering the next npu op
+        issued on it is enough: its first operand goes through a `stream.wait_tensor` after
+        each point (which also orders the later uses of that operand after them)."""
+        pending = self._pending.setdefault(self._stream_tag(), [])
+        pending += [p.value for p in points if p is not None]
+
+    def _after_pending(self, operands: Sequence[SSAValue]) -> Sequence[SSAValue]:
+        deps = self._pending.pop(self._stream_tag(), None)
+        if not deps:
+            return operands
+        first = operands[0]
+        for dep in deps:
+            first = self.wait_tensor(Tensor(self, first), Tensor(self, dep)).value
+        return [first, *operands[1:]]
 
     def _stream_tag(self) -> str:
         """The stream tag ops built now go to: the innermost stream scope's, else main."""
@@ -701,7 +725,7 @@ class Graph(_Built):
         hw = known_device(self.target)
         now = self._limit_now.get(stream_tag)
         given = now[0] if now is not None else (None, None)
-        base = self.config.ge_config.global_cores() or (None, None)
+        base = self._global_cores() or (None, None)
         out: dict[str, int] = {}
         for key, engine, count, fallback in (
             ("cube_core_num", "cube", given[0], base[0]),
@@ -873,9 +897,13 @@ class Graph(_Built):
             )
         return scope_op
 
+    def _global_cores(self) -> tuple[int | None, int | None] | None:
+        """GE's `aicore_num`, which sets nothing in capture mode (GE compiles no graph)."""
+        return None if self.config.capture() else self.config.ge_config.global_cores()
+
     def _module_attributes(self) -> dict[str, Attribute]:
         attrs: dict[str, Attribute] = {TARGET: StringAttr(self.target)}
-        cores = self.config.ge_config.global_cores()
+        cores = self._global_cores()
         if cores is not None:
             attrs[coreset.GLOBAL] = coreset.CoresAttr(*cores)
         return attrs
@@ -929,15 +957,24 @@ def verify_built(module: ModuleOp, config: CompilerConfig | None = None) -> None
 
 def check_mode(module: ModuleOp, config: CompilerConfig) -> None:
     """`config.mode`'s rules for a module, the same for the builder, the converter and
-    `get_npu_backend`: under `"reduce-overhead"` a stream scope is an error at its line
-    (in-graph multi-stream is max-autotune only); `limit_core_num` works in both modes."""
-    if config.mode != "reduce-overhead":
-        return
-    for op in module.walk():
-        if isinstance(op, stream.SwitchOp):
-            raise TorchairError(
-                Diagnostic.of("error", MODE_CONFLICT, op_location(op), tag=op.tag.data)
-            )
+    `get_npu_backend`.  Both modes take stream scopes and core limits (npugraph_ex's
+    multi_stream.md and limit_cores.md); under `"reduce-overhead"` the options that may not
+    take effect there, gears included, are one warning in TorchAir's words
+    (`CompilerConfig.capture_warning`)."""
+    gears = any(
+        isinstance(op, FuncOp)
+        and op.arg_attrs is not None
+        and any(gear.DIMS in attrs.data for attrs in op.arg_attrs.data)
+        for op in module.ops
+    )
+    message = config.capture_warning(gears=gears)
+    if message is not None and message not in _CAPTURE_WARNED:
+        _CAPTURE_WARNED.add(message)
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
+_CAPTURE_WARNED: set[str] = set()
+"""Each capture-mode warning once per process, as TorchAir's `warnings.filterwarnings("once")`."""
 
 
 class Program(_Built):

@@ -336,9 +336,9 @@ def _cls(registry: PassRegistry, name: str) -> type[npuir.ModulePass]:
     return cls
 
 
-VERIFIERS = {"sync-verify"}
-"""Passes whose error on a program no pass synchronised is their finding (a race), not a
-need: sync-verify checks events, hand-written ones too."""
+VERIFIERS = {"sync-verify", "capture-verify"}
+"""Passes whose error on a program no pass synchronised is their finding (a race, an unforked
+or unjoined stream), not a need: they check events, hand-written ones too."""
 
 
 @pytest.mark.parametrize("name", sorted(set(default_registry().builtin) - VERIFIERS))

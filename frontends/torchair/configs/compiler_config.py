@@ -6,14 +6,14 @@ user's line naming it.  Options TorchAir has that npuir gives no meaning
 (the whole `experimental_config` section, and a few GE tuning switches) are
 accepted with one warning that they do not change the model.
 
-- `config.mode`: `"max-autotune"` (default, GE graph mode) or
-  `"reduce-overhead"` (aclgraph capture and replay).  In-graph multi-stream
-  is max-autotune only (seed 000): in reduce-overhead a stream scope is an
-  error naming the mode and the scope's line; `limit_core_num` works in both
-  (seed 003).  The cost model treats both modes alike: npuir simulates the
-  issued task graph, and replaying a captured graph changes how the host
-  issues it (one launch instead of one per op), not the device-side task
-  durations or stream order that npuir's makespan is made of.
+- `config.mode`: `"max-autotune"` (default, GE graph mode: the `npu-default` lowering) or
+  `"reduce-overhead"` (aclgraph capture and replay, continued as torch_npu's `npugraph_ex`
+  backend: the `npu-capture` lowering, docs/capture-mode.md).  Both take stream scopes and
+  `limit_core_num`.  In reduce-overhead the GE options (`ge_config.enable_single_stream`,
+  `.aicore_num`, `.auto_multistream_parallel_mode`) do not take effect, and
+  `set_dim_gears` and a `product` gear policy may not: the config warns once, naming them,
+  in TorchAir's words (`capture_warning`; TorchAir's `unsupport_aclgraphconfig_list` in
+  `Ascend/torchair/python/torchair/configs/compiler_config.py`).
 - `config.debug.graph_dump.type` (`None`, `"txt"`, `"pbtxt"`, `"py"`: GE text that
   `npuir-import` reads, or an `npuir.torchair` builder script) and
   `.path` (default `"."`): each compiled graph is written as
@@ -132,6 +132,8 @@ DEFAULT_AUTO_STREAMS = 8
 """`LoadBalance` without N: 8 streams (the TensorFlow adapter's documentation of
 `auto_multistream_parallel_mode`)."""
 MODES = ("max-autotune", "reduce-overhead")
+CAPTURE_MODE = "reduce-overhead"
+"""The mode that captures the graph (aclgraph; torch_npu's npugraph_ex backend)."""
 DUMP_TYPES = ("txt", "pbtxt", "py")
 
 _WARNED: set[str] = set()
@@ -373,12 +375,50 @@ class CompilerConfig(_Section):
         (`ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1`, read when the pipeline is made)."""
         return dynamic_multi_stream_env()
 
+    def capture(self) -> bool:
+        """Whether the config asks for capture mode (`reduce-overhead`)."""
+        return bool(self.mode == CAPTURE_MODE)
+
+    def pipeline_name(self) -> str:
+        """The named lowering the mode selects: `npu-capture` or `npu-default`."""
+        return "npu-capture" if self.capture() else "npu-default"
+
+    def capture_warning(self, gears: bool = False) -> str | None:
+        """TorchAir's warning for options that may not take effect in reduce-overhead mode
+        (`_check_config_support`), or None; `gears`: the graph has `set_dim_gears` gears."""
+        if not self.capture():
+            return None
+        named: list[str] = []
+        for path, value in (
+            ("ge_config.enable_single_stream", self.ge_config.enable_single_stream or None),
+            ("ge_config.aicore_num", self.ge_config.aicore_num),
+            (
+                "ge_config.auto_multistream_parallel_mode",
+                self.ge_config.auto_multistream_parallel_mode,
+            ),
+        ):
+            if value is not None:
+                named.append(f"config.{path}:{value}")
+        if self.inference_config.dynamic_gears_merge_policy == Policy.PRODUCT.value:
+            named.append("config.inference_config.dynamic_gears_merge_policy:product")
+        if gears:
+            named.append("set_dim_gears")
+        if not named:
+            return None
+        return (
+            "The following torchair config or properties may not take effect or report error "
+            f"in reduce-overhead mode: {', '.join(named)}"
+        )
+
     def pass_options(self) -> dict[str, dict[str, str]]:
         """The pass options this config sets, by pass name (data: the driver turns them
         into a pipeline with `npuir.passmanager.pipeline.configured_pipeline`, so the
-        config needs no pass)."""
+        config needs no pass).  GE's options set none in capture mode, where GE does not
+        compile the graph."""
         options: dict[str, str] = {}
-        if self.ge_config.enable_single_stream:
+        if self.capture():
+            pass
+        elif self.ge_config.enable_single_stream:
             options["mode"] = "single"
         else:
             options.update(self.ge_config.auto_multistream())

@@ -314,26 +314,50 @@ def test_one_limit_for_a_whole_stream_stays_one_stream_limit() -> None:
     assert _count(g.module, coreset.StreamLimitOp) == 1 and _count(g.module, coreset.LimitOp) == 0
 
 
-def test_reduce_overhead_refuses_a_stream_scope_in_the_builder_too() -> None:
+def test_reduce_overhead_takes_stream_scopes_and_lowers_to_capture_mode() -> None:
+    """npugraph_ex captures multi-stream graphs (its multi_stream.md): reduce-overhead takes
+    a stream scope and core limits, and its pipeline forks and joins the side stream."""
     config = torchair.CompilerConfig()
     config.mode = "reduce-overhead"
     g = torchair.Graph("f", config=config)
     x = g.input((4, 8), "f16")
-    line = _line_of_next_statement()
     with torchair.scope.npu_stream_switch("1"):
         y = ops.relu(x)
     with torchair.scope.limit_core_num(6, 12):  # core limits work in both modes
         z = ops.exp(y)
     g.output(z)
-    with pytest.raises(torchair.TorchairError, match=rf"^{HERE}:{line}:\d+: error: ") as info:
-        g.module  # noqa: B018
-    assert info.value.diagnostic.kind == "torchair.mode-conflict"
-    g2 = torchair.Graph("f", config=config)
-    x2 = g2.input((4, 8), "f16")
-    with torchair.scope.limit_core_num(6, 12):
-        y2 = ops.relu(x2)
-    g2.output(y2)
-    assert _count(g2.module, coreset.LimitOp) == 1
+    module = g.module
+    assert _count(module, stream.SwitchOp) == 1 and _count(module, coreset.LimitOp) == 1
+    assert config.pipeline_name() == "npu-capture"
+    ctx = npuir.make_context()
+    npuir.run_passes(ctx, module, npuir.build_pipeline(config.pipeline_name()))
+    side = [
+        d.sym_name.data for d in module.ops if isinstance(d, stream.DeclOp) and d.tag.data == "1"
+    ]
+    waits = [op.stream_name for op in module.walk() if isinstance(op, sync.WaitOp)]
+    records = [op.stream_name for op in module.walk() if isinstance(op, sync.RecordOp)]
+    assert side and side[0] in waits and side[0] in records  # forked, and joined
+
+
+def test_reduce_overhead_warns_on_what_does_not_take_effect_there() -> None:
+    """TorchAir's `_check_config_support`: GE options and gears in reduce-overhead mode are
+    one warning naming them (and they set no pass option there)."""
+    config = torchair.CompilerConfig()
+    config.ge_config.enable_single_stream = True
+    config.ge_config.aicore_num = "20|40"
+    assert config.capture_warning() is None  # max-autotune: they take effect
+    config.mode = "reduce-overhead"
+    message = config.capture_warning(gears=True)
+    assert message is not None and "reduce-overhead mode" in message
+    for named in ("enable_single_stream:True", "aicore_num:20|40", "set_dim_gears"):
+        assert named in message
+    assert config.pass_options().get("stream-partition", {}).get("mode") != "single"
+    g = torchair.Graph("f", config=config)
+    x = g.input((4, 8), "f16")
+    g.output(ops.relu(x))
+    with pytest.warns(UserWarning, match="may not take effect"):
+        module = g.module
+    assert coreset.GLOBAL not in module.attributes  # GE's aicore_num sets nothing here
 
 
 def test_enable_single_stream_chooses_the_single_stream_pipeline() -> None:
