@@ -1,10 +1,13 @@
 """The model zoo: tiny `transformers` models with random weights, in each phase a user runs.
 
 `python bench/zoo.py [--models llama,gpt2] [--phases prefill,decode] [--repeats N]
-[--missing] [--dtype float16|bfloat16]` prints (with `--dtype`: each case's compiled output
-against eager's, the model and its float inputs in that dtype, at twice the dtype's epsilon
-as the kernel tests compare, relative to the output's largest magnitude), otherwise (with `--missing`: the ATen ops each case still runs eagerly), per model and phase, the simulated makespan as written / on one stream / with GE's
-[--missing] [--mode reduce-overhead]` prints (with `--missing`: the ATen ops each case still runs eagerly), per model and phase, the simulated makespan as written / on one stream / with GE's
+[--missing] [--dtype float16|bfloat16] [--mode reduce-overhead]` prints (with `--dtype`:
+each case's compiled output against eager's, the model and its float inputs in that dtype,
+at twice the dtype's epsilon as the kernel tests compare, relative to the output's largest
+magnitude; with `--mode reduce-overhead`: whether each case compiled in capture mode matches
+eager and joins every side stream; with `--missing`: the ATen ops each case still runs
+eagerly), otherwise, per model and phase, the simulated makespan as written / on one
+stream / with GE's
 auto multi-stream (`mode=minidag`) / with npuir's `auto` / the lower bound, the time
 `npuir-advise` takes on the exported program, and the backend's compile overhead against
 `torch.compile(backend="eager")`.  test/unit/frontends/test_zoo.py imports `ZOO`, `build`
@@ -505,6 +508,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
         choices=("float32", "float16", "bfloat16"),
         default=None,
         help="instead of the figures, compiled against eager with the model in this dtype",
+    )
+    parser.add_argument(
         "--mode",
         choices=["max-autotune", "reduce-overhead"],
         default="max-autotune",

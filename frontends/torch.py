@@ -668,11 +668,10 @@ class _Importer:
         table.update(importlib.import_module("npuir.frontends.aten_core").handlers(self))
         table.update(aten_fused.handlers(self, UnsupportedOp))
         table.update(aten_models.handlers(self))  # transformers' forms (aten_models.py)
-        return importlib.import_module("npuir.frontends.aten_core").complex_guarded(self, table)
         table.update(
             npugraph_ex_ops.handlers(lambda: self.graph, self.scope_enter, self.scope_exit)
         )
-        return table
+        return importlib.import_module("npuir.frontends.aten_core").complex_guarded(self, table)
 
     def opaque_op(self, node: torch.fx.Node) -> Tensor | list[Tensor]:
         """`npu.opaque` for an ATen op with no npu op: its tensor operands in, its results out."""

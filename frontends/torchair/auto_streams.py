@@ -234,14 +234,12 @@ class AutoStreams:
     def __call__(
         self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], config: Any = None
     ) -> None:
-        if isinstance(config, CompilerConfig) or config is None:
-            report = self.rewrite(gm, config, example_inputs)
         from .auto_streams_capture import is_capture, rewrite  # capture mode: npugraph_ex's ops
 
         if is_capture(config):
             report = rewrite(self, gm)
         elif isinstance(config, CompilerConfig) or config is None:
-            report = self.rewrite(gm, config)
+            report = self.rewrite(gm, config, example_inputs)
         else:
             report = _refused_by(config) or self.rewrite(gm, None, example_inputs)
         self.reports.append(report)
@@ -269,11 +267,8 @@ class AutoStreams:
         if config is not None and config.ge_config.enable_single_stream:
             return AutoStreamsReport(False, "ge_config.enable_single_stream puts it on one stream")
         if config is not None and config.mode != "max-autotune":
-            return AutoStreamsReport(
-                False, f'mode "{config.mode}": in-graph streams are max-autotune only'
-            )
-        work = _copy(graph)
             return AutoStreamsReport(False, _capture_reason(config.mode))
+        work = _copy(graph)
         try:
             # Ops without an npu op are `npu.opaque`, costed from their tensor sizes: on
             # TorchAir, GE runs the whole graph.  (npuir's backend gives the pass each part
