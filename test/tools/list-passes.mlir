@@ -30,7 +30,7 @@
 // CHECK-LABEL: stream-partition Assign every op a stream
 // CHECK-NEXT:    establishes: partitioned
 // CHECK-NEXT:    may undo: limits-lowered (with limits=true, its default, mode=auto writes coreset.limit scopes)
-// CHECK-NEXT:    mode: user|single|ge|engine|nimble|minidag|opara|auto = user
+// CHECK-NEXT:    mode: user|single|ge|engine|nimble|minidag|opara|auto|ios = user
 // CHECK:         ignore-tags: bool = false
 // CHECK:         max-streams: int = 8
 
