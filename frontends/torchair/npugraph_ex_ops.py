@@ -28,15 +28,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import torch
-from torch.fx.node import has_side_effect
-
 if TYPE_CHECKING:
+    import torch
+
     from npuir.frontends.torchair.graph import Graph, Tensor
+
+# torch is imported where it is used (the ops' kernels and `register`): the importer takes
+# `handlers` for every program, `.pt2` archives read without torch among them.
 
 NAMESPACE = "npugraph_ex"
 
-_LIBRARY: list[torch.library.Library] = []
+_LIBRARY: list[Any] = []
+"""The `torch.library.Library` that defined the ops, kept alive (once defined)."""
 
 
 def _scope_enter(keys: Sequence[str], values: Sequence[str], need_execute: bool = False) -> None:
@@ -48,6 +51,8 @@ def _scope_exit(need_execute: bool = False) -> None:
 
 
 def _record(*, device: Any = None) -> torch.Tensor:
+    import torch
+
     return torch.empty(0, device=device)
 
 
@@ -71,6 +76,9 @@ def register() -> None:
     (idempotent)."""
     if _LIBRARY:
         return
+    import torch
+    from torch.fx.node import has_side_effect
+
     namespace = getattr(torch.ops, NAMESPACE)
     missing = [name for name in _SCHEMAS if not hasattr(namespace, name)]
     lib = torch.library.Library(NAMESPACE, "FRAGMENT")
