@@ -406,5 +406,15 @@ module attributes {npu.target = "910b2"} {
     func.return
   }
 
+// The FFTs, on complex element types (fft.mlir has every kind).
+// CHECK-LABEL: func.func @fft
+// CHECK-NEXT:    %0 = npu.fft %x {kind = "r2c", axes = array<i64: 1>, onesided} : (tensor<4x8xf32>) -> tensor<4x5xcomplex<f32>>
+// GENERIC-LABEL: "func.func"() <{sym_name = "fft"
+// GENERIC:       "npu.fft"(%x) {kind = "r2c", axes = array<i64: 1>, onesided} : (tensor<4x8xf32>) -> tensor<4x5xcomplex<f32>>
+  func.func @fft(%x: tensor<4x8xf32>) -> tensor<4x5xcomplex<f32>> {
+    %0 = npu.fft %x {kind = "r2c", axes = array<i64: 1>, onesided} : (tensor<4x8xf32>) -> tensor<4x5xcomplex<f32>>
+    func.return %0 : tensor<4x5xcomplex<f32>>
+  }
+
 }
 // GENERIC: }) {npu.target = "910b2"} : () -> ()

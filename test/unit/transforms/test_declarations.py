@@ -33,6 +33,8 @@ MODULE = f"""module attributes {{npu.target = "910b2"}} {{
 BEFORE = {
     "coreset-check": "stream-partition",
     "core-deadlock-check": "stream-partition,insert-events",
+    "capture-close": "stream-partition,coreset-lower,insert-events",
+    "capture-verify": "stream-partition,coreset-lower,insert-events,capture-close",
     "coreset-partition": "stream-partition",
     "insert-events": "stream-partition",
     "sync-verify": "stream-partition,insert-events",
