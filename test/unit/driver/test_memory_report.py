@@ -77,7 +77,9 @@ def test_an_unsafe_plan_corrupts_an_output_that_check_catches() -> None:
     _, module = _lowered_text("multi_branch.mlir")
     rng = random.Random(3)
     caught = tried = 0
-    while tried < 4:
+    # Three mutations: each run computes multi_branch's f16 matmuls twice in their fixed
+    # summation order (the kernel's), about 4 CPU-s a run.
+    while tried < 3:
         copy = module.clone()
         func = next(op for op in copy.ops if isinstance(op, FuncOp))
         kind = mem_mutations.mutate(func, rng)
@@ -87,9 +89,10 @@ def test_an_unsafe_plan_corrupts_an_output_that_check_catches() -> None:
         text = npuir.print_ir(copy)
         outcome = run_program(RunConfig(path="x.mlir", source=text, check=True, check_memory=True))
         caught += outcome.status == EXIT_CHECK
-        # Without the pool the numerics never see the plan: the same program passes.
-        plain = run_program(RunConfig(path="x.mlir", source=text, check=True))
-        assert plain.status == EXIT_OK
+        if tried == 1:
+            # Without the pool the numerics never see the plan: the same program passes.
+            plain = run_program(RunConfig(path="x.mlir", source=text, check=True))
+            assert plain.status == EXIT_OK
     assert caught == tried
 
 

@@ -34,13 +34,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 from workloads import QUICK_WORKLOADS  # noqa: E402
 
 INPUTS = sorted([*(ROOT / "test").glob("**/*.mlir"), *(ROOT / "examples").glob("*.mlir")])
-SETTINGS = [f"mode={m}" for m in StreamPartitionPass.MODES] + [
+SETTINGS = [f"mode={m}" for m in StreamPartitionPass.MODES if m != "ios"] + [
     "mode=auto limits=false",
     "mode=auto mem-budget=1KiB favor=min-peak-memory",
     "mode=user ignore-tags=true",
 ]
 """Every mode, and the options that change what is written: auto without core limits, a
-memory budget that adds orderings, scopes ignored."""
+memory budget that adds orderings, scopes ignored.  Not `ios`, the baseline: its stage
+search takes 20 CPU-s on these inputs, and what it writes is handed on by the same code as
+every other placing mode's (test_ios.py checks its schedules)."""
 
 
 def _chunks() -> Iterator[tuple[str, str]]:
