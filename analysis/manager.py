@@ -22,14 +22,23 @@ computes afresh.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Final, Literal, TypeVar
 
 from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
 from npuir.analysis.happens_before import HappensBefore
-from npuir.analysis.program import Program, StreamInfo, build_program
+from npuir.analysis.program import (
+    NOT_PARTITIONED,
+    Program,
+    StreamInfo,
+    build_program,
+    module_streams,
+    scheduled_functions,
+)
+from npuir.diagnostics import error
 
 T = TypeVar("T")
 
@@ -124,11 +133,23 @@ class LoweredFunction:
         return self._hb
 
 
+def lowered_functions(ctx: Context, module: ModuleOp, needs: str) -> Iterator[LoweredFunction]:
+    """Each scheduled function of a partitioned `module` as the context's cached
+    `LoweredFunction`, for a pass named `needs` that reads lowered IR; a located
+    `stream.not-partitioned` error at the first function if the module declares no stream."""
+    streams = tuple(module_streams(module))
+    for func in scheduled_functions(module):
+        if not streams:
+            raise error(func, NOT_PARTITIONED, needs=needs, unit="module")
+        yield analyses(ctx).get(LoweredFunction, func, streams)
+
+
 __all__ = [
     "ALL",
     "AnalysisManager",
     "LoweredFunction",
     "Preserved",
     "analyses",
+    "lowered_functions",
     "preserved_by",
 ]

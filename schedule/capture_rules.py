@@ -17,6 +17,11 @@ from npuir.analysis.program import NodeKind, Program
 from npuir.backends.npu.cost import runs_without_task
 from npuir.dialects.npu import NpuOp
 
+DEFAULT_CAPTURE_LIMIT = 64
+"""How many shapes npugraph_ex captures per FX graph before it falls back to eager
+(`capture_limit`, default 64, minimum 1:
+Ascend/torchair/docs/zh/npugraph_ex/basic/capture_limit.md)."""
+
 
 def capture_stream(prog: Program) -> int:
     """The stream the capture began on: the one `func.return` runs on."""

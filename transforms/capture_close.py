@@ -67,7 +67,12 @@ from npuir.diagnostics import Kind, error
 from npuir.dialects import coreset, gear, stream, sync
 from npuir.dialects.npu import NpuOp, kernel_of
 from npuir.passes import LIMITS_LOWERED, PARTITIONED, IRState, option
-from npuir.schedule.capture_rules import capture_stream, unforked, unjoined
+from npuir.schedule.capture_rules import (
+    DEFAULT_CAPTURE_LIMIT,
+    capture_stream,
+    unforked,
+    unjoined,
+)
 from npuir.schedule.device import device_of
 
 CAPTURE_LIMIT_NO_EFFECT = Kind(
@@ -84,10 +89,6 @@ CAPTURE_LIMIT = Kind(
     "compiles and reports every gear as a captured graph",
 )
 """More gear versions than captured graphs allowed; arguments: `function`, `gears`, `limit`."""
-
-DEFAULT_CAPTURE_LIMIT = 64
-"""npugraph_ex's `capture_limit` default: the captures of one FX graph before it falls back
-to eager (`Ascend/torchair/docs/zh/npugraph_ex/basic/capture_limit.md`)."""
 
 
 def _insert_before(anchor: Operation, op: Operation) -> None:
@@ -236,7 +237,6 @@ class CaptureClosePass(ModulePass):
 __all__ = [
     "CAPTURE_LIMIT",
     "CAPTURE_LIMIT_NO_EFFECT",
-    "DEFAULT_CAPTURE_LIMIT",
     "CaptureClosePass",
     "close_function",
 ]

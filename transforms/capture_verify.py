@@ -29,12 +29,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from npuir.analysis.happens_before import HappensBefore
-from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
+from npuir.analysis.manager import ALL, LoweredFunction, Preserved, lowered_functions
 from npuir.analysis.program import (
-    NOT_PARTITIONED,
     NodeKind,
-    module_streams,
-    scheduled_functions,
 )
 from npuir.diagnostics import DiagnosticError, Kind, error
 from npuir.passes import PARTITIONED, IRState
@@ -100,10 +97,7 @@ class CaptureVerifyPass(ModulePass):
     PRESERVES: ClassVar[Preserved] = ALL
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        streams = tuple(module_streams(op))
-        for func in scheduled_functions(op):
-            if not streams:
-                raise error(func, NOT_PARTITIONED, needs="capture-verify", unit="module")
-            problem = check_capture(analyses(ctx).get(LoweredFunction, func, streams))
+        for lowered in lowered_functions(ctx, op, "capture-verify"):
+            problem = check_capture(lowered)
             if problem is not None:
                 raise problem

@@ -68,6 +68,7 @@ from npuir.context import NpuirContext
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, error, op_location
 from npuir.dialects.npu import OP_NAME, CollectiveOp, NpuOp
 from npuir.passes import PARTITIONED, IRState, option
+from npuir.schedule.capture_rules import DEFAULT_CAPTURE_LIMIT
 from npuir.schedule.device import device_of
 
 CORE_DEADLOCK = Kind(
@@ -304,10 +305,6 @@ def _diagnostics(prog: Program, c: Conflict, hw: Hardware, function: str) -> lis
 # ---------------------------------------------------------------------------------------------
 # The stream budget under capture
 # ---------------------------------------------------------------------------------------------
-
-DEFAULT_CAPTURE_LIMIT = 64
-"""How many shapes npugraph_ex captures per FX graph before it falls back to eager
-(`capture_limit`, default 64, minimum 1: Ascend/torchair/docs/zh/npugraph_ex/basic/capture_limit.md)."""
 
 CAPTURE_STREAM_BUDGET = Kind(
     "capture.stream-budget",

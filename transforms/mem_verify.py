@@ -33,8 +33,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from npuir.analysis.happens_before import HappensBefore
-from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
-from npuir.analysis.program import Program, module_streams, scheduled_functions
+from npuir.analysis.manager import ALL, Preserved, lowered_functions
+from npuir.analysis.program import Program
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, error, op_location
 from npuir.dialects import mem, stream
 from npuir.dialects.npu import DYN, NpuOp, tensor_bytes
@@ -300,13 +300,7 @@ class MemVerifyPass(ModulePass):
 
     @without_collector
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        streams = tuple(module_streams(op))
-        for func in scheduled_functions(op):
-            if not streams:
-                raise error(
-                    func, "mem-verify needs a partitioned module; run stream-partition first"
-                )
-            lowered = analyses(ctx).get(LoweredFunction, func, streams)
+        for lowered in lowered_functions(ctx, op, "mem-verify"):
             check_function(lowered.prog, lowered.happens_before)
 
 

@@ -19,13 +19,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from npuir.analysis.happens_before import HappensBefore
-from npuir.analysis.manager import ALL, LoweredFunction, Preserved, analyses
+from npuir.analysis.manager import ALL, Preserved, lowered_functions
 from npuir.analysis.program import (
-    NOT_PARTITIONED,
     DepKind,
     Program,
-    module_streams,
-    scheduled_functions,
 )
 from npuir.diagnostics import DiagnosticError, Kind, error
 from npuir.passes import PARTITIONED, IRState
@@ -83,11 +80,7 @@ class SyncVerifyPass(ModulePass):
     PRESERVES: ClassVar[Preserved] = ALL
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        streams = tuple(module_streams(op))
-        for func in scheduled_functions(op):
-            if not streams:
-                raise error(func, NOT_PARTITIONED, needs="sync-verify", unit="module")
-            lowered = analyses(ctx).get(LoweredFunction, func, streams)
+        for lowered in lowered_functions(ctx, op, "sync-verify"):
             race = find_race(lowered.prog, lowered.happens_before)
             if race is not None:
                 raise race

@@ -18,13 +18,13 @@ from npuir.analysis.program import NodeKind, module_streams, scheduled_functions
 from npuir.backends.npu.hardware import PRESETS
 from npuir.diagnostics import DiagnosticError
 from npuir.dialects.npu import NpuOp
+from npuir.schedule.capture_rules import DEFAULT_CAPTURE_LIMIT
 from npuir.transforms.core_deadlock_check import (
     BAD_CAPTURE_LIMIT,
     CAPTURE_STREAM_BUDGET,
     CORE_DEADLOCK,
     CORE_DEADLOCK_FOUND,
     CORE_DEADLOCK_PEER,
-    DEFAULT_CAPTURE_LIMIT,
     captured_streams,
     check_capture_stream_budget,
     check_core_deadlock,
