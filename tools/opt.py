@@ -164,7 +164,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         except DiagnosticError as exc:
             _flush_warnings(ctx, args.warnings_as_errors)
             expected = args.parsing_diagnostics if phase == "parse" else args.verify_diagnostics
-            rendered = ctx.diagnostics.render(exc.diagnostic)
+            # The notes an error carries (where the other side of a conflict is) print
+            # after it, as MLIR prints an error's attached notes.
+            rendered = "\n".join(ctx.diagnostics.render(d) for d in (exc.diagnostic, *exc.notes))
             if expected:
                 outputs.append(rendered + "\n")
             else:

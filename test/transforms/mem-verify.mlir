@@ -35,6 +35,7 @@ func.func @unordered(%x: !t) -> !t attributes {mem.pool = 2048 : i64} {
 }
 
 // CHECK: mem-verify.mlir:[[# @LINE - 7]]:3: error: mem-verify: 'npu.neg' (%c) on stream @s0 ("default") writes [0, 1024), which overlaps the buffer of 'npu.relu' (%a) at [0, 1024), but 'npu.exp' (%b) on stream @s1 ("1") reads that buffer and is not ordered before the write (no stream order or event puts it first)
+// CHECK: mem-verify.mlir:[[# @LINE - 12]]:3: note: the buffer of 'npu.relu' (%a) is written here
 
 // -----
 
