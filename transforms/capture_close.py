@@ -50,6 +50,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from npuir.analysis.happens_before import HappensBefore
 from npuir.analysis.program import (
@@ -91,18 +92,6 @@ CAPTURE_LIMIT = Kind(
 """More gear versions than captured graphs allowed; arguments: `function`, `gears`, `limit`."""
 
 
-def _insert_before(anchor: Operation, op: Operation) -> None:
-    block = anchor.parent_block()
-    assert block is not None
-    block.insert_op_before(op, anchor)
-
-
-def _insert_after(anchor: Operation, op: Operation) -> None:
-    block = anchor.parent_block()
-    assert block is not None
-    block.insert_op_after(op, anchor)
-
-
 class _Events:
     """Fresh physical event ids above the function's own (an id the closure uses is
     recorded once, so it never aliases an `insert-events` id)."""
@@ -129,22 +118,22 @@ def close_function(func: FuncOp, prog: Program, hb: HappensBefore) -> int:
         first = body.first_op
         assert first is not None
         fork = events.record(symbols[origin], first)
-        _insert_before(first, fork)
+        Rewriter.insert_op(fork, InsertPoint.before(first))
         added += 1
         for s, n in forks:
             wait = sync.WaitOp(fork.event, symbols[s])
             wait.location = prog.ops[n].location
-            _insert_before(prog.ops[n], wait)
+            Rewriter.insert_op(wait, InsertPoint.before(prog.ops[n]))
     joins = unjoined(prog, hb)
     returns = [prog.ops[n] for n in range(len(prog)) if prog.kind[n] is NodeKind.RETURN]
     for s, last in joins:
         join = events.record(symbols[s], prog.ops[last])
-        _insert_after(prog.ops[last], join)
+        Rewriter.insert_op(join, InsertPoint.after(prog.ops[last]))
         added += 1
         for ret in returns:
             wait = sync.WaitOp(join.event, symbols[origin])
             wait.location = ret.location
-            _insert_before(ret, wait)
+            Rewriter.insert_op(wait, InsertPoint.before(ret))
     return added
 
 

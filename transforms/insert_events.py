@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, SymbolRefA
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from npuir.analysis.events import EventPlan, plan_events, program_with_events
 from npuir.analysis.manager import LoweredFunction, analyses
@@ -87,7 +88,7 @@ def _rewrite(
             result_types=[event_type],
         )
         record.location = producer.location
-        _insert_after(producer, record)
+        Rewriter.insert_op(record, InsertPoint.after(producer))
         events[p] = record.results[0]
         records[p] = record
     for n, producers in plan.waits_before.items():
@@ -96,25 +97,13 @@ def _rewrite(
         for p in producers:
             wait = sync.WaitOp.create(operands=[events[p]], properties={"stream": ref})
             wait.location = consumer.location
-            _insert_before(consumer, wait)
+            Rewriter.insert_op(wait, InsertPoint.before(consumer))
             waits.setdefault(n, []).append(wait)
     return records, waits
 
 
 def _has_work(func: FuncOp) -> bool:
     return any(isinstance(op, NpuOp) for op in func.body.walk())
-
-
-def _insert_after(anchor: Operation, op: Operation) -> None:
-    block = anchor.parent_block()
-    assert block is not None
-    block.insert_op_after(op, anchor)
-
-
-def _insert_before(anchor: Operation, op: Operation) -> None:
-    block = anchor.parent_block()
-    assert block is not None
-    block.insert_op_before(op, anchor)
 
 
 @dataclass(frozen=True)
