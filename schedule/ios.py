@@ -61,6 +61,7 @@ from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import SimCache
 from npuir.dialects.stream import MAIN_TAG
 from npuir.schedule.auto import Judge, LimitFn
+from npuir.schedule.list_schedule import fresh_tag
 
 GROUP_OPS = 3
 """IOS's s: the most ops of one group (a chain on one stream) in a stage."""
@@ -363,9 +364,7 @@ def assign_ios(
     used = sorted(set(stream_of) - set(range(len(streams))))
     renumber = {s: s for s in range(len(streams))}
     for s in used:
-        tag = f"ios{len(streams)}"
-        while tag in taken:
-            tag += "_"
+        tag = fresh_tag(len(streams), taken, "ios")
         taken.add(tag)
         renumber[s] = len(streams)
         streams.append(StreamInfo(f"s{len(streams)}", tag, 0))

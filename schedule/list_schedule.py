@@ -89,9 +89,10 @@ def upward_ranks(prog: Program, duration: Callable[[int], int]) -> list[int]:
     return rank
 
 
-def fresh_tag(number: int, taken: Collection[str]) -> str:
-    """`auto<number>`, lengthened until it is not in `taken`."""
-    tag = f"auto{number}"
+def fresh_tag(number: int, taken: Collection[str], prefix: str = "auto") -> str:
+    """`<prefix><number>`, lengthened until it is not in `taken` (a user's tag is never
+    reused for a stream a mode makes)."""
+    tag = f"{prefix}{number}"
     while tag in taken:
         tag += "_"
     return tag

@@ -64,6 +64,7 @@ from npuir.backends.npu import timing
 from npuir.backends.npu.cost import OpWork, op_work
 from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import NpuOp
+from npuir.schedule.list_schedule import fresh_tag
 
 
 class Variant(StrEnum):
@@ -403,9 +404,7 @@ def _place(
         if s < 0:
             continue
         if s not in made:
-            tag = f"{prefix}{len(made)}"
-            while tag in taken:
-                tag += "_"
+            tag = fresh_tag(len(made), taken, prefix)
             taken.add(tag)
             made[s] = len(streams)
             streams.append(StreamInfo(f"s{len(streams)}", tag, 0))
