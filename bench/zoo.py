@@ -501,9 +501,13 @@ def f64_outputs(name: str, phase: str, dtype: str) -> list[Any]:
 
     kind = getattr(torch, dtype)
     model = build(name).to(kind).double()
-    model.config._experts_implementation = "eager"
+    for part in model.modules():  # sub-models may hold configs of their own
+        config = getattr(part, "config", None)
+        if config is not None:
+            config._experts_implementation = "eager"
     module = wrapped(name, model)
-    xs = _cast_inputs(inputs(name, phase, build(name)), kind)
+    # The inputs `numerics` gives the model: a decode step's cache from the `dtype` model.
+    xs = _cast_inputs(inputs(name, phase, build(name).to(kind)), kind)
     wide = tuple(x.double() if x.is_floating_point() else x for x in xs)
     with torch.no_grad():
         return list(torch.utils._pytree.tree_leaves(module(*wide)))

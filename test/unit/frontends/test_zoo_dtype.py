@@ -79,6 +79,20 @@ def test_a_nan_or_a_shape_eager_does_not_have_fails() -> None:
     assert not out.passed(zoo.tolerance("bfloat16"))
 
 
+def test_the_f64_reference_computes_on_the_inputs_eager_takes() -> None:
+    """A decode step's f64 run reads the cache the low-precision model filled (rounded,
+    then widened), so its grown cache starts with exactly those values: its error against
+    eager is eager's rounding, not another prefill's."""
+    kind = torch.bfloat16
+    model = zoo.build("llama").to(kind)
+    _, *cache = zoo.inputs("llama", "decode", model)
+    exact = zoo.f64_outputs("llama", "decode", "bfloat16")
+    assert all(t.dtype == torch.float64 for t in exact)
+    for given, grown in zip(cache, exact[1:], strict=True):
+        assert given.dtype == kind
+        assert torch.equal(grown[..., : zoo.SEQ, :], given.double())
+
+
 @pytest.mark.parametrize("route", ["compile", "export"])
 def test_moe_decode_step_in_bf16_matches_eager(route: str, tmp_path: Path) -> None:
     """Qwen2-MoE's decode step in bf16: its cache read back and grown, its experts routed
