@@ -1,17 +1,26 @@
 """The model zoo: tiny `transformers` models with random weights, in each phase a user runs.
 
 `python bench/zoo.py [--models llama,gpt2] [--phases prefill,decode] [--repeats N]
-[--missing] [--dtype float16|bfloat16] [--mode reduce-overhead]` prints (with `--dtype`:
-each case's compiled output against eager's, the model and its float inputs in that dtype,
-at twice the dtype's epsilon as the kernel tests compare, relative to the output's largest
-magnitude; with `--mode reduce-overhead`: whether each case compiled in capture mode matches
-eager and joins every side stream; with `--missing`: the ATen ops each case still runs
-eagerly), otherwise, per model and phase, the simulated makespan as written / on one
-stream / with GE's
+[--missing] [--dtype float16,bfloat16 [--routes compile,export]] [--mode reduce-overhead]`
+prints, per model and phase, the simulated makespan as written / on one stream / with GE's
 auto multi-stream (`mode=minidag`) / with npuir's `auto` / the lower bound, the time
 `npuir-advise` takes on the exported program, and the backend's compile overhead against
-`torch.compile(backend="eager")`.  test/unit/frontends/test_zoo.py imports `ZOO`, `build`
-and `inputs` from here (bench/ is on the tests' path).
+`torch.compile(backend="eager")`.  Instead of those figures:
+
+- `--dtype`: each case with the model and its float inputs (a decode step's cache) in that
+  dtype, through each route (`compile`: `torch.compile` with npuir's backend, nothing left
+  to torch; `export`: `torch.export`, the `.pt2` through `npuir-advise`, exit 0 with its
+  table, then `npuir-run` on it), npuir's outputs against eager's at the kernel tests'
+  tolerance (`tolerance`: twice the dtype's epsilon, relative to each output's largest
+  magnitude).  An output over it passes only if eager is no more accurate: both against
+  the model run in f64 (`f64_outputs`), PyTorch's own rule for f16/bf16 (a top-k routing
+  near a tie goes either way in bf16; the table shows both errors);
+- `--mode reduce-overhead`: whether each case compiled in capture mode matches eager and
+  joins every side stream;
+- `--missing`: the ATen ops each case still runs eagerly.
+
+test/unit/frontends/test_zoo.py imports `ZOO`, `build` and `inputs` from here (bench/ is on
+the tests' path); test_zoo_dtype.py `numerics`, `export_numerics` and `compare`.
 
 Each model is built from its config at the smallest size with every part (2 layers, hidden
 64, 4 query heads over 2 key/value heads where the model has grouped-query attention, a
@@ -33,6 +42,7 @@ user does; `SCOPE_TAG` is its tag.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import tempfile
@@ -374,20 +384,133 @@ def eager_ops(name: str, phase: str) -> list[str]:
 
 
 @dataclass
+class Output:
+    """One output of a case (the logits, or one layer's keys or values) against eager's."""
+
+    rel_err: float
+    """max |npuir - eager| / max |eager|: the largest difference relative to the output's
+    largest magnitude (0 for an empty output; inf for a NaN in one only or another shape)."""
+    f64: tuple[float, float] | None = None
+    """When `rel_err` is over the tolerance: npuir's and eager's largest difference from the
+    model run in f64 (on the same rounded weights and inputs)."""
+
+    def passed(self, tolerance: float) -> bool:
+        if self.rel_err <= tolerance:
+            return True
+        # PyTorch's own reference rule for f16/bf16 (bench/aten_opinfo.py's): where eager
+        # itself is that far from the exact result, npuir must be no less accurate than it.
+        return self.f64 is not None and self.f64[0] <= self.f64[1]
+
+
+@dataclass
 class Numerics:
+    """One zoo case in a low-precision dtype through one route, against eager."""
+
     model: str
     phase: str
     dtype: str
-    max_abs: float
-    """The largest difference of any output element from eager's."""
-    scale: float
-    """The largest magnitude of eager's outputs."""
+    route: str
+    """`compile` (torch.compile with npuir's backend) or `export` (torch.export, the `.pt2`
+    through npuir-advise, then npuir-run on it)."""
+    outputs: list[Output]
     tolerance: float
     eager_parts: int
+    """compile: the ops left to torch (split parts and whole graphs run eagerly)."""
+    error: str = ""
+    """Why the case did not run to a comparison (an exception, advise's non-zero exit)."""
+
+    @property
+    def rel_err(self) -> float:
+        return max((o.rel_err for o in self.outputs), default=0.0)
 
     @property
     def passed(self) -> bool:
-        return self.max_abs <= self.tolerance * max(self.scale, 1.0)
+        return (
+            not self.error
+            and self.eager_parts == 0
+            and bool(self.outputs)
+            and all(o.passed(self.tolerance) for o in self.outputs)
+        )
+
+
+def tolerance(dtype: str) -> float:
+    """The kernel tests' tolerance for `dtype` (test/unit/backends/test_kernels.py compares
+    f16/bf16 results at `rtol=2 * eps`); here relative to each output's largest magnitude,
+    as test_zoo.py's f32 check is, since a whole model's small elements are sums that
+    cancel."""
+    import torch
+
+    return 2 * torch.finfo(getattr(torch, dtype)).eps
+
+
+def relative_error(got: Any, want: Any) -> float:
+    """max |got - want| / max |want| in f64; NaN in both places agrees."""
+    import torch
+
+    if tuple(got.shape) != tuple(want.shape):
+        return math.inf
+    if not want.numel():
+        return 0.0
+    a, b = got.double(), want.double()
+    nan_a, nan_b = torch.isnan(a), torch.isnan(b)
+    if bool((nan_a != nan_b).any()):
+        return math.inf
+    diff = torch.where(nan_a | (a == b), torch.zeros_like(a), (a - b).abs())
+    scale = float(torch.where(nan_b, torch.zeros_like(b), b.abs()).max())
+    worst = float(diff.max())
+    if worst == 0.0:
+        return 0.0
+    return worst / scale if scale > 0 else math.inf
+
+
+def compare(
+    got: list[Any], want: list[Any], dtype: str, truth: Callable[[], list[Any]]
+) -> list[Output]:
+    """Each output of npuir (`got`) against eager's (`want`); `truth()` (the f64 run) is
+    called only if some output is over `tolerance(dtype)`."""
+    import torch
+
+    if len(got) != len(want):
+        return [Output(math.inf)]
+    outputs = [Output(relative_error(g, w)) for g, w in zip(got, want, strict=True)]
+    tol = tolerance(dtype)
+    if all(o.rel_err <= tol for o in outputs):
+        return outputs
+    exact = truth()
+    for o, g, w, t in zip(outputs, got, want, exact, strict=True):
+        shapes = {tuple(g.shape), tuple(w.shape), tuple(t.shape)}
+        if o.rel_err <= tol or len(shapes) > 1 or not torch.isfinite(t).any():
+            continue  # another shape than eager's is wrong whatever f64 says
+        finite = torch.isfinite(t)
+        ours = (g.double() - t)[finite].abs().max()
+        theirs = (w.double() - t)[finite].abs().max()
+        o.f64 = (float(ours), float(theirs))
+    return outputs
+
+
+def _cast_inputs(xs: tuple[Any, ...], kind: Any) -> tuple[Any, ...]:
+    return tuple(x.to(kind) if x.is_floating_point() else x for x in xs)
+
+
+def f64_outputs(name: str, phase: str, dtype: str) -> list[Any]:
+    """The case run in f64 on the `dtype` model's weights and inputs (rounded to `dtype`,
+    then widened): the exact result the low-precision runs approximate.  MoE experts take
+    transformers' `eager` implementation (its per-expert loop): `grouped_mm` has no f64
+    kernel; the same sums in another order, which f64 makes immaterial."""
+    import torch
+
+    kind = getattr(torch, dtype)
+    model = build(name).to(kind).double()
+    for part in model.modules():  # sub-models may hold configs of their own
+        config = getattr(part, "config", None)
+        if config is not None:
+            config._experts_implementation = "eager"
+    module = wrapped(name, model)
+    # The inputs `numerics` gives the model: a decode step's cache from the `dtype` model.
+    xs = _cast_inputs(inputs(name, phase, build(name).to(kind)), kind)
+    wide = tuple(x.double() if x.is_floating_point() else x for x in xs)
+    with torch.no_grad():
+        return list(torch.utils._pytree.tree_leaves(module(*wide)))
 
 
 def numerics(name: str, phase: str, dtype: str) -> Numerics:
@@ -400,22 +523,109 @@ def numerics(name: str, phase: str, dtype: str) -> Numerics:
     kind = getattr(torch, dtype)
     model = build(name).to(kind)
     module = wrapped(name, model)
-    xs = tuple(x.to(kind) if x.is_floating_point() else x for x in inputs(name, phase, model))
+    xs = _cast_inputs(inputs(name, phase, model), kind)
     with torch.no_grad():
-        want = module(*xs)
+        want = torch.utils._pytree.tree_leaves(module(*xs))
         torch._dynamo.reset()
         backend = tng.get_npu_backend()
-        got = torch.compile(module, backend=backend, fullgraph=True, dynamic=False)(*xs)
-    pairs = zip(
-        torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want), strict=True
-    )
-    diffs, scale = [], 0.0
-    for a, b in pairs:
-        diffs.append(float((a.double() - b.double()).abs().max()) if a.numel() else 0.0)
-        scale = max(scale, float(b.double().abs().max()) if b.numel() else 0.0)
+        got = torch.utils._pytree.tree_leaves(
+            torch.compile(module, backend=backend, fullgraph=True, dynamic=False)(*xs)
+        )
+    # Nothing eager: no split part, and no graph left to torch as a whole.
     parts = sum(len([p for p in split if p[0] == "eager"]) for split in backend.splits)
-    eps = torch.finfo(kind).eps
-    return Numerics(name, phase, dtype, max(diffs, default=0.0), scale, 2 * eps, parts)
+    parts += sum(len(r.fallback_ops) for r in backend.reports)
+    if not backend.modules:
+        return Numerics(name, phase, dtype, "compile", [], tolerance(dtype), parts, "no program")
+    outputs = compare(got, want, dtype, lambda: f64_outputs(name, phase, dtype))
+    return Numerics(name, phase, dtype, "compile", outputs, tolerance(dtype), parts)
+
+
+def export_numerics(name: str, phase: str, dtype: str, folder: Path) -> Numerics:
+    """One zoo case in `dtype` through the other route: `torch.export`, saved as a `.pt2`,
+    `npuir-advise` on it (exit 0 and its table), then `npuir-run` on the archive (its own
+    weights) with the case's inputs; the run's outputs against eager's."""
+    import contextlib
+    import io
+
+    import torch
+
+    from npuir.driver.run import RunConfig, output_arrays, run_program, save_arrays
+    from npuir.frontends.torch import example_inputs
+    from npuir.tools.advise import run as advise_run
+
+    kind = getattr(torch, dtype)
+    model = build(name).to(kind)
+    module = wrapped(name, model)
+    xs = _cast_inputs(inputs(name, phase, model), kind)
+    with torch.no_grad():
+        want = torch.utils._pytree.tree_leaves(module(*xs))
+        ep = torch.export.export(module, xs)
+    path = folder / f"{name}-{phase}-{dtype}.pt2"
+    torch.export.save(ep, path)
+    tol = tolerance(dtype)
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table), contextlib.redirect_stderr(io.StringIO()) as err:
+        status = advise_run([str(path)])
+    rows = [line.split()[:2] for line in table.getvalue().splitlines()]
+    if status != 0 or ["lower", "bound"] not in rows:
+        why = err.getvalue().strip().splitlines()[:1] or [f"exit {status}"]
+        return Numerics(name, phase, dtype, "export", [], tol, 0, "npuir-advise: " + why[0])
+    given = folder / f"{name}-{phase}-{dtype}.npz"
+    with given.open("wb") as out:
+        save_arrays(out, example_inputs(ep, *xs))
+    outcome = run_program(RunConfig(str(path), inputs=str(given)))
+    if outcome.status != 0:
+        return Numerics(name, phase, dtype, "export", [], tol, 0, f"npuir-run: {outcome.report}")
+    arrays = output_arrays(outcome)
+    got = [_torch(arrays[f"out{i}"]) for i in range(len(arrays))]
+    outputs = compare(got, want, dtype, lambda: f64_outputs(name, phase, dtype))
+    return Numerics(name, phase, dtype, "export", outputs, tol, 0)
+
+
+def _torch(array: Any) -> Any:
+    """A numpy output as a torch tensor (bfloat16 from ml_dtypes' through its bits)."""
+    import torch
+
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view("int16").copy()).view(torch.bfloat16)
+    return torch.from_numpy(array.copy())
+
+
+NUMERICS_HEAD = (
+    "| model | phase | dtype | route | max rel err | tolerance | vs f64: npuir / eager "
+    "| eager parts | verdict |\n|---|---|---|---|---|---|---|---|---|"
+)
+"""The header of `--dtype`'s table; `numerics_row` gives its rows."""
+
+
+def numerics_row(r: Numerics) -> str:
+    """`r` as a row: the largest relative error of any output against eager's, and for the
+    outputs over the tolerance npuir's and eager's largest error against f64 (the worst)."""
+    f64 = [o.f64 for o in r.outputs if o.f64 is not None]
+    worst = max(f64, key=lambda p: p[0] / max(p[1], 1e-30)) if f64 else None
+    cells = [
+        r.model,
+        r.phase,
+        r.dtype,
+        r.route,
+        f"{r.rel_err:.3g}" if r.outputs else "-",
+        f"{r.tolerance:.3g}",
+        "-" if worst is None else f"{worst[0]:.3g} / {worst[1]:.3g}",
+        str(r.eager_parts),
+        "pass" if r.passed else f"FAIL {r.error}".strip(),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def checked(name: str, phase: str, dtype: str, route: str, folder: Path) -> Numerics:
+    """`numerics` or `export_numerics`; an exception is the case's failure, not the run's."""
+    try:
+        if route == "compile":
+            return numerics(name, phase, dtype)
+        return export_numerics(name, phase, dtype, folder)
+    except Exception as exc:  # a bench row: say what failed, go on to the next case
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return Numerics(name, phase, dtype, route, [], tolerance(dtype), 0, why)
 
 
 def _us(value: float | None) -> str:
@@ -505,9 +715,15 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     )
     parser.add_argument(
         "--dtype",
-        choices=("float32", "float16", "bfloat16"),
         default=None,
-        help="instead of the figures, compiled against eager with the model in this dtype",
+        help="instead of the figures, npuir against eager with the model in these dtypes "
+        "(comma-separated: float16, bfloat16, float32)",
+    )
+    parser.add_argument(
+        "--routes",
+        default="compile,export",
+        help="with --dtype: compile (torch.compile with npuir's backend), export "
+        "(torch.export, npuir-advise, npuir-run on the .pt2), or both",
     )
     parser.add_argument(
         "--mode",
@@ -521,6 +737,13 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     unknown = [n for n in names if n not in ZOO]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}; the zoo has {', '.join(ZOO)}")
+    dtypes = [d for d in (args.dtype or "").split(",") if d]
+    bad = [d for d in dtypes if d not in ("float32", "float16", "bfloat16")]
+    if bad:
+        parser.error(f"--dtype: unknown {', '.join(bad)}; one of float32, float16, bfloat16")
+    routes = [r for r in args.routes.split(",") if r]
+    if any(r not in ("compile", "export") for r in routes) or not routes:
+        parser.error(f"--routes: {args.routes!r}; compile, export or both")
     phases = set(args.phases.split(","))
     chosen = [(n, p) for n, p in CASES if n in names and p in phases]
     if args.missing:
@@ -530,18 +753,19 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
         for name, phase in chosen:
             out(f"{name} {phase}: {', '.join(eager_ops(name, phase)) or '(none)'}")
         return 0
-    if args.dtype:
-        out("| model | phase | dtype | max abs error | largest output | tolerance | eager parts |")
-        out("|---|---|---|---|---|---|---|")
+    if dtypes:
+        import warnings
+
+        warnings.simplefilter("ignore")  # transformers' deprecations, the export's notes
+        out(NUMERICS_HEAD)
         failed = 0
-        for name, phase in chosen:
-            r = numerics(name, phase, args.dtype)
-            failed += not r.passed
-            verdict = "pass" if r.passed else "FAIL"
-            out(
-                f"| {r.model} | {r.phase} | {r.dtype} | {r.max_abs:.3g} ({verdict}) | "
-                f"{r.scale:.3g} | {r.tolerance:.3g} x max(largest, 1) | {r.eager_parts} |"
-            )
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, phase in chosen:
+                for dtype in dtypes:
+                    for route in routes:
+                        r = checked(name, phase, dtype, route, Path(tmp))
+                        failed += not r.passed
+                        out(numerics_row(r))
         return 1 if failed else 0
     if args.mode == "reduce-overhead":
         import warnings
