@@ -97,7 +97,7 @@ import hashlib
 import itertools
 import random
 from array import array
-from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -125,7 +125,10 @@ from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import (
     POOL_ENGINES,
     NodeCosts,
+    Prepared,
     SimCache,
+    coreset_limit,
+    refuse_unlowered_scopes,
     simulate_span,
 )
 from npuir.dialects.npu import CollectiveOp, NpuOp
@@ -264,6 +267,9 @@ class Judge:
         self._floors: list[int] | None = None
         """Per node, its least run time (`_floor_costs`), once computed."""
         self._floorable = True
+        self._prepared: tuple[Prepared, dict[Operation, int]] | None = None
+        """The simulator's inputs for `chained` and its op index (`_inputs`), once read."""
+        self._scopes_refused = False
         self.trials = 0
 
     def __call__(self, name: str, assignment: Assignment) -> Judged:
@@ -299,6 +305,23 @@ class Judge:
         judged = self._simulate(name, assignment, self.policy, lowering)
         self.judged[digest] = judged
         return judged
+
+    def _inputs(self) -> tuple[Prepared, dict[Operation, int]]:
+        """The simulator's inputs for the chained program under its written limits, read
+        once per judge (every schedule judged is a `Prepared.view` of them), and each
+        op's node there."""
+        if self._prepared is None:
+            prog = self.chained
+            limit_fn: LimitFn = coreset_limit
+            if self.limits is not None:
+                written = self._written_limit
+
+                def limit_fn(_p: Program, n: int, engine: str) -> int | None:
+                    return written(n, engine)
+
+            base = Prepared.unscheduled(prog, self.hw, limit_fn, self.cache, self.profile)
+            self._prepared = (base, prog.index)
+        return self._prepared
 
     def _floor_costs(self) -> list[int] | None:
         """Per node of the chained program, the least time it can run in the simulator
@@ -395,6 +418,24 @@ class Judge:
             return Judged(name, assignment, INFEASIBLE, 0, [])
         if self.refuse_pair_rule and _breaks_pair_rule(lowered, origin, limit_fn, self.hw):
             return Judged(name, assignment, INFEASIBLE, 0, [])
+        # The op's work was read once (`_inputs`); a policy's chosen limits read again the
+        # nodes they change.
+        if limit_fn is None and not self._scopes_refused:
+            # As `simulate` does before reading `coreset.cores` (the lowered program has
+            # the chained program's ops).
+            refuse_unlowered_scopes(self.chained)
+            self._scopes_refused = True
+        base, index = self._inputs()
+        redo: Iterable[int] = ()
+        if chosen:
+            # Without written limits the inputs were read with the ops' `coreset.cores`,
+            # which a limit function does not read: read every node again then.
+            redo = (
+                range(len(base.kind))
+                if self.limits is None
+                else (index[op] for op in chosen if op in index)
+            )
+        view = base.view(lowered, origin, limit_fn or coreset_limit, redo)
         # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
         result = simulate_span(
             [lowered],
@@ -403,6 +444,7 @@ class Judge:
             cache=self.cache,
             mirror_peers=True,
             profile=self.profile,
+            inputs=[view],
         )
         waits = sum(1 for k in lowered.kind if k is NodeKind.WAIT)
         span = INFEASIBLE if result.deadlocked else result.makespan_ns

@@ -82,13 +82,15 @@ def simulate_span(
     cache: SimCache | None = None,
     mirror_peers: bool = False,
     profile: Profile | None = None,
+    inputs: Sequence[Prepared] | None = None,
 ) -> Span:
     """The same run as `simulate` (same arguments, same errors), measured only for its
     makespan, whether it deadlocks, and its critical path: no races, memory, utilisation,
     events or deadlock report, which a search judging thousands of schedules does not
-    read."""
+    read.  `inputs`, one per program, are the programs already prepared (a search's
+    `Prepared.view`s of its one program); then `limits` and `profile` are not read."""
     with collector_paused():
-        sim, _ = _run(programs, hw, limits, cache, mirror_peers, profile, False)
+        sim, _ = _run(programs, hw, limits, cache, mirror_peers, profile, False, inputs)
         makespan, last = last_to_end(sim)
         return Span(makespan, sim.finished < sim.total, critical_path(sim, last))
 
@@ -101,6 +103,7 @@ def _run(
     mirror_peers: bool,
     profile: Profile | None,
     memory: bool,
+    inputs: Sequence[Prepared] | None = None,
 ) -> tuple[Simulation, list[Prepared]]:
     """Check `programs`, read them (once per distinct program; what memory needs only
     with `memory`, which also keeps the ops' core steps) and run them; the finished (or
@@ -129,6 +132,12 @@ def _run(
                 raise ValueError(
                     partial[0].describe() + "; simulate every rank, or pass mirror_peers=True"
                 )
+    if inputs is not None:
+        if len(inputs) != len(programs):
+            raise ValueError(f"{len(inputs)} prepared inputs for {len(programs)} programs")
+        sim = Simulation(list(inputs), hw, list(cache.works), memory)
+        sim.run()
+        return sim, list({id(p): p for p in inputs}.values())
     if limits is None:
         for prog in {id(p): p for p in programs}.values():
             refuse_unlowered_scopes(prog)
