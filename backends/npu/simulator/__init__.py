@@ -99,7 +99,7 @@ from .inputs import (
     refuse_unlowered_scopes,
 )
 from .results import BlockedOp, Deadlock, OpRecord, Race, SimResult
-from .run import Span, simulate, simulate_span
+from .run import Span, simulate, simulate_span, span_task
 
 __all__ = [
     "POOL_ENGINES",
@@ -118,4 +118,5 @@ __all__ = [
     "refuse_unlowered_scopes",
     "simulate",
     "simulate_span",
+    "span_task",
 ]

@@ -339,6 +339,23 @@ class Prepared:
             stream_nodes[s].append(n)
         self.bound = _bound_records(prog)
 
+    def __getstate__(self) -> dict[str, object]:
+        """What a worker process needs to run a view (`run.span_task`): the arrays, not the
+        IR, the cache or the profile (a worker's `prog` is None: it cannot describe a node,
+        which a span does not ask)."""
+        self.deps  # noqa: B018 -- read from the IR here, where the IR is
+        state = dict(self.__dict__)
+        for name in ("prog", "cache", "profile", "_padded"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.prog = None
+        self.cache = None  # type: ignore[assignment]
+        self.profile = None
+        self._padded = {}
+
     @functools.cached_property
     def deps(self) -> list[list[int]]:
         """Per node, its producers (read when races or the critical path ask)."""

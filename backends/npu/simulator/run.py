@@ -11,6 +11,7 @@ from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import CollectiveOp
 from npuir.gc_pause import collector_paused
 
+from ..cost import OpWork
 from ..groups import mismatched_pairs, partial_groups
 from ..profile import Profile
 from .inputs import CoreLimitFn, Prepared, SimCache, coreset_limit, refuse_unlowered_scopes
@@ -18,7 +19,7 @@ from .loop import Simulation
 from .measure import collect, critical_path, last_to_end
 from .results import SimResult
 
-__all__ = ["Span", "simulate", "simulate_span"]
+__all__ = ["Span", "simulate", "simulate_span", "span_task"]
 
 
 def simulate(
@@ -91,6 +92,18 @@ def simulate_span(
     `Prepared.view`s of its one program); then `limits` and `profile` are not read."""
     with collector_paused():
         sim, _ = _run(programs, hw, limits, cache, mirror_peers, profile, False, inputs)
+        makespan, last = last_to_end(sim)
+        return Span(makespan, sim.finished < sim.total, critical_path(sim, last))
+
+
+def span_task(hw: Hardware, works: list[OpWork], prep: Prepared) -> Span:
+    """`simulate_span` of one rank whose inputs are prepared (a search's `Prepared.view`,
+    with `works` its cache's `list(cache.works)`), its peers mirrored: a task a search sends
+    to another process (`prep` pickles without its IR).  A rank alone mirrors its peers as
+    `simulate_span(..., mirror_peers=True, inputs=[prep])` does."""
+    with collector_paused():
+        sim = Simulation([prep], hw, works, False)
+        sim.run()
         makespan, last = last_to_end(sim)
         return Span(makespan, sim.finished < sim.total, critical_path(sim, last))
 
