@@ -818,8 +818,14 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
     # A `.pt2`'s weights are not inputs: they take the archive's values.
     state = [state_inputs(funcs[n], weights, config.path) for n in names]
     given = load_inputs(config.inputs, [funcs[n] for n in names], state) if config.inputs else None
+    # Without given inputs a function's shapes are the same on every rank that runs it:
+    # read once per function, not once per rank.
+    once: dict[str, list[tuple[int, ...]]] = {}
     shapes = [
-        _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
+        _arg_shapes(funcs[n], config, given[r])
+        if given
+        else list(once.get(n) or once.setdefault(n, _arg_shapes(funcs[n], config, None)))
+        for r, n in enumerate(names)
     ]
     return ctx, module, original, hw, names, funcs, given, shapes, state, shown
 
