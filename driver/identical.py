@@ -10,17 +10,25 @@ Two functions are identical when their bodies are, op for op: the same op names,
 attributes and properties, result types, operands (numbered by where they are defined),
 block arguments and nesting.  Names and source locations do not count.  A module in which
 an op refers to a symbol (a call) is left alone: a copy could be the target.
+
+Parsing and verifying the copies is most of what an MPMD run costs over its SPMD form, so
+`text_copies` finds, before parsing, the entry functions whose text is the same but for
+their names (a generator's or a printer's copies) and blanks the later ones out of the text
+(spaces, so that every offset, line and column stays where it was): the module is parsed
+with one of each.  `has_symbol_refs` then tells whether `share_identical` would have kept
+the copies after all (the caller parses the whole text then).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Sequence
 
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
-__all__ = ["share_identical", "structure"]
+__all__ = ["has_symbol_refs", "share_identical", "structure", "text_copies"]
 
 
 class _RefersToSymbol(Exception):
@@ -96,3 +104,102 @@ def share_identical(module: ModuleOp, names: Sequence[str]) -> list[str]:
             funcs[name].detach()
             funcs[name].erase()
     return [same[n] for n in names]
+
+
+def has_symbol_refs(module: ModuleOp) -> bool:
+    """Whether an op of a function of `module` names a symbol (`share_identical` then shares
+    nothing)."""
+    try:
+        for f in module.ops:
+            if isinstance(f, FuncOp):
+                structure(f)
+    except _RefersToSymbol:
+        return True
+    return False
+
+
+# A function's first line: `func.func [private|public] @name(` at the start of a line.
+_FUNC_HEAD = re.compile(
+    r"^[ \t]*func\.func[ \t]+(?:(?:private|public|nested)[ \t]+)?@([A-Za-z_][\w$.-]*)[ \t]*\(",
+    re.MULTILINE,
+)
+
+
+def _function_end(text: str, start: int) -> int:
+    """The end (past its newline) of the function whose first line starts at `start`: the
+    first line after which the braces opened since are all closed (a header may span
+    lines); -1 when the text ends first or a brace closes one opened before.  Braces in
+    string literals and `//` comments do not count.  (A declaration has no body: its span
+    runs into the next op, which `text_copies` refuses.)"""
+    depth = 0
+    opened = False
+    i, n = start, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            if i >= n:
+                return -1
+        elif c == "/" and text.startswith("//", i):
+            i = text.find("\n", i)
+            if i < 0:
+                return -1
+            continue
+        elif c == "{":
+            depth += 1
+            opened = True
+        elif c == "}":
+            depth -= 1
+            if depth < 0:
+                return -1
+        elif c == "\n" and opened and depth == 0:
+            return i + 1
+        i += 1
+    return -1
+
+
+def text_copies(text: str, entries: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """`text` with each entry function whose text is another entry's but for its name blanked
+    out (every character but newlines made a space), and each blanked function's name -> the
+    name of the one kept (the first of the copies in `entries`' order, as `share_identical`
+    keeps).  A function is a candidate when its first line starts with `func.func @name(`,
+    has its body's opening brace, and its text holds no other `func.func`; nothing is
+    blanked when no two entries are copies."""
+    wanted = set(entries)
+    if len(wanted) < 2:
+        return text, {}
+    spans: dict[str, tuple[int, int, str]] = {}
+    for m in _FUNC_HEAD.finditer(text):
+        name = m.group(1)
+        if name not in wanted or name in spans:
+            continue
+        end = _function_end(text, m.start())
+        if end < 0:
+            continue
+        body = text[m.start() : end]
+        if body.count("func.func") != 1:
+            continue
+        # The function's text but for its name: what two copies share.
+        key = text[m.start() : m.start(1)] + "\0" + text[m.end(1) : end]
+        spans[name] = (m.start(), end, key)
+    kept: dict[str, str] = {}
+    same: dict[str, str] = {}
+    for name in dict.fromkeys(entries):
+        span = spans.get(name)
+        if span is None:
+            continue
+        first = kept.setdefault(span[2], name)
+        if first != name:
+            same[name] = first
+    if not same:
+        return text, {}
+    parts: list[str] = []
+    at = 0
+    for start, end, _ in sorted(spans[name] for name in same):
+        parts.append(text[at:start])
+        parts.append(re.sub(r"[^\n]", " ", text[start:end]))
+        at = end
+    parts.append(text[at:])
+    return "".join(parts), same
