@@ -125,6 +125,10 @@ _FUNC_HEAD = re.compile(
 )
 
 
+_BRACES = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[{}\n]')
+"""What `_function_end` looks at: a string literal, a comment, a brace, a newline."""
+
+
 def _function_end(text: str, start: int) -> int:
     """The end (past its newline) of the function whose first line starts at `start`: the
     first line after which the braces opened since are all closed (a header may span
@@ -133,21 +137,9 @@ def _function_end(text: str, start: int) -> int:
     runs into the next op, which `text_copies` refuses.)"""
     depth = 0
     opened = False
-    i, n = start, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-            if i >= n:
-                return -1
-        elif c == "/" and text.startswith("//", i):
-            i = text.find("\n", i)
-            if i < 0:
-                return -1
-            continue
-        elif c == "{":
+    for m in _BRACES.finditer(text, start):
+        c = m.group()
+        if c == "{":
             depth += 1
             opened = True
         elif c == "}":
@@ -155,9 +147,13 @@ def _function_end(text: str, start: int) -> int:
             if depth < 0:
                 return -1
         elif c == "\n" and opened and depth == 0:
-            return i + 1
-        i += 1
+            return m.end()
     return -1
+
+
+def _blank(span: str) -> str:
+    """`span` with every character but newlines a space."""
+    return "\n".join(" " * len(line) for line in span.split("\n"))
 
 
 def text_copies(text: str, entries: Sequence[str]) -> tuple[str, dict[str, str]]:
@@ -165,26 +161,37 @@ def text_copies(text: str, entries: Sequence[str]) -> tuple[str, dict[str, str]]
     out (every character but newlines made a space), and each blanked function's name -> the
     name of the one kept (the first of the copies in `entries`' order, as `share_identical`
     keeps).  A function is a candidate when its first line starts with `func.func @name(`,
-    has its body's opening brace, and its text holds no other `func.func`; nothing is
-    blanked when no two entries are copies."""
+    it has a body, and its text holds no other `func.func`; nothing is blanked when no two
+    entries are copies.  Each distinct function's text is scanned once: a later function is
+    first compared with those (a copy is found at the speed of comparing strings)."""
     wanted = set(entries)
     if len(wanted) < 2:
         return text, {}
-    spans: dict[str, tuple[int, int, str]] = {}
+    # Each distinct function's text before and after its name.
+    distinct: list[tuple[str, str]] = []
+    spans: dict[str, tuple[int, int, int]] = {}  # name -> start, end, index in `distinct`
     for m in _FUNC_HEAD.finditer(text):
         name = m.group(1)
         if name not in wanted or name in spans:
             continue
+        head = text[m.start() : m.start(1)]
+        found = next(
+            (
+                i
+                for i, (h, rest) in enumerate(distinct)
+                if h == head and text.startswith(rest, m.end(1))
+            ),
+            -1,
+        )
+        if found >= 0:
+            spans[name] = (m.start(), m.end(1) + len(distinct[found][1]), found)
+            continue
         end = _function_end(text, m.start())
-        if end < 0:
+        if end < 0 or text.count("func.func", m.start(), end) != 1:
             continue
-        body = text[m.start() : end]
-        if body.count("func.func") != 1:
-            continue
-        # The function's text but for its name: what two copies share.
-        key = text[m.start() : m.start(1)] + "\0" + text[m.end(1) : end]
-        spans[name] = (m.start(), end, key)
-    kept: dict[str, str] = {}
+        distinct.append((head, text[m.end(1) : end]))
+        spans[name] = (m.start(), end, len(distinct) - 1)
+    kept: dict[int, str] = {}
     same: dict[str, str] = {}
     for name in dict.fromkeys(entries):
         span = spans.get(name)
@@ -199,7 +206,7 @@ def text_copies(text: str, entries: Sequence[str]) -> tuple[str, dict[str, str]]
     at = 0
     for start, end, _ in sorted(spans[name] for name in same):
         parts.append(text[at:start])
-        parts.append(re.sub(r"[^\n]", " ", text[start:end]))
+        parts.append(_blank(text[start:end]))
         at = end
     parts.append(text[at:])
     return "".join(parts), same
