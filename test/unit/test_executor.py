@@ -23,6 +23,7 @@ from npuir.executor import (
     using,
 )
 from npuir.tools.advise import run as advise_tool
+from npuir.tools.opt import run as opt_tool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEED = str(EXAMPLES / "seed_multistream.mlir")
@@ -59,6 +60,11 @@ def test_the_tool_refuses_a_bad_jobs_value_with_its_kind(
     error = json.loads(capsys.readouterr().out)
     assert error["error"]["kind"] == "usage.invalid"
     assert "--jobs" in error["error"]["message"]
+
+
+def test_npuir_opt_refuses_a_bad_jobs_value(capsys: pytest.CaptureFixture[str]) -> None:
+    assert opt_tool([SEED, "-p", AUTO, "--jobs", "ray:0"]) == 2
+    assert "--jobs ray:0" in capsys.readouterr().err
 
 
 def test_best_breaks_ties_by_key_whatever_the_order_of_completion() -> None:
@@ -118,7 +124,7 @@ def test_a_run_outside_any_executor_batches_serially() -> None:
 
 @pytest.mark.slow
 def test_advice_and_auto_plans_are_the_same_on_every_executor(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """Serial, a pool of two processes and Ray on two CPUs (real worker processes, not the
     local mode) give the same advice, and `stream-partition{mode=auto}`, its candidates run
@@ -135,6 +141,13 @@ def test_advice_and_auto_plans_are_the_same_on_every_executor(
         with using(pool):
             assert _auto_plan(text) == plan
         assert pool.batched > pool.taken_back
+    # The same through npuir-opt --jobs 2 (its own pool).
+    out = tmp_path / "out.mlir"
+    assert (
+        opt_tool([str(EXAMPLES / "moe_decode.mlir"), "-p", AUTO, "--jobs", "2", "-o", str(out)])
+        == 0
+    )
+    assert out.read_text() == plan
     ray = pytest.importorskip("ray")
     # One Ray for both: the tool's executor joins it rather than starting its own.
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
