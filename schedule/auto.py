@@ -484,8 +484,7 @@ def judge_batch(judge: Judge, named: Sequence[tuple[str, Assignment]]) -> dict[K
     gear = judge.gear()
     out: dict[Key, Judged | bytes] = {}
     pending: dict[bytes, tuple[str, Assignment, Prepared, list[int]]] = {}
-    tasks: dict[Key, Task[Span]] = {}
-    works = list(judge.cache.works)
+    to_simulate: list[Key] = []
     for i, (name, assignment) in enumerate(named):
         judge.trials += 1
         progress.advance()
@@ -504,7 +503,13 @@ def judge_batch(judge: Judge, named: Sequence[tuple[str, Assignment]]) -> dict[K
             view, origin = ready
             pending[digest] = (name, assignment, view, origin)
             out[key] = digest
-            tasks[key] = (span_task, (judge.hw, works, view))
+            to_simulate.append(key)
+    # The work table as the views left it (reading ops may have added to it).
+    works = list(judge.cache.works)
+    tasks: dict[Key, Task[Span]] = {
+        key: (span_task, (judge.hw, works, view))
+        for key, (_, _, view, _) in zip(to_simulate, pending.values(), strict=True)
+    }
     spans = iter(current().run(tasks).values()) if tasks else iter(())
     for digest, (name, assignment, view, origin) in pending.items():
         judge.judged[digest] = judge._finish(name, assignment, view, origin, next(spans))

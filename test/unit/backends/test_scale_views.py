@@ -15,6 +15,7 @@ from npuir.analysis.events import lowered_program
 from npuir.analysis.partition import Mode, assign, with_collective_chain
 from npuir.analysis.program import NodeKind, Program, build_program, scheduled_functions
 from npuir.backends.npu.simulator import Prepared, SimCache, simulate_span
+from npuir.schedule.auto import Judge, judge_batch
 from npuir.schedule.device import device_of
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
@@ -82,3 +83,32 @@ def test_inputs_must_match_the_programs() -> None:
     view = base.view(lowered, origin, lambda _p, _n, _e: None)
     with pytest.raises(ValueError, match="prepared inputs"):
         simulate_span([lowered, lowered], hw, mirror_peers=True, inputs=[view])
+
+
+T = "tensor<1024xf16>"
+HOLDERS = f"""module {{
+  func.func @f(%a: {T}, %z: tensor<1024xi1>) {{
+    %x = npu.add %a, %a : ({T}, {T}) -> {T}
+    %n = npu.nonzero %z : (tensor<1024xi1>) -> tensor<?x1xi64>
+    %y = npu.mul %x, %a : ({T}, {T}) -> {T}
+    func.return
+  }}
+}}"""
+
+
+def test_a_batch_judges_as_one_candidate_at_a_time_does_from_a_fresh_cache() -> None:
+    """The first batch of a judge reads its ops (and their work table) while it builds the
+    views: its tasks must carry the table as it is after that (a hold-and-wait op's run is
+    read from it)."""
+    module = npuir.parse_text(npuir.make_context(), HOLDERS, "holders.mlir")
+    (func,) = scheduled_functions(module)
+    prog = build_program(func)
+    hw = device_of(module, None)
+    named = [(str(m), assign(m, prog, [None] * len(prog), {}, 8)) for m in MODES]
+    batch = judge_batch(Judge(prog, hw, None, cache=SimCache(hw)), named)
+    one = Judge(prog, hw, None, cache=SimCache(hw))
+    alone = [one(name, assignment) for name, assignment in named]
+    assert [(j.makespan, j.waits, j.critical) for j in batch.values()] == [
+        (j.makespan, j.waits, j.critical) for j in alone
+    ]
+    assert list(batch) == [("f", i) for i in range(len(named))]
