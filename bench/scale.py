@@ -23,6 +23,13 @@ or, with `--functions K`, MPMD over K copies of the rank function (`--entries`),
 process; it prints the child's CPU seconds and peak RSS, and both over the simulated nodes
 (every rank's nodes: its ops, records, waits and return).
 
+`python bench/scale.py --auto-plans DIR [--jobs N]` runs `stream-partition{mode=auto}` (with
+`ignore-tags=true`, and again with `limits=false`) on every bench workload
+(`bench/workloads`) in this process, writes each plan (the printed module) into DIR and
+prints each search's CPU seconds and their total: `diff -r` two such directories to check
+that a change to the search's machinery leaves its plans byte for byte as they were.
+`--jobs N` judges the candidates on a pool of N processes (`npuir.executor`).
+
 The growth exponent of a phase between two sizes is log(t2 / t1) / log(n2 / n1): 1.0 is
 linear, 2.0 quadratic.  The growth factor is t2 / t1 itself (10.0 is linear over 10x).
 """
@@ -263,8 +270,44 @@ def per_node(ranks: int, layers: int = 61, functions: int = 1) -> dict[str, Any]
     }
 
 
+def auto_plans(out: Path, jobs: str = "1") -> float:
+    """Write auto's plan of every bench workload into `out` (see the module docstring) and
+    print each search's CPU seconds; their total."""
+    sys.path.insert(0, str(HERE))
+    from workloads import WORKLOADS
+
+    import npuir
+    from npuir.executor import parse_jobs, using
+
+    out.mkdir(parents=True, exist_ok=True)
+    total = 0.0
+    with parse_jobs(jobs).make() as pool, using(pool):
+        for name, make in WORKLOADS.items():
+            text = make()
+            for tag, options in (("auto", ""), ("nolimits", " limits=false")):
+                ctx = npuir.make_context()
+                module = npuir.parse_text(ctx, text, f"{name}.mlir")
+                spec = f"stream-partition{{mode=auto ignore-tags=true{options}}}"
+                t0 = time.process_time()
+                npuir.run_passes(ctx, module, npuir.build_pipeline(spec), verify_each=False)
+                seconds = time.process_time() - t0
+                total += seconds
+                (out / f"{name}.{tag}.mlir").write_text(npuir.print_ir(module))
+                print(f"{name:<22} {tag:<9} {seconds:6.2f} CPU-s", flush=True)
+    print(f"{'total':<32} {total:6.2f} CPU-s")
+    return total
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "--per-node":
+    if sys.argv[1] == "--auto-plans":
+        import argparse
+
+        ap = argparse.ArgumentParser(description="auto's plans of the bench workloads")
+        ap.add_argument("--auto-plans", type=Path, required=True, metavar="DIR")
+        ap.add_argument("--jobs", default="1")
+        a = ap.parse_args()
+        auto_plans(a.auto_plans, a.jobs)
+    elif sys.argv[1] == "--per-node":
         import argparse
 
         ap = argparse.ArgumentParser(description="CPU and memory per simulated node")

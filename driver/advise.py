@@ -118,7 +118,7 @@ from npuir.driver.run import (
     time_program,
     timing_function,
 )
-from npuir.executor import Executor, parse_jobs
+from npuir.executor import Executor, parse_jobs, using
 from npuir.frontends.load import Format, load_source, read, source_of_text
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.schedule.auto import Judge, cost_strategies, shared_searches
@@ -2325,23 +2325,26 @@ def _advise_shared(
     pool = parse_jobs(config.jobs).make()
     try:
         _submit_baselines(pool, config, cases, unannotated)
-        advice = _search_and_report(
-            config,
-            module,
-            text,
-            calls,
-            write,
-            hw,
-            cases,
-            budget_bytes,
-            unannotated,
-            pool,
-            copies,
-            variants,
-            by,
-            timed_of,
-            add,
-        )
+        # Auto's own candidates (`stream-partition{mode=auto}` in its row and the memory
+        # trade-off) run their batches on the same pool (`npuir.executor.using`).
+        with using(pool):
+            advice = _search_and_report(
+                config,
+                module,
+                text,
+                calls,
+                write,
+                hw,
+                cases,
+                budget_bytes,
+                unannotated,
+                pool,
+                copies,
+                variants,
+                by,
+                timed_of,
+                add,
+            )
     finally:
         pool.close()
     return advice

@@ -25,7 +25,7 @@ streams and events removed (`unlowered`), so it matches the baseline of its sour
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -58,15 +58,24 @@ from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import Diagnostic, DiagnosticError, Kind, UsageError, error
 from npuir.dialects import gear, npu, stream
 from npuir.dialects.shapes import RetypeError, specialise
-from npuir.driver.identical import share_identical
+from npuir.driver.identical import has_symbol_refs, share_identical, text_copies
 from npuir.driver.npz import read_arrays
-from npuir.frontends.load import Source, load_source, read, source_of_text, state_arrays
+from npuir.frontends.load import (
+    Format,
+    Source,
+    load_source,
+    read,
+    source_of_text,
+    state_arrays,
+)
 from npuir.frontends.pt2 import STATE_ATTR
 from npuir.host import available_bytes, gib
+from npuir.parsing import parse_module
 from npuir.passmanager.pipeline import build_pipeline, run_passes
 from npuir.progress import progress
 from npuir.schedule.device import UNKNOWN_DEVICE, device_spec
 from npuir.transforms.pipelines import PIPELINES
+from npuir.verifier import verify
 
 INPUT_SHAPE = Kind(
     "input.shape-mismatch",
@@ -785,12 +794,47 @@ _Loaded = tuple[
 ]
 
 
+def _load_sharing(
+    source: Source, ctx: NpuirContext, config: RunConfig
+) -> tuple[ModuleOp, dict[str, str]]:
+    """`load_source(source, ctx)`, but for an MPMD run of `.mlir` text, entry functions whose
+    text is another entry's but for its name are not parsed (`text_copies`): the module
+    holds one of each, and the copies' names map to it.  Parsing and verifying every copy
+    cost MPMD most of its time over SPMD.  Whatever `share_identical` would not share (a
+    module that names a symbol), or any entry the smaller module does not resolve, is
+    read from the whole text as before, so errors and results are the same."""
+    entries = config.entries or []
+    if len(set(entries)) < 2 or source.format is not Format.MLIR:
+        return load_source(source, ctx), {}
+    text = source.text(ctx)
+    blanked, copied = text_copies(text, entries)
+    if not copied:
+        return load_source(source, ctx), {}
+    sources = ctx.diagnostics.sources
+    try:
+        module = parse_module(ctx, blanked, source.filename, sources)
+        verify(module)
+    except DiagnosticError:
+        module = None  # said as the whole text says it, below
+    finally:
+        sources.add(source.filename, text)  # lines quoted in diagnostics: the text as given
+    funcs = _functions(module) if module is not None else {}
+    if (
+        module is None
+        or has_symbol_refs(module)
+        or any(f not in funcs or funcs[f].is_declaration for f in copied.values())
+    ):
+        return load_source(source, ctx), {}
+    return module, copied
+
+
 def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) -> _Loaded:
     """Parse the input (or take `parsed`, already parsed and verified); its device,
     entries, given inputs and argument shapes.  Without `keep`, the module as written is
     not copied before lowering (the caller needs only the lowered one)."""
     ctx = make_context(collect_diagnostics=True)
     weights: dict[str, Array] = {}
+    copied: dict[str, str] = {}
     if parsed is not None:
         module = parsed
         if isinstance(config.source, str):
@@ -802,10 +846,16 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
             source = source_of_text(config.path, config.source)
         else:
             source = read(config.path)
-        module = load_source(source, ctx)
+        module, copied = _load_sharing(source, ctx, config)
         weights = state_arrays(source)
-    names = entry_names(config, module)
-    shown = list(names)
+    if copied and config.entries:
+        # The copies were never parsed: each rank that runs one is given the one kept.
+        shared = [copied.get(n, n) for n in config.entries]
+        names = entry_names(replace(config, entries=shared), module)
+        shown = list(config.entries)
+    else:
+        names = entry_names(config, module)
+        shown = list(names)
     # Entry functions that are copies of each other are lowered and prepared once (every
     # rank is still simulated); `shown` keeps the names the ranks were given.
     names = share_identical(module, names)
@@ -818,8 +868,14 @@ def _load(config: RunConfig, parsed: ModuleOp | None = None, keep: bool = True) 
     # A `.pt2`'s weights are not inputs: they take the archive's values.
     state = [state_inputs(funcs[n], weights, config.path) for n in names]
     given = load_inputs(config.inputs, [funcs[n] for n in names], state) if config.inputs else None
+    # Without given inputs a function's shapes are the same on every rank that runs it:
+    # read once per function, not once per rank.
+    once: dict[str, list[tuple[int, ...]]] = {}
     shapes = [
-        _arg_shapes(funcs[n], config, given[r] if given else None) for r, n in enumerate(names)
+        _arg_shapes(funcs[n], config, given[r])
+        if given
+        else list(once.get(n) or once.setdefault(n, _arg_shapes(funcs[n], config, None)))
+        for r, n in enumerate(names)
     ]
     return ctx, module, original, hw, names, funcs, given, shapes, state, shown
 

@@ -23,6 +23,7 @@ calling the profiler on the deep-stack thread (`on_deep_stack(cProfile.run, ...)
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import threading
 from collections.abc import Callable
@@ -68,7 +69,12 @@ def on_deep_stack(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
 
     _raise_limit()
     try:
-        thread = threading.Thread(target=work, name="npuir-deep-stack", daemon=True)
+        # The caller's context variables (`npuir.executor.using`, the searches' shared
+        # memos) hold on the thread too: a new thread would start with none.
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run, args=(work,), name="npuir-deep-stack", daemon=True
+        )
         # The stack size is read when the thread starts, not when it is built, and it is
         # process-wide: hold it (under a lock, so that two callers do not restore each
         # other's setting) until the thread is running on its stack.

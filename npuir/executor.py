@@ -15,14 +15,21 @@ order.
 with the CPUs it finds, or the cluster `RAY_ADDRESS` names) or `ray:N` (Ray on N CPUs).
 Ray is an optional extra (`pip install 'npuir[ray]'`); its workers are processes of its
 own, which import npuir afresh.
+
+A search deep inside a pass (`stream-partition{mode=auto}`'s candidates) takes its executor
+from `current()`: what the tool set with `using` (serial when none is set).  It runs its
+tasks as a batch (`Executor.run`), whose results are its own, not those of the tasks the
+tool submitted beside it.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -34,13 +41,19 @@ __all__ = [
     "ProcessExecutor",
     "RayExecutor",
     "SerialExecutor",
+    "Task",
     "best",
+    "current",
     "parse_jobs",
+    "using",
 ]
 
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
 C = TypeVar("C")
+
+Task = tuple[Callable[..., R], tuple[Any, ...]]
+"""A function and its arguments, run as one task."""
 
 MAX_JOBS = 256
 """The most workers `--jobs` takes: a bound, so that a typo cannot fork thousands."""
@@ -96,6 +109,12 @@ class Executor(ABC, Generic[K, R]):
         """Every task's result by key, in submission order (waiting for the unfinished); a
         task's exception is raised here."""
 
+    def run(self, tasks: Mapping[K, Task[R]]) -> dict[K, R]:
+        """A batch: run `tasks` and give their results by key, in `tasks`' order, waiting
+        for these only (not for tasks `submit`ted before).  Serial here; executors with
+        workers run them there."""
+        return {key: fn(*args) for key, (fn, args) in tasks.items()}
+
     def close(self) -> None:
         """Release the workers (what `with` does on leaving)."""
 
@@ -123,6 +142,11 @@ class ProcessExecutor(Executor[K, R]):
         context.set_forkserver_preload(["npuir.driver.advise"])
         self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
         self._futures: dict[K, Future[R]] = {}
+        self.batched = 0
+        """Tasks `run` was given."""
+        self.taken_back = 0
+        """Of those, the ones no worker had taken when their result was asked for, run
+        here instead."""
 
     def submit(self, key: K, fn: Callable[..., R], *args: Any) -> None:
         _unique(key, self._futures)
@@ -130,6 +154,22 @@ class ProcessExecutor(Executor[K, R]):
 
     def results(self) -> dict[K, R]:
         return {key: future.result() for key, future in self._futures.items()}
+
+    def run(self, tasks: Mapping[K, Task[R]]) -> dict[K, R]:
+        """The batch goes to the pool; a task no worker has taken by the time its result is
+        asked for is taken back and run here (the workers may be busy with what the tool
+        submitted before, and this process would only wait)."""
+        futures = {key: self._pool.submit(fn, *args) for key, (fn, args) in tasks.items()}
+        self.batched += len(futures)
+        out: dict[K, R] = {}
+        for key, future in futures.items():
+            if future.cancel():
+                fn, args = tasks[key]
+                out[key] = fn(*args)
+                self.taken_back += 1
+            else:
+                out[key] = future.result()
+        return out
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -160,9 +200,32 @@ class RayExecutor(Executor[K, R]):
         values = self._ray.get(list(self._refs.values()))
         return dict(zip(self._refs, values, strict=True))
 
+    def run(self, tasks: Mapping[K, Task[R]]) -> dict[K, R]:
+        refs = [self._ray.remote(fn).remote(*args) for fn, args in tasks.values()]
+        return dict(zip(tasks, self._ray.get(refs), strict=True))
+
     def close(self) -> None:
         if self._started and self._ray.is_initialized():
             self._ray.shutdown()
+
+
+_CURRENT: ContextVar[Executor[Any, Any] | None] = ContextVar("npuir_executor", default=None)
+
+
+@contextmanager
+def using(executor: Executor[Any, Any]) -> Iterator[None]:
+    """Within this block, searches run their batches on `executor` (`current`)."""
+    token = _CURRENT.set(executor)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current() -> Executor[Any, Any]:
+    """The executor `using` set, or a serial one."""
+    executor = _CURRENT.get()
+    return executor if executor is not None else SerialExecutor()
 
 
 def _unique(key: object, tasks: Mapping[Any, object]) -> None:

@@ -97,7 +97,7 @@ import hashlib
 import itertools
 import random
 from array import array
-from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -125,11 +125,17 @@ from npuir.backends.npu.profile import Profile
 from npuir.backends.npu.simulator import (
     POOL_ENGINES,
     NodeCosts,
+    Prepared,
     SimCache,
-    simulate_span,
+    Span,
+    coreset_limit,
+    refuse_unlowered_scopes,
+    span_task,
 )
 from npuir.dialects.npu import CollectiveOp, NpuOp
 from npuir.dialects.stream import MAIN_TAG
+from npuir.executor import Task, current
+from npuir.executor import best as least
 from npuir.progress import progress
 from npuir.schedule.core_check import CoreChecker, has_holder
 from npuir.schedule.limits import LimitPolicy, LimitSpace, policies
@@ -151,6 +157,9 @@ left to `stream-partition`'s fallback to the written partition, as before."""
 
 LimitFn = Callable[[Program, int, str], int | None]
 """Core limit of a node of the *un-partitioned* program (None: unlimited)."""
+
+Key = tuple[str, int]
+"""A candidate's task key: (gear, its position among the candidates judged together)."""
 
 Memos = dict[bytes, dict[bytes, "Judged"]]
 """Judgements shared by the judges of one search (one policy): digest of a judge's issue
@@ -264,6 +273,9 @@ class Judge:
         self._floors: list[int] | None = None
         """Per node, its least run time (`_floor_costs`), once computed."""
         self._floorable = True
+        self._prepared: tuple[Prepared, dict[Operation, int]] | None = None
+        """The simulator's inputs for `chained` and its op index (`_inputs`), once read."""
+        self._scopes_refused = False
         self.trials = 0
 
     def __call__(self, name: str, assignment: Assignment) -> Judged:
@@ -299,6 +311,23 @@ class Judge:
         judged = self._simulate(name, assignment, self.policy, lowering)
         self.judged[digest] = judged
         return judged
+
+    def _inputs(self) -> tuple[Prepared, dict[Operation, int]]:
+        """The simulator's inputs for the chained program under its written limits, read
+        once per judge (every schedule judged is a `Prepared.view` of them), and each
+        op's node there."""
+        if self._prepared is None:
+            prog = self.chained
+            limit_fn: LimitFn = coreset_limit
+            if self.limits is not None:
+                written = self._written_limit
+
+                def limit_fn(_p: Program, n: int, engine: str) -> int | None:
+                    return written(n, engine)
+
+            base = Prepared.unscheduled(prog, self.hw, limit_fn, self.cache, self.profile)
+            self._prepared = (base, prog.index)
+        return self._prepared
 
     def _floor_costs(self) -> list[int] | None:
         """Per node of the chained program, the least time it can run in the simulator
@@ -364,6 +393,22 @@ class Judge:
     ) -> Judged:
         """`assignment` simulated under `policy` (given with `lowering`, its lowered program:
         see `under_policies`; else this judge's own)."""
+        ready = self._ready(name, assignment, policy, lowering)
+        if isinstance(ready, Judged):
+            return ready
+        view, origin = ready
+        span = span_task(self.hw, list(self.cache.works), view)
+        return self._finish(name, assignment, view, origin, span)
+
+    def _ready(
+        self,
+        name: str,
+        assignment: Assignment,
+        policy: LimitPolicy | None = None,
+        lowering: tuple[Program, list[int]] | None = None,
+    ) -> Judged | tuple[Prepared, list[int]]:
+        """What simulating `assignment` takes: its lowered program's inputs and origin
+        map, or its judgement when it needs no simulation (infeasible)."""
         if lowering is None:
             policy = self.policy
         chosen: dict[Operation, int] = {}
@@ -395,19 +440,87 @@ class Judge:
             return Judged(name, assignment, INFEASIBLE, 0, [])
         if self.refuse_pair_rule and _breaks_pair_rule(lowered, origin, limit_fn, self.hw):
             return Judged(name, assignment, INFEASIBLE, 0, [])
-        # A schedule is judged on one rank: an SPMD program's peers run the same schedule.
-        result = simulate_span(
-            [lowered],
-            self.hw,
-            limits=limit_fn,
-            cache=self.cache,
-            mirror_peers=True,
-            profile=self.profile,
-        )
-        waits = sum(1 for k in lowered.kind if k is NodeKind.WAIT)
+        if limit_fn is None and not self._scopes_refused:
+            # As `simulate` does before reading `coreset.cores` (the lowered program has
+            # the chained program's ops).
+            refuse_unlowered_scopes(self.chained)
+            self._scopes_refused = True
+        # The op's work was read once (`_inputs`); a policy's chosen limits read again the
+        # nodes they change.
+        base, index = self._inputs()
+        redo: Iterable[int] = ()
+        if chosen:
+            # Without written limits the inputs were read with the ops' `coreset.cores`,
+            # which a limit function does not read: read every node again then.
+            redo = (
+                range(len(base.kind))
+                if self.limits is None
+                else (index[op] for op in chosen if op in index)
+            )
+        return base.view(lowered, origin, limit_fn or coreset_limit, redo), origin
+
+    @staticmethod
+    def _finish(
+        name: str, assignment: Assignment, view: Prepared, origin: list[int], result: Span
+    ) -> Judged:
+        """The judgement of `assignment` from its simulation (of `view`, one rank: an SPMD
+        program's peers run the same schedule)."""
+        waits = view.kind.count(_WAIT)
         span = INFEASIBLE if result.deadlocked else result.makespan_ns
         critical = [origin[n] for r, n in result.critical_path if r == 0 and origin[n] >= 0]
         return Judged(name, assignment, span, waits, critical)
+
+    def gear(self) -> str:
+        """The name of the function judged (a gear version or a rank's function)."""
+        return self.prog.func.sym_name.data
+
+
+def judge_batch(judge: Judge, named: Sequence[tuple[str, Assignment]]) -> dict[Key, Judged]:
+    """Each of `named` judged by `judge`, as calling it on each in turn would (the same
+    trials and judgements, the same memo), keyed (gear, position in `named`); the
+    simulations run as one batch on the current executor (`npuir.executor.current`).
+    Pick among them with `npuir.executor.best` by `Judged.key`: by (cost, key), so ties go
+    to the earlier candidate, whatever order the tasks finished in."""
+    gear = judge.gear()
+    out: dict[Key, Judged | bytes] = {}
+    pending: dict[bytes, tuple[str, Assignment, Prepared, list[int]]] = {}
+    to_simulate: list[Key] = []
+    for i, (name, assignment) in enumerate(named):
+        judge.trials += 1
+        progress.advance()
+        digest = _digest(assignment)
+        seen = judge.judged.get(digest)
+        key = (gear, i)
+        if seen is not None:
+            out[key] = Judged(name, assignment, seen.makespan, seen.waits, seen.critical)
+        elif digest in pending:
+            out[key] = digest  # the same schedule as an earlier candidate: judged once
+        else:
+            ready = judge._ready(name, assignment)
+            if isinstance(ready, Judged):
+                judge.judged[digest] = out[key] = ready
+                continue
+            view, origin = ready
+            pending[digest] = (name, assignment, view, origin)
+            out[key] = digest
+            to_simulate.append(key)
+    # The work table as the views left it (reading ops may have added to it).
+    works = list(judge.cache.works)
+    tasks: dict[Key, Task[Span]] = {
+        key: (span_task, (judge.hw, works, view))
+        for key, (_, _, view, _) in zip(to_simulate, pending.values(), strict=True)
+    }
+    spans = iter(current().run(tasks).values()) if tasks else iter(())
+    for digest, (name, assignment, view, origin) in pending.items():
+        judge.judged[digest] = judge._finish(name, assignment, view, origin, next(spans))
+    final: dict[Key, Judged] = {}
+    for key, value in out.items():
+        if isinstance(value, bytes):
+            seen = judge.judged[value]
+            name, assignment = named[key[1]]
+            value = Judged(name, assignment, seen.makespan, seen.waits, seen.critical)
+        final[key] = value
+    return final
 
 
 def _makespan_floor(assigned: Program, plan: EventPlan, floors: list[int], hw: Hardware) -> int:
@@ -443,6 +556,8 @@ def _makespan_floor(assigned: Program, plan: EventPlan, floors: list[int], hw: H
 
 _UNREAD = object()
 """A written limit not read yet (None is a limit: unlimited)."""
+
+_WAIT = int(NodeKind.WAIT)
 
 
 def _order_digest(prog: Program) -> bytes:
@@ -670,14 +785,15 @@ def _candidates(
     max_streams: int,
     hw: Hardware,
     reserved: Collection[str],
-) -> list[Judged]:
-    """Every baseline, the user's annotation and the earliest-finish schedule, judged."""
+) -> list[tuple[str, Assignment]]:
+    """Every baseline, the user's annotation and the earliest-finish schedule, to be judged
+    (by `judge`, in its order)."""
     prog = judge.prog
     # `single` puts every op on the default stream, pins or not; with pins it is no
     # candidate (the user mode below is its pinned form).
     pins = any(tag is not None for tag in pinned)
-    judged = [
-        judge(mode, assign(mode, prog, pinned, priorities, max_streams, reserved=reserved))
+    judged: list[tuple[str, Assignment]] = [
+        (mode, assign(mode, prog, pinned, priorities, max_streams, reserved=reserved))
         for mode in BASELINES
         if not (pins and mode is Mode.SINGLE)
     ]
@@ -686,11 +802,11 @@ def _candidates(
             annotation = assign(
                 Mode.USER, prog, user, user_priorities, max_streams, reserved=reserved
             )
-            judged.append(judge("user", annotation))
+            judged.append(("user", annotation))
         except ValueError:
             pass  # the annotation itself exceeds max-streams: not a candidate
     eft = _earliest_finish(judge.chained, solo, pinned, priorities, max_streams, hw, reserved)
-    judged.append(judge("eft", eft))
+    judged.append(("eft", eft))
     return judged
 
 
@@ -1515,7 +1631,7 @@ def _search(
                 permuted(prog, order), hw, limits, profile, cache, known_limits, policy, memos, True
             )
             pins, user_pins = [pinned[n] for n in order], [user[n] for n in order]
-        candidates: list[Judged] = []
+        candidates: list[tuple[str, Assignment]] = []
         if i < listed:
             candidates = _candidates(
                 judge,
@@ -1529,11 +1645,12 @@ def _search(
                 reserved,
             )
         candidates += [
-            judge(name, _in_order(result, order))
-            for name, result in costed
-            if result.order == order
+            (name, _in_order(result, order)) for name, result in costed if result.order == order
         ]
-        winners.append((min(candidates, key=Judged.key), judge, pins, order))
+        # The candidates are independent: their simulations run as one batch on the
+        # executor, the winner picked by (cost, key) (ties: the earlier candidate).
+        _, winner = least(judge_batch(judge, candidates), Judged.key)
+        winners.append((winner, judge, pins, order))
     winners.sort(key=lambda w: w[0].key())
     refined_ones = winners[:_REFINED]
     best: Judged | None = None

@@ -106,8 +106,9 @@ def _arg_parser() -> argparse.ArgumentParser:
         "--jobs",
         default="1",
         metavar="N|ray|ray:N",
-        help="run the baselines beside the search on N worker processes, or on Ray "
-        "(the ray extra); 1 (the default) runs everything in this process",
+        help="run the baselines beside the search, and auto's candidates, on N worker "
+        "processes, or on Ray (the ray extra); 1 (the default) runs everything in this "
+        "process.  The advice is the same whatever the number",
     )
     ap.add_argument("--json", action="store_true", help="print the advice as one JSON object")
     ap.add_argument("--quiet", action="store_true", help="no progress line on stderr")

@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 from npuir.api import print_ir
 from npuir.context import NpuirContext, make_context
 from npuir.diagnostics import DiagnosticError, UsageError
+from npuir.executor import parse_jobs, using
 from npuir.frontends.load import Format, load_source, read
 from npuir.parsing import SPLIT_MARKER, Chunk, parse_module, split_input
 from npuir.passmanager.pipeline import build_pipeline, run_passes
@@ -97,6 +99,14 @@ def _arg_parser() -> argparse.ArgumentParser:
         help="import MODULE (a dotted name or a .py file) and register the passes it defines; "
         "repeatable",
     )
+    ap.add_argument(
+        "--jobs",
+        default="1",
+        metavar="N|ray|ray:N",
+        help="judge stream-partition{mode=auto}'s candidates on N worker processes, or on Ray "
+        "(the ray extra); 1 (the default) judges them in this process.  The output is the "
+        "same whatever the number",
+    )
     add_common_arguments(ap)
     return ap
 
@@ -121,6 +131,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(describe_passes())
             return EXIT_OK
         passes = build_pipeline(args.passes)
+        jobs = parse_jobs(args.jobs)
     except UsageError as exc:
         print(f"npuir-opt: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -142,6 +153,36 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"npuir-opt: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
+    try:
+        pool = jobs.make()  # (Ray may not be installed)
+    except UsageError as exc:
+        print(f"npuir-opt: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    with pool, using(pool):
+        outputs, failed = _run_chunks(ctx, args, source.filename, chunks, passes)
+    if failed:
+        return EXIT_INPUT
+    result = f"{SPLIT_MARKER}\n".join(outputs)
+    if args.output_file is not None:
+        try:
+            write_text(args.output_file, result)
+        except UsageError as exc:
+            print(f"npuir-opt: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    else:
+        sys.stdout.write(result)
+    return EXIT_OK
+
+
+def _run_chunks(
+    ctx: NpuirContext,
+    args: argparse.Namespace,
+    filename: str,
+    chunks: list[Chunk | ModuleOp],
+    passes: list[ModulePass],
+) -> tuple[list[str], bool]:
+    """Each chunk parsed, verified and run through `passes`: the printed outputs (and the
+    expected diagnostics), and whether one failed."""
     outputs: list[str] = []
     failed = False
     for chunk in chunks:
@@ -151,7 +192,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 module = chunk
             else:
                 sources = ctx.diagnostics.sources
-                module = parse_module(ctx, chunk.text, source.filename, sources, chunk.offset)
+                module = parse_module(ctx, chunk.text, filename, sources, chunk.offset)
             phase = "verify"
             verify(module)
             run_passes(ctx, module, passes, verify_each=args.verify_each or None)
@@ -172,18 +213,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             else:
                 print(rendered, file=sys.stderr)
                 failed = True
-    if failed:
-        return EXIT_INPUT
-    result = f"{SPLIT_MARKER}\n".join(outputs)
-    if args.output_file is not None:
-        try:
-            write_text(args.output_file, result)
-        except UsageError as exc:
-            print(f"npuir-opt: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    else:
-        sys.stdout.write(result)
-    return EXIT_OK
+    return outputs, failed
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

@@ -192,9 +192,9 @@ def explain(
                 known_set.add(name)
                 known.append(name)
     # The critical path may run through every rank (collectives join them).
-    by_key = {(r.rank, r.node): r for r in result.ops}
     for rk, node in result.critical_path:
-        rec = by_key.get((rk, node))
+        # One record at a time: a run of a thousand ranks has a million.
+        rec = result.op(rk, node)
         if rec is None:
             continue
         kind = programs[rk].kind[node]

@@ -196,6 +196,12 @@ class Hardware:
         )
         return hash(values)
 
+    def __reduce__(self) -> tuple[type[Hardware], tuple[Any, ...]]:
+        # Pickled (a search's tasks go to worker processes) with its tables as plain dicts:
+        # a mapping proxy does not pickle; construction makes them proxies again.
+        values = (getattr(self, f.name) for f in dataclasses.fields(self))
+        return (Hardware, tuple(dict(v) if isinstance(v, Mapping) else v for v in values))
+
     def cores(self, engine: str) -> int:
         """Number of cores of `engine` ("cube", "vector" or "aicpu") on the device."""
         if engine == "cube":

@@ -1,25 +1,33 @@
-"""The executors a search's independent work runs on (`npuir.executor`), and `npuir-advise
---jobs`: every executor and every number of workers gives the same advice, byte for byte."""
+"""The executors a search's independent work runs on (`npuir.executor`), `npuir-advise
+--jobs` and auto's candidates: every executor and every number of workers gives the same
+advice and the same plan, byte for byte."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import npuir
+from npuir.deep_stack import on_deep_stack
 from npuir.diagnostics import UsageError
 from npuir.executor import (
     ExecutorSpec,
     ProcessExecutor,
     SerialExecutor,
     best,
+    current,
     parse_jobs,
+    using,
 )
 from npuir.tools.advise import run as advise_tool
+from npuir.tools.opt import run as opt_tool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEED = str(EXAMPLES / "seed_multistream.mlir")
+AUTO = "stream-partition{mode=auto ignore-tags=true}"
 
 
 def _square_minus(x: int, y: int) -> int:
@@ -54,6 +62,11 @@ def test_the_tool_refuses_a_bad_jobs_value_with_its_kind(
     assert "--jobs" in error["error"]["message"]
 
 
+def test_npuir_opt_refuses_a_bad_jobs_value(capsys: pytest.CaptureFixture[str]) -> None:
+    assert opt_tool([SEED, "-p", AUTO, "--jobs", "ray:0"]) == 2
+    assert "--jobs ray:0" in capsys.readouterr().err
+
+
 def test_best_breaks_ties_by_key_whatever_the_order_of_completion() -> None:
     costs = {("gear 1", 2): 5, ("gear 0", 1): 3, ("gear 0", 0): 3, ("gear 1", 0): 9}
     orders = [dict(costs), dict(reversed(list(costs.items())))]
@@ -86,12 +99,61 @@ def _advice(capsys: pytest.CaptureFixture[str], *jobs: str) -> str:
     return capsys.readouterr().out
 
 
+def _auto_plan(text: str) -> str:
+    """The module `stream-partition{mode=auto}` plans for `text`, printed."""
+    ctx = npuir.make_context()
+    module = npuir.parse_text(ctx, text, "moe_decode.mlir")
+    npuir.run_passes(ctx, module, npuir.build_pipeline(AUTO), verify_each=False)
+    return npuir.print_ir(module)
+
+
+def test_a_run_outside_any_executor_batches_serially() -> None:
+    """`current` is serial unless a tool set one, and `using` sets it for its block only
+    (through the deep-stack thread a pipeline runs on)."""
+    pool = SerialExecutor[str, int]()
+    assert isinstance(current(), SerialExecutor) and current() is not pool
+    with using(pool):
+        assert current() is pool
+        assert on_deep_stack(current) is pool
+        assert pool.run({"b": (_square_minus, (3, 1)), "a": (_square_minus, (2, 0))}) == {
+            "b": 8,
+            "a": 4,
+        }
+    assert current() is not pool
+
+
 @pytest.mark.slow
-def test_advice_is_the_same_on_every_executor(capsys: pytest.CaptureFixture[str]) -> None:
+def test_advice_and_auto_plans_are_the_same_on_every_executor(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """Serial, a pool of two processes and Ray on two CPUs (real worker processes, not the
-    local mode) give the same advice, byte for byte."""
+    local mode) give the same advice, and `stream-partition{mode=auto}`, its candidates run
+    as batches on each, the same plan, byte for byte."""
     serial = _advice(capsys)
     assert json.loads(serial)["variants"]
+    text = (EXAMPLES / "moe_decode.mlir").read_text()
+    plan = _auto_plan(text)
     assert _advice(capsys, "--jobs", "2") == serial
-    pytest.importorskip("ray")
-    assert _advice(capsys, "--jobs", "ray:2") == serial
+    with ProcessExecutor[Any, Any](2) as pool:
+        # Warmed up, so that its workers are there to take some of auto's candidates.
+        assert pool.run({i: (_square_minus, (i, 0)) for i in range(4)}) == {0: 0, 1: 1, 2: 4, 3: 9}
+        pool.batched = pool.taken_back = 0
+        with using(pool):
+            assert _auto_plan(text) == plan
+        assert pool.batched > pool.taken_back
+    # The same through npuir-opt --jobs 2 (its own pool).
+    out = tmp_path / "out.mlir"
+    assert (
+        opt_tool([str(EXAMPLES / "moe_decode.mlir"), "-p", AUTO, "--jobs", "2", "-o", str(out)])
+        == 0
+    )
+    assert out.read_text() == plan
+    ray = pytest.importorskip("ray")
+    # One Ray for both: the tool's executor joins it rather than starting its own.
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        assert _advice(capsys, "--jobs", "ray:2") == serial
+        with parse_jobs("ray:2").make() as ray_pool, using(ray_pool):
+            assert _auto_plan(text) == plan
+    finally:
+        ray.shutdown()

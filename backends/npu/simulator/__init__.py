@@ -92,13 +92,14 @@ from .inputs import (
     POOL_ENGINES,
     CoreLimitFn,
     NodeCosts,
+    Prepared,
     SimCache,
     UnloweredScopes,
     coreset_limit,
     refuse_unlowered_scopes,
 )
 from .results import BlockedOp, Deadlock, OpRecord, Race, SimResult
-from .run import Span, simulate, simulate_span
+from .run import Span, simulate, simulate_span, span_task
 
 __all__ = [
     "POOL_ENGINES",
@@ -107,6 +108,7 @@ __all__ = [
     "Deadlock",
     "NodeCosts",
     "OpRecord",
+    "Prepared",
     "Race",
     "SimCache",
     "SimResult",
@@ -116,4 +118,5 @@ __all__ = [
     "refuse_unlowered_scopes",
     "simulate",
     "simulate_span",
+    "span_task",
 ]

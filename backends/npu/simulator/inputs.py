@@ -16,7 +16,8 @@ wait's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
@@ -245,7 +246,29 @@ class SimCache:
 
 
 class Prepared:
-    """One program's per-node arrays, computed once from the IR."""
+    """One program's per-node arrays, computed once from the IR.
+
+    A search that simulates many lowered schedules of one program prepares that program
+    once and takes a `view` of it for each schedule: the per-op work (engine, cores,
+    blocks and their duration, collective keys, byte sizes) is gathered from it, and only
+    what the schedule changes (streams, order, records and waits) is read again."""
+
+    # Per-node arrays gathered by `view` (a view copies them through `origin`).
+    _GATHERED = (
+        "prof_ns",
+        "pool",
+        "want",
+        "accum",
+        "par",
+        "work_id",
+        "fixed",
+        "engine",
+        "coll",
+        "blocks",
+        "launch",
+        "block_ns",
+        "result_bytes",
+    )
 
     def __init__(
         self,
@@ -257,32 +280,14 @@ class Prepared:
         memory: bool = True,
     ) -> None:
         n_nodes = len(prog)
-        self.prog = prog
+        self._structure(prog)
+        self.hw = hw
+        self.cache = cache
+        self.profile = profile
         # Profiled ops: task duration (-1: costed by the model) and block dim.
         self.prof_ns = [-1] * n_nodes
         self.profiled = 0
         self.compute_ops = 0
-        costs = cache.profiled.setdefault(profile, {}) if profile is not None else None
-        self.kind = list(map(int, prog.kind))
-        self.stream = list(prog.stream)
-        if n_nodes and not (0 <= min(self.stream) and max(self.stream) < len(prog.streams)):
-            n = next(n for n, s in enumerate(self.stream) if not 0 <= s < len(prog.streams))
-            raise ValueError(
-                f"node {n} ({prog.describe(n)}) has no stream; "
-                "the simulator needs a lowered function (run stream-partition first)"
-            )
-        self.num_streams = len(prog.streams)
-        self.priority = [info.priority for info in prog.streams]
-        self.stream_nodes: list[list[int]] = [[] for _ in prog.streams]
-        self.prev_on_stream = prev = [-1] * n_nodes
-        last = [-1] * self.num_streams
-        for n, s in enumerate(self.stream):
-            prev[n] = last[s]
-            last[s] = n
-            self.stream_nodes[s].append(n)
-        self.deps = [[p for p, _ in deps] if deps else [] for deps in prog.deps]
-        self.bound = _bound_records(prog)
-
         # Cores: pool index (-1: none), cores asked for, hold-and-wait flag.
         self.pool = [-1] * n_nodes
         self.want = [0] * n_nodes
@@ -298,10 +303,71 @@ class Prepared:
         self.blocks = [0] * n_nodes
         self.launch = [0] * n_nodes
         self.block_ns = [0] * n_nodes
-        block_memo = cache.block_ns
         self.coll_by_key: dict[tuple[str, int], int] = {}
-        coll_count: dict[str, int] = {}
         self.result_bytes = [0] * n_nodes
+        self._fill(range(n_nodes), limits, True)
+        self._padded: dict[str, list[object]] = {}
+        # Memory: argument sizes and their readers (node results' readers are data deps);
+        # not read for a run measured without its memory (`memory=False`).
+        self.arg_bytes: list[int] = []
+        self.arg_users: list[list[int]] = []
+        for arg in prog.func.body.block.args if memory else ():
+            self.arg_bytes.append(tensor_bytes(arg.type) if isinstance(arg.type, TensorType) else 0)
+            self.arg_users.append(_value_users(prog, arg, cache))
+
+    def _structure(self, prog: Program) -> None:
+        """What depends on the program's streams and issue order, not on its ops' work."""
+        n_nodes = len(prog)
+        self.prog = prog
+        self.kind = list(map(int, prog.kind))
+        self.stream = list(prog.stream)
+        if n_nodes and not (0 <= min(self.stream) and max(self.stream) < len(prog.streams)):
+            n = next(n for n, s in enumerate(self.stream) if not 0 <= s < len(prog.streams))
+            raise ValueError(
+                f"node {n} ({prog.describe(n)}) has no stream; "
+                "the simulator needs a lowered function (run stream-partition first)"
+            )
+        self.num_streams = len(prog.streams)
+        self.priority = [info.priority for info in prog.streams]
+        self.stream_nodes: list[list[int]] = [[] for _ in prog.streams]
+        self.prev_on_stream = prev = [-1] * n_nodes
+        last = [-1] * self.num_streams
+        stream_nodes = self.stream_nodes
+        for n, s in enumerate(self.stream):
+            prev[n] = last[s]
+            last[s] = n
+            stream_nodes[s].append(n)
+        self.bound = _bound_records(prog)
+
+    def __getstate__(self) -> dict[str, object]:
+        """What a worker process needs to run a view (`run.span_task`): the arrays, not the
+        IR, the cache or the profile (a worker's `prog` is None: it cannot describe a node,
+        which a span does not ask)."""
+        self.deps  # noqa: B018 -- read from the IR here, where the IR is
+        state = dict(self.__dict__)
+        for name in ("prog", "cache", "profile", "_padded"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.prog = None
+        self.cache = None  # type: ignore[assignment]
+        self.profile = None
+        self._padded = {}
+
+    @functools.cached_property
+    def deps(self) -> list[list[int]]:
+        """Per node, its producers (read when races or the critical path ask)."""
+        return [[p for p, _ in deps] if deps else [] for deps in self.prog.deps]
+
+    def _fill(self, nodes: Iterable[int], limits: CoreLimitFn, count: bool) -> None:
+        """Read the work of `nodes` from their ops (through the cache) under `limits`;
+        `count` adds them to `compute_ops` and `profiled`."""
+        prog, hw, cache, profile = self.prog, self.hw, self.cache, self.profile
+        costs = cache.profiled.setdefault(profile, {}) if profile is not None else None
+        block_memo = cache.block_ns
+        coll_count: dict[str, int] = {}
 
         # Types interned to small ints; an operand's type object is its producer's result
         # type, so keying on object identity first hashes each type object once.  The object
@@ -321,8 +387,9 @@ class Prepared:
         kinds, ops, fixed = self.kind, prog.ops, self.fixed
         work_id, engine, pool, par = self.work_id, self.engine, self.pool, self.par
         want, accum, result_bytes = self.want, self.accum, self.result_bytes
+        prof_ns, blocks, launch, block_ns = self.prof_ns, self.blocks, self.launch, self.block_ns
         on = stream.STREAM_ON
-        for n in range(n_nodes):
+        for n in nodes:
             kind = kinds[n]
             if kind != COMPUTE:
                 if kind == RECORD:
@@ -357,34 +424,37 @@ class Prepared:
             pool[n] = info.pool
             par[n] = info.par
             fixed[n] = info.fixed
+            prof_ns[n] = -1
+            blocks[n] = launch[n] = block_ns[n] = 0
             if info.accum:
                 want[n] = _clamp(limits(prog, n, POOL_ENGINES[info.pool]), info.total)
                 accum[n] = True
             elif info.pool >= 0:
                 limit = limits(prog, n, info.engine)
                 want[n] = info.par if limit is None else max(1, min(limit, info.par))
-            self.compute_ops += 1
+            if count:
+                self.compute_ops += 1
             if costs is not None and profile is not None:
                 cost = costs.get(op, _UNSEEN)
                 if cost is _UNSEEN:
                     cost = costs[op] = profile.lookup(op)
                 if isinstance(cost, ProfiledCost):
-                    self._use_profile(n, info, cost, limits)
+                    self._use_profile(n, info, cost, limits, count)
             if not info.accum and info.pool >= 0:
-                if self.prof_ns[n] >= 0:
+                if prof_ns[n] >= 0:
                     # A profiled task time is one block's time on its block dim, launch
                     # included.
-                    self.blocks[n] = par[n]
-                    self.block_ns[n] = self.prof_ns[n]
+                    blocks[n] = par[n]
+                    block_ns[n] = prof_ns[n]
                 else:
-                    b = self.blocks[n] = want[n]
+                    b = blocks[n] = want[n]
                     key = info.work_id * _CORE_KEY + b
                     ns = block_memo.get(key)
                     if ns is None:
                         ns = block_memo[key] = timing.block_ns(hw, info.work, b)
-                    self.block_ns[n] = ns
-                    self.launch[n] = timing.launch_cost(hw)
-            if info.collective:
+                    block_ns[n] = ns
+                    launch[n] = timing.launch_cost(hw)
+            if info.collective and count:
                 assert isinstance(op, CollectiveOp)
                 group = op.group
                 k = coll_count.get(group, 0)
@@ -392,17 +462,70 @@ class Prepared:
                 self.coll[n] = (group, op.group_size, k)
                 self.coll_by_key[(group, k)] = n
 
-        # Memory: argument sizes and their readers (node results' readers are data deps);
-        # not read for a run measured without its memory (`memory=False`).
-        self.arg_bytes: list[int] = []
-        self.arg_users: list[list[int]] = []
-        for arg in prog.func.body.block.args if memory else ():
-            self.arg_bytes.append(tensor_bytes(arg.type) if isinstance(arg.type, TensorType) else 0)
-            self.arg_users.append(_value_users(prog, arg, cache))
+    @staticmethod
+    def unscheduled(
+        prog: Program,
+        hw: Hardware,
+        limits: CoreLimitFn,
+        cache: SimCache,
+        profile: Profile | None = None,
+    ) -> Prepared:
+        """The inputs of `prog`'s ops whatever its streams (it may be unpartitioned): what
+        `view` gathers from for each schedule of it.  `limits` is read with `prog` itself,
+        not the one-stream copy that is prepared."""
 
-    def _use_profile(self, n: int, info: _OpInfo, cost: ProfiledCost, limits: CoreLimitFn) -> None:
+        def limit_of(_: Program, n: int, engine: str) -> int | None:
+            return limits(prog, n, engine)
+
+        return Prepared(_on_one_stream(prog), hw, limit_of, cache, profile, memory=False)
+
+    def view(
+        self,
+        lowered: Program,
+        origin: Sequence[int],
+        limits: CoreLimitFn,
+        redo: Iterable[int] = (),
+    ) -> Prepared:
+        """The inputs of `lowered`, a schedule of this program: the same ops on other
+        streams, perhaps in another order, with records and waits added (`origin[n]` is the
+        node of this program that lowered node `n` is, -1 for a record or wait it adds; every
+        node of this program appears once).  What an op costs is copied from here, so
+        `limits` (of `lowered`'s nodes) must give each op the limits it was prepared with,
+        but for `redo` (nodes of this program), whose work is read again under `limits`.
+        Cheap: a search prepares its program once and views it per schedule.  No memory
+        inputs (`memory=False`)."""
+        out = Prepared.__new__(Prepared)
+        out._structure(lowered)
+        out.hw, out.cache, out.profile = self.hw, self.cache, self.profile
+        out.profiled, out.compute_ops = self.profiled, self.compute_ops
+        padded = self._padded
+        if not padded:
+            # One more entry, at index -1, for the nodes a lowering adds (origin -1).
+            for name in self._GATHERED:
+                column: list[object] = getattr(self, name)
+                padded[name] = [*column, _BLANK[name]]
+        for name in self._GATHERED:
+            setattr(out, name, list(map(padded[name].__getitem__, origin)))
+        fixed, kind = out.fixed, out.kind
+        record, wait = timing.record_cost(self.hw), timing.wait_cost(self.hw)
+        new_of = [-1] * len(self.kind)
+        for n, o in enumerate(origin):
+            if o < 0:
+                fixed[n] = record if kind[n] == RECORD else wait
+            else:
+                new_of[o] = n
+        out.coll_by_key = {key: new_of[n] for key, n in self.coll_by_key.items()}
+        out._fill([new_of[b] for b in redo], limits, False)
+        out._padded = {}
+        out.arg_bytes, out.arg_users = [], []
+        return out
+
+    def _use_profile(
+        self, n: int, info: _OpInfo, cost: ProfiledCost, limits: CoreLimitFn, count: bool
+    ) -> None:
         """Node `n` costs what the profile says: its task duration, on its block dim."""
-        self.profiled += 1
+        if count:
+            self.profiled += 1
         self.prof_ns[n] = cost.duration_ns
         if info.collective:
             self.fixed[n] = cost.duration_ns
@@ -414,6 +537,39 @@ class Prepared:
 
 
 _UNSEEN = object()
+
+
+def _on_one_stream(prog: Program) -> Program:
+    """`prog` with every node on one stream (what preparing its ops' work needs of it)."""
+    return Program(
+        prog.func,
+        ops=prog.ops,
+        kind=prog.kind,
+        stream=[0] * len(prog),
+        deps=prog.deps,
+        event_of=prog.event_of,
+        event_id=prog.event_id,
+        streams=[StreamInfo("s0", stream.MAIN_TAG, 0)],
+        given_index=prog.given_index,
+    )
+
+
+_BLANK: dict[str, object] = {
+    "prof_ns": -1,
+    "pool": -1,
+    "want": 0,
+    "accum": False,
+    "par": 0,
+    "work_id": -1,
+    "fixed": 0,
+    "engine": "",
+    "coll": None,
+    "blocks": 0,
+    "launch": 0,
+    "block_ns": 0,
+    "result_bytes": 0,
+}
+"""A record's or wait's entry in each gathered column (`Prepared.__init__`'s defaults)."""
 
 
 def _clamp(limit: int | None, total: int) -> int:
@@ -478,17 +634,7 @@ class NodeCosts:
     ) -> None:
         if cache is None:
             cache = SimCache(hw)
-        one_stream = Program(
-            prog.func,
-            ops=prog.ops,
-            kind=prog.kind,
-            stream=[0] * len(prog),
-            deps=prog.deps,
-            event_of=prog.event_of,
-            event_id=prog.event_id,
-            streams=[StreamInfo("s0", stream.MAIN_TAG, 0)],
-            given_index=prog.given_index,
-        )
+        one_stream = _on_one_stream(prog)
         limit_fn = limits if limits is not None else coreset_limit
 
         def limit_of(_: Program, n: int, engine: str) -> int | None:

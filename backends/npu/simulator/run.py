@@ -11,6 +11,7 @@ from npuir.backends.npu.hardware import Hardware
 from npuir.dialects.npu import CollectiveOp
 from npuir.gc_pause import collector_paused
 
+from ..cost import OpWork
 from ..groups import mismatched_pairs, partial_groups
 from ..profile import Profile
 from .inputs import CoreLimitFn, Prepared, SimCache, coreset_limit, refuse_unlowered_scopes
@@ -18,7 +19,7 @@ from .loop import Simulation
 from .measure import collect, critical_path, last_to_end
 from .results import SimResult
 
-__all__ = ["Span", "simulate", "simulate_span"]
+__all__ = ["Span", "simulate", "simulate_span", "span_task"]
 
 
 def simulate(
@@ -82,13 +83,27 @@ def simulate_span(
     cache: SimCache | None = None,
     mirror_peers: bool = False,
     profile: Profile | None = None,
+    inputs: Sequence[Prepared] | None = None,
 ) -> Span:
     """The same run as `simulate` (same arguments, same errors), measured only for its
     makespan, whether it deadlocks, and its critical path: no races, memory, utilisation,
     events or deadlock report, which a search judging thousands of schedules does not
-    read."""
+    read.  `inputs`, one per program, are the programs already prepared (a search's
+    `Prepared.view`s of its one program); then `limits` and `profile` are not read."""
     with collector_paused():
-        sim, _ = _run(programs, hw, limits, cache, mirror_peers, profile, False)
+        sim, _ = _run(programs, hw, limits, cache, mirror_peers, profile, False, inputs)
+        makespan, last = last_to_end(sim)
+        return Span(makespan, sim.finished < sim.total, critical_path(sim, last))
+
+
+def span_task(hw: Hardware, works: list[OpWork], prep: Prepared) -> Span:
+    """`simulate_span` of one rank whose inputs are prepared (a search's `Prepared.view`,
+    with `works` its cache's `list(cache.works)`), its peers mirrored: a task a search sends
+    to another process (`prep` pickles without its IR).  A rank alone mirrors its peers as
+    `simulate_span(..., mirror_peers=True, inputs=[prep])` does."""
+    with collector_paused():
+        sim = Simulation([prep], hw, works, False)
+        sim.run()
         makespan, last = last_to_end(sim)
         return Span(makespan, sim.finished < sim.total, critical_path(sim, last))
 
@@ -101,6 +116,7 @@ def _run(
     mirror_peers: bool,
     profile: Profile | None,
     memory: bool,
+    inputs: Sequence[Prepared] | None = None,
 ) -> tuple[Simulation, list[Prepared]]:
     """Check `programs`, read them (once per distinct program; what memory needs only
     with `memory`, which also keeps the ops' core steps) and run them; the finished (or
@@ -129,6 +145,12 @@ def _run(
                 raise ValueError(
                     partial[0].describe() + "; simulate every rank, or pass mirror_peers=True"
                 )
+    if inputs is not None:
+        if len(inputs) != len(programs):
+            raise ValueError(f"{len(inputs)} prepared inputs for {len(programs)} programs")
+        sim = Simulation(list(inputs), hw, list(cache.works), memory)
+        sim.run()
+        return sim, list({id(p): p for p in inputs}.values())
     if limits is None:
         for prog in {id(p): p for p in programs}.values():
             refuse_unlowered_scopes(prog)

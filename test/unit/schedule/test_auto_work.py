@@ -11,7 +11,9 @@ import npuir
 import npuir.schedule.auto as auto
 from npuir.analysis.partition import Assignment, Mode, assign
 from npuir.analysis.program import Program, build_program
-from npuir.backends.npu.hardware import load_hardware
+from npuir.backends.npu.cost import OpWork
+from npuir.backends.npu.hardware import Hardware, load_hardware
+from npuir.backends.npu.simulator import Prepared
 
 TINY = load_hardware("tiny")
 
@@ -45,7 +47,7 @@ def test_a_chain_is_put_on_one_stream_without_simulating(monkeypatch: pytest.Mon
     def refuse(*args: object, **kwargs: object) -> object:
         raise AssertionError("a chain needs no simulated candidates")
 
-    monkeypatch.setattr(auto, "simulate_span", refuse)
+    monkeypatch.setattr(auto, "span_task", refuse)
     prog = _program(CHAIN)
     none: list[str | None] = [None] * len(prog)
     result = auto.assign_auto(prog, none, {}, 8, TINY)
@@ -54,13 +56,13 @@ def test_a_chain_is_put_on_one_stream_without_simulating(monkeypatch: pytest.Mon
 
 def test_a_repeated_candidate_is_simulated_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    original = auto.simulate_span
+    original = auto.span_task
 
     def counting(*args: object, **kwargs: object) -> object:
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(auto, "simulate_span", counting)
+    monkeypatch.setattr(auto, "span_task", counting)
     prog = _program(BRANCHES)
     judge = auto.Judge(prog, TINY, None)
     none: list[str | None] = [None] * len(prog)
@@ -82,7 +84,7 @@ def test_argument_readers_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch
     read: list[object] = []
     original = sim_inputs._value_readers
     simulated: list[int] = []
-    simulate = auto.simulate_span
+    simulate = auto.span_task
 
     def counting(value: object) -> object:
         read.append(value)
@@ -93,7 +95,7 @@ def test_argument_readers_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch
         return simulate(*args, **kwargs)
 
     monkeypatch.setattr(sim_inputs, "_value_readers", counting)
-    monkeypatch.setattr(auto, "simulate_span", counting_simulate)
+    monkeypatch.setattr(auto, "span_task", counting_simulate)
     prog = _program(BRANCHES)
     none: list[str | None] = [None] * len(prog)
     auto.assign_auto(prog, none, {}, 8, TINY)
@@ -128,15 +130,15 @@ def test_the_reordering_does_not_simulate_the_refinements_winner_again(
     # (A schedule is its order, streams and the streams' priorities: the kicks try one
     # assignment at two priority levels.)
     seen: list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = []
-    original = auto.simulate_span
+    original = auto.span_task
 
-    def recording(programs: list[Program], *args: object, **kwargs: object) -> object:
-        lowered = programs[0]
+    def recording(hw: Hardware, works: list[OpWork], prep: Prepared) -> object:
+        lowered = prep.prog
         priorities = tuple(info.priority for info in lowered.streams)
         seen.append((tuple(map(id, lowered.ops)), tuple(lowered.stream), priorities))
-        return original(programs, *args, **kwargs)
+        return original(hw, works, prep)
 
-    monkeypatch.setattr(auto, "simulate_span", recording)
+    monkeypatch.setattr(auto, "span_task", recording)
     body = "\n".join(
         f"  %m{i} = npu.matmul %x, %w : {T}\n  %a{i} = npu.add %m{i}, %x : {T}" for i in range(3)
     )
