@@ -19,10 +19,11 @@ from npuir.analysis.partition import (
     permuted,
     with_collective_chain,
 )
-from npuir.analysis.program import NodeKind, Program, build_program
+from npuir.analysis.program import NodeKind, Program, StreamInfo, build_program
 from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
 from npuir.dialects.npu import CollectiveOp
+from npuir.dialects.stream import MAIN_TAG
 from npuir.schedule.auto import BASELINES, Judge, assign_auto
 from npuir.schedule.bounds import program_bound
 
@@ -190,3 +191,61 @@ def test_auto_is_optimal_on_seven_and_eight_ops(ops: int) -> None:
     exact = exact_schedule(prog, HW)
     assert _span(prog, exact.assignment) == exact.makespan
     assert _span(prog, assign_auto(prog, [None] * len(prog), {}, 8, HW)) == exact.makespan
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("seed", range(3))
+def test_every_bound_is_below_the_simulated_makespan(seed: int) -> None:
+    # Every order and labelling of a small graph with a collective: the partial bound after
+    # each op placed and the whole schedule's floor never exceed what the simulator gives.
+    prog = _prog(random_dag(seed, DagConfig(ops=4, rows=256, cols=512, comm_rate=0.5)))
+    search = _Search(prog, HW, 8, None, prune=False)
+    movable = [prog.kind[v] is NodeKind.COMPUTE for v in range(len(prog))]
+    checked = 0
+    for order in topological_orders(prog):
+        if keep_collective_order(prog, order) != order:
+            continue
+        for labels in _labellings(movable, [0] * len(prog), 8):
+            tail = search._tails(labels)
+            state = search._state(labels)
+            bounds = [search._bound(labels, tail, state)]
+            for v in order:
+                state.place(v)
+                bounds.append(search._bound(labels, tail, state))
+            streams = [
+                StreamInfo(f"s{s}", MAIN_TAG if s == 0 else f"x{s}", 0)
+                for s in range(max(labels) + 1)
+            ]
+            span = _span(prog, Assignment(streams, list(labels), list(order)))
+            assert max(bounds) <= span and state.floor(order) <= span
+            checked += 1
+    assert checked > 50
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("seed", range(3))
+def test_a_start_cuts_no_optimum(seed: int) -> None:
+    # auto's schedule as the start: the answer is still the plain enumeration's optimum.
+    prog = _prog(random_dag(seed, DagConfig(ops=4, rows=256, cols=512)))
+    everything = _Search(prog, HW, 8, None, prune=False)
+    everything.run()
+    start = assign_auto(prog, [None] * len(prog), {}, 8, HW)
+    exact = exact_schedule(prog, HW, start=start)
+    assert exact.makespan == everything.best_span
+    assert not exact.start_outside
+    assert _span(prog, exact.assignment) == exact.makespan
+
+
+@pytest.mark.oracle
+def test_a_start_outside_the_space_is_not_the_answer() -> None:
+    # One stream allowed, but the start uses several and beats every one-stream schedule:
+    # the search runs again without it and answers with a one-stream schedule.
+    prog = _prog(random_dag(1, DagConfig(ops=5, rows=256, cols=512)))
+    free = exact_schedule(prog, HW)
+    one = _Search(prog, HW, 1, None, prune=False)
+    one.run()
+    assert free.makespan < one.best_span  # the graph has parallelism worth a stream
+    found = exact_schedule(prog, HW, max_streams=1, start=free.assignment)
+    assert found.start_outside
+    assert found.makespan == one.best_span
+    assert len(found.assignment.streams) == 1
