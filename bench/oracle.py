@@ -47,7 +47,13 @@ by branch and bound:
   if no later-numbered op it commutes with stands after the last op it does
   not commute with.  Ops without a pool (collectives on links, ops without a
   device task) count as one more pool, and two collectives never commute,
-  which can only keep more classes apart than needed.
+  which can only keep more classes apart than needed.  Nor do two ops that a
+  node of a third stream may wait on together (`_Search._tied`: a common user,
+  or the return, which joins the last op of every stream): `plan_events` puts
+  a node's waits in their producers' issue order, and each wait holds the
+  stream in turn, so the order of the two can change when the node starts
+  (7-op seed 1021 of `bench/run.py oracle --first 1000`: the return's waits in
+  one order end 1 us later than in the other).
 - **Bounds.** A class is simulated only if a lower bound on its makespan is
   below the best found so far (at first: every op on the default stream in
   written order; with a `start`, such as `auto`'s schedule, also one more than
@@ -296,6 +302,8 @@ class _Search:
         self.priorities = priorities
         """Whether each labelling is judged under every priority choice that can matter
         (`_priority_choices`), else with every stream at 0."""
+        self.tied: list[set[int]] = []
+        """The current labelling's `_tied` nodes."""
         self.choices: list[list[int]] = [[]]
         """The current labelling's priority choices (per stream), the all-0 one first."""
         self.policy = policy
@@ -367,6 +375,7 @@ class _Search:
             if self.tried:
                 self.plans = self._plans(labels)
             self.choices = self._priority_choices(labels)
+            self.tied = self._tied(labels)
             self.labellings += 1
             self._orders(labels, tail, self._state(labels), [])
 
@@ -537,14 +546,33 @@ class _Search:
                 order.pop()
             state.unplace(v, saved)
 
+    def _tied(self, labels: list[int]) -> list[set[int]]:
+        """Per node, the nodes on other streams that some third stream's node may wait on
+        together with it: the waits before a node follow their producers' issue order and
+        hold its stream one after another, so issuing two such nodes the other way round
+        can change the simulation.  A node may be waited on by its users on other streams
+        and, off the default stream, by the return (which joins every stream's last op)."""
+        waiters: list[set[int]] = [
+            {u for u in self.users[v] if labels[u] != labels[v]} for v in range(self.n)
+        ]
+        for v in range(self.n):
+            if labels[v] != DEFAULT_STREAM and self.prog.kind[v] is NodeKind.COMPUTE:
+                waiters[v].update(self.returns)
+        return [
+            {c for c in range(self.n) if labels[c] != labels[v] and waiters[c] & waiters[v]}
+            for v in range(self.n)
+        ]
+
     def _least(self, labels: list[int], order: list[int], v: int) -> bool:
         """Whether `order` + [v] is the least order of its class, given `order` is."""
         producers = self.deps[v]
+        tied = self.tied[v]
         for c in reversed(order):
             if (
                 labels[c] == labels[v]
                 or self.pool[c] == self.pool[v]
                 or c in producers
+                or c in tied
                 or (self.collective[c] and self.collective[v])
             ):
                 return True  # v cannot move before c, nor further
