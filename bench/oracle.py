@@ -333,6 +333,8 @@ class _Search:
             prog.kind[v] is NodeKind.COMPUTE and isinstance(prog.ops[v], NpuOp) for v in range(n)
         ]
         self.returns = [v for v in range(n) if prog.kind[v] is NodeKind.RETURN]
+        self.sink = [all(u in self.returns for u in self.users[v]) for v in range(n)]
+        """Per node, whether nothing but the return uses it."""
         self.collective = [isinstance(op, CollectiveOp) for op in prog.ops]
         self.colls = [v for v in range(n) if self.collective[v]]
         costs = NodeCosts(prog, hw, limits=self.limits, cache=self.cache)
@@ -499,6 +501,8 @@ class _Search:
         for s, left in enumerate(state.rest):
             join = self.event if s != DEFAULT_STREAM and left else 0
             bound = max(bound, state.stream_end[s] + left + join)
+        if any(not state.placed[r] for r in self.returns):
+            bound = max(bound, self._join(labels, state))
         for v in range(self.n):
             if state.placed[v]:
                 bound = max(bound, state.end[v] + tail[v])
@@ -515,6 +519,28 @@ class _Search:
                     start = max(start + self.wait, latest + self.event)
             bound = max(bound, start + duration[v] + tail[v])
         return bound
+
+    def _join(self, labels: list[int], state: _State) -> int:
+        """A lower bound on the return's start: after the default stream's ops, it waits in
+        turn (each wait holding the stream) on the last op of every other stream that no
+        node it waits on already knows to have ended -- sure for a stream whose last op is a
+        sink (no user but the return: only its own stream's later ops could know it has
+        ended, and there are none).  In the best order of those waits, by their records'
+        ends (a stream's ops to place run first)."""
+        released: list[int] = []
+        for s in range(1, len(state.rest)):
+            if state.rest[s]:
+                if all(self.sink[v] for v in state.on_stream[s] if not state.placed[v]):
+                    released.append(state.stream_end[s] + state.rest[s] + self.record)
+                continue
+            last = state.last_on[s]
+            if last >= 0 and self.sink[last]:
+                held = 0 if state.recorded[last] else self.record
+                released.append(state.stream_end[s] + held)
+        start = state.stream_end[DEFAULT_STREAM] + state.rest[DEFAULT_STREAM]
+        for time in sorted(released):
+            start = (start if start > time else time) + self.wait
+        return start
 
     def _orders(self, labels: list[int], tail: list[int], state: _State, order: list[int]) -> None:
         """Extend `order` by every op that keeps it the least of its class."""
@@ -625,6 +651,17 @@ class _Search:
         return max(self._bound(labels, tail, state, duration), state.floor(order))
 
 
+@dataclass
+class _Saved:
+    """What `_State.unplace` restores: the stream's end, clock and last compute node before
+    the node was placed, and each producer it made recorded with its stream's end before."""
+
+    end: int
+    clock: list[int]
+    last: int
+    pushed: list[tuple[int, int]]
+
+
 class _State:
     """The placed ops of one partial order, timed as `npuir.schedule.auto`'s makespan
     floor times a whole schedule: each stream runs its ops one after another, each op at
@@ -633,7 +670,8 @@ class _State:
     a wait starting no earlier than its record's end and holding its stream
     `timing.wait_cost`.  A record holds its producer's stream `timing.record_cost` too, but
     whether an op is recorded is known only once a later op waits on it: the partial times
-    leave it out (so they stay lower bounds), `floor` of a whole order counts it."""
+    count it only where nothing after the op on its stream is placed yet (elsewhere they
+    leave it out, so they stay lower bounds); `floor` of a whole order counts every one."""
 
     def __init__(
         self,
@@ -653,8 +691,10 @@ class _State:
         self.stream_end = [0] * streams
         self.rest = [0] * streams
         """Per stream, the shortest runs of its ops still to place."""
+        self.on_stream: list[list[int]] = [[] for _ in range(streams)]
         for v in range(n):
             self.rest[labels[v]] += duration[v]
+            self.on_stream[labels[v]].append(v)
         self.clock = [[0] * streams for _ in range(streams)]
         """`plan_events`' vector clocks: per stream, how many ops of each stream it knows
         to have ended."""
@@ -669,13 +709,15 @@ class _State:
         self.count = 0
         self.last_on = [-1] * streams
         """Per stream, its last placed compute node (the return joins them)."""
+        self.recorded = [False] * n
+        """Per placed node, whether a record after it holds its stream in the times."""
 
-    def place(self, v: int) -> tuple[int, list[int], int]:
+    def place(self, v: int) -> _Saved:
         """Place `v` next (after every placed node); return what `unplace` needs."""
         labels, position, after = self.labels, self.position, self.after
         s = labels[v]
         clock = self.clock[s]
-        saved = (self.stream_end[s], list(clock), self.last_on[s])
+        saved = _Saved(self.stream_end[s], list(clock), self.last_on[s], [])
         producers = {p for p in self.deps[v] if labels[p] != s}
         if self.kind[v] is NodeKind.RETURN:
             producers.update(last for t, last in enumerate(self.last_on) if last >= 0 and t != s)
@@ -703,6 +745,13 @@ class _State:
                     clock[t] = known
             released = self.end[p] + self.record
             start = (start if start > released else released) + self.wait
+            t = labels[p]
+            if not self.recorded[p] and self.stream_end[t] == self.end[p]:
+                # `p` is recorded, and nothing after it on its stream is placed yet: the
+                # record holds its stream before whatever comes next there.
+                saved.pushed.append((p, self.stream_end[t]))
+                self.recorded[p] = True
+                self.stream_end[t] = released
         position[v] = clock[s]
         clock[s] += 1
         after[v] = list(clock)
@@ -716,10 +765,13 @@ class _State:
         self.rest[s] -= self.duration[v]
         return saved
 
-    def unplace(self, v: int, saved: tuple[int, list[int], int]) -> None:
+    def unplace(self, v: int, saved: _Saved) -> None:
         """Undo `place(v)` (`v` the last placed)."""
         s = self.labels[v]
-        self.stream_end[s], self.clock[s], self.last_on[s] = saved
+        self.stream_end[s], self.clock[s], self.last_on[s] = saved.end, saved.clock, saved.last
+        for p, before in reversed(saved.pushed):
+            self.recorded[p] = False
+            self.stream_end[self.labels[p]] = before
         self.placed[v] = False
         self.end[v] = 0
         self.position[v] = self.index[v] = -1
