@@ -141,7 +141,7 @@ def print_oracle(result: dict[str, Any]) -> None:
         print(
             f"ops {g['ops']} seed {g['seed']:2d}: optimum {g['optimum_ns']:>7} ns, "
             f"auto {g['auto_ns']:>7} ns, auto/optimum {g['ratio']:.4f} "
-            f"({g['schedules']} schedules, {g['solve_s']} s)"
+            f"({g['schedules']} schedules, oracle {g['solve_s']} CPU-s, auto {g['auto_s']} CPU-s)"
             + (
                 f"; limits: optimum {g['optimum_limits'] or 'none'}, auto limits "
                 f"{g['auto_limits']} ops (auto without: {g['auto_unlimited_ns']} ns)"
