@@ -47,19 +47,33 @@ by branch and bound:
   if no later-numbered op it commutes with stands after the last op it does
   not commute with.  Ops without a pool (collectives on links, ops without a
   device task) count as one more pool, and two collectives never commute,
-  which can only keep more classes apart than needed.
+  which can only keep more classes apart than needed.  Nor do two ops that a
+  node of a third stream may wait on together (`_Search._tied`: a common user,
+  or the return, which joins the last op of every stream): `plan_events` puts
+  a node's waits in their producers' issue order, and each wait holds the
+  stream in turn, so the order of the two can change when the node starts
+  (7-op seed 1021 of `bench/run.py oracle --first 1000`: the return's waits in
+  one order end 1 us later than in the other).
 - **Bounds.** A class is simulated only if a lower bound on its makespan is
   below the best found so far (at first: every op on the default stream in
-  written order).  Per labelling, and again after each op placed, each op's
-  start is bounded by its stream's previous op and its producers' ends, plus
-  `timing.event_cost` (a record and a wait) for a producer on another stream
-  (any happens-before chain between streams passes a record and a wait); each
-  op lasts at least its shortest run (`npuir.schedule.bounds.shortest_runs`),
-  and after it come its longest path of such runs (an event on each edge
-  between streams) and, on a stream other than the default one, the join
-  before the return; a stream's unplaced ops run after its placed ones.  The
-  search stops early when the best found meets `npuir.schedule.bounds`' bound
-  of the whole program.
+  written order; with a `start`, such as `auto`'s schedule, also one more than
+  its makespan).  Per labelling, and again after each op placed, the placed ops
+  are timed as `npuir.schedule.auto`'s makespan floor times a whole schedule
+  (`_State`): each op lasts at least its shortest run
+  (`npuir.schedule.bounds.shortest_runs`), a stream runs its ops one after
+  another, and the waits `plan_events` would put before an op -- decided by the
+  ops issued before it alone, so known once it is placed -- start no earlier
+  than their records' ends and hold the stream a wait's time.  After a placed
+  op come its longest path of shortest runs (an event on each edge between
+  streams) and, on a stream other than the default one, the join before the
+  return; a stream's unplaced ops run after its placed ones, and an unplaced op
+  whose producer on another stream its stream does not know to have ended yet
+  starts after a wait.  A whole schedule's floor (its records holding their
+  streams too) is checked before it is simulated.  On the graphs of
+  `bench/run.py oracle` the floor is the simulated makespan unless ops crowd a
+  core pool, so few schedules but the optimum are simulated.  The search stops
+  early when the best found meets `npuir.schedule.bounds`' bound of the whole
+  program.
 
 - **Limits.** `exact_with_limits` adds the core-limit policies of
   `npuir.schedule.limits` (its docstring states the grid) to the same search:
@@ -83,7 +97,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from npuir.analysis.partition import Assignment, permuted
@@ -112,6 +126,9 @@ class Exact:
     """Stream labellings met before the search stopped (most are cut by the bound)."""
     schedules: int
     """Schedules simulated."""
+    start_outside: bool = False
+    """Whether the `start` given beat every schedule of the space (then the space was
+    searched again without it: the answer is always a schedule of the space)."""
 
 
 def topological_orders(prog: Program) -> Iterator[list[int]]:
@@ -183,18 +200,84 @@ def exact_schedule(
     limits: LimitFn | None = None,
     policy: LimitPolicy | None = None,
     priorities: bool = True,
+    start: Assignment | None = None,
 ) -> Exact:
     """The fastest schedule of `prog` over every issue order, stream assignment and
     stream priorities (see the module docstring; `priorities` False: every stream at
     priority 0).  Raises ValueError for more than `MAX_OPS`
     schedulable ops or for pinned ops (the solver assigns freely).  With `policy` every
     schedule is judged under that core-limit policy (`exact_with_limits`); the bound stays
-    valid, since a limit never makes an op faster than its shortest run."""
+    valid, since a limit never makes an op faster than its shortest run.
+
+    `start` (e.g. `auto`'s schedule) only speeds the search up: judged as it is
+    (`judged_makespan`), its makespan cuts every branch that cannot match it, and the
+    answer is still the fastest schedule of the space (`_searched`)."""
     _check_solvable(prog)
-    search = _Search(prog, hw, max(1, max_streams), limits, policy=policy, priorities=priorities)
-    search.run()
+    search = _searched(
+        prog,
+        hw,
+        start,
+        limits,
+        lambda known: _Search(
+            prog,
+            hw,
+            max(1, max_streams),
+            limits,
+            policy=policy,
+            priorities=priorities,
+            known_span=known,
+        ),
+    )
     assert search.best is not None
-    return Exact(search.best_span, search.best, search.labellings, search.schedules)
+    return Exact(
+        search.best_span,
+        search.best,
+        search.labellings,
+        search.schedules,
+        search.known_span is None and start is not None,
+    )
+
+
+def judged_makespan(
+    prog: Program, assignment: Assignment, hw: Hardware, limits: LimitFn | None = None
+) -> int:
+    """The makespan `Judge` gives `assignment` (issued in its own order, if it has one), with
+    the core limits it carries (elsewhere `limits`, by default the program's own); a schedule
+    with a hold-and-wait hazard is infeasible, as in the search (`stream-partition` would not
+    keep it)."""
+    chosen = {prog.ops[n]: (engine, count) for n, engine, count in assignment.limits}
+
+    def limit(p: Program, n: int, engine: str) -> int | None:
+        given = chosen.get(p.ops[n])
+        if given is not None and given[0] == engine:
+            return given[1]
+        return None if limits is None else limits(p, n, engine)
+
+    fn = limit if chosen else limits
+    if assignment.order is None:
+        return Judge(prog, hw, fn, refuse_hazards=True)("judged", assignment).makespan
+    order = assignment.order
+    moved = Assignment(assignment.streams, [assignment.stream_of[n] for n in order])
+    return Judge(permuted(prog, order), hw, fn, refuse_hazards=True)("judged", moved).makespan
+
+
+def _searched(
+    prog: Program,
+    hw: Hardware,
+    start: Assignment | None,
+    limits: LimitFn | None,
+    make: Callable[[int | None], _Search],
+) -> _Search:
+    """The search `make` builds, run with the makespan of `start` (if any) as the schedule
+    to match; if no schedule of the space matches it (`start` lies outside the space: more
+    streams, or a plan the grid does not hold), run again without it."""
+    known = None if start is None else judged_makespan(prog, start, hw, limits)
+    search = make(known)
+    search.run()
+    if known is not None and search.best_span > known:
+        search = make(None)
+        search.run()
+    return search
 
 
 class _Search:
@@ -210,11 +293,17 @@ class _Search:
         policy: LimitPolicy | None = None,
         tried: Sequence[LimitPolicy] = (),
         priorities: bool = True,
+        known_span: int | None = None,
     ) -> None:
         self.prog = prog
+        self.known_span = known_span
+        """The makespan of a schedule known to be in the space (`exact_schedule`'s `start`):
+        only what can match or beat it is searched."""
         self.priorities = priorities
         """Whether each labelling is judged under every priority choice that can matter
         (`_priority_choices`), else with every stream at 0."""
+        self.tied: list[set[int]] = []
+        """The current labelling's `_tied` nodes."""
         self.choices: list[list[int]] = [[]]
         """The current labelling's priority choices (per stream), the all-0 one first."""
         self.policy = policy
@@ -244,6 +333,8 @@ class _Search:
             prog.kind[v] is NodeKind.COMPUTE and isinstance(prog.ops[v], NpuOp) for v in range(n)
         ]
         self.returns = [v for v in range(n) if prog.kind[v] is NodeKind.RETURN]
+        self.sink = [all(u in self.returns for u in self.users[v]) for v in range(n)]
+        """Per node, whether nothing but the return uses it."""
         self.collective = [isinstance(op, CollectiveOp) for op in prog.ops]
         self.colls = [v for v in range(n) if self.collective[v]]
         costs = NodeCosts(prog, hw, limits=self.limits, cache=self.cache)
@@ -258,9 +349,12 @@ class _Search:
         self.node_of = {op: v for v, op in enumerate(prog.ops)}
         self.duration = shortest_runs(prog, hw)
         self.event = timing.event_cost(hw)
+        self.record, self.wait = timing.record_cost(hw), timing.wait_cost(hw)
         self.floor = math.ceil(program_bound(prog, hw).ns)
         self.labellings = 0
         self.schedules = 0
+        self.floored = 0
+        """Whole schedules not simulated: their floor (`_State.floor`) cannot beat the best."""
         self.best: Assignment | None = None
         self.best_span = 0
         # Start from every op on the default stream, as written.
@@ -278,13 +372,22 @@ class _Search:
             ranked.append((bound, k, labels, tail))
         ranked.sort(key=lambda r: r[:2])
         for bound, _, labels, tail in ranked:
-            if self.prune and (bound >= self.best_span or self.best_span <= self.floor):
+            if self.prune and (bound >= self._cut() or self.best_span <= self.floor):
                 return  # the rest are bounded no lower, or nothing beats the whole bound
             if self.tried:
                 self.plans = self._plans(labels)
             self.choices = self._priority_choices(labels)
+            self.tied = self._tied(labels)
             self.labellings += 1
             self._orders(labels, tail, self._state(labels), [])
+
+    def _cut(self) -> int:
+        """A schedule whose bound reaches this cannot be the answer: the best found so far,
+        or one more than the known schedule's makespan (a schedule that only matches it is
+        still searched, so that the answer is a schedule of the search's own)."""
+        if self.known_span is None:
+            return self.best_span
+        return min(self.best_span, self.known_span + 1)
 
     def _crowds(self, want: Sequence[int], hw: Hardware) -> list[list[int]]:
         """`crowds`: every set of ops of one core pool that lie on no common path of the
@@ -350,7 +453,7 @@ class _Search:
             seen.add(plan)
             duration = self._durations(plan)
             tail = self._tails(labels, duration)
-            if self._bound(labels, tail, self._state(labels, duration), duration) < self.best_span:
+            if self._bound(labels, tail, self._state(labels, duration), duration) < self._cut():
                 out.append((policy, duration, tail))
         return out
 
@@ -369,10 +472,7 @@ class _Search:
         """Nothing placed yet under `labels` (ops lasting `duration`, by default their
         shortest runs)."""
         duration = duration if duration is not None else self.duration
-        rest = [0] * (max(labels) + 1)
-        for v in range(self.n):
-            rest[labels[v]] += duration[v]
-        return _State(self.n, len(rest), rest)
+        return _State(labels, self.deps, self.prog.kind, duration, self.record, self.wait)
 
     def _tails(self, labels: list[int], duration: list[int] | None = None) -> list[int]:
         """Per node, what must follow its end: its longest path of shortest runs (or of
@@ -389,7 +489,7 @@ class _Search:
 
     def _open(self, labels: list[int], tail: list[int], state: _State) -> bool:
         """Whether the completions of the placed ops may beat the best found."""
-        return not self.prune or self._bound(labels, tail, state) < self.best_span
+        return not self.prune or self._bound(labels, tail, state) < self._cut()
 
     def _bound(
         self, labels: list[int], tail: list[int], state: _State, duration: list[int] | None = None
@@ -397,21 +497,63 @@ class _Search:
         """A lower bound on every completion of the placed ops (module docstring), the ops
         lasting at least `duration` (by default their shortest runs)."""
         duration = duration if duration is not None else self.duration
-        bound = max((state.end[v] + tail[v] for v in range(self.n) if state.placed[v]), default=0)
+        bound = 0
         for s, left in enumerate(state.rest):
             join = self.event if s != DEFAULT_STREAM and left else 0
             bound = max(bound, state.stream_end[s] + left + join)
-        # Unplaced ops: their producers' bounds are counted above through the tails; an
-        # op with no producer starts at 0.
+        if any(not state.placed[r] for r in self.returns):
+            bound = max(bound, self._join(labels, state))
         for v in range(self.n):
-            if not state.placed[v] and not self.deps[v]:
-                bound = max(bound, duration[v] + tail[v])
+            if state.placed[v]:
+                bound = max(bound, state.end[v] + tail[v])
+                continue
+            # An unplaced op starts after its stream's placed ops; if its producers are
+            # all placed and one on another stream is not yet known to have ended, after a
+            # wait on its stream and after that producer's record and a wait.
+            start = state.stream_end[labels[v]]
+            if self.prog.kind[v] is not NodeKind.RETURN and all(
+                state.placed[p] for p in self.deps[v]
+            ):
+                latest = state.uncovered(v)
+                if latest >= 0:
+                    start = max(start + self.wait, latest + self.event)
+            bound = max(bound, start + duration[v] + tail[v])
         return bound
+
+    def _join(self, labels: list[int], state: _State) -> int:
+        """A lower bound on the return's start: after the default stream's ops, it waits in
+        turn (each wait holding the stream) on the last op of every other stream that no
+        node it waits on already knows to have ended -- sure for a stream whose last op is a
+        sink (no user but the return: only its own stream's later ops could know it has
+        ended, and there are none).  In the best order of those waits, by their records'
+        ends (a stream's ops to place run first)."""
+        released: list[int] = []
+        for s in range(1, len(state.rest)):
+            if state.rest[s]:
+                if all(self.sink[v] for v in state.on_stream[s] if not state.placed[v]):
+                    released.append(state.stream_end[s] + state.rest[s] + self.record)
+                continue
+            last = state.last_on[s]
+            if last >= 0 and self.sink[last]:
+                held = 0 if state.recorded[last] else self.record
+                released.append(state.stream_end[s] + held)
+        start = state.stream_end[DEFAULT_STREAM] + state.rest[DEFAULT_STREAM]
+        for time in sorted(released):
+            start = (start if start > time else time) + self.wait
+        return start
 
     def _orders(self, labels: list[int], tail: list[int], state: _State, order: list[int]) -> None:
         """Extend `order` by every op that keeps it the least of its class."""
         if len(order) == self.n - len(self.returns):
-            self._judge(order + self.returns, labels)
+            joins = [state.place(r) for r in self.returns]
+            # The floor of the whole schedule (its records included) is known now: a
+            # schedule that cannot beat the best is not simulated.
+            if not self.prune or state.floor(order + self.returns) < self._cut():
+                self._judge(order + self.returns, labels)
+            else:
+                self.floored += 1
+            for r, back in zip(reversed(self.returns), reversed(joins), strict=True):
+                state.unplace(r, back)
             return
         next_coll = next((c for c in self.colls if not state.placed[c]), -1)
         for v in range(self.n):
@@ -423,21 +565,40 @@ class _Search:
                 continue
             if not self._least(labels, order, v):
                 continue
-            saved = state.place(v, labels, self.deps, self.duration, self.event)
+            saved = state.place(v)
             if self._open(labels, tail, state):
                 order.append(v)
                 self._orders(labels, tail, state, order)
                 order.pop()
-            state.unplace(v, labels, saved, self.duration)
+            state.unplace(v, saved)
+
+    def _tied(self, labels: list[int]) -> list[set[int]]:
+        """Per node, the nodes on other streams that some third stream's node may wait on
+        together with it: the waits before a node follow their producers' issue order and
+        hold its stream one after another, so issuing two such nodes the other way round
+        can change the simulation.  A node may be waited on by its users on other streams
+        and, off the default stream, by the return (which joins every stream's last op)."""
+        waiters: list[set[int]] = [
+            {u for u in self.users[v] if labels[u] != labels[v]} for v in range(self.n)
+        ]
+        for v in range(self.n):
+            if labels[v] != DEFAULT_STREAM and self.prog.kind[v] is NodeKind.COMPUTE:
+                waiters[v].update(self.returns)
+        return [
+            {c for c in range(self.n) if labels[c] != labels[v] and waiters[c] & waiters[v]}
+            for v in range(self.n)
+        ]
 
     def _least(self, labels: list[int], order: list[int], v: int) -> bool:
         """Whether `order` + [v] is the least order of its class, given `order` is."""
         producers = self.deps[v]
+        tied = self.tied[v]
         for c in reversed(order):
             if (
                 labels[c] == labels[v]
                 or self.pool[c] == self.pool[v]
                 or c in producers
+                or c in tied
                 or (self.collective[c] and self.collective[v])
             ):
                 return True  # v cannot move before c, nor further
@@ -463,7 +624,7 @@ class _Search:
             tried = [None] + [
                 policy
                 for policy, duration, tail in self.plans
-                if self._placed_bound(order, labels, duration, tail) < self.best_span
+                if self._placed_bound(order, labels, duration, tail) < self._cut()
             ]
         for levels in self.choices if len(self.choices[0]) == count else [[0] * count]:
             streams = [
@@ -486,43 +647,169 @@ class _Search:
         """`_bound` of the whole of `order` placed, the ops lasting `duration`."""
         state = self._state(labels, duration)
         for v in order:
-            if self.prog.kind[v] is not NodeKind.RETURN:
-                state.place(v, labels, self.deps, duration, self.event)
-        return self._bound(labels, tail, state, duration)
+            state.place(v)
+        return max(self._bound(labels, tail, state, duration), state.floor(order))
+
+
+@dataclass
+class _Saved:
+    """What `_State.unplace` restores: the stream's end, clock and last compute node before
+    the node was placed, and each producer it made recorded with its stream's end before."""
+
+    end: int
+    clock: list[int]
+    last: int
+    pushed: list[tuple[int, int]]
 
 
 class _State:
-    """The placed ops of one partial order: per node, whether placed and a lower bound
-    on its end; per stream, the end of its last placed op and the shortest runs of its
-    ops still to place."""
+    """The placed ops of one partial order, timed as `npuir.schedule.auto`'s makespan
+    floor times a whole schedule: each stream runs its ops one after another, each op at
+    least its shortest run, with the waits `plan_events` puts before it (found the same way,
+    along the issue order: the waits before an op depend on the ops issued before it only),
+    a wait starting no earlier than its record's end and holding its stream
+    `timing.wait_cost`.  A record holds its producer's stream `timing.record_cost` too, but
+    whether an op is recorded is known only once a later op waits on it: the partial times
+    count it only where nothing after the op on its stream is placed yet (elsewhere they
+    leave it out, so they stay lower bounds); `floor` of a whole order counts every one."""
 
-    def __init__(self, n: int, streams: int, rest: list[int]) -> None:
+    def __init__(
+        self,
+        labels: list[int],
+        deps: list[list[int]],
+        kind: list[NodeKind],
+        duration: list[int],
+        record: int,
+        wait: int,
+    ) -> None:
+        n, streams = len(labels), max(labels) + 1
+        self.labels, self.deps, self.kind = labels, deps, kind
+        self.duration, self.record, self.wait = duration, record, wait
         self.placed = [False] * n
         self.end = [0] * n
+        """Per placed node, the earliest its run can end."""
         self.stream_end = [0] * streams
-        self.rest = rest
+        self.rest = [0] * streams
+        """Per stream, the shortest runs of its ops still to place."""
+        self.on_stream: list[list[int]] = [[] for _ in range(streams)]
+        for v in range(n):
+            self.rest[labels[v]] += duration[v]
+            self.on_stream[labels[v]].append(v)
+        self.clock = [[0] * streams for _ in range(streams)]
+        """`plan_events`' vector clocks: per stream, how many ops of each stream it knows
+        to have ended."""
+        self.position = [-1] * n
+        """Per placed node, its position on its stream."""
+        self.after: list[list[int]] = [[] for _ in range(n)]
+        """Per placed node, its stream's clock after it."""
+        self.waits: list[list[int]] = [[] for _ in range(n)]
+        """Per placed node, the producers whose records it waits on, in issue order."""
+        self.index = [-1] * n
+        """Per placed node, its place in the issue order."""
+        self.count = 0
+        self.last_on = [-1] * streams
+        """Per stream, its last placed compute node (the return joins them)."""
+        self.recorded = [False] * n
+        """Per placed node, whether a record after it holds its stream in the times."""
 
-    def place(
-        self, v: int, labels: list[int], deps: list[list[int]], duration: list[int], event: int
-    ) -> int:
-        """Place `v` next; return what `unplace` needs."""
+    def place(self, v: int) -> _Saved:
+        """Place `v` next (after every placed node); return what `unplace` needs."""
+        labels, position, after = self.labels, self.position, self.after
         s = labels[v]
+        clock = self.clock[s]
+        saved = _Saved(self.stream_end[s], list(clock), self.last_on[s], [])
+        producers = {p for p in self.deps[v] if labels[p] != s}
+        if self.kind[v] is NodeKind.RETURN:
+            producers.update(last for t, last in enumerate(self.last_on) if last >= 0 and t != s)
+        # As `plan_events`: per other stream, its latest producer this stream does not
+        # know to have ended, less those another chosen producer's record implies.
+        latest: dict[int, int] = {}
+        for p in producers:
+            t = labels[p]
+            if clock[t] > position[p]:
+                continue
+            if t not in latest or position[p] > position[latest[t]]:
+                latest[t] = p
+        chosen = list(latest.values())
+        if len(chosen) > 1:
+            chosen = [
+                p
+                for p in chosen
+                if not any(q != p and after[q][labels[p]] > position[p] for q in chosen)
+            ]
+            chosen.sort(key=self.index.__getitem__)
         start = self.stream_end[s]
-        for p in deps[v]:
-            start = max(start, self.end[p] + (event if labels[p] != s else 0))
-        saved = self.stream_end[s]
+        for p in chosen:
+            for t, known in enumerate(after[p]):
+                if known > clock[t]:
+                    clock[t] = known
+            released = self.end[p] + self.record
+            start = (start if start > released else released) + self.wait
+            t = labels[p]
+            if not self.recorded[p] and self.stream_end[t] == self.end[p]:
+                # `p` is recorded, and nothing after it on its stream is placed yet: the
+                # record holds its stream before whatever comes next there.
+                saved.pushed.append((p, self.stream_end[t]))
+                self.recorded[p] = True
+                self.stream_end[t] = released
+        position[v] = clock[s]
+        clock[s] += 1
+        after[v] = list(clock)
+        if self.kind[v] is NodeKind.COMPUTE:
+            self.last_on[s] = v
+        self.waits[v] = chosen
+        self.index[v] = self.count
+        self.count += 1
         self.placed[v] = True
-        self.end[v] = self.stream_end[s] = start + duration[v]
-        self.rest[s] -= duration[v]
+        self.end[v] = self.stream_end[s] = start + self.duration[v]
+        self.rest[s] -= self.duration[v]
         return saved
 
-    def unplace(self, v: int, labels: list[int], saved: int, duration: list[int]) -> None:
-        """Undo `place(v)`."""
-        s = labels[v]
+    def unplace(self, v: int, saved: _Saved) -> None:
+        """Undo `place(v)` (`v` the last placed)."""
+        s = self.labels[v]
+        self.stream_end[s], self.clock[s], self.last_on[s] = saved.end, saved.clock, saved.last
+        for p, before in reversed(saved.pushed):
+            self.recorded[p] = False
+            self.stream_end[self.labels[p]] = before
         self.placed[v] = False
         self.end[v] = 0
-        self.stream_end[s] = saved
-        self.rest[s] += duration[v]
+        self.position[v] = self.index[v] = -1
+        self.waits[v] = []
+        self.count -= 1
+        self.rest[s] += self.duration[v]
+
+    def uncovered(self, v: int) -> int:
+        """For an unplaced `v` whose producers are all placed: the latest end of a
+        producer on another stream that `v`'s stream does not know to have ended yet, or
+        -1 if there is none.  Some wait before `v` on its stream must then follow that
+        producer's record (`v`'s own, or one before an earlier op of its stream, or one
+        further up a chain of events)."""
+        s = self.labels[v]
+        clock = self.clock[s]
+        latest = -1
+        for p in self.deps[v]:
+            t = self.labels[p]
+            if t != s and clock[t] <= self.position[p]:
+                latest = max(latest, self.end[p])
+        return latest
+
+    def floor(self, order: list[int]) -> int:
+        """The makespan floor of `order`, every node placed in it: the partial times with
+        each recorded producer's stream held by its record."""
+        recorded = {p for v in order for p in self.waits[v]}
+        last = [0] * len(self.stream_end)
+        released = [0] * len(self.labels)
+        for v in order:
+            s = self.labels[v]
+            t = last[s]
+            for p in self.waits[v]:
+                t = (t if t > released[p] else released[p]) + self.wait
+            t += self.duration[v]
+            if v in recorded:
+                t = released[v] = t + self.record
+            last[s] = t
+        return max(last)
 
 
 @dataclass(frozen=True)
@@ -542,6 +829,7 @@ def exact_with_limits(
     max_streams: int = 8,
     limits: LimitFn | None = None,
     priorities: bool = True,
+    start: Assignment | None = None,
 ) -> ExactWithLimits:
     """The fastest schedule of `prog` over every issue order, stream assignment, stream
     priority choice (as `exact_schedule`; `priorities` False: none) and core-limit policy
@@ -565,11 +853,31 @@ def exact_with_limits(
     faster, so ties within a schedule go to no limits.  The bound without limits prunes
     every policy at once: it holds under any limits, since a limit never makes an op faster
     than its shortest run.  The cost is about that of `exact_schedule` times the plans per
-    schedule: 7-8-op graphs in seconds to minutes (`bench/run.py oracle --limits`)."""
+    schedule: 7-8-op graphs in seconds to minutes (`bench/run.py oracle --limits`).
+    `start` as in `exact_schedule` (judged with the limits it carries)."""
     _check_solvable(prog)
     tried = policies(prog, hw)
-    search = _Search(prog, hw, max(1, max_streams), limits, tried=tried, priorities=priorities)
-    search.run()
+    search = _searched(
+        prog,
+        hw,
+        start,
+        limits,
+        lambda known: _Search(
+            prog,
+            hw,
+            max(1, max_streams),
+            limits,
+            tried=tried,
+            priorities=priorities,
+            known_span=known,
+        ),
+    )
     assert search.best is not None
-    found = Exact(search.best_span, search.best, search.labellings, search.schedules)
+    found = Exact(
+        search.best_span,
+        search.best,
+        search.labellings,
+        search.schedules,
+        search.known_span is None and start is not None,
+    )
     return ExactWithLimits(found, search.best_policy, len(tried))

@@ -12,6 +12,7 @@ from oracle import _labellings, _Search, exact_schedule, topological_orders
 from xdsl.dialects.func import FuncOp
 
 import npuir
+from npuir.analysis.events import plan_events, with_assignment
 from npuir.analysis.partition import (
     Assignment,
     assign,
@@ -19,10 +20,11 @@ from npuir.analysis.partition import (
     permuted,
     with_collective_chain,
 )
-from npuir.analysis.program import NodeKind, Program, build_program
+from npuir.analysis.program import NodeKind, Program, StreamInfo, build_program
 from npuir.backends.npu.hardware import load_hardware
 from npuir.backends.npu.simulator import POOL_ENGINES, NodeCosts
 from npuir.dialects.npu import CollectiveOp
+from npuir.dialects.stream import MAIN_TAG
 from npuir.schedule.auto import BASELINES, Judge, assign_auto
 from npuir.schedule.bounds import program_bound
 
@@ -110,16 +112,40 @@ def test_the_lower_bound_never_exceeds_the_optimum(seed: int) -> None:
     assert program_bound(prog, HW).ns <= exact_schedule(prog, HW).makespan
 
 
-def _classes(prog: Program, priorities: bool = False) -> int:
+def _waits(prog: Program, order: list[int], labels: list[int]) -> tuple[tuple[int, ...], ...]:
+    """Per node (in node order), the producers whose records `plan_events` makes it wait on,
+    in the order of its waits, for `prog` issued in `order` on the streams of `labels`."""
+    issued = with_collective_chain(permuted(prog, order))
+    streams = [StreamInfo(f"s{s}", f"x{s}", 0) for s in range(max(labels) + 1)]
+    plan = plan_events(with_assignment(issued, Assignment(streams, [labels[v] for v in order])))
+    waits: list[tuple[int, ...]] = [()] * len(prog)
+    for consumer, producers in plan.waits_before.items():
+        waits[order[consumer]] = tuple(order[p] for p in producers)
+    return tuple(waits)
+
+
+Key = tuple[object, ...]
+
+
+def _class_key(
+    prog: Program, pool: list[int], order: list[int], labels: list[int], which: int
+) -> Key:
+    """What tells a schedule's simulation apart (`_classes`)."""
+    streams = tuple(tuple(v for v in order if labels[v] == s) for s in range(max(labels) + 1))
+    pools = tuple(tuple(v for v in order if pool[v] == p) for p in sorted(set(pool)))
+    return (tuple(labels), streams, pools, _waits(prog, order, labels), which)
+
+
+def _classes(prog: Program, priorities: bool = False) -> set[Key]:
     """Schedules that may simulate differently, by brute force: every order keeping the
     collectives' order and every labelling, told apart by the stream of each op, the
-    sequence on each stream and the order of each core pool's ops (the collectives and
-    ops without a pool as one more pool); with `priorities`, also by which stream is
-    auto's background one, where that stream has an op that may wait for cores beside
-    another stream's (ops of one pool, on distinct streams and on no common path, that
-    together want more than the pool's cores)."""
+    sequence on each stream, the order of each core pool's ops (the collectives and
+    ops without a pool as one more pool) and the order of the waits before each op; with
+    `priorities`, also by which stream is auto's background one, where that stream has an
+    op that may wait for cores beside another stream's (ops of one pool, on distinct
+    streams and on no common path, that together want more than the pool's cores)."""
     costs = NodeCosts(prog, HW)
-    pool = costs.pool
+    pool = list(costs.pool)
     n = len(prog)
 
     def below(a: int, b: int) -> bool:  # a path from a to b (the collectives chained)
@@ -141,34 +167,50 @@ def _classes(prog: Program, priorities: bool = False) -> int:
         if keep_collective_order(prog, order) != order:
             continue
         for labels in labellings:
-            streams = tuple(
-                tuple(v for v in order if labels[v] == s) for s in range(max(labels) + 1)
-            )
-            pools = tuple(tuple(v for v in order if pool[v] == p) for p in sorted(set(pool)))
             behind = {0}  # 0: no background stream
             if priorities:
                 for crowd in crowds:
                     if len({labels[v] for v in crowd}) == len(crowd):
                         behind |= {labels[v] for v in crowd}
             for which in behind:
-                keys.add((tuple(labels), streams, pools, which))
-    return len(keys)
+                keys.add(_class_key(prog, pool, order, labels, which))
+    return keys
+
+
+class _Recording(_Search):
+    """The search, recording the class key of every schedule it simulates."""
+
+    keys: list[Key]
+
+    def _judge(self, order: list[int], labels: list[int]) -> None:
+        count = max(labels) + 1
+        choices = self.choices if len(self.choices[0]) == count else [[0] * count]
+        for levels in choices:
+            which = next((s for s, level in enumerate(levels) if level), 0)
+            self.keys.append(_class_key(self.prog, self.pool, order, labels, which))
+        super()._judge(order, labels)
 
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("priorities", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_without_the_bound_each_class_of_schedules_is_simulated_once(
+def test_without_the_bound_every_class_of_schedules_is_simulated(
     seed: int, priorities: bool
 ) -> None:
-    # With priorities, wide ops: some of them crowd a pool, so the choices count.
+    # With priorities, wide ops: some of them crowd a pool, so the choices count.  A class
+    # may be simulated more than once (two ops a third stream's node may wait on together
+    # keep their order even where it waits on one), never one left out or one outside.
     wide = DagConfig(ops=4, rows=256, cols=2048, cube_rate=0.5)
     prog = _prog(random_dag(seed, wide if priorities else DagConfig(ops=4, rows=256, cols=512)))
-    search = _Search(prog, HW, 8, None, prune=False, priorities=priorities)
+    _Recording.keys = []
+    search = _Recording(prog, HW, 8, None, prune=False, priorities=priorities)
     assert search.crowds or not priorities
     search.run()
     # One more: the first schedule judged, every op on the default stream as written.
-    assert search.schedules == _classes(prog, priorities) + 1
+    judged = _Recording.keys[1:]
+    assert search.schedules == len(judged) + 1
+    assert set(judged) == _classes(prog, priorities)
+    assert len(judged) <= 2 * len(set(judged))
 
 
 @pytest.mark.oracle
@@ -190,3 +232,61 @@ def test_auto_is_optimal_on_seven_and_eight_ops(ops: int) -> None:
     exact = exact_schedule(prog, HW)
     assert _span(prog, exact.assignment) == exact.makespan
     assert _span(prog, assign_auto(prog, [None] * len(prog), {}, 8, HW)) == exact.makespan
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("seed", range(3))
+def test_every_bound_is_below_the_simulated_makespan(seed: int) -> None:
+    # Every order and labelling of a small graph with a collective: the partial bound after
+    # each op placed and the whole schedule's floor never exceed what the simulator gives.
+    prog = _prog(random_dag(seed, DagConfig(ops=4, rows=256, cols=512, comm_rate=0.5)))
+    search = _Search(prog, HW, 8, None, prune=False)
+    movable = [prog.kind[v] is NodeKind.COMPUTE for v in range(len(prog))]
+    checked = 0
+    for order in topological_orders(prog):
+        if keep_collective_order(prog, order) != order:
+            continue
+        for labels in _labellings(movable, [0] * len(prog), 8):
+            tail = search._tails(labels)
+            state = search._state(labels)
+            bounds = [search._bound(labels, tail, state)]
+            for v in order:
+                state.place(v)
+                bounds.append(search._bound(labels, tail, state))
+            streams = [
+                StreamInfo(f"s{s}", MAIN_TAG if s == 0 else f"x{s}", 0)
+                for s in range(max(labels) + 1)
+            ]
+            span = _span(prog, Assignment(streams, list(labels), list(order)))
+            assert max(bounds) <= span and state.floor(order) <= span
+            checked += 1
+    assert checked > 50
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("seed", range(3))
+def test_a_start_cuts_no_optimum(seed: int) -> None:
+    # auto's schedule as the start: the answer is still the plain enumeration's optimum.
+    prog = _prog(random_dag(seed, DagConfig(ops=4, rows=256, cols=512)))
+    everything = _Search(prog, HW, 8, None, prune=False)
+    everything.run()
+    start = assign_auto(prog, [None] * len(prog), {}, 8, HW)
+    exact = exact_schedule(prog, HW, start=start)
+    assert exact.makespan == everything.best_span
+    assert not exact.start_outside
+    assert _span(prog, exact.assignment) == exact.makespan
+
+
+@pytest.mark.oracle
+def test_a_start_outside_the_space_is_not_the_answer() -> None:
+    # One stream allowed, but the start uses several and beats every one-stream schedule:
+    # the search runs again without it and answers with a one-stream schedule.
+    prog = _prog(random_dag(1, DagConfig(ops=5, rows=256, cols=512)))
+    free = exact_schedule(prog, HW)
+    one = _Search(prog, HW, 1, None, prune=False)
+    one.run()
+    assert free.makespan < one.best_span  # the graph has parallelism worth a stream
+    found = exact_schedule(prog, HW, max_streams=1, start=free.assignment)
+    assert found.start_outside
+    assert found.makespan == one.best_span
+    assert len(found.assignment.streams) == 1

@@ -107,7 +107,10 @@ def test_spread_default_stream_was_refused_without_the_repair() -> None:
             refused.append(mode)
             repaired = "stream.pair-rule-repaired" in _lower(SPREAD, mode)
             assert repaired == (mode != "auto")
-    assert {"nimble", "opara", "minidag", "auto"} <= set(refused)
+    # auto is not among them: even with the rule off its search (since the polish of its
+    # search without limits, `_settle`) finds a faster schedule, 7.1 us against the 7.6 us
+    # one that broke the rule, and that schedule keeps it.
+    assert {"nimble", "opara", "minidag"} <= set(refused)
 
 
 @pytest.mark.parametrize("mode", PLACING)
