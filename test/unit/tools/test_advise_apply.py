@@ -160,3 +160,71 @@ def test_every_row_applied_reproduces_its_makespan(tmp_path: Path, name: str) ->
     assert rec is not None
     assert rec.weighted_ns == min(ns for ns in want.values() if ns is not None)
     assert "peak memory" in rec.memory() and rec.written_peak_bytes is not None
+
+
+class _Three(torch.nn.Module):
+    """Three branches, one of fixed size: for 16 rows the fixed `y @ v` is the long one, for
+    8192 rows `x @ w` is, so each gear's `auto` puts them otherwise."""
+
+    def forward(self, x: Any, y: Any, w: Any, v: Any) -> Any:
+        return torch.exp(x @ w), torch.exp(y @ v), torch.exp(torch.relu(x))
+
+
+def test_a_geared_programs_pass_row_is_the_one_schedule_the_pass_writes(tmp_path: Path) -> None:
+    """TorchAir compiles one FX graph for every gear, so the pass writes one schedule: the
+    pass row gives, per gear, what the graph the pass wrote runs in that gear (imported
+    with its gears and compiled per gear, as the backend does); each gear's own `auto`
+    stays in the per-gear advice, and the recommendation is no slower than any row."""
+    from npuir.frontends.torchair.auto_streams import _gears
+    from npuir.torchair.inference import set_dim_gears
+
+    torch.manual_seed(0)
+    xs = [
+        torch.randn(16, 1024, dtype=torch.float16),
+        torch.randn(2048, 1024, dtype=torch.float16),
+        torch.randn(1024, 1024, dtype=torch.float16),
+        torch.randn(1024, 1024, dtype=torch.float16),
+    ]
+    rows = torch.export.Dim("rows", min=2, max=8192)
+    ep = torch.export.export(_Three(), tuple(xs), dynamic_shapes=({0: rows}, None, None, None))
+    set_dim_gears(xs[0], {0: [16, 8192]})
+    gears = _gears(ep.graph, xs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = tmp_path / "three.mlir"
+        program.write_text(print_ir(import_fx_graph(ep.graph, gears=gears), debuginfo=True))
+    advice = advise(AdviseConfig(path=str(program)))
+    auto = tng.auto_streams()
+    auto(ep.graph_module, xs, None)
+    report = auto.reports[-1]
+    assert report.changed and report.chosen, report.reason
+    # The graph the pass wrote, compiled per gear: the pass row's figures.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        written = print_ir(import_fx_graph(ep.graph, gears=gears))
+    compiled: dict[str | None, int] = {}
+    for label, n in (("gear arg0=16x1024", 16), ("gear arg0=8192x1024", 8192)):
+        outcome = run_program(
+            RunConfig(path="<pass>", source=written, timing_only=True, shapes={"0": (n, 1024)})
+        )
+        assert outcome.result is not None
+        compiled[label] = outcome.result.makespan_ns
+    row = {v.case: v.makespan_ns for v in advice.variants if v.option == "pass"}
+    assert row == compiled == dict(zip(report.gears, report.gear_applied_ns))
+    # The row names the gear whose schedule the pass chose, as the pass does.
+    assert all(
+        f"{report.chosen}'s auto" in v.torchair for v in advice.variants if v.option == "pass"
+    )
+    # One schedule costs a gear more than its own auto: the per-gear advice says so.
+    own = dict(zip(report.gears, report.gear_auto_ns))
+    assert any(row[g] != own[g] for g in own) and row[report.chosen] == own[report.chosen]
+    rec = advice.recommendation
+    assert rec is not None
+    assert rec.per_case["gear arg0=16x1024"] == ("auto (the gear's own)", own["gear arg0=16x1024"])
+    weights = advice.weights
+    totals: dict[str, float] = {}
+    for v in advice.variants:
+        if v.makespan_ns is not None and not v.deadlock:
+            totals[v.name] = totals.get(v.name, 0.0) + weights[v.case] * v.makespan_ns
+    assert rec.weighted_ns == min(totals.values())
+    assert "one schedule for every gear" in advice.render()
