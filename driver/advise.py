@@ -83,7 +83,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.mem_planners import argument_bytes, parse_budget
@@ -2528,7 +2528,16 @@ def _search_and_report(
                 plan = _plan(search.written(), search)
                 keep = False
     # A geared program's pass row: the one schedule the pass writes for every gear, in each.
-    one = _one_schedule(config, unannotated, cases, auto_base, auto_rows, hw)
+    one = _one_schedule(
+        config,
+        unannotated,
+        cases,
+        auto_base,
+        auto_rows,
+        [timed_of.get((AS_WRITTEN.name, c.label)) for c in cases],
+        budget_bytes,
+        hw,
+    )
     if one is not None:
         auto_rows = {c.label: row for c, row in zip(cases, one.rows)}
     elif len(cases) > 1:
@@ -2758,8 +2767,9 @@ class OneSchedule:
     graph for every gear, so the pass writes one schedule into it, the gear's `auto` schedule
     with the least sum of the gears' makespans (its rule, every gear alike)."""
 
-    chosen: str
-    """The gear whose `auto` schedule the graph carries."""
+    chosen: str | None
+    """The gear whose `auto` schedule the graph carries (None: the pass leaves the graph as
+    written)."""
     rows: list[Variant]
     """The pass row in each case: that schedule, said as scopes, run in the gear."""
     own: list[Variant]
@@ -2777,17 +2787,25 @@ def _one_schedule(
     cases: list[Case],
     base: Baseline,
     own: dict[str | None, Variant],
+    written: list[Timed | None],
+    budget_bytes: int | None,
     hw: Hardware,
 ) -> OneSchedule | None:
     """The pass row of a geared program (see `OneSchedule`): each gear's `auto` schedule
-    said on the program (`_said`) and timed in every gear as the program as written is;
-    None when a schedule cannot be said so (ops that are not npu ops among them, several
-    functions, a memory budget's orderings), and the row stays each gear's own `auto`."""
+    said on the program (`_said`) and timed in every gear as the program as written is
+    (`written`, per case); the least sum among those that run and fit `budget_bytes` in
+    every gear, if it is less than the program as written's, else the program as written
+    (the pass leaves the graph so).  None when a schedule cannot be said so (several
+    functions, a scope of the user's that the schedule would cut through), and the row
+    stays each gear's own `auto`."""
     numbered = unannotated.clone()
     funcs = [f for f in numbered.ops if isinstance(f, FuncOp)]
     if len(funcs) != 1 or len(cases) < 2:
         return None
-    for i, op in enumerate(o for o in walk_nested(funcs[0]) if isinstance(o, NpuOp)):
+    body = list(funcs[0].body.block.ops)[:-1]  # all but the terminator
+    if any(op.regions for op in body):
+        return None  # a scope of the user's (a core limit) that a schedule would cut through
+    for i, op in enumerate(body):
         op.attributes[INDEX] = IntAttr(i)
     versions = numbered.clone()
     partition = _partition_of(base.pipeline or AUTO_PIPELINE)
@@ -2809,12 +2827,13 @@ def _one_schedule(
         try:
             run_passes(make_context(collect_diagnostics=True), alone, build_pipeline(partition))
         except DiagnosticError:
-            return None
+            candidates = []  # a gear auto cannot schedule (a budget it cannot fit): no pass
+            break
         said = _said(numbered, alone)
         if said is None:
             return None
         candidates.append((case.label, said))
-    best: tuple[int, str | None, list[Timed | None]] | None = None
+    best: tuple[int, str | None, list[Variant]] | None = None
     seen: set[str] = set()
     for label, said in candidates:
         text = print_ir(said, debuginfo=True)
@@ -2822,24 +2841,34 @@ def _one_schedule(
             continue
         seen.add(text)
         timed = [_time(config, c, None, _parse_text(config, text), text) for c in cases]
-        if any(_bad(t) for t in timed):
+        rows = [_variant(base, c, t, hw, False) for c, t in zip(cases, timed)]
+        if any(_bad(t) for t in timed) or any(
+            budget_bytes is not None and (v.peak_bytes or 0) > budget_bytes for v in rows
+        ):
             continue
-        total = sum(t.result.makespan_ns for t in timed if t is not None)
+        total = sum(v.makespan_ns or 0 for v in rows)
         if best is None or total < best[0]:
-            best = (total, label, timed)
-    if best is None:
-        return None
-    _, chosen, timed = best
-    row = replace(
-        base,
-        torchair=f"{base.torchair}; one schedule for every gear (one FX graph): {chosen}'s "
-        "auto schedule, the least sum of the gears' makespans",
-    )
-    return OneSchedule(
-        chosen or "",
-        [_variant(row, c, t, hw, False) for c, t in zip(cases, timed)],
-        [replace(own[c.label], name=OWN_AUTO) for c in cases],
-    )
+            best = (total, label, rows)
+    if best is not None and (
+        any(_bad(t) for t in written) or best[0] < sum(t.result.makespan_ns for t in written if t)
+    ):
+        _, chosen, rows = best
+        apply = (
+            f"{base.torchair}; one schedule for every gear (one FX graph): {chosen}'s auto "
+            "schedule, the least sum of the gears' makespans"
+        )
+        pass_rows = [replace(v, torchair=apply) for v in rows]
+    else:
+        chosen = None
+        apply = (
+            f"{base.torchair}; on this program it leaves the graph as written: no gear's auto "
+            "schedule, shared by every gear"
+            + ("" if budget_bytes is None else " within the memory budget")
+            + ", is faster over the gears"
+        )
+        row = replace(base, torchair=apply)
+        pass_rows = [_variant(row, c, t, hw, False) for c, t in zip(cases, written)]
+    return OneSchedule(chosen, pass_rows, [replace(own[c.label], name=OWN_AUTO) for c in cases])
 
 
 OWN_AUTO = "auto (the gear's own)"
@@ -2867,19 +2896,19 @@ def _version_of(versions: ModuleOp, case: Case) -> FuncOp | None:
 
 
 def _said(numbered: ModuleOp, partitioned: ModuleOp) -> ModuleOp | None:
-    """`numbered` (one function, its npu ops numbered by `INDEX`) in the order, on the
-    streams and under the core limits `partitioned` (a version of it, after
-    `stream-partition`) gives its ops, said as scopes by `stream-source-form`; None when the
-    version holds anything else (a memory budget's orderings) or the program's block holds
-    ops that are not npu ops (which the order could not keep in place)."""
+    """`numbered` (one function, the ops of its block numbered by `INDEX`) in the order, on
+    the streams, under the core limits and with the orderings (a memory budget's
+    `stream.wait_tensor`s) that `partitioned` (a version of it, after `stream-partition`)
+    gives its ops, said as scopes by `stream-source-form`; None when the version holds
+    anything else."""
     (version,) = [f for f in partitioned.ops if isinstance(f, FuncOp)]
-    steps: list[tuple[list[Operation], coreset.LimitOp | None]] = []
+    steps: list[tuple[list[Operation], Operation | None]] = []
     for op in version.body.block.ops:
-        if isinstance(op, NpuOp):
+        if INDEX in op.attributes or isinstance(op, stream.WaitTensorOp):
             steps.append(([op], None))
         elif isinstance(op, coreset.LimitOp):
             inner = [o for o in op.body.block.ops if not isinstance(o, coreset.YieldOp)]
-            if not all(isinstance(o, NpuOp) for o in inner):
+            if not all(INDEX in o.attributes for o in inner):
                 return None
             steps.append((inner, op))
         elif not isinstance(op, ReturnOp):
@@ -2888,26 +2917,62 @@ def _said(numbered: ModuleOp, partitioned: ModuleOp) -> ModuleOp | None:
     (func,) = [f for f in out.ops if isinstance(f, FuncOp)]
     block = func.body.block
     terminator = block.last_op
-    if terminator is None or any(
-        not isinstance(o, NpuOp) for o in block.ops if o is not terminator
-    ):
-        return None
-    by_index = {_index(o): o for o in block.ops if isinstance(o, NpuOp)}
-    order = [_index(o) for ops, _ in steps for o in ops]
+    assert terminator is not None
+    by_index = {_index(o): o for o in block.ops if INDEX in o.attributes}
+    order = [_index(o) for ops, _ in steps for o in ops if INDEX in o.attributes]
     if sorted(order) != sorted(by_index) or len(set(order)) != len(order):
         return None
+    waits: dict[SSAValue, SSAValue] = {}
+
+    def mine(value: SSAValue) -> SSAValue | None:
+        """The program's value for the version's `value`."""
+        if isinstance(value, BlockArgument):
+            return func.args[value.index] if value.owner is version.body.block else None
+        assert isinstance(value, OpResult)
+        if value in waits:
+            return waits[value]
+        if isinstance(value.op, coreset.LimitOp):
+            last = value.op.body.block.last_op
+            return None if last is None else mine(last.operands[value.index])
+        if INDEX in value.op.attributes:
+            return by_index[_index(value.op)].results[value.index]
+        return None
+
     for ops, limit in steps:
-        moved = []
+        moved: list[Operation] = []
         for op in ops:
-            mine = by_index[_index(op)]
-            mine.detach()
-            block.insert_op_before(mine, terminator)
+            if INDEX not in op.attributes:
+                assert isinstance(op, stream.WaitTensorOp)
+                # An ordering `auto` added: the same wait, read by the same operand of the same op.
+                tensor, dep = mine(op.tensor), mine(op.dep)
+                # (A later wait of a chain reads it through `mine`.)
+                users = [
+                    (use.operation, use.index)
+                    for use in op.result.uses
+                    if not isinstance(use.operation, stream.WaitTensorOp)
+                ]
+                if (
+                    tensor is None
+                    or dep is None
+                    or any(INDEX not in u.attributes for u, _ in users)
+                ):
+                    return None
+                wait = stream.WaitTensorOp(tensor, dep)
+                wait.location = op.location
+                block.insert_op_before(wait, terminator)
+                waits[op.result] = wait.result
+                for user, index in users:
+                    by_index[_index(user)].operands[index] = wait.result
+                moved.append(wait)
+            else:
+                here = by_index[_index(op)]
+                here.detach()
+                block.insert_op_before(here, terminator)
+                moved.append(here)
             on = op.attributes.get(stream.STREAM_ON)
             if on is not None:
-                mine.attributes[stream.STREAM_ON] = on
-            del mine.attributes[INDEX]
-            moved.append(mine)
-        if limit is not None:
+                moved[-1].attributes[stream.STREAM_ON] = on
+        if isinstance(limit, coreset.LimitOp):
             escaping_values = escaping(moved)
             scope = coreset.LimitOp(
                 limit.count("cube"),
@@ -2917,6 +2982,8 @@ def _said(numbered: ModuleOp, partitioned: ModuleOp) -> ModuleOp | None:
             )
             wrap(moved, scope)
             scope.regions[0].blocks[0].add_op(coreset.YieldOp(*escaping_values))
+    for op in by_index.values():
+        del op.attributes[INDEX]
     first = out.body.block.first_op
     assert first is not None
     for decl in [d for d in partitioned.ops if isinstance(d, stream.DeclOp)]:

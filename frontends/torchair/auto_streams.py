@@ -55,10 +55,11 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
-from npuir.analysis.mem_planners import parse_budget
+from npuir.analysis.mem_planners import argument_bytes, parse_budget
 from npuir.analysis.program import build_program, module_streams
 from npuir.backends.npu.cost import runs_without_task
 from npuir.backends.npu.hardware import known_device
+from npuir.backends.npu.memory import program_memory
 from npuir.backends.npu.simulator import simulate
 from npuir.context import make_context
 from npuir.diagnostics import DiagnosticEngine, DiagnosticError, Kind
@@ -377,7 +378,9 @@ class AutoStreams:
         """A geared graph: TorchAir compiles one FX graph for all its gears, so it carries one
         schedule.  Each gear's `auto` schedule is a candidate; each, written into the graph,
         is costed in every gear, and the one with the least sum of the gears' makespans
-        (every gear weighted alike, as `npuir-advise` does by default) is applied.  The
+        (every gear weighted alike, as `npuir-advise` does by default) among those whose
+        memory plan fits `memory_budget` in every gear is applied (a schedule that fits one
+        gear's budget may not fit a larger gear's).  The
         report gives each gear's makespan under it against that gear's own `auto`."""
         options = config.pass_options().get("stream-partition", {}) if config else {}
         written_pass = "stream-partition" + (
@@ -403,8 +406,15 @@ class AutoStreams:
             trial = _copy(work)
             _apply(trial, items)
             rewritten = _quiet_import(trial, config, gears)
-            spans = [_makespan(v, lowered, self.hw) for _, v in _versions(rewritten)]
-            if any(n is None for n in spans):
+            spans = []
+            fits = True
+            for _, v in _versions(rewritten):
+                # A gear's schedule may need more memory in a larger gear: within the budget
+                # in every gear, or not a candidate.
+                budget = self._budget(v)
+                spans.append(_makespan(v, lowered, self.hw))
+                fits = fits and (budget is None or _peak(v) <= budget)
+            if any(n is None for n in spans) or not fits:
                 continue
             total = sum(n or 0 for n in spans)
             if best is None or total < best[0]:
@@ -431,6 +441,15 @@ class AutoStreams:
         report.changed = True
         report.reason = "applied"
         return report
+
+    def _budget(self, module: ModuleOp) -> int | None:
+        """`memory_budget` in bytes for `module`'s function (`hbm`: the device's HBM less its
+        arguments, as `stream-partition` reads it)."""
+        func = _only_function(module)
+        if self.memory_budget is None or func is None:
+            return None
+        hbm = device_of(module, self.hw).hbm_bytes
+        return parse_budget(self.memory_budget, hbm, argument_bytes(func))
 
     def _auto(self, module: ModuleOp) -> tuple[int | None, FuncOp]:
         """`auto`'s makespan on `module` and its schedule in source form."""
@@ -627,6 +646,14 @@ def _makespan(module: ModuleOp, pipeline: str, hw: str | None) -> int | None:
     return None if result.deadlock is not None else result.makespan_ns
 
 
+def _peak(module: ModuleOp) -> int:
+    """The planned peak of `module`, lowered (`_makespan` lowers it), as `npuir-run` reports
+    it."""
+    func = _only_function(module)
+    assert func is not None
+    return program_memory(build_program(func, module_streams(module))).peak
+
+
 def _name(op: Operation) -> str | None:
     attr = op.attributes.get(npu.OP_NAME)
     return attr.data if isinstance(attr, StringAttr) else None
@@ -634,7 +661,12 @@ def _name(op: Operation) -> str | None:
 
 def _producer(value: SSAValue) -> str:
     """The FX node that computes `value`: a scope's result is its yielded value's."""
-    while isinstance(value, OpResult) and isinstance(value.op, stream.SwitchOp | coreset.LimitOp):
+    while isinstance(value, OpResult) and isinstance(
+        value.op, stream.SwitchOp | coreset.LimitOp | stream.WaitTensorOp
+    ):
+        if isinstance(value.op, stream.WaitTensorOp):  # an ordering: its tensor's value
+            value = value.op.tensor
+            continue
         terminator = value.op.body.block.last_op
         assert terminator is not None
         value = terminator.operands[value.index]
@@ -670,8 +702,10 @@ def _items(block: Block, report: AutoStreamsReport) -> list[_Item]:
             items.extend([_Item("enter", keys, values), *inner_items, _Item("exit")])
         elif isinstance(op, stream.WaitTensorOp) and _name(op) is None:
             # An ordering `auto` added (a memory budget): spelled as a wait on the operand of
-            # the op it orders.
+            # the op it orders (through the later waits of a chain on the same operand).
             users = [use.operation for use in op.result.uses]
+            while len(users) == 1 and isinstance(users[0], stream.WaitTensorOp):
+                users = [use.operation for use in users[0].result.uses]
             later = _name(users[0]) if users else None
             if later:
                 dependency = _producer(op.dep)
@@ -1208,6 +1242,8 @@ def _apply(graph: torch.fx.Graph, items: list[_Item]) -> None:
             place(source)
         order.append(node)
 
+    reads: dict[tuple[str, str], torch.fx.Node] = {}
+    """(ordered node, operand) -> what the ordered node reads for it: the last wait written."""
     with graph.inserting_before(output):
         for item in items:
             if item.kind in ("enter", "exit"):
@@ -1225,9 +1261,11 @@ def _apply(graph: torch.fx.Graph, items: list[_Item]) -> None:
                 dependency = by_name[item.dependency]
                 place(operand)
                 place(dependency)
-                wait = graph.call_function(torch.ops.air.wait_tensor.default, (operand, dependency))
+                current = reads.get((item.node, item.operand), operand)
+                wait = graph.call_function(torch.ops.air.wait_tensor.default, (current, dependency))
                 wait.meta = dict(operand.meta)
-                later.replace_input_with(operand, wait)
+                later.replace_input_with(current, wait)
+                reads[(item.node, item.operand)] = wait
                 placed.add(wait)
                 order.append(wait)
             else:
