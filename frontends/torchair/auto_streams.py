@@ -1043,7 +1043,7 @@ def _slice_bounds(view: torch.fx.Node) -> tuple[int, int, int] | None:
         return None
     dim, start, end = (list(args[1:4]) + [0, None, None][len(args) - 1 :])[:3]
     step = args[4] if len(args) > 4 else 1
-    if step != 1 or not all(isinstance(v, int) for v in (dim, start, end or 0)):
+    if step != 1 or not all(isinstance(v, int) for v in (dim, start or 0, end or 0)):
         return None
     dim %= len(shape)
     size = shape[dim]
