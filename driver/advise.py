@@ -10,7 +10,11 @@ the program is lowered and simulated as `npuir-run` would, in the variants a Tor
 knows: as written; without the scopes (what GE does with an unannotated graph, `mode=ge`);
 without the scopes and with `config.ge_config.enable_single_stream = True`; GE's automatic
 multi-stream (`ge.autoMultistreamParallelMode`, `mode=minidag`); npuir's advice; npuir's
-unconstrained `auto`; and the lower bound (`npuir.schedule.bounds`).
+unconstrained `auto`, the pass row (`npuir.torchair.auto_streams`); and the lower bound
+(`npuir.schedule.bounds`).  A geared program's pass row is what the pass gives it: one FX
+graph serves every gear, so the pass writes one schedule, the gear's `auto` schedule with the
+least sum over the gears, and the row is that schedule run in each gear (`OneSchedule`);
+each gear's own `auto` is in the per-gear advice.
 
 **The advice is structured.**  A user writes `with` blocks, so the advice's assignment is
 one that `with` blocks can say (`--granularity`):
@@ -75,10 +79,11 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
+    TensorType,
     UnitAttr,
 )
-from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 
 from npuir.analysis.core_limits import CoreLimits, limit_fn
 from npuir.analysis.mem_planners import argument_bytes, parse_budget
@@ -218,9 +223,8 @@ BEFORE = (
         "ge-auto",
     ),
 )
-AUTO_PIPELINE = (
-    f"gear-multiversion,stream-partition{{mode=auto ignore-tags=true limits=true}},{TAIL}"
-)
+AUTO_PARTITION = "stream-partition{mode=auto ignore-tags=true limits=true}"
+AUTO_PIPELINE = f"gear-multiversion,{AUTO_PARTITION},{TAIL}"
 AUTO = Baseline(
     "auto (per op)",
     f"{PASS_CALL}: npuir's auto schedule (streams, issue order, core limits) written into "
@@ -592,10 +596,13 @@ def recommend(
     weights: dict[str | None, float],
     budget_bytes: int | None = None,
     shared: str | None = None,
+    per_gear: Sequence[Variant] = (),
 ) -> Recommendation | None:
     """The best row of `variants` (see `Recommendation`); None when no row runs in every
     case.  `shared` names the row of one shared annotation (for a geared program's
-    comparison)."""
+    comparison); `per_gear` are options for a gear on its own, not rows (each gear's own
+    `auto` schedule, which one graph for every gear cannot carry), that the per-gear
+    advice weighs too."""
     cases = list(dict.fromkeys(v.case for v in variants))
     rows: dict[str, dict[str | None, Variant]] = {}
     for v in variants:
@@ -635,6 +642,8 @@ def recommend(
     written_ok = written is not None and all(c in written and _runs(written[c]) for c in cases)
     per_case: dict[str | None, tuple[str, int]] = {}
     if len(cases) > 1:
+        for v in per_gear:
+            rows.setdefault(v.name, {})[v.case] = v
         for case in cases:
             options = [
                 n
@@ -2521,6 +2530,24 @@ def _search_and_report(
                 source_text, timed_advice = text_w, timed_w
                 plan = _plan(search.written(), search)
                 keep = False
+    # A geared program's pass row: the one schedule the pass writes for every gear, in each.
+    one = _one_schedule(
+        config,
+        unannotated,
+        cases,
+        auto_base,
+        auto_rows,
+        [timed_of.get((AS_WRITTEN.name, c.label)) for c in cases],
+        budget_bytes,
+        hw,
+    )
+    if one is not None:
+        auto_rows = {c.label: row for c, row in zip(cases, one.rows)}
+    elif len(cases) > 1:
+        reasons.append(
+            "the auto (per op) row gives each gear its own auto schedule: the pass writes one "
+            "schedule for every gear, and npuir could not say one on this program"
+        )
     for case, timed in zip(cases, timed_advice):
         add(advice_base, case, timed, False)
         auto_row = auto_rows[case.label]
@@ -2569,7 +2596,9 @@ def _search_and_report(
         weights,
         source=source_text,
         memory_pareto=_memory_pareto(config, flat, cases),
-        recommendation=recommend(variants, weights, budget_bytes, best_name),
+        recommendation=recommend(
+            variants, weights, budget_bytes, best_name, one.own if one is not None else ()
+        ),
         warnings=layer_warnings,
     )
     if config.emit_mlir is not None:
@@ -2724,6 +2753,252 @@ def _with_limits(
             vector if vector is not None else hw.vector_cores,
         )
     return out, sites
+
+
+# ---------------------------------------------------------------------------------------------
+# The pass row of a geared program: one schedule for every gear
+# ---------------------------------------------------------------------------------------------
+
+INDEX = "advise.index"
+"""A scratch attribute: each npu op's place in the program (its versions' ops are clones of
+the program's, so they carry it), by which one gear's schedule is said on the program."""
+
+
+@dataclass
+class OneSchedule:
+    """What `npuir.torchair.auto_streams` gives a geared program: TorchAir compiles one FX
+    graph for every gear, so the pass writes one schedule into it, the gear's `auto` schedule
+    with the least sum of the gears' makespans (its rule, every gear alike)."""
+
+    chosen: str | None
+    """The gear whose `auto` schedule the graph carries (None: the pass leaves the graph as
+    written)."""
+    rows: list[Variant]
+    """The pass row in each case: that schedule, said as scopes, run in the gear."""
+    own: list[Variant]
+    """Each gear's own `auto` schedule (what the gear would get from a graph of its own)."""
+
+
+def _partition_of(pipeline: str) -> str:
+    """The `stream-partition{...}` element of `pipeline` (an option holds no comma)."""
+    return next(p for p in pipeline.split(",") if p.startswith("stream-partition"))
+
+
+def _one_schedule(
+    config: AdviseConfig,
+    unannotated: ModuleOp,
+    cases: list[Case],
+    base: Baseline,
+    own: dict[str | None, Variant],
+    written: list[Timed | None],
+    budget_bytes: int | None,
+    hw: Hardware,
+) -> OneSchedule | None:
+    """The pass row of a geared program (see `OneSchedule`): each gear's `auto` schedule
+    said on the program (`_said`) and timed in every gear as the program as written is
+    (`written`, per case); the least sum among those that run and fit `budget_bytes` in
+    every gear, if it is less than the program as written's, else the program as written
+    (the pass leaves the graph so).  None when a schedule cannot be said so (several
+    functions, a scope of the user's that the schedule would cut through), and the row
+    stays each gear's own `auto`."""
+    numbered = unannotated.clone()
+    funcs = [f for f in numbered.ops if isinstance(f, FuncOp)]
+    if len(funcs) != 1 or len(cases) < 2:
+        return None
+    body = list(funcs[0].body.block.ops)[:-1]  # all but the terminator
+    if any(op.regions for op in body):
+        return None  # a scope of the user's (a core limit) that a schedule would cut through
+    for i, op in enumerate(body):
+        op.attributes[INDEX] = IntAttr(i)
+    versions = numbered.clone()
+    partition = _partition_of(base.pipeline or AUTO_PIPELINE)
+    if config.hw:
+        partition = partition[:-1] + f" hw={config.hw}}}"
+    try:
+        run_passes(
+            make_context(collect_diagnostics=True), versions, build_pipeline("gear-multiversion")
+        )
+    except DiagnosticError:
+        return None
+    candidates: list[tuple[str | None, ModuleOp]] = []
+    for case in cases:
+        version = _version_of(versions, case)
+        if version is None:
+            return None
+        alone = ModuleOp([version.clone()])
+        alone.attributes.update(dict(versions.attributes))
+        try:
+            run_passes(make_context(collect_diagnostics=True), alone, build_pipeline(partition))
+        except DiagnosticError:
+            candidates = []  # a gear auto cannot schedule (a budget it cannot fit): no pass
+            break
+        said = _said(numbered, alone)
+        if said is None:
+            return None
+        candidates.append((case.label, said))
+    best: tuple[int, str | None, list[Variant]] | None = None
+    seen: set[str] = set()
+    for label, said in candidates:
+        text = print_ir(said, debuginfo=True)
+        if text in seen:  # gears whose auto schedules are the same: timed once
+            continue
+        seen.add(text)
+        timed = [_time(config, c, None, _parse_text(config, text), text) for c in cases]
+        rows = [_variant(base, c, t, hw, False) for c, t in zip(cases, timed)]
+        if any(_bad(t) for t in timed) or any(
+            budget_bytes is not None and (v.peak_bytes or 0) > budget_bytes for v in rows
+        ):
+            continue
+        total = sum(v.makespan_ns or 0 for v in rows)
+        if best is None or total < best[0]:
+            best = (total, label, rows)
+    if best is not None and (
+        any(_bad(t) for t in written) or best[0] < sum(t.result.makespan_ns for t in written if t)
+    ):
+        _, chosen, rows = best
+        apply = (
+            f"{base.torchair}; one schedule for every gear (one FX graph): {chosen}'s auto "
+            "schedule, the least sum of the gears' makespans"
+        )
+        pass_rows = [replace(v, torchair=apply) for v in rows]
+    else:
+        chosen = None
+        apply = (
+            f"{base.torchair}; on this program it leaves the graph as written: no gear's auto "
+            "schedule, shared by every gear"
+            + ("" if budget_bytes is None else " within the memory budget")
+            + ", is faster over the gears"
+        )
+        row = replace(base, torchair=apply)
+        pass_rows = [_variant(row, c, t, hw, False) for c, t in zip(cases, written)]
+    return OneSchedule(chosen, pass_rows, [replace(own[c.label], name=OWN_AUTO) for c in cases])
+
+
+OWN_AUTO = "auto (the gear's own)"
+"""The per-gear advice's name for a gear's own `auto` schedule (not a row: one FX graph
+carries one schedule for every gear)."""
+
+
+def _version_of(versions: ModuleOp, case: Case) -> FuncOp | None:
+    """The static version (`gear-multiversion`'s) whose argument shapes are `case`'s."""
+    for func in versions.ops:
+        if not isinstance(func, FuncOp) or not func.body.blocks:
+            continue
+        shapes = [
+            tuple(t.get_shape()) if isinstance(t, TensorType) else None
+            for t in func.function_type.inputs.data
+        ]
+        if any(s is not None and any(d < 0 for d in s) for s in shapes):
+            continue  # the generic body (a dispatcher, or `fallback=dynamic`'s)
+        if all(
+            int(k) < len(shapes) and shapes[int(k)] == tuple(shape)
+            for k, shape in case.shapes.items()
+        ):
+            return func
+    return None
+
+
+def _said(numbered: ModuleOp, partitioned: ModuleOp) -> ModuleOp | None:
+    """`numbered` (one function, the ops of its block numbered by `INDEX`) in the order, on
+    the streams, under the core limits and with the orderings (a memory budget's
+    `stream.wait_tensor`s) that `partitioned` (a version of it, after `stream-partition`)
+    gives its ops, said as scopes by `stream-source-form`; None when the version holds
+    anything else."""
+    (version,) = [f for f in partitioned.ops if isinstance(f, FuncOp)]
+    steps: list[tuple[list[Operation], Operation | None]] = []
+    for op in version.body.block.ops:
+        if INDEX in op.attributes or isinstance(op, stream.WaitTensorOp):
+            steps.append(([op], None))
+        elif isinstance(op, coreset.LimitOp):
+            inner = [o for o in op.body.block.ops if not isinstance(o, coreset.YieldOp)]
+            if not all(INDEX in o.attributes for o in inner):
+                return None
+            steps.append((inner, op))
+        elif not isinstance(op, ReturnOp):
+            return None
+    out = numbered.clone()
+    (func,) = [f for f in out.ops if isinstance(f, FuncOp)]
+    block = func.body.block
+    terminator = block.last_op
+    assert terminator is not None
+    by_index = {_index(o): o for o in block.ops if INDEX in o.attributes}
+    order = [_index(o) for ops, _ in steps for o in ops if INDEX in o.attributes]
+    if sorted(order) != sorted(by_index) or len(set(order)) != len(order):
+        return None
+    waits: dict[SSAValue, SSAValue] = {}
+
+    def mine(value: SSAValue) -> SSAValue | None:
+        """The program's value for the version's `value`."""
+        if isinstance(value, BlockArgument):
+            return func.args[value.index] if value.owner is version.body.block else None
+        assert isinstance(value, OpResult)
+        if value in waits:
+            return waits[value]
+        if isinstance(value.op, coreset.LimitOp):
+            last = value.op.body.block.last_op
+            return None if last is None else mine(last.operands[value.index])
+        if INDEX in value.op.attributes:
+            return by_index[_index(value.op)].results[value.index]
+        return None
+
+    for ops, limit in steps:
+        moved: list[Operation] = []
+        for op in ops:
+            if INDEX not in op.attributes:
+                assert isinstance(op, stream.WaitTensorOp)
+                # An ordering `auto` added: the same wait, read by the same operand of the same op.
+                tensor, dep = mine(op.tensor), mine(op.dep)
+                # (A later wait of a chain reads it through `mine`.)
+                users = [
+                    (use.operation, use.index)
+                    for use in op.result.uses
+                    if not isinstance(use.operation, stream.WaitTensorOp)
+                ]
+                if (
+                    tensor is None
+                    or dep is None
+                    or any(INDEX not in u.attributes for u, _ in users)
+                ):
+                    return None
+                wait = stream.WaitTensorOp(tensor, dep)
+                wait.location = op.location
+                block.insert_op_before(wait, terminator)
+                waits[op.result] = wait.result
+                for user, index in users:
+                    by_index[_index(user)].operands[index] = wait.result
+                moved.append(wait)
+            else:
+                here = by_index[_index(op)]
+                here.detach()
+                block.insert_op_before(here, terminator)
+                moved.append(here)
+            on = op.attributes.get(stream.STREAM_ON)
+            if on is not None:
+                moved[-1].attributes[stream.STREAM_ON] = on
+        if isinstance(limit, coreset.LimitOp):
+            escaping_values = escaping(moved)
+            scope = coreset.LimitOp(
+                limit.count("cube"),
+                limit.count("vector"),
+                Region(Block()),
+                [v.type for v in escaping_values],
+            )
+            wrap(moved, scope)
+            scope.regions[0].blocks[0].add_op(coreset.YieldOp(*escaping_values))
+    for op in by_index.values():
+        del op.attributes[INDEX]
+    first = out.body.block.first_op
+    assert first is not None
+    for decl in [d for d in partitioned.ops if isinstance(d, stream.DeclOp)]:
+        out.body.block.insert_op_before(decl.clone(), first)
+    run_passes(make_context(collect_diagnostics=True), out, build_pipeline("stream-source-form"))
+    return out
+
+
+def _index(op: Operation) -> int:
+    attr = op.attributes[INDEX]
+    assert isinstance(attr, IntAttr)
+    return attr.data
 
 
 def _annotated_auto(module: ModuleOp, config: AdviseConfig) -> ModuleOp:

@@ -23,10 +23,12 @@ example is a multi-stream pass).  `auto_streams()` returns such a pass:
    edge).  The model's own stream and core-limit scopes are replaced; its waits are kept
    where `auto` issues them.  A view (no device task) goes with its node's task.  A node
    whose npu ops `auto` puts apart (a biased `linear`'s matmul and add, a `chunk`'s slices,
-   a `mean`'s sum and division), or issues before a tensor it reads for its shape only (an
-   `empty_like`), is first rewritten as finer ATen nodes that npuir imports to the same npu
-   ops (`finer`), and `auto` runs again on that graph; a node with no such rewrite (an
-   in-place `copy_`) goes whole at its first step after the nodes it reads (`split`);
+   a `mean`'s sum and division, an in-place `copy_` into a slice's kept parts and their
+   `cat`), or issues before a tensor it reads for its shape only (an `empty_like`), is first
+   rewritten as finer ATen nodes, all functional, that npuir imports to the same npu ops
+   (`finer`), and `auto` runs again on that graph; a node with no such rewrite (a write into
+   a tensor an earlier view of it reads) goes whole at its first step after the nodes it
+   reads (`split`);
 4. it writes that on a copy of the graph, imports and simulates it as the backend will, and
    applies it to the graph only when it is faster than the graph as written: the report's
    `applied_ns` is then what npuir's backend reports as annotated (`auto_ns` exactly when
@@ -53,10 +55,11 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
-from npuir.analysis.mem_planners import parse_budget
+from npuir.analysis.mem_planners import argument_bytes, parse_budget
 from npuir.analysis.program import build_program, module_streams
 from npuir.backends.npu.cost import runs_without_task
 from npuir.backends.npu.hardware import known_device
+from npuir.backends.npu.memory import program_memory
 from npuir.backends.npu.simulator import simulate
 from npuir.context import make_context
 from npuir.diagnostics import DiagnosticEngine, DiagnosticError, Kind
@@ -312,8 +315,7 @@ class AutoStreams:
         # the same npu ops, and `auto` runs again on what the graph then says.
         for _ in range(_FINER_ROUNDS):
             names = sorted(set(_split_nodes(items)) | _early(items, _reads(work, items)))
-            by_name = {node.name: node for node in work.nodes}
-            finer = [name for name in names if _finer(work, by_name[name])]
+            finer = _refine(work, names)
             if not finer:
                 break
             report.finer += finer
@@ -376,7 +378,9 @@ class AutoStreams:
         """A geared graph: TorchAir compiles one FX graph for all its gears, so it carries one
         schedule.  Each gear's `auto` schedule is a candidate; each, written into the graph,
         is costed in every gear, and the one with the least sum of the gears' makespans
-        (every gear weighted alike, as `npuir-advise` does by default) is applied.  The
+        (every gear weighted alike, as `npuir-advise` does by default) among those whose
+        memory plan fits `memory_budget` in every gear is applied (a schedule that fits one
+        gear's budget may not fit a larger gear's).  The
         report gives each gear's makespan under it against that gear's own `auto`."""
         options = config.pass_options().get("stream-partition", {}) if config else {}
         written_pass = "stream-partition" + (
@@ -402,8 +406,15 @@ class AutoStreams:
             trial = _copy(work)
             _apply(trial, items)
             rewritten = _quiet_import(trial, config, gears)
-            spans = [_makespan(v, lowered, self.hw) for _, v in _versions(rewritten)]
-            if any(n is None for n in spans):
+            spans = []
+            fits = True
+            for _, v in _versions(rewritten):
+                # A gear's schedule may need more memory in a larger gear: within the budget
+                # in every gear, or not a candidate.
+                budget = self._budget(v)
+                spans.append(_makespan(v, lowered, self.hw))
+                fits = fits and (budget is None or _peak(v) <= budget)
+            if any(n is None for n in spans) or not fits:
                 continue
             total = sum(n or 0 for n in spans)
             if best is None or total < best[0]:
@@ -431,6 +442,15 @@ class AutoStreams:
         report.reason = "applied"
         return report
 
+    def _budget(self, module: ModuleOp) -> int | None:
+        """`memory_budget` in bytes for `module`'s function (`hbm`: the device's HBM less its
+        arguments, as `stream-partition` reads it)."""
+        func = _only_function(module)
+        if self.memory_budget is None or func is None:
+            return None
+        hbm = device_of(module, self.hw).hbm_bytes
+        return parse_budget(self.memory_budget, hbm, argument_bytes(func))
+
     def _auto(self, module: ModuleOp) -> tuple[int | None, FuncOp]:
         """`auto`'s makespan on `module` and its schedule in source form."""
         scheduled = module.clone()
@@ -446,11 +466,17 @@ _FINER_ROUNDS = 3
 """Rounds of finer nodes (`_finer`) the pass tries before it keeps what is left whole."""
 
 
-def _refine(graph: torch.fx.Graph, names: list[str]) -> None:
-    """`_finer` on the nodes `names`, in order."""
+def _refine(graph: torch.fx.Graph, names: list[str]) -> list[str]:
+    """`_finer` on the nodes `names`, in order; the names it rewrote.  A name no longer in
+    the graph is passed over: an in-place write goes finer with every other write into its
+    tensor (`_writes`), so a later name of the same group is gone by then, and the same
+    names in the same order rewrite another copy of the graph alike."""
+    done: list[str] = []
     for name in names:
-        by_name = {node.name: node for node in graph.nodes}
-        _finer(graph, by_name[name])
+        node = next((n for n in graph.nodes if n.name == name), None)
+        if node is not None and _finer(graph, node):
+            done.append(name)
+    return done
 
 
 def _copy(graph: torch.fx.Graph) -> torch.fx.Graph:
@@ -620,6 +646,14 @@ def _makespan(module: ModuleOp, pipeline: str, hw: str | None) -> int | None:
     return None if result.deadlock is not None else result.makespan_ns
 
 
+def _peak(module: ModuleOp) -> int:
+    """The planned peak of `module`, lowered (`_makespan` lowers it), as `npuir-run` reports
+    it."""
+    func = _only_function(module)
+    assert func is not None
+    return program_memory(build_program(func, module_streams(module))).peak
+
+
 def _name(op: Operation) -> str | None:
     attr = op.attributes.get(npu.OP_NAME)
     return attr.data if isinstance(attr, StringAttr) else None
@@ -627,7 +661,12 @@ def _name(op: Operation) -> str | None:
 
 def _producer(value: SSAValue) -> str:
     """The FX node that computes `value`: a scope's result is its yielded value's."""
-    while isinstance(value, OpResult) and isinstance(value.op, stream.SwitchOp | coreset.LimitOp):
+    while isinstance(value, OpResult) and isinstance(
+        value.op, stream.SwitchOp | coreset.LimitOp | stream.WaitTensorOp
+    ):
+        if isinstance(value.op, stream.WaitTensorOp):  # an ordering: its tensor's value
+            value = value.op.tensor
+            continue
         terminator = value.op.body.block.last_op
         assert terminator is not None
         value = terminator.operands[value.index]
@@ -663,8 +702,10 @@ def _items(block: Block, report: AutoStreamsReport) -> list[_Item]:
             items.extend([_Item("enter", keys, values), *inner_items, _Item("exit")])
         elif isinstance(op, stream.WaitTensorOp) and _name(op) is None:
             # An ordering `auto` added (a memory budget): spelled as a wait on the operand of
-            # the op it orders.
+            # the op it orders (through the later waits of a chain on the same operand).
             users = [use.operation for use in op.result.uses]
+            while len(users) == 1 and isinstance(users[0], stream.WaitTensorOp):
+                users = [use.operation for use in users[0].result.uses]
             later = _name(users[0]) if users else None
             if later:
                 dependency = _producer(op.dep)
@@ -839,7 +880,9 @@ def _finer(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
     - `mean(x, dims)`: `sum(x, dims)` and `div(.., count)`;
     - `chunk` / `split` / `split_with_sizes`: one `slice` per piece its `getitem`s read;
     - `empty_like(x)`, `new_ones(x, size)`, ...: `full(shape, value)`, which reads no tensor,
-      so that `auto` may issue it before `x` exists."""
+      so that `auto` may issue it before `x` exists;
+    - an in-place write into a fresh tensor (`copy_` into a `slice` of it, `scatter_`): every
+      write into that tensor in functional form (`_writes`)."""
     aten = torch.ops.aten
     target = _target(node)
     val: Any = node.meta.get("val")
@@ -879,6 +922,8 @@ def _finer(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
         total = _new(graph, node, aten.div.Tensor, (summed, count), f"{node.name}_div", val=val)
     elif target in _SPLITS and not kwargs:
         return _sliced(graph, node)
+    elif target in _WRITES and not kwargs:
+        return _writes(graph, node)
     elif target == "aten.histc.default" and not kwargs:
         made = _histc(graph, node)
         if made is None:
@@ -964,6 +1009,175 @@ def _histc(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     return add(aten.sum.dim_IntList, hits, [1])
 
 
+_WRITES = ("aten.copy_.default", "aten.scatter_.value", "aten.scatter_.src")
+"""The in-place writes `_writes` says in functional form: a `copy_` into a `slice` of a
+tensor (DeepSeek-V3's attention fills the two parts of a `new_empty` key so) and a
+`scatter_` into the tensor itself (its MoE routing marks the chosen groups in a
+`zeros_like`)."""
+
+
+def _schema(node: torch.fx.Node) -> Any:
+    return getattr(node.target, "_schema", None) if node.op == "call_function" else None
+
+
+def _aliases(node: torch.fx.Node) -> bool:
+    """Whether `node`'s result may be a view of an operand (unknown: yes)."""
+    schema = _schema(node)
+    return schema is None or any(r.alias_info is not None for r in schema.returns)
+
+
+def _mutates(node: torch.fx.Node) -> bool:
+    """Whether `node` writes into an operand (unknown: yes)."""
+    schema = _schema(node)
+    if schema is None:
+        return node.op == "call_function" and node.target is not operator.getitem
+    return any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+
+
+def _slice_bounds(view: torch.fx.Node) -> tuple[int, int, int] | None:
+    """(dim, start, end) of a unit-step `slice` node of static sizes, as the importer
+    reads a write through it (`npuir.frontends.aten_models.Forms.slice`); else None."""
+    args: Any = view.args
+    shape = getattr(_val(args[0]), "shape", None)
+    if _target(view) != "aten.slice.Tensor" or view.kwargs or shape is None:
+        return None
+    dim, start, end = (list(args[1:4]) + [0, None, None][len(args) - 1 :])[:3]
+    step = args[4] if len(args) > 4 else 1
+    if step != 1 or not all(isinstance(v, int) for v in (dim, start or 0, end or 0)):
+        return None
+    dim %= len(shape)
+    size = shape[dim]
+    if not isinstance(size, int):
+        return None
+    lo = 0 if start is None else (start + size if start < 0 else min(start, size))
+    hi = size if end is None or end >= size else (end + size if end < 0 else end)
+    return dim, lo, hi
+
+
+def _writes(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
+    """`node`, an in-place write (`_WRITES`) into a tensor `base` a node computes afresh
+    (not a view, not an input), with every other write into `base`, in functional form, as
+    npuir imports them (`aten_models.Forms.inplace`: the written tensor rebound to the new
+    value), one node per npu op `auto` may put apart:
+
+    - `copy_(slice(base, d, a, b), src)`: `src` (cast and expanded to the slice, if it is
+      not already), `slice(base, d, 0, a)` and `slice(base, d, b, n)` (the parts kept),
+      `cat` of the three along `d`: the new `base`;
+    - `scatter_(base, d, index, value)`: `full(index's shape, value)` and
+      `scatter(base, d, index, full)` (a `src` tensor: the `scatter` alone);
+
+    each node after a write that reads `base` reads the new value instead.  False (the graph
+    unchanged) unless every use of `base` is one of those writes, a `slice` only written
+    through, or a reader that is not a view of it before its last write (torch's views
+    would see a later write; a value does not)."""
+    aten = torch.ops.aten
+    write_args: Any = node.args
+    target = write_args[0]
+    base = target.args[0] if _target(node) == "aten.copy_.default" else target
+    if not isinstance(base, torch.fx.Node) or base.op != "call_function" or _aliases(base):
+        return False
+    position = {n: i for i, n in enumerate(graph.nodes)}
+    writes: list[torch.fx.Node] = []
+    others: list[torch.fx.Node] = []
+    for user in base.users:
+        if _target(user) == "aten.slice.Tensor" and user.args[0] is base:
+            users = list(user.users)
+            if (
+                len(users) != 1
+                or _target(users[0]) != "aten.copy_.default"
+                or users[0].args[0] is not user
+                or users[0].args[1] is user
+                or _slice_bounds(user) is None
+            ):
+                return False
+            writes.append(users[0])
+        elif _target(user) in _WRITES[1:] and user.args[0] is base and not user.kwargs:
+            writes.append(user)
+        else:
+            others.append(user)
+    writes.sort(key=position.__getitem__)
+    last = position[writes[-1]]
+    if any(_mutates(o) or (_aliases(o) and position[o] < last) for o in others):
+        return False
+    for write in writes[:-1]:  # a write's result is a view of `base`: read only after all
+        if write.users:
+            return False
+    if any(_mutates(u) for u in writes[-1].users):
+        return False
+    latest = base
+    for write in writes:
+        args: Any = write.args
+        val = _val(base)
+        name = write.name
+        if _target(write) == "aten.copy_.default":
+            view, value = args[0], args[1]
+            bounds = _slice_bounds(view)
+            assert bounds is not None
+            dim, lo, hi = bounds
+            want = _val(view)
+            have = _val(value)
+            if not _is_tensor(have) or not _is_tensor(want):
+                return False
+            if have.dtype != want.dtype:
+                value = _new(
+                    graph,
+                    write,
+                    aten._to_copy.default,
+                    (value,),
+                    f"{name}_cast",
+                    {"dtype": want.dtype},
+                )
+            if tuple(have.shape) != tuple(want.shape):
+                value = _new(
+                    graph, write, aten.expand.default, (value, list(want.shape)), f"{name}_expand"
+                )
+            size = int(val.shape[dim])
+            parts = [
+                *(
+                    [_new(graph, write, aten.slice.Tensor, (latest, dim, 0, lo), f"{name}_head")]
+                    if lo > 0
+                    else []
+                ),
+                value,
+                *(
+                    [_new(graph, write, aten.slice.Tensor, (latest, dim, hi, size), f"{name}_tail")]
+                    if hi < size
+                    else []
+                ),
+            ]
+            new = (
+                parts[0]
+                if len(parts) == 1
+                else _new(graph, write, aten.cat.default, (parts, dim), f"{name}_cat", val=val)
+            )
+            result = value  # the importer binds a `copy_`'s own result to the value written
+        else:
+            dim, index, source = args[1], args[2], args[3]
+            if _target(write) == "aten.scatter_.value":
+                shape = getattr(_val(index), "shape", None)
+                if shape is None or not all(isinstance(d, int) for d in shape):
+                    return False
+                source = _new(
+                    graph,
+                    write,
+                    aten.full.default,
+                    (list(shape), source),
+                    f"{name}_full",
+                    {"dtype": val.dtype, "device": val.device},
+                )
+            new = _new(
+                graph, write, aten.scatter.src, (latest, dim, index, source), f"{name}_src", val=val
+            )
+            result = new
+        for later in list(latest.users):
+            if later in position and position[later] > position[write]:
+                later.replace_input_with(latest, new)
+        write.replace_all_uses_with(result)
+        graph.erase_node(write)
+        latest = new
+    return True
+
+
 def _is_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor)
 
@@ -1028,6 +1242,8 @@ def _apply(graph: torch.fx.Graph, items: list[_Item]) -> None:
             place(source)
         order.append(node)
 
+    reads: dict[tuple[str, str], torch.fx.Node] = {}
+    """(ordered node, operand) -> what the ordered node reads for it: the last wait written."""
     with graph.inserting_before(output):
         for item in items:
             if item.kind in ("enter", "exit"):
@@ -1045,9 +1261,11 @@ def _apply(graph: torch.fx.Graph, items: list[_Item]) -> None:
                 dependency = by_name[item.dependency]
                 place(operand)
                 place(dependency)
-                wait = graph.call_function(torch.ops.air.wait_tensor.default, (operand, dependency))
+                current = reads.get((item.node, item.operand), operand)
+                wait = graph.call_function(torch.ops.air.wait_tensor.default, (current, dependency))
                 wait.meta = dict(operand.meta)
-                later.replace_input_with(operand, wait)
+                later.replace_input_with(current, wait)
+                reads[(item.node, item.operand)] = wait
                 placed.add(wait)
                 order.append(wait)
             else:

@@ -224,6 +224,33 @@ def test_a_memory_budget_is_kept_with_torchairs_waits() -> None:
     assert report.applied_ns == report.auto_ns < report.written_ns  # type: ignore[operator]
 
 
+class _Branches(torch.nn.Module):
+    """Four wide branches summed; the weights are inputs (a geared test exports the same)."""
+
+    def forward(self, x: Any, *ws: Any) -> Any:
+        return sum(torch.relu(x @ w).sum(-1) for w in ws)
+
+
+def test_a_chain_of_orderings_on_one_operand_is_a_chain_of_waits() -> None:
+    """Within a tighter budget `auto` orders one op after several others, a chain of
+    `stream.wait_tensor`s on one operand: each is an `air.wait_tensor` on the one before,
+    the last read by the op it orders, and the graph runs `auto`'s makespan."""
+    torch.manual_seed(0)
+    xs = [torch.randn(1024, 256)] + [torch.randn(256, 2048) for _ in range(4)]
+    ep = torch.export.export(_Branches(), tuple(xs))
+    auto = tng.auto_streams(memory_budget="40MiB")
+    auto(ep.graph_module, xs, None)
+    report = auto.reports[-1]
+    assert report.changed, report.reason
+    waits = [n for n in ep.graph.nodes if str(n.target) == "air.wait_tensor.default"]
+    assert len(waits) == len(report.waits)
+    chained = [w for w in waits if str(w.args[0].target) == "air.wait_tensor.default"]
+    assert chained and all(len(w.users) == 1 for w in waits)
+    assert _timed(import_fx_graph(ep.graph)) == report.applied_ns == report.auto_ns
+    ep.graph_module.recompile()
+    torch.testing.assert_close(ep.module()(*xs), _Branches()(*xs))
+
+
 def test_a_pass_with_nothing_to_gain_leaves_the_graph() -> None:
     class Chain(torch.nn.Module):
         def forward(self, x: Any) -> Any:

@@ -4,7 +4,9 @@ the graph, rewritten, computes what it did."""
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +112,99 @@ def test_a_node_without_a_finer_form_is_left() -> None:
             assert not _finer(ep.graph, node), node.name  # histc; a mean with a dtype
     ep.graph_module.recompile()
     assert ep.graph_module.code == code
+
+
+class Writes(torch.nn.Module):
+    """DeepSeek-V3's in-place writes: a `new_empty` key filled part by part through `slice`
+    views (`k[..., :4] = a`, `k[..., 4:] = b`), and a `zeros_like` mask marked by `scatter_`."""
+
+    def forward(self, x: Any, index: Any) -> Any:
+        a, b = torch.relu(x), torch.exp(x[..., :2])
+        k = x.new_empty(2, 3, 6)
+        k[..., :4] = a
+        k[..., 4:] = b
+        mask = torch.zeros_like(x[:, :, 0]).scatter_(1, index, 1.0)
+        return k * 2, mask.unsqueeze(-1) * x
+
+
+def test_writes_into_a_fresh_tensor_go_functional() -> None:
+    """Every write into the tensor goes functional (the `copy_`s as the kept parts and a
+    `cat`, the `scatter_` as a `full` and a `scatter`), in the npu ops npuir imported the
+    writes to, and the graph computes what it did."""
+    torch.manual_seed(0)
+    x, index = torch.randn(2, 3, 4), torch.tensor([[0], [2]])
+    ep = torch.export.export(Writes(), (x, index))
+    before = _ops(ep.graph)
+    writes = [
+        n for n in ep.graph.nodes if str(n.target).startswith(("aten.copy_", "aten.scatter_"))
+    ]
+    assert len(writes) == 3
+    # The last `copy_` rewrites its group (the first one too): the first name is gone then.
+    assert _finer(ep.graph, writes[1]) and _finer(ep.graph, writes[2])
+    ep.graph.lint()
+    targets = {str(n.target) for n in ep.graph.nodes}
+    assert not any("copy_" in t or "scatter_" in t for t in targets), targets
+    assert {"aten.cat.default", "aten.scatter.src", "aten.full.default"} <= targets
+    assert _ops(ep.graph) == before
+    ep.graph_module.recompile()
+    for got, want in zip(ep.module()(x, index), Writes()(x, index)):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_write_seen_through_an_earlier_view_is_left() -> None:
+    """A view of the tensor taken before the write and read after it sees the write in
+    torch (a value would not): that write stays in place."""
+
+    class Seen(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            k = x.new_zeros(4, 6)
+            seen = k.t()
+            k[:, :4] = x
+            return seen + 1
+
+    ep = torch.export.export(Seen(), (torch.randn(4, 4),))
+    (copy,) = [n for n in ep.graph.nodes if str(n.target) == "aten.copy_.default"]
+    code = ep.graph_module.code
+    assert not _finer(ep.graph, copy)
+    ep.graph_module.recompile()
+    assert ep.graph_module.code == code
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+def test_deepseek_v3_rewritten_runs_autos_makespan(phase: str) -> None:
+    """DeepSeek-V3 (the zoo's, with the user's scope), whose attention and routing write in
+    place: no node is kept whole, and the graph the pass writes, imported as npuir's
+    backend imports it, runs `auto`'s makespan exactly."""
+    pytest.importorskip("transformers")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+    import zoo
+
+    from npuir.api import print_ir
+    from npuir.driver.run import RunConfig, run_program
+    from npuir.driver.torch_backend import VARIANTS
+    from npuir.torchair import auto_streams
+
+    def timed(graph: Any, pipeline: str | None = None) -> int:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            text = print_ir(import_fx_graph(graph))
+        config = RunConfig(path="<deepseek-v3>", source=text, pipeline=pipeline, timing_only=True)
+        outcome = run_program(config)
+        assert outcome.result is not None
+        return int(outcome.result.makespan_ns)
+
+    name = "deepseek-v3"
+    model = zoo.scoped(name, zoo.build(name))
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(zoo.wrapped(name, model), zoo.inputs(name, phase, model))
+    auto_ns = timed(ep.graph, VARIANTS["auto"])
+    written = {str(n.target) for n in ep.graph.nodes}
+    assert {"aten.copy_.default", "aten.scatter_.value"} <= written  # what this is about
+    rewrite = auto_streams()
+    rewrite(ep.graph_module, [], None)
+    report = rewrite.reports[-1]
+    assert report.changed and report.split == [], report.render()
+    assert report.applied_ns == report.auto_ns == auto_ns < (report.written_ns or 0)
+    assert timed(ep.graph) == auto_ns

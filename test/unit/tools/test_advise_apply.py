@@ -160,3 +160,115 @@ def test_every_row_applied_reproduces_its_makespan(tmp_path: Path, name: str) ->
     assert rec is not None
     assert rec.weighted_ns == min(ns for ns in want.values() if ns is not None)
     assert "peak memory" in rec.memory() and rec.written_peak_bytes is not None
+
+
+class _Three(torch.nn.Module):
+    """Three branches, one of fixed size: for 16 rows the fixed `y @ v` is the long one, for
+    8192 rows `x @ w` is, so each gear's `auto` puts them otherwise."""
+
+    def forward(self, x: Any, y: Any, w: Any, v: Any) -> Any:
+        return torch.exp(x @ w), torch.exp(y @ v), torch.exp(torch.relu(x))
+
+
+class _Branches(torch.nn.Module):
+    """Four wide branches summed: within 24 MiB, the 512-row gear's `auto` schedule runs its
+    branches side by side, which the 1024-row gear cannot afford (48 MiB)."""
+
+    def forward(self, x: Any, w0: Any, w1: Any, w2: Any, w3: Any) -> Any:
+        return sum(torch.relu(x @ w).sum(-1) for w in (w0, w1, w2, w3))
+
+
+GEARED = {
+    "three": (
+        _Three,
+        [(16, 1024), (2048, 1024), (1024, 1024), (1024, 1024)],
+        [16, 8192],
+        None,
+        torch.float16,
+    ),
+    "branches-within-24MiB": (
+        _Branches,
+        [(512, 256), *[(256, 2048)] * 4],
+        [512, 1024],
+        "24MiB",
+        torch.float32,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(GEARED))
+def test_a_geared_programs_pass_row_is_the_one_schedule_the_pass_writes(
+    tmp_path: Path, case: str
+) -> None:
+    """TorchAir compiles one FX graph for every gear, so the pass writes one schedule: the
+    pass row gives, per gear, what the graph the pass wrote runs in that gear (imported
+    with its gears and compiled per gear, as the backend does), within the memory budget
+    in every gear when one is given; each gear's own `auto` stays in the per-gear advice,
+    and the recommendation is no slower than any row that fits."""
+    from npuir.frontends.torchair.auto_streams import _gears
+    from npuir.torchair.inference import set_dim_gears
+
+    model, shapes, gears_of_x, budget, dtype = GEARED[case]
+    torch.manual_seed(0)
+    xs = [torch.randn(*shape, dtype=dtype) for shape in shapes]
+    rows = torch.export.Dim("rows", min=2, max=8192)
+    dynamic = ({0: rows}, *[None] * (len(xs) - 1))
+    ep = torch.export.export(model(), tuple(xs), dynamic_shapes=dynamic)
+    set_dim_gears(xs[0], {0: gears_of_x})
+    gears = _gears(ep.graph, xs)
+    program = tmp_path / "geared.mlir"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program.write_text(print_ir(import_fx_graph(ep.graph, gears=gears), debuginfo=True))
+    advice = advise(AdviseConfig(path=str(program), mem_budget=budget))
+    auto = tng.auto_streams(memory_budget=budget)
+    auto(ep.graph_module, xs, None)
+    report = auto.reports[-1]
+    assert report.changed and report.chosen, report.reason
+    # The graph the pass wrote, compiled per gear: the pass row's figures.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        written = print_ir(import_fx_graph(ep.graph, gears=gears))
+    labels = [f"gear arg0={n}x{shapes[0][1]}" for n in gears_of_x]
+    assert report.gears == labels
+    compiled: dict[str | None, int] = {}
+    peaks: list[int] = []
+    for label, n in zip(labels, gears_of_x):
+        outcome = run_program(
+            RunConfig(
+                path="<pass>", source=written, timing_only=True, shapes={"0": (n, shapes[0][1])}
+            )
+        )
+        assert outcome.result is not None
+        compiled[label] = outcome.result.makespan_ns
+        peaks.append(outcome.report["memory"]["peak_bytes"])
+    row = {v.case: v.makespan_ns for v in advice.variants if v.option == "pass"}
+    assert row == compiled == dict(zip(report.gears, report.gear_applied_ns))
+    if budget is not None:
+        assert max(peaks) <= 24 << 20
+    # The row names the gear whose schedule the pass chose, as the pass does.
+    assert all(
+        f"{report.chosen}'s auto" in v.torchair for v in advice.variants if v.option == "pass"
+    )
+    # One schedule costs a gear more than its own auto: the per-gear advice says so.
+    own = dict(zip(report.gears, report.gear_auto_ns))
+    slower = [g for g in own if row[g] != own[g]]
+    assert slower and row[report.chosen] == own[report.chosen]
+    rec = advice.recommendation
+    assert rec is not None
+    assert rec.per_case[slower[0]] == ("auto (the gear's own)", own[slower[0]])
+    per_row: dict[str, list[Any]] = {}
+    for v in advice.variants:
+        per_row.setdefault(v.name, []).append(v)
+    fitting = [
+        sum(advice.weights[v.case] * v.makespan_ns for v in vs)
+        for vs in per_row.values()
+        if all(
+            v.makespan_ns is not None
+            and not v.deadlock
+            and (budget is None or (v.peak_bytes or 0) <= 24 << 20)
+            for v in vs
+        )
+    ]
+    assert rec.weighted_ns == min(fitting)
+    assert "one schedule for every gear" in advice.render()
