@@ -26,6 +26,7 @@ outside the opset npuir covers; the ops left uncovered say why in `UNCOVERED`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -52,6 +53,15 @@ _FLOATS = ("f16", "bf16", "f32", "f64")
 _RANK = {"i1": 0, "ui8": 1, "i8": 1, "i32": 2, "i64": 3}
 
 
+@functools.cache
+def _core_decompositions() -> dict[Any, Callable[..., Any]]:
+    """PyTorch's core decomposition table, as a dict.  Built once: torch assembles it from
+    its registrations on every call (0.2 CPU-s each, most of a decomposed op's import)."""
+    from torch._decomp import core_aten_decompositions
+
+    return dict(core_aten_decompositions())
+
+
 def _op_class(name: str) -> type[npu.NpuOp]:
     return _OPS[name]
 
@@ -76,6 +86,22 @@ def promote(a: str, b: str) -> str:
     return a if _RANK[a] >= _RANK[b] else b
 
 
+_INT_BITS = {"ui8": 8, "i8": 8, "i32": 32, "i64": 64}
+
+
+def wrap_int(value: Any, dtype: str) -> Any:
+    """A Python int as a tensor of integer `dtype` holds it: torch wraps a scalar that is
+    out of the dtype's range modulo 2**bits (`uint8 + -3` adds 253), so npuir's constants
+    take the wrapped value rather than refusing it.  Other values are returned as they are."""
+    bits = _INT_BITS.get(dtype)
+    if bits is None or isinstance(value, bool) or not isinstance(value, int):
+        return value
+    wrapped = value % (1 << bits)
+    if dtype != "ui8" and wrapped >= 1 << (bits - 1):
+        wrapped -= 1 << bits
+    return wrapped
+
+
 def _scalar_kind(value: Any) -> str:
     return "i1" if isinstance(value, bool) else "i64" if isinstance(value, int) else "f32"
 
@@ -95,6 +121,8 @@ class _Core:
         # The torch importer (`npuir.frontends.torch`), whose walk calls these handlers:
         # its graph, current node, values and handler table.
         self.imp = importer
+        self._table: dict[str, Handler] | None = None
+        """The importer's handler table, built once for every decomposition it walks."""
 
     # -- helpers ----------------------------------------------------------
 
@@ -138,7 +166,7 @@ class _Core:
         if isinstance(value, bool | int | float):
             if isinstance(value, float) and not math.isfinite(value):
                 return self.fill_like([], dtype, value)
-            return self.graph.constant(value, dtype)
+            return self.graph.constant(wrap_int(value, dtype), dtype)
         raise self.unsupported(f"operand {value!r} is neither a tensor nor a number")
 
     def build(
@@ -170,6 +198,7 @@ class _Core:
     def fill_like(self, shape: Sequence[int], dtype: str, value: Any) -> Tensor:
         if isinstance(value, Tensor):
             raise self.unsupported("a fill value that is a tensor")
+        value = wrap_int(value, dtype)
         attrs = {"value": _float(float(value))} if value else {}
         return self.one("npu.fill", [], attrs, [tensor_type(list(shape), dtype)])
 
@@ -1072,7 +1101,7 @@ class _Core:
         such as `aten.layer_norm` falls apart into core ops as it traces)."""
         try:
             import torch
-            from torch._decomp import core_aten_decompositions, decomposition_table
+            from torch._decomp import decomposition_table
             from torch.fx.experimental.proxy_tensor import make_fx
         except ImportError:
             raise self.unsupported("its decomposition needs torch installed") from None
@@ -1117,13 +1146,14 @@ class _Core:
             return fn(*put[0], **put[1])
 
         try:
-            table = dict(core_aten_decompositions())
-            traced = make_fx(call, decomposition_table=table)(*leaves)
+            traced = make_fx(call, decomposition_table=_core_decompositions())(*leaves)
         except Exception as exc:  # torch's decomposition refused these arguments
             raise self.unsupported(f"its decomposition failed: {type(exc).__name__}") from None
         if any(sub.target is target for sub in traced.graph.nodes):
             raise self.unsupported("its decomposition calls the op itself")
-        handlers = self.imp.handlers()
+        if self._table is None:
+            self._table = self.imp.handlers()
+        handlers = self._table
         inputs = iter(operands)
         result: Any = None
         try:
