@@ -35,7 +35,7 @@ import sys
 import time
 import warnings
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -233,9 +233,11 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
         # `.item()` is a value make_fx cannot hold on real tensors; symbolically it is a
         # node (the other OpInfos trace as they run, with static shapes).
         mode: Literal["real", "symbolic"] = "symbolic" if info.name == "item" else "real"
-        graph = make_fx(call, tracing_mode=mode)(*tensors).graph
+        traced = make_fx(call, tracing_mode=mode)(*tensors)
     except Exception as exc:  # the sample does not trace (an error input, a data-dependent op)
         return set(), "", f"untraceable: {type(exc).__name__}", 0.0
+    graph = traced.graph
+    tensors = tensors + _lift_constants(traced)
     called = {
         SAME_OP.get(str(node.target), str(node.target))
         for node in graph.nodes
@@ -280,6 +282,30 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
                 error = _max_error(actual, want.detach())
                 return called, FAILED, f"mismatch: {_short(str(exc))}", error
     return called, PASS, "", 0.0
+
+
+def _lift_constants(traced: Any) -> list[Any]:
+    """The tensors a trace holds as module attributes (`get_attr` nodes: a constant the op
+    builds, such as a masked op's fill value), each made a placeholder after the inputs; the
+    values to pass for them.  torch.export and AOT autograd lift such constants to inputs
+    the same way, and the importer takes only placeholders."""
+    graph = traced.graph
+    constants = [node for node in graph.nodes if node.op == "get_attr"]
+    if not constants:
+        return []
+    last = [node for node in graph.nodes if node.op == "placeholder"][-1:]
+    values = []
+    for node in constants:
+        value = getattr(traced, node.target)
+        anchor = graph.inserting_after(last[0]) if last else graph.inserting_before()
+        with anchor:
+            placeholder = graph.placeholder(f"const_{len(values)}")
+        placeholder.meta = dict(node.meta)
+        node.replace_all_uses_with(placeholder)
+        graph.erase_node(node)
+        last = [placeholder]
+        values.append(value)
+    return values
 
 
 def _max_error(got: Any, want: Any) -> float:
@@ -399,9 +425,11 @@ def sweep_shard(
     dtypes: Iterable[str],
     samples: int | None,
     shard: tuple[int, int] = (0, 1),
+    done: Callable[[str, dict[Key, Row], dict[Key, Row]], None] | None = None,
 ) -> tuple[dict[Key, Row], dict[Key, Row]]:
     """One shard's rows of own and of borrowed samples (kept apart so that shards add up
-    before the choice between them)."""
+    before the choice between them).  `done`, if given, is called after each OpInfo with
+    its name and the rows so far (a long shard writes them as it goes)."""
     import torch
 
     dtypes = list(dtypes)
@@ -438,7 +466,13 @@ def sweep_shard(
                     # reaches borrow it only if they have no OpInfo of their own.
                     mine = op.split(".")[1] in own
                     (rows if mine else others)[op, name].add(info.name, outcome, reason, error)
+        if done is not None:
+            done(_opinfo_name(info), rows, others)
     return rows, others
+
+
+def _opinfo_name(info: Any) -> str:
+    return f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
 
 
 def _shard_of(info: Any, count: int) -> int:
@@ -471,11 +505,15 @@ def cell(row: Row) -> str:
     return text
 
 
-def to_json(own: dict[Key, Row], lent: dict[Key, Row], command: str) -> dict[str, Any]:
+def to_json(
+    own: dict[Key, Row], lent: dict[Key, Row], command: str, **extra: Any
+) -> dict[str, Any]:
+    """The rows as JSON, with `extra` entries (a shard's OpInfos done, its CPU time)."""
+
     def rows(table: dict[Key, Row]) -> list[dict[str, Any]]:
         return [{"dtype": d, **_finite(asdict(r))} for (_, d), r in table.items() if r.samples]
 
-    return {"command": command, "own": rows(own), "lent": rows(lent)}
+    return {"command": command, **extra, "own": rows(own), "lent": rows(lent)}
 
 
 def _finite(row: dict[str, Any]) -> dict[str, Any]:
@@ -583,10 +621,32 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError
         except ValueError:
             parser.error(f"--shard wants i/n with 0 <= i < n, got {args.shard!r}")
-        own, lent = sweep_shard(args.ops, args.dtypes, args.samples, (i, n))
         shown = " ".join(sys.argv[1:] if argv is None else argv)
         command = f"python bench/aten_opinfo.py {shown}".strip()
-    if args.json:
+        swept: list[str] = []
+        cpu = time.process_time()
+
+        def write(name: str, own: dict[Key, Row], lent: dict[Key, Row], complete: bool) -> None:
+            # After every OpInfo, so that a shard stopped part way still counts what it did.
+            if name:
+                swept.append(name)
+            if args.json:
+                timing = {
+                    "wall_s": round(time.perf_counter() - start),
+                    "cpu_s": round(time.process_time() - cpu),
+                }
+                extra = {"complete": complete, "opinfos": swept, **timing}
+                text = json.dumps(to_json(own, lent, command, **extra), indent=1) + "\n"
+                partial = args.json.with_name(args.json.name + ".part")
+                partial.write_text(text)
+                partial.replace(args.json)
+
+        def each(name: str, own: dict[Key, Row], lent: dict[Key, Row]) -> None:
+            write(name, own, lent, False)
+
+        own, lent = sweep_shard(args.ops, args.dtypes, args.samples, (i, n), each)
+        write("", own, lent, True)
+    if args.json and args.merge:
         args.json.write_text(json.dumps(to_json(own, lent, command), indent=1) + "\n")
     dtypes = [d for d in DTYPES if any(k[1] == d for k in (*own, *lent))] or args.dtypes
     print("\n".join(table(own, lent, dtypes, args.ops)))
