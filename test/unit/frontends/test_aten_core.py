@@ -166,3 +166,23 @@ def test_every_covered_op_matches_eager_on_its_opinfo_samples() -> None:
             f"{', '.join(FAST_DTYPES)}: {', '.join(unreached)}",
             stacklevel=1,
         )
+
+
+def test_a_traced_constant_is_passed_as_an_input() -> None:
+    # A masked op builds its fill value as a tensor the trace holds as a module attribute
+    # (a `get_attr` node, which the importer does not take); the sweep lifts it to an input,
+    # as torch.export and AOT autograd do.  The empty mask also expands a size-1 dim to 0.
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    info = next(i for i in op_db if i.name == "masked.cumsum")
+    samples = list(info.sample_inputs("cpu", torch.float32, requires_grad=False))
+    masked = [s for s in samples if s.kwargs.get("mask") is not None]
+    # one of each: a mask of the input's shape, and empty ones that broadcast
+    chosen = masked[:1] + [
+        s for s in masked if 0 in s.input.shape and s.kwargs["mask"].shape != s.input.shape
+    ]
+    assert len(chosen) >= 3
+    for sample in chosen:
+        called, outcome, reason, _ = aten_opinfo.run_sample(info, sample)
+        assert outcome == aten_opinfo.PASS, reason
+        assert "aten.where.self" in called
