@@ -455,6 +455,8 @@ class _Core:
         self, x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     ) -> list[Tensor]:
         """`npu.topk` for the largest; the smallest as an ascending sort's first `k`."""
+        if not x.shape:  # a 0-d tensor is its own top 1 (npu.topk wants an axis)
+            return self.sort(x, dim, False)
         if largest:
             return list(ops.topk(x, k, dim))
         values, index = self.sort(x, dim, False)
@@ -496,6 +498,15 @@ class _Core:
 
     def gather(self, x: Tensor, dim: int, index: Tensor, *_: Any, **__: Any) -> Tensor:
         index = self.index_tensor(index)
+        if any(d == 0 for d in index.shape):  # torch takes an empty index of any rank
+            return self.fill_like(index.shape, x.dtype, 0)
+        if not x.shape or not index.shape:  # torch gathers a 0-d operand as a 1-d one
+            flat = self.one(
+                "npu.gather_elements",
+                [ops.reshape(x, [1]) if not x.shape else x, ops.reshape(index, [-1])],
+                {"axis": self.axis(x, dim)},
+            )
+            return ops.reshape(flat, list(index.shape))
         return self.one("npu.gather_elements", [x, index], {"axis": self.axis(x, dim)})
 
     def index_select(self, x: Tensor, dim: int, index: Tensor) -> Tensor:

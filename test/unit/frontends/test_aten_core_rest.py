@@ -111,6 +111,15 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
         lambda x: x.expand(4, 0, 3) + 1,
         (torch.randn(4, 1, 3),),
     ),
+    "topk_of_0d": (lambda x: torch.topk(x, 1), (torch.tensor(0.5),)),
+    "gather_of_0d": (
+        lambda x, i: torch.gather(x, 0, i),
+        (torch.tensor(0.5), torch.tensor([0])),
+    ),
+    "gather_of_an_empty_index_of_another_rank": (
+        lambda x, i: torch.gather(x, 0, i),
+        (torch.randn(5), torch.zeros(2, 0, dtype=torch.int64)),
+    ),
     "var_f16_rounds_once": (
         lambda x: torch.var(x, 1),
         ((torch.randn(5, 25, generator=torch.Generator().manual_seed(5)) * 30).half(),),
