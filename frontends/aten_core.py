@@ -62,6 +62,34 @@ def _core_decompositions() -> dict[Any, Callable[..., Any]]:
     return dict(core_aten_decompositions())
 
 
+_TRACES: dict[Any, Any] = {}
+"""Decompositions traced (`_Core.decomposed`), by op and operand shapes, dtypes and other
+arguments: the trace is a function of these alone, and tracing is most of a decomposed op's
+import (a model's repeated layers, a dtype's f16 and bf16 widened to the same f32 trace)."""
+
+_TRACES_KEPT = 256
+"""How many traces `_TRACES` keeps (the oldest goes first)."""
+
+
+def _signature(value: Any) -> Any:
+    """`value` as a hashable key, a tensor by its shape and dtype; None if some part of it
+    is not hashable (then nothing is cached)."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return ("tensor", tuple(value.shape), str(value.dtype))
+    if isinstance(value, list | tuple):
+        parts = [_signature(v) for v in value]
+        return None if None in parts else (type(value).__name__, *parts)
+    if isinstance(value, dict):
+        items = [(k, _signature(v)) for k, v in value.items()]
+        return None if any(v is None for _, v in items) else ("dict", *items)
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    # 1, 1.0 and True hash alike, and 0.0 and -0.0: a decomposition may trace them apart
+    return (type(value).__name__, repr(value) if isinstance(value, float) else value)
+
+
 def _op_class(name: str) -> type[npu.NpuOp]:
     return _OPS[name]
 
@@ -1156,10 +1184,17 @@ class _Core:
             )
             return fn(*put[0], **put[1])
 
-        try:
-            traced = make_fx(call, decomposition_table=_core_decompositions())(*leaves)
-        except Exception as exc:  # torch's decomposition refused these arguments
-            raise self.unsupported(f"its decomposition failed: {type(exc).__name__}") from None
+        key = _signature((target, margs, mkwargs))
+        traced = _TRACES.get(key) if key is not None else None
+        if traced is None:
+            try:
+                traced = make_fx(call, decomposition_table=_core_decompositions())(*leaves)
+            except Exception as exc:  # torch's decomposition refused these arguments
+                raise self.unsupported(f"its decomposition failed: {type(exc).__name__}") from None
+            if key is not None:
+                if len(_TRACES) >= _TRACES_KEPT:
+                    del _TRACES[next(iter(_TRACES))]
+                _TRACES[key] = traced
         if any(sub.target is target for sub in traced.graph.nodes):
             raise self.unsupported("its decomposition calls the op itself")
         if self._table is None:

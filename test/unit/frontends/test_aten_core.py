@@ -112,6 +112,35 @@ def test_a_decomposed_op_imports_through_torchs_decomposition() -> None:
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_a_decomposition_is_traced_once_per_signature(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch.fx.experimental.proxy_tensor as proxy_tensor
+
+    traced = proxy_tensor.make_fx
+    calls = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        return traced(*args, **kwargs)
+
+    def elus(x: Any, y: Any) -> Any:  # the same layer twice, then another shape
+        elu = torch.nn.functional.elu
+        return elu(elu(x) * x), elu(y)
+
+    x, y = torch.randn(4, 8), torch.randn(3, 5)
+    graph = make_fx(elus)(x, y).graph
+    aten_core._TRACES.clear()
+    monkeypatch.setattr(proxy_tensor, "make_fx", counting)
+    first = str(import_fx_graph(graph, strict=True))
+    assert len(calls) == 2  # (4, 8) twice, (3, 5) once
+    assert str(import_fx_graph(graph, strict=True)) == first and len(calls) == 2
+    # a key tells apart what hashes alike
+    assert aten_core._signature(0.0) != aten_core._signature(-0.0)
+    assert aten_core._signature(1) != aten_core._signature(True)
+    assert aten_core._signature([torch.empty(2)]) != aten_core._signature([torch.empty(2, 1)])
+    assert aten_core._signature([{"k": [1, 2]}]) is not None
+    assert aten_core._signature([[1, 2], {1, 2}]) is None  # a set is not hashable
+
+
 class _Masked(torch.nn.Module):
     def forward(self, x: Any, keep: Any) -> Any:
         return x.index_put((keep,), torch.zeros(())) + 1  # a boolean mask: npuir refuses it
