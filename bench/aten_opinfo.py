@@ -609,11 +609,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", type=Path, nargs="*", default=[], help="shards' JSON to add")
     args = parser.parse_args(argv)
     start = time.perf_counter()
+    runs: list[dict[str, Any]] = []
     if args.merge:
-        parts = [from_json(json.loads(p.read_text(encoding="utf-8"))) for p in args.merge]
-        commands = [json.loads(p.read_text(encoding="utf-8"))["command"] for p in args.merge]
-        own, lent = merge(parts, commands)
+        data = [json.loads(p.read_text(encoding="utf-8")) for p in args.merge]
+        commands = [d["command"] for d in data]
+        own, lent = merge([from_json(d) for d in data], commands)
         command = "; then ".join(dict.fromkeys(commands))
+        # Each part's command, whether it ran to the end, its OpInfos and times, for the
+        # docs to say which shards ran and what an interrupted one did not reach.
+        keys = ("command", "complete", "opinfos", "wall_s", "cpu_s")
+        runs = [{k: d[k] for k in keys if k in d} for d in data]
     else:
         try:
             i, n = (int(v) for v in args.shard.split("/"))
@@ -647,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
         own, lent = sweep_shard(args.ops, args.dtypes, args.samples, (i, n), each)
         write("", own, lent, True)
     if args.json and args.merge:
-        args.json.write_text(json.dumps(to_json(own, lent, command), indent=1) + "\n")
+        text = json.dumps(to_json(own, lent, command, runs=runs), indent=1)
+        args.json.write_text(text + "\n")
     dtypes = [d for d in DTYPES if any(k[1] == d for k in (*own, *lent))] or args.dtypes
     print("\n".join(table(own, lent, dtypes, args.ops)))
     bad = failures(own, lent)
