@@ -120,6 +120,14 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
         lambda x, i: torch.gather(x, 0, i),
         (torch.randn(5), torch.zeros(2, 0, dtype=torch.int64)),
     ),
+    "arange_int64_of_fractional_bounds": (
+        lambda x: x + torch.arange(-7.9, -4.0, 1.5, dtype=torch.int64),
+        (torch.zeros(3, dtype=torch.int64),),
+    ),
+    "arange_uint8_of_a_fractional_start": (
+        lambda x: x + torch.arange(0.5, 3.7, 1.5, dtype=torch.uint8),
+        (torch.zeros(3, dtype=torch.uint8),),
+    ),
     "var_f16_rounds_once": (
         lambda x: torch.var(x, 1),
         ((torch.randn(5, 25, generator=torch.Generator().manual_seed(5)) * 30).half(),),
