@@ -539,12 +539,17 @@ def from_json(data: dict[str, Any]) -> tuple[dict[Key, Row], dict[Key, Row]]:
 
 
 def ops_of(command: str) -> set[str]:
-    """The ATen op names a sweep's `--ops` chose (empty: all)."""
-    words = command.split()
-    if "--ops" not in words:
-        return set()
-    chosen = words[words.index("--ops") + 1 :]
-    return set(next(iter([chosen[:i] for i, w in enumerate(chosen) if w.startswith("--")]), chosen))
+    """The ATen op names a sweep's `--ops` chose (empty: all).  A merged file's command joins
+    its runs' with "; then ": the ops of every `--ops` run in it (each swept all shards)."""
+    chosen: set[str] = set()
+    for run in command.split("; then "):
+        words = run.split()
+        if "--ops" not in words:
+            continue
+        rest = words[words.index("--ops") + 1 :]
+        ends = [i for i, w in enumerate(rest) if w.startswith("--")]
+        chosen |= set(rest[: ends[0]] if ends else rest)
+    return chosen
 
 
 def merge(

@@ -215,3 +215,17 @@ def test_a_traced_constant_is_passed_as_an_input() -> None:
         called, outcome, reason, _ = aten_opinfo.run_sample(info, sample)
         assert outcome == aten_opinfo.PASS, reason
         assert "aten.where.self" in called
+
+
+def test_a_rerun_replaces_what_earlier_parts_said_of_its_ops() -> None:
+    cos, sin = ("aten.cos.default", "float32"), ("aten.sin.default", "float32")
+    row = aten_opinfo.Row
+    shard = {cos: row(cos[0], samples=2, passed=1, failures=["a"]), sin: row(sin[0], 3, 3)}
+    rerun = {cos: row(cos[0], samples=2, passed=2)}
+    commands = ["aten_opinfo.py --shard 0/9", "aten_opinfo.py --ops cos --json r.json"]
+    own, _ = aten_opinfo.merge([(shard, {}), (rerun, {})], commands)
+    assert (own[cos].samples, own[cos].passed, own[sin].samples) == (2, 2, 3)
+    # a merged file's command: every --ops run in it
+    merged = "a --shard 0/9; then b --ops cos sin --json x; then c --ops tan"
+    assert aten_opinfo.ops_of(merged) == {"cos", "sin", "tan"}
+    assert aten_opinfo.ops_of("a --shard 1/9 --json s1.json") == set()
