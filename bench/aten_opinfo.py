@@ -5,6 +5,7 @@
     python bench/aten_opinfo.py --dtypes float32 --samples 2 --ops cos sort
     python bench/aten_opinfo.py --shard 3/8 --json /tmp/s3.json   # one eighth of the OpInfos
     python bench/aten_opinfo.py --merge /tmp/s*.json --json docs/aten-opinfo.json
+    python bench/aten_opinfo.py --shard 1/9 --opinfos pow erf --json /tmp/s1b.json  # a part
 
 The whole sweep takes long (every sample of every OpInfo in every dtype), so `--shard i/n`
 runs the i-th of n slices of the OpInfos (by a hash of their names) and `--json` writes its counts;
@@ -426,10 +427,13 @@ def sweep_shard(
     samples: int | None,
     shard: tuple[int, int] = (0, 1),
     done: Callable[[str, dict[Key, Row], dict[Key, Row]], None] | None = None,
+    opinfos: Iterable[str] = (),
 ) -> tuple[dict[Key, Row], dict[Key, Row]]:
     """One shard's rows of own and of borrowed samples (kept apart so that shards add up
     before the choice between them).  `done`, if given, is called after each OpInfo with
-    its name and the rows so far (a long shard writes them as it goes)."""
+    its name and the rows so far (a long shard writes them as it goes).  `opinfos`, if not
+    empty, keeps only the OpInfos of those names (`name` or `name.variant`): the rest of a
+    shard that was stopped, say."""
     import torch
 
     dtypes = list(dtypes)
@@ -439,8 +443,9 @@ def sweep_shard(
     others = {(op, d): Row(op, borrowed=True) for op in chosen for d in dtypes}
     packets = {op.split(".")[1] for op in chosen}
     index, count = shard
+    only = set(opinfos)
     for info in opinfos_for(packets):
-        if _shard_of(info, count) != index:
+        if _shard_of(info, count) != index or (only and _opinfo_name(info) not in only):
             continue
         own = own_packets(info)
         for name in dtypes:
@@ -610,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtypes", nargs="*", default=list(DTYPES), choices=DTYPES)
     parser.add_argument("--samples", type=int, default=None, help="samples per OpInfo and dtype")
     parser.add_argument("--shard", default="0/1", help="i/n: the i-th of n slices of OpInfos")
+    parser.add_argument(
+        "--opinfos", nargs="*", default=[], help="only these OpInfos (name or name.variant)"
+    )
     parser.add_argument("--json", type=Path, help="write the rows' counts here")
     parser.add_argument("--merge", type=Path, nargs="*", default=[], help="shards' JSON to add")
     args = parser.parse_args(argv)
@@ -654,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         def each(name: str, own: dict[Key, Row], lent: dict[Key, Row]) -> None:
             write(name, own, lent, False)
 
-        own, lent = sweep_shard(args.ops, args.dtypes, args.samples, (i, n), each)
+        own, lent = sweep_shard(args.ops, args.dtypes, args.samples, (i, n), each, args.opinfos)
         write("", own, lent, True)
     if args.json and args.merge:
         text = json.dumps(to_json(own, lent, command, runs=runs), indent=1)
