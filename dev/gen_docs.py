@@ -196,8 +196,10 @@ def _opinfo_runs(runs: list[dict[str, Any]]) -> list[str]:
     out += ["| command | ran to the end | OpInfos | wall s | CPU s |", "|---|---|---|---|---|"]
     for run in runs:
         command = run["command"].removeprefix("python bench/aten_opinfo.py ")
-        if "complete" not in run:
-            out.append(f"| `{command}` | (an earlier round's merge) | | | |")
+        if "complete" not in run:  # a merged table: its runs' commands are long
+            parts = run["command"].split("; then ")
+            summary = f"an earlier merge of {len(parts)} runs"
+            out.append(f"| {summary} (in docs/aten-opinfo.json's command) | | | | |")
             continue
         done = "yes" if run["complete"] else "no: stopped"
         cells = [done, str(len(run.get("opinfos", []))), str(run["wall_s"]), str(run["cpu_s"])]
