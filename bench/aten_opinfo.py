@@ -5,6 +5,7 @@
     python bench/aten_opinfo.py --dtypes float32 --samples 2 --ops cos sort
     python bench/aten_opinfo.py --shard 3/8 --json /tmp/s3.json   # one eighth of the OpInfos
     python bench/aten_opinfo.py --merge /tmp/s*.json --json docs/aten-opinfo.json
+    python bench/aten_opinfo.py --shard 1/9 --opinfos pow erf --json /tmp/s1b.json  # a part
 
 The whole sweep takes long (every sample of every OpInfo in every dtype), so `--shard i/n`
 runs the i-th of n slices of the OpInfos (by a hash of their names) and `--json` writes its counts;
@@ -35,7 +36,7 @@ import sys
 import time
 import warnings
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -233,9 +234,11 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
         # `.item()` is a value make_fx cannot hold on real tensors; symbolically it is a
         # node (the other OpInfos trace as they run, with static shapes).
         mode: Literal["real", "symbolic"] = "symbolic" if info.name == "item" else "real"
-        graph = make_fx(call, tracing_mode=mode)(*tensors).graph
+        traced = make_fx(call, tracing_mode=mode)(*tensors)
     except Exception as exc:  # the sample does not trace (an error input, a data-dependent op)
         return set(), "", f"untraceable: {type(exc).__name__}", 0.0
+    graph = traced.graph
+    tensors = tensors + _lift_constants(traced)
     called = {
         SAME_OP.get(str(node.target), str(node.target))
         for node in graph.nodes
@@ -280,6 +283,30 @@ def run_sample(info: Any, sample: Any) -> tuple[set[str], str, str, float]:
                 error = _max_error(actual, want.detach())
                 return called, FAILED, f"mismatch: {_short(str(exc))}", error
     return called, PASS, "", 0.0
+
+
+def _lift_constants(traced: Any) -> list[Any]:
+    """The tensors a trace holds as module attributes (`get_attr` nodes: a constant the op
+    builds, such as a masked op's fill value), each made a placeholder after the inputs; the
+    values to pass for them.  torch.export and AOT autograd lift such constants to inputs
+    the same way, and the importer takes only placeholders."""
+    graph = traced.graph
+    constants = [node for node in graph.nodes if node.op == "get_attr"]
+    if not constants:
+        return []
+    last = [node for node in graph.nodes if node.op == "placeholder"][-1:]
+    values = []
+    for node in constants:
+        value = getattr(traced, node.target)
+        anchor = graph.inserting_after(last[0]) if last else graph.inserting_before()
+        with anchor:
+            placeholder = graph.placeholder(f"const_{len(values)}")
+        placeholder.meta = dict(node.meta)
+        node.replace_all_uses_with(placeholder)
+        graph.erase_node(node)
+        last = [placeholder]
+        values.append(value)
+    return values
 
 
 def _max_error(got: Any, want: Any) -> float:
@@ -399,9 +426,14 @@ def sweep_shard(
     dtypes: Iterable[str],
     samples: int | None,
     shard: tuple[int, int] = (0, 1),
+    done: Callable[[str, dict[Key, Row], dict[Key, Row]], None] | None = None,
+    opinfos: Iterable[str] = (),
 ) -> tuple[dict[Key, Row], dict[Key, Row]]:
     """One shard's rows of own and of borrowed samples (kept apart so that shards add up
-    before the choice between them)."""
+    before the choice between them).  `done`, if given, is called after each OpInfo with
+    its name and the rows so far (a long shard writes them as it goes).  `opinfos`, if not
+    empty, keeps only the OpInfos of those names (`name` or `name.variant`): the rest of a
+    shard that was stopped, say."""
     import torch
 
     dtypes = list(dtypes)
@@ -411,8 +443,9 @@ def sweep_shard(
     others = {(op, d): Row(op, borrowed=True) for op in chosen for d in dtypes}
     packets = {op.split(".")[1] for op in chosen}
     index, count = shard
+    only = set(opinfos)
     for info in opinfos_for(packets):
-        if _shard_of(info, count) != index:
+        if _shard_of(info, count) != index or (only and _opinfo_name(info) not in only):
             continue
         own = own_packets(info)
         for name in dtypes:
@@ -438,7 +471,13 @@ def sweep_shard(
                     # reaches borrow it only if they have no OpInfo of their own.
                     mine = op.split(".")[1] in own
                     (rows if mine else others)[op, name].add(info.name, outcome, reason, error)
+        if done is not None:
+            done(_opinfo_name(info), rows, others)
     return rows, others
+
+
+def _opinfo_name(info: Any) -> str:
+    return f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
 
 
 def _shard_of(info: Any, count: int) -> int:
@@ -471,11 +510,15 @@ def cell(row: Row) -> str:
     return text
 
 
-def to_json(own: dict[Key, Row], lent: dict[Key, Row], command: str) -> dict[str, Any]:
+def to_json(
+    own: dict[Key, Row], lent: dict[Key, Row], command: str, **extra: Any
+) -> dict[str, Any]:
+    """The rows as JSON, with `extra` entries (a shard's OpInfos done, its CPU time)."""
+
     def rows(table: dict[Key, Row]) -> list[dict[str, Any]]:
         return [{"dtype": d, **_finite(asdict(r))} for (_, d), r in table.items() if r.samples]
 
-    return {"command": command, "own": rows(own), "lent": rows(lent)}
+    return {"command": command, **extra, "own": rows(own), "lent": rows(lent)}
 
 
 def _finite(row: dict[str, Any]) -> dict[str, Any]:
@@ -501,12 +544,17 @@ def from_json(data: dict[str, Any]) -> tuple[dict[Key, Row], dict[Key, Row]]:
 
 
 def ops_of(command: str) -> set[str]:
-    """The ATen op names a sweep's `--ops` chose (empty: all)."""
-    words = command.split()
-    if "--ops" not in words:
-        return set()
-    chosen = words[words.index("--ops") + 1 :]
-    return set(next(iter([chosen[:i] for i, w in enumerate(chosen) if w.startswith("--")]), chosen))
+    """The ATen op names a sweep's `--ops` chose (empty: all).  A merged file's command joins
+    its runs' with "; then ": the ops of every `--ops` run in it (each swept all shards)."""
+    chosen: set[str] = set()
+    for run in command.split("; then "):
+        words = run.split()
+        if "--ops" not in words:
+            continue
+        rest = words[words.index("--ops") + 1 :]
+        ends = [i for i, w in enumerate(rest) if w.startswith("--")]
+        chosen |= set(rest[: ends[0]] if ends else rest)
+    return chosen
 
 
 def merge(
@@ -567,15 +615,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtypes", nargs="*", default=list(DTYPES), choices=DTYPES)
     parser.add_argument("--samples", type=int, default=None, help="samples per OpInfo and dtype")
     parser.add_argument("--shard", default="0/1", help="i/n: the i-th of n slices of OpInfos")
+    parser.add_argument(
+        "--opinfos", nargs="*", default=[], help="only these OpInfos (name or name.variant)"
+    )
     parser.add_argument("--json", type=Path, help="write the rows' counts here")
     parser.add_argument("--merge", type=Path, nargs="*", default=[], help="shards' JSON to add")
     args = parser.parse_args(argv)
     start = time.perf_counter()
+    runs: list[dict[str, Any]] = []
     if args.merge:
-        parts = [from_json(json.loads(p.read_text(encoding="utf-8"))) for p in args.merge]
-        commands = [json.loads(p.read_text(encoding="utf-8"))["command"] for p in args.merge]
-        own, lent = merge(parts, commands)
+        data = [json.loads(p.read_text(encoding="utf-8")) for p in args.merge]
+        commands = [d["command"] for d in data]
+        own, lent = merge([from_json(d) for d in data], commands)
         command = "; then ".join(dict.fromkeys(commands))
+        # Each part's command, whether it ran to the end, its OpInfos and times, for the
+        # docs to say which shards ran and what an interrupted one did not reach.
+        keys = ("command", "complete", "opinfos", "wall_s", "cpu_s")
+        runs = [{k: d[k] for k in keys if k in d} for d in data]
     else:
         try:
             i, n = (int(v) for v in args.shard.split("/"))
@@ -583,11 +639,34 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError
         except ValueError:
             parser.error(f"--shard wants i/n with 0 <= i < n, got {args.shard!r}")
-        own, lent = sweep_shard(args.ops, args.dtypes, args.samples, (i, n))
         shown = " ".join(sys.argv[1:] if argv is None else argv)
         command = f"python bench/aten_opinfo.py {shown}".strip()
-    if args.json:
-        args.json.write_text(json.dumps(to_json(own, lent, command), indent=1) + "\n")
+        swept: list[str] = []
+        cpu = time.process_time()
+
+        def write(name: str, own: dict[Key, Row], lent: dict[Key, Row], complete: bool) -> None:
+            # After every OpInfo, so that a shard stopped part way still counts what it did.
+            if name:
+                swept.append(name)
+            if args.json:
+                timing = {
+                    "wall_s": round(time.perf_counter() - start),
+                    "cpu_s": round(time.process_time() - cpu),
+                }
+                extra = {"complete": complete, "opinfos": swept, **timing}
+                text = json.dumps(to_json(own, lent, command, **extra), indent=1) + "\n"
+                partial = args.json.with_name(args.json.name + ".part")
+                partial.write_text(text)
+                partial.replace(args.json)
+
+        def each(name: str, own: dict[Key, Row], lent: dict[Key, Row]) -> None:
+            write(name, own, lent, False)
+
+        own, lent = sweep_shard(args.ops, args.dtypes, args.samples, (i, n), each, args.opinfos)
+        write("", own, lent, True)
+    if args.json and args.merge:
+        text = json.dumps(to_json(own, lent, command, runs=runs), indent=1)
+        args.json.write_text(text + "\n")
     dtypes = [d for d in DTYPES if any(k[1] == d for k in (*own, *lent))] or args.dtypes
     print("\n".join(table(own, lent, dtypes, args.ops)))
     bad = failures(own, lent)

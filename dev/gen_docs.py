@@ -187,6 +187,26 @@ def _opinfo_bench() -> Any:
     return module
 
 
+def _opinfo_runs(runs: list[dict[str, Any]]) -> list[str]:
+    """The runs merged into the table, one line each: later runs with `--ops` replace what
+    earlier ones said of those ops; a run stopped part way counts the OpInfos it finished."""
+    if not runs:
+        return []
+    out = ["Merged from these runs, in order:", ""]
+    out += ["| command | ran to the end | OpInfos | wall s | CPU s |", "|---|---|---|---|---|"]
+    for run in runs:
+        command = run["command"].removeprefix("python bench/aten_opinfo.py ")
+        if "complete" not in run:  # a merged table: its runs' commands are long
+            parts = run["command"].split("; then ")
+            summary = f"an earlier merge of {len(parts)} runs"
+            out.append(f"| {summary} (in docs/aten-opinfo.json's command) | | | | |")
+            continue
+        done = "yes" if run["complete"] else "no: stopped"
+        cells = [done, str(len(run.get("opinfos", []))), str(run["wall_s"]), str(run["cpu_s"])]
+        out.append(f"| `{command}` | " + " | ".join(cells) + " |")
+    return [*out, ""]
+
+
 def aten_opinfo() -> str:
     """The per-op, per-dtype OpInfo table, from docs/aten-opinfo.json."""
     bench = _opinfo_bench()
@@ -196,7 +216,7 @@ def aten_opinfo() -> str:
     statuses = [bench.status(r) for r in own.values() if r.samples]
     statuses += [bench.status(r) for k, r in lent.items() if k not in own or not own[k].samples]
     counts = {s: statuses.count(s) for s in ("pass", "fail", "refused")}
-    out = [f"Produced by `{data['command']}`.", ""]
+    out = _opinfo_runs(data.get("runs", [])) or [f"Produced by `{data['command']}`.", ""]
     out += [
         f"{counts['pass']} (op, dtype) pairs pass, {counts['fail']} fail, "
         f"{counts['refused']} are only refused; `-`: no OpInfo sample in that dtype reaches "

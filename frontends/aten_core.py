@@ -26,6 +26,7 @@ outside the opset npuir covers; the ops left uncovered say why in `UNCOVERED`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -52,6 +53,43 @@ _FLOATS = ("f16", "bf16", "f32", "f64")
 _RANK = {"i1": 0, "ui8": 1, "i8": 1, "i32": 2, "i64": 3}
 
 
+@functools.cache
+def _core_decompositions() -> dict[Any, Callable[..., Any]]:
+    """PyTorch's core decomposition table, as a dict.  Built once: torch assembles it from
+    its registrations on every call (0.2 CPU-s each, most of a decomposed op's import)."""
+    from torch._decomp import core_aten_decompositions
+
+    return dict(core_aten_decompositions())
+
+
+_TRACES: dict[Any, Any] = {}
+"""Decompositions traced (`_Core.decomposed`), by op and operand shapes, dtypes and other
+arguments: the trace is a function of these alone, and tracing is most of a decomposed op's
+import (a model's repeated layers, a dtype's f16 and bf16 widened to the same f32 trace)."""
+
+_TRACES_KEPT = 256
+"""How many traces `_TRACES` keeps (the oldest goes first)."""
+
+
+def _signature(value: Any) -> Any:
+    """`value` as a hashable key, a tensor by its shape and dtype; None if some part of it
+    is not hashable (then nothing is cached)."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return ("tensor", tuple(value.shape), str(value.dtype))
+    if isinstance(value, list | tuple):
+        parts = [_signature(v) for v in value]
+        return None if None in parts else (type(value).__name__, *parts)
+    if isinstance(value, dict):
+        items = [(k, _signature(v)) for k, v in value.items()]
+        return None if any(v is None for _, v in items) else ("dict", *items)
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    # 1, 1.0 and True hash alike, and 0.0 and -0.0: a decomposition may trace them apart
+    return (type(value).__name__, repr(value) if isinstance(value, float) else value)
+
+
 def _op_class(name: str) -> type[npu.NpuOp]:
     return _OPS[name]
 
@@ -76,6 +114,22 @@ def promote(a: str, b: str) -> str:
     return a if _RANK[a] >= _RANK[b] else b
 
 
+_INT_BITS = {"ui8": 8, "i8": 8, "i32": 32, "i64": 64}
+
+
+def wrap_int(value: Any, dtype: str) -> Any:
+    """A Python int as a tensor of integer `dtype` holds it: torch wraps a scalar that is
+    out of the dtype's range modulo 2**bits (`uint8 + -3` adds 253), so npuir's constants
+    take the wrapped value rather than refusing it.  Other values are returned as they are."""
+    bits = _INT_BITS.get(dtype)
+    if bits is None or isinstance(value, bool) or not isinstance(value, int):
+        return value
+    wrapped = value % (1 << bits)
+    if dtype != "ui8" and wrapped >= 1 << (bits - 1):
+        wrapped -= 1 << bits
+    return wrapped
+
+
 def _scalar_kind(value: Any) -> str:
     return "i1" if isinstance(value, bool) else "i64" if isinstance(value, int) else "f32"
 
@@ -95,6 +149,8 @@ class _Core:
         # The torch importer (`npuir.frontends.torch`), whose walk calls these handlers:
         # its graph, current node, values and handler table.
         self.imp = importer
+        self._table: dict[str, Handler] | None = None
+        """The importer's handler table, built once for every decomposition it walks."""
 
     # -- helpers ----------------------------------------------------------
 
@@ -138,7 +194,7 @@ class _Core:
         if isinstance(value, bool | int | float):
             if isinstance(value, float) and not math.isfinite(value):
                 return self.fill_like([], dtype, value)
-            return self.graph.constant(value, dtype)
+            return self.graph.constant(wrap_int(value, dtype), dtype)
         raise self.unsupported(f"operand {value!r} is neither a tensor nor a number")
 
     def build(
@@ -170,6 +226,7 @@ class _Core:
     def fill_like(self, shape: Sequence[int], dtype: str, value: Any) -> Tensor:
         if isinstance(value, Tensor):
             raise self.unsupported("a fill value that is a tensor")
+        value = wrap_int(value, dtype)
         attrs = {"value": _float(float(value))} if value else {}
         return self.one("npu.fill", [], attrs, [tensor_type(list(shape), dtype)])
 
@@ -426,6 +483,8 @@ class _Core:
         self, x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     ) -> list[Tensor]:
         """`npu.topk` for the largest; the smallest as an ascending sort's first `k`."""
+        if not x.shape:  # a 0-d tensor is its own top 1 (npu.topk wants an axis)
+            return self.sort(x, dim, False)
         if largest:
             return list(ops.topk(x, k, dim))
         values, index = self.sort(x, dim, False)
@@ -467,6 +526,15 @@ class _Core:
 
     def gather(self, x: Tensor, dim: int, index: Tensor, *_: Any, **__: Any) -> Tensor:
         index = self.index_tensor(index)
+        if any(d == 0 for d in index.shape):  # torch takes an empty index of any rank
+            return self.fill_like(index.shape, x.dtype, 0)
+        if not x.shape or not index.shape:  # torch gathers a 0-d operand as a 1-d one
+            flat = self.one(
+                "npu.gather_elements",
+                [ops.reshape(x, [1]) if not x.shape else x, ops.reshape(index, [-1])],
+                {"axis": self.axis(x, dim)},
+            )
+            return ops.reshape(flat, list(index.shape))
         return self.one("npu.gather_elements", [x, index], {"axis": self.axis(x, dim)})
 
     def index_select(self, x: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -1072,7 +1140,7 @@ class _Core:
         such as `aten.layer_norm` falls apart into core ops as it traces)."""
         try:
             import torch
-            from torch._decomp import core_aten_decompositions, decomposition_table
+            from torch._decomp import decomposition_table
             from torch.fx.experimental.proxy_tensor import make_fx
         except ImportError:
             raise self.unsupported("its decomposition needs torch installed") from None
@@ -1116,14 +1184,22 @@ class _Core:
             )
             return fn(*put[0], **put[1])
 
-        try:
-            table = dict(core_aten_decompositions())
-            traced = make_fx(call, decomposition_table=table)(*leaves)
-        except Exception as exc:  # torch's decomposition refused these arguments
-            raise self.unsupported(f"its decomposition failed: {type(exc).__name__}") from None
+        key = _signature((target, margs, mkwargs))
+        traced = _TRACES.get(key) if key is not None else None
+        if traced is None:
+            try:
+                traced = make_fx(call, decomposition_table=_core_decompositions())(*leaves)
+            except Exception as exc:  # torch's decomposition refused these arguments
+                raise self.unsupported(f"its decomposition failed: {type(exc).__name__}") from None
+            if key is not None:
+                if len(_TRACES) >= _TRACES_KEPT:
+                    del _TRACES[next(iter(_TRACES))]
+                _TRACES[key] = traced
         if any(sub.target is target for sub in traced.graph.nodes):
             raise self.unsupported("its decomposition calls the op itself")
-        handlers = self.imp.handlers()
+        if self._table is None:
+            self._table = self.imp.handlers()
+        handlers = self._table
         inputs = iter(operands)
         result: Any = None
         try:

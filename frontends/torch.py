@@ -934,7 +934,8 @@ class _Importer:
                 continue
             if have != 1:
                 raise UnsupportedOp(f"expand of dim {dim} from {have} to {want}")
-            x = ops.cat([x] * want, dim)
+            # Zero copies is an empty slice (a concat of none has no operand to type it).
+            x = ops.slice(x, dim, 0, 0) if want == 0 else ops.cat([x] * want, dim)
         return x
 
 

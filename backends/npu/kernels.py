@@ -1104,6 +1104,9 @@ def _arange(inputs: list[Array], attrs: KernelAttrs) -> list[Array]:
     (n,) = _declared_shape(attrs)
     start, step = _float(attrs, "start", 0.0), _float(attrs, "step", 1.0)
     out_dt = _result_dtype(attrs, 0, _I64)
+    if _is_int(out_dt) and math.isfinite(start) and math.isfinite(step):
+        # torch steps an integer arange in int64, from the truncated start and step
+        start, step = float(int(start)), float(int(step))
     last = abs(start) + abs(step) * max(n - 1, 0)
     if _is_int(out_dt) and start.is_integer() and step.is_integer() and last < 2**63:
         return [_convert(int(start) + int(step) * np.arange(n, dtype=_I64), out_dt)]

@@ -112,6 +112,35 @@ def test_a_decomposed_op_imports_through_torchs_decomposition() -> None:
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_a_decomposition_is_traced_once_per_signature(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch.fx.experimental.proxy_tensor as proxy_tensor
+
+    traced = proxy_tensor.make_fx
+    calls = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        return traced(*args, **kwargs)
+
+    def elus(x: Any, y: Any) -> Any:  # the same layer twice, then another shape
+        elu = torch.nn.functional.elu
+        return elu(elu(x) * x), elu(y)
+
+    x, y = torch.randn(4, 8), torch.randn(3, 5)
+    graph = make_fx(elus)(x, y).graph
+    aten_core._TRACES.clear()
+    monkeypatch.setattr(proxy_tensor, "make_fx", counting)
+    first = str(import_fx_graph(graph, strict=True))
+    assert len(calls) == 2  # (4, 8) twice, (3, 5) once
+    assert str(import_fx_graph(graph, strict=True)) == first and len(calls) == 2
+    # a key tells apart what hashes alike
+    assert aten_core._signature(0.0) != aten_core._signature(-0.0)
+    assert aten_core._signature(1) != aten_core._signature(True)
+    assert aten_core._signature([torch.empty(2)]) != aten_core._signature([torch.empty(2, 1)])
+    assert aten_core._signature([{"k": [1, 2]}]) is not None
+    assert aten_core._signature([[1, 2], {1, 2}]) is None  # a set is not hashable
+
+
 class _Masked(torch.nn.Module):
     def forward(self, x: Any, keep: Any) -> Any:
         return x.index_put((keep,), torch.zeros(())) + 1  # a boolean mask: npuir refuses it
@@ -166,3 +195,37 @@ def test_every_covered_op_matches_eager_on_its_opinfo_samples() -> None:
             f"{', '.join(FAST_DTYPES)}: {', '.join(unreached)}",
             stacklevel=1,
         )
+
+
+def test_a_traced_constant_is_passed_as_an_input() -> None:
+    # A masked op builds its fill value as a tensor the trace holds as a module attribute
+    # (a `get_attr` node, which the importer does not take); the sweep lifts it to an input,
+    # as torch.export and AOT autograd do.  The empty mask also expands a size-1 dim to 0.
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    info = next(i for i in op_db if i.name == "masked.cumsum")
+    samples = list(info.sample_inputs("cpu", torch.float32, requires_grad=False))
+    masked = [s for s in samples if s.kwargs.get("mask") is not None]
+    # one of each: a mask of the input's shape, and empty ones that broadcast
+    chosen = masked[:1] + [
+        s for s in masked if 0 in s.input.shape and s.kwargs["mask"].shape != s.input.shape
+    ]
+    assert len(chosen) >= 3
+    for sample in chosen:
+        called, outcome, reason, _ = aten_opinfo.run_sample(info, sample)
+        assert outcome == aten_opinfo.PASS, reason
+        assert "aten.where.self" in called
+
+
+def test_a_rerun_replaces_what_earlier_parts_said_of_its_ops() -> None:
+    cos, sin = ("aten.cos.default", "float32"), ("aten.sin.default", "float32")
+    row = aten_opinfo.Row
+    shard = {cos: row(cos[0], samples=2, passed=1, failures=["a"]), sin: row(sin[0], 3, 3)}
+    rerun = {cos: row(cos[0], samples=2, passed=2)}
+    commands = ["aten_opinfo.py --shard 0/9", "aten_opinfo.py --ops cos --json r.json"]
+    own, _ = aten_opinfo.merge([(shard, {}), (rerun, {})], commands)
+    assert (own[cos].samples, own[cos].passed, own[sin].samples) == (2, 2, 3)
+    # a merged file's command: every --ops run in it
+    merged = "a --shard 0/9; then b --ops cos sin --json x; then c --ops tan"
+    assert aten_opinfo.ops_of(merged) == {"cos", "sin", "tan"}
+    assert aten_opinfo.ops_of("a --shard 1/9 --json s1.json") == set()

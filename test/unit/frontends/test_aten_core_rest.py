@@ -94,6 +94,40 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
         lambda x, w: F.conv2d(x, w, stride=2, padding="valid"),
         (torch.randn(1, 4, 5, 5), torch.randn(2, 4, 2, 3)),
     ),
+    # torch wraps an out-of-range integer scalar modulo 2**bits (uint8: -3 is 253)
+    "full_like_uint8_of_a_negative_fill": (
+        lambda x: torch.full_like(x, -3),
+        (torch.arange(5, dtype=torch.uint8),),
+    ),
+    "add_uint8_and_a_negative_scalar": (
+        lambda x: x + -3,
+        (torch.arange(5, dtype=torch.uint8),),
+    ),
+    "mul_int8_and_a_scalar_past_its_range": (
+        lambda x: x * 300,
+        (torch.arange(-3, 4, dtype=torch.int8),),
+    ),
+    "expand_of_a_size_1_dim_to_0": (
+        lambda x: x.expand(4, 0, 3) + 1,
+        (torch.randn(4, 1, 3),),
+    ),
+    "topk_of_0d": (lambda x: torch.topk(x, 1), (torch.tensor(0.5),)),
+    "gather_of_0d": (
+        lambda x, i: torch.gather(x, 0, i),
+        (torch.tensor(0.5), torch.tensor([0])),
+    ),
+    "gather_of_an_empty_index_of_another_rank": (
+        lambda x, i: torch.gather(x, 0, i),
+        (torch.randn(5), torch.zeros(2, 0, dtype=torch.int64)),
+    ),
+    "arange_int64_of_fractional_bounds": (
+        lambda x: x + torch.arange(-7.9, -4.0, 1.5, dtype=torch.int64),
+        (torch.zeros(3, dtype=torch.int64),),
+    ),
+    "arange_uint8_of_a_fractional_start": (
+        lambda x: x + torch.arange(0.5, 3.7, 1.5, dtype=torch.uint8),
+        (torch.zeros(3, dtype=torch.uint8),),
+    ),
     "var_f16_rounds_once": (
         lambda x: torch.var(x, 1),
         ((torch.randn(5, 25, generator=torch.Generator().manual_seed(5)) * 30).half(),),
