@@ -259,6 +259,7 @@ def test_no_op_starts_before_its_head_or_ends_after_its_tail(
         assert tails[record.node] <= result.makespan_ns - record.end, (record, tails[record.node])
 
 
+@pytest.mark.slow  # every mode on a 17-op graph of 2048x2048 ops: 0.7 s
 def test_the_window_term_counts_the_path_before_and_after_the_wide_part() -> None:
     """A vector prologue, eight independent matmuls, a vector epilogue: the cube work can
     neither start before the prologue nor end after the epilogue starts, so the bound is

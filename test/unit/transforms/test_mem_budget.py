@@ -147,6 +147,7 @@ def test_ordering_at_the_peak_is_what_the_pass_writes() -> None:
     assert used and faster
 
 
+@pytest.mark.slow  # about 1 s a seed: four runs of auto with a memory budget
 @pytest.mark.parametrize("seed", range(4))
 def test_favor_trades_makespan_for_peak(seed: int) -> None:
     """`min-peak-memory` keeps a plan no larger than `max-concurrency` does, and
