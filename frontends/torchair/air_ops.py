@@ -55,6 +55,7 @@ __all__ = [
     "STREAM_LABEL",
     "STREAM_PRIORITY",
     "VECTORCORE_NUM",
+    "define_missing",
 ]
 
 _LIBRARY: list[torch.library.Library] = []
@@ -85,18 +86,26 @@ _SCHEMAS: dict[str, tuple[str, Any]] = {
 def register() -> None:
     """Define `air::scope_enter`, `air::scope_exit` and `air::wait_tensor` if nobody
     has (idempotent; TorchAir's own definitions win)."""
-    if _LIBRARY:
-        return
-    namespace = torch.ops.air
-    missing = [name for name in _SCHEMAS if not hasattr(namespace, name)]
-    lib = torch.library.Library("air", "FRAGMENT")
-    _LIBRARY.append(lib)  # a Library unregisters its ops when collected
+    if not _LIBRARY:
+        define_missing("air", _SCHEMAS, _LIBRARY)
+
+
+def define_missing(
+    namespace: str, schemas: dict[str, tuple[str, Any]], libraries: list[Any]
+) -> None:
+    """Define each of `schemas` (name -> schema, CPU kernel) that `torch.ops.<namespace>`
+    lacks, and mark all of them side-effecting so that dynamo and FX keep them.  The
+    `Library` goes into `libraries`: it unregisters its ops when collected."""
+    ops = getattr(torch.ops, namespace)
+    missing = [name for name in schemas if not hasattr(ops, name)]
+    lib = torch.library.Library(namespace, "FRAGMENT")
+    libraries.append(lib)
     for name in missing:
-        schema, kernel = _SCHEMAS[name]
+        schema, kernel = schemas[name]
         lib.define(schema)
         lib.impl(name, kernel, "CompositeExplicitAutograd")
-    for name in _SCHEMAS:
-        has_side_effect(getattr(namespace, name).default)
+    for name in schemas:
+        has_side_effect(getattr(ops, name).default)
 
 
 def compiling() -> bool:

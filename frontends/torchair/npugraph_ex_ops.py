@@ -76,19 +76,10 @@ def register() -> None:
     (idempotent)."""
     if _LIBRARY:
         return
-    import torch
-    from torch.fx.node import has_side_effect
+    # Here, not at the top: the importer takes this module's handlers without torch.
+    from npuir.frontends.torchair.air_ops import define_missing
 
-    namespace = getattr(torch.ops, NAMESPACE)
-    missing = [name for name in _SCHEMAS if not hasattr(namespace, name)]
-    lib = torch.library.Library(NAMESPACE, "FRAGMENT")
-    _LIBRARY.append(lib)  # a Library unregisters its ops when collected
-    for name in missing:
-        schema, kernel = _SCHEMAS[name]
-        lib.define(schema)
-        lib.impl(name, kernel, "CompositeExplicitAutograd")
-    for name in _SCHEMAS:
-        has_side_effect(getattr(namespace, name).default)
+    define_missing(NAMESPACE, _SCHEMAS, _LIBRARY)
 
 
 def handlers(
