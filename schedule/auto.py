@@ -96,6 +96,7 @@ import dataclasses
 import hashlib
 import itertools
 import random
+import weakref
 from array import array
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -137,7 +138,7 @@ from npuir.dialects.stream import MAIN_TAG
 from npuir.executor import Task, current
 from npuir.executor import best as least
 from npuir.progress import progress
-from npuir.schedule.core_check import CoreChecker, has_holder
+from npuir.schedule.core_check import CoreChecker, OpTraits, has_holder
 from npuir.schedule.limits import LimitPolicy, LimitSpace, policies
 from npuir.schedule.list_schedule import fresh_tag, list_schedule, upward_ranks
 from npuir.schedule.minidag import Variant, assign_minidag, assign_opara, solo_durations
@@ -438,7 +439,9 @@ class Judge:
                         return chosen[ops[node]]
                     return written(node, engine)
 
-        if self.refuse_hazards and _has_hazard(lowered, origin, limit_fn, self.hw):
+        if self.refuse_hazards and _has_hazard(
+            lowered, origin, limit_fn, self.hw, _traits(self.cache)
+        ):
             return Judged(name, assignment, INFEASIBLE, 0, [])
         if self.refuse_pair_rule and _breaks_pair_rule(lowered, origin, limit_fn, self.hw):
             return Judged(name, assignment, INFEASIBLE, 0, [])
@@ -605,8 +608,26 @@ def _breaks_pair_rule(
     return bool(CoreChecker(lowered, counts, hw).pair_violations())
 
 
+_TRAITS: weakref.WeakKeyDictionary[SimCache, dict[Operation, OpTraits]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _traits(cache: SimCache) -> dict[Operation, OpTraits]:
+    """What the hazard checks read of each op (`CoreChecker.traits`), kept as long as the
+    search's `cache` and valid as long as it is (the ops are not changed in place)."""
+    found = _TRAITS.get(cache)
+    if found is None:
+        found = _TRAITS[cache] = {}
+    return found
+
+
 def _has_hazard(
-    lowered: Program, origin: Sequence[int], limit_fn: LimitFn | None, hw: Hardware
+    lowered: Program,
+    origin: Sequence[int],
+    limit_fn: LimitFn | None,
+    hw: Hardware,
+    traits: dict[Operation, OpTraits] | None = None,
 ) -> bool:
     """Whether the lowered program has a hold-and-wait hazard (`CoreChecker.any_hazard`, the
     check `assignment_hazard` makes for `stream-partition`) under the limits it is
@@ -617,7 +638,7 @@ def _has_hazard(
         if lowered.kind[n] is NodeKind.COMPUTE and origin[n] >= 0
     }
     counts = _SimulatedLimits(node_of, limit_fn, lowered, hw)
-    return CoreChecker(lowered, counts, hw).any_hazard() is not None
+    return CoreChecker(lowered, counts, hw, traits=traits).any_hazard() is not None
 
 
 def _digest(assignment: Assignment) -> bytes:
@@ -1145,8 +1166,13 @@ _POLISH_ROUNDS = 2
 """How many times `_with_limits` reorders the polished schedule and polishes it again."""
 
 _POLISH_TRIALS = 4000
-"""At most this many simulations per `_polish` (fewer on bigger graphs: `_SEARCH_OPS` simulated
-ops in all); a graph whose neighbourhood under every policy needs more is not polished."""
+"""At most this many simulations per `_polish` descent (fewer on bigger graphs: `_SEARCH_OPS`
+simulated ops in all); a graph whose neighbourhood under every policy needs more is not
+polished."""
+
+_POLISH_KICKS = 16
+"""How many times `_with_limits`'s polish kicks its best schedule (`_KICK_MOVES` random
+neighbours) and descends again from there."""
 
 
 def _judged(
@@ -1248,6 +1274,7 @@ def _with_limits(
         reserved,
         polish,
         reorder,
+        kicks=_POLISH_KICKS,
     )
     if reorder and _polishable(prog, pinned, result, tried, polish):
         # Compound moves: an issue-position move with a stream refinement after it
@@ -1310,6 +1337,7 @@ def _polish(
     trials: int,
     reorder: bool,
     memos: Memos | None = None,
+    kicks: int = 0,
 ) -> tuple[Assignment, LimitPolicy | None]:
     """The last step of `_with_limits` on small graphs: a local search over streams, issue
     order and policy together, where the searches before it fix the policy first.
@@ -1337,10 +1365,24 @@ def _polish(
     collective's producer on the other stream).  When no neighbour pays, another stream is
     made the default one together with one more move (under the schedule's policy): the
     swap alone costs the joins of the old default stream's ops, which the move can take
-    away (seed 656 of `--first 50`).  At most `trials` simulations; a graph whose
-    neighbourhood under every policy needs more is left as it is (`_polishable`); each
-    descent has `trials`, and the second simulates nothing the first judged (one memo).
-    `memos`: judgements without a policy shared with the caller's judges (`Judge`)."""
+    away (seed 656 of `--first 50`).  When that does not pay either, two ops are moved to
+    one stream together, under the policy and those that hold either (on 5-op seed 1530
+    of `bench/run.py oracle --limits --first 1000` the optimum moves a matmul and the
+    vector op after it to the all_to_all's stream; either alone is slower).
+
+    Then, with `kicks`, an iterated local search: `kicks` times, the best schedule is
+    kicked by `_KICK_MOVES` random neighbours and a descent runs from there (without the
+    rounds under every other policy: the kick is what leaves the valley); its result
+    replaces the best when it is no worse -- equal keys too, a walk across a plateau (8-op
+    seed 1814 of that set reaches its optimum only so).  The descents' moves are each one
+    change; on 6-op seeds 1603 and 1632 the optimum is three away (another stream made the
+    default one, an op moved, one issued elsewhere), where no step above pays.  The
+    kicks' random choices come from a fixed seed: the result is deterministic.
+
+    At most `trials` simulations per descent; a graph whose neighbourhood under every
+    policy needs more is left as it is (`_polishable`); every descent simulates nothing an
+    earlier one judged (one memo per issue order and policy).  `memos`: judgements
+    without a policy shared with the caller's judges (`Judge`)."""
     if not _polishable(prog, pinned, result, tried, trials):
         return result, policy
     known: dict[tuple[int, str], int | None] = {}
@@ -1359,11 +1401,38 @@ def _polish(
         judged = judges[key]("polish", _in_order(candidate, order))
         return Judged(judged.name, candidate, judged.makespan, judged.waits, judged.critical)
 
-    def descend(steepest: bool) -> tuple[Judged, LimitPolicy | None]:
-        """One descent from `result`; `steepest`: the best neighbour under the schedule's
-        own policies, else the first that pays."""
-        best, policy = judge(result, start_policy), start_policy
+    def descend(
+        start: Assignment, start_policy: LimitPolicy | None, steepest: bool, wide: bool = True
+    ) -> tuple[Judged, LimitPolicy | None]:
+        """One descent from `start`; `steepest`: the best neighbour under the schedule's
+        own policies, else the first that pays; not `wide`: no round of every neighbour
+        under every other policy."""
+        best, policy = judge(start, start_policy), start_policy
         spent, improved = 1, True
+
+        def tried_moved(
+            candidate: Assignment, moved: list[int], under: LimitPolicy | None
+        ) -> Judged:
+            """`candidate` judged under `under`; when refused, the best of it and it with
+            one of the `moved` nodes issued elsewhere (`_reissued`)."""
+            nonlocal spent
+            spent += 1
+            judged = judge(candidate, under)
+            if judged.makespan == INFEASIBLE and reorder:
+                for reissued in _reissued(prog, candidate, moved):
+                    if spent >= trials:
+                        break
+                    spent += 1
+                    again = judge(reissued, under)
+                    if again.key() < judged.key():
+                        judged = again
+            return judged
+
+        def holding(moved: list[int]) -> list[LimitPolicy | None]:
+            """The schedule's policy, then the others that hold an op `moved`."""
+            ops = {prog.ops[n] for n in moved}
+            return [policy] + [p for p in tried if p is not policy and p.holders & ops]
+
         while improved and spent < trials:
             improved = False
             for under in (None, *tried):
@@ -1372,32 +1441,17 @@ def _polish(
                     judged = judge(best.assignment, under)
                     if judged.key() < best.key():
                         best, policy = judged, under
-            rounds = [None, *(p for p in (None, *tried) if p is not policy)]
+            rounds = [None, *(p for p in (None, *tried) if p is not policy)] if wide else [None]
             for i, under in enumerate(rounds):
                 neighbours = _neighbours(
                     prog, best.assignment, pinned, max_streams, reserved, reorder
                 )
                 found: tuple[Judged, LimitPolicy | None] | None = None
                 for candidate, moved in neighbours:
-                    unders = [under]
-                    if i == 0:  # the policy, and those that hold an op moved
-                        ops = {prog.ops[n] for n in moved}
-                        unders = [policy] + [
-                            p for p in tried if p is not policy and p.holders & ops
-                        ]
-                    for each in unders:
+                    for each in holding(moved) if i == 0 else [under]:
                         if spent >= trials:
                             break
-                        spent += 1
-                        judged = judge(candidate, each)
-                        if judged.makespan == INFEASIBLE and reorder:
-                            for reissued in _reissued(prog, candidate, moved):
-                                if spent >= trials:
-                                    break
-                                spent += 1
-                                again = judge(reissued, each)
-                                if again.key() < judged.key():
-                                    judged = again
+                        judged = tried_moved(candidate, moved, each)
                         if judged.key() < (best if found is None else found[0]).key():
                             found = judged, each
                             if i > 0 or not steepest:
@@ -1426,11 +1480,33 @@ def _polish(
                             break
                     if improved or spent >= trials:
                         break
+            if not improved:
+                # Still stuck: two ops moved to one stream together.
+                pairs = _pair_moves(prog, best.assignment, pinned, max_streams, reserved)
+                for candidate, moved in pairs:
+                    for each in holding(moved):
+                        if spent >= trials:
+                            break
+                        judged = tried_moved(candidate, moved, each)
+                        if judged.key() < best.key():
+                            best, policy, improved = judged, each, True
+                            break
+                    if improved or spent >= trials:
+                        break
         return best, policy
 
-    start_policy = policy
-    descents = [descend(steepest) for steepest in (False, True)]
-    best, policy = min(descents, key=lambda d: d[0].key())
+    found = [descend(result, policy, steepest) for steepest in (False, True)]
+    best, policy = min(found, key=lambda d: d[0].key())
+    rng = random.Random(_KICK_SEED)
+    for _ in range(kicks):
+        kicked = best.assignment
+        for _ in range(_KICK_MOVES):
+            options = list(_neighbours(prog, kicked, pinned, max_streams, reserved, reorder))
+            if options:
+                kicked = rng.choice(options)[0]
+        again, under = descend(kicked, policy, False, wide=False)
+        if again.key() <= best.key():  # equal: a walk across the plateau
+            best, policy = again, under
     return best.assignment, policy
 
 
@@ -1488,6 +1564,26 @@ def _neighbours(
         if prog.kind[n] is NodeKind.COMPUTE:
             for moved in _issue_moves(prog, order, n, seen):
                 yield dataclasses.replace(assignment, order=moved), [n]
+
+
+def _pair_moves(
+    prog: Program,
+    assignment: Assignment,
+    pinned: Sequence[str | None],
+    max_streams: int,
+    reserved: Collection[str],
+) -> Iterator[tuple[Assignment, list[int]]]:
+    """`assignment` with two free ops moved to one stream (at least one of them changing
+    stream), the issue order kept, each with the nodes it moves."""
+    free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
+    for i, a in enumerate(free):
+        for b in free[i + 1 :]:
+            for target in range(len(assignment.streams) + 1):
+                if assignment.stream_of[a] == target or assignment.stream_of[b] == target:
+                    continue
+                moved = _move(assignment, [a, b], target, max_streams, reserved)
+                if moved is not None:
+                    yield dataclasses.replace(moved, order=assignment.order), [a, b]
 
 
 def _reissued(prog: Program, assignment: Assignment, moved: Sequence[int]) -> Iterator[Assignment]:

@@ -73,6 +73,41 @@ class PairViolation:
     """Whether each stream has a configured limit (op scope, stream or global)."""
 
 
+@dataclass(frozen=True)
+class OpTraits:
+    """What the hazard checks read of an op, read once (a search checks many schedules of
+    the same ops)."""
+
+    full_core_sync: bool
+    waits: bool
+    """An aiv collective: it holds vector cores while it waits for its peers."""
+    holds: bool
+    """It holds cores while it waits (`holds_while_waiting`)."""
+    engines: frozenset[str]
+    spread: int
+    """The cores of its engine it can use at once (at least 1)."""
+
+    @staticmethod
+    def of(op: NpuOp, hw: Hardware) -> OpTraits:
+        spread = max(1, parallelism(hw, op_work(op, hw)))
+        return OpTraits(
+            op.full_core_sync,
+            waits_for_peers(op),
+            holds_while_waiting(op),
+            frozenset(engines_used(op)),
+            spread,
+        )
+
+
+@dataclass(frozen=True)
+class _Node:
+    """An npu op node as the hazard checks read it."""
+
+    n: int
+    stream: int
+    traits: OpTraits
+
+
 class Limits(Protocol):
     """Each op's effective core counts (`CoreLimits` is one)."""
 
@@ -109,21 +144,37 @@ class CoreChecker:
     """
 
     def __init__(
-        self, prog: Program, limits: Limits, hw: Hardware, hb: HappensBefore | None = None
+        self,
+        prog: Program,
+        limits: Limits,
+        hw: Hardware,
+        hb: HappensBefore | None = None,
+        traits: dict[Operation, OpTraits] | None = None,
     ) -> None:
         self.prog = prog
         self.limits = limits
         self.hw = hw
         self.hb = hb if hb is not None else HappensBefore(prog).run()
+        self.traits = traits if traits is not None else {}
+        """Each op's `OpTraits`, once read: a search that checks many schedules of the same
+        ops shares one (keyed by op identity, valid while the ops are not changed in place,
+        as `SimCache`)."""
+        self._demands: dict[tuple[int, str], int] = {}
+        self._nodes: list[_Node] | None = None
 
     def demand(self, n: int, engine: str) -> int:
         """The most cores of `engine` node n may hold."""
+        found = self._demands.get((n, engine))
+        if found is not None:
+            return found
         op = self.prog.ops[n]
         assert isinstance(op, NpuOp)
         limit = self.limits.of(op)[engine]
-        if holds_while_waiting(op):
-            return limit
-        return min(limit, max(1, parallelism(self.hw, op_work(op, self.hw))))
+        traits = self._traits(op)
+        if not traits.holds:
+            limit = min(limit, traits.spread)
+        self._demands[(n, engine)] = limit
+        return limit
 
     def _can_overlap(self, s: tuple[int, int], t: tuple[int, int]) -> bool:
         """Whether two streams' spans (first and last op) can overlap: unless one's last op
@@ -174,28 +225,38 @@ class CoreChecker:
                         )
         return out
 
+    def _traits(self, op: NpuOp) -> OpTraits:
+        traits = self.traits.get(op)
+        if traits is None:
+            traits = self.traits[op] = OpTraits.of(op, self.hw)
+        return traits
+
+    def _compute(self) -> list[_Node]:
+        """The function's npu op nodes with what the hazard checks read of them, once."""
+        if self._nodes is None:
+            prog = self.prog
+            self._nodes = [
+                _Node(n, prog.stream[n], self._traits(op))
+                for n, op in enumerate(prog.ops)
+                if prog.kind[n] is NodeKind.COMPUTE and isinstance(op, NpuOp)
+            ]
+        return self._nodes
+
     def hazards(self) -> list[Hazard]:
-        prog = self.prog
-        holders = [
-            n for n in range(len(prog)) if prog.kind[n] is NodeKind.COMPUTE and _holds(prog.ops[n])
-        ]
+        holders = [node for node in self._compute() if node.traits.holds]
         out: list[Hazard] = []
-        for n in holders:
-            op = prog.ops[n]
-            assert isinstance(op, NpuOp)
-            if not op.full_core_sync:
+        for a in holders:
+            if not a.traits.full_core_sync:
                 continue
-            for m in holders:
-                if m == n or prog.stream[m] == prog.stream[n]:
+            for b in holders:
+                if b.n == a.n or b.stream == a.stream:
                     continue
-                if self.hb.ordered(n, m) or self.hb.ordered(m, n):
+                if self.hb.ordered(a.n, b.n) or self.hb.ordered(b.n, a.n):
                     continue
-                other = prog.ops[m]
-                assert isinstance(other, NpuOp)
-                for engine in set(engines_used(op)) & set(engines_used(other)):
-                    a, b = self.demand(n, engine), self.demand(m, engine)
-                    if a + b > self.hw.cores(engine):
-                        out.append(Hazard(n, m, engine, a, b))
+                for engine in sorted(a.traits.engines & b.traits.engines):
+                    x, y = self.demand(a.n, engine), self.demand(b.n, engine)
+                    if x + y > self.hw.cores(engine):
+                        out.append(Hazard(a.n, b.n, engine, x, y))
         return out
 
     def collective_hazards(self) -> list[Hazard]:
@@ -207,31 +268,22 @@ class CoreChecker:
         op (through a collective of another group the peer issued first, or data), the
         ranks wait on each other for ever.  A pair `hazards` reports (the other op is
         `full_core_sync`) is left to it; a pair of aiv collectives is reported once."""
-        prog = self.prog
-        compute = [
-            n
-            for n in range(len(prog))
-            if prog.kind[n] is NodeKind.COMPUTE and isinstance(prog.ops[n], NpuOp)
-        ]
+        compute = self._compute()
         out: list[Hazard] = []
-        for n in compute:
-            op = prog.ops[n]
-            if not waits_for_peers(op):
+        for a in compute:
+            if not a.traits.waits:
                 continue
-            assert isinstance(op, NpuOp)
-            for m in compute:
-                other = prog.ops[m]
-                assert isinstance(other, NpuOp)
-                if m == n or prog.stream[m] == prog.stream[n] or other.full_core_sync:
+            for b in compute:
+                if b.n == a.n or b.stream == a.stream or b.traits.full_core_sync:
                     continue
-                if m < n and waits_for_peers(other):
+                if b.n < a.n and b.traits.waits:
                     continue
-                if self.hb.ordered(n, m) or self.hb.ordered(m, n):
+                if self.hb.ordered(a.n, b.n) or self.hb.ordered(b.n, a.n):
                     continue
-                for engine in sorted(set(engines_used(op)) & set(engines_used(other))):
-                    a, b = self.demand(n, engine), self.demand(m, engine)
-                    if a + b > self.hw.cores(engine):
-                        out.append(Hazard(n, m, engine, a, b))
+                for engine in sorted(a.traits.engines & b.traits.engines):
+                    x, y = self.demand(a.n, engine), self.demand(b.n, engine)
+                    if x + y > self.hw.cores(engine):
+                        out.append(Hazard(a.n, b.n, engine, x, y))
                         break
         return out
 
