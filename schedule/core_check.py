@@ -140,7 +140,9 @@ class OverriddenLimits:
 class CoreChecker:
     """Finds pair-rule violations and hazards in one lowered function.
 
-    `hb` is the function's happens-before relation when the caller already has it.
+    `hb` is the function's happens-before relation when the caller already has it; else
+    it is built when a check first needs it (a pair of streams or ops whose cores exceed
+    the device: a search checks thousands of schedules, most with no such pair).
     """
 
     def __init__(
@@ -154,13 +156,19 @@ class CoreChecker:
         self.prog = prog
         self.limits = limits
         self.hw = hw
-        self.hb = hb if hb is not None else HappensBefore(prog).run()
+        self._hb = hb
         self.traits = traits if traits is not None else {}
         """Each op's `OpTraits`, once read: a search that checks many schedules of the same
         ops shares one (keyed by op identity, valid while the ops are not changed in place,
         as `SimCache`)."""
         self._demands: dict[tuple[int, str], int] = {}
         self._nodes: list[_Node] | None = None
+
+    @property
+    def hb(self) -> HappensBefore:
+        if self._hb is None:
+            self._hb = HappensBefore(self.prog).run()
+        return self._hb
 
     def demand(self, n: int, engine: str) -> int:
         """The most cores of `engine` node n may hold."""
@@ -197,7 +205,7 @@ class CoreChecker:
             assert isinstance(op, NpuOp)
             s = prog.stream[n]
             counts = self.limits.of(op)
-            for engine in engines_used(op):
+            for engine in self._traits(op).engines:
                 key = (s, engine)
                 first, _ = span.get(key, (n, n))
                 span[key] = (first, n)
@@ -251,12 +259,14 @@ class CoreChecker:
             for b in holders:
                 if b.n == a.n or b.stream == a.stream:
                     continue
-                if self.hb.ordered(a.n, b.n) or self.hb.ordered(b.n, a.n):
-                    continue
+                found: list[Hazard] = []
                 for engine in sorted(a.traits.engines & b.traits.engines):
                     x, y = self.demand(a.n, engine), self.demand(b.n, engine)
                     if x + y > self.hw.cores(engine):
-                        out.append(Hazard(a.n, b.n, engine, x, y))
+                        found.append(Hazard(a.n, b.n, engine, x, y))
+                # (The happens-before relation only where the cores do not fit.)
+                if found and not self._ordered(a.n, b.n):
+                    out.extend(found)
         return out
 
     def collective_hazards(self) -> list[Hazard]:
@@ -278,14 +288,17 @@ class CoreChecker:
                     continue
                 if b.n < a.n and b.traits.waits:
                     continue
-                if self.hb.ordered(a.n, b.n) or self.hb.ordered(b.n, a.n):
-                    continue
                 for engine in sorted(a.traits.engines & b.traits.engines):
                     x, y = self.demand(a.n, engine), self.demand(b.n, engine)
                     if x + y > self.hw.cores(engine):
-                        out.append(Hazard(a.n, b.n, engine, x, y))
+                        if not self._ordered(a.n, b.n):
+                            out.append(Hazard(a.n, b.n, engine, x, y))
                         break
         return out
+
+    def _ordered(self, n: int, m: int) -> bool:
+        """Whether one of nodes n and m happens before the other."""
+        return self.hb.ordered(n, m) or self.hb.ordered(m, n)
 
     def any_hazard(self) -> Hazard | None:
         """The first hold-and-wait hazard of either kind, or None."""

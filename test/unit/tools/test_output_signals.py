@@ -76,6 +76,14 @@ sys.exit(run_tool("slow-writer", run, sys.argv[1:], exiting=True))
 """
 
 
+def _default_signals() -> None:
+    # As a terminal starts a tool: a shell without job control starts its background
+    # commands with SIGINT ignored, and Python then installs no handler for it (the writer
+    # would sleep through the signal and exit 0).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     ("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM)]
 )
@@ -88,6 +96,7 @@ def test_a_signal_mid_write_leaves_no_temporary_file(
         [sys.executable, "-c", _SLOW_WRITER, str(target)],
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_signals,
     )
     try:
         deadline = time.monotonic() + 60
