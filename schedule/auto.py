@@ -1178,11 +1178,12 @@ simulated ops in all); a graph whose neighbourhood under every policy needs more
 polished."""
 
 _POLISH_KICKS = 16
+"""At most this many times `_with_limits`'s polish kicks its schedule (`_KICK_MOVES` random
+neighbours) and descends again from there."""
+
 _KICK_SHARE = 3
 """The kicks stop once they have simulated this many times what the descents before them
 did: a bigger program's kicks cost more each, and it gets fewer."""
-"""How many times `_with_limits`'s polish kicks its best schedule (`_KICK_MOVES` random
-neighbours) and descends again from there."""
 
 
 def _judged(
@@ -1380,8 +1381,8 @@ def _polish(
     of `bench/run.py oracle --limits --first 1000` the optimum moves a matmul and the
     vector op after it to the all_to_all's stream; either alone is slower).
 
-    Then, with `kicks`, an iterated local search: `kicks` times, the best schedule is
-    kicked by `_KICK_MOVES` random neighbours and a descent runs from there (without the
+    Then, with `kicks`, an iterated local search: up to `kicks` times, the walk's schedule
+    (at first the best) is kicked by `_KICK_MOVES` random neighbours and a descent runs from there (without the
     rounds under every other policy: the kick is what leaves the valley); the next kick
     starts from its result when that is no worse -- equal keys too, a walk across a
     plateau (8-op seed 1814 of that set reaches its optimum only so) -- and the result is
@@ -1389,10 +1390,10 @@ def _polish(
     kicks stop at the lower bound (`npuir.schedule.bounds`: a schedule there is optimal;
     on 117 of those 200 graphs the optimum is the bound) and once they have simulated
     `_KICK_SHARE` times what the descents did (on 10-op programs 16 kicks multiplied
-    auto's time by six).  The descents' moves are each one
-    change; on 6-op seeds 1603 and 1632 the optimum is three away (another stream made the
-    default one, an op moved, one issued elsewhere), where no step above pays.  The
-    kicks' random choices come from a fixed seed: the result is deterministic.
+    auto's time by six).  The descents' moves are each one change; on 6-op seeds 1603
+    and 1632 the optimum is three away (another stream made the default one, an op moved,
+    one issued elsewhere), where no step above pays.  The kicks' random choices come from
+    a fixed seed: the result is deterministic.
 
     At most `trials` simulations per descent; a graph whose neighbourhood under every
     policy needs more is left as it is (`_polishable`); every descent simulates nothing an
@@ -1550,9 +1551,7 @@ def _polishable(
 ) -> bool:
     """Whether `_polish` can judge every neighbour of `result` under every policy in `trials`
     (counting every op issued anywhere, an upper bound on the order moves)."""
-    free = sum(
-        1 for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE
-    )
+    free = len(_free_ops(prog, pinned))
     streams = len(result.streams)
     neighbours = free * streams + free * (free - 1) // 2 + streams + free * len(prog)
     return neighbours * (len(tried) + 1) <= trials
@@ -1572,7 +1571,7 @@ def _neighbours(
     producer (its users, and any collective that would pass an earlier one of its group,
     issued after it as early as they can: every rank issues each group's collectives in the
     written order).  Pinned ops and nodes that are not compute ops stay on their stream."""
-    free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
+    free = _free_ops(prog, pinned)
     for swapped in _default_swaps(prog, assignment, pinned):
         yield swapped, []
     for n in free:
@@ -1597,6 +1596,11 @@ def _neighbours(
                 yield dataclasses.replace(assignment, order=moved), [n]
 
 
+def _free_ops(prog: Program, pinned: Sequence[str | None]) -> list[int]:
+    """The compute nodes a search may move: those no tag pins to a stream."""
+    return [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
+
+
 def _pair_moves(
     prog: Program,
     assignment: Assignment,
@@ -1604,9 +1608,9 @@ def _pair_moves(
     max_streams: int,
     reserved: Collection[str],
 ) -> Iterator[tuple[Assignment, list[int]]]:
-    """`assignment` with two free ops moved to one stream (at least one of them changing
-    stream), the issue order kept, each with the nodes it moves."""
-    free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
+    """`assignment` with two free ops moved together to a stream neither is on (a new one
+    too), the issue order kept, each with the nodes it moves."""
+    free = _free_ops(prog, pinned)
     for i, a in enumerate(free):
         for b in free[i + 1 :]:
             for target in range(len(assignment.streams) + 1):
@@ -1929,7 +1933,7 @@ def _kick(
     dropped when the same schedule with every stream at 0 is as good."""
     if limits is None:
         limits = _written_limits(prog, hw)
-    free = [n for n in range(len(prog)) if pinned[n] is None and prog.kind[n] is NodeKind.COMPUTE]
+    free = _free_ops(prog, pinned)
     if not free:
         return result
     rng = random.Random(_KICK_SEED)

@@ -239,7 +239,7 @@ class CoreChecker:
             traits = self.traits[op] = OpTraits.of(op, self.hw)
         return traits
 
-    def _compute(self) -> list[_Node]:
+    def _npu_nodes(self) -> list[_Node]:
         """The function's npu op nodes with what the hazard checks read of them, once."""
         if self._nodes is None:
             prog = self.prog
@@ -251,7 +251,7 @@ class CoreChecker:
         return self._nodes
 
     def hazards(self) -> list[Hazard]:
-        holders = [node for node in self._compute() if node.traits.holds]
+        holders = [node for node in self._npu_nodes() if node.traits.holds]
         out: list[Hazard] = []
         for a in holders:
             if not a.traits.full_core_sync:
@@ -278,7 +278,7 @@ class CoreChecker:
         op (through a collective of another group the peer issued first, or data), the
         ranks wait on each other for ever.  A pair `hazards` reports (the other op is
         `full_core_sync`) is left to it; a pair of aiv collectives is reported once."""
-        compute = self._compute()
+        compute = self._npu_nodes()
         out: list[Hazard] = []
         for a in compute:
             if not a.traits.waits:
